@@ -1,0 +1,137 @@
+# Front door: `make` (release binaries in build/bin), `make test` (ASan+UBSan build + all tests),
+# `make bench`, `make demo`, `make fuzz`, `make clean`.
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD ?= release
+PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv
+
+ifeq ($(BUILD),release)
+  OUT := build
+  CC ?= cc
+  OPT := -O2 -D_FORTIFY_SOURCE=2
+  SAN :=
+else ifeq ($(BUILD),asan)
+  OUT := build/asan
+  OPT := -O1 -g -fno-omit-frame-pointer
+  SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else ifeq ($(BUILD),fuzz)
+  OUT := build/fuzz
+  CC := clang
+  OPT := -O1 -g -fno-omit-frame-pointer -DFUZZING
+  SAN := -fsanitize=address,undefined,fuzzer-no-link
+else
+  $(error unknown BUILD=$(BUILD))
+endif
+
+GEN := build/gen
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS_ALL := -std=gnu11 $(OPT) $(SAN) $(WARN) -g -fPIE -fstack-protector-strong \
+  -fvisibility=hidden -D_GNU_SOURCE -Isrc -Iinclude -I$(GEN) \
+  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
+LDFLAGS_ALL := $(SAN) -pie -Wl,-z,relro,-z,now $(LDFLAGS)
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+
+# proto/*.proto are the wire contract (served as-is by reflection). protoc-c 1.4 does not know
+# proto3 `optional`, which is wire-identical to a plain field here, so C code is generated from a
+# copy with the keyword stripped.
+PROTOS := $(wildcard proto/*.proto)
+PROTO_C := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(PROTOS)) $(GEN)/google/protobuf/empty.pb-c.c
+PROTO_H := $(PROTO_C:.c=.h)
+DESC_C := $(GEN)/proto-descriptors.c
+
+LIB_SRC := $(wildcard src/basic/*.c) $(wildcard src/shared/*.c)
+SANDBOXD_SRC := $(filter-out src/sandboxd/sandboxd-main.c,$(wildcard src/sandboxd/*.c))
+OBJ_DIR := $(OUT)/obj
+obj = $(patsubst %.c,$(OBJ_DIR)/%.o,$(1))
+LIB_OBJ := $(call obj,$(LIB_SRC)) $(call obj,$(PROTO_C) $(DESC_C))
+SANDBOXD_OBJ := $(call obj,$(SANDBOXD_SRC))
+
+UNIT_SRC := $(wildcard tests/unit/test-*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
+FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
+
+BINS := $(OUT)/bin/sandboxd
+
+.PHONY: all deps test unit fuzz fuzz-build bench demo clean format
+all: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) binaries
+
+binaries: $(BINS) $(UNIT_BIN)
+
+deps:
+	@bash scripts/deps.sh
+
+$(GEN)/c-src/%.proto: proto/%.proto
+	@mkdir -p $(dir $@)
+	sed -E 's/^(\s*)optional /\1/' $< > $@
+
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: $(GEN)/c-src/%.proto
+	protoc-c --proto_path=$(GEN)/c-src --proto_path=/usr/include --c_out=$(GEN) $<
+
+$(GEN)/google/protobuf/empty.pb-c.c $(GEN)/google/protobuf/empty.pb-c.h:
+	@mkdir -p $(GEN)
+	protoc-c --proto_path=/usr/include --c_out=$(GEN) google/protobuf/empty.proto
+
+# Serialized FileDescriptorSet of every proto we serve, for gRPC server reflection.
+$(GEN)/descriptors.pb: $(PROTOS)
+	@mkdir -p $(GEN)
+	protoc --proto_path=proto --proto_path=/usr/include --include_imports -o $@ $(PROTOS)
+$(DESC_C): $(GEN)/descriptors.pb scripts/embed.sh
+	bash scripts/embed.sh $< asb_proto_descriptor_set > $@
+
+.SECONDARY:
+
+# Generated protobuf-c code is not ours to fix: compile it without -Werror.
+$(OBJ_DIR)/$(GEN)/%.o: $(GEN)/%.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) -Wno-error -Wno-missing-braces -Wno-missing-prototypes -MMD -MP -c $< -o $@
+
+$(OBJ_DIR)/%.o: %.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+
+fuzz-build: deps
+	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)
+
+# `make fuzz FUZZ_SECONDS=60` runs every target for a while, starting from the corpus in the tree.
+FUZZ_SECONDS ?= 30
+fuzz: fuzz-build
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
+
+test: deps
+	@$(MAKE) --no-print-directory BUILD=asan binaries
+	@$(MAKE) --no-print-directory fuzz-build
+	@/usr/bin/python3 tests/run-tests.py --build build/asan
+
+bench: all
+	@bash bench/run.sh
+
+demo: all
+	@bash scripts/demo.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages the build, tests and benchmarks need.
+# Idempotent and fast when everything is already present (one dpkg-query call).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential pkg-config clang libclang-rt-14-dev
+  libmicrohttpd-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+  libjansson-dev libuv1-dev
+  python3 python3-pytest python3-requests python3-grpcio python3-protobuf
+  curl valgrind procps util-linux
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]} (run as root or install them)" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,16 @@
+/* Monotonic/real time in microseconds and Go-style duration parsing. */
+#pragma once
+
+#include <stdint.h>
+#include <time.h>
+
+typedef uint64_t usec_t;
+#define USEC_PER_SEC ((usec_t)1000000)
+#define USEC_PER_MSEC ((usec_t)1000)
+#define NSEC_PER_USEC ((uint64_t)1000)
+
+usec_t now_usec(clockid_t clock);
+
+/* Parses Go time.ParseDuration syntax ("10s", "1m30s", "500ms", "1.5h", "0").
+ * Negative durations are rejected. Returns 0 or -EINVAL/-ERANGE. */
+int parse_go_duration(const char *s, usec_t *ret);

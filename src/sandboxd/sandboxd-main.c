@@ -1,0 +1,195 @@
+/* sandboxd entry point: flags, root directory, both servers, and the shutdown sequence of
+ * shared/spec/UPSTREAM.md §1.6, driven by a libuv loop on the main thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "basic/macro.h"
+#include "sandboxd/sandboxd-grpc.h"
+#include "sandboxd/sandboxd-rest.h"
+#include "sandboxd/sandboxd.h"
+#include "shared/log.h"
+
+#define SHUTDOWN_TICK_MS 20
+#define PROCESS_GRACE_MAX (2 * USEC_PER_SEC)
+
+typedef enum { RUNNING, PROCESS_GRACE, DRAINING } shutdown_phase;
+
+typedef struct daemon_ctx {
+    sandboxd sd;
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t tick;
+    rest_server *rest;
+    grpc_server *grpc;
+    shutdown_phase phase;
+    usec_t shutdown_started;
+} daemon_ctx;
+
+/* mkdir -p with mode 0755 (umask applies), as Go's os.MkdirAll. */
+static int mkdir_parents(const char *path)
+{
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return negative_errno();
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return negative_errno();
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int sandboxd_open_root(sandboxd *sd, const sandboxd_config *cfg)
+{
+    int r = mkdir_parents(cfg->root_dir);
+    if (r < 0) {
+        fprintf(stderr, "root dir \"%s\": mkdir %s: %s\n", cfg->root_dir, cfg->root_dir, strerror(-r));
+        return r;
+    }
+    sd->root_path = realpath(cfg->root_dir, NULL);
+    if (!sd->root_path) {
+        fprintf(stderr, "root dir \"%s\": %s\n", cfg->root_dir, strerror(errno));
+        return negative_errno();
+    }
+    sd->root_fd = open(sd->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sd->root_fd < 0) {
+        fprintf(stderr, "root dir \"%s\": %s\n", cfg->root_dir, strerror(errno));
+        return negative_errno();
+    }
+    return 0;
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void finish_shutdown(daemon_ctx *d)
+{
+    d->rest = rest_server_free(d->rest);
+    grpc_server_close(d->grpc);
+    d->grpc = NULL;
+    close_handle((uv_handle_t *)&d->tick);
+    close_handle((uv_handle_t *)&d->sigterm);
+    close_handle((uv_handle_t *)&d->sigint);
+    log_info("sandboxd stopped");
+}
+
+static void on_shutdown_tick(uv_timer_t *t)
+{
+    daemon_ctx *d = t->data;
+    usec_t elapsed = now_usec(CLOCK_MONOTONIC) - d->shutdown_started;
+    usec_t timeout = d->sd.config->shutdown_timeout;
+
+    if (d->phase == PROCESS_GRACE) {
+        if (grpc_server_live_processes(d->grpc) > 0 && elapsed < MIN(PROCESS_GRACE_MAX, timeout))
+            return;
+        grpc_server_signal_processes(d->grpc, SIGKILL);
+        rest_server_stop_accepting(d->rest);
+        grpc_server_stop_accepting(d->grpc);
+        d->phase = DRAINING;
+    }
+    bool drained = rest_server_active_requests(d->rest) == 0 && grpc_server_active_calls(d->grpc) == 0;
+    if (drained || elapsed >= timeout) {
+        if (!drained)
+            log_warn("shutdown timeout reached; closing remaining connections");
+        finish_shutdown(d);
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    daemon_ctx *d = h->data;
+    if (d->phase != RUNNING)
+        return;
+    log_info("shutting down", "signal", strsignal(signum));
+    atomic_store(&d->sd.ready, false);
+    d->phase = PROCESS_GRACE;
+    d->shutdown_started = now_usec(CLOCK_MONOTONIC);
+    grpc_server_signal_processes(d->grpc, SIGTERM);
+    uv_timer_start(&d->tick, on_shutdown_tick, 0, SHUTDOWN_TICK_MS);
+}
+
+static char *join_host_port(const char *host, int port)
+{
+    char *s = NULL;
+    bool v6 = strchr(host, ':') != NULL;
+    if (asprintf(&s, v6 ? "[%s]:%d" : "%s:%d", host, port) < 0)
+        return NULL;
+    return s;
+}
+
+static int run(daemon_ctx *d)
+{
+    const sandboxd_config *cfg = d->sd.config;
+    int r = uv_loop_init(&d->loop);
+    if (r < 0)
+        return r;
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    uv_timer_init(&d->loop, &d->tick);
+    d->sigterm.data = d->sigint.data = d->tick.data = d;
+
+    r = rest_server_new(&d->rest, &d->sd);
+    if (r >= 0)
+        r = grpc_server_new(&d->grpc, &d->loop, &d->sd);
+    if (r < 0) {
+        d->rest = rest_server_free(d->rest);
+        finish_shutdown(d);
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&d->loop);
+        return r;
+    }
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+
+    _cleanup_free_ char *grpc_addr = join_host_port(cfg->listen_host, cfg->grpc_port);
+    _cleanup_free_ char *rest_addr = join_host_port(cfg->listen_host, cfg->rest_port);
+    log_info("sandboxd listening", "version", SANDBOXD_VERSION, "grpc", grpc_addr, "rest", rest_addr,
+             "grpcSocket", cfg->grpc_socket, "restSocket", cfg->rest_socket, "rootDir",
+             d->sd.root_path);
+
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    return uv_loop_close(&d->loop) == 0 ? 0 : -EBUSY;
+}
+
+int main(int argc, char **argv)
+{
+    sandboxd_config cfg;
+    int code = sandboxd_config_parse(&cfg, argc, argv);
+    if (code >= 0) {
+        sandboxd_config_done(&cfg);
+        return code;
+    }
+    log_setup("sandboxd", cfg.log_json, LOG_LEVEL_INFO);
+    signal(SIGPIPE, SIG_IGN);
+
+    daemon_ctx d = {.sd = {.config = &cfg, .root_fd = -1}};
+    d.sd.started_at = now_usec(CLOCK_MONOTONIC);
+    atomic_init(&d.sd.ready, true);
+
+    int r = sandboxd_open_root(&d.sd, &cfg);
+    if (r >= 0)
+        r = run(&d);
+    safe_close(d.sd.root_fd);
+    free(d.sd.root_path);
+    sandboxd_config_done(&cfg);
+    return r < 0 ? 1 : 0;
+}

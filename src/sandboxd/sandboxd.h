@@ -1,0 +1,46 @@
+/* sandboxd's configuration and the state shared by its REST and gRPC halves. */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "basic/time-util.h"
+
+#define SANDBOXD_VERSION "0.1.0"
+
+typedef struct sandboxd_config {
+    char *listen_host;          /* default "0.0.0.0" */
+    int grpc_port;              /* default 9090 */
+    int rest_port;              /* default 8080 */
+    char *root_dir;             /* as given; default "/workspace" */
+    char *metadata_env_prefix;  /* default "SANDBOX_"; empty means the default */
+    usec_t shutdown_timeout;    /* default 10s */
+    usec_t http_idle_timeout;   /* default 60s */
+    int stream_chunk_size;      /* <=0 means 4096 */
+    char *rest_socket;          /* optional unix socket path for REST */
+    char *grpc_socket;          /* optional unix socket path for gRPC */
+    int rest_fd;                /* inherited listening socket for REST, -1 if none */
+    int grpc_fd;                /* inherited listening socket for gRPC, -1 if none */
+    bool log_json;              /* --zap-encoder=json */
+    char **main_command;        /* argv after `--` (or the first non-flag), NULL-terminated; may be empty */
+} sandboxd_config;
+
+/* Shared runtime state. Owned by main; REST threads and the gRPC loop borrow it. */
+typedef struct sandboxd {
+    const sandboxd_config *config;
+    char *root_path;   /* the root with symlinks resolved (R' of the path rules) */
+    int root_fd;       /* O_DIRECTORY|O_PATH fd of root_path, for *at() confinement */
+    usec_t started_at; /* CLOCK_MONOTONIC at construction */
+    atomic_bool ready; /* false once shutdown begins: health answers 503 */
+} sandboxd;
+
+/* Parses argv with Go `flag` semantics. On error or -h prints to stderr and returns the exit
+ * code to use (>=0); returns -1 when the daemon should run. *cfg is filled with owned strings. */
+int sandboxd_config_parse(sandboxd_config *cfg, int argc, char **argv);
+void sandboxd_config_done(sandboxd_config *cfg);
+
+/* Effective chunk size for Start output reads. */
+static inline int sandboxd_chunk_size(const sandboxd_config *cfg)
+{
+    return cfg->stream_chunk_size > 0 ? cfg->stream_chunk_size : 4096;
+}
