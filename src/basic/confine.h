@@ -1,13 +1,38 @@
 /* Path confinement under a sandbox root (upstream "SanitizePath", shared/spec/UPSTREAM.md §1.3),
  * race-free: every step happens on directory fds (openat with O_NOFOLLOW + readlinkat), so a
  * symlink swapped in during a request can never redirect it outside the root. Symlinks that stay
- * inside the root are followed; a resolution that leaves it fails with -ERRNO_PATH_ESCAPE (EXDEV).
- * Never logs. */
+ * inside the root are followed (also the final component: GET/PUT/DELETE act on the target, as
+ * upstream). A resolution that would leave the root fails with -ERRNO_PATH_ESCAPE (EXDEV).
+ * Callers map -ERRNO_PATH_ESCAPE to PERMISSION_DENIED and every other error to INTERNAL, as
+ * upstream does. Never logs. */
 #pragma once
 
-/* Opens an existing directory P under the root as O_PATH|O_DIRECTORY|O_CLOEXEC (used for a process
- * cwd and for directory listings). `root_fd` is an O_PATH directory fd of the resolved root,
- * `root_path` its absolute resolved path (needed to interpret absolute paths and in-root absolute
- * symlinks). Returns 0 and *ret_fd (owned by the caller), or -ERRNO_PATH_ESCAPE, -ENOENT,
- * -ENOTDIR, -ELOOP, -EACCES, ... */
+#include <stdbool.h>
+
+/* Where a user path lands. Operations then use *at() calls on dir_fd with O_NOFOLLOW. */
+typedef struct confined {
+    int dir_fd;    /* owned O_PATH|O_DIRECTORY fd: the directory holding the target; when
+                      `missing` is non-empty, the deepest existing directory on the way */
+    char *missing; /* owned: '/'-separated directories below dir_fd that do not exist yet and lead
+                      to the target's parent ("a/b" for a/b/f.txt when only the root exists), or "" */
+    char *name;    /* owned: the target's final component (inside dir_fd, or inside the last
+                      `missing` directory); "" when the target is the root itself */
+} confined;
+
+#define CONFINED_INIT {-1, NULL, NULL}
+
+/* Resolves `path` (a decoded user path or cwd: relative, or absolute meaning relative to the root
+ * unless it starts with `root_path`) under the root. `root_fd` is an O_PATH directory fd of the
+ * resolved root and `root_path` its absolute, symlink-free path. A dangling symlink resolves to
+ * the link itself (DELETE removes the link, PUT replaces it), as upstream. Returns 0 and fills
+ * *ret (release with confined_done), or -ERRNO_PATH_ESCAPE, -ENOTDIR, -ELOOP, -EACCES, -ENOMEM. */
+int confine_resolve(int root_fd, const char *root_path, const char *path, confined *ret);
+void confined_done(confined *c);
+
+/* Opens an existing directory P under the root as O_PATH|O_DIRECTORY|O_CLOEXEC (a process cwd, a
+ * directory to list). Returns 0 and *ret_fd (owned by the caller), or -ERRNO_PATH_ESCAPE,
+ * -ENOENT, -ENOTDIR, -ELOOP, -EACCES, ... */
 int confine_open_dir(int root_fd, const char *root_path, const char *path, int *ret_fd);
+
+/* Go filepath.Clean of a '/'-separated path into a newly allocated string (NULL on ENOMEM). */
+char *path_clean(const char *path);
