@@ -1,0 +1,711 @@
+/* gRPC over HTTP/2 (h2c with prior knowledge) on nghttp2 server sessions: streams become calls,
+ * request DATA is de-framed into messages, responses are framed, flow-controlled by the peer's
+ * windows, and end with grpc-status/grpc-message trailers (trailers-only for early errors). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "sandboxd/sandboxd-grpc-server.h"
+#include "shared/log.h"
+
+#define CONN_WRITE_CHUNK (256u * 1024)
+#define CONN_MAX_WRITES_PENDING (1024u * 1024)
+#define STREAM_WINDOW (1u << 20)
+#define CONN_WINDOW (16u << 20)
+
+struct grpc_outbuf {
+    grpc_outbuf *next;
+    uint8_t *buf;
+    size_t len, off;
+};
+
+typedef struct conn_write {
+    uv_write_t req;
+    grpc_conn *conn;
+    uint8_t *buf;
+    size_t len;
+} conn_write;
+
+sandboxd *grpc_call_sandboxd(const grpc_call *c)
+{
+    return c->server->sd;
+}
+
+/* ---- calls ---- */
+
+static grpc_call *call_new(grpc_conn *conn, int32_t stream_id)
+{
+    grpc_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->server = conn->server;
+    c->conn = conn;
+    c->stream_id = stream_id;
+    grpc_server *s = conn->server;
+    c->next = s->calls;
+    if (s->calls)
+        s->calls->prev = c;
+    s->calls = c;
+    s->ncalls++;
+    return c;
+}
+
+static void free_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void call_stop_deadline(grpc_call *c)
+{
+    if (c->deadline) {
+        uv_close((uv_handle_t *)c->deadline, free_cb);
+        c->deadline = NULL;
+    }
+}
+
+static void call_free(grpc_call *c)
+{
+    grpc_server *s = c->server;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->ncalls--;
+    call_stop_deadline(c);
+    while (c->out_head) {
+        grpc_outbuf *o = c->out_head;
+        c->out_head = o->next;
+        free(o->buf);
+        free(o);
+    }
+    grpc_frame_decoder_done(&c->dec);
+    free(c->req);
+    free(c->path);
+    free(c->status_msg);
+    free(c);
+}
+
+/* The transport ends the call: let the handler drop its state first. */
+static void call_detach_handler(grpc_call *c)
+{
+    if (c->dispatched && !c->finished && c->method->on_cancel)
+        c->method->on_cancel(c);
+    c->data = NULL;
+}
+
+static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+                            size_t length, uint32_t *data_flags, nghttp2_data_source *source,
+                            void *user_data);
+
+#define MAKE_NV(n, v, vlen)                                                                        \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vlen), NGHTTP2_NV_FLAG_NONE                \
+    }
+
+/* Fills trailer fields; *owned receives a buffer to free after submission. */
+static size_t trailer_nv(grpc_call *c, nghttp2_nv *nv, char statusbuf[16], char **owned)
+{
+    size_t n = 0;
+    int len = snprintf(statusbuf, 16, "%u", status_grpc(c->status));
+    nv[n++] = (nghttp2_nv)MAKE_NV("grpc-status", statusbuf, (size_t)len);
+    *owned = NULL;
+    if (c->status != STATUS_OK && c->status_msg && c->status_msg[0]) {
+        *owned = grpc_message_encode(c->status_msg);
+        if (*owned)
+            nv[n++] = (nghttp2_nv)MAKE_NV("grpc-message", *owned, strlen(*owned));
+    }
+    return n;
+}
+
+static void call_submit_headers(grpc_call *c)
+{
+    nghttp2_nv nv[] = {MAKE_NV(":status", "200", 3),
+                       MAKE_NV("content-type", "application/grpc", 16)};
+    nghttp2_data_provider prd = {.source.ptr = c, .read_callback = data_read_cb};
+    c->headers_sent = true;
+    if (nghttp2_submit_response(c->conn->session, c->stream_id, nv, ELEMENTSOF(nv), &prd) != 0)
+        nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id,
+                                  NGHTTP2_INTERNAL_ERROR);
+}
+
+static void call_submit_trailers_only(grpc_call *c)
+{
+    nghttp2_nv nv[4] = {MAKE_NV(":status", "200", 3),
+                        MAKE_NV("content-type", "application/grpc", 16)};
+    char statusbuf[16];
+    char *owned;
+    size_t n = 2 + trailer_nv(c, nv + 2, statusbuf, &owned);
+    c->headers_sent = true;
+    c->trailers_queued = true;
+    if (nghttp2_submit_response(c->conn->session, c->stream_id, nv, n, NULL) != 0)
+        nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id,
+                                  NGHTTP2_INTERNAL_ERROR);
+    free(owned);
+}
+
+static void call_kick(grpc_call *c)
+{
+    if (c->deferred) {
+        c->deferred = false;
+        nghttp2_session_resume_data(c->conn->session, c->stream_id);
+    }
+    grpc_conn_mark_dirty(c->conn);
+}
+
+int grpc_call_send_framed(grpc_call *c, uint8_t *buf, size_t off, size_t len)
+{
+    if (c->finished || !c->conn || c->conn->closing) {
+        free(buf);
+        return -ECANCELED;
+    }
+    grpc_outbuf *o = malloc(sizeof(*o));
+    if (!o) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *o = (grpc_outbuf){.buf = buf, .off = off, .len = off + len};
+    if (c->out_tail)
+        c->out_tail->next = o;
+    else
+        c->out_head = o;
+    c->out_tail = o;
+    c->out_pending += len;
+    if (c->out_pending > GRPC_CALL_HIGH_WATER)
+        c->above_high = true;
+    if (!c->headers_sent)
+        call_submit_headers(c);
+    call_kick(c);
+    return 0;
+}
+
+int grpc_call_send(grpc_call *c, const ProtobufCMessage *msg)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = malloc(GRPC_FRAME_HEADER + len);
+    if (!buf)
+        return -ENOMEM;
+    grpc_frame_header(buf, len);
+    protobuf_c_message_pack(msg, buf + GRPC_FRAME_HEADER);
+    return grpc_call_send_framed(c, buf, 0, GRPC_FRAME_HEADER + len);
+}
+
+void grpc_call_finish(grpc_call *c, status_code code, const char *msg)
+{
+    if (c->finished)
+        return;
+    c->finished = true;
+    c->status = code;
+    c->status_msg = msg ? strdup(msg) : NULL;
+    call_stop_deadline(c);
+    if (!c->conn || c->conn->closing)
+        return;
+    if (!c->headers_sent)
+        call_submit_trailers_only(c);
+    else
+        call_kick(c);
+    grpc_conn_mark_dirty(c->conn);
+}
+
+void grpc_call_finish_error(grpc_call *c, const api_error *e)
+{
+    grpc_call_finish(c, e->code, e->message);
+}
+
+void grpc_call_cancel(grpc_call *c, status_code code, const char *msg)
+{
+    if (c->finished)
+        return;
+    call_detach_handler(c);
+    grpc_call_finish(c, code, msg);
+}
+
+static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+                            size_t length, uint32_t *data_flags, nghttp2_data_source *source,
+                            void *user_data)
+{
+    grpc_call *c = source->ptr;
+    size_t n = 0;
+    while (n < length && c->out_head) {
+        grpc_outbuf *o = c->out_head;
+        size_t k = MIN(length - n, o->len - o->off);
+        memcpy(buf + n, o->buf + o->off, k);
+        o->off += k;
+        n += k;
+        if (o->off == o->len) {
+            c->out_head = o->next;
+            if (!c->out_head)
+                c->out_tail = NULL;
+            free(o->buf);
+            free(o);
+        }
+    }
+    c->out_pending -= n;
+    if (!c->out_head && c->finished) {
+        nghttp2_nv nv[2];
+        char statusbuf[16];
+        char *owned;
+        size_t k = trailer_nv(c, nv, statusbuf, &owned);
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        c->trailers_queued = true;
+        if (nghttp2_submit_trailer(session, stream_id, nv, k) != 0)
+            *data_flags &= ~NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        free(owned);
+        return (ssize_t)n;
+    }
+    if (c->above_high && c->out_pending < GRPC_CALL_LOW_WATER) {
+        c->above_high = false;
+        if (c->dispatched && !c->finished && c->method->on_drain)
+            c->method->on_drain(c);
+    }
+    if (n == 0) {
+        c->deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    return (ssize_t)n;
+}
+
+/* ---- request side ---- */
+
+static const grpc_method *method_lookup(const char *path)
+{
+    if (!path)
+        return NULL;
+    for (size_t i = 0; i < grpc_process_methods_count; i++)
+        if (strcmp(grpc_process_methods[i].path, path) == 0)
+            return &grpc_process_methods[i];
+    for (size_t i = 0; i < grpc_reflection_methods_count; i++)
+        if (strcmp(grpc_reflection_methods[i].path, path) == 0)
+            return &grpc_reflection_methods[i];
+    return NULL;
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    grpc_call *c = t->data;
+    grpc_call_cancel(c, STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded");
+}
+
+static void call_dispatch(grpc_call *c)
+{
+    if (!c->grpc_ct) {
+        grpc_call_finish(c, STATUS_UNKNOWN, "invalid gRPC request content-type");
+        return;
+    }
+    c->method = method_lookup(c->path);
+    if (!c->method) {
+        _cleanup_free_ char *m = NULL;
+        if (asprintf(&m, "unknown method %s", c->path ? c->path : "") < 0)
+            m = NULL;
+        grpc_call_finish(c, STATUS_UNIMPLEMENTED, m ? m : "unknown method");
+        return;
+    }
+    c->dispatched = true;
+    if (c->timeout) {
+        c->deadline = malloc(sizeof(uv_timer_t));
+        if (c->deadline) {
+            uv_timer_init(c->server->loop, c->deadline);
+            c->deadline->data = c;
+            uint64_t ms = (c->timeout + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
+            uv_timer_start(c->deadline, on_deadline, ms, 0);
+        }
+    }
+}
+
+static int on_request_message(void *payload, const uint8_t *msg, size_t len)
+{
+    grpc_call *c = payload;
+    if (c->finished)
+        return 0;
+    if (c->method->client_streaming) {
+        c->method->on_message(c, msg, len);
+        return 0;
+    }
+    if (c->nreq++ > 0)
+        return -EPROTO;
+    c->req = malloc(len ? len : 1);
+    if (!c->req)
+        return -ENOMEM;
+    if (len)
+        memcpy(c->req, msg, len);
+    c->req_len = len;
+    return 0;
+}
+
+static void call_data(grpc_call *c, const uint8_t *data, size_t len)
+{
+    if (c->finished || !c->dispatched)
+        return;
+    int r = grpc_frame_decode(&c->dec, data, len, on_request_message, c);
+    if (r == 0 || c->finished)
+        return;
+    char buf[128];
+    switch (r) {
+    case -EMSGSIZE:
+        snprintf(buf, sizeof(buf), "grpc: received message larger than max (%zu vs. %u)",
+                 c->dec.msg_len, GRPC_MAX_RECV_MESSAGE);
+        grpc_call_cancel(c, STATUS_RESOURCE_EXHAUSTED, buf);
+        break;
+    case -EPROTONOSUPPORT:
+        grpc_call_cancel(c, STATUS_UNIMPLEMENTED, "grpc: compressed messages are not supported");
+        break;
+    case -EPROTO:
+        grpc_call_cancel(c, STATUS_UNIMPLEMENTED,
+                         "grpc: too many request messages for a unary request");
+        break;
+    default:
+        grpc_call_cancel(c, STATUS_INTERNAL, "grpc: malformed message framing");
+        break;
+    }
+}
+
+static void call_half_close(grpc_call *c)
+{
+    if (c->half_closed)
+        return;
+    c->half_closed = true;
+    if (c->finished || !c->dispatched)
+        return;
+    if (!grpc_frame_decoder_idle(&c->dec)) {
+        grpc_call_cancel(c, STATUS_INTERNAL, "grpc: request ended inside a message");
+        return;
+    }
+    if (c->method->client_streaming) {
+        if (c->method->on_half_close)
+            c->method->on_half_close(c);
+        return;
+    }
+    if (c->nreq != 1) {
+        grpc_call_cancel(c, STATUS_UNIMPLEMENTED, "grpc: no request message for a unary request");
+        return;
+    }
+    uint8_t *req = TAKE_PTR(c->req);
+    c->method->on_message(c, req, c->req_len);
+    free(req);
+}
+
+/* ---- nghttp2 callbacks ---- */
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+    grpc_conn *conn = user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    grpc_call *c = call_new(conn, frame->hd.stream_id);
+    if (!c)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, c);
+    return 0;
+}
+
+static bool has_prefix(const uint8_t *s, size_t len, const char *p)
+{
+    size_t n = strlen(p);
+    return len >= n && memcmp(s, p, n) == 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data)
+{
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    grpc_call *c = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
+        free(c->path);
+        c->path = strndup((const char *)value, valuelen);
+    } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+        c->grpc_ct = has_prefix(value, valuelen, "application/grpc") &&
+                     (valuelen == 16 || value[16] == '+' || value[16] == ';');
+    } else if (namelen == 12 && memcmp(name, "grpc-timeout", 12) == 0) {
+        usec_t t;
+        if (grpc_timeout_parse((const char *)value, valuelen, &t) == 0)
+            c->timeout = t;
+    }
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+        return 0;
+    grpc_call *c = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        call_dispatch(c);
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        call_half_close(c);
+    return 0;
+}
+
+static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+                              const uint8_t *data, size_t len, void *user_data)
+{
+    grpc_call *c = nghttp2_session_get_stream_user_data(session, stream_id);
+    if (c)
+        call_data(c, data, len);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+    grpc_call *c = nghttp2_session_get_stream_user_data(session, stream_id);
+    if (!c)
+        return 0;
+    nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+    call_detach_handler(c);
+    call_free(c);
+    return 0;
+}
+
+int grpc_session_new(nghttp2_session **ret, grpc_conn *conn)
+{
+    nghttp2_session_callbacks *cbs;
+    int r = nghttp2_session_callbacks_new(&cbs);
+    if (r != 0)
+        return -ENOMEM;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    r = nghttp2_session_server_new(ret, cbs, conn);
+    nghttp2_session_callbacks_del(cbs);
+    if (r != 0)
+        return -ENOMEM;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1000},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+    };
+    nghttp2_submit_settings(*ret, NGHTTP2_FLAG_NONE, iv, ELEMENTSOF(iv));
+    nghttp2_session_set_local_window_size(*ret, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW);
+    return 0;
+}
+
+/* ---- connections ---- */
+
+static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static char rbuf[64 * 1024];
+    *buf = uv_buf_init(rbuf, sizeof(rbuf));
+}
+
+static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    grpc_conn *conn = stream->data;
+    if (nread == 0)
+        return;
+    if (nread < 0) {
+        grpc_conn_close(conn);
+        return;
+    }
+    ssize_t r = nghttp2_session_mem_recv(conn->session, (const uint8_t *)buf->base, (size_t)nread);
+    if (r < 0) {
+        grpc_conn_close(conn);
+        return;
+    }
+    grpc_conn_mark_dirty(conn);
+}
+
+int grpc_conn_start(grpc_conn *conn)
+{
+    int r = grpc_session_new(&conn->session, conn);
+    if (r < 0)
+        return r;
+    conn->h.handle.data = conn;
+    grpc_server *s = conn->server;
+    conn->next = s->conns;
+    if (s->conns)
+        s->conns->prev = conn;
+    s->conns = conn;
+    r = uv_read_start(&conn->h.stream, conn_alloc_cb, conn_read_cb);
+    if (r < 0)
+        return r;
+    if (s->stopping)
+        grpc_conn_goaway(conn);
+    grpc_conn_mark_dirty(conn);
+    return 0;
+}
+
+static void conn_closed_cb(uv_handle_t *h)
+{
+    grpc_conn *conn = h->data;
+    free(conn->wbuf);
+    free(conn);
+}
+
+void grpc_conn_close(grpc_conn *conn)
+{
+    if (conn->closing)
+        return;
+    conn->closing = true;
+    grpc_server *s = conn->server;
+    for (grpc_call *c = s->calls, *next; c; c = next) {
+        next = c->next;
+        if (c->conn != conn)
+            continue;
+        call_detach_handler(c);
+        call_free(c);
+    }
+    if (conn->session) {
+        nghttp2_session_del(conn->session);
+        conn->session = NULL;
+    }
+    if (conn->dirty) {
+        for (grpc_conn **p = &s->dirty; *p; p = &(*p)->next_dirty)
+            if (*p == conn) {
+                *p = conn->next_dirty;
+                break;
+            }
+        conn->dirty = false;
+    }
+    if (conn->prev)
+        conn->prev->next = conn->next;
+    else
+        s->conns = conn->next;
+    if (conn->next)
+        conn->next->prev = conn->prev;
+    uv_close(&conn->h.handle, conn_closed_cb);
+}
+
+void grpc_conn_goaway(grpc_conn *conn)
+{
+    if (conn->closing || !conn->session)
+        return;
+    nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
+                          NULL, 0);
+    grpc_conn_mark_dirty(conn);
+}
+
+static void conn_write_cb(uv_write_t *req, int status)
+{
+    conn_write *w = (conn_write *)req;
+    grpc_conn *conn = w->conn;
+    conn->writes_pending -= w->len;
+    free(w->buf);
+    free(w);
+    if (conn->closing)
+        return;
+    if (status < 0)
+        grpc_conn_close(conn);
+    else
+        grpc_conn_mark_dirty(conn);
+}
+
+static int conn_write_out(grpc_conn *conn)
+{
+    if (conn->wlen == 0)
+        return 0;
+    size_t off = 0;
+    if (conn->writes_pending == 0) {
+        uv_buf_t b = uv_buf_init((char *)conn->wbuf, (unsigned)conn->wlen);
+        int n = uv_try_write(&conn->h.stream, &b, 1);
+        if (n < 0 && n != UV_EAGAIN)
+            return n;
+        if (n > 0)
+            off = (size_t)n;
+        if (off == conn->wlen) {
+            conn->wlen = 0;
+            return 0;
+        }
+    }
+    conn_write *w = malloc(sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->conn = conn;
+    w->buf = TAKE_PTR(conn->wbuf);
+    w->len = conn->wlen - off;
+    conn->wlen = conn->wcap = 0;
+    uv_buf_t b = uv_buf_init((char *)w->buf + off, (unsigned)w->len);
+    int r = uv_write(&w->req, &conn->h.stream, &b, 1, conn_write_cb);
+    if (r < 0) {
+        free(w->buf);
+        free(w);
+        return r;
+    }
+    conn->writes_pending += w->len;
+    return 0;
+}
+
+static int conn_append(grpc_conn *conn, const uint8_t *p, size_t n)
+{
+    if (conn->wlen + n > conn->wcap) {
+        size_t cap = MAX(conn->wcap * 2, MAX(conn->wlen + n, (size_t)16384));
+        uint8_t *b = realloc(conn->wbuf, cap);
+        if (!b)
+            return -ENOMEM;
+        conn->wbuf = b;
+        conn->wcap = cap;
+    }
+    memcpy(conn->wbuf + conn->wlen, p, n);
+    conn->wlen += n;
+    return 0;
+}
+
+static void conn_flush(grpc_conn *conn)
+{
+    if (conn->closing)
+        return;
+    int r = 0;
+    while (conn->writes_pending < CONN_MAX_WRITES_PENDING) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(conn->session, &p);
+        if (conn->closing)
+            return;
+        if (n < 0) {
+            r = -EPROTO;
+            break;
+        }
+        if (n == 0)
+            break;
+        r = conn_append(conn, p, (size_t)n);
+        if (r < 0)
+            break;
+        if (conn->wlen >= CONN_WRITE_CHUNK) {
+            r = conn_write_out(conn);
+            if (r < 0)
+                break;
+        }
+    }
+    if (r == 0)
+        r = conn_write_out(conn);
+    if (r < 0 || (!nghttp2_session_want_read(conn->session) &&
+                  !nghttp2_session_want_write(conn->session) && conn->writes_pending == 0)) {
+        grpc_conn_close(conn);
+    }
+}
+
+static void on_flush_idle(uv_idle_t *h)
+{
+    grpc_server_flush(h->data);
+}
+
+void grpc_server_flush(grpc_server *s)
+{
+    while (s->dirty) {
+        grpc_conn *conn = s->dirty;
+        s->dirty = conn->next_dirty;
+        conn->dirty = false;
+        conn_flush(conn);
+    }
+    uv_idle_stop(&s->flusher);
+}
+
+void grpc_conn_mark_dirty(grpc_conn *conn)
+{
+    if (conn->dirty || conn->closing)
+        return;
+    conn->dirty = true;
+    conn->next_dirty = conn->server->dirty;
+    conn->server->dirty = conn;
+    if (!uv_is_active((uv_handle_t *)&conn->server->flusher) &&
+        !uv_is_closing((uv_handle_t *)&conn->server->flusher))
+        uv_idle_start(&conn->server->flusher, on_flush_idle);
+}
