@@ -3,6 +3,7 @@
 over grpcio's generic channel API."""
 import importlib
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -117,9 +118,17 @@ def start_daemon(start_sandboxd, **kw):
     """Starts sandboxd without waiting for REST health and waits until gRPC answers."""
     d = start_sandboxd(wait=False, **kw)
     deadline = time.monotonic() + 15
+    host, port = d.grpc_addr.rsplit(":", 1)
     while True:
         if d.proc.poll() is not None:
             raise AssertionError(f"sandboxd exited early:\n{d.output()}")
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"sandboxd gRPC not listening:\n{d.output()}")
+            time.sleep(0.01)
+            continue
         ch = grpc.insecure_channel(d.grpc_addr)
         try:
             grpc.channel_ready_future(ch).result(timeout=0.5)
