@@ -23,6 +23,9 @@ struct grpc_server {
     process_table procs;
     bool stopping; /* GOAWAY sent, listeners closed */
     bool closed;
+    /* Test hook (fuzzing): when set, the only methods served. */
+    const grpc_method *methods;
+    size_t nmethods;
     unsigned close_refs;
 };
 

@@ -269,10 +269,16 @@ static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t
 
 /* ---- request side ---- */
 
-static const grpc_method *method_lookup(const char *path)
+static const grpc_method *method_lookup(const grpc_server *s, const char *path)
 {
     if (!path)
         return NULL;
+    if (s->methods) {
+        for (size_t i = 0; i < s->nmethods; i++)
+            if (strcmp(s->methods[i].path, path) == 0)
+                return &s->methods[i];
+        return NULL;
+    }
     for (size_t i = 0; i < grpc_process_methods_count; i++)
         if (strcmp(grpc_process_methods[i].path, path) == 0)
             return &grpc_process_methods[i];
@@ -294,7 +300,7 @@ static void call_dispatch(grpc_call *c)
         grpc_call_finish(c, STATUS_UNKNOWN, "invalid gRPC request content-type");
         return;
     }
-    c->method = method_lookup(c->path);
+    c->method = method_lookup(c->server, c->path);
     if (!c->method) {
         _cleanup_free_ char *m = NULL;
         if (asprintf(&m, "unknown method %s", c->path ? c->path : "") < 0)
