@@ -1,6 +1,7 @@
 /* The gRPC server object: listeners (TCP, unix socket path, inherited fd), accepting
  * connections, and the lifecycle API used by sandboxd-main.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -126,6 +127,9 @@ static int listen_fd(grpc_server *s, int fd)
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return -errno;
+    /* Inherited without FD_CLOEXEC: children must not get our listening socket. */
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
         return -errno;
     int r;
     uv_stream_t *l;

@@ -216,3 +216,22 @@ def test_file_visible_both_ways(client):
     assert client.execute(["cat", "from-host.txt"]).stdout == b"host-data"
     client.execute(["sh", "-c", "printf proc-data > from-proc.txt"])
     assert open(os.path.join(root, "from-proc.txt")).read() == "proc-data"
+
+
+def test_children_inherit_only_stdio(client):
+    out = client.execute(["sh", "-c", "ls /proc/$$/fd"]).stdout.split()
+    assert sorted(out) == [b"0", b"1", b"2"], out
+
+
+def test_write_stdin_does_not_block_the_loop(client):
+    stream = client.start(["sh", "-c", "sleep 1; wc -c"])
+    pid = next(stream).init.process_id
+    fut = client.write_stdin_rpc.future(client.pb.WriteStdinRequest(process_id=pid, input=b"z" * (3 << 20)),
+                                        timeout=30)
+    import time
+    t = time.monotonic()
+    assert client.execute(["echo", "meanwhile"]).stdout == b"meanwhile\n"
+    assert time.monotonic() - t < 0.9
+    fut.result()
+    client.write_stdin(pid, eof=True)
+    assert collect(stream)[2].strip() == str(3 << 20).encode()

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""sandboxd gRPC against the release build: Execute(`true`) latency next to the spawn floor,
+Start stream throughput next to a plain pipe, private memory idle and with live processes."""
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from grpc_helpers import Client  # noqa: E402
+
+BIN = os.path.join(ROOT, "build", "bin", "sandboxd")
+N_EXEC = int(os.environ.get("BENCH_EXEC_N", "2000"))
+STREAM_BYTES = 256 << 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
+
+
+def private_kib(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1])
+    return 0
+
+
+def spawn_floor(n):
+    true = "/bin/true"
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        pid = os.posix_spawn(true, [true], os.environ)
+        os.waitpid(pid, 0)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def execute_latency(c, n):
+    for _ in range(50):
+        c.execute(["true"])
+    out = []
+    req = c.pb.ExecuteRequest(config=c.config(["true"]))
+    rpc = c.execute_rpc
+    for _ in range(n):
+        t = time.perf_counter()
+        rpc(req, timeout=10)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def grpc_noop_latency(c, n):
+    """Round trip of an RPC that spawns nothing (SendSignal on an unknown id -> NOT_FOUND):
+    the client + transport share of Execute's latency."""
+    import grpc
+    req = c.pb.SendSignalRequest(process_id=999999, signal=15)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        try:
+            c.send_signal_rpc(req, timeout=10)
+        except grpc.RpcError:
+            pass
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def cpu_seconds(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stream_throughput(c, pid):
+    """(MB/s seen by the grpcio client, sandboxd CPU seconds per GiB streamed)."""
+    c0 = cpu_seconds(pid)
+    t = time.perf_counter()
+    total = 0
+    for ev in c.start(["head", "-c", str(STREAM_BYTES), "/dev/zero"]):
+        if ev.WhichOneof("event") == "stdout":
+            total += len(ev.stdout)
+    dt = time.perf_counter() - t
+    assert total == STREAM_BYTES
+    return STREAM_BYTES / dt / 1e6, (cpu_seconds(pid) - c0) * (1 << 30) / STREAM_BYTES
+
+
+def pipe_throughput(chunk):
+    t = time.perf_counter()
+    p = subprocess.Popen(["head", "-c", str(STREAM_BYTES), "/dev/zero"], stdout=subprocess.PIPE)
+    total = 0
+    while True:
+        b = os.read(p.stdout.fileno(), chunk)
+        if not b:
+            break
+        total += len(b)
+    p.wait()
+    return STREAM_BYTES / (time.perf_counter() - t) / 1e6
+
+
+def start_daemon(root, extra=()):
+    port = free_port()
+    d = subprocess.Popen([BIN, "--listen-host", "127.0.0.1", "--grpc-port", str(port),
+                          "--rest-port", str(free_port()), "--root-dir", root, *extra],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            break
+        except OSError:
+            time.sleep(0.01)
+    return d, f"127.0.0.1:{port}"
+
+
+def main():
+    if not os.path.exists(BIN):
+        sys.exit(f"{BIN} missing: run make first")
+    root = tempfile.mkdtemp(prefix="bench-grpc-")
+    rows = []
+    d, addr = start_daemon(root)
+    try:
+        time.sleep(0.2)
+        idle_fresh = private_kib(d.pid)
+        c = Client(addr)
+        floor = spawn_floor(N_EXEC)
+        lat = execute_latency(c, N_EXEC)
+        noop = grpc_noop_latency(c, N_EXEC)
+        idle = private_kib(d.pid)
+        streams = [c.start(["sleep", "60"]) for _ in range(10)]
+        for s in streams:
+            next(s)
+        live10 = private_kib(d.pid)
+        for s in streams:
+            s.cancel()
+        mbps_4k, cpu_4k = stream_throughput(c, d.pid)
+        c.close()
+    finally:
+        d.terminate()
+        d.wait()
+    d, addr = start_daemon(root, ["--stream-chunk-size", "65536"])
+    try:
+        c = Client(addr)
+        mbps_64k, cpu_64k = stream_throughput(c, d.pid)
+        c.close()
+    finally:
+        d.terminate()
+        d.wait()
+    pipe_4k = pipe_throughput(4096)
+    pipe_64k = pipe_throughput(65536)
+
+    f50, f99 = pct(floor, 50) * 1e3, pct(floor, 99) * 1e3
+    e50, e99 = pct(lat, 50) * 1e3, pct(lat, 99) * 1e3
+    n50, n99 = pct(noop, 50) * 1e3, pct(noop, 99) * 1e3
+    rows.append(("Execute(true) round trip p50 / p99 (ms)", f"{e50:.3f} / {e99:.3f}",
+                 f"floor posix_spawn+waitpid {f50:.3f} / {f99:.3f}",
+                 f"p50 <= floor+0.3 ms: {'OK' if e50 <= f50 + 0.3 else 'MISSED'} ({e50 - f50:+.3f})"))
+    rows.append(("no-spawn RPC round trip p50 / p99 (ms)", f"{n50:.3f} / {n99:.3f}",
+                 "grpcio client + transport share", ""))
+    rows.append(("Start stream 256 MiB, chunk 4 KiB (MB/s)", f"{mbps_4k:.0f}",
+                 f"pipe read 4 KiB: {pipe_4k:.0f}",
+                 f"daemon CPU {cpu_4k:.2f} s/GiB (client-bound)"))
+    rows.append(("Start stream 256 MiB, chunk 64 KiB (MB/s)", f"{mbps_64k:.0f}",
+                 f"pipe read 64 KiB: {pipe_64k:.0f}",
+                 f"daemon CPU {cpu_64k:.2f} s/GiB (client-bound)"))
+    rows.append(("Private_Dirty fresh / after bench idle (KiB)", f"{idle_fresh} / {idle}", "",
+                 f"< 2048 KiB: {'OK' if idle_fresh < 2048 else 'MISSED'}"))
+    rows.append(("Private_Dirty with 10 live processes (KiB)", f"{live10}", "", ""))
+    w = [max(len(r[i]) for r in rows) for i in range(4)]
+    hdr = ("metric", "sandboxd", "baseline", "target")
+    w = [max(w[i], len(hdr[i])) for i in range(4)]
+    print("  ".join(hdr[i].ljust(w[i]) for i in range(4)))
+    for r in rows:
+        print("  ".join(r[i].ljust(w[i]) for i in range(4)))
+
+
+if __name__ == "__main__":
+    main()
