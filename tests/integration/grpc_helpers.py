@@ -148,9 +148,8 @@ def pid_alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except OSError:  # gone between kill() and open()/read()
         return False
-    return True
 
 
 def wait_for(cond, timeout=10, interval=0.02):
