@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 static void list_unlink(process_table *t, child *c)
@@ -85,6 +86,26 @@ void process_table_add(process_table *t, child *c)
         t->live++;
 }
 
+static void remember_group(process_table *t, pid_t pgid)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_lingering; i++)
+        if (kill(-t->lingering[i], 0) == 0 || errno != ESRCH)
+            t->lingering[k++] = t->lingering[i];
+    t->n_lingering = k;
+    if (kill(-pgid, 0) < 0 && errno == ESRCH)
+        return;
+    if (t->n_lingering == t->cap_lingering) {
+        size_t cap = t->cap_lingering ? t->cap_lingering * 2 : 8;
+        pid_t *n = realloc(t->lingering, cap * sizeof(pid_t));
+        if (!n)
+            return;
+        t->lingering = n;
+        t->cap_lingering = cap;
+    }
+    t->lingering[t->n_lingering++] = pgid;
+}
+
 void process_table_remove(process_table *t, child *c)
 {
     if (!c->tracked)
@@ -93,6 +114,8 @@ void process_table_remove(process_table *t, child *c)
     c->tracked = false;
     if (!c->reaped)
         t->live--;
+    else
+        remember_group(t, c->pid);
 }
 
 child *process_table_find_id(process_table *t, int32_t id)
@@ -119,13 +142,16 @@ void process_table_signal_all(process_table *t, int sig)
     for (child *c = t->head; c; c = c->next)
         if (!c->reaped)
             (void)child_signal(c, sig);
+    for (size_t i = 0; i < t->n_lingering; i++)
+        (void)kill(-t->lingering[i], sig);
 }
 
 void process_table_close(process_table *t, uv_close_cb closed)
 {
-    for (child *c = t->head; c; c = c->next)
-        if (!c->reaped)
-            (void)child_signal(c, SIGKILL);
+    process_table_signal_all(t, SIGKILL);
+    free(t->lingering);
+    t->lingering = NULL;
+    t->n_lingering = t->cap_lingering = 0;
     while (t->head) {
         child *c = t->head;
         if (!c->reaped) {

@@ -33,6 +33,10 @@ typedef struct process_table {
     child *head;
     unsigned live;   /* tracked children not yet reaped */
     int32_t next_id; /* next Start id; starts at 1 */
+    /* Groups of finished children that may still have members (a background grandchild):
+     * shutdown signals them too, so nothing we started outlives sandboxd. Pruned as they empty. */
+    pid_t *lingering;
+    size_t n_lingering, cap_lingering;
 } process_table;
 
 int process_table_init(process_table *t, uv_loop_t *loop);
@@ -40,7 +44,8 @@ int process_table_init(process_table *t, uv_loop_t *loop);
 int32_t process_table_next_id(process_table *t);
 /* Tracks a freshly spawned child (call right after spawn, before returning to the loop). */
 void process_table_add(process_table *t, child *c);
-/* Stops tracking (the child must be reaped or the caller takes care of it). */
+/* Stops tracking (the child must be reaped or the caller takes care of it); its process group
+ * is remembered while it has members. */
 void process_table_remove(process_table *t, child *c);
 /* The live-or-draining Start process with id `id` (c->id set), or NULL. */
 child *process_table_find_id(process_table *t, int32_t id);

@@ -233,3 +233,18 @@ def test_raw_garbage_does_not_crash(daemon):
     c = Client(daemon.grpc_addr)
     assert c.execute(["true"]).exit_code == 0
     c.close()
+
+
+def test_background_grandchild_start_ends_after_wait_and_dies_at_shutdown(start_sandboxd):
+    d = start_daemon(start_sandboxd)
+    c = Client(d.grpc_addr)
+    t = time.monotonic()
+    events, _, out, _, code = collect(c.start(["sh", "-c", "sleep 100 & echo $! > bg.pid; echo done"]))
+    elapsed = time.monotonic() - t
+    assert out == b"done\n" and code == 0 and events[-1] == "exit"
+    assert 4 < elapsed < 9, elapsed  # the pipe stays open: bounded 5 s wait
+    bg = int(open(os.path.join(d.root, "bg.pid")).read())
+    assert pid_alive(bg)
+    c.close()
+    assert d.stop() == 0
+    assert wait_for(lambda: not pid_alive(bg))
