@@ -235,3 +235,11 @@ def test_write_stdin_does_not_block_the_loop(client):
     fut.result()
     client.write_stdin(pid, eof=True)
     assert collect(stream)[2].strip() == str(3 << 20).encode()
+
+
+def test_compressed_request_unimplemented(client):
+    req = client.pb.ExecuteRequest(config=client.config(["echo", "x" * 2000]))
+    with pytest.raises(grpc.RpcError) as e:
+        client.execute_rpc(req, timeout=10, compression=grpc.Compression.Gzip)
+    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert client.execute(["true"]).exit_code == 0
