@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/macro.h"
+
 static size_t decoder_max(const grpc_frame_decoder *d)
 {
     return d->max ? d->max : GRPC_MAX_RECV_MESSAGE;
@@ -39,7 +41,9 @@ int grpc_frame_decode(grpc_frame_decoder *d, const uint8_t *data, size_t len, gr
             }
             d->msg_have = 0;
             if (len < d->msg_len) {
-                d->msg = malloc(d->msg_len);
+                /* Grown as bytes arrive: a header claiming 4 MiB costs nothing by itself. */
+                d->msg_cap = MIN(d->msg_len, MAX(len, (size_t)4096));
+                d->msg = malloc(d->msg_cap);
                 if (!d->msg) {
                     d->error = -ENOMEM;
                     break;
@@ -58,6 +62,16 @@ int grpc_frame_decode(grpc_frame_decoder *d, const uint8_t *data, size_t len, gr
         size_t n = d->msg_len - d->msg_have;
         if (n > len)
             n = len;
+        if (d->msg_have + n > d->msg_cap) {
+            size_t cap = MIN(d->msg_len, MAX(d->msg_cap * 2, d->msg_have + n));
+            uint8_t *m = realloc(d->msg, cap);
+            if (!m) {
+                d->error = -ENOMEM;
+                break;
+            }
+            d->msg = m;
+            d->msg_cap = cap;
+        }
         memcpy(d->msg + d->msg_have, data, n);
         d->msg_have += n;
         data += n;

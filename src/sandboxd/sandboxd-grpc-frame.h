@@ -16,7 +16,7 @@ typedef struct grpc_frame_decoder {
     uint8_t hdr[GRPC_FRAME_HEADER];
     size_t hdr_len;
     uint8_t *msg; /* owned; the message being assembled */
-    size_t msg_len, msg_have;
+    size_t msg_len, msg_have, msg_cap;
     size_t max; /* largest accepted message; 0 means GRPC_MAX_RECV_MESSAGE */
     int error;  /* sticky: once set, further input is ignored */
 } grpc_frame_decoder;
