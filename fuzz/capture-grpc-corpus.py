@@ -74,6 +74,14 @@ def scenario(name, upstream_port, fn):
         f.write(b"".join(record))
 
 
+def start_and_write(c):
+    stream = c.start(["cat"])
+    pid = next(stream).init.process_id
+    c.write_stdin(pid, b"hello")
+    c.write_stdin(pid, eof=True)
+    list(stream)
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     os.makedirs(OUT, exist_ok=True)
@@ -110,6 +118,10 @@ def main():
         scenario("reflection", port, reflect)
         scenario("unknown-method", port,
                  lambda c: c.channel.unary_unary("/process.v1.ProcessService/Nope")(b"", timeout=5))
+        scenario("compressed", port,
+                 lambda c: c.execute_rpc(c.pb.ExecuteRequest(config=c.config(["echo", "x" * 300])),
+                                         timeout=5, compression=grpc.Compression.Gzip))
+        scenario("start-write-stdin", port, lambda c: start_and_write(c))
         scenario("malformed", port,
                  lambda c: c.channel.unary_unary("/process.v1.ProcessService/Execute")(b"\xff\xff", timeout=5))
     finally:
