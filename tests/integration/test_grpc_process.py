@@ -221,6 +221,10 @@ def test_file_visible_both_ways(client):
 def test_children_inherit_only_stdio(client):
     out = client.execute(["sh", "-c", "ls /proc/$$/fd"]).stdout.split()
     assert sorted(out) == [b"0", b"1", b"2"], out
+    _, _, out, _, _ = collect(client.start(["sh", "-c", "ls /proc/$$/fd"]))
+    assert sorted(out.split()) == [b"0", b"1", b"2"], out
+    _, _, out, _, _ = collect(client.start(["sh", "-c", "ls /proc/$$/fd"], pty=(80, 24)))
+    assert sorted(out.split()) == [b"0", b"1", b"2"], out
 
 
 def test_write_stdin_does_not_block_the_loop(client):
@@ -243,3 +247,20 @@ def test_compressed_request_unimplemented(client):
         client.execute_rpc(req, timeout=10, compression=grpc.Compression.Gzip)
     assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert client.execute(["true"]).exit_code == 0
+
+
+def _stat_ids(raw):
+    fields = raw.decode().rsplit(")", 1)[1].split()
+    return int(fields[2]), int(fields[3])  # pgrp, session
+
+
+def test_process_groups_and_sessions(client):
+    script = "echo $$; cat /proc/$$/stat"
+    out = client.execute(["sh", "-c", script]).stdout.split(b"\n", 1)
+    pid = int(out[0])
+    pgrp, sid = _stat_ids(out[1])
+    assert pgrp == pid and sid != pid
+    _, _, out, _, _ = collect(client.start(["sh", "-c", script], pty=(80, 24)))
+    first, rest = out.replace(b"\r", b"").split(b"\n", 1)
+    pgrp, sid = _stat_ids(rest)
+    assert pgrp == int(first) and sid == int(first)
