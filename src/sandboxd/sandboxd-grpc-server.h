@@ -48,7 +48,7 @@ struct grpc_conn {
     grpc_conn *next_dirty;
 };
 
-/* Transport (sandboxd-grpc-transport.c). */
+/* Connections (sandboxd-grpc-conn.c). */
 /* Wraps an accepted stream; `conn` was allocated by the listener with conn->h initialized. */
 int grpc_conn_start(grpc_conn *conn);
 /* Marks the connection for a flush at the end of this loop iteration. */
@@ -56,6 +56,9 @@ void grpc_conn_mark_dirty(grpc_conn *conn);
 void grpc_conn_close(grpc_conn *conn);
 void grpc_conn_goaway(grpc_conn *conn);
 void grpc_server_flush(grpc_server *s);
+/* Calls (sandboxd-grpc-transport.c). */
+/* Cancels and frees every call of `conn` (it is closing). */
+void grpc_conn_drop_calls(grpc_conn *conn);
 /* Cancels a call from the server side (deadline, stop). */
 void grpc_call_cancel(grpc_call *c, status_code code, const char *msg);
 
