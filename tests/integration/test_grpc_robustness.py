@@ -248,3 +248,23 @@ def test_background_grandchild_start_ends_after_wait_and_dies_at_shutdown(start_
     c.close()
     assert d.stop() == 0
     assert wait_for(lambda: not pid_alive(bg))
+
+
+def test_execute_grandchild_holding_output_wait_delay(client):
+    t = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        client.execute(["sh", "-c", "sleep 60 & echo $! > bg.pid; echo hi"], timeout=30)
+    assert e.value.code() == grpc.StatusCode.INTERNAL
+    assert "WaitDelay" in e.value.details()
+    assert 9 < time.monotonic() - t < 20
+
+
+def test_pty_eof_closes_master(client):
+    stream = client.start(["cat"], pty=(80, 24))
+    pid = next(stream).init.process_id
+    client.write_stdin(pid, b"abc\n")
+    time.sleep(0.2)
+    client.write_stdin(pid, eof=True)
+    events, _, out, _, code = collect(stream)
+    assert events[-1] == "exit"
+    assert b"abc" in out
