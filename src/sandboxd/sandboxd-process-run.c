@@ -453,6 +453,7 @@ static void io_init(proc *p, int kind, int fd)
     io->fd = -1;
     if (fd < 0)
         return;
+    /* uv_poll_init() also makes the fd non-blocking. */
     if (uv_poll_init(p->server->loop, &io->poll, fd) < 0) {
         close(fd);
         return;

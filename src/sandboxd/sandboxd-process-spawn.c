@@ -145,14 +145,6 @@ void spawn_cmd_done(spawn_cmd *c)
     *c = (spawn_cmd)SPAWN_CMD_INIT;
 }
 
-static int set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        return -errno;
-    return 0;
-}
-
 static int spawn_error(api_error *err, int e, const spawn_cmd *c, const char *verb)
 {
     status_code code = e == ENOTDIR ? STATUS_NOT_FOUND : status_from_errno(e);
@@ -241,16 +233,12 @@ int spawn_cmd_run(const spawn_cmd *c, sandboxd *sd, spawn_mode mode, unsigned co
     if (e)
         goto out;
     ret->pid = pid;
+    /* Our ends become non-blocking when uv_poll_init() takes them. */
     if (mode == SPAWN_PTY) {
-        set_nonblock(master);
         ret->out_fd = ret->in_fd = TAKE_FD(master);
     } else {
-        if (mode == SPAWN_PIPES) {
-            set_nonblock(pin[1]);
+        if (mode == SPAWN_PIPES)
             ret->in_fd = TAKE_FD(pin[1]);
-        }
-        set_nonblock(pout[0]);
-        set_nonblock(perr[0]);
         ret->out_fd = TAKE_FD(pout[0]);
         ret->err_fd = TAKE_FD(perr[0]);
     }

@@ -28,9 +28,9 @@ typedef enum spawn_mode { SPAWN_PIPES, SPAWN_PTY, SPAWN_EXECUTE } spawn_mode;
 
 typedef struct spawned {
     pid_t pid;
-    int in_fd;  /* non-blocking, owned; -1 for Execute; the master for a pty */
-    int out_fd; /* non-blocking, owned; the master (a dup) for a pty */
-    int err_fd; /* -1 for a pty */
+    int in_fd;  /* owned; -1 for Execute; the master for a pty */
+    int out_fd; /* owned; the same fd as in_fd for a pty */
+    int err_fd; /* owned; -1 for a pty */
 } spawned;
 
 /* Resolves `name` (no '/') against the ':'-separated `path_env` like Go's exec.LookPath.
