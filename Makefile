@@ -106,7 +106,8 @@ $(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
 
 build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)
