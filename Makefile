@@ -119,6 +119,7 @@ fuzz: fuzz-build
 	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
 
 test: deps
+	@$(MAKE) --no-print-directory BUILD=release binaries
 	@$(MAKE) --no-print-directory BUILD=asan binaries
 	@$(MAKE) --no-print-directory fuzz-build
 	@/usr/bin/python3 tests/run-tests.py --build build/asan
