@@ -264,3 +264,8 @@ def test_process_groups_and_sessions(client):
     first, rest = out.replace(b"\r", b"").split(b"\n", 1)
     pgrp, sid = _stat_ids(rest)
     assert pgrp == int(first) and sid == int(first)
+
+
+def test_execute_stdin_is_dev_null(client):
+    r = client.execute(["sh", "-c", "cat; readlink /proc/$$/fd/0"])
+    assert r.exit_code == 0 and r.stdout == b"/dev/null\n"
