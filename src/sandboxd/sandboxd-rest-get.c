@@ -110,7 +110,8 @@ static enum MHD_Result list_dir(rest_request *req, struct MHD_Connection *c, int
         entries_free(v, n);
         return rest_queue_error(req, c, STATUS_INTERNAL, strerror(err));
     }
-    qsort(v, n, sizeof(*v), cmp_entry);
+    if (n > 0)
+        qsort(v, n, sizeof(*v), cmp_entry);
     json_buf b = {0};
     json_buf_lit(&b, "{\"path\":");
     const char *p = req->file_path;
