@@ -326,3 +326,28 @@ def test_integration_flow(sandboxd):
     assert [e["name"] for e in obj["entries"]] == ["hello.txt"]
     assert requests.delete(sandboxd.url("/v1/files/notes/hello.txt")).status_code == 204
     assert requests.get(sandboxd.url("/v1/files/notes/hello.txt")).status_code == 404
+
+
+def test_put_chunked_body(sandboxd):
+    def gen():
+        for i in range(50):
+            yield b"chunk%02d-" % i
+    r = requests.put(sandboxd.url("/v1/files/chunked.txt"), data=gen())
+    assert r.status_code == 204
+    assert open(os.path.join(sandboxd.root, "chunked.txt"), "rb").read() == b"".join(gen())
+
+
+def test_put_expect_100_continue(sandboxd, tmp_path):
+    import subprocess
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(3 << 20))
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-T", str(src),
+                          "-H", "Expect: 100-continue", sandboxd.url("/v1/files/curl.bin")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout == "204"
+    assert open(os.path.join(sandboxd.root, "curl.bin"), "rb").read() == src.read_bytes()
+    # an early error answers without reading the body
+    out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-T", str(src),
+                          "-H", "Expect: 100-continue", sandboxd.url("/v1/files/x?mode=bad")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.endswith("\n400")
