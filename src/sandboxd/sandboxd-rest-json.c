@@ -189,10 +189,14 @@ enum MHD_Result rest_queue_json(rest_request *req, struct MHD_Connection *c, uns
 enum MHD_Result rest_queue_text(rest_request *req, struct MHD_Connection *c, unsigned status,
                                 const char *text)
 {
-    char *body = strdup(text);
-    if (!body)
+    /* As Go's http.Error. */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
         return MHD_NO;
-    return rest_queue_buffer(req, c, status, "text/plain; charset=utf-8", body, strlen(body));
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    return rest_queue_response(req, c, status, resp);
 }
 
 enum MHD_Result rest_queue_error(rest_request *req, struct MHD_Connection *c, status_code code,

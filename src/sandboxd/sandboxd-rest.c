@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +20,25 @@
 #define FILES_PREFIX "/v1/files/"
 #define CONNECTION_MEMORY_LIMIT (512 * 1024)
 #define CONNECTION_LIMIT 4096
+
+/* Absolute-form request targets ("http://host/path") address the path, as in Go. */
+static void strip_absolute_form(char *uri)
+{
+    size_t skip;
+    if (strncasecmp(uri, "http://", 7) == 0)
+        skip = 7;
+    else if (strncasecmp(uri, "https://", 8) == 0)
+        skip = 8;
+    else
+        return;
+    char *slash = strchr(uri + skip, '/');
+    if (!slash) {
+        uri[0] = '/';
+        uri[1] = '\0';
+        return;
+    }
+    memmove(uri, slash, strlen(slash) + 1);
+}
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
@@ -37,6 +57,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         *q = '\0';
         req->query = q + 1;
     }
+    strip_absolute_form(req->raw_uri);
     atomic_fetch_add(&s->active, 1);
     return req;
 }

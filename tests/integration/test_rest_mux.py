@@ -259,3 +259,18 @@ def test_garbage_requests_do_not_crash(sandboxd):
             pass
         s.close()
     assert requests.get(sandboxd.url("/v1/health")).status_code == 200
+
+
+def test_absolute_form_target(sandboxd):
+    s = socket.create_connection(("127.0.0.1", sandboxd.rest_port), timeout=5)
+    s.sendall(b"GET http://example/v1/health HTTP/1.1\r\nHost: example\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    assert data.startswith(b"HTTP/1.1 200"), data
+    st, h, _ = raw(sandboxd, "GET", "/nothing")
+    assert h["x-content-type-options"] == "nosniff"
