@@ -78,11 +78,10 @@ static struct MHD_Daemon *daemon_;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!daemon_) {
-        daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                                       MHD_USE_NO_LISTEN_SOCKET | MHD_USE_POLL,
-                                   0, NULL, NULL, on_access, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-                                   on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   (unsigned)5, MHD_OPTION_END);
+        daemon_ = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_POLL,
+            0, NULL, NULL, on_access, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5, MHD_OPTION_END);
         if (!daemon_)
             abort();
     }
@@ -97,10 +96,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (*p == '\r' || *p == '\n' || *p == '\0')
             *p = '_';
     char *head = NULL;
-    int hl = asprintf(&head,
-                      "PUT /v1/files/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                      "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %zu\r\n\r\n",
-                      boundary, body_len);
+    int hl =
+        asprintf(&head,
+                 "PUT /v1/files/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %zu\r\n\r\n",
+                 boundary, body_len);
     free(boundary);
     if (hl < 0)
         return 0;
@@ -110,7 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int sz = 1 << 20;
     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (MHD_add_connection(daemon_, sv[0], (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
+    if (MHD_add_connection(daemon_, sv[0], (struct sockaddr *)&sa, sizeof(sa_family_t)) !=
+        MHD_YES) {
         close(sv[1]);
         free(head);
         return 0;

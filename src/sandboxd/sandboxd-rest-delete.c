@@ -89,7 +89,8 @@ static enum MHD_Result queue_no_content(rest_request *req, struct MHD_Connection
 static enum MHD_Result do_delete(rest_request *req, struct MHD_Connection *c, confined *t)
 {
     struct stat st;
-    if (t->missing[0] || fstatat(t->dir_fd, t->name, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0) {
+    if (t->missing[0] ||
+        fstatat(t->dir_fd, t->name, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0) {
         int r = t->missing[0] ? -ENOENT : negative_errno();
         if (r == -ENOENT)
             return rest_queue_error(req, c, STATUS_NOT_FOUND, MSG_NOT_FOUND);

@@ -165,18 +165,17 @@ static enum MHD_Result serve_file(rest_request *req, struct MHD_Connection *c, i
         &use_range);
     if (cr != COND_PROCEED) {
         close(fd);
-        return queue_empty(req, c,
-                           cr == COND_NOT_MODIFIED ? MHD_HTTP_NOT_MODIFIED
-                                                   : MHD_HTTP_PRECONDITION_FAILED,
-                           cr == COND_NOT_MODIFIED ? lm : NULL);
+        return queue_empty(
+            req, c, cr == COND_NOT_MODIFIED ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_PRECONDITION_FAILED,
+            cr == COND_NOT_MODIFIED ? lm : NULL);
     }
     int64_t size = S_ISREG(st->st_mode) ? (int64_t)st->st_size : 0;
     rest_range rg = {0, size};
     rest_range_result rr = use_range ? rest_range_parse(range, size, &rg) : RANGE_NONE;
     if (rr == RANGE_NO_OVERLAP || rr == RANGE_INVALID) {
         close(fd);
-        const char *msg = rr == RANGE_NO_OVERLAP ? "invalid range: failed to overlap\n"
-                                                 : "invalid range\n";
+        const char *msg =
+            rr == RANGE_NO_OVERLAP ? "invalid range: failed to overlap\n" : "invalid range\n";
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_PERSISTENT);
         if (!resp)

@@ -30,12 +30,12 @@ typedef struct rest_put rest_put;
  * completion callback. */
 typedef struct rest_request {
     rest_server *srv;
-    char *raw_uri;    /* owned: request target as sent */
-    char *query;      /* borrowed into raw_uri: text after '?', or NULL */
-    char *file_path;  /* owned: decoded {path...} for /v1/files/ routes */
-    bool seen;        /* first access-handler call done */
-    bool dispatched;  /* routed (a response is queued or an upload is running) */
-    rest_put *put;    /* owned: PUT upload state */
+    char *raw_uri;   /* owned: request target as sent */
+    char *query;     /* borrowed into raw_uri: text after '?', or NULL */
+    char *file_path; /* owned: decoded {path...} for /v1/files/ routes */
+    bool seen;       /* first access-handler call done */
+    bool dispatched; /* routed (a response is queued or an upload is running) */
+    rest_put *put;   /* owned: PUT upload state */
 } rest_request;
 
 /* --- sandboxd-rest-mux.c: Go ServeMux behaviour, pure helpers --- */
@@ -80,7 +80,8 @@ enum MHD_Result rest_queue_text(rest_request *req, struct MHD_Connection *c, uns
                                 const char *text);
 enum MHD_Result rest_queue_error(rest_request *req, struct MHD_Connection *c, status_code code,
                                  const char *message);
-enum MHD_Result rest_queue_api_error(rest_request *req, struct MHD_Connection *c, const api_error *e);
+enum MHD_Result rest_queue_api_error(rest_request *req, struct MHD_Connection *c,
+                                     const api_error *e);
 /* Error body text `{"code":...,"message":...}\n` (owned) or NULL. */
 char *rest_error_body(status_code code, const char *message, size_t *ret_len);
 
@@ -91,10 +92,10 @@ typedef struct rest_range {
 } rest_range;
 
 typedef enum {
-    RANGE_NONE,      /* no/ignored Range: whole file */
-    RANGE_SINGLE,    /* one satisfiable range */
-    RANGE_NO_OVERLAP,/* 416 with Content-Range bytes * /size */
-    RANGE_INVALID,   /* 416 invalid range */
+    RANGE_NONE,       /* no/ignored Range: whole file */
+    RANGE_SINGLE,     /* one satisfiable range */
+    RANGE_NO_OVERLAP, /* 416 with Content-Range bytes * /size */
+    RANGE_INVALID,    /* 416 invalid range */
 } rest_range_result;
 
 /* Go http parseRange semantics for one file of `size` bytes. Multiple ranges are answered as the
@@ -150,7 +151,8 @@ int rest_multipart_finish(rest_multipart *m, api_error *err);
 /* The sink's last failure (negative errno) or 0. */
 int rest_multipart_sink_error(rest_multipart *m);
 rest_multipart *rest_multipart_free(rest_multipart *m);
-/* Whether a Content-Type value is multipart/form-data (Go mime.ParseMediaType, case-insensitive). */
+/* Whether a Content-Type value is multipart/form-data (Go mime.ParseMediaType, case-insensitive).
+ */
 bool rest_is_multipart_form(const char *content_type);
 
 /* Common message texts (§1.4). */

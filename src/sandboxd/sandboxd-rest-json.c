@@ -209,7 +209,8 @@ enum MHD_Result rest_queue_error(rest_request *req, struct MHD_Connection *c, st
     return rest_queue_buffer(req, c, status_http(code), "application/json", body, len);
 }
 
-enum MHD_Result rest_queue_api_error(rest_request *req, struct MHD_Connection *c, const api_error *e)
+enum MHD_Result rest_queue_api_error(rest_request *req, struct MHD_Connection *c,
+                                     const api_error *e)
 {
     return rest_queue_error(req, c, e->code == STATUS_OK ? STATUS_INTERNAL : e->code,
                             e->message ? e->message : "out of memory");

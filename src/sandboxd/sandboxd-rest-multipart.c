@@ -89,7 +89,8 @@ int rest_multipart_feed(rest_multipart *m, const char *data, size_t size, api_er
     if (MHD_post_process(m->pp, data, size) != MHD_YES) {
         if (m->sink_error)
             return api_error_set(err, STATUS_INTERNAL, "%s", strerror(-m->sink_error));
-        return api_error_set(err, STATUS_INVALID_ARGUMENT, "invalid multipart body: malformed part");
+        return api_error_set(err, STATUS_INVALID_ARGUMENT,
+                             "invalid multipart body: malformed part");
     }
     return 0;
 }
@@ -101,7 +102,8 @@ int rest_multipart_finish(rest_multipart *m, api_error *err)
     if (m->sink_error)
         return api_error_set(err, STATUS_INTERNAL, "%s", strerror(-m->sink_error));
     if (ok != MHD_YES)
-        return api_error_set(err, STATUS_INVALID_ARGUMENT, "invalid multipart body: unexpected EOF");
+        return api_error_set(err, STATUS_INVALID_ARGUMENT,
+                             "invalid multipart body: unexpected EOF");
     if (!m->saw_file)
         return api_error_set(err, STATUS_INVALID_ARGUMENT,
                              "multipart body is missing the required \"file\" part");

@@ -110,7 +110,8 @@ int rest_query_get(const char *query, const char *key, char **ret)
                 return r;
             if (r == 0 && klen == strlen(key) && memcmp(k, key, klen) == 0) {
                 char *v = NULL;
-                r = eq ? rest_unescape(eq + 1, n - kl - 1, true, &v, NULL) : ((v = strdup("")) ? 0 : -ENOMEM);
+                r = eq ? rest_unescape(eq + 1, n - kl - 1, true, &v, NULL)
+                       : ((v = strdup("")) ? 0 : -ENOMEM);
                 if (r == -ENOMEM)
                     return r;
                 if (r == 0) {

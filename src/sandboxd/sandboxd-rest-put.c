@@ -17,11 +17,11 @@
 struct rest_put {
     confined target;
     mode_t mode;
-    int parent_fd;        /* directory holding the target once parents exist */
+    int parent_fd; /* directory holding the target once parents exist */
     int tmp_fd;
-    char tmp_name[40];    /* ".sandboxd-tmp-" + 16 hex; "" when no temp file exists */
-    rest_multipart *mp;   /* NULL for a raw body */
-    api_error err;        /* first failure; the rest of the body is discarded */
+    char tmp_name[40];  /* ".sandboxd-tmp-" + 16 hex; "" when no temp file exists */
+    rest_multipart *mp; /* NULL for a raw body */
+    api_error err;      /* first failure; the rest of the body is discarded */
 };
 
 int rest_parse_mode(const char *s, mode_t *ret)
@@ -92,8 +92,8 @@ static int put_open_temp(rest_put *p)
             return put_fail(p, negative_errno(), "failed to create temp file");
         snprintf(p->tmp_name, sizeof(p->tmp_name), ".sandboxd-tmp-%02x%02x%02x%02x%02x%02x%02x%02x",
                  rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-        p->tmp_fd = openat(fd, p->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                           0600);
+        p->tmp_fd =
+            openat(fd, p->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (p->tmp_fd >= 0)
             break;
         int r = negative_errno();
@@ -172,7 +172,10 @@ static enum MHD_Result put_begin(rest_request *req, struct MHD_Connection *c)
     rest_put *p = calloc(1, sizeof(*p));
     if (!p)
         return MHD_NO;
-    *p = (rest_put){.target = CONFINED_INIT, .mode = mode, .parent_fd = -1, .tmp_fd = -1,
+    *p = (rest_put){.target = CONFINED_INIT,
+                    .mode = mode,
+                    .parent_fd = -1,
+                    .tmp_fd = -1,
                     .err = API_ERROR_INIT};
     req->put = p;
     int r = confine_resolve(sd->root_fd, sd->root_path, req->file_path, &p->target);

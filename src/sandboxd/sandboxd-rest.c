@@ -103,8 +103,8 @@ static enum MHD_Result queue_redirect(rest_request *req, struct MHD_Connection *
     char *body = NULL;
     if (with_body && asprintf(&body, "<a href=\"%s\">Moved Permanently</a>.\n\n", loc) < 0)
         return MHD_NO;
-    struct MHD_Response *resp = MHD_create_response_from_buffer(body ? strlen(body) : 0, body,
-                                                                MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(body ? strlen(body) : 0, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
         return MHD_NO;
@@ -202,7 +202,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 
 static int tcp_listen(const char *host, int port)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     char portstr[16];
@@ -256,8 +257,8 @@ static int start_daemon(rest_server *s, int listen_fd)
     unsigned timeout = (unsigned)(cfg->http_idle_timeout / USEC_PER_SEC);
     if (cfg->http_idle_timeout > 0 && timeout == 0)
         timeout = 1;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,

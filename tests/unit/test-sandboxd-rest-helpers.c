@@ -97,8 +97,8 @@ TEST(go_json_strings)
     check_json("\xc3\xa9", 2, "\"\xc3\xa9\"");
     check_json("\xc3", 1, "\"\\ufffd\"");
     check_json("\xe2\x80\xa8", 3, "\"\\u2028\"");
-    check_json("\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\"");  /* surrogate */
-    check_json("\xc0\xaf", 2, "\"\\ufffd\\ufffd\"");             /* overlong */
+    check_json("\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+    check_json("\xc0\xaf", 2, "\"\\ufffd\\ufffd\"");            /* overlong */
     check_json("\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"");
     check_json("a\0b", 3, "\"a\\u0000b\"");
 }
@@ -106,7 +106,8 @@ TEST(go_json_strings)
 TEST(error_body)
 {
     char *s = rest_error_body(STATUS_NOT_FOUND, "path does not exist within the sandbox", NULL);
-    CHECK_STR_EQ(s, "{\"code\":\"NOT_FOUND\",\"message\":\"path does not exist within the sandbox\"}\n");
+    CHECK_STR_EQ(
+        s, "{\"code\":\"NOT_FOUND\",\"message\":\"path does not exist within the sandbox\"}\n");
     free(s);
     s = rest_error_body(STATUS_CONFLICT, "<x>", NULL);
     CHECK_STR_EQ(s, "{\"code\":\"CONFLICT\",\"message\":\"\\u003cx\\u003e\"}\n");
@@ -186,15 +187,24 @@ TEST(preconditions)
     bool use = false;
     const char *now = "Tue, 14 Nov 2023 22:13:20 GMT", *past = "Tue, 14 Nov 2023 21:13:20 GMT";
     time_t m = 1700000000;
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, now, NULL, NULL, &use), COND_NOT_MODIFIED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, past, NULL, NULL, &use), COND_PROCEED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, past, NULL, NULL, NULL, NULL, &use), COND_PRECONDITION_FAILED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, now, NULL, NULL, NULL, NULL, &use), COND_PROCEED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, "*", past, NULL, NULL, NULL, NULL, &use), COND_PROCEED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, "\"a\"", NULL, NULL, NULL, NULL, NULL, &use), COND_PRECONDITION_FAILED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, "*", NULL, NULL, NULL, &use), COND_NOT_MODIFIED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, "\"x\"", now, NULL, NULL, &use), COND_PROCEED);
-    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, NULL, "bytes=0-1", now, &use), COND_PROCEED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, now, NULL, NULL, &use),
+                 COND_NOT_MODIFIED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, past, NULL, NULL, &use),
+                 COND_PROCEED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, past, NULL, NULL, NULL, NULL, &use),
+                 COND_PRECONDITION_FAILED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, now, NULL, NULL, NULL, NULL, &use),
+                 COND_PROCEED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, "*", past, NULL, NULL, NULL, NULL, &use),
+                 COND_PROCEED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, "\"a\"", NULL, NULL, NULL, NULL, NULL, &use),
+                 COND_PRECONDITION_FAILED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, "*", NULL, NULL, NULL, &use),
+                 COND_NOT_MODIFIED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, "\"x\"", now, NULL, NULL, &use),
+                 COND_PROCEED);
+    CHECK_INT_EQ(rest_check_preconditions(true, m, NULL, NULL, NULL, NULL, "bytes=0-1", now, &use),
+                 COND_PROCEED);
     CHECK(use);
     rest_check_preconditions(true, m, NULL, NULL, NULL, NULL, "bytes=0-1", past, &use);
     CHECK(!use);
