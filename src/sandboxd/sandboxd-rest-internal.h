@@ -3,6 +3,7 @@
 #pragma once
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +16,13 @@
 
 #define REST_MAX_DAEMONS 3
 
+/* One client connection (for closing idle keep-alive connections at shutdown). */
+typedef struct rest_conn {
+    int fd;
+    bool busy; /* a request is in flight; guarded by rest_server.conns_lock */
+    struct rest_conn *prev, *next;
+} rest_conn;
+
 struct rest_server {
     sandboxd *sd;
     struct MHD_Daemon *daemons[REST_MAX_DAEMONS];
@@ -22,6 +30,8 @@ struct rest_server {
     char *socket_path; /* unix socket we created (unlinked at free), or NULL */
     atomic_uint active;
     atomic_bool stopping;
+    pthread_mutex_t conns_lock;
+    rest_conn *conns; /* open connections */
 };
 
 typedef struct rest_put rest_put;
@@ -36,6 +46,7 @@ typedef struct rest_request {
     bool seen;       /* first access-handler call done */
     bool dispatched; /* routed (a response is queued or an upload is running) */
     rest_put *put;   /* owned: PUT upload state */
+    rest_conn *conn; /* borrowed: the connection carrying the request, or NULL */
 } rest_request;
 
 /* --- sandboxd-rest-mux.c: Go ServeMux behaviour, pure helpers --- */

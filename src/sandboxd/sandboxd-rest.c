@@ -58,8 +58,53 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         req->query = q + 1;
     }
     strip_absolute_form(req->raw_uri);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->conn = ci ? ci->socket_context : NULL;
+    if (req->conn) {
+        pthread_mutex_lock(&s->conns_lock);
+        req->conn->busy = true;
+        pthread_mutex_unlock(&s->conns_lock);
+    }
     atomic_fetch_add(&s->active, 1);
     return req;
+}
+
+/* Tracks connections so that stop_accepting can close the idle ones. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    rest_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        rest_conn *rc = ci ? calloc(1, sizeof(*rc)) : NULL;
+        if (!rc)
+            return;
+        rc->fd = ci->connect_fd;
+        pthread_mutex_lock(&s->conns_lock);
+        rc->next = s->conns;
+        if (s->conns)
+            s->conns->prev = rc;
+        s->conns = rc;
+        pthread_mutex_unlock(&s->conns_lock);
+        *socket_context = rc;
+        return;
+    }
+    rest_conn *rc = *socket_context;
+    if (!rc)
+        return;
+    /* Called before libmicrohttpd closes the fd: under the lock the fd is never a reused one. */
+    pthread_mutex_lock(&s->conns_lock);
+    if (rc->prev)
+        rc->prev->next = rc->next;
+    else
+        s->conns = rc->next;
+    if (rc->next)
+        rc->next->prev = rc->prev;
+    pthread_mutex_unlock(&s->conns_lock);
+    free(rc);
+    *socket_context = NULL;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -70,6 +115,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
     if (!req)
         return;
+    if (req->conn) {
+        pthread_mutex_lock(&s->conns_lock);
+        req->conn->busy = false;
+        /* Draining: the connection goes once its response is out. */
+        if (atomic_load(&s->stopping))
+            shutdown(req->conn->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&s->conns_lock);
+    }
     rest_put_free(req->put);
     free(req->file_path);
     free(req->raw_uri);
@@ -264,8 +317,8 @@ static int start_daemon(rest_server *s, int listen_fd)
         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)CONNECTION_MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_END);
     if (!d)
         return -EIO;
     s->daemons[s->n_daemons++] = d;
@@ -281,6 +334,7 @@ int rest_server_new(rest_server **ret, sandboxd *sd)
     s->sd = sd;
     atomic_init(&s->active, 0);
     atomic_init(&s->stopping, false);
+    pthread_mutex_init(&s->conns_lock, NULL);
     *ret = s;
 
     int fd = tcp_listen(cfg->listen_host, cfg->rest_port);
@@ -338,6 +392,12 @@ void rest_server_stop_accepting(rest_server *s)
     }
     if (s->socket_path)
         unlink(s->socket_path);
+    /* Idle keep-alive connections close now; busy ones after their response. */
+    pthread_mutex_lock(&s->conns_lock);
+    for (rest_conn *rc = s->conns; rc; rc = rc->next)
+        if (!rc->busy)
+            shutdown(rc->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->conns_lock);
 }
 
 unsigned rest_server_active_requests(rest_server *s)
@@ -353,6 +413,7 @@ rest_server *rest_server_free(rest_server *s)
     for (size_t i = 0; i < s->n_daemons; i++)
         MHD_stop_daemon(s->daemons[i]);
     free(s->socket_path);
+    pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return NULL;
 }
