@@ -55,12 +55,13 @@ static int cmp_env(const void *a, const void *b)
     return r != 0 ? r : (xl > yl) - (xl < yl);
 }
 
-static pthread_once_t metadata_once = PTHREAD_ONCE_INIT;
-static const char *metadata_prefix;
-static char *metadata_body; /* cached for the life of the process */
+/* The filtered environment, computed on the first request and cached for the life of the
+ * process (as upstream). */
+static pthread_mutex_t metadata_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *metadata_body;
 static size_t metadata_len;
 
-static void metadata_compute(void)
+static void metadata_compute(const char *metadata_prefix)
 {
     size_t n = 0;
     for (char **e = environ; e && *e; e++)
@@ -95,8 +96,10 @@ static void metadata_compute(void)
 enum MHD_Result rest_handle_metadata(rest_request *req, struct MHD_Connection *c)
 {
     const char *prefix = req->srv->sd->config->metadata_env_prefix;
-    metadata_prefix = prefix && *prefix ? prefix : "SANDBOX_";
-    pthread_once(&metadata_once, metadata_compute);
+    pthread_mutex_lock(&metadata_lock);
+    if (!metadata_body)
+        metadata_compute(prefix && *prefix ? prefix : "SANDBOX_");
+    pthread_mutex_unlock(&metadata_lock);
     if (!metadata_body)
         return rest_queue_error(req, c, STATUS_INTERNAL, "out of memory");
     struct MHD_Response *resp =
