@@ -284,3 +284,23 @@ def test_idle_keepalive_closed_on_shutdown(start_sandboxd):
     up.close()
     idle.close()
     assert d.stop() == 0
+
+
+def test_ipv6_listen_host(start_sandboxd):
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    d = start_sandboxd(extra_args=["--listen-host", "::1"], wait=False)
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            r = requests.get(f"http://[::1]:{d.rest_port}/v1/health", timeout=1)
+            break
+        except requests.RequestException:
+            assert time.monotonic() < deadline and d.proc.poll() is None, d.output()
+            time.sleep(0.05)
+    assert r.status_code == 200
+    assert "[::1]:" in d.output()
