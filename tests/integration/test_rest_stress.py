@@ -224,3 +224,22 @@ def test_1gib_upload_download_bounded_memory(sandboxd):
             pass
     growth_mib = (peak[0] - base) / 1024
     assert growth_mib < 150, f"daemon memory grew by {growth_mib:.0f} MiB"
+
+
+def test_shutdown_timeout_force_closes_transfers(start_sandboxd):
+    d = start_sandboxd(extra_args=["--shutdown-timeout", "1s"])
+    with open(os.path.join(d.root, "big.bin"), "wb") as f:
+        f.truncate(256 * CHUNK)
+    down = socket.create_connection(("127.0.0.1", d.rest_port), timeout=10)
+    down.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    down.sendall(b"GET /v1/files/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    down.recv(1024)
+    up = socket.create_connection(("127.0.0.1", d.rest_port), timeout=10)
+    up.sendall(b"PUT /v1/files/up.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n" + b"u" * 65536)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - t0 < 10
+    down.close()
+    up.close()
+    assert sorted(os.listdir(d.root)) == ["big.bin"]
