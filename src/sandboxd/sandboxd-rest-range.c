@@ -45,6 +45,7 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
     size_t count = 0;
     bool no_overlap = false;
     int64_t sum = 0;
+    bool too_big = false;
     rest_range first = {0, 0};
     while (true) {
         const char *comma = strchr(p, ',');
@@ -97,7 +98,10 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
             if (count == 0)
                 first = r;
             count++;
-            sum += r.length;
+            if (r.length > size - sum)
+                too_big = true; /* the ranges add up to more than the file: ignore Range */
+            else
+                sum += r.length;
         }
     next:
         if (!comma)
@@ -106,7 +110,7 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
     }
     if (count == 0)
         return no_overlap ? RANGE_NO_OVERLAP : RANGE_NONE;
-    if (count > 1 || sum > size)
+    if (count > 1 || too_big)
         return RANGE_NONE;
     *ret = first;
     return RANGE_SINGLE;
