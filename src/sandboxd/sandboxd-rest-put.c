@@ -149,10 +149,14 @@ static int put_commit(rest_put *p)
     return 0;
 }
 
-static enum MHD_Result queue_api_error(rest_request *req, struct MHD_Connection *c, api_error *e)
+/* Answers an error found before the upload started and drops the upload state (so that any
+ * body libmicrohttpd still hands us is discarded). */
+static enum MHD_Result begin_failed(rest_request *req, struct MHD_Connection *c, rest_put *p,
+                                    api_error *e)
 {
     enum MHD_Result m = rest_queue_api_error(req, c, e);
     api_error_clear(e);
+    rest_put_free(p);
     return m;
 }
 
@@ -167,7 +171,7 @@ static enum MHD_Result put_begin(rest_request *req, struct MHD_Connection *c)
         return MHD_NO;
     if (mode_s && *mode_s && rest_parse_mode(mode_s, &mode) < 0) {
         api_error_set(&e, STATUS_INVALID_ARGUMENT, "mode \"%s\" must match ^0[0-7]{3}$", mode_s);
-        return queue_api_error(req, c, &e);
+        return begin_failed(req, c, NULL, &e);
     }
     rest_put *p = calloc(1, sizeof(*p));
     if (!p)
@@ -177,26 +181,29 @@ static enum MHD_Result put_begin(rest_request *req, struct MHD_Connection *c)
                     .parent_fd = -1,
                     .tmp_fd = -1,
                     .err = API_ERROR_INIT};
-    req->put = p;
     int r = confine_resolve(sd->root_fd, sd->root_path, req->file_path, &p->target);
     if (r < 0) {
         rest_confine_error(&e, r);
-        return queue_api_error(req, c, &e);
+        return begin_failed(req, c, p, &e);
     }
     struct stat st;
     if (!p->target.missing[0] &&
         fstatat(p->target.dir_fd, p->target.name, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) == 0 &&
         S_ISDIR(st.st_mode)) {
         api_error_set(&e, STATUS_INVALID_ARGUMENT, "target path is a directory");
-        return queue_api_error(req, c, &e);
+        return begin_failed(req, c, p, &e);
     }
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (rest_is_multipart_form(ct)) {
         p->mp = rest_multipart_new(c, multipart_sink, p, &e);
         if (!p->mp)
-            return queue_api_error(req, c, &e);
-    } else if (put_open_temp(p) < 0)
-        return queue_api_error(req, c, &p->err);
+            return begin_failed(req, c, p, &e);
+    } else if (put_open_temp(p) < 0) {
+        e = p->err;
+        p->err = (api_error)API_ERROR_INIT;
+        return begin_failed(req, c, p, &e);
+    }
+    req->put = p;
     return MHD_YES;
 }
 

@@ -147,6 +147,26 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd", "msg", msg);
 }
 
+/* Go's htmlEscape for the redirect body. Returns a new string or NULL. */
+static char *html_escape(const char *s)
+{
+    json_buf b = {0};
+    for (const char *p = s; *p; p++) {
+        const char *e = *p == '&'    ? "&amp;"
+                        : *p == '<'  ? "&lt;"
+                        : *p == '>'  ? "&gt;"
+                        : *p == '"'  ? "&#34;"
+                        : *p == '\'' ? "&#39;"
+                                     : NULL;
+        if (e)
+            json_buf_lit(&b, e);
+        else
+            json_buf_raw(&b, p, 1);
+    }
+    json_buf_lit(&b, "");
+    return json_buf_steal(&b, NULL);
+}
+
 static enum MHD_Result queue_redirect(rest_request *req, struct MHD_Connection *c, const char *path,
                                       bool with_body)
 {
@@ -154,8 +174,11 @@ static enum MHD_Result queue_redirect(rest_request *req, struct MHD_Connection *
     if (asprintf(&loc, "%s%s%s", path, req->query ? "?" : "", req->query ? req->query : "") < 0)
         return MHD_NO;
     char *body = NULL;
-    if (with_body && asprintf(&body, "<a href=\"%s\">Moved Permanently</a>.\n\n", loc) < 0)
-        return MHD_NO;
+    if (with_body) {
+        _cleanup_free_ char *esc = html_escape(loc);
+        if (!esc || asprintf(&body, "<a href=\"%s\">Moved Permanently</a>.\n\n", esc) < 0)
+            return MHD_NO;
+    }
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(body ? strlen(body) : 0, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {

@@ -304,3 +304,10 @@ def test_ipv6_listen_host(start_sandboxd):
             time.sleep(0.05)
     assert r.status_code == 200
     assert "[::1]:" in d.output()
+
+
+def test_redirect_body_is_html_escaped(sandboxd):
+    st, h, body = raw(sandboxd, "GET", '/v1/files/a/../b?x="<script>&y=\'')
+    assert st == 301
+    assert h["location"] == '/v1/files/b?x="<script>&y=\''
+    assert body == b'<a href="/v1/files/b?x=&#34;&lt;script&gt;&amp;y=&#39;">Moved Permanently</a>.\n\n'
