@@ -24,6 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rest_range_parse(v, fsize, &r) == RANGE_SINGLE &&
         (r.start < 0 || r.length <= 0 || r.start + r.length > fsize))
         abort();
+    rest_range *all = NULL;
+    size_t n = 0;
+    rest_range_result rr = rest_range_parse_all(v, fsize, &all, &n);
+    if ((rr == RANGE_SINGLE || rr == RANGE_MULTI) != (all != NULL))
+        abort();
+    for (size_t i = 0; i < n; i++)
+        if (all[i].start < 0 || all[i].length <= 0 || all[i].start + all[i].length > fsize)
+            abort();
+    free(all);
     time_t t;
     if (rest_http_date_parse(v, &t) == 0) {
         char buf[64];

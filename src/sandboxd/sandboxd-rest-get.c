@@ -151,6 +151,70 @@ static enum MHD_Result queue_empty(rest_request *req, struct MHD_Connection *c, 
     return rest_queue_response(req, c, status, resp);
 }
 
+static enum MHD_Result queue_range_error(rest_request *req, struct MHD_Connection *c,
+                                         rest_range_result rr, int64_t size)
+{
+    const char *msg =
+        rr == RANGE_NO_OVERLAP ? "invalid range: failed to overlap\n" : "invalid range\n";
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (rr == RANGE_NO_OVERLAP) {
+        char cr_buf[64];
+        snprintf(cr_buf, sizeof(cr_buf), "bytes */%" PRId64, size);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_buf);
+    }
+    return rest_queue_response(req, c, MHD_HTTP_RANGE_NOT_SATISFIABLE, resp);
+}
+
+/* 200 with the whole file, or 206 with one range; streamed from fd (taken over). HEAD: MHD sends
+ * the same headers (Content-Length included) and no body. */
+static enum MHD_Result queue_body(rest_request *req, struct MHD_Connection *c, int fd,
+                                  const rest_range *rg, int64_t size, const char *lm)
+{
+    int64_t start = rg ? rg->start : 0, len = rg ? rg->length : size;
+    struct MHD_Response *resp;
+    if (len == 0) {
+        close(fd);
+        resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    } else {
+        resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
+        if (!resp)
+            close(fd);
+    }
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, lm);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    if (rg) {
+        char cr_buf[96];
+        snprintf(cr_buf, sizeof(cr_buf), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, start,
+                 start + len - 1, size);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_buf);
+    }
+    return rest_queue_response(req, c, rg ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, resp);
+}
+
+/* 206 multipart/byteranges for several ranges; fd taken over. */
+static enum MHD_Result queue_multi(rest_request *req, struct MHD_Connection *c, int fd,
+                                   const rest_range *ranges, size_t n, int64_t size, const char *lm)
+{
+    _cleanup_free_ char *ct = NULL;
+    struct MHD_Response *resp = rest_byteranges_response(fd, ranges, n, size, &ct);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, lm);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    return rest_queue_response(req, c, MHD_HTTP_PARTIAL_CONTENT, resp);
+}
+
 static enum MHD_Result serve_file(rest_request *req, struct MHD_Connection *c, int fd,
                                   const struct stat *st, bool head)
 {
@@ -170,49 +234,19 @@ static enum MHD_Result serve_file(rest_request *req, struct MHD_Connection *c, i
             cr == COND_NOT_MODIFIED ? lm : NULL);
     }
     int64_t size = S_ISREG(st->st_mode) ? (int64_t)st->st_size : 0;
-    rest_range rg = {0, size};
-    rest_range_result rr = use_range ? rest_range_parse(range, size, &rg) : RANGE_NONE;
+    rest_range *ranges = NULL;
+    size_t n = 0;
+    rest_range_result rr = use_range ? rest_range_parse_all(range, size, &ranges, &n) : RANGE_NONE;
+    enum MHD_Result m;
     if (rr == RANGE_NO_OVERLAP || rr == RANGE_INVALID) {
         close(fd);
-        const char *msg =
-            rr == RANGE_NO_OVERLAP ? "invalid range: failed to overlap\n" : "invalid range\n";
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_PERSISTENT);
-        if (!resp)
-            return MHD_NO;
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-        if (rr == RANGE_NO_OVERLAP) {
-            char cr_buf[64];
-            snprintf(cr_buf, sizeof(cr_buf), "bytes */%" PRId64, size);
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_buf);
-        }
-        return rest_queue_response(req, c, MHD_HTTP_RANGE_NOT_SATISFIABLE, resp);
-    }
-    if (rr != RANGE_SINGLE)
-        rg = (rest_range){0, size};
-    struct MHD_Response *resp;
-    /* HEAD: MHD sends the same headers (Content-Length included) and no body. */
-    if (rg.length == 0) {
-        close(fd);
-        resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    } else {
-        resp = MHD_create_response_from_fd_at_offset64((uint64_t)rg.length, fd, (uint64_t)rg.start);
-        if (!resp)
-            close(fd);
-    }
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, lm);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-    if (rr == RANGE_SINGLE) {
-        char cr_buf[96];
-        snprintf(cr_buf, sizeof(cr_buf), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, rg.start,
-                 rg.start + rg.length - 1, size);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_buf);
-    }
-    return rest_queue_response(req, c, rr == RANGE_SINGLE ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK,
-                               resp);
+        m = queue_range_error(req, c, rr, size);
+    } else if (rr == RANGE_MULTI)
+        m = queue_multi(req, c, fd, ranges, n, size, lm);
+    else
+        m = queue_body(req, c, fd, rr == RANGE_SINGLE ? &ranges[0] : NULL, size, lm);
+    free(ranges);
+    return m;
 }
 
 enum MHD_Result rest_handle_get(rest_request *req, struct MHD_Connection *c, bool head)

@@ -105,13 +105,16 @@ typedef struct rest_range {
 typedef enum {
     RANGE_NONE,       /* no/ignored Range: whole file */
     RANGE_SINGLE,     /* one satisfiable range */
+    RANGE_MULTI,      /* several: multipart/byteranges */
     RANGE_NO_OVERLAP, /* 416 with Content-Range bytes * /size */
     RANGE_INVALID,    /* 416 invalid range */
 } rest_range_result;
 
-/* Go http parseRange semantics for one file of `size` bytes. Multiple ranges are answered as the
- * full file (RANGE_NONE). */
+/* Go http parseRange semantics for one file of `size` bytes (RANGE_MULTI leaves *ret untouched). */
 rest_range_result rest_range_parse(const char *header, int64_t size, rest_range *ret);
+/* All ranges: *ret (owned by the caller, n entries) for RANGE_SINGLE and RANGE_MULTI. */
+rest_range_result rest_range_parse_all(const char *header, int64_t size, rest_range **ret,
+                                       size_t *ret_n);
 /* HTTP-date (IMF-fixdate, RFC 850, asctime) -> seconds since the epoch. 0 or -EINVAL. */
 int rest_http_date_parse(const char *s, time_t *ret);
 /* Formats t as an IMF-fixdate into buf (>= 30 bytes). */
@@ -132,6 +135,11 @@ rest_cond_result rest_check_preconditions(bool get_or_head, time_t mtime, const 
                                           const char *if_none_match, const char *if_modified_since,
                                           const char *range, const char *if_range,
                                           bool *ret_use_range);
+
+/* multipart/byteranges response streaming `n` ranges of fd (taken over on success; the caller
+ * keeps it on failure). *ret_content_type (owned) gets the Content-Type with the boundary. */
+struct MHD_Response *rest_byteranges_response(int fd, const rest_range *ranges, size_t n,
+                                              int64_t size, char **ret_content_type);
 
 /* --- handlers --- */
 enum MHD_Result rest_handle_get(rest_request *req, struct MHD_Connection *c, bool head);

@@ -35,8 +35,11 @@ static void trim(const char **s, size_t *n)
         (*n)--;
 }
 
-rest_range_result rest_range_parse(const char *header, int64_t size, rest_range *ret)
+rest_range_result rest_range_parse_all(const char *header, int64_t size, rest_range **ret,
+                                       size_t *ret_n)
 {
+    *ret = NULL;
+    *ret_n = 0;
     if (!header || !*header)
         return RANGE_NONE;
     if (strncmp(header, "bytes=", 6) != 0)
@@ -46,7 +49,9 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
     bool no_overlap = false;
     int64_t sum = 0;
     bool too_big = false;
-    rest_range first = {0, 0};
+    rest_range *v = NULL;
+    size_t cap = 0;
+    rest_range_result res = RANGE_NONE;
     while (true) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
@@ -55,7 +60,7 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
         if (n > 0) {
             const char *dash = memchr(ra, '-', n);
             if (!dash)
-                return RANGE_INVALID;
+                goto invalid;
             const char *st = ra, *en = dash + 1;
             size_t sl = (size_t)(dash - ra), el = n - sl - 1;
             trim(&st, &sl);
@@ -63,10 +68,10 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
             rest_range r;
             if (sl == 0) {
                 if (el == 0 || en[0] == '-')
-                    return RANGE_INVALID;
+                    goto invalid;
                 int64_t i = parse_nonneg(en, el);
                 if (i < 0)
-                    return RANGE_INVALID;
+                    goto invalid;
                 if (i > size)
                     i = size;
                 if (i == 0) {
@@ -78,7 +83,7 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
             } else {
                 int64_t i = parse_nonneg(st, sl);
                 if (i < 0)
-                    return RANGE_INVALID;
+                    goto invalid;
                 if (i >= size) {
                     no_overlap = true;
                     goto next;
@@ -89,15 +94,20 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
                 else {
                     int64_t e = parse_nonneg(en, el);
                     if (e < 0 || r.start > e)
-                        return RANGE_INVALID;
+                        goto invalid;
                     if (e >= size)
                         e = size - 1;
                     r.length = e - r.start + 1;
                 }
             }
-            if (count == 0)
-                first = r;
-            count++;
+            if (count == cap) {
+                cap = cap ? cap * 2 : 4;
+                rest_range *nv = realloc(v, cap * sizeof(*v));
+                if (!nv)
+                    goto invalid;
+                v = nv;
+            }
+            v[count++] = r;
             if (r.length > size - sum)
                 too_big = true; /* the ranges add up to more than the file: ignore Range */
             else
@@ -109,11 +119,30 @@ rest_range_result rest_range_parse(const char *header, int64_t size, rest_range 
         p = comma + 1;
     }
     if (count == 0)
-        return no_overlap ? RANGE_NO_OVERLAP : RANGE_NONE;
-    if (count > 1 || too_big)
-        return RANGE_NONE;
-    *ret = first;
-    return RANGE_SINGLE;
+        res = no_overlap ? RANGE_NO_OVERLAP : RANGE_NONE;
+    else if (too_big)
+        res = RANGE_NONE; /* Go: ranges adding up to more than the file are ignored */
+    else {
+        *ret = v;
+        *ret_n = count;
+        return count == 1 ? RANGE_SINGLE : RANGE_MULTI;
+    }
+    free(v);
+    return res;
+invalid:
+    free(v);
+    return RANGE_INVALID;
+}
+
+rest_range_result rest_range_parse(const char *header, int64_t size, rest_range *ret)
+{
+    rest_range *v = NULL;
+    size_t n = 0;
+    rest_range_result r = rest_range_parse_all(header, size, &v, &n);
+    if (r == RANGE_SINGLE)
+        *ret = v[0];
+    free(v);
+    return r;
 }
 
 int rest_http_date_parse(const char *s, time_t *ret)

@@ -45,12 +45,28 @@ def test_range_invalid(sandboxd):
         assert r.status_code == 416, rng
 
 
-def test_multiple_ranges_answered_full(sandboxd):
+def test_multiple_ranges_multipart(sandboxd):
+    import email.parser
+    import email.policy
     put(sandboxd)
-    r = requests.get(sandboxd.url("/v1/files/r.bin"), headers={"Range": "bytes=0-1,5-6"})
-    assert r.status_code in (200, 206)
-    if r.status_code == 200:
-        assert r.content == DATA
+    r = requests.get(sandboxd.url("/v1/files/r.bin"), headers={"Range": "bytes=0-1,5-6,-3"})
+    assert r.status_code == 206
+    ct = r.headers["Content-Type"]
+    assert ct.startswith("multipart/byteranges; boundary=")
+    assert "Content-Range" not in r.headers
+    assert int(r.headers["Content-Length"]) == len(r.content)
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ct.encode() + b"\r\n\r\n" + r.content)
+    parts = list(msg.iter_parts())
+    assert [p["Content-Range"] for p in parts] == ["bytes 0-1/1024", "bytes 5-6/1024", "bytes 1021-1023/1024"]
+    assert [p.get_payload(decode=True) for p in parts] == [DATA[0:2], DATA[5:7], DATA[1021:]]
+    assert all(p["Content-Type"] == "application/octet-stream" for p in parts)
+    # ranges adding up to more than the file: the whole file
+    r = requests.get(sandboxd.url("/v1/files/r.bin"), headers={"Range": "bytes=0-1000,0-1000"})
+    assert r.status_code == 200 and r.content == DATA
+    # HEAD: same headers, no body
+    r = requests.head(sandboxd.url("/v1/files/r.bin"), headers={"Range": "bytes=0-1,5-6"})
+    assert r.status_code == 206 and r.content == b"" and int(r.headers["Content-Length"]) > 4
 
 
 def test_range_on_head(sandboxd):
@@ -112,3 +128,16 @@ def test_get_with_body_ignored(sandboxd):
     put(sandboxd, "g.txt", b"g")
     st, _, body = raw(sandboxd, "GET", "/v1/files/g.txt", body=b"ignored body")
     assert st == 200 and body == b"g"
+
+
+def test_multiple_ranges_large(sandboxd):
+    import email.parser
+    import email.policy
+    data = os.urandom(10 << 20)
+    put(sandboxd, "big.bin", data)
+    r = requests.get(sandboxd.url("/v1/files/big.bin"), headers={"Range": "bytes=0-3000000,5000000-9000000"})
+    assert r.status_code == 206
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + r.headers["Content-Type"].encode() + b"\r\n\r\n" + r.content)
+    parts = [p.get_payload(decode=True) for p in msg.iter_parts()]
+    assert parts == [data[0:3000001], data[5000000:9000001]]

@@ -156,12 +156,32 @@ TEST(range)
     check_range("bytes=1", 100, RANGE_INVALID, 0, 0);
     check_range("chars=1-2", 100, RANGE_INVALID, 0, 0);
     check_range("bytes=--5", 100, RANGE_INVALID, 0, 0);
-    check_range("bytes=0-1,4-5", 100, RANGE_NONE, 0, 0);
+    check_range("bytes=0-1,4-5", 100, RANGE_MULTI, 0, 0);
     check_range("bytes=0-1,200-300", 100, RANGE_SINGLE, 0, 2);
     check_range("bytes=,0-1,", 100, RANGE_SINGLE, 0, 2);
     check_range("bytes=99999999999999999999-", 100, RANGE_INVALID, 0, 0);
     check_range("bytes=0-99999999999999999999", 100, RANGE_INVALID, 0, 0);
     check_range("bytes=0-50,0-60", 100, RANGE_NONE, 0, 0); /* overlapping sum > size */
+}
+
+TEST(range_all)
+{
+    rest_range *v = NULL;
+    size_t n = 0;
+    CHECK_INT_EQ(rest_range_parse_all("bytes=0-1, 4-5,-2", 100, &v, &n), RANGE_MULTI);
+    CHECK_INT_EQ(n, 3);
+    if (n == 3) {
+        CHECK_INT_EQ(v[0].start, 0);
+        CHECK_INT_EQ(v[0].length, 2);
+        CHECK_INT_EQ(v[1].start, 4);
+        CHECK_INT_EQ(v[2].start, 98);
+        CHECK_INT_EQ(v[2].length, 2);
+    }
+    free(v);
+    CHECK_INT_EQ(rest_range_parse_all("bytes=0-1,x", 100, &v, &n), RANGE_INVALID);
+    CHECK(v == NULL);
+    CHECK_INT_EQ(rest_range_parse_all("bytes=0-99,0-1", 100, &v, &n), RANGE_NONE);
+    CHECK(v == NULL);
 }
 
 TEST(http_dates)
