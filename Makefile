@@ -106,7 +106,8 @@ $(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
 
 build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)
@@ -118,6 +119,7 @@ fuzz: fuzz-build
 	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
 
 test: deps
+	@$(MAKE) --no-print-directory BUILD=release binaries
 	@$(MAKE) --no-print-directory BUILD=asan binaries
 	@$(MAKE) --no-print-directory fuzz-build
 	@/usr/bin/python3 tests/run-tests.py --build build/asan

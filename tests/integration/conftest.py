@@ -29,7 +29,7 @@ def free_port():
 class Sandboxd:
     """One sandboxd process. stop() asserts a clean exit (no sanitizer report, exit code 0)."""
 
-    def __init__(self, root, tmp_path, extra_args=(), env=None, wait=True):
+    def __init__(self, root, tmp_path, extra_args=(), env=None, wait=True, prefix=(), exe=None):
         self.root = str(root)
         self.rest_port = free_port()
         self.grpc_port = free_port()
@@ -38,7 +38,7 @@ class Sandboxd:
         self.rest_url = f"http://127.0.0.1:{self.rest_port}"
         self.grpc_addr = f"127.0.0.1:{self.grpc_port}"
         self.log_path = os.path.join(str(tmp_path), f"sandboxd-{self.rest_port}.log")
-        self.args = [binary("sandboxd"), "--listen-host", "127.0.0.1",
+        self.args = [*prefix, exe or binary("sandboxd"), "--listen-host", "127.0.0.1",
                      "--rest-port", str(self.rest_port), "--grpc-port", str(self.grpc_port),
                      "--root-dir", self.root, *extra_args]
         self.log = open(self.log_path, "wb")
@@ -48,7 +48,7 @@ class Sandboxd:
         if wait:
             self.wait_ready()
 
-    def wait_ready(self, timeout=15):
+    def wait_ready(self, timeout=30):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -94,11 +94,11 @@ def start_sandboxd(tmp_path):
     at teardown and must exit 0 without sanitizer reports."""
     started = []
 
-    def start(root=None, extra_args=(), env=None, wait=True):
+    def start(root=None, extra_args=(), env=None, wait=True, prefix=(), exe=None):
         if root is None:
             root = tmp_path / f"root{len(started)}"
             root.mkdir()
-        d = Sandboxd(root, tmp_path, extra_args, env, wait)
+        d = Sandboxd(root, tmp_path, extra_args, env, wait, prefix, exe)
         started.append(d)
         return d
 

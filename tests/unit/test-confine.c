@@ -25,6 +25,14 @@ static void put(const char *rel)
         fclose(f);
 }
 
+static void must_symlink(const char *target, const char *path)
+{
+    if (symlink(target, path) < 0) {
+        perror("symlink");
+        abort();
+    }
+}
+
 static void setup(void)
 {
     if (root_fd >= 0)
@@ -43,31 +51,32 @@ static void setup(void)
     mkdir(p, 0755);
     snprintf(p, sizeof(p), "%s/secret", outside);
     FILE *f = fopen(p, "w");
-    fclose(f);
+    if (f)
+        fclose(f);
     snprintf(p, sizeof(p), "%s/sub", root);
     mkdir(p, 0755);
     put("main.py");
     put("sub/file.txt");
     snprintf(p, sizeof(p), "%s/link", root);
-    symlink(outside, p);
+    must_symlink(outside, p);
     snprintf(p, sizeof(p), "%s/inlink", root);
-    symlink("sub/file.txt", p);
+    must_symlink("sub/file.txt", p);
     snprintf(p, sizeof(p), "%s/abslink", root);
     char t[PATH_MAX * 2];
     snprintf(t, sizeof(t), "%s/sub", root);
-    symlink(t, p);
+    must_symlink(t, p);
     snprintf(p, sizeof(p), "%s/dangling", root);
-    symlink("nope/missing", p);
+    must_symlink("nope/missing", p);
     snprintf(p, sizeof(p), "%s/dangling-out", root);
-    symlink("/nonexistent-dir-for-test/x", p);
+    must_symlink("/nonexistent-dir-for-test/x", p);
     snprintf(p, sizeof(p), "%s/loop1", root);
-    symlink("loop2", p);
+    must_symlink("loop2", p);
     snprintf(p, sizeof(p), "%s/loop2", root);
-    symlink("loop1", p);
+    must_symlink("loop1", p);
     snprintf(p, sizeof(p), "%s/sub/up", root);
-    symlink("../main.py", p);
+    must_symlink("../main.py", p);
     snprintf(p, sizeof(p), "%s/sub/upout", root);
-    symlink("../../outside/secret", p);
+    must_symlink("../../outside/secret", p);
     root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
