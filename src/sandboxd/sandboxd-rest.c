@@ -410,8 +410,12 @@ void rest_server_stop_accepting(rest_server *s)
         return;
     for (size_t i = 0; i < s->n_daemons; i++) {
         MHD_socket fd = MHD_quiesce_daemon(s->daemons[i]);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
+        if (fd == MHD_INVALID_SOCKET)
+            continue;
+        /* The polling thread may still hold a reference to the socket for a moment; shutdown()
+         * stops listening at once, so new connections are refused rather than queued. */
+        shutdown(fd, SHUT_RDWR);
+        close(fd);
     }
     if (s->socket_path)
         unlink(s->socket_path);
