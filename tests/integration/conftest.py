@@ -62,7 +62,8 @@ class Sandboxd:
         raise AssertionError(f"sandboxd not ready within {timeout}s:\n{self.output()}")
 
     def output(self):
-        self.log.flush()
+        if not self.log.closed:  # also readable after stop()
+            self.log.flush()
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
 
