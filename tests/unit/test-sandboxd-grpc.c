@@ -11,6 +11,7 @@
 #include "sandboxd/sandboxd-grpc-frame.h"
 #include "sandboxd/sandboxd-process-spawn.h"
 #include "sandboxd/sandboxd-process.h"
+#include "shared/status.h"
 #include "unit.h"
 
 typedef struct got {
@@ -211,4 +212,83 @@ TEST(descriptor_lookups)
     CHECK_INT_EQ(deps[1], desc_find_file(&f, "google/protobuf/empty.proto"));
     uint8_t bad[] = {0x0a, 0x7f, 0x01};
     CHECK_INT_EQ(desc_files_parse(&f, bad, sizeof(bad)), -EBADMSG);
+}
+
+static void cmd_env_has(const spawn_cmd *c, const char *kv, bool *found)
+{
+    *found = false;
+    for (char **e = c->envp; *e; e++)
+        if (strcmp(*e, kv) == 0)
+            *found = true;
+}
+
+TEST(spawn_cmd_build_validation)
+{
+    char dir[] = "/tmp/test-spawn-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    sandboxd_config cfg = {0};
+    sandboxd sd = {.config = &cfg, .root_path = dir};
+    sd.root_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    CHECK(sd.root_fd >= 0);
+
+    api_error err = API_ERROR_INIT;
+    spawn_cmd c = SPAWN_CMD_INIT;
+    CHECK(spawn_cmd_build(&c, &sd, NULL, &err) < 0);
+    CHECK_INT_EQ(err.code, STATUS_INVALID_ARGUMENT);
+    CHECK_STR_EQ(err.message, "command is required");
+    spawn_cmd_done(&c);
+    api_error_clear(&err);
+
+    Process__V1__ProcessConfig pc = PROCESS__V1__PROCESS_CONFIG__INIT;
+    CHECK(spawn_cmd_build(&c, &sd, &pc, &err) < 0);
+    CHECK_INT_EQ(err.code, STATUS_INVALID_ARGUMENT);
+    spawn_cmd_done(&c);
+    api_error_clear(&err);
+
+    char *nope[] = {"no-such-program-xyz"};
+    pc.n_command = 1;
+    pc.command = nope;
+    CHECK(spawn_cmd_build(&c, &sd, &pc, &err) < 0);
+    CHECK_INT_EQ(err.code, STATUS_NOT_FOUND);
+    CHECK(strstr(err.message, "exec: \"no-such-program-xyz\": executable file not found in $PATH"));
+    spawn_cmd_done(&c);
+    api_error_clear(&err);
+
+    char *sh[] = {"sh", "-c", "true"};
+    pc.n_command = 3;
+    pc.command = sh;
+    pc.cwd = "../..";
+    CHECK(spawn_cmd_build(&c, &sd, &pc, &err) < 0);
+    CHECK_INT_EQ(err.code, STATUS_PERMISSION_DENIED);
+    CHECK(strncmp(err.message, "cwd: access denied", 18) == 0);
+    spawn_cmd_done(&c);
+    api_error_clear(&err);
+
+    pc.cwd = "missing";
+    CHECK_INT_EQ(spawn_cmd_build(&c, &sd, &pc, &err), 0);
+    CHECK_INT_EQ(c.cwd_errno, ENOENT); /* fails at spawn: NOT_FOUND, id consumed */
+    spawn_cmd_done(&c);
+
+    Process__V1__ProcessConfig__EnvVarsEntry e1 = PROCESS__V1__PROCESS_CONFIG__ENV_VARS_ENTRY__INIT;
+    e1.key = "HOME";
+    e1.value = "/override";
+    Process__V1__ProcessConfig__EnvVarsEntry *ents[] = {&e1};
+    pc.cwd = "";
+    pc.n_env_vars = 1;
+    pc.env_vars = ents;
+    CHECK_INT_EQ(spawn_cmd_build(&c, &sd, &pc, &err), 0);
+    CHECK(c.path && strstr(c.path, "/sh"));
+    CHECK_STR_EQ(c.argv[0], "sh");
+    CHECK(c.argv[3] == NULL);
+    CHECK_INT_EQ(c.cwd_fd, -1);
+    bool found;
+    cmd_env_has(&c, "HOME=/override", &found);
+    CHECK(found);
+    unsigned homes = 0;
+    for (char **e = c.envp; *e; e++)
+        homes += strncmp(*e, "HOME=", 5) == 0;
+    CHECK_INT_EQ(homes, 1);
+    spawn_cmd_done(&c);
+    close(sd.root_fd);
+    rmdir(dir);
 }
