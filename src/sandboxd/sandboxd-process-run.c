@@ -15,6 +15,7 @@
 #define START_WAIT_DELAY_MS 5000   /* output drain after a Start child is reaped */
 #define EXECUTE_WAIT_DELAY_MS 10000 /* same for Execute (then "WaitDelay expired") */
 #define PTY_GRACE_MS 25             /* a silent pty after reaping counts as drained after this */
+#define PAUSED_RECHECK_MS 250       /* the drain bound does not run out while paused */
 #define READS_PER_WAKEUP 16
 #define EXECUTE_READ (64 * 1024)
 #define CHUNK_HEADROOM 11 /* 5-byte gRPC prefix + field tag + up to 5 varint bytes */
@@ -348,12 +349,28 @@ static void on_timer(uv_timer_t *t)
     proc *p = t->data;
     if (p->done)
         return;
+    if (p->paused) {
+        /* The bound is for grandchildren holding the output open, not for a slow client: while
+         * the client has not taken what we read, the rest waits in the pipe/pty. */
+        uv_timer_start(&p->timer, on_timer, PAUSED_RECHECK_MS, 0);
+        return;
+    }
     if (p->pty && now_usec(CLOCK_MONOTONIC) - p->reaped_at < START_WAIT_DELAY_MS * USEC_PER_MSEC) {
         /* A pty whose slave a grandchild still holds: drained once a read finds it empty. */
         if (p->io[IO_OUT].fd >= 0 && !p->paused)
             read_pump(p, &p->io[IO_OUT]);
         if (!p->done)
             uv_timer_start(&p->timer, on_timer, PTY_GRACE_MS, 0);
+        return;
+    }
+    /* A last look before cutting: take what is already buffered. */
+    for (int i = IO_OUT; i <= IO_ERR && !p->done; i++)
+        if (p->io[i].fd >= 0)
+            read_pump(p, &p->io[i]);
+    if (p->done)
+        return;
+    if (p->paused) {
+        uv_timer_start(&p->timer, on_timer, PAUSED_RECHECK_MS, 0);
         return;
     }
     p->wait_expired = true;

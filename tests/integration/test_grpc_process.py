@@ -269,3 +269,11 @@ def test_process_groups_and_sessions(client):
 def test_execute_stdin_is_dev_null(client):
     r = client.execute(["sh", "-c", "cat; readlink /proc/$$/fd/0"])
     assert r.exit_code == 0 and r.stdout == b"/dev/null\n"
+
+
+@pytest.mark.parametrize("pty", [None, (80, 24)])
+def test_all_output_arrives_before_exit(client, pty):
+    events, _, out, _, code = collect(client.start(["seq", "1", "30000"], pty=pty))
+    assert code == 0
+    lines = out.replace(b"\r", b"").split()
+    assert lines[0] == b"1" and lines[-1] == b"30000" and len(lines) == 30000

@@ -269,3 +269,26 @@ def test_pty_eof_closes_master(client):
     events, _, out, _, code = collect(stream)
     assert events[-1] == "exit"
     assert b"abc" in out
+
+
+@pytest.mark.parametrize("pty", [None, (80, 24)])
+def test_tiny_chunks_flow_control_and_drain(start_sandboxd, pty):
+    d = start_daemon(start_sandboxd, extra_args=["--stream-chunk-size", "7"])
+    c = Client(d.grpc_addr)
+    try:
+        stream = c.start(["seq", "1", "60000"], pty=pty)
+        out, n, code = b"", 0, None
+        for ev in stream:
+            kind = ev.WhichOneof("event")
+            if kind == "stdout":
+                assert 0 < len(ev.stdout) <= 7
+                out += ev.stdout
+                n += 1
+                if n < 300:
+                    time.sleep(0.001)  # slow at first: the pump pauses while the child exits
+            elif kind == "exit":
+                code = ev.exit.exit_code
+        lines = out.replace(b"\r", b"").split()
+        assert code == 0 and len(lines) == 60000 and lines[-1] == b"60000"
+    finally:
+        c.close()
