@@ -49,25 +49,25 @@ static void setup(void)
     put("main.py");
     put("sub/file.txt");
     snprintf(p, sizeof(p), "%s/link", root);
-    symlink(outside, p);
+    CHECK(symlink(outside, p) == 0);
     snprintf(p, sizeof(p), "%s/inlink", root);
-    symlink("sub/file.txt", p);
+    CHECK(symlink("sub/file.txt", p) == 0);
     snprintf(p, sizeof(p), "%s/abslink", root);
     char t[PATH_MAX * 2];
     snprintf(t, sizeof(t), "%s/sub", root);
-    symlink(t, p);
+    CHECK(symlink(t, p) == 0);
     snprintf(p, sizeof(p), "%s/dangling", root);
-    symlink("nope/missing", p);
+    CHECK(symlink("nope/missing", p) == 0);
     snprintf(p, sizeof(p), "%s/dangling-out", root);
-    symlink("/nonexistent-dir-for-test/x", p);
+    CHECK(symlink("/nonexistent-dir-for-test/x", p) == 0);
     snprintf(p, sizeof(p), "%s/loop1", root);
-    symlink("loop2", p);
+    CHECK(symlink("loop2", p) == 0);
     snprintf(p, sizeof(p), "%s/loop2", root);
-    symlink("loop1", p);
+    CHECK(symlink("loop1", p) == 0);
     snprintf(p, sizeof(p), "%s/sub/up", root);
-    symlink("../main.py", p);
+    CHECK(symlink("../main.py", p) == 0);
     snprintf(p, sizeof(p), "%s/sub/upout", root);
-    symlink("../../outside/secret", p);
+    CHECK(symlink("../../outside/secret", p) == 0);
     root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
