@@ -120,3 +120,21 @@ def test_watch_expired_raises_410(start_asb):
                           resource_version=first["metadata"]["resourceVersion"], timeout_seconds=5):
             pass
     assert e.value.status == 410
+
+
+def test_dynamic_client_discovery(asb, tmp_path, monkeypatch):
+    """kubernetes.dynamic discovers kinds through /api, /apis and /apis/<group>/<version>."""
+    from kubernetes import dynamic
+    monkeypatch.setenv("HOME", str(tmp_path))  # its discovery cache lives under ~/.kube
+    cfg = client.Configuration(host=asb.url, api_key={"authorization": f"Bearer {asb.token}"})
+    dc = dynamic.DynamicClient(client.ApiClient(cfg))
+    sbx = dc.resources.get(api_version=f"{CORE}/{V}", kind="Sandbox")
+    obj = sbx.create(namespace="default", body=sandbox("dyn"))
+    assert obj.metadata.name == "dyn"
+    p = sbx.patch(namespace="default", name="dyn", body={"spec": {"operatingMode": "Suspended"}},
+                  content_type="application/merge-patch+json")
+    assert p.spec.operatingMode == "Suspended"
+    assert [i.metadata.name for i in sbx.get(namespace="default").items] == ["dyn"]
+    swp = dc.resources.get(api_version=f"{EXT}/{V}", kind="SandboxWarmPool")
+    assert swp.short_names == ["swp"] and "status" in swp.subresources
+    assert sbx.delete(namespace="default", name="dyn").metadata.name == "dyn"
