@@ -189,12 +189,40 @@ static void strip_server_fields(json_t *md)
         json_object_del(md, fields[i]);
 }
 
+/* `dryRun=All` runs every check and returns the result without storing anything. Returns -1 on a
+ * bad value (the reply is queued through *ret). */
+static int dry_run(api_request *rq, enum MHD_Result *ret)
+{
+    const char *v = query(rq->conn, "dryRun");
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "All") == 0)
+        return 1;
+    *ret = reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+                        "Invalid dry run value \"%s\": supported values: \"All\"", v);
+    return -1;
+}
+
+static bool has_finalizers(const json_t *obj)
+{
+    return json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) > 0;
+}
+
+static bool being_deleted(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
+}
+
 /* ---- create ---- */
 
 static enum MHD_Result handle_create(api_request *rq)
 {
     const api_kind *k = rq->kind;
     json_t *st = NULL;
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
     _cleanup_json_ json_t *obj = parse_body(rq, true, &st);
     if (!obj)
         return reply_json(rq->conn, 400, st);
@@ -237,6 +265,8 @@ static enum MHD_Result handle_create(api_request *rq)
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
+        if (dry)
+            return reply_json(rq->conn, 201, json_incref(obj));
         r = local_store_create(rq->srv->store, k, obj);
         if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
             continue;
@@ -253,8 +283,10 @@ typedef enum patch_type { PATCH_NONE, PATCH_MERGE, PATCH_JSON } patch_type;
 
 typedef struct update_ctx {
     api_request *rq;
-    json_t *body; /* PUT: the object; PATCH: the patch document */
+    json_t *body; /* PUT: the object; PATCH: the patch document; DELETE: DeleteOptions or NULL */
     patch_type patch;
+    bool dry_run;
+    json_t *dry_result; /* what would have been stored */
     json_t *error; /* Status to answer with when the callback returns -EPROTO */
     unsigned error_code;
 } update_ctx;
@@ -364,9 +396,38 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
                             json_integer(gen + 1));
     }
     if (same(old, new))
-        return 1;
+        return STORE_UPDATE_UNCHANGED;
+    int result = 0;
+    if (being_deleted(old)) {
+        /* Terminating: finalizers may only be removed; the last one going deletes the object. */
+        json_t *of = json_object_get(omd, "finalizers");
+        json_t *nf = json_object_get(json_object_get(new, "metadata"), "finalizers");
+        size_t i;
+        json_t *f;
+        json_array_foreach (nf, i, f) {
+            bool known = false;
+            size_t j;
+            json_t *g;
+            json_array_foreach (of, j, g)
+                known = known || json_equal(f, g);
+            if (!known) {
+                json_t *st2 = api_status_failure(
+                    422, "Invalid",
+                    "metadata.finalizers: Forbidden: no new finalizers can be added if the "
+                    "object is being deleted",
+                    k, rq->name);
+                return fail_with(u, 422, st2);
+            }
+        }
+        if (!has_finalizers(new))
+            result = STORE_UPDATE_DELETE;
+    }
+    if (u->dry_run) {
+        u->dry_result = TAKE_PTR(new);
+        return STORE_UPDATE_UNCHANGED;
+    }
     *ret_new = TAKE_PTR(new);
-    return 0;
+    return result;
 }
 
 static int update_cb(const json_t *old, json_t **ret_new, void *payload)
@@ -374,21 +435,101 @@ static int update_cb(const json_t *old, json_t **ret_new, void *payload)
     return build_update(payload, old, ret_new);
 }
 
+/* Runs one read-modify-write and answers with its result (or the dry-run result). */
+static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_fn fn)
+{
+    json_t *result = NULL;
+    int r = local_store_update(rq->srv->store, rq->kind, rq->ns, rq->name, fn, u, &result);
+    json_decref(u->body);
+    if (r == -EPROTO)
+        return reply_json(rq->conn, u->error_code, u->error);
+    if (r < 0)
+        return reply_store_error(rq, r, rq->name);
+    if (u->dry_result) {
+        json_decref(result);
+        result = u->dry_result;
+    }
+    return reply_json(rq->conn, 200, result);
+}
+
 static enum MHD_Result handle_update(api_request *rq, patch_type patch)
 {
     json_t *st = NULL;
-    update_ctx u = {.rq = rq, .patch = patch};
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
+    update_ctx u = {.rq = rq, .patch = patch, .dry_run = dry};
     u.body = parse_body(rq, patch != PATCH_JSON, &st);
     if (!u.body)
         return reply_json(rq->conn, 400, st);
-    json_t *result = NULL;
-    int r = local_store_update(rq->srv->store, rq->kind, rq->ns, rq->name, update_cb, &u, &result);
-    json_decref(u.body);
-    if (r == -EPROTO)
-        return reply_json(rq->conn, u.error_code, u.error);
-    if (r < 0)
-        return reply_store_error(rq, r, rq->name);
-    return reply_json(rq->conn, 200, result);
+    return run_update(rq, &u, update_cb);
+}
+
+/* DELETE: preconditions, then either gone at once or, with finalizers, marked with a
+ * deletionTimestamp until the last finalizer is removed (kube's graceful deletion). */
+static int delete_cb(const json_t *old, json_t **ret_new, void *payload)
+{
+    update_ctx *u = payload;
+    const api_kind *k = u->rq->kind;
+    const json_t *omd = json_object_get(old, "metadata");
+    json_t *pre = json_object_get(u->body, "preconditions");
+    static const char *const fields[] = {"uid", "resourceVersion"};
+    for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+        json_t *want = json_object_get(pre, fields[i]);
+        if (want && !json_is_null(want) && !same(want, json_object_get(omd, fields[i]))) {
+            char msg[600];
+            snprintf(msg, sizeof(msg),
+                     "Operation cannot be fulfilled on %s.%s \"%s\": Precondition failed: %s in "
+                     "precondition: %s, %s in object meta: %s",
+                     k->plural, k->group, u->rq->name, fields[i],
+                     json_is_string(want) ? json_string_value(want) : "?", fields[i],
+                     api_meta_string(old, fields[i]) ? api_meta_string(old, fields[i]) : "");
+            return fail_with(u, 409, api_status_failure(409, "Conflict", msg, k, u->rq->name));
+        }
+    }
+    json_t *new = NULL;
+    int result = STORE_UPDATE_DELETE;
+    if (has_finalizers(old)) {
+        if (being_deleted(old))
+            return STORE_UPDATE_UNCHANGED;
+        new = json_deep_copy(old);
+        if (!new)
+            return -ENOMEM;
+        char now[32];
+        format_now(now);
+        json_t *md = json_object_get(new, "metadata");
+        json_object_set_new(md, "deletionTimestamp", json_string(now));
+        json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0));
+        json_object_set_new(md, "generation",
+                            json_integer(json_integer_value(json_object_get(omd, "generation")) + 1));
+        result = 0;
+    }
+    if (u->dry_run) {
+        u->dry_result = new ? new : json_deep_copy(old);
+        return STORE_UPDATE_UNCHANGED;
+    }
+    *ret_new = new;
+    return result;
+}
+
+static enum MHD_Result handle_delete(api_request *rq)
+{
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
+    update_ctx u = {.rq = rq, .dry_run = dry};
+    if (rq->body_len > 0) {
+        json_t *st = NULL;
+        u.body = parse_body(rq, true, &st);
+        if (!u.body)
+            return reply_json(rq->conn, 400, st);
+        const char *dr = json_string_value(json_array_get(json_object_get(u.body, "dryRun"), 0));
+        if (dr && strcmp(dr, "All") == 0)
+            u.dry_run = true;
+    }
+    return run_update(rq, &u, delete_cb);
 }
 
 static enum MHD_Result handle_patch(api_request *rq)
@@ -535,9 +676,13 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
     json_t *o;
     json_array_foreach (items, i, o) {
         json_t *gone = NULL;
-        if (local_store_delete(rq->srv->store, rq->kind, api_meta_string(o, "namespace"),
-                               api_meta_string(o, "name"), &gone) == 0)
+        api_request one = *rq;
+        one.ns = api_meta_string(o, "namespace");
+        one.name = api_meta_string(o, "name");
+        update_ctx u = {.rq = &one};
+        if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) == 0)
             json_array_append_new(deleted, gone);
+        json_decref(u.error);
     }
     json_decref(items);
     return reply_json(rq->conn, 200,
@@ -562,13 +707,8 @@ enum MHD_Result apiserver_resource(api_request *rq)
         return handle_update(rq, PATCH_NONE);
     if (strcmp(m, "PATCH") == 0 && rq->name)
         return handle_patch(rq);
-    if (strcmp(m, "DELETE") == 0 && rq->name && !rq->status) {
-        json_t *gone = NULL;
-        int r = local_store_delete(rq->srv->store, rq->kind, rq->ns, rq->name, &gone);
-        if (r < 0)
-            return reply_store_error(rq, r, rq->name);
-        return reply_json(rq->conn, 200, gone);
-    }
+    if (strcmp(m, "DELETE") == 0 && rq->name && !rq->status)
+        return handle_delete(rq);
     if (strcmp(m, "DELETE") == 0 && !rq->name)
         return handle_delete_collection(rq);
     return reply_status(rq->conn, 405, "MethodNotAllowed", rq->kind, rq->name,

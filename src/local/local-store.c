@@ -366,9 +366,26 @@ int local_store_update(local_store *s, const api_kind *k, const char *ns, const 
     r = fn(old, &new, payload);
     if (r < 0)
         goto out;
-    if (r == 1) {
+    if (r == STORE_UPDATE_UNCHANGED) {
         *ret = TAKE_PTR(old);
         r = 0;
+        goto out;
+    }
+    if (r == STORE_UPDATE_DELETE) {
+        json_t *gone = json_deep_copy(new ? new : old);
+        if (!gone) {
+            r = -ENOMEM;
+            goto out;
+        }
+        r = write_locked(s, k, ns, name, NULL, false);
+        if (r == 0)
+            r = set_rv(gone, s->rv);
+        if (r < 0) {
+            json_decref(gone);
+            goto out;
+        }
+        publish_locked(s, STORE_DELETED, k, json_deep_copy(gone), TAKE_PTR(old));
+        *ret = gone;
         goto out;
     }
     r = write_locked(s, k, ns, name, new, false);

@@ -49,8 +49,12 @@ int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t *
 int local_store_create(local_store *s, const api_kind *k, json_t *obj);
 
 /* Read-modify-write under the store lock. fn gets the stored object (borrowed) and returns
- * 0 with *ret_new (owned, resourceVersion is set by the store), 1 for "no change" (the stored
- * object is returned and nothing is written), or a negative errno that is passed through. */
+ * 0 with *ret_new (owned, resourceVersion is set by the store), STORE_UPDATE_UNCHANGED (the stored
+ * object is returned and nothing is written), STORE_UPDATE_DELETE (the object is deleted; *ret_new,
+ * if set, is the final state reported in the DELETED event and returned), or a negative errno
+ * that is passed through. */
+#define STORE_UPDATE_UNCHANGED 1
+#define STORE_UPDATE_DELETE 2
 typedef int (*store_update_fn)(const json_t *old, json_t **ret_new, void *payload);
 int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
                        store_update_fn fn, void *payload, json_t **ret);

@@ -317,3 +317,58 @@ def test_bad_input_keeps_serving(asb):
     # still serving, nothing stored, then a good object works
     assert asb.get(p).json()["items"] == []
     asb.create_sandbox("fine")
+
+
+def test_finalizers_and_graceful_delete(asb):
+    body = sandbox("fin")
+    body["metadata"]["finalizers"] = ["agents.x-k8s.io/cleanup"]
+    obj = asb.post(asb.path(CORE, "sandboxes"), body).json()
+    path = asb.path(CORE, "sandboxes", name="fin")
+    r = asb.delete(path)
+    assert r.status_code == 200, r.text
+    term = r.json()
+    assert term["metadata"]["deletionTimestamp"] and term["metadata"]["generation"] == 2
+    # still there, terminating; deleting again changes nothing
+    assert asb.get(path).json() == term
+    assert asb.delete(path).json() == term
+    # no new finalizers while terminating
+    st = status_of(asb.merge_patch(path, {"metadata": {"finalizers": ["a/b", "agents.x-k8s.io/cleanup"]}}),
+                   422, "Invalid")
+    assert "no new finalizers" in st["message"]
+    # clients cannot clear deletionTimestamp
+    r = asb.merge_patch(path, {"metadata": {"deletionTimestamp": None, "labels": {"k": "v"}}})
+    assert r.status_code == 200 and r.json()["metadata"]["deletionTimestamp"] == term["metadata"]["deletionTimestamp"]
+    # removing the last finalizer deletes the object
+    r = asb.merge_patch(path, {"metadata": {"finalizers": None}})
+    assert r.status_code == 200, r.text
+    status_of(asb.get(path), 404, "NotFound")
+    assert obj["metadata"]["uid"] == r.json()["metadata"]["uid"]
+
+
+def test_delete_preconditions(asb):
+    obj = asb.create_sandbox("pre")
+    path = asb.path(CORE, "sandboxes", name="pre")
+    st = status_of(asb.request("DELETE", path, json={"preconditions": {"uid": "not-it"}}), 409, "Conflict")
+    assert "Precondition failed" in st["message"]
+    status_of(asb.request("DELETE", path, json={"preconditions": {"resourceVersion": "1234"}}), 409, "Conflict")
+    r = asb.request("DELETE", path, json={"kind": "DeleteOptions", "apiVersion": "v1",
+                                          "preconditions": {"uid": obj["metadata"]["uid"],
+                                                            "resourceVersion": obj["metadata"]["resourceVersion"]}})
+    assert r.status_code == 200, r.text
+    status_of(asb.request("DELETE", asb.path(CORE, "sandboxes", name="x"), data=b"{"), 400, "BadRequest")
+
+
+def test_dry_run(asb):
+    p = asb.path(CORE, "sandboxes")
+    r = asb.post(p, sandbox("dry"), params={"dryRun": "All"})
+    assert r.status_code == 201 and r.json()["metadata"]["name"] == "dry"
+    assert asb.get(p).json()["items"] == []
+    status_of(asb.post(p, sandbox("dry"), params={"dryRun": "Some"}), 400, "BadRequest")
+    obj = asb.create_sandbox("real")
+    path = asb.path(CORE, "sandboxes", name="real")
+    r = asb.merge_patch(path, {"spec": {"operatingMode": "Suspended"}}, params={"dryRun": "All"})
+    assert r.status_code == 200 and r.json()["spec"]["operatingMode"] == "Suspended"
+    assert asb.get(path).json() == obj
+    r = asb.delete(path, params={"dryRun": "All"})
+    assert r.status_code == 200 and asb.get(path).json() == obj
+    status_of(asb.post(p, sandbox("Bad!"), params={"dryRun": "All"}), 422, "Invalid")

@@ -217,3 +217,19 @@ def test_sigterm_with_open_watches_exits_cleanly(start_asb):
     assert time.monotonic() - t0 < 5
     for w in watches:
         assert w.done.wait(5)
+
+
+def test_graceful_delete_events(asb):
+    p = asb.path(CORE, "sandboxes")
+    body = sandbox("g")
+    body["metadata"]["finalizers"] = ["x.io/hold"]
+    created = asb.post(p, body).json()
+    w = Watch(asb, p, resourceVersion=rv_of(created))
+    time.sleep(0.1)
+    asb.delete(asb.path(CORE, "sandboxes", name="g"))
+    ev = w.next_event()
+    assert ev["type"] == "MODIFIED" and ev["object"]["metadata"]["deletionTimestamp"]
+    asb.merge_patch(asb.path(CORE, "sandboxes", name="g"), {"metadata": {"finalizers": []}})
+    ev = w.next_event()
+    assert ev["type"] == "DELETED" and ev["object"]["metadata"]["finalizers"] == []
+    w.close()
