@@ -21,19 +21,19 @@ void api_default_claim_spec(json_t *spec);
 const api_kind api_kinds[] = {
     {"Sandbox", "SandboxList", "sandboxes", "sandbox", API_GROUP_CORE,
      API_GROUP_CORE "/" API_VERSION, {"sandbox", NULL}, {"sbx", NULL, NULL}, true, api_validate_sandbox_spec,
-     api_default_sandbox_spec},
+     api_default_sandbox_spec, false},
     {"SandboxTemplate", "SandboxTemplateList", "sandboxtemplates", "sandboxtemplate",
      API_GROUP_EXT, API_GROUP_EXT "/" API_VERSION, {"sandboxtemplate", NULL},
      {"template", "templates", NULL}, false,
-     api_validate_template_spec, api_default_template_spec},
+     api_validate_template_spec, api_default_template_spec, false},
     {"SandboxWarmPool", "SandboxWarmPoolList", "sandboxwarmpools", "sandboxwarmpool",
      API_GROUP_EXT, API_GROUP_EXT "/" API_VERSION, {"swp", NULL}, {"warmpool", "warmpools", NULL},
      true,
-     api_validate_warmpool_spec, api_default_warmpool_spec},
+     api_validate_warmpool_spec, api_default_warmpool_spec, true},
     {"SandboxClaim", "SandboxClaimList", "sandboxclaims", "sandboxclaim", API_GROUP_EXT,
      API_GROUP_EXT "/" API_VERSION, {"sandboxclaim", NULL}, {"claim", "claims", NULL}, true,
      api_validate_claim_spec,
-     api_default_claim_spec},
+     api_default_claim_spec, false},
 };
 const size_t api_n_kinds = ELEMENTSOF(api_kinds);
 

@@ -26,6 +26,7 @@ typedef struct api_kind {
     bool has_status; /* status subresource: status is ignored on create/update of the object */
     void (*validate_spec)(const json_t *spec, const json_t *old_spec, api_errors *errs);
     void (*default_spec)(json_t *spec);
+    bool has_scale; /* scale subresource: spec.replicas / status.replicas / status.selector */
 } api_kind;
 
 extern const api_kind api_kinds[];

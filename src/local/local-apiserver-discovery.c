@@ -39,6 +39,14 @@ static json_t *resource_list(const char *group)
                                                  "singularName", "", "namespaced", 1, "kind",
                                                  k->kind, "verbs", "get", "patch", "update"));
         }
+        if (k->has_scale) {
+            char name[128];
+            snprintf(name, sizeof(name), "%s/scale", k->plural);
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "group",
+                                                 "autoscaling", "version", "v1", "kind", "Scale",
+                                                 "verbs", "get", "patch", "update"));
+        }
     }
     return json_pack("{s:s,s:s,s:s++,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
                      "groupVersion", group, "/", API_VERSION, "resources", res);

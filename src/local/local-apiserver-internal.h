@@ -24,6 +24,7 @@ typedef struct api_request {
     const char *ns;   /* NULL: all namespaces (cluster-wide list) */
     const char *name; /* NULL: collection */
     bool status;      /* /status subresource */
+    bool scale;       /* /scale subresource (autoscaling/v1 Scale) */
     const char *body;
     size_t body_len;
 } api_request;

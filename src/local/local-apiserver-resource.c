@@ -213,6 +213,30 @@ static bool being_deleted(const json_t *obj)
     return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
 }
 
+/* autoscaling/v1 Scale view of an object with a scale subresource. Owned. */
+static json_t *to_scale(const json_t *obj)
+{
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *status = json_object_get(obj, "status");
+    json_t *smd = json_object();
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion",
+                                       "creationTimestamp"};
+    for (size_t i = 0; i < ELEMENTSOF(keep); i++) {
+        json_t *v = json_object_get(md, keep[i]);
+        if (v)
+            json_object_set(smd, keep[i], v);
+    }
+    json_t *st = json_pack("{s:I}", "replicas",
+                           json_integer_value(json_object_get(status, "replicas")));
+    json_t *sel = json_object_get(status, "selector");
+    if (json_is_string(sel))
+        json_object_set(st, "selector", sel);
+    return json_pack("{s:s,s:s,s:o,s:{s:I},s:o}", "kind", "Scale", "apiVersion", "autoscaling/v1",
+                     "metadata", smd, "spec", "replicas",
+                     json_integer_value(json_object_get(json_object_get(obj, "spec"), "replicas")),
+                     "status", st);
+}
+
 /* ---- create ---- */
 
 static enum MHD_Result handle_create(api_request *rq)
@@ -324,16 +348,53 @@ static void copy_field(json_t *dst, const json_t *src, const char *key)
         json_object_del(dst, key);
 }
 
+static int finish_update(update_ctx *u, const json_t *old, json_t *new, json_t **ret_new);
+
+/* /scale: only spec.replicas of the object changes; a resourceVersion in the Scale is a
+ * precondition. */
+static int build_scale_update(update_ctx *u, const json_t *old, const json_t *scale,
+                              json_t **ret_new)
+{
+    api_request *rq = u->rq;
+    json_t *rv = json_object_get(json_object_get(scale, "metadata"), "resourceVersion");
+    if (rv && !(json_is_string(rv) && json_string_length(rv) == 0) &&
+        !same(rv, json_object_get(json_object_get(old, "metadata"), "resourceVersion")))
+        return fail_with(u, 409, status_conflict(rq->kind, rq->name));
+    json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
+    if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
+        api_errors errs = {0};
+        api_errors_add(&errs, API_FIELD_INVALID, "spec.replicas", replicas,
+                       "must be greater than or equal to 0");
+        json_t *inv = status_invalid(rq->kind, rq->name, &errs);
+        api_errors_clear(&errs);
+        return fail_with(u, 422, inv);
+    }
+    json_t *new = json_deep_copy(old);
+    json_t *spec = json_object_get(new, "spec");
+    if (!new || !json_is_object(spec)) {
+        json_decref(new);
+        return -ENOMEM;
+    }
+    json_object_set(spec, "replicas", replicas);
+    return finish_update(u, old, new, ret_new);
+}
+
 static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
 {
     api_request *rq = u->rq;
     const api_kind *k = rq->kind;
-    _cleanup_json_ json_t *cand = NULL;
+    _cleanup_json_ json_t *cand = NULL, *scale_old = NULL;
+    if (rq->scale) {
+        scale_old = to_scale(old);
+        if (!scale_old)
+            return -ENOMEM;
+    }
+    const json_t *base = scale_old ? scale_old : old;
     if (u->patch == PATCH_MERGE) {
-        cand = api_merge_patch(old, u->body);
+        cand = api_merge_patch(base, u->body);
     } else if (u->patch == PATCH_JSON) {
         const char *err = NULL;
-        cand = api_json_patch(old, u->body, &err);
+        cand = api_json_patch(base, u->body, &err);
         if (!cand)
             return fail_with(u, 422,
                              api_status_failure(422, "Invalid", err, k, rq->name));
@@ -344,6 +405,8 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         return -ENOMEM;
     if (!json_is_object(cand))
         return fail_with(u, 400, status_bad_request("the patched object is not a JSON object"));
+    if (rq->scale)
+        return build_scale_update(u, old, cand, ret_new);
     json_t *st = check_type_meta(rq, cand);
     if (st)
         return fail_with(u, 400, st);
@@ -382,6 +445,17 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         json_object_del(cmd, "generateName");
         copy_field(cmd, omd, "generateName");
     }
+    return finish_update(u, old, TAKE_PTR(new), ret_new);
+}
+
+/* Defaults, validation, generation, finalizer rules and dry run for a candidate new object
+ * (reference stolen). */
+static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json_t **ret_new)
+{
+    api_request *rq = u->rq;
+    const api_kind *k = rq->kind;
+    const json_t *omd = json_object_get(old, "metadata");
+    _cleanup_json_ json_t *new = new_ref;
     api_default(k, new);
     api_errors errs = {0};
     api_validate(k, new, old, &errs);
@@ -448,6 +522,11 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
     if (u->dry_result) {
         json_decref(result);
         result = u->dry_result;
+    }
+    if (rq->scale) {
+        json_t *sc = to_scale(result);
+        json_decref(result);
+        result = sc;
     }
     return reply_json(rq->conn, 200, result);
 }
@@ -699,6 +778,11 @@ enum MHD_Result apiserver_resource(api_request *rq)
         int r = local_store_get(rq->srv->store, rq->kind, rq->ns, rq->name, &obj);
         if (r < 0)
             return reply_store_error(rq, r, rq->name);
+        if (rq->scale) {
+            json_t *sc = to_scale(obj);
+            json_decref(obj);
+            obj = sc;
+        }
         return reply_json(rq->conn, 200, obj);
     }
     if (strcmp(m, "POST") == 0 && !rq->name)
@@ -707,7 +791,7 @@ enum MHD_Result apiserver_resource(api_request *rq)
         return handle_update(rq, PATCH_NONE);
     if (strcmp(m, "PATCH") == 0 && rq->name)
         return handle_patch(rq);
-    if (strcmp(m, "DELETE") == 0 && rq->name && !rq->status)
+    if (strcmp(m, "DELETE") == 0 && rq->name && !rq->status && !rq->scale)
         return handle_delete(rq);
     if (strcmp(m, "DELETE") == 0 && !rq->name)
         return handle_delete_collection(rq);

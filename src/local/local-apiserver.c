@@ -130,15 +130,18 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         plural = seg[5];
         rq.name = n >= 7 ? seg[6] : NULL;
         if (n == 8) {
-            if (strcmp(seg[7], "status") != 0)
+            if (strcmp(seg[7], "status") == 0)
+                rq.status = true;
+            else if (strcmp(seg[7], "scale") == 0)
+                rq.scale = true;
+            else
                 return not_found(c);
-            rq.status = true;
         }
     } else {
         return not_found(c);
     }
     rq.kind = api_kind_by_plural(seg[1], plural);
-    if (!rq.kind || (rq.status && !rq.kind->has_status))
+    if (!rq.kind || (rq.status && !rq.kind->has_status) || (rq.scale && !rq.kind->has_scale))
         return not_found(c);
     if (!rq.ns && strcmp(method, "GET") != 0)
         return reply_status(c, 405, "MethodNotAllowed", rq.kind, NULL,

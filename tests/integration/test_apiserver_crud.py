@@ -46,7 +46,7 @@ def test_discovery(asb):
     rl = asb.get(f"/apis/{EXT}/{V}").json()
     assert rl["kind"] == "APIResourceList" and rl["groupVersion"] == f"{EXT}/{V}"
     res = {r["name"]: r for r in rl["resources"]}
-    assert set(res) == {"sandboxtemplates", "sandboxwarmpools", "sandboxwarmpools/status",
+    assert set(res) == {"sandboxtemplates", "sandboxwarmpools", "sandboxwarmpools/status", "sandboxwarmpools/scale",
                         "sandboxclaims", "sandboxclaims/status"}
     assert res["sandboxwarmpools"]["kind"] == "SandboxWarmPool"
     assert res["sandboxwarmpools"]["shortNames"] == ["swp"]
@@ -372,3 +372,28 @@ def test_dry_run(asb):
     r = asb.delete(path, params={"dryRun": "All"})
     assert r.status_code == 200 and asb.get(path).json() == obj
     status_of(asb.post(p, sandbox("Bad!"), params={"dryRun": "All"}), 422, "Invalid")
+
+
+def test_warmpool_scale_subresource(asb):
+    r = asb.post(asb.path(EXT, "sandboxwarmpools"), {"metadata": {"name": "pool"},
+                                                     "spec": {"sandboxTemplateRef": {"name": "t"}}})
+    assert r.status_code == 201, r.text
+    path = asb.path(EXT, "sandboxwarmpools", name="pool")
+    asb.merge_patch(path + "/status", {"status": {"replicas": 1, "selector": "agents.x-k8s.io/warm-pool-sandbox=abc"}})
+    sc = asb.get(path + "/scale").json()
+    assert sc["kind"] == "Scale" and sc["apiVersion"] == "autoscaling/v1"
+    assert sc["spec"] == {"replicas": 1}
+    assert sc["status"] == {"replicas": 1, "selector": "agents.x-k8s.io/warm-pool-sandbox=abc"}
+    r = asb.merge_patch(path + "/scale", {"spec": {"replicas": 4}})
+    assert r.status_code == 200 and r.json()["spec"]["replicas"] == 4, r.text
+    pool = asb.get(path).json()
+    assert pool["spec"]["replicas"] == 4 and pool["metadata"]["generation"] == 2
+    sc = r.json()
+    sc["spec"]["replicas"] = 2
+    assert asb.put(path + "/scale", sc).json()["spec"]["replicas"] == 2
+    status_of(asb.put(path + "/scale", sc), 409, "Conflict")
+    st = status_of(asb.merge_patch(path + "/scale", {"spec": {"replicas": -1}}), 422, "Invalid")
+    assert "spec.replicas" in st["message"]
+    status_of(asb.get(asb.path(CORE, "sandboxes", name="x", sub="scale")), 404, "NotFound")
+    res = {r["name"]: r for r in asb.get(f"/apis/{EXT}/{V}").json()["resources"]}
+    assert res["sandboxwarmpools/scale"]["kind"] == "Scale" and res["sandboxwarmpools/scale"]["group"] == "autoscaling"
