@@ -15,7 +15,8 @@ json_t *api_merge_patch(const json_t *target, const json_t *patch)
         return NULL;
     const char *k;
     json_t *v;
-    json_object_foreach ((json_t *)patch, k, v) {
+    json_object_foreach((json_t *)patch, k, v)
+    {
         if (json_is_null(v)) {
             json_object_del(result, k);
             continue;
@@ -165,8 +166,7 @@ static json_t *pointer_remove(json_t *doc, const char *ptr, const char **err)
 
 /* Adds value (reference stolen) at ptr; replace=true requires an existing target.
  * May replace *doc when ptr is the root. */
-static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replace,
-                       const char **err)
+static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replace, const char **err)
 {
     json_t *parent;
     _cleanup_free_ char *tok = NULL;
@@ -188,8 +188,7 @@ static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replac
         }
         return json_object_set_new(parent, tok, value) < 0 ? -ENOMEM : 0;
     }
-    if (json_is_array(parent) &&
-        array_index(tok, json_array_size(parent), !replace, &idx) == 0) {
+    if (json_is_array(parent) && array_index(tok, json_array_size(parent), !replace, &idx) == 0) {
         if (replace)
             return json_array_set_new(parent, idx, value) < 0 ? -ENOMEM : 0;
         return json_array_insert_new(parent, idx, value) < 0 ? -ENOMEM : 0;
@@ -270,7 +269,8 @@ json_t *api_json_patch(const json_t *target, const json_t *patch, const char **r
     }
     size_t i;
     json_t *op;
-    json_array_foreach (patch, i, op) {
+    json_array_foreach(patch, i, op)
+    {
         const char *err = "invalid operation";
         if (!json_is_object(op) || apply_op(&doc, op, &err) < 0) {
             *ret_error = err;

@@ -81,9 +81,10 @@ static int add_value(parser *p, struct api_requirement *r, char *v)
     r->values = nv;
     r->values[r->n_values++] = v;
     if (!api_is_label_value(v))
-        return fail(p, "invalid label value: \"%s\": at key: \"%s\": a valid label must be an "
-                       "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-                       "must start and end with an alphanumeric character",
+        return fail(p,
+                    "invalid label value: \"%s\": at key: \"%s\": a valid label must be an "
+                    "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                    "must start and end with an alphanumeric character",
                     v, r->key);
     return 0;
 }
@@ -104,7 +105,8 @@ static int parse_set(parser *p, struct api_requirement *r)
 {
     skip_ws(p);
     if (p->s[p->i] != '(')
-        return fail(p, "found '%c', expected: '(' after 'in'/'notin'", p->s[p->i] ? p->s[p->i] : ' ');
+        return fail(p, "found '%c', expected: '(' after 'in'/'notin'",
+                    p->s[p->i] ? p->s[p->i] : ' ');
     p->i++;
     for (;;) {
         skip_ws(p);
@@ -142,9 +144,10 @@ static int parse_requirement(parser *p, struct api_requirement *r)
     if (!r->key[0])
         return fail(p, "found '%c', expected: identifier", p->s[p->i] ? p->s[p->i] : ' ');
     if (!api_is_qualified_name(r->key))
-        return fail(p, "key: Invalid value: \"%s\": name part must consist of alphanumeric "
-                       "characters, '-', '_' or '.', and must start and end with an "
-                       "alphanumeric character",
+        return fail(p,
+                    "key: Invalid value: \"%s\": name part must consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an "
+                    "alphanumeric character",
                     r->key);
     skip_ws(p);
     char c = p->s[p->i];

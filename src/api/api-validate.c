@@ -122,8 +122,8 @@ static bool is_date_time(const char *s)
 {
     size_t n = strlen(s);
     if (n < 20 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
-        !digits(s + 8, 2) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2) ||
-        s[13] != ':' || !digits(s + 14, 2) || s[16] != ':' || !digits(s + 17, 2))
+        !digits(s + 8, 2) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2) || s[13] != ':' ||
+        !digits(s + 14, 2) || s[16] != ':' || !digits(s + 17, 2))
         return false;
     const char *p = s + 19;
     if (*p == '.') {
@@ -144,8 +144,7 @@ static void check_date_time(api_errors *e, const char *field, const json_t *v)
 {
     if (want(e, field, v, JSON_STRING) && !is_date_time(json_string_value(v)))
         api_errors_add(e, API_FIELD_INVALID, field, v,
-                       "%s in body must be of type date-time: \"%s\"", field,
-                       json_string_value(v));
+                       "%s in body must be of type date-time: \"%s\"", field, json_string_value(v));
 }
 
 static void check_string_map(api_errors *e, const char *field, const json_t *m, bool label_values)
@@ -154,7 +153,8 @@ static void check_string_map(api_errors *e, const char *field, const json_t *m, 
         return;
     const char *k;
     json_t *v;
-    json_object_foreach ((json_t *)m, k, v) {
+    json_object_foreach((json_t *)m, k, v)
+    {
         fpath f = fp(field, "[%s]", k);
         if (!want(e, f.s, v, JSON_STRING))
             continue;
@@ -168,11 +168,12 @@ static void check_string_map(api_errors *e, const char *field, const json_t *m, 
                            "subdomain prefix and '/' (e.g. 'example.com/MyName')");
         json_decref(key);
         if (label_values && !api_is_label_value(json_string_value(v)))
-            api_errors_add(e, API_FIELD_INVALID, field, v,
-                           "a valid label must be an empty string or consist of alphanumeric "
-                           "characters, '-', '_' or '.', and must start and end with an "
-                           "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
-                           "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
+            api_errors_add(
+                e, API_FIELD_INVALID, field, v,
+                "a valid label must be an empty string or consist of alphanumeric "
+                "characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+                "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
     }
 }
 
@@ -182,7 +183,8 @@ static void check_string_array(api_errors *e, const char *field, const json_t *a
         return;
     size_t i;
     json_t *v;
-    json_array_foreach (a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         fpath f = fp(field, "[%zu]", i);
         want(e, f.s, v, JSON_STRING);
     }
@@ -194,7 +196,8 @@ static void check_env(api_errors *e, const char *field, const json_t *env, bool 
         return;
     size_t i;
     json_t *v;
-    json_array_foreach (env, i, v) {
+    json_array_foreach(env, i, v)
+    {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, v, JSON_OBJECT))
             continue;
@@ -221,7 +224,8 @@ static void check_containers(api_errors *e, const char *field, const json_t *cs,
         api_errors_add(e, API_FIELD_REQUIRED, field, NULL, NULL);
     size_t i;
     json_t *c;
-    json_array_foreach (cs, i, c) {
+    json_array_foreach(cs, i, c)
+    {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, c, JSON_OBJECT))
             continue;
@@ -296,7 +300,8 @@ static void check_volume_claim_templates(api_errors *e, const char *field, const
         return;
     size_t i;
     json_t *t;
-    json_array_foreach (v, i, t) {
+    json_array_foreach(v, i, t)
+    {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, t, JSON_OBJECT))
             continue;

@@ -15,12 +15,12 @@
 typedef struct api_errors api_errors;
 
 typedef struct api_kind {
-    const char *kind;          /* "Sandbox" */
-    const char *list_kind;     /* "SandboxList" */
-    const char *plural;        /* "sandboxes" */
-    const char *singular;      /* "sandbox" */
-    const char *group;         /* "agents.x-k8s.io" */
-    const char *api_version;   /* "agents.x-k8s.io/v1beta1" */
+    const char *kind;           /* "Sandbox" */
+    const char *list_kind;      /* "SandboxList" */
+    const char *plural;         /* "sandboxes" */
+    const char *singular;       /* "sandbox" */
+    const char *group;          /* "agents.x-k8s.io" */
+    const char *api_version;    /* "agents.x-k8s.io/v1beta1" */
     const char *short_names[2]; /* discovery shortNames, as upstream's CRDs */
     const char *aliases[3];     /* extra names the CLI accepts */
     bool has_status; /* status subresource: status is ignored on create/update of the object */
@@ -54,7 +54,7 @@ struct api_errors {
         api_error_type type;
         char *field;   /* "spec.podTemplate.spec.containers[0].image" */
         char *message; /* full "field: Required value..." text */
-    } *v;
+    } * v;
     bool oom;
 };
 
@@ -110,7 +110,7 @@ typedef struct api_selector {
         api_sel_op op;
         size_t n_values;
         char **values;
-    } *reqs;
+    } * reqs;
 } api_selector;
 
 /* Parses a label selector (`a=b,c!=d,e,!f,g in (x,y),h notin (z),i>1`). Empty or NULL selects

@@ -31,7 +31,8 @@ static void serve_usage(FILE *f)
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
             "Options:\n"
-            "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN "; port 0 picks a free one)\n"
+            "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
+            "; port 0 picks a free one)\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s).\n",
@@ -209,8 +210,7 @@ int asb_serve(int argc, char **argv)
     log_setup("asb-serve", false, LOG_LEVEL_INFO);
     umask(077);
 
-    _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL,
-                        *err = NULL;
+    _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL, *err = NULL;
     if (!dir)
         return 1;
     r = mkdir_p(dir, 0700);
@@ -258,7 +258,8 @@ int asb_serve(int argc, char **argv)
     _cleanup_free_ char *line = NULL;
     if (!url || asprintf(&line, "%s\n", url) < 0 ||
         (r = write_file_atomic(dir, "server", line, 0644)) < 0) {
-        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir, strerror(r < 0 ? -r : ENOMEM));
+        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir,
+                strerror(r < 0 ? -r : ENOMEM));
         local_apiserver_stop(srv);
         local_store_free(store);
         return 1;

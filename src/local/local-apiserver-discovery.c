@@ -30,8 +30,8 @@ static json_t *resource_list(const char *group)
         json_array_append_new(
             res, json_pack("{s:s,s:s,s:b,s:s,s:[ssssssss],s:o,s:s}", "name", k->plural,
                            "singularName", k->singular, "namespaced", 1, "kind", k->kind, "verbs",
-                           "create", "delete", "deletecollection", "get", "list", "patch",
-                           "update", "watch", "shortNames", shorts, "storageVersionHash", ""));
+                           "create", "delete", "deletecollection", "get", "list", "patch", "update",
+                           "watch", "shortNames", shorts, "storageVersionHash", ""));
         if (k->has_status) {
             char name[128];
             snprintf(name, sizeof(name), "%s/status", k->plural);
@@ -75,9 +75,9 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
         char addr[64];
         snprintf(addr, sizeof(addr), "127.0.0.1:%u", srv->port);
         return reply_json(c, 200,
-                          json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions",
-                                    "versions", "v1", "serverAddressByClientCIDRs", "clientCIDR",
-                                    "0.0.0.0/0", "serverAddress", addr));
+                          json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions",
+                                    "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                    "serverAddress", addr));
     }
     if (n == 2 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0)
         return reply_json(c, 200,
@@ -85,9 +85,8 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
                                     "v1", "resources"));
     if (n == 1 && strcmp(seg[0], "apis") == 0)
         return reply_json(c, 200,
-                          json_pack("{s:s,s:s,s:[oo]}", "kind", "APIGroupList", "apiVersion",
-                                    "v1", "groups", api_group(API_GROUP_CORE),
-                                    api_group(API_GROUP_EXT)));
+                          json_pack("{s:s,s:s,s:[oo]}", "kind", "APIGroupList", "apiVersion", "v1",
+                                    "groups", api_group(API_GROUP_CORE), api_group(API_GROUP_EXT)));
     if (n >= 2 && strcmp(seg[0], "apis") == 0 && api_group_known(seg[1])) {
         if (n == 2)
             return reply_json(c, 200, api_group(seg[1]));

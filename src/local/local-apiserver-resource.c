@@ -38,9 +38,9 @@ static int make_uuid(char out[37])
         return r;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
     return 0;
 }
 
@@ -108,8 +108,8 @@ static enum MHD_Result reply_store_error(api_request *rq, int r, const char *nam
         return reply_json(rq->conn, 404, status_not_found(rq->kind, name));
     if (r == -EEXIST) {
         char msg[512];
-        snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", rq->kind->plural,
-                 rq->kind->group, name);
+        snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", rq->kind->plural, rq->kind->group,
+                 name);
         return reply_json(rq->conn, 409,
                           api_status_failure(409, "AlreadyExists", msg, rq->kind, name));
     }
@@ -182,8 +182,12 @@ static json_t *check_type_meta(api_request *rq, json_t *obj)
 
 static void strip_server_fields(json_t *md)
 {
-    static const char *const fields[] = {"uid",          "resourceVersion",   "creationTimestamp",
-                                         "generation",   "deletionTimestamp", "selfLink",
+    static const char *const fields[] = {"uid",
+                                         "resourceVersion",
+                                         "creationTimestamp",
+                                         "generation",
+                                         "deletionTimestamp",
+                                         "selfLink",
                                          "deletionGracePeriodSeconds"};
     for (size_t i = 0; i < ELEMENTSOF(fields); i++)
         json_object_del(md, fields[i]);
@@ -226,8 +230,8 @@ static json_t *to_scale(const json_t *obj)
         if (v)
             json_object_set(smd, keep[i], v);
     }
-    json_t *st = json_pack("{s:I}", "replicas",
-                           json_integer_value(json_object_get(status, "replicas")));
+    json_t *st =
+        json_pack("{s:I}", "replicas", json_integer_value(json_object_get(status, "replicas")));
     json_t *sel = json_object_get(status, "selector");
     if (json_is_string(sel))
         json_object_set(st, "selector", sel);
@@ -311,7 +315,7 @@ typedef struct update_ctx {
     patch_type patch;
     bool dry_run;
     json_t *dry_result; /* what would have been stored */
-    json_t *error; /* Status to answer with when the callback returns -EPROTO */
+    json_t *error;      /* Status to answer with when the callback returns -EPROTO */
     unsigned error_code;
 } update_ctx;
 
@@ -330,12 +334,10 @@ static bool spec_changed(const api_kind *k, const json_t *old, const json_t *new
         return !same(json_object_get(old, "spec"), json_object_get(new, "spec"));
     const char *key;
     json_t *v;
-    json_object_foreach ((json_t *)new, key, v)
-        if (strcmp(key, "metadata") != 0 && !same(v, json_object_get(old, key)))
-            return true;
-    json_object_foreach ((json_t *)old, key, v)
-        if (strcmp(key, "metadata") != 0 && !json_object_get(new, key))
-            return true;
+    json_object_foreach((json_t *)new, key, v) if (strcmp(key, "metadata") != 0 &&
+                                                   !same(v, json_object_get(old, key))) return true;
+    json_object_foreach((json_t *)old, key, v) if (strcmp(key, "metadata") != 0 &&
+                                                   !json_object_get(new, key)) return true;
     return false;
 }
 
@@ -396,8 +398,7 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         const char *err = NULL;
         cand = api_json_patch(base, u->body, &err);
         if (!cand)
-            return fail_with(u, 422,
-                             api_status_failure(422, "Invalid", err, k, rq->name));
+            return fail_with(u, 422, api_status_failure(422, "Invalid", err, k, rq->name));
     } else {
         cand = json_deep_copy(u->body);
     }
@@ -437,8 +438,11 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         new = json_incref(cand);
         if (k->has_status)
             copy_field(new, old, "status");
-        static const char *const kept[] = {"uid", "creationTimestamp", "generation",
-                                           "resourceVersion", "deletionTimestamp",
+        static const char *const kept[] = {"uid",
+                                           "creationTimestamp",
+                                           "generation",
+                                           "resourceVersion",
+                                           "deletionTimestamp",
                                            "deletionGracePeriodSeconds"};
         for (size_t i = 0; i < ELEMENTSOF(kept); i++)
             copy_field(cmd, omd, kept[i]);
@@ -466,8 +470,7 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
     }
     if (!rq->status && spec_changed(k, old, new)) {
         json_int_t gen = json_integer_value(json_object_get(omd, "generation"));
-        json_object_set_new(json_object_get(new, "metadata"), "generation",
-                            json_integer(gen + 1));
+        json_object_set_new(json_object_get(new, "metadata"), "generation", json_integer(gen + 1));
     }
     if (same(old, new))
         return STORE_UPDATE_UNCHANGED;
@@ -478,12 +481,12 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
         json_t *nf = json_object_get(json_object_get(new, "metadata"), "finalizers");
         size_t i;
         json_t *f;
-        json_array_foreach (nf, i, f) {
+        json_array_foreach(nf, i, f)
+        {
             bool known = false;
             size_t j;
             json_t *g;
-            json_array_foreach (of, j, g)
-                known = known || json_equal(f, g);
+            json_array_foreach(of, j, g) known = known || json_equal(f, g);
             if (!known) {
                 json_t *st2 = api_status_failure(
                     422, "Invalid",
@@ -580,8 +583,9 @@ static int delete_cb(const json_t *old, json_t **ret_new, void *payload)
         json_t *md = json_object_get(new, "metadata");
         json_object_set_new(md, "deletionTimestamp", json_string(now));
         json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0));
-        json_object_set_new(md, "generation",
-                            json_integer(json_integer_value(json_object_get(omd, "generation")) + 1));
+        json_object_set_new(
+            md, "generation",
+            json_integer(json_integer_value(json_object_get(omd, "generation")) + 1));
         result = 0;
     }
     if (u->dry_run) {
@@ -613,8 +617,8 @@ static enum MHD_Result handle_delete(api_request *rq)
 
 static enum MHD_Result handle_patch(api_request *rq)
 {
-    const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ct =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     char type[128] = "";
     if (ct) {
         size_t n = strcspn(ct, ";");
@@ -633,7 +637,8 @@ static enum MHD_Result handle_patch(api_request *rq)
 
 /* ---- get / list / delete ---- */
 
-static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs, json_t **ret_status)
+static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs,
+                           json_t **ret_status)
 {
     _cleanup_free_ char *err = NULL;
     int r = api_label_selector_parse(query(rq->conn, "labelSelector"), ls, &err);
@@ -656,7 +661,8 @@ static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs
 
 static bool selected(const api_selector *ls, const api_selector *fs, const json_t *obj)
 {
-    return api_label_selector_matches(ls, json_object_get(json_object_get(obj, "metadata"), "labels")) &&
+    return api_label_selector_matches(
+               ls, json_object_get(json_object_get(obj, "metadata"), "labels")) &&
            api_field_selector_matches(fs, obj);
 }
 
@@ -680,9 +686,7 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
     json_t *items = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach (all, i, o)
-        if (selected(ls, fs, o))
-            json_array_append(items, o);
+    json_array_foreach(all, i, o) if (selected(ls, fs, o)) json_array_append(items, o);
     json_decref(all);
     api_selector_free(ls);
     api_selector_free(fs);
@@ -753,13 +757,15 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
     json_t *deleted = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach (items, i, o) {
+    json_array_foreach(items, i, o)
+    {
         json_t *gone = NULL;
         api_request one = *rq;
         one.ns = api_meta_string(o, "namespace");
         one.name = api_meta_string(o, "name");
         update_ctx u = {.rq = &one};
-        if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) == 0)
+        if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
+            0)
             json_array_append_new(deleted, gone);
         json_decref(u.error);
     }

@@ -48,8 +48,8 @@ static int append(watch *w, const char *type, const char *object_json)
         w->buf = nb;
         w->cap = cap;
     }
-    w->len += (size_t)snprintf(w->buf + w->len, w->cap - w->len, "{\"type\":\"%s\",\"object\":%s}\n",
-                               type, object_json);
+    w->len += (size_t)snprintf(w->buf + w->len, w->cap - w->len,
+                               "{\"type\":\"%s\",\"object\":%s}\n", type, object_json);
     return 0;
 }
 
@@ -68,8 +68,8 @@ static bool matches(watch *w, const json_t *obj)
         if (!ns || strcmp(ns, w->ns) != 0)
             return false;
     }
-    return api_label_selector_matches(w->labels,
-                                      json_object_get(json_object_get(obj, "metadata"), "labels")) &&
+    return api_label_selector_matches(
+               w->labels, json_object_get(json_object_get(obj, "metadata"), "labels")) &&
            api_field_selector_matches(w->fields, obj);
 }
 
@@ -121,9 +121,7 @@ static void fill(watch *w)
     if (w->initial) {
         size_t i;
         json_t *o;
-        json_array_foreach (w->initial, i, o)
-            if (append_json(w, "ADDED", o) < 0)
-                w->done = true;
+        json_array_foreach(w->initial, i, o) if (append_json(w, "ADDED", o) < 0) w->done = true;
         w->initial = (json_decref(w->initial), NULL);
         if (w->len > 0)
             return;
@@ -229,9 +227,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
         w->initial = json_array();
         size_t i;
         json_t *o;
-        json_array_foreach (all, i, o)
-            if (matches(w, o))
-                json_array_append(w->initial, o);
+        json_array_foreach(all, i, o) if (matches(w, o)) json_array_append(w->initial, o);
         json_decref(all);
     } else {
         uint64_t oldest = 0;

@@ -120,8 +120,8 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         strcmp(seg[2], API_VERSION) != 0)
         return apiserver_discovery(srv, c, seg, n);
 
-    api_request rq = {.srv = srv, .conn = c, .method = method, .body = ctx->body,
-                      .body_len = ctx->len};
+    api_request rq = {
+        .srv = srv, .conn = c, .method = method, .body = ctx->body, .body_len = ctx->len};
     const char *plural;
     if (n == 4) {
         plural = seg[3];
@@ -150,9 +150,8 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     local_apiserver *srv = cls;
     conn_ctx *ctx = *con_cls;
@@ -267,9 +266,8 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
                                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                                   on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   (unsigned)300, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-                                   MHD_OPTION_END);
+                                   on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+                                   MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
     if (!srv->daemon) {
         int err = errno ? errno : EADDRINUSE;
         if (asprintf(ret_error, "cannot listen on %s: %s", o->listen, strerror(err)) < 0)

@@ -10,9 +10,9 @@
 typedef struct local_apiserver local_apiserver;
 
 typedef struct local_apiserver_options {
-    const char *listen;      /* "127.0.0.1:7443", "[::1]:0" */
-    const char *token;       /* bearer token every request must carry */
-    local_store *store;      /* borrowed; must outlive the server */
+    const char *listen;       /* "127.0.0.1:7443", "[::1]:0" */
+    const char *token;        /* bearer token every request must carry */
+    local_store *store;       /* borrowed; must outlive the server */
     usec_t bookmark_interval; /* BOOKMARK cadence for watches that allow them */
 } local_apiserver_options;
 

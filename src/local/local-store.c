@@ -157,9 +157,9 @@ static int get_locked(local_store *s, const api_kind *k, const char *ns, const c
                       json_t **ret)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            s->db, "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3", -1,
+            &st, NULL) != SQLITE_OK)
         return db_error(s, "prepare get");
     sqlite3_bind_text(st, 1, k->plural, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
@@ -195,11 +195,12 @@ int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t *
     pthread_mutex_lock(&s->lock);
     sqlite3_stmt *st;
     int r = 0;
-    if (sqlite3_prepare_v2(s->db,
-                           ns ? "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 "
-                                "ORDER BY namespace, name"
-                              : "SELECT data FROM objects WHERE resource=?1 ORDER BY namespace, name",
-                           -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(
+            s->db,
+            ns ? "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 "
+                 "ORDER BY namespace, name"
+               : "SELECT data FROM objects WHERE resource=?1 ORDER BY namespace, name",
+            -1, &st, NULL) != SQLITE_OK) {
         r = db_error(s, "prepare list");
         goto out;
     }
@@ -285,7 +286,7 @@ static int write_locked(local_store *s, const api_kind *k, const char *ns, const
     if (r < 0)
         return r;
     sqlite3_stmt *st = NULL;
-    const char *sql = !obj        ? "DELETE FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3"
+    const char *sql = !obj ? "DELETE FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3"
                       : insert_only ? "INSERT INTO objects(resource,namespace,name,rv,data) "
                                       "VALUES(?1,?2,?3,?4,?5)"
                                     : "UPDATE objects SET rv=?4, data=?5 WHERE resource=?1 AND "

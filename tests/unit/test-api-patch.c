@@ -6,7 +6,8 @@
 
 static bool merge_is(const char *target, const char *patch, const char *want)
 {
-    json_t *t = json_loads(target, JSON_DECODE_ANY, NULL), *p = json_loads(patch, JSON_DECODE_ANY, NULL),
+    json_t *t = json_loads(target, JSON_DECODE_ANY, NULL),
+           *p = json_loads(patch, JSON_DECODE_ANY, NULL),
            *w = json_loads(want, JSON_DECODE_ANY, NULL);
     json_t *r = api_merge_patch(t, p);
     bool ok = r && json_equal(r, w);
@@ -65,20 +66,23 @@ static bool jpatch_is(const char *target, const char *patch, const char *want)
 
 TEST(json_patch_rfc6902)
 {
-    CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2}]", "{\"a\":1,\"b\":2}"));
+    CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2}]",
+                    "{\"a\":1,\"b\":2}"));
     CHECK(jpatch_is("{\"a\":[1,2]}", "[{\"op\":\"add\",\"path\":\"/a/1\",\"value\":9}]",
                     "{\"a\":[1,9,2]}"));
     CHECK(jpatch_is("{\"a\":[1,2]}", "[{\"op\":\"add\",\"path\":\"/a/-\",\"value\":3}]",
                     "{\"a\":[1,2,3]}"));
     CHECK(jpatch_is("{\"a\":1,\"b\":2}", "[{\"op\":\"remove\",\"path\":\"/a\"}]", "{\"b\":2}"));
-    CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":5}]", "{\"a\":5}"));
+    CHECK(
+        jpatch_is("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":5}]", "{\"a\":5}"));
     CHECK(jpatch_is("{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a/b\",\"path\":\"/c\"}]",
                     "{\"a\":{},\"c\":1}"));
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"copy\",\"from\":\"/a\",\"path\":\"/b\"}]",
                     "{\"a\":1,\"b\":1}"));
-    CHECK(jpatch_is("{\"a/b\":1,\"m~n\":2}",
-                    "[{\"op\":\"test\",\"path\":\"/a~1b\",\"value\":1},{\"op\":\"remove\",\"path\":\"/m~0n\"}]",
-                    "{\"a/b\":1}"));
+    CHECK(jpatch_is(
+        "{\"a/b\":1,\"m~n\":2}",
+        "[{\"op\":\"test\",\"path\":\"/a~1b\",\"value\":1},{\"op\":\"remove\",\"path\":\"/m~0n\"}]",
+        "{\"a/b\":1}"));
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"test\",\"path\":\"/a\",\"value\":2}]", NULL));
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"/zz\",\"value\":2}]", NULL));
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"/a/b/c\"}]", NULL));

@@ -36,9 +36,8 @@ TEST(label_selector_parse)
 {
     api_selector *s = NULL;
     char *err = NULL;
-    CHECK_INT_EQ(api_label_selector_parse("a=b,c!=d, e ,!f,g in (x, y),h notin (z),i>1,j==k", &s,
-                                          &err),
-                 0);
+    CHECK_INT_EQ(
+        api_label_selector_parse("a=b,c!=d, e ,!f,g in (x, y),h notin (z),i>1,j==k", &s, &err), 0);
     CHECK_INT_EQ(s->n, 8);
     CHECK_STR_EQ(s->reqs[0].key, "a");
     CHECK_INT_EQ(s->reqs[0].op, API_SEL_EQ);

@@ -81,9 +81,10 @@ TEST(sandbox_field_paths)
     m = validate("Sandbox", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}", NULL);
     CHECK(contains(m, "spec.podTemplate: Required value"));
     free(m);
-    m = validate("Sandbox",
-                 "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":[]}}}}",
-                 NULL);
+    m = validate(
+        "Sandbox",
+        "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":[]}}}}",
+        NULL);
     CHECK(contains(m, "spec.podTemplate.spec.containers: Required value"));
     free(m);
     m = validate("Sandbox",
@@ -98,11 +99,13 @@ TEST(sandbox_field_paths)
     CHECK(contains(m, "spec.service: Invalid value: \"string\": spec.service in body must be of "
                       "type boolean"));
     free(m);
-    m = validate("Sandbox",
-                 "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":"
-                 "[{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"B\",\"image\":\"i\"}]}},"
-                 "\"shutdownTime\":\"2026-01-02T03:04:05Z\"}}",
-                 NULL);
+    m = validate(
+        "Sandbox",
+        "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":"
+        "[{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"B\","
+        "\"image\":\"i\"}]}},"
+        "\"shutdownTime\":\"2026-01-02T03:04:05Z\"}}",
+        NULL);
     CHECK(contains(m, "spec.podTemplate.spec.containers[1].name: Duplicate value: \"a\""));
     CHECK(contains(m, "spec.podTemplate.spec.containers[2].name: Invalid value: \"B\""));
     CHECK(m && !strstr(m, "shutdownTime"));
@@ -189,10 +192,11 @@ TEST(template_defaults_and_enums)
     CHECK_STR_EQ(json_string_value(json_object_get(spec, "volumeClaimTemplatesPolicy")),
                  "Disallowed");
     json_decref(o);
-    char *m = validate("SandboxTemplate",
-                       "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":" POD
-                       ",\"envVarsInjectionPolicy\":\"Sometimes\",\"networkPolicy\":{\"egress\":{}}}}",
-                       NULL);
+    char *m =
+        validate("SandboxTemplate",
+                 "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":" POD
+                 ",\"envVarsInjectionPolicy\":\"Sometimes\",\"networkPolicy\":{\"egress\":{}}}}",
+                 NULL);
     CHECK(contains(m, "spec.envVarsInjectionPolicy: Unsupported value: \"Sometimes\""));
     CHECK(contains(m, "spec.networkPolicy.egress: Invalid value: \"object\""));
     free(m);
@@ -201,38 +205,46 @@ TEST(template_defaults_and_enums)
 TEST(warmpool_and_claim)
 {
     const api_kind *k = api_kind_by_name("SandboxWarmPool");
-    json_t *o = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"sandboxTemplateRef\":{\"name\":\"t\"}}}");
+    json_t *o =
+        load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"sandboxTemplateRef\":{\"name\":\"t\"}}}");
     api_default(k, o);
     json_t *spec = json_object_get(o, "spec");
     CHECK_INT_EQ(json_integer_value(json_object_get(spec, "replicas")), 1);
-    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type")),
-                 "OnReplenish");
+    CHECK_STR_EQ(
+        json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type")),
+        "OnReplenish");
     json_decref(o);
     char *m = validate("SandboxWarmPool",
-                       "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":-1,\"updateStrategy\":{\"type\":\"Now\"}}}",
+                       "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":-1,"
+                       "\"updateStrategy\":{\"type\":\"Now\"}}}",
                        NULL);
     CHECK(contains(m, "spec.replicas: Invalid value: -1"));
     CHECK(contains(m, "spec.sandboxTemplateRef: Required value"));
     CHECK(contains(m, "spec.updateStrategy.type: Unsupported value: \"Now\""));
     free(m);
-    m = validate("SandboxWarmPool",
-                 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":\"3\",\"sandboxTemplateRef\":{}}}",
-                 NULL);
-    CHECK(contains(m, "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer"));
+    m = validate(
+        "SandboxWarmPool",
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":\"3\",\"sandboxTemplateRef\":{}}}",
+        NULL);
+    CHECK(contains(
+        m,
+        "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer"));
     CHECK(contains(m, "spec.sandboxTemplateRef.name: Required value"));
     free(m);
 
     k = api_kind_by_name("SandboxClaim");
-    o = load("{\"metadata\":{\"name\":\"c\"},\"spec\":{\"warmPoolRef\":{\"name\":\"p\"},\"lifecycle\":{}}}");
+    o = load("{\"metadata\":{\"name\":\"c\"},\"spec\":{\"warmPoolRef\":{\"name\":\"p\"},"
+             "\"lifecycle\":{}}}");
     api_default(k, o);
     CHECK_STR_EQ(json_string_value(json_object_get(
                      json_object_get(json_object_get(o, "spec"), "lifecycle"), "shutdownPolicy")),
                  "Retain");
     json_decref(o);
-    m = validate("SandboxClaim",
-                 "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"lifecycle\":{\"ttlSecondsAfterFinished\":-5,"
-                 "\"shutdownPolicy\":\"Later\"},\"env\":[{\"value\":\"v\"}]}}",
-                 NULL);
+    m = validate(
+        "SandboxClaim",
+        "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"lifecycle\":{\"ttlSecondsAfterFinished\":-5,"
+        "\"shutdownPolicy\":\"Later\"},\"env\":[{\"value\":\"v\"}]}}",
+        NULL);
     CHECK(contains(m, "spec.warmPoolRef: Required value"));
     CHECK(contains(m, "spec.lifecycle.ttlSecondsAfterFinished: Invalid value: -5"));
     CHECK(contains(m, "spec.lifecycle.shutdownPolicy: Unsupported value: \"Later\""));
