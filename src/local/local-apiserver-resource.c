@@ -702,36 +702,43 @@ static json_t *make_list(const api_kind *k, json_t *items, uint64_t rv)
                      "metadata", "resourceVersion", buf, "items", items);
 }
 
-/* `limit`/`continue`: the continue token is "<namespace>/<name>" of the last item returned. */
-static void paginate(api_request *rq, json_t *items, json_t *list)
+/* Orders (namespace, name) pairs as the store lists them (namespace first, bytewise). */
+static int key_cmp(const json_t *o, const char *ns, const char *name)
+{
+    const char *ons = api_meta_string(o, "namespace"), *oname = api_meta_string(o, "name");
+    int c = strcmp(ons ? ons : "", ns);
+    return c ? c : strcmp(oname ? oname : "", name);
+}
+
+/* `limit`/`continue`: the continue token is "<namespace>/<name>" of the last item returned
+ * (namespaces cannot contain '/'). Returns the page (owned); items is consumed. */
+static json_t *paginate(api_request *rq, json_t *items, json_t *list_md)
 {
     const char *cont = query(rq->conn, "continue"), *lim = query(rq->conn, "limit");
+    size_t start = 0, n = json_array_size(items);
     if (cont && *cont) {
-        size_t keep = 0;
-        for (; keep < json_array_size(items); keep++) {
-            json_t *o = json_array_get(items, keep);
-            char key[600];
-            snprintf(key, sizeof(key), "%s/%s", api_meta_string(o, "namespace"),
-                     api_meta_string(o, "name"));
-            if (strcmp(key, cont) > 0)
-                break;
-        }
-        for (size_t i = 0; i < keep; i++)
-            json_array_remove(items, 0);
+        const char *slash = strchr(cont, '/');
+        _cleanup_free_ char *ns = slash ? strndup(cont, (size_t)(slash - cont)) : NULL;
+        if (ns)
+            while (start < n && key_cmp(json_array_get(items, start), ns, slash + 1) <= 0)
+                start++;
     }
     long limit = lim ? strtol(lim, NULL, 10) : 0;
-    if (limit > 0 && json_array_size(items) > (size_t)limit) {
-        size_t remaining = json_array_size(items) - (size_t)limit;
-        while (json_array_size(items) > (size_t)limit)
-            json_array_remove(items, (size_t)limit);
-        json_t *last = json_array_get(items, (size_t)limit - 1);
+    size_t end = n;
+    if (limit > 0 && n - start > (size_t)limit) {
+        end = start + (size_t)limit;
+        json_t *last = json_array_get(items, end - 1);
         char key[600];
         snprintf(key, sizeof(key), "%s/%s", api_meta_string(last, "namespace"),
                  api_meta_string(last, "name"));
-        json_t *md = json_object_get(list, "metadata");
-        json_object_set_new(md, "continue", json_string(key));
-        json_object_set_new(md, "remainingItemCount", json_integer((json_int_t)remaining));
+        json_object_set_new(list_md, "continue", json_string(key));
+        json_object_set_new(list_md, "remainingItemCount", json_integer((json_int_t)(n - end)));
     }
+    json_t *page = json_array();
+    for (size_t i = start; page && i < end; i++)
+        json_array_append(page, json_array_get(items, i));
+    json_decref(items);
+    return page;
 }
 
 static enum MHD_Result handle_list(api_request *rq)
@@ -741,9 +748,12 @@ static enum MHD_Result handle_list(api_request *rq)
     enum MHD_Result ret = collect(rq, &items, &rv);
     if (!items)
         return ret;
-    json_t *list = make_list(rq->kind, items, rv);
+    json_t *md = json_object();
+    json_t *page = paginate(rq, items, md);
+    json_t *list = page ? make_list(rq->kind, page, rv) : NULL;
     if (list)
-        paginate(rq, items, list);
+        json_object_update(json_object_get(list, "metadata"), md);
+    json_decref(md);
     return reply_json(rq->conn, 200, list);
 }
 

@@ -27,7 +27,6 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
     if (!s)
         return MHD_NO;
     size_t n = strlen(s);
-    s[n] = '\0';
     struct MHD_Response *r = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(s);

@@ -439,12 +439,16 @@ int local_store_watch_check(local_store *s, uint64_t after, uint64_t *ret_oldest
 /* Collects retained events with rv > after. Caller holds the lock. */
 static int collect_locked(local_store *s, uint64_t after, store_event ***ret)
 {
-    size_t first = s->count;
-    for (size_t i = 0; i < s->count; i++)
-        if (s->ring[(s->head + i) % s->window]->rv > after) {
-            first = i;
-            break;
-        }
+    /* The window is in ascending resourceVersion order: binary search the first rv > after. */
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ring[(s->head + mid) % s->window]->rv > after)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t first = lo;
     size_t n = s->count - first;
     if (n == 0)
         return 0;

@@ -397,3 +397,23 @@ def test_warmpool_scale_subresource(asb):
     status_of(asb.get(asb.path(CORE, "sandboxes", name="x", sub="scale")), 404, "NotFound")
     res = {r["name"]: r for r in asb.get(f"/apis/{EXT}/{V}").json()["resources"]}
     assert res["sandboxwarmpools/scale"]["kind"] == "Scale" and res["sandboxwarmpools/scale"]["group"] == "autoscaling"
+
+
+def test_cluster_wide_pagination_walks_every_item(asb):
+    want = []
+    for ns in ("a", "a-b", "b"):
+        for n in ("x", "y"):
+            asb.create_sandbox(n, ns=ns)
+            want.append((ns, n))
+    cluster = asb.path(CORE, "sandboxes", ns=None)
+    got, cont = [], None
+    while True:
+        params = {"limit": "4"}
+        if cont:
+            params["continue"] = cont
+        page = asb.get(cluster, params=params).json()
+        got += [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in page["items"]]
+        cont = page["metadata"].get("continue")
+        if not cont:
+            break
+    assert sorted(got) == sorted(want) and len(got) == len(want)
