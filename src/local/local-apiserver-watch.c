@@ -3,6 +3,7 @@
  * synthetic ADDED events for the current state, an old one gets a 410 Expired ERROR event,
  * selector transitions become ADDED/DELETED, BOOKMARKs when allowed, timeoutSeconds ends it. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "local/local-apiserver-internal.h"
 
 #define WATCH_DEFAULT_TIMEOUT (30 * 60 * USEC_PER_SEC)
+/* How often an idle watch checks whether its client hung up. Events never wait for this: they
+ * wake the watch through the store's condition variable. */
+#define WATCH_HANGUP_CHECK (5 * USEC_PER_SEC)
 
 typedef struct watch {
     local_store *store;
@@ -19,6 +23,7 @@ typedef struct watch {
     char *ns; /* NULL: all namespaces */
     api_selector *labels, *fields;
     uint64_t after;
+    int fd; /* the client connection, to notice a hang-up while idle; -1 if unknown */
     usec_t deadline, bookmark_interval, next_bookmark;
     bool bookmarks, done;
     json_t *initial; /* synthetic ADDED objects still to send */
@@ -115,6 +120,12 @@ static int append_event(watch *w, const store_event *e)
     return type ? append(w, type, e->object_json) : 0;
 }
 
+static bool client_gone(watch *w)
+{
+    struct pollfd p = {.fd = w->fd, .events = POLLRDHUP};
+    return w->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Fills w->buf with the next events, blocking until there are some. */
 static void fill(watch *w)
 {
@@ -130,6 +141,8 @@ static void fill(watch *w)
         usec_t until = w->deadline;
         if (w->bookmarks)
             until = MIN(until, w->next_bookmark);
+        if (w->fd >= 0)
+            until = MIN(until, now_usec(CLOCK_MONOTONIC) + WATCH_HANGUP_CHECK);
         store_event **ev = NULL;
         int n = local_store_wait(w->store, w->after, until, &ev);
         if (n == -ESTALE) {
@@ -140,6 +153,10 @@ static void fill(watch *w)
         } else if (n < 0) {
             w->done = true;
         } else if (n == 0) {
+            if (client_gone(w)) {
+                w->done = true;
+                break;
+            }
             usec_t t = now_usec(CLOCK_MONOTONIC);
             if (w->bookmarks && (t >= w->next_bookmark || t >= w->deadline)) {
                 append_bookmark(w);
@@ -180,6 +197,9 @@ enum MHD_Result apiserver_watch(api_request *rq)
         return MHD_NO;
     w->store = rq->srv->store;
     w->kind = rq->kind;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    w->fd = ci ? ci->connect_fd : -1;
     w->bookmarks = query_bool(rq->conn, "allowWatchBookmarks");
     w->bookmark_interval = rq->srv->bookmark_interval;
     if (rq->ns && !(w->ns = strdup(rq->ns))) {

@@ -233,3 +233,24 @@ def test_graceful_delete_events(asb):
     ev = w.next_event()
     assert ev["type"] == "DELETED" and ev["object"]["metadata"]["finalizers"] == []
     w.close()
+
+
+def test_hung_up_watches_are_reaped(asb):
+    """A client that hangs up on an idle watch frees its server thread within seconds."""
+    import os
+
+    def threads():
+        return len(os.listdir(f"/proc/{asb.proc.pid}/task"))
+
+    base = threads()
+    ws = [Watch(asb, asb.path(CORE, "sandboxes"), resourceVersion="0") for _ in range(5)]
+    deadline = time.monotonic() + 5
+    while threads() < base + 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threads() >= base + 4  # one watch may reuse the keep-alive connection
+    for w in ws:
+        w.close()
+    deadline = time.monotonic() + 15
+    while threads() > base and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert threads() <= base
