@@ -15,8 +15,7 @@ json_t *api_merge_patch(const json_t *target, const json_t *patch)
         return NULL;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)patch, k, v)
-    {
+    json_object_foreach ((json_t *)patch, k, v) {
         if (json_is_null(v)) {
             json_object_del(result, k);
             continue;
@@ -269,8 +268,7 @@ json_t *api_json_patch(const json_t *target, const json_t *patch, const char **r
     }
     size_t i;
     json_t *op;
-    json_array_foreach(patch, i, op)
-    {
+    json_array_foreach (patch, i, op) {
         const char *err = "invalid operation";
         if (!json_is_object(op) || apply_op(&doc, op, &err) < 0) {
             *ret_error = err;

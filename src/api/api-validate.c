@@ -153,8 +153,7 @@ static void check_string_map(api_errors *e, const char *field, const json_t *m, 
         return;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)m, k, v)
-    {
+    json_object_foreach ((json_t *)m, k, v) {
         fpath f = fp(field, "[%s]", k);
         if (!want(e, f.s, v, JSON_STRING))
             continue;
@@ -183,8 +182,7 @@ static void check_string_array(api_errors *e, const char *field, const json_t *a
         return;
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v)
-    {
+    json_array_foreach (a, i, v) {
         fpath f = fp(field, "[%zu]", i);
         want(e, f.s, v, JSON_STRING);
     }
@@ -196,8 +194,7 @@ static void check_env(api_errors *e, const char *field, const json_t *env, bool 
         return;
     size_t i;
     json_t *v;
-    json_array_foreach(env, i, v)
-    {
+    json_array_foreach (env, i, v) {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, v, JSON_OBJECT))
             continue;
@@ -224,8 +221,7 @@ static void check_containers(api_errors *e, const char *field, const json_t *cs,
         api_errors_add(e, API_FIELD_REQUIRED, field, NULL, NULL);
     size_t i;
     json_t *c;
-    json_array_foreach(cs, i, c)
-    {
+    json_array_foreach (cs, i, c) {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, c, JSON_OBJECT))
             continue;
@@ -300,8 +296,7 @@ static void check_volume_claim_templates(api_errors *e, const char *field, const
         return;
     size_t i;
     json_t *t;
-    json_array_foreach(v, i, t)
-    {
+    json_array_foreach (v, i, t) {
         fpath f = fp(field, "[%zu]", i);
         if (!want(e, f.s, t, JSON_OBJECT))
             continue;

@@ -334,10 +334,14 @@ static bool spec_changed(const api_kind *k, const json_t *old, const json_t *new
         return !same(json_object_get(old, "spec"), json_object_get(new, "spec"));
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)new, key, v) if (strcmp(key, "metadata") != 0 &&
-                                                   !same(v, json_object_get(old, key))) return true;
-    json_object_foreach((json_t *)old, key, v) if (strcmp(key, "metadata") != 0 &&
-                                                   !json_object_get(new, key)) return true;
+    json_object_foreach ((json_t *)new, key, v) {
+        if (strcmp(key, "metadata") != 0 && !same(v, json_object_get(old, key)))
+            return true;
+    }
+    json_object_foreach ((json_t *)old, key, v) {
+        if (strcmp(key, "metadata") != 0 && !json_object_get(new, key))
+            return true;
+    }
     return false;
 }
 
@@ -481,12 +485,13 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
         json_t *nf = json_object_get(json_object_get(new, "metadata"), "finalizers");
         size_t i;
         json_t *f;
-        json_array_foreach(nf, i, f)
-        {
+        json_array_foreach (nf, i, f) {
             bool known = false;
             size_t j;
             json_t *g;
-            json_array_foreach(of, j, g) known = known || json_equal(f, g);
+            json_array_foreach (of, j, g) {
+                known = known || json_equal(f, g);
+            }
             if (!known) {
                 json_t *st2 = api_status_failure(
                     422, "Invalid",
@@ -686,7 +691,10 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
     json_t *items = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach(all, i, o) if (selected(ls, fs, o)) json_array_append(items, o);
+    json_array_foreach (all, i, o) {
+        if (selected(ls, fs, o))
+            json_array_append(items, o);
+    }
     json_decref(all);
     api_selector_free(ls);
     api_selector_free(fs);
@@ -767,8 +775,7 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
     json_t *deleted = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach(items, i, o)
-    {
+    json_array_foreach (items, i, o) {
         json_t *gone = NULL;
         api_request one = *rq;
         one.ns = api_meta_string(o, "namespace");

@@ -26,6 +26,7 @@ typedef struct watch {
     int fd; /* the client connection, to notice a hang-up while idle; -1 if unknown */
     usec_t deadline, bookmark_interval, next_bookmark;
     bool bookmarks, done;
+    bool initial_events_end; /* sendInitialEvents: mark the end of the initial ADDED events */
     json_t *initial; /* synthetic ADDED objects still to send */
     char *buf;
     size_t len, off, cap;
@@ -78,12 +79,15 @@ static bool matches(watch *w, const json_t *obj)
            api_field_selector_matches(w->fields, obj);
 }
 
-static int append_bookmark(watch *w)
+static int append_bookmark(watch *w, bool initial_events_end)
 {
     char rv[32];
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)w->after);
     json_t *b = json_pack("{s:s,s:s,s:{s:s}}", "kind", w->kind->kind, "apiVersion",
                           w->kind->api_version, "metadata", "resourceVersion", rv);
+    if (b && initial_events_end)
+        json_object_set_new(json_object_get(b, "metadata"), "annotations",
+                            json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
     int r = b ? append_json(w, "BOOKMARK", b) : -ENOMEM;
     json_decref(b);
     return r;
@@ -132,8 +136,13 @@ static void fill(watch *w)
     if (w->initial) {
         size_t i;
         json_t *o;
-        json_array_foreach(w->initial, i, o) if (append_json(w, "ADDED", o) < 0) w->done = true;
+        json_array_foreach (w->initial, i, o) {
+            if (append_json(w, "ADDED", o) < 0)
+                w->done = true;
+        }
         w->initial = (json_decref(w->initial), NULL);
+        if (w->initial_events_end && append_bookmark(w, true) < 0)
+            w->done = true;
         if (w->len > 0)
             return;
     }
@@ -159,7 +168,7 @@ static void fill(watch *w)
             }
             usec_t t = now_usec(CLOCK_MONOTONIC);
             if (w->bookmarks && (t >= w->next_bookmark || t >= w->deadline)) {
-                append_bookmark(w);
+                append_bookmark(w, false);
                 w->next_bookmark = t + w->bookmark_interval;
             }
             if (t >= w->deadline)
@@ -236,7 +245,11 @@ enum MHD_Result apiserver_watch(api_request *rq)
         return reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
                             "invalid resourceVersion \"%s\"", rvs);
     }
-    if (rv == 0) {
+    /* sendInitialEvents=true (the WatchList protocol): the current state first, whatever the
+     * resourceVersion, then a bookmark annotated k8s.io/initial-events-end. */
+    bool send_initial = query_bool(rq->conn, "sendInitialEvents");
+    w->initial_events_end = send_initial && w->bookmarks;
+    if (rv == 0 || send_initial) {
         /* Current state as ADDED events, then changes after the list's resourceVersion. */
         json_t *all = NULL;
         if (local_store_list(w->store, w->kind, w->ns, &all, &w->after) < 0) {
@@ -247,7 +260,10 @@ enum MHD_Result apiserver_watch(api_request *rq)
         w->initial = json_array();
         size_t i;
         json_t *o;
-        json_array_foreach(all, i, o) if (matches(w, o)) json_array_append(w->initial, o);
+        json_array_foreach (all, i, o) {
+            if (matches(w, o))
+                json_array_append(w->initial, o);
+        }
         json_decref(all);
     } else {
         uint64_t oldest = 0;

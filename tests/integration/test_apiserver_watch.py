@@ -254,3 +254,20 @@ def test_hung_up_watches_are_reaped(asb):
     while threads() > base and time.monotonic() < deadline:
         time.sleep(0.1)
     assert threads() <= base
+
+
+def test_send_initial_events_ends_with_bookmark(asb):
+    """client-go's WatchList: sendInitialEvents=true, then a bookmark marking the end."""
+    a = asb.create_sandbox("a")
+    w = Watch(asb, asb.path(CORE, "sandboxes"), sendInitialEvents="true", allowWatchBookmarks="true",
+              resourceVersionMatch="NotOlderThan", resourceVersion="")
+    ev = w.next_event()
+    assert ev["type"] == "ADDED" and ev["object"] == a
+    ev = w.next_event()
+    assert ev["type"] == "BOOKMARK"
+    assert ev["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert ev["object"]["metadata"]["resourceVersion"] == rv_of(a)
+    b = asb.create_sandbox("b")
+    ev = w.next_event()
+    assert ev["type"] == "ADDED" and ev["object"] == b
+    w.close()
