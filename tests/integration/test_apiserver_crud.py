@@ -452,3 +452,20 @@ def test_optimistic_concurrency_under_contention(asb):
     final = asb.get(path).json()
     assert final["metadata"]["annotations"]["n"] == str(8 * per_client)
     assert conflicts, "expected some 409s under contention"
+
+
+def test_garbage_on_the_wire(asb):
+    import socket
+    host, port = asb.url[len("http://"):].rsplit(":", 1)
+    for payload in (b"GARBAGE\r\n\r\n", b"\x00\xff" * 100, b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X: " + b"a" * 100000 + b"\r\n\r\n",
+                    b"POST /apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes HTTP/1.1\r\nHost: x\r\n"
+                    b"Authorization: Bearer " + asb.token.encode() + b"\r\nContent-Length: 100\r\n\r\n{\"trunc"):
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            try:
+                s.sendall(payload)
+                s.shutdown(socket.SHUT_WR)
+                s.recv(65536)
+            except OSError:
+                pass
+    assert asb.get(asb.path(CORE, "sandboxes")).json()["items"] == []
+    asb.create_sandbox("after-garbage")
