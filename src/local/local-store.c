@@ -270,8 +270,28 @@ static int set_rv(json_t *obj, uint64_t rv)
 
 /* Writes (insert or replace) or deletes one row and bumps rv in one transaction. Caller holds the
  * lock. On success s->rv is the new resourceVersion. */
+static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            json_t *obj, bool insert_only);
+
+/* On failure obj is left as it was (its resourceVersion restored). */
 static int write_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
                         json_t *obj, bool insert_only)
+{
+    json_t *md = obj ? json_object_get(obj, "metadata") : NULL;
+    json_t *prev = json_incref(json_object_get(md, "resourceVersion"));
+    int r = write_locked_txn(s, k, ns, name, obj, insert_only);
+    if (r < 0 && md) {
+        if (prev)
+            json_object_set(md, "resourceVersion", prev);
+        else
+            json_object_del(md, "resourceVersion");
+    }
+    json_decref(prev);
+    return r;
+}
+
+static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            json_t *obj, bool insert_only)
 {
     uint64_t rv = s->rv + 1;
     _cleanup_free_ char *data = NULL;
