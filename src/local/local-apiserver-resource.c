@@ -795,8 +795,10 @@ enum MHD_Result apiserver_resource(api_request *rq)
 {
     const char *m = rq->method;
     if (strcmp(m, "GET") == 0) {
+        if (query_bool(rq->conn, "watch") && !rq->status && !rq->scale)
+            return apiserver_watch(rq);
         if (!rq->name)
-            return query_bool(rq->conn, "watch") ? apiserver_watch(rq) : handle_list(rq);
+            return handle_list(rq);
         json_t *obj = NULL;
         int r = local_store_get(rq->srv->store, rq->kind, rq->ns, rq->name, &obj);
         if (r < 0)

@@ -20,14 +20,15 @@
 typedef struct watch {
     local_store *store;
     const api_kind *kind;
-    char *ns; /* NULL: all namespaces */
+    char *ns;   /* NULL: all namespaces */
+    char *name; /* watch of a single object (GET .../<name>?watch=true), else NULL */
     api_selector *labels, *fields;
     uint64_t after;
     int fd; /* the client connection, to notice a hang-up while idle; -1 if unknown */
     usec_t deadline, bookmark_interval, next_bookmark;
     bool bookmarks, done;
     bool initial_events_end; /* sendInitialEvents: mark the end of the initial ADDED events */
-    json_t *initial; /* synthetic ADDED objects still to send */
+    json_t *initial;         /* synthetic ADDED objects still to send */
     char *buf;
     size_t len, off, cap;
 } watch;
@@ -36,6 +37,7 @@ static void watch_free(void *cls)
 {
     watch *w = cls;
     free(w->ns);
+    free(w->name);
     api_selector_free(w->labels);
     api_selector_free(w->fields);
     json_decref(w->initial);
@@ -72,6 +74,11 @@ static bool matches(watch *w, const json_t *obj)
     if (w->ns) {
         const char *ns = api_meta_string(obj, "namespace");
         if (!ns || strcmp(ns, w->ns) != 0)
+            return false;
+    }
+    if (w->name) {
+        const char *name = api_meta_string(obj, "name");
+        if (!name || strcmp(name, w->name) != 0)
             return false;
     }
     return api_label_selector_matches(
@@ -211,7 +218,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     w->fd = ci ? ci->connect_fd : -1;
     w->bookmarks = query_bool(rq->conn, "allowWatchBookmarks");
     w->bookmark_interval = rq->srv->bookmark_interval;
-    if (rq->ns && !(w->ns = strdup(rq->ns))) {
+    if ((rq->ns && !(w->ns = strdup(rq->ns))) || (rq->name && !(w->name = strdup(rq->name)))) {
         watch_free(w);
         return MHD_NO;
     }

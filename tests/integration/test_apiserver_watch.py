@@ -271,3 +271,17 @@ def test_send_initial_events_ends_with_bookmark(asb):
     ev = w.next_event()
     assert ev["type"] == "ADDED" and ev["object"] == b
     w.close()
+
+
+def test_watch_single_object_path(asb):
+    """The older GET .../<name>?watch=true form watches one object."""
+    a = asb.create_sandbox("a")
+    asb.create_sandbox("b")
+    w = Watch(asb, asb.path(CORE, "sandboxes", name="a"))
+    ev = w.next_event()
+    assert ev["type"] == "ADDED" and ev["object"] == a
+    asb.merge_patch(asb.path(CORE, "sandboxes", name="b"), {"metadata": {"labels": {"x": "1"}}})
+    asb.merge_patch(asb.path(CORE, "sandboxes", name="a"), {"metadata": {"labels": {"x": "2"}}})
+    ev = w.next_event()
+    assert ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == "a"
+    w.close()
