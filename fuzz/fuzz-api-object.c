@@ -1,0 +1,70 @@
+/* libFuzzer: untrusted JSON through the object model. An object is defaulted and validated as
+ * every kind (and as an update of itself); a two-element array [target, patch] goes through JSON
+ * merge-patch and JSON patch and the results are validated; a string is parsed as label and
+ * field selectors and matched against a fixed label set. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "api/api.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_object(const json_t *obj, const json_t *old)
+{
+    for (size_t i = 0; i < api_n_kinds; i++) {
+        const api_kind *k = &api_kinds[i];
+        json_t *copy = json_deep_copy(obj);
+        if (!copy)
+            return;
+        api_default(k, copy);
+        api_errors errs = {0};
+        api_validate(k, copy, old, &errs);
+        char *msg = api_errors_format(&errs, k, api_meta_string(copy, "name"));
+        json_t *causes = api_errors_causes(&errs);
+        free(msg);
+        json_decref(causes);
+        api_errors_clear(&errs);
+        json_decref(copy);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_t *j = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+    if (!j)
+        return 0;
+    if (json_is_object(j)) {
+        check_object(j, NULL);
+        check_object(j, json_object_get(j, "spec"));
+    } else if (json_is_array(j) && json_array_size(j) == 2) {
+        json_t *target = json_array_get(j, 0), *patch = json_array_get(j, 1);
+        json_t *merged = api_merge_patch(target, patch);
+        if (json_is_object(merged))
+            check_object(merged, json_object_get(target, "spec"));
+        json_decref(merged);
+        const char *err = NULL;
+        json_t *patched = api_json_patch(target, patch, &err);
+        if (json_is_object(patched))
+            check_object(patched, NULL);
+        json_decref(patched);
+    } else if (json_is_string(j)) {
+        api_selector *s = NULL;
+        char *err = NULL;
+        json_t *labels = json_pack("{s:s,s:s}", "app", "web", "n", "5");
+        json_t *obj = json_pack("{s:{s:s,s:s}}", "metadata", "name", "x", "namespace", "default");
+        if (api_label_selector_parse(json_string_value(j), &s, &err) == 0)
+            (void)api_label_selector_matches(s, labels);
+        s = api_selector_free(s);
+        free(err);
+        err = NULL;
+        if (api_field_selector_parse(json_string_value(j), &s, &err) == 0)
+            (void)api_field_selector_matches(s, obj);
+        api_selector_free(s);
+        free(err);
+        json_decref(labels);
+        json_decref(obj);
+    }
+    json_decref(j);
+    return 0;
+}

@@ -1,0 +1,135 @@
+/* The object model of the control plane: kinds of agents.x-k8s.io and extensions.agents.x-k8s.io
+ * (shared/spec/UPSTREAM.md §2.1), validation with Kubernetes field paths, CRD defaults, label and
+ * field selectors, JSON merge-patch and Kubernetes Status objects. Pure: no I/O, no globals that
+ * change, so every backend (local store, kube client) and the fuzzer share it. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define API_VERSION "v1beta1"
+#define API_GROUP_CORE "agents.x-k8s.io"
+#define API_GROUP_EXT "extensions.agents.x-k8s.io"
+
+typedef struct api_errors api_errors;
+
+typedef struct api_kind {
+    const char *kind;           /* "Sandbox" */
+    const char *list_kind;      /* "SandboxList" */
+    const char *plural;         /* "sandboxes" */
+    const char *singular;       /* "sandbox" */
+    const char *group;          /* "agents.x-k8s.io" */
+    const char *api_version;    /* "agents.x-k8s.io/v1beta1" */
+    const char *short_names[2]; /* discovery shortNames, as upstream's CRDs */
+    const char *aliases[3];     /* extra names the CLI accepts */
+    bool has_status; /* status subresource: status is ignored on create/update of the object */
+    void (*validate_spec)(const json_t *spec, const json_t *old_spec, api_errors *errs);
+    void (*default_spec)(json_t *spec);
+    bool has_scale; /* scale subresource: spec.replicas / status.replicas / status.selector */
+} api_kind;
+
+extern const api_kind api_kinds[];
+extern const size_t api_n_kinds;
+
+/* Borrowed pointers into the static table, or NULL. */
+const api_kind *api_kind_by_plural(const char *group, const char *plural);
+const api_kind *api_kind_by_name(const char *name); /* kind, plural, singular or short name */
+bool api_group_known(const char *group);
+
+/* ---- field errors (k8s.io/apimachinery field.ErrorList) ---- */
+typedef enum api_error_type {
+    API_FIELD_REQUIRED,    /* "Required value" */
+    API_FIELD_INVALID,     /* "Invalid value" */
+    API_FIELD_UNSUPPORTED, /* "Unsupported value" */
+    API_FIELD_DUPLICATE,   /* "Duplicate value" */
+    API_FIELD_TOO_LONG,    /* "Too long" */
+    API_FIELD_FORBIDDEN,   /* "Forbidden" */
+    API_FIELD_TYPE,        /* wrong JSON type (structural schema) */
+} api_error_type;
+
+struct api_errors {
+    size_t n;
+    struct api_field_error {
+        api_error_type type;
+        char *field;   /* "spec.podTemplate.spec.containers[0].image" */
+        char *message; /* full "field: Required value..." text */
+    } * v;
+    bool oom;
+};
+
+/* Records one error. `value` is the offending value (may be NULL); detail may be NULL. */
+void api_errors_add(api_errors *errs, api_error_type type, const char *field, const json_t *value,
+                    const char *detail_fmt, ...) __attribute__((format(printf, 5, 6)));
+void api_errors_clear(api_errors *errs);
+/* Kubernetes aggregate text: `Kind.group "name" is invalid: msg` or `...: [msg1, msg2]`.
+ * Owned by the caller. */
+char *api_errors_format(const api_errors *errs, const api_kind *k, const char *name);
+/* details.causes array for the Status object; owned reference. */
+json_t *api_errors_causes(const api_errors *errs);
+
+/* ---- names ---- */
+/* RFC 1123 subdomain (<=253) / label (<=63). On failure *ret_detail is a static message. */
+bool api_is_dns1123_subdomain(const char *s, const char **ret_detail);
+bool api_is_dns1123_label(const char *s, const char **ret_detail);
+bool api_is_qualified_name(const char *s);
+bool api_is_label_value(const char *s);
+/* generateName: prefix cut to 58 bytes + 5 chars picked by `random` bytes from kube's alphabet
+ * "bcdfghjklmnpqrstvwxz2456789". Owned by the caller. */
+char *api_generate_name(const char *prefix, const unsigned char random[5]);
+
+/* ---- objects ---- */
+/* Validates a whole object of kind k. old is the stored object on update (NULL on create).
+ * Checks metadata (name, namespace, labels, annotations), structural types and spec rules. */
+void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_errors *errs);
+/* Applies CRD defaults (§2.1) to obj["spec"] in place, when spec is an object. */
+void api_default(const api_kind *k, json_t *obj);
+
+/* RFC 7386 JSON merge patch. Returns a new reference (target is not modified), NULL on ENOMEM. */
+json_t *api_merge_patch(const json_t *target, const json_t *patch);
+
+/* RFC 6902 JSON patch. Returns a new reference or NULL with *ret_error set (static text). */
+json_t *api_json_patch(const json_t *target, const json_t *patch, const char **ret_error);
+
+/* ---- selectors ---- */
+typedef enum api_sel_op {
+    API_SEL_EQ,
+    API_SEL_NEQ,
+    API_SEL_IN,
+    API_SEL_NOTIN,
+    API_SEL_EXISTS,
+    API_SEL_NOT_EXISTS,
+    API_SEL_GT,
+    API_SEL_LT,
+} api_sel_op;
+
+typedef struct api_selector {
+    size_t n;
+    struct api_requirement {
+        char *key;
+        api_sel_op op;
+        size_t n_values;
+        char **values;
+    } * reqs;
+} api_selector;
+
+/* Parses a label selector (`a=b,c!=d,e,!f,g in (x,y),h notin (z),i>1`). Empty or NULL selects
+ * everything. Returns 0, -EINVAL with *ret_error (owned) set, or -ENOMEM. */
+int api_label_selector_parse(const char *s, api_selector **ret, char **ret_error);
+/* Field selector: `metadata.name=x,metadata.namespace!=y` (=, ==, !=); other fields -EINVAL. */
+int api_field_selector_parse(const char *s, api_selector **ret, char **ret_error);
+api_selector *api_selector_free(api_selector *s);
+/* labels may be NULL (no labels). */
+bool api_label_selector_matches(const api_selector *s, const json_t *labels);
+bool api_field_selector_matches(const api_selector *s, const json_t *obj);
+
+/* ---- Status ---- */
+/* Kubernetes Status failure object; details only when name or kind given. Owned reference. */
+json_t *api_status_failure(unsigned code, const char *reason, const char *message,
+                           const api_kind *k, const char *name);
+
+/* Small accessors: borrowed strings or NULL. */
+const char *api_meta_string(const json_t *obj, const char *field);
+
+/* jansson's json_decrefp accepts NULL. */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))

@@ -1,0 +1,279 @@
+/* `asb serve`: the local control plane. State directory, bearer token, SQLite store, the API
+ * server, and a clean exit on SIGTERM/SIGINT. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "basic/parse-util.h"
+#include "basic/time-util.h"
+#include "cli/asb.h"
+#include "local/local-apiserver.h"
+#include "local/local-store.h"
+#include "shared/log.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:7443"
+#define DEFAULT_WATCH_WINDOW 10000
+
+static void serve_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: asb serve [--listen HOST:PORT]\n\n"
+            "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
+            "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
+            "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
+            "Options:\n"
+            "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
+            "; port 0 picks a free one)\n"
+            "  -h, --help          show this help\n\n"
+            "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
+            "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s).\n",
+            DEFAULT_WATCH_WINDOW);
+}
+
+static int mkdir_p(const char *path, mode_t last_mode)
+{
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *s = '/';
+    }
+    if (mkdir(p, last_mode) < 0 && errno != EEXIST)
+        return -errno;
+    if (chmod(p, last_mode) < 0)
+        return -errno;
+    return 0;
+}
+
+static char *state_dir(void)
+{
+    const char *e = getenv("ASB_STATE_DIR");
+    if (e && *e)
+        return strdup(e);
+    if (geteuid() == 0)
+        return strdup("/var/lib/asb");
+    const char *home = getenv("HOME");
+    char *s = NULL;
+    if (asprintf(&s, "%s/.local/state/asb", home && *home ? home : "/tmp") < 0)
+        return NULL;
+    return s;
+}
+
+/* Writes content to dir/name atomically with the given mode. */
+static int write_file_atomic(const char *dir, const char *name, const char *content, mode_t mode)
+{
+    _cleanup_free_ char *tmp = NULL, *dst = NULL;
+    if (asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0 || asprintf(&dst, "%s/%s", dir, name) < 0)
+        return -ENOMEM;
+    unlink(tmp);
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(content);
+    if (fchmod(fd, mode) < 0 || write(fd, content, n) != (ssize_t)n || fsync(fd) < 0) {
+        int r = -errno;
+        unlink(tmp);
+        return r ? r : -EIO;
+    }
+    if (rename(tmp, dst) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Reads the token, creating it (32 random bytes, hex) at first start. Owned result. */
+static int load_token(const char *dir, char **ret)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/token", dir) < 0)
+        return -ENOMEM;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (f) {
+        char buf[256];
+        if (!fgets(buf, sizeof(buf), f))
+            return -EINVAL;
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (strlen(buf) < 16)
+            return -EINVAL;
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+    }
+    if (errno != ENOENT)
+        return -errno;
+    unsigned char b[32];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        return -EIO;
+    char hex[2 * sizeof(b) + 2];
+    for (size_t i = 0; i < sizeof(b); i++)
+        snprintf(hex + 2 * i, 3, "%02x", b[i]);
+    strcat(hex, "\n");
+    int r = write_file_atomic(dir, "token", hex, 0600);
+    if (r < 0)
+        return r;
+    hex[2 * sizeof(b)] = '\0';
+    *ret = strdup(hex);
+    return *ret ? 0 : -ENOMEM;
+}
+
+/* URL clients use: a wildcard bind is reached on loopback. */
+static char *server_url(const char *listen, uint16_t port)
+{
+    _cleanup_free_ char *host = strndup(listen, (size_t)(strrchr(listen, ':') - listen));
+    if (!host)
+        return NULL;
+    const char *h = host;
+    if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0)
+        h = "127.0.0.1";
+    else if (strcmp(h, "[::]") == 0)
+        h = "[::1]";
+    char *s = NULL;
+    if (asprintf(&s, "http://%s:%u", h, port) < 0)
+        return NULL;
+    return s;
+}
+
+typedef struct serve_opts {
+    const char *listen;
+} serve_opts;
+
+static int parse_args(int argc, char **argv, serve_opts *o)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {},
+    };
+    o->listen = DEFAULT_LISTEN;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            o->listen = optarg;
+            break;
+        case 'h':
+            serve_usage(stdout);
+            return 0;
+        default:
+            serve_usage(stderr);
+            return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "asb serve: unexpected argument \"%s\"\n", argv[optind]);
+        return -EINVAL;
+    }
+    if (!strrchr(o->listen, ':')) {
+        fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
+        return -EINVAL;
+    }
+    return 1;
+}
+
+static size_t env_size(const char *name, size_t def)
+{
+    const char *v = getenv(name);
+    int64_t n;
+    if (v && *v && parse_go_int(v, &n) == 0 && n > 0)
+        return (size_t)n;
+    return def;
+}
+
+static usec_t env_duration(const char *name, usec_t def)
+{
+    const char *v = getenv(name);
+    usec_t d;
+    if (v && *v && parse_go_duration(v, &d) == 0 && d > 0)
+        return d;
+    return def;
+}
+
+int asb_serve(int argc, char **argv)
+{
+    serve_opts o;
+    int r = parse_args(argc, argv, &o);
+    if (r <= 0)
+        return r == 0 ? 0 : 2;
+    log_setup("asb-serve", false, LOG_LEVEL_INFO);
+    umask(077);
+
+    _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL, *err = NULL;
+    if (!dir)
+        return 1;
+    r = mkdir_p(dir, 0700);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
+        return 1;
+    }
+    r = load_token(dir, &token);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: token in %s: %s\n", dir, strerror(-r));
+        return 1;
+    }
+    if (asprintf(&dbpath, "%s/state.db", dir) < 0)
+        return 1;
+    local_store *store = NULL;
+    r = local_store_open(dbpath, env_size("ASB_WATCH_WINDOW", DEFAULT_WATCH_WINDOW), &store, &err);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: cannot open the store: %s\n", err ? err : strerror(-r));
+        return 1;
+    }
+
+    /* Signals are taken synchronously by this thread; every server thread inherits the mask. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    local_apiserver_options ao = {
+        .listen = o.listen,
+        .token = token,
+        .store = store,
+        .bookmark_interval = env_duration("ASB_BOOKMARK_INTERVAL", 60 * USEC_PER_SEC),
+    };
+    local_apiserver *srv = NULL;
+    uint16_t port = 0;
+    r = local_apiserver_start(&ao, &srv, &port, &err);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: %s\n", err ? err : strerror(-r));
+        local_store_free(store);
+        return 1;
+    }
+    url = server_url(o.listen, port);
+    _cleanup_free_ char *line = NULL;
+    if (!url || asprintf(&line, "%s\n", url) < 0 ||
+        (r = write_file_atomic(dir, "server", line, 0644)) < 0) {
+        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir,
+                strerror(r < 0 ? -r : ENOMEM));
+        local_apiserver_stop(srv);
+        local_store_free(store);
+        return 1;
+    }
+    char rvbuf[32];
+    snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));
+    log_info("asb serve listening", "url", url, "state", dir, "resourceVersion", rvbuf);
+
+    int sig = 0;
+    while (sigwait(&mask, &sig) != 0)
+        ;
+    log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    local_store_shutdown(store);
+    local_apiserver_stop(srv);
+    local_store_free(store);
+    return 0;
+}

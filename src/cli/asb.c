@@ -1,0 +1,40 @@
+/* `asb VERB ...`: dispatch to one file per verb (crun/kubectl style). */
+#include <stdio.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "cli/asb.h"
+
+static const struct verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} verbs[] = {
+    {"serve", asb_serve, "Run the local control plane (Kubernetes-shaped API server)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: asb COMMAND [OPTIONS]\n\nAgent Sandbox command line.\n\nCommands:\n");
+    for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+        fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "\nRun 'asb COMMAND --help' for more information on a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *v = argv[1];
+    if (strcmp(v, "--help") == 0 || strcmp(v, "-h") == 0 || strcmp(v, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+        if (strcmp(v, verbs[i].name) == 0)
+            return verbs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "asb: unknown command \"%s\"\nRun 'asb --help' for usage.\n", v);
+    return 2;
+}

@@ -1,0 +1,5 @@
+/* The `asb` command: one file per verb (asb-<verb>.c), dispatched from the table in asb.c. */
+#pragma once
+
+/* Each verb gets argv with argv[0] = the verb name; returns the process exit code. */
+int asb_serve(int argc, char **argv);

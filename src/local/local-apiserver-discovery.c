@@ -1,0 +1,98 @@
+/* Discovery documents (/version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/v1beta1) so
+ * kubectl-style and official clients find our kinds. */
+#include <string.h>
+
+#include "local/local-apiserver-internal.h"
+
+static json_t *group_version(const char *group)
+{
+    return json_pack("{s:s++,s:s}", "groupVersion", group, "/", API_VERSION, "version",
+                     API_VERSION);
+}
+
+static json_t *api_group(const char *group)
+{
+    return json_pack("{s:s,s:s,s:s,s:[o],s:o}", "kind", "APIGroup", "apiVersion", "v1", "name",
+                     group, "versions", group_version(group), "preferredVersion",
+                     group_version(group));
+}
+
+static json_t *resource_list(const char *group)
+{
+    json_t *res = json_array();
+    for (size_t i = 0; i < api_n_kinds; i++) {
+        const api_kind *k = &api_kinds[i];
+        if (strcmp(k->group, group) != 0)
+            continue;
+        json_t *shorts = json_array();
+        for (size_t j = 0; j < 2 && k->short_names[j]; j++)
+            json_array_append_new(shorts, json_string(k->short_names[j]));
+        json_array_append_new(
+            res, json_pack("{s:s,s:s,s:b,s:s,s:[ssssssss],s:o,s:s}", "name", k->plural,
+                           "singularName", k->singular, "namespaced", 1, "kind", k->kind, "verbs",
+                           "create", "delete", "deletecollection", "get", "list", "patch", "update",
+                           "watch", "shortNames", shorts, "storageVersionHash", ""));
+        if (k->has_status) {
+            char name[128];
+            snprintf(name, sizeof(name), "%s/status", k->plural);
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "kind",
+                                                 k->kind, "verbs", "get", "patch", "update"));
+        }
+        if (k->has_scale) {
+            char name[128];
+            snprintf(name, sizeof(name), "%s/scale", k->plural);
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "group",
+                                                 "autoscaling", "version", "v1", "kind", "Scale",
+                                                 "verbs", "get", "patch", "update"));
+        }
+    }
+    return json_pack("{s:s,s:s,s:s++,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                     "groupVersion", group, "/", API_VERSION, "resources", res);
+}
+
+enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
+                                    size_t n)
+{
+    if (n == 1 && strcmp(seg[0], "version") == 0)
+        return reply_json(c, 200,
+                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor",
+                                    "31", "gitVersion", "v1.31.0-asb", "gitCommit", "",
+                                    "gitTreeState", "clean", "buildDate", "", "goVersion", "",
+                                    "compiler", "gcc", "platform", "linux/amd64"));
+    if (n == 1 && (strcmp(seg[0], "healthz") == 0 || strcmp(seg[0], "readyz") == 0 ||
+                   strcmp(seg[0], "livez") == 0)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(2, "ok", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    if (n == 1 && strcmp(seg[0], "api") == 0) {
+        char addr[64];
+        snprintf(addr, sizeof(addr), "127.0.0.1:%u", srv->port);
+        return reply_json(c, 200,
+                          json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions",
+                                    "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                    "serverAddress", addr));
+    }
+    if (n == 2 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0)
+        return reply_json(c, 200,
+                          json_pack("{s:s,s:s,s:[]}", "kind", "APIResourceList", "groupVersion",
+                                    "v1", "resources"));
+    if (n == 1 && strcmp(seg[0], "apis") == 0)
+        return reply_json(c, 200,
+                          json_pack("{s:s,s:s,s:[oo]}", "kind", "APIGroupList", "apiVersion", "v1",
+                                    "groups", api_group(API_GROUP_CORE), api_group(API_GROUP_EXT)));
+    if (n >= 2 && strcmp(seg[0], "apis") == 0 && api_group_known(seg[1])) {
+        if (n == 2)
+            return reply_json(c, 200, api_group(seg[1]));
+        if (n == 3 && strcmp(seg[2], API_VERSION) == 0)
+            return reply_json(c, 200, resource_list(seg[1]));
+    }
+    return reply_status(c, 404, "NotFound", NULL, NULL,
+                        "the server could not find the requested resource");
+}

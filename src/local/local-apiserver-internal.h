@@ -1,0 +1,43 @@
+/* Shared between the local-apiserver*.c files. */
+#pragma once
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "api/api.h"
+#include "local/local-apiserver.h"
+
+struct local_apiserver {
+    struct MHD_Daemon *daemon;
+    char *token;
+    local_store *store;
+    usec_t bookmark_interval;
+    uint16_t port;
+};
+
+/* One parsed resource request. */
+typedef struct api_request {
+    local_apiserver *srv;
+    struct MHD_Connection *conn;
+    const char *method;
+    const api_kind *kind;
+    const char *ns;   /* NULL: all namespaces (cluster-wide list) */
+    const char *name; /* NULL: collection */
+    bool status;      /* /status subresource */
+    bool scale;       /* /scale subresource (autoscaling/v1 Scale) */
+    const char *body;
+    size_t body_len;
+} api_request;
+
+/* Queue a JSON response; steals j. */
+enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j);
+enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,
+                             const api_kind *k, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+const char *query(struct MHD_Connection *c, const char *key);
+bool query_bool(struct MHD_Connection *c, const char *key);
+
+enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
+                                    size_t nseg);
+enum MHD_Result apiserver_watch(api_request *rq);
+enum MHD_Result apiserver_resource(api_request *rq);

@@ -1,0 +1,825 @@
+/* Resource verbs: get, list, create (generateName), update (optimistic concurrency), merge-patch
+ * and JSON patch, delete and deletecollection, on objects and their /status subresource. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "basic/macro.h"
+#include "local/local-apiserver-internal.h"
+#include "shared/log.h"
+
+#define GENERATE_NAME_TRIES 8
+
+static int random_bytes(void *p, size_t n)
+{
+    unsigned char *b = p;
+    while (n > 0) {
+        ssize_t k = getrandom(b, n, 0);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* UUID v4 from getrandom. */
+static int make_uuid(char out[37])
+{
+    unsigned char b[16];
+    int r = random_bytes(b, sizeof(b));
+    if (r < 0)
+        return r;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+    return 0;
+}
+
+static void format_now(char out[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static bool same(const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* ---- Status builders (all return owned references) ---- */
+
+static json_t *status_not_found(const api_kind *k, const char *name)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s.%s \"%s\" not found", k->plural, k->group, name);
+    return api_status_failure(404, "NotFound", msg, k, name);
+}
+
+static json_t *status_conflict(const api_kind *k, const char *name)
+{
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "Operation cannot be fulfilled on %s.%s \"%s\": the object has been modified; please "
+             "apply your changes to the latest version and try again",
+             k->plural, k->group, name);
+    return api_status_failure(409, "Conflict", msg, k, name);
+}
+
+static json_t *status_bad_request(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *status_bad_request(const char *fmt, ...)
+{
+    _cleanup_free_ char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    return api_status_failure(400, "BadRequest", msg, NULL, NULL);
+}
+
+static json_t *status_invalid(const api_kind *k, const char *name, const api_errors *errs)
+{
+    _cleanup_free_ char *msg = api_errors_format(errs, k, name);
+    json_t *st = api_status_failure(422, "Invalid", msg, k, name);
+    json_t *d = json_object_get(st, "details");
+    if (d) {
+        json_object_set_new(d, "kind", json_string(k->kind));
+        json_object_set_new(d, "causes", api_errors_causes(errs));
+    }
+    return st;
+}
+
+static enum MHD_Result reply_store_error(api_request *rq, int r, const char *name)
+{
+    if (r == -ENOENT)
+        return reply_json(rq->conn, 404, status_not_found(rq->kind, name));
+    if (r == -EEXIST) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", rq->kind->plural, rq->kind->group,
+                 name);
+        return reply_json(rq->conn, 409,
+                          api_status_failure(409, "AlreadyExists", msg, rq->kind, name));
+    }
+    return reply_status(rq->conn, 500, "InternalError", rq->kind, name,
+                        "Internal error occurred: %s", strerror(-r));
+}
+
+/* Parses the request body as a JSON value. On failure *ret_status is set. */
+static json_t *parse_body(api_request *rq, bool want_object, json_t **ret_status)
+{
+    if (rq->body_len == 0) {
+        *ret_status = status_bad_request("the request body is empty");
+        return NULL;
+    }
+    json_error_t err;
+    json_t *j = json_loadb(rq->body, rq->body_len, JSON_DECODE_ANY, &err);
+    if (!j) {
+        *ret_status = status_bad_request("the request body is not valid JSON: %s (line %d, "
+                                         "column %d)",
+                                         err.text, err.line, err.column);
+        return NULL;
+    }
+    if (want_object && !json_is_object(j)) {
+        json_decref(j);
+        *ret_status = status_bad_request("the request body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+/* apiVersion/kind must match the URL; missing ones are filled in. Metadata must be an object and
+ * its namespace must match. Returns a Status on failure. */
+static json_t *check_type_meta(api_request *rq, json_t *obj)
+{
+    const api_kind *k = rq->kind;
+    json_t *av = json_object_get(obj, "apiVersion"), *kd = json_object_get(obj, "kind");
+    if (av && (!json_is_string(av) || strcmp(json_string_value(av), k->api_version) != 0))
+        return status_bad_request(
+            "the API version in the data (%s) does not match the expected API version (%s)",
+            json_is_string(av) ? json_string_value(av) : "?", k->api_version);
+    if (kd && (!json_is_string(kd) || strcmp(json_string_value(kd), k->kind) != 0))
+        return status_bad_request("the kind in the data (%s) does not match the expected kind (%s)",
+                                  json_is_string(kd) ? json_string_value(kd) : "?", k->kind);
+    json_object_set_new(obj, "apiVersion", json_string(k->api_version));
+    json_object_set_new(obj, "kind", json_string(k->kind));
+    json_t *md = json_object_get(obj, "metadata");
+    if (!md) {
+        md = json_object();
+        json_object_set_new(obj, "metadata", md);
+    }
+    if (!json_is_object(md))
+        return status_bad_request("metadata must be a JSON object");
+    json_t *ns = json_object_get(md, "namespace");
+    if (ns && !(json_is_string(ns) && json_string_length(ns) == 0) &&
+        (!json_is_string(ns) || strcmp(json_string_value(ns), rq->ns) != 0))
+        return status_bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request");
+    json_object_set_new(md, "namespace", json_string(rq->ns));
+    if (rq->name) {
+        json_t *name = json_object_get(md, "name");
+        if (name && (!json_is_string(name) || strcmp(json_string_value(name), rq->name) != 0))
+            return status_bad_request("the name of the object (%s) does not match the name on the "
+                                      "URL (%s)",
+                                      json_is_string(name) ? json_string_value(name) : "?",
+                                      rq->name);
+        json_object_set_new(md, "name", json_string(rq->name));
+    }
+    return NULL;
+}
+
+static void strip_server_fields(json_t *md)
+{
+    static const char *const fields[] = {"uid",
+                                         "resourceVersion",
+                                         "creationTimestamp",
+                                         "generation",
+                                         "deletionTimestamp",
+                                         "selfLink",
+                                         "deletionGracePeriodSeconds"};
+    for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+        json_object_del(md, fields[i]);
+}
+
+/* `dryRun=All` runs every check and returns the result without storing anything. Returns -1 on a
+ * bad value (the reply is queued through *ret). */
+static int dry_run(api_request *rq, enum MHD_Result *ret)
+{
+    const char *v = query(rq->conn, "dryRun");
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "All") == 0)
+        return 1;
+    *ret = reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+                        "Invalid dry run value \"%s\": supported values: \"All\"", v);
+    return -1;
+}
+
+static bool has_finalizers(const json_t *obj)
+{
+    return json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) > 0;
+}
+
+static bool being_deleted(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
+}
+
+/* autoscaling/v1 Scale view of an object with a scale subresource. Owned. */
+static json_t *to_scale(const json_t *obj)
+{
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *status = json_object_get(obj, "status");
+    json_t *smd = json_object();
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion",
+                                       "creationTimestamp"};
+    for (size_t i = 0; i < ELEMENTSOF(keep); i++) {
+        json_t *v = json_object_get(md, keep[i]);
+        if (v)
+            json_object_set(smd, keep[i], v);
+    }
+    json_t *st =
+        json_pack("{s:I}", "replicas", json_integer_value(json_object_get(status, "replicas")));
+    json_t *sel = json_object_get(status, "selector");
+    if (json_is_string(sel))
+        json_object_set(st, "selector", sel);
+    return json_pack("{s:s,s:s,s:o,s:{s:I},s:o}", "kind", "Scale", "apiVersion", "autoscaling/v1",
+                     "metadata", smd, "spec", "replicas",
+                     json_integer_value(json_object_get(json_object_get(obj, "spec"), "replicas")),
+                     "status", st);
+}
+
+/* ---- create ---- */
+
+static enum MHD_Result handle_create(api_request *rq)
+{
+    const api_kind *k = rq->kind;
+    json_t *st = NULL;
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
+    _cleanup_json_ json_t *obj = parse_body(rq, true, &st);
+    if (!obj)
+        return reply_json(rq->conn, 400, st);
+    if ((st = check_type_meta(rq, obj)))
+        return reply_json(rq->conn, 400, st);
+    json_t *md = json_object_get(obj, "metadata");
+    strip_server_fields(md);
+    if (k->has_status)
+        json_object_del(obj, "status");
+    json_t *gn = json_object_get(md, "generateName");
+    json_t *name = json_object_get(md, "name");
+    bool generate = (!name || (json_is_string(name) && json_string_length(name) == 0)) &&
+                    json_is_string(gn) && json_string_length(gn) > 0;
+    api_default(k, obj);
+
+    char uid[37], now[32];
+    int r = make_uuid(uid);
+    if (r < 0)
+        return reply_store_error(rq, r, "");
+    format_now(now);
+    for (unsigned attempt = 0;; attempt++) {
+        if (generate) {
+            unsigned char rnd[5];
+            if (random_bytes(rnd, sizeof(rnd)) < 0)
+                return reply_store_error(rq, -EIO, "");
+            char *n = api_generate_name(json_string_value(gn), rnd);
+            if (!n)
+                return MHD_NO;
+            json_object_set_new(md, "name", json_string(n));
+            free(n);
+        }
+        api_errors errs = {0};
+        api_validate(k, obj, NULL, &errs);
+        if (errs.n > 0) {
+            json_t *inv = status_invalid(k, api_meta_string(obj, "name"), &errs);
+            api_errors_clear(&errs);
+            return reply_json(rq->conn, 422, inv);
+        }
+        api_errors_clear(&errs);
+        json_object_set_new(md, "uid", json_string(uid));
+        json_object_set_new(md, "creationTimestamp", json_string(now));
+        json_object_set_new(md, "generation", json_integer(1));
+        if (dry)
+            return reply_json(rq->conn, 201, json_incref(obj));
+        r = local_store_create(rq->srv->store, k, obj);
+        if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
+            continue;
+        break;
+    }
+    if (r < 0)
+        return reply_store_error(rq, r, api_meta_string(obj, "name"));
+    return reply_json(rq->conn, 201, json_incref(obj));
+}
+
+/* ---- update / patch ---- */
+
+typedef enum patch_type { PATCH_NONE, PATCH_MERGE, PATCH_JSON } patch_type;
+
+typedef struct update_ctx {
+    api_request *rq;
+    json_t *body; /* PUT: the object; PATCH: the patch document; DELETE: DeleteOptions or NULL */
+    patch_type patch;
+    bool dry_run;
+    json_t *dry_result; /* what would have been stored */
+    json_t *error;      /* Status to answer with when the callback returns -EPROTO */
+    unsigned error_code;
+} update_ctx;
+
+static int fail_with(update_ctx *u, unsigned code, json_t *status)
+{
+    u->error = status;
+    u->error_code = code;
+    return -EPROTO;
+}
+
+/* Generation bumps when the spec changes; for kinds without a status subresource any change
+ * outside metadata counts, as kube-apiserver does for custom resources. */
+static bool spec_changed(const api_kind *k, const json_t *old, const json_t *new)
+{
+    if (k->has_status)
+        return !same(json_object_get(old, "spec"), json_object_get(new, "spec"));
+    const char *key;
+    json_t *v;
+    json_object_foreach ((json_t *)new, key, v) {
+        if (strcmp(key, "metadata") != 0 && !same(v, json_object_get(old, key)))
+            return true;
+    }
+    json_object_foreach ((json_t *)old, key, v) {
+        if (strcmp(key, "metadata") != 0 && !json_object_get(new, key))
+            return true;
+    }
+    return false;
+}
+
+static void copy_field(json_t *dst, const json_t *src, const char *key)
+{
+    json_t *v = json_object_get(src, key);
+    if (v)
+        json_object_set(dst, key, v);
+    else
+        json_object_del(dst, key);
+}
+
+static int finish_update(update_ctx *u, const json_t *old, json_t *new, json_t **ret_new);
+
+/* /scale: only spec.replicas of the object changes; a resourceVersion in the Scale is a
+ * precondition. */
+static int build_scale_update(update_ctx *u, const json_t *old, const json_t *scale,
+                              json_t **ret_new)
+{
+    api_request *rq = u->rq;
+    json_t *rv = json_object_get(json_object_get(scale, "metadata"), "resourceVersion");
+    if (rv && !(json_is_string(rv) && json_string_length(rv) == 0) &&
+        !same(rv, json_object_get(json_object_get(old, "metadata"), "resourceVersion")))
+        return fail_with(u, 409, status_conflict(rq->kind, rq->name));
+    json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
+    if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
+        api_errors errs = {0};
+        api_errors_add(&errs, API_FIELD_INVALID, "spec.replicas", replicas,
+                       "must be greater than or equal to 0");
+        json_t *inv = status_invalid(rq->kind, rq->name, &errs);
+        api_errors_clear(&errs);
+        return fail_with(u, 422, inv);
+    }
+    json_t *new = json_deep_copy(old);
+    json_t *spec = json_object_get(new, "spec");
+    if (!new || !json_is_object(spec)) {
+        json_decref(new);
+        return -ENOMEM;
+    }
+    json_object_set(spec, "replicas", replicas);
+    return finish_update(u, old, new, ret_new);
+}
+
+static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
+{
+    api_request *rq = u->rq;
+    const api_kind *k = rq->kind;
+    _cleanup_json_ json_t *cand = NULL, *scale_old = NULL;
+    if (rq->scale) {
+        scale_old = to_scale(old);
+        if (!scale_old)
+            return -ENOMEM;
+    }
+    const json_t *base = scale_old ? scale_old : old;
+    if (u->patch == PATCH_MERGE) {
+        cand = api_merge_patch(base, u->body);
+    } else if (u->patch == PATCH_JSON) {
+        const char *err = NULL;
+        cand = api_json_patch(base, u->body, &err);
+        if (!cand)
+            return fail_with(u, 422, api_status_failure(422, "Invalid", err, k, rq->name));
+    } else {
+        cand = json_deep_copy(u->body);
+    }
+    if (!cand)
+        return -ENOMEM;
+    if (!json_is_object(cand))
+        return fail_with(u, 400, status_bad_request("the patched object is not a JSON object"));
+    if (rq->scale)
+        return build_scale_update(u, old, cand, ret_new);
+    json_t *st = check_type_meta(rq, cand);
+    if (st)
+        return fail_with(u, 400, st);
+    json_t *cmd = json_object_get(cand, "metadata");
+    const json_t *omd = json_object_get(old, "metadata");
+    json_t *rv = json_object_get(cmd, "resourceVersion");
+    bool rv_given = rv && !(json_is_string(rv) && json_string_length(rv) == 0);
+    if (!rv_given && u->patch == PATCH_NONE) {
+        api_errors errs = {0};
+        json_t *zero = json_integer(0);
+        api_errors_add(&errs, API_FIELD_INVALID, "metadata.resourceVersion", zero,
+                       "must be specified for an update");
+        json_decref(zero);
+        json_t *inv = status_invalid(k, rq->name, &errs);
+        api_errors_clear(&errs);
+        return fail_with(u, 422, inv);
+    }
+    if (rv_given && !same(rv, json_object_get(omd, "resourceVersion")))
+        return fail_with(u, 409, status_conflict(k, rq->name));
+
+    _cleanup_json_ json_t *new = NULL;
+    if (rq->status) {
+        new = json_deep_copy(old);
+        if (!new)
+            return -ENOMEM;
+        copy_field(new, cand, "status");
+    } else {
+        new = json_incref(cand);
+        if (k->has_status)
+            copy_field(new, old, "status");
+        static const char *const kept[] = {"uid",
+                                           "creationTimestamp",
+                                           "generation",
+                                           "resourceVersion",
+                                           "deletionTimestamp",
+                                           "deletionGracePeriodSeconds"};
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+            copy_field(cmd, omd, kept[i]);
+        json_object_del(cmd, "generateName");
+        copy_field(cmd, omd, "generateName");
+    }
+    return finish_update(u, old, TAKE_PTR(new), ret_new);
+}
+
+/* Defaults, validation, generation, finalizer rules and dry run for a candidate new object
+ * (reference stolen). */
+static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json_t **ret_new)
+{
+    api_request *rq = u->rq;
+    const api_kind *k = rq->kind;
+    const json_t *omd = json_object_get(old, "metadata");
+    _cleanup_json_ json_t *new = new_ref;
+    api_default(k, new);
+    api_errors errs = {0};
+    api_validate(k, new, old, &errs);
+    if (errs.n > 0) {
+        json_t *inv = status_invalid(k, rq->name, &errs);
+        api_errors_clear(&errs);
+        return fail_with(u, 422, inv);
+    }
+    if (!rq->status && spec_changed(k, old, new)) {
+        json_int_t gen = json_integer_value(json_object_get(omd, "generation"));
+        json_object_set_new(json_object_get(new, "metadata"), "generation", json_integer(gen + 1));
+    }
+    if (same(old, new))
+        return STORE_UPDATE_UNCHANGED;
+    int result = 0;
+    if (being_deleted(old)) {
+        /* Terminating: finalizers may only be removed; the last one going deletes the object. */
+        json_t *of = json_object_get(omd, "finalizers");
+        json_t *nf = json_object_get(json_object_get(new, "metadata"), "finalizers");
+        size_t i;
+        json_t *f;
+        json_array_foreach (nf, i, f) {
+            bool known = false;
+            size_t j;
+            json_t *g;
+            json_array_foreach (of, j, g) {
+                known = known || json_equal(f, g);
+            }
+            if (!known) {
+                json_t *st2 = api_status_failure(
+                    422, "Invalid",
+                    "metadata.finalizers: Forbidden: no new finalizers can be added if the "
+                    "object is being deleted",
+                    k, rq->name);
+                return fail_with(u, 422, st2);
+            }
+        }
+        if (!has_finalizers(new))
+            result = STORE_UPDATE_DELETE;
+    }
+    if (u->dry_run) {
+        u->dry_result = TAKE_PTR(new);
+        return STORE_UPDATE_UNCHANGED;
+    }
+    *ret_new = TAKE_PTR(new);
+    return result;
+}
+
+static int update_cb(const json_t *old, json_t **ret_new, void *payload)
+{
+    return build_update(payload, old, ret_new);
+}
+
+/* Runs one read-modify-write and answers with its result (or the dry-run result). */
+static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_fn fn)
+{
+    json_t *result = NULL;
+    int r = local_store_update(rq->srv->store, rq->kind, rq->ns, rq->name, fn, u, &result);
+    json_decref(u->body);
+    if (r == -EPROTO)
+        return reply_json(rq->conn, u->error_code, u->error);
+    if (r < 0)
+        return reply_store_error(rq, r, rq->name);
+    if (u->dry_result) {
+        json_decref(result);
+        result = u->dry_result;
+    }
+    if (rq->scale) {
+        json_t *sc = to_scale(result);
+        json_decref(result);
+        result = sc;
+    }
+    return reply_json(rq->conn, 200, result);
+}
+
+static enum MHD_Result handle_update(api_request *rq, patch_type patch)
+{
+    json_t *st = NULL;
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
+    update_ctx u = {.rq = rq, .patch = patch, .dry_run = dry};
+    u.body = parse_body(rq, patch != PATCH_JSON, &st);
+    if (!u.body)
+        return reply_json(rq->conn, 400, st);
+    return run_update(rq, &u, update_cb);
+}
+
+/* DELETE: preconditions, then either gone at once or, with finalizers, marked with a
+ * deletionTimestamp until the last finalizer is removed (kube's graceful deletion). */
+static int delete_cb(const json_t *old, json_t **ret_new, void *payload)
+{
+    update_ctx *u = payload;
+    const api_kind *k = u->rq->kind;
+    const json_t *omd = json_object_get(old, "metadata");
+    json_t *pre = json_object_get(u->body, "preconditions");
+    static const char *const fields[] = {"uid", "resourceVersion"};
+    for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+        json_t *want = json_object_get(pre, fields[i]);
+        if (want && !json_is_null(want) && !same(want, json_object_get(omd, fields[i]))) {
+            char msg[600];
+            snprintf(msg, sizeof(msg),
+                     "Operation cannot be fulfilled on %s.%s \"%s\": Precondition failed: %s in "
+                     "precondition: %s, %s in object meta: %s",
+                     k->plural, k->group, u->rq->name, fields[i],
+                     json_is_string(want) ? json_string_value(want) : "?", fields[i],
+                     api_meta_string(old, fields[i]) ? api_meta_string(old, fields[i]) : "");
+            return fail_with(u, 409, api_status_failure(409, "Conflict", msg, k, u->rq->name));
+        }
+    }
+    json_t *new = NULL;
+    int result = STORE_UPDATE_DELETE;
+    if (has_finalizers(old)) {
+        if (being_deleted(old))
+            return STORE_UPDATE_UNCHANGED;
+        new = json_deep_copy(old);
+        if (!new)
+            return -ENOMEM;
+        char now[32];
+        format_now(now);
+        json_t *md = json_object_get(new, "metadata");
+        json_object_set_new(md, "deletionTimestamp", json_string(now));
+        json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0));
+        json_object_set_new(
+            md, "generation",
+            json_integer(json_integer_value(json_object_get(omd, "generation")) + 1));
+        result = 0;
+    }
+    if (u->dry_run) {
+        u->dry_result = new ? new : json_deep_copy(old);
+        return STORE_UPDATE_UNCHANGED;
+    }
+    *ret_new = new;
+    return result;
+}
+
+static enum MHD_Result handle_delete(api_request *rq)
+{
+    enum MHD_Result dret = MHD_NO;
+    int dry = dry_run(rq, &dret);
+    if (dry < 0)
+        return dret;
+    update_ctx u = {.rq = rq, .dry_run = dry};
+    if (rq->body_len > 0) {
+        json_t *st = NULL;
+        u.body = parse_body(rq, true, &st);
+        if (!u.body)
+            return reply_json(rq->conn, 400, st);
+        const char *dr = json_string_value(json_array_get(json_object_get(u.body, "dryRun"), 0));
+        if (dr && strcmp(dr, "All") == 0)
+            u.dry_run = true;
+    }
+    return run_update(rq, &u, delete_cb);
+}
+
+static enum MHD_Result handle_patch(api_request *rq)
+{
+    const char *ct =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    char type[128] = "";
+    if (ct) {
+        size_t n = strcspn(ct, ";");
+        snprintf(type, sizeof(type), "%.*s", (int)MIN(n, sizeof(type) - 1), ct);
+        while (n > 0 && type[n - 1] == ' ')
+            type[--n] = '\0';
+    }
+    if (strcasecmp(type, "application/merge-patch+json") == 0)
+        return handle_update(rq, PATCH_MERGE);
+    if (strcasecmp(type, "application/json-patch+json") == 0)
+        return handle_update(rq, PATCH_JSON);
+    return reply_status(rq->conn, 415, "UnsupportedMediaType", NULL, NULL,
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json-patch+json, application/merge-patch+json");
+}
+
+/* ---- get / list / delete ---- */
+
+static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs,
+                           json_t **ret_status)
+{
+    _cleanup_free_ char *err = NULL;
+    int r = api_label_selector_parse(query(rq->conn, "labelSelector"), ls, &err);
+    if (r == -EINVAL) {
+        *ret_status = status_bad_request("unable to parse requirement: %s", err);
+        return r;
+    }
+    if (r < 0)
+        return r;
+    r = api_field_selector_parse(query(rq->conn, "fieldSelector"), fs, &err);
+    if (r == -EINVAL) {
+        *ls = api_selector_free(*ls);
+        *ret_status = status_bad_request("%s", err);
+        return r;
+    }
+    if (r < 0)
+        *ls = api_selector_free(*ls);
+    return r;
+}
+
+static bool selected(const api_selector *ls, const api_selector *fs, const json_t *obj)
+{
+    return api_label_selector_matches(
+               ls, json_object_get(json_object_get(obj, "metadata"), "labels")) &&
+           api_field_selector_matches(fs, obj);
+}
+
+/* Items of the collection (after selectors), with the list's resourceVersion. */
+static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *ret_rv)
+{
+    api_selector *ls = NULL, *fs = NULL;
+    json_t *st = NULL;
+    int r = parse_selectors(rq, &ls, &fs, &st);
+    if (r == -EINVAL)
+        return reply_json(rq->conn, 400, st);
+    if (r < 0)
+        return MHD_NO;
+    json_t *all = NULL;
+    r = local_store_list(rq->srv->store, rq->kind, rq->ns, &all, ret_rv);
+    if (r < 0) {
+        api_selector_free(ls);
+        api_selector_free(fs);
+        return reply_store_error(rq, r, "");
+    }
+    json_t *items = json_array();
+    size_t i;
+    json_t *o;
+    json_array_foreach (all, i, o) {
+        if (selected(ls, fs, o))
+            json_array_append(items, o);
+    }
+    json_decref(all);
+    api_selector_free(ls);
+    api_selector_free(fs);
+    *ret_items = items;
+    return MHD_YES;
+}
+
+static json_t *make_list(const api_kind *k, json_t *items, uint64_t rv)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)rv);
+    return json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", k->api_version, "kind", k->list_kind,
+                     "metadata", "resourceVersion", buf, "items", items);
+}
+
+/* Orders (namespace, name) pairs as the store lists them (namespace first, bytewise). */
+static int key_cmp(const json_t *o, const char *ns, const char *name)
+{
+    const char *ons = api_meta_string(o, "namespace"), *oname = api_meta_string(o, "name");
+    int c = strcmp(ons ? ons : "", ns);
+    return c ? c : strcmp(oname ? oname : "", name);
+}
+
+/* `limit`/`continue`: the continue token is "<namespace>/<name>" of the last item returned
+ * (namespaces cannot contain '/'). Returns the page (owned); items is consumed. */
+static json_t *paginate(api_request *rq, json_t *items, json_t *list_md)
+{
+    const char *cont = query(rq->conn, "continue"), *lim = query(rq->conn, "limit");
+    size_t start = 0, n = json_array_size(items);
+    if (cont && *cont) {
+        const char *slash = strchr(cont, '/');
+        _cleanup_free_ char *ns = slash ? strndup(cont, (size_t)(slash - cont)) : NULL;
+        if (ns)
+            while (start < n && key_cmp(json_array_get(items, start), ns, slash + 1) <= 0)
+                start++;
+    }
+    long limit = lim ? strtol(lim, NULL, 10) : 0;
+    size_t end = n;
+    if (limit > 0 && n - start > (size_t)limit) {
+        end = start + (size_t)limit;
+        json_t *last = json_array_get(items, end - 1);
+        char key[600];
+        snprintf(key, sizeof(key), "%s/%s", api_meta_string(last, "namespace"),
+                 api_meta_string(last, "name"));
+        json_object_set_new(list_md, "continue", json_string(key));
+        json_object_set_new(list_md, "remainingItemCount", json_integer((json_int_t)(n - end)));
+    }
+    json_t *page = json_array();
+    for (size_t i = start; page && i < end; i++)
+        json_array_append(page, json_array_get(items, i));
+    json_decref(items);
+    return page;
+}
+
+static enum MHD_Result handle_list(api_request *rq)
+{
+    json_t *items = NULL;
+    uint64_t rv = 0;
+    enum MHD_Result ret = collect(rq, &items, &rv);
+    if (!items)
+        return ret;
+    json_t *md = json_object();
+    json_t *page = paginate(rq, items, md);
+    json_t *list = page ? make_list(rq->kind, page, rv) : NULL;
+    if (list)
+        json_object_update(json_object_get(list, "metadata"), md);
+    json_decref(md);
+    return reply_json(rq->conn, 200, list);
+}
+
+static enum MHD_Result handle_delete_collection(api_request *rq)
+{
+    json_t *items = NULL;
+    uint64_t rv = 0;
+    enum MHD_Result ret = collect(rq, &items, &rv);
+    if (!items)
+        return ret;
+    json_t *deleted = json_array();
+    size_t i;
+    json_t *o;
+    json_array_foreach (items, i, o) {
+        json_t *gone = NULL;
+        api_request one = *rq;
+        one.ns = api_meta_string(o, "namespace");
+        one.name = api_meta_string(o, "name");
+        update_ctx u = {.rq = &one};
+        if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
+            0)
+            json_array_append_new(deleted, gone);
+        json_decref(u.error);
+    }
+    json_decref(items);
+    return reply_json(rq->conn, 200,
+                      make_list(rq->kind, deleted, local_store_current_rv(rq->srv->store)));
+}
+
+enum MHD_Result apiserver_resource(api_request *rq)
+{
+    const char *m = rq->method;
+    if (strcmp(m, "GET") == 0) {
+        if (query_bool(rq->conn, "watch") && !rq->status && !rq->scale)
+            return apiserver_watch(rq);
+        if (!rq->name)
+            return handle_list(rq);
+        json_t *obj = NULL;
+        int r = local_store_get(rq->srv->store, rq->kind, rq->ns, rq->name, &obj);
+        if (r < 0)
+            return reply_store_error(rq, r, rq->name);
+        if (rq->scale) {
+            json_t *sc = to_scale(obj);
+            json_decref(obj);
+            obj = sc;
+        }
+        return reply_json(rq->conn, 200, obj);
+    }
+    if (strcmp(m, "POST") == 0 && !rq->name)
+        return handle_create(rq);
+    if (strcmp(m, "PUT") == 0 && rq->name)
+        return handle_update(rq, PATCH_NONE);
+    if (strcmp(m, "PATCH") == 0 && rq->name)
+        return handle_patch(rq);
+    if (strcmp(m, "DELETE") == 0 && rq->name && !rq->status && !rq->scale)
+        return handle_delete(rq);
+    if (strcmp(m, "DELETE") == 0 && !rq->name)
+        return handle_delete_collection(rq);
+    return reply_status(rq->conn, 405, "MethodNotAllowed", rq->kind, rq->name,
+                        "the server does not allow this method on the requested resource");
+}

@@ -1,0 +1,26 @@
+/* The Kubernetes-shaped HTTP API of `asb serve` (libmicrohttpd, thread per connection so watches
+ * may block): discovery, CRUD, /status, merge-patch, selectors and watch over a local_store. */
+#pragma once
+
+#include <stdint.h>
+
+#include "basic/time-util.h"
+#include "local/local-store.h"
+
+typedef struct local_apiserver local_apiserver;
+
+typedef struct local_apiserver_options {
+    const char *listen;       /* "127.0.0.1:7443", "[::1]:0" */
+    const char *token;        /* bearer token every request must carry */
+    local_store *store;       /* borrowed; must outlive the server */
+    usec_t bookmark_interval; /* BOOKMARK cadence for watches that allow them */
+} local_apiserver_options;
+
+/* Starts serving. *ret owned (local_apiserver_stop); *ret_port the bound port. */
+int local_apiserver_start(const local_apiserver_options *o, local_apiserver **ret,
+                          uint16_t *ret_port, char **ret_error);
+/* Stops listening, ends watches (the store must be shut down first to wake them) and frees. */
+local_apiserver *local_apiserver_stop(local_apiserver *s);
+
+/* Maximum request body (kube-apiserver's limit). */
+#define APISERVER_MAX_BODY (3u * 1024 * 1024)

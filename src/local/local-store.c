@@ -1,0 +1,519 @@
+/* SQLite-backed object store with a watch event window. See local-store.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "local/local-store.h"
+#include "shared/log.h"
+
+struct local_store {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    sqlite3 *db;
+    uint64_t rv;
+    uint64_t compacted_rv; /* events with rv <= this are gone */
+    store_event **ring;
+    size_t window, head, count; /* ring[head] is the oldest */
+    bool shutting_down;
+};
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS objects(resource TEXT NOT NULL, namespace TEXT NOT NULL,"
+    " name TEXT NOT NULL, rv INTEGER NOT NULL, data TEXT NOT NULL,"
+    " PRIMARY KEY(resource, namespace, name));"
+    "INSERT OR IGNORE INTO meta(key, value) VALUES('rv', 0);";
+
+store_event *store_event_ref(store_event *e)
+{
+    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+store_event *store_event_unref(store_event *e)
+{
+    if (!e || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
+        return NULL;
+    json_decref(e->object);
+    json_decref(e->old_object);
+    free(e->object_json);
+    free(e);
+    return NULL;
+}
+
+void store_events_free(store_event **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        store_event_unref(v[i]);
+    free(v);
+}
+
+int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error)
+{
+    local_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->changed, &ca);
+    pthread_condattr_destroy(&ca);
+    s->window = window ? window : 1;
+    s->ring = calloc(s->window, sizeof(*s->ring));
+    if (!s->ring) {
+        local_store_free(s);
+        return -ENOMEM;
+    }
+    int r = sqlite3_open_v2(path, &s->db,
+                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    char *err = NULL;
+    if (r == SQLITE_OK) {
+        sqlite3_busy_timeout(s->db, 5000);
+        r = sqlite3_exec(s->db, schema, NULL, NULL, &err);
+    }
+    if (r == SQLITE_OK) {
+        sqlite3_stmt *st;
+        r = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='rv'", -1, &st, NULL);
+        if (r == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW)
+                s->rv = (uint64_t)sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+    }
+    if (r != SQLITE_OK) {
+        if (asprintf(ret_error, "%s: %s", path, err ? err : sqlite3_errmsg(s->db)) < 0)
+            *ret_error = NULL;
+        sqlite3_free(err);
+        local_store_free(s);
+        return -EIO;
+    }
+    s->compacted_rv = s->rv;
+    *ret = s;
+    return 0;
+}
+
+local_store *local_store_free(local_store *s)
+{
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < s->count; i++)
+        store_event_unref(s->ring[(s->head + i) % s->window]);
+    free(s->ring);
+    if (s->db)
+        sqlite3_close(s->db);
+    pthread_cond_destroy(&s->changed);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    return NULL;
+}
+
+uint64_t local_store_current_rv(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t rv = s->rv;
+    pthread_mutex_unlock(&s->lock);
+    return rv;
+}
+
+static int db_error(local_store *s, const char *what)
+{
+    log_error("sqlite", "op", what, "error", sqlite3_errmsg(s->db));
+    return -EIO;
+}
+
+static int exec_simple(local_store *s, const char *sql)
+{
+    char *err = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        log_error("sqlite", "op", sql, "error", err ? err : "?");
+        sqlite3_free(err);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Parses a stored row; owned. */
+static json_t *parse_row(sqlite3_stmt *st, int col)
+{
+    const char *data = (const char *)sqlite3_column_text(st, col);
+    if (!data)
+        return NULL;
+    json_error_t jerr;
+    json_t *o = json_loads(data, 0, &jerr);
+    if (!o)
+        log_error("corrupt object row", "error", jerr.text);
+    return o;
+}
+
+/* Caller holds the lock. */
+static int get_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
+                      json_t **ret)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            s->db, "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3", -1,
+            &st, NULL) != SQLITE_OK)
+        return db_error(s, "prepare get");
+    sqlite3_bind_text(st, 1, k->plural, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    int ret_code = 0;
+    if (r == SQLITE_ROW) {
+        *ret = parse_row(st, 0);
+        ret_code = *ret ? 0 : -EIO;
+    } else if (r == SQLITE_DONE)
+        ret_code = -ENOENT;
+    else
+        ret_code = db_error(s, "get");
+    sqlite3_finalize(st);
+    return ret_code;
+}
+
+int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
+                    json_t **ret)
+{
+    pthread_mutex_lock(&s->lock);
+    int r = get_locked(s, k, ns, name, ret);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t **ret_items,
+                     uint64_t *ret_rv)
+{
+    json_t *items = json_array();
+    if (!items)
+        return -ENOMEM;
+    pthread_mutex_lock(&s->lock);
+    sqlite3_stmt *st;
+    int r = 0;
+    if (sqlite3_prepare_v2(
+            s->db,
+            ns ? "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 "
+                 "ORDER BY namespace, name"
+               : "SELECT data FROM objects WHERE resource=?1 ORDER BY namespace, name",
+            -1, &st, NULL) != SQLITE_OK) {
+        r = db_error(s, "prepare list");
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, k->plural, -1, SQLITE_STATIC);
+    if (ns)
+        sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *o = parse_row(st, 0);
+        if (o)
+            json_array_append_new(items, o);
+    }
+    if (step != SQLITE_DONE)
+        r = db_error(s, "list");
+    sqlite3_finalize(st);
+    *ret_rv = s->rv;
+out:
+    pthread_mutex_unlock(&s->lock);
+    if (r < 0) {
+        json_decref(items);
+        return r;
+    }
+    *ret_items = items;
+    return 0;
+}
+
+/* Publishes an event into the window and wakes watchers. Caller holds the lock; steals obj/old. */
+static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
+                           json_t *old)
+{
+    store_event *e = calloc(1, sizeof(*e));
+    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (!e || !js) {
+        /* Out of memory: watchers cannot be told about this change, so make them relist. */
+        free(e);
+        free(js);
+        json_decref(obj);
+        json_decref(old);
+        for (size_t i = 0; i < s->count; i++)
+            s->ring[(s->head + i) % s->window] =
+                store_event_unref(s->ring[(s->head + i) % s->window]);
+        s->head = s->count = 0;
+        s->compacted_rv = s->rv;
+        pthread_cond_broadcast(&s->changed);
+        return;
+    }
+    *e = (store_event){1, s->rv, type, k, obj, old, js};
+    if (s->count == s->window) {
+        store_event *gone = s->ring[s->head];
+        s->compacted_rv = gone->rv;
+        store_event_unref(gone);
+        s->head = (s->head + 1) % s->window;
+        s->count--;
+    }
+    s->ring[(s->head + s->count) % s->window] = e;
+    s->count++;
+    pthread_cond_broadcast(&s->changed);
+}
+
+static int set_rv(json_t *obj, uint64_t rv)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)rv);
+    json_t *md = json_object_get(obj, "metadata");
+    return json_object_set_new(md, "resourceVersion", json_string(buf)) < 0 ? -ENOMEM : 0;
+}
+
+/* Writes (insert or replace) or deletes one row and bumps rv in one transaction. Caller holds the
+ * lock. On success s->rv is the new resourceVersion. */
+static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            json_t *obj, bool insert_only);
+
+/* On failure obj is left as it was (its resourceVersion restored). */
+static int write_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
+                        json_t *obj, bool insert_only)
+{
+    json_t *md = obj ? json_object_get(obj, "metadata") : NULL;
+    json_t *prev = json_incref(json_object_get(md, "resourceVersion"));
+    int r = write_locked_txn(s, k, ns, name, obj, insert_only);
+    if (r < 0 && md) {
+        if (prev)
+            json_object_set(md, "resourceVersion", prev);
+        else
+            json_object_del(md, "resourceVersion");
+    }
+    json_decref(prev);
+    return r;
+}
+
+static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            json_t *obj, bool insert_only)
+{
+    uint64_t rv = s->rv + 1;
+    _cleanup_free_ char *data = NULL;
+    if (obj) {
+        if (set_rv(obj, rv) < 0)
+            return -ENOMEM;
+        data = json_dumps(obj, JSON_COMPACT);
+        if (!data)
+            return -ENOMEM;
+    }
+    int r = exec_simple(s, "BEGIN IMMEDIATE");
+    if (r < 0)
+        return r;
+    sqlite3_stmt *st = NULL;
+    const char *sql = !obj ? "DELETE FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3"
+                      : insert_only ? "INSERT INTO objects(resource,namespace,name,rv,data) "
+                                      "VALUES(?1,?2,?3,?4,?5)"
+                                    : "UPDATE objects SET rv=?4, data=?5 WHERE resource=?1 AND "
+                                      "namespace=?2 AND name=?3";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        r = db_error(s, "prepare write");
+        goto rollback;
+    }
+    sqlite3_bind_text(st, 1, k->plural, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (obj) {
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)rv);
+        sqlite3_bind_text(st, 5, data, -1, SQLITE_STATIC);
+    }
+    int step = sqlite3_step(st);
+    if (step == SQLITE_CONSTRAINT) {
+        r = -EEXIST;
+        goto rollback;
+    }
+    if (step != SQLITE_DONE) {
+        r = db_error(s, "write");
+        goto rollback;
+    }
+    if (sqlite3_changes(s->db) != 1) {
+        r = -ENOENT;
+        goto rollback;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(s->db, "UPDATE meta SET value=?1 WHERE key='rv'", -1, &st, NULL) !=
+        SQLITE_OK) {
+        r = db_error(s, "prepare rv");
+        goto rollback;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)rv);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        r = db_error(s, "rv");
+        goto rollback;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    r = exec_simple(s, "COMMIT");
+    if (r < 0)
+        goto rollback;
+    s->rv = rv;
+    return 0;
+rollback:
+    sqlite3_finalize(st);
+    exec_simple(s, "ROLLBACK");
+    return r;
+}
+
+int local_store_create(local_store *s, const api_kind *k, json_t *obj)
+{
+    const char *ns = api_meta_string(obj, "namespace"), *name = api_meta_string(obj, "name");
+    if (!ns || !name)
+        return -EINVAL;
+    json_t *copy = NULL;
+    pthread_mutex_lock(&s->lock);
+    int r = write_locked(s, k, ns, name, obj, true);
+    if (r == 0) {
+        copy = json_deep_copy(obj);
+        publish_locked(s, STORE_ADDED, k, copy, NULL);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
+                       store_update_fn fn, void *payload, json_t **ret)
+{
+    pthread_mutex_lock(&s->lock);
+    json_t *old = NULL, *new = NULL;
+    int r = get_locked(s, k, ns, name, &old);
+    if (r < 0)
+        goto out;
+    r = fn(old, &new, payload);
+    if (r < 0)
+        goto out;
+    if (r == STORE_UPDATE_UNCHANGED) {
+        *ret = TAKE_PTR(old);
+        r = 0;
+        goto out;
+    }
+    if (r == STORE_UPDATE_DELETE) {
+        json_t *gone = json_deep_copy(new ? new : old);
+        if (!gone) {
+            r = -ENOMEM;
+            goto out;
+        }
+        r = write_locked(s, k, ns, name, NULL, false);
+        if (r == 0)
+            r = set_rv(gone, s->rv);
+        if (r < 0) {
+            json_decref(gone);
+            goto out;
+        }
+        publish_locked(s, STORE_DELETED, k, json_deep_copy(gone), TAKE_PTR(old));
+        *ret = gone;
+        goto out;
+    }
+    r = write_locked(s, k, ns, name, new, false);
+    if (r < 0)
+        goto out;
+    json_t *copy = json_deep_copy(new);
+    publish_locked(s, STORE_MODIFIED, k, copy, TAKE_PTR(old));
+    *ret = TAKE_PTR(new);
+out:
+    pthread_mutex_unlock(&s->lock);
+    json_decref(old);
+    json_decref(new);
+    return r;
+}
+
+int local_store_delete(local_store *s, const api_kind *k, const char *ns, const char *name,
+                       json_t **ret)
+{
+    pthread_mutex_lock(&s->lock);
+    json_t *old = NULL;
+    int r = get_locked(s, k, ns, name, &old);
+    if (r == 0)
+        r = write_locked(s, k, ns, name, NULL, false);
+    if (r == 0) {
+        json_t *gone = json_deep_copy(old);
+        r = gone ? set_rv(gone, s->rv) : -ENOMEM;
+        if (r == 0) {
+            *ret = json_incref(gone);
+            publish_locked(s, STORE_DELETED, k, gone, TAKE_PTR(old));
+        } else {
+            json_decref(gone);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    json_decref(old);
+    return r;
+}
+
+int local_store_watch_check(local_store *s, uint64_t after, uint64_t *ret_oldest)
+{
+    pthread_mutex_lock(&s->lock);
+    int r = after < s->compacted_rv ? -ESTALE : 0;
+    *ret_oldest = s->compacted_rv;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+/* Plural names are unique across both groups, so they key the objects table. */
+
+/* Collects retained events with rv > after. Caller holds the lock. */
+static int collect_locked(local_store *s, uint64_t after, store_event ***ret)
+{
+    /* The window is in ascending resourceVersion order: binary search the first rv > after. */
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ring[(s->head + mid) % s->window]->rv > after)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t first = lo;
+    size_t n = s->count - first;
+    if (n == 0)
+        return 0;
+    store_event **v = malloc(n * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = store_event_ref(s->ring[(s->head + first + i) % s->window]);
+    *ret = v;
+    return (int)MIN(n, (size_t)0x7fffffff);
+}
+
+int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_event ***ret)
+{
+    struct timespec ts = {(time_t)(deadline / USEC_PER_SEC),
+                          (long)(deadline % USEC_PER_SEC) * 1000};
+    int r;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->shutting_down) {
+            r = -ESHUTDOWN;
+            break;
+        }
+        if (after < s->compacted_rv) {
+            r = -ESTALE;
+            break;
+        }
+        if (s->rv > after) {
+            r = collect_locked(s, after, ret);
+            break;
+        }
+        if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+            r = 0;
+            break;
+        }
+        pthread_cond_timedwait(&s->changed, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void local_store_shutdown(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->shutting_down = true;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}

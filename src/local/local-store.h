@@ -1,0 +1,74 @@
+/* The object store of `asb serve`: every object as JSON in SQLite (WAL), one global
+ * resourceVersion counter, and an in-memory window of recent events for watches that wakes
+ * waiters the moment a write commits. Thread-safe: one mutex serialises the SQLite connection and
+ * the event window, so event order is commit order. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/api.h"
+#include "basic/time-util.h"
+
+typedef struct local_store local_store;
+
+typedef enum store_event_type { STORE_ADDED, STORE_MODIFIED, STORE_DELETED } store_event_type;
+
+/* Immutable once published; shared between watchers by reference count. */
+typedef struct store_event {
+    unsigned refs;
+    uint64_t rv;
+    store_event_type type;
+    const api_kind *kind;
+    json_t *object;     /* the object after the change (for DELETED: as deleted, new rv) */
+    json_t *old_object; /* before the change; NULL for ADDED */
+    char *object_json;  /* compact serialisation of object */
+} store_event;
+
+store_event *store_event_ref(store_event *e);
+store_event *store_event_unref(store_event *e);
+
+/* Opens (creating) the database at path. window = number of events kept for watches.
+ * *ret is owned by the caller (local_store_free). */
+int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error);
+local_store *local_store_free(local_store *s);
+
+uint64_t local_store_current_rv(local_store *s);
+
+/* Errors: -ENOENT (not found), -EEXIST (already exists), -ENOMEM, -EIO (SQLite). */
+
+/* *ret: owned object. */
+int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
+                    json_t **ret);
+/* ns NULL lists every namespace. *ret_items: owned array sorted by namespace/name; *ret_rv the
+ * resourceVersion the list is consistent with. */
+int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t **ret_items,
+                     uint64_t *ret_rv);
+/* obj must carry metadata.namespace and metadata.name; the store sets metadata.resourceVersion in
+ * place. */
+int local_store_create(local_store *s, const api_kind *k, json_t *obj);
+
+/* Read-modify-write under the store lock. fn gets the stored object (borrowed) and returns
+ * 0 with *ret_new (owned, resourceVersion is set by the store), STORE_UPDATE_UNCHANGED (the stored
+ * object is returned and nothing is written), STORE_UPDATE_DELETE (the object is deleted; *ret_new,
+ * if set, is the final state reported in the DELETED event and returned), or a negative errno
+ * that is passed through. */
+#define STORE_UPDATE_UNCHANGED 1
+#define STORE_UPDATE_DELETE 2
+typedef int (*store_update_fn)(const json_t *old, json_t **ret_new, void *payload);
+int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
+                       store_update_fn fn, void *payload, json_t **ret);
+/* *ret: the deleted object with the deletion's resourceVersion (owned). */
+int local_store_delete(local_store *s, const api_kind *k, const char *ns, const char *name,
+                       json_t **ret);
+
+/* Watch support. Fails with -ESTALE when events after `after` are no longer retained;
+ * *ret_oldest then says the oldest resourceVersion a watch may start from. */
+int local_store_watch_check(local_store *s, uint64_t after, uint64_t *ret_oldest);
+/* Blocks until events with rv > after exist, the monotonic deadline passes (returns 0), or the
+ * store shuts down (-ESHUTDOWN). Returns the number of events stored in *ret (owned array of
+ * owned references; free with store_events_free). -ESTALE if the watcher fell behind. */
+int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_event ***ret);
+void store_events_free(store_event **v, size_t n);
+/* Wakes every waiter; later waits return -ESHUTDOWN immediately. */
+void local_store_shutdown(local_store *s);

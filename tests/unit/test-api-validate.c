@@ -1,0 +1,280 @@
+/* Validation with field paths, defaults, names and Status objects of src/api. */
+#include <string.h>
+
+#include "api/api.h"
+#include "unit.h"
+
+static json_t *load(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    if (!j)
+        printf("# bad test JSON: %s\n", e.text);
+    return j;
+}
+
+/* Validates and returns the aggregate message (owned) or NULL when valid. */
+static char *validate(const char *kind, const char *obj_json, const char *old_json)
+{
+    const api_kind *k = api_kind_by_name(kind);
+    json_t *obj = load(obj_json), *old = old_json ? load(old_json) : NULL;
+    api_default(k, obj);
+    api_errors errs = {0};
+    api_validate(k, obj, old, &errs);
+    char *msg = errs.n ? api_errors_format(&errs, k, api_meta_string(obj, "name")) : NULL;
+    api_errors_clear(&errs);
+    json_decref(obj);
+    json_decref(old);
+    return msg;
+}
+
+static bool contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle)) {
+        printf("#   \"%s\" not in \"%s\"\n", needle, hay ? hay : "(valid)");
+        return false;
+    }
+    return true;
+}
+
+#define POD "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"host\"}]}}"
+
+TEST(kind_lookup)
+{
+    CHECK_STR_EQ(api_kind_by_name("sbx")->kind, "Sandbox");
+    CHECK_STR_EQ(api_kind_by_name("sandboxes")->kind, "Sandbox");
+    CHECK_STR_EQ(api_kind_by_name("swp")->kind, "SandboxWarmPool");
+    CHECK_STR_EQ(api_kind_by_name("claims")->kind, "SandboxClaim");
+    CHECK_STR_EQ(api_kind_by_name("template")->kind, "SandboxTemplate");
+    CHECK(api_kind_by_name("pods") == NULL);
+    CHECK(api_kind_by_plural(API_GROUP_EXT, "sandboxes") == NULL);
+    CHECK_STR_EQ(api_kind_by_plural(API_GROUP_CORE, "sandboxes")->list_kind, "SandboxList");
+}
+
+TEST(valid_sandbox_gets_defaults)
+{
+    const api_kind *k = api_kind_by_name("Sandbox");
+    json_t *o = load("{\"metadata\":{\"name\":\"a.b-c\"},\"spec\":{\"podTemplate\":" POD "}}");
+    api_default(k, o);
+    api_errors errs = {0};
+    api_validate(k, o, NULL, &errs);
+    CHECK_INT_EQ(errs.n, 0);
+    json_t *spec = json_object_get(o, "spec");
+    CHECK_STR_EQ(json_string_value(json_object_get(spec, "shutdownPolicy")), "Retain");
+    CHECK_STR_EQ(json_string_value(json_object_get(spec, "operatingMode")), "Running");
+    api_errors_clear(&errs);
+    json_decref(o);
+}
+
+TEST(sandbox_field_paths)
+{
+    char *m = validate("Sandbox",
+                       "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":"
+                       "{\"containers\":[{\"name\":\"c\"}]}}}}",
+                       NULL);
+    CHECK(contains(m, "Sandbox.agents.x-k8s.io \"x\" is invalid: "
+                      "spec.podTemplate.spec.containers[0].image: Required value"));
+    free(m);
+    m = validate("Sandbox", "{\"metadata\":{\"name\":\"x\"}}", NULL);
+    CHECK(contains(m, "spec: Required value"));
+    free(m);
+    m = validate("Sandbox", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}", NULL);
+    CHECK(contains(m, "spec.podTemplate: Required value"));
+    free(m);
+    m = validate(
+        "Sandbox",
+        "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":[]}}}}",
+        NULL);
+    CHECK(contains(m, "spec.podTemplate.spec.containers: Required value"));
+    free(m);
+    m = validate("Sandbox",
+                 "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":" POD
+                 ",\"shutdownPolicy\":\"Never\",\"operatingMode\":\"Paused\","
+                 "\"shutdownTime\":\"tomorrow\",\"service\":\"yes\"}}",
+                 NULL);
+    CHECK(contains(m, "spec.shutdownPolicy: Unsupported value: \"Never\": supported values: "
+                      "\"Delete\", \"Retain\""));
+    CHECK(contains(m, "spec.operatingMode: Unsupported value: \"Paused\""));
+    CHECK(contains(m, "spec.shutdownTime: Invalid value: \"tomorrow\""));
+    CHECK(contains(m, "spec.service: Invalid value: \"string\": spec.service in body must be of "
+                      "type boolean"));
+    free(m);
+    m = validate(
+        "Sandbox",
+        "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":"
+        "[{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"a\",\"image\":\"i\"},{\"name\":\"B\","
+        "\"image\":\"i\"}]}},"
+        "\"shutdownTime\":\"2026-01-02T03:04:05Z\"}}",
+        NULL);
+    CHECK(contains(m, "spec.podTemplate.spec.containers[1].name: Duplicate value: \"a\""));
+    CHECK(contains(m, "spec.podTemplate.spec.containers[2].name: Invalid value: \"B\""));
+    CHECK(m && !strstr(m, "shutdownTime"));
+    free(m);
+}
+
+TEST(volume_claim_templates_immutable)
+{
+    const char *a = "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":" POD
+                    ",\"volumeClaimTemplates\":[{\"metadata\":{\"name\":\"ws\"}}]}}";
+    const char *b = "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":" POD
+                    ",\"volumeClaimTemplates\":[{\"metadata\":{\"name\":\"other\"}}]}}";
+    char *m = validate("Sandbox", b, a);
+    CHECK(contains(m, "spec.volumeClaimTemplates: Invalid value"));
+    free(m);
+    json_t *old = load(a);
+    m = validate("Sandbox", a, a);
+    CHECK(m == NULL);
+    free(m);
+    json_decref(old);
+    m = validate("Sandbox",
+                 "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"podTemplate\":" POD
+                 ",\"volumeClaimTemplates\":[{\"metadata\":{}}]}}",
+                 NULL);
+    CHECK(contains(m, "spec.volumeClaimTemplates[0].metadata.name: Required value"));
+    free(m);
+}
+
+TEST(metadata_rules)
+{
+    char *m = validate("Sandbox", "{\"metadata\":{},\"spec\":{\"podTemplate\":" POD "}}", NULL);
+    CHECK(contains(m, "metadata.name: Required value: name or generateName is required"));
+    free(m);
+    m = validate("Sandbox",
+                 "{\"metadata\":{\"name\":\"x\",\"labels\":{\"ok\":\"bad value!\",\"-bad\":\"v\"},"
+                 "\"annotations\":{\"a\":1}},\"spec\":{\"podTemplate\":" POD "}}",
+                 NULL);
+    CHECK(contains(m, "metadata.labels: Invalid value: \"bad value!\""));
+    CHECK(contains(m, "metadata.labels: Invalid value: \"-bad\""));
+    CHECK(contains(m, "metadata.annotations[a]: Invalid value: \"integer\""));
+    free(m);
+    const char *d;
+    CHECK(api_is_dns1123_subdomain("a.b-c.d", &d));
+    CHECK(!api_is_dns1123_subdomain("a..b", &d));
+    CHECK(!api_is_dns1123_subdomain("-a", &d));
+    CHECK(!api_is_dns1123_label("a.b", &d));
+    char long_name[300];
+    memset(long_name, 'a', 254);
+    long_name[254] = '\0';
+    CHECK(!api_is_dns1123_subdomain(long_name, &d));
+    CHECK(api_is_qualified_name("example.com/My_name.1"));
+    CHECK(!api_is_qualified_name("Example.com/x"));
+    CHECK(!api_is_qualified_name("a/b/c"));
+    CHECK(api_is_label_value(""));
+    CHECK(!api_is_label_value("a b"));
+}
+
+TEST(generate_name)
+{
+    unsigned char rnd[5] = {0, 1, 2, 26, 27};
+    char *n = api_generate_name("sb-", rnd);
+    CHECK_STR_EQ(n, "sb-bcd9b");
+    CHECK_INT_EQ(strlen(n), 8);
+    CHECK(strncmp(n, "sb-", 3) == 0);
+    for (size_t i = 3; i < 8; i++)
+        CHECK(strchr("bcdfghjklmnpqrstvwxz2456789", n[i]) != NULL);
+    free(n);
+    char prefix[100];
+    memset(prefix, 'p', 99);
+    prefix[99] = '\0';
+    n = api_generate_name(prefix, rnd);
+    CHECK_INT_EQ(strlen(n), 63);
+    free(n);
+}
+
+TEST(template_defaults_and_enums)
+{
+    const api_kind *k = api_kind_by_name("SandboxTemplate");
+    json_t *o = load("{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":" POD "}}");
+    api_default(k, o);
+    json_t *spec = json_object_get(o, "spec");
+    CHECK_STR_EQ(json_string_value(json_object_get(spec, "networkPolicyManagement")), "Managed");
+    CHECK_STR_EQ(json_string_value(json_object_get(spec, "envVarsInjectionPolicy")), "Disallowed");
+    CHECK_STR_EQ(json_string_value(json_object_get(spec, "volumeClaimTemplatesPolicy")),
+                 "Disallowed");
+    json_decref(o);
+    char *m =
+        validate("SandboxTemplate",
+                 "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":" POD
+                 ",\"envVarsInjectionPolicy\":\"Sometimes\",\"networkPolicy\":{\"egress\":{}}}}",
+                 NULL);
+    CHECK(contains(m, "spec.envVarsInjectionPolicy: Unsupported value: \"Sometimes\""));
+    CHECK(contains(m, "spec.networkPolicy.egress: Invalid value: \"object\""));
+    free(m);
+}
+
+TEST(warmpool_and_claim)
+{
+    const api_kind *k = api_kind_by_name("SandboxWarmPool");
+    json_t *o =
+        load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"sandboxTemplateRef\":{\"name\":\"t\"}}}");
+    api_default(k, o);
+    json_t *spec = json_object_get(o, "spec");
+    CHECK_INT_EQ(json_integer_value(json_object_get(spec, "replicas")), 1);
+    CHECK_STR_EQ(
+        json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type")),
+        "OnReplenish");
+    json_decref(o);
+    char *m = validate("SandboxWarmPool",
+                       "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":-1,"
+                       "\"updateStrategy\":{\"type\":\"Now\"}}}",
+                       NULL);
+    CHECK(contains(m, "spec.replicas: Invalid value: -1"));
+    CHECK(contains(m, "spec.sandboxTemplateRef: Required value"));
+    CHECK(contains(m, "spec.updateStrategy.type: Unsupported value: \"Now\""));
+    free(m);
+    m = validate(
+        "SandboxWarmPool",
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":\"3\",\"sandboxTemplateRef\":{}}}",
+        NULL);
+    CHECK(contains(
+        m,
+        "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer"));
+    CHECK(contains(m, "spec.sandboxTemplateRef.name: Required value"));
+    free(m);
+
+    k = api_kind_by_name("SandboxClaim");
+    o = load("{\"metadata\":{\"name\":\"c\"},\"spec\":{\"warmPoolRef\":{\"name\":\"p\"},"
+             "\"lifecycle\":{}}}");
+    api_default(k, o);
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(o, "spec"), "lifecycle"), "shutdownPolicy")),
+                 "Retain");
+    json_decref(o);
+    m = validate(
+        "SandboxClaim",
+        "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"lifecycle\":{\"ttlSecondsAfterFinished\":-5,"
+        "\"shutdownPolicy\":\"Later\"},\"env\":[{\"value\":\"v\"}]}}",
+        NULL);
+    CHECK(contains(m, "spec.warmPoolRef: Required value"));
+    CHECK(contains(m, "spec.lifecycle.ttlSecondsAfterFinished: Invalid value: -5"));
+    CHECK(contains(m, "spec.lifecycle.shutdownPolicy: Unsupported value: \"Later\""));
+    CHECK(contains(m, "spec.env[0].name: Required value"));
+    free(m);
+}
+
+TEST(status_object)
+{
+    const api_kind *k = api_kind_by_name("Sandbox");
+    json_t *st = api_status_failure(404, "NotFound", "gone", k, "x");
+    CHECK_STR_EQ(json_string_value(json_object_get(st, "kind")), "Status");
+    CHECK_STR_EQ(json_string_value(json_object_get(st, "status")), "Failure");
+    CHECK_STR_EQ(json_string_value(json_object_get(st, "reason")), "NotFound");
+    CHECK_INT_EQ(json_integer_value(json_object_get(st, "code")), 404);
+    json_t *d = json_object_get(st, "details");
+    CHECK_STR_EQ(json_string_value(json_object_get(d, "name")), "x");
+    CHECK_STR_EQ(json_string_value(json_object_get(d, "group")), "agents.x-k8s.io");
+    json_decref(st);
+
+    api_errors errs = {0};
+    api_errors_add(&errs, API_FIELD_REQUIRED, "spec", NULL, NULL);
+    json_t *causes = api_errors_causes(&errs);
+    json_t *c0 = json_array_get(causes, 0);
+    CHECK_STR_EQ(json_string_value(json_object_get(c0, "reason")), "FieldValueRequired");
+    CHECK_STR_EQ(json_string_value(json_object_get(c0, "field")), "spec");
+    CHECK_STR_EQ(json_string_value(json_object_get(c0, "message")), "Required value");
+    char *m = api_errors_format(&errs, k, "x");
+    CHECK_STR_EQ(m, "Sandbox.agents.x-k8s.io \"x\" is invalid: spec: Required value");
+    free(m);
+    json_decref(causes);
+    api_errors_clear(&errs);
+}

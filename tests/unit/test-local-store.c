@@ -1,0 +1,174 @@
+/* The SQLite store: resourceVersions, read-modify-write, deletes, the watch window and reopen. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "local/local-store.h"
+#include "unit.h"
+
+static const api_kind *sbx(void)
+{
+    return api_kind_by_name("Sandbox");
+}
+
+static char *temp_db(void)
+{
+    char tmpl[] = "/tmp/test-local-store-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    char *path = NULL;
+    if (!dir || asprintf(&path, "%s/state.db", dir) < 0)
+        return NULL;
+    return path;
+}
+
+static void remove_db(char *path)
+{
+    char buf[512];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(buf, sizeof(buf), "%s%s", path, suffix[i]);
+        unlink(buf);
+    }
+    *strrchr(path, '/') = '\0';
+    rmdir(path);
+    free(path);
+}
+
+static json_t *object(const char *name)
+{
+    return json_pack("{s:{s:s,s:s},s:{}}", "metadata", "name", name, "namespace", "default",
+                     "spec");
+}
+
+static int set_label(const json_t *old, json_t **ret_new, void *payload)
+{
+    json_t *n = json_deep_copy(old);
+    json_object_set_new(json_object_get(n, "metadata"), "labels",
+                        json_pack("{s:s}", "k", (const char *)payload));
+    *ret_new = n;
+    return 0;
+}
+
+static int unchanged(const json_t *old, json_t **ret_new, void *payload)
+{
+    return STORE_UPDATE_UNCHANGED;
+}
+
+static int failing(const json_t *old, json_t **ret_new, void *payload)
+{
+    return -EPROTO;
+}
+
+TEST(crud_and_resource_versions)
+{
+    char *path = temp_db();
+    local_store *s = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(local_store_open(path, 100, &s, &err), 0);
+    CHECK_INT_EQ(local_store_current_rv(s), 0);
+    json_t *a = object("a");
+    CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
+    CHECK_STR_EQ(api_meta_string(a, "resourceVersion"), "1");
+    CHECK_INT_EQ(local_store_create(s, sbx(), a), -EEXIST);
+    CHECK_INT_EQ(local_store_current_rv(s), 1);
+    json_t *got = NULL;
+    CHECK_INT_EQ(local_store_get(s, sbx(), "default", "a", &got), 0);
+    CHECK(json_equal(got, a));
+    json_decref(got);
+    CHECK_INT_EQ(local_store_get(s, sbx(), "default", "zz", &got), -ENOENT);
+    CHECK_INT_EQ(local_store_get(s, api_kind_by_name("SandboxClaim"), "default", "a", &got),
+                 -ENOENT);
+
+    json_t *upd = NULL;
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "a", set_label, "v", &upd), 0);
+    CHECK_STR_EQ(api_meta_string(upd, "resourceVersion"), "2");
+    json_decref(upd);
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "a", unchanged, NULL, &upd), 0);
+    CHECK_STR_EQ(api_meta_string(upd, "resourceVersion"), "2");
+    json_decref(upd);
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "a", failing, NULL, &upd), -EPROTO);
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "nope", set_label, "v", &upd), -ENOENT);
+    CHECK_INT_EQ(local_store_current_rv(s), 2);
+
+    json_t *b = object("b");
+    CHECK_INT_EQ(local_store_create(s, sbx(), b), 0);
+    json_t *items = NULL;
+    uint64_t rv = 0;
+    CHECK_INT_EQ(local_store_list(s, sbx(), "default", &items, &rv), 0);
+    CHECK_INT_EQ(json_array_size(items), 2);
+    CHECK_INT_EQ(rv, 3);
+    json_decref(items);
+    CHECK_INT_EQ(local_store_list(s, sbx(), "other", &items, &rv), 0);
+    CHECK_INT_EQ(json_array_size(items), 0);
+    json_decref(items);
+
+    json_t *gone = NULL;
+    CHECK_INT_EQ(local_store_delete(s, sbx(), "default", "b", &gone), 0);
+    CHECK_STR_EQ(api_meta_string(gone, "resourceVersion"), "4");
+    json_decref(gone);
+    CHECK_INT_EQ(local_store_delete(s, sbx(), "default", "b", &gone), -ENOENT);
+    local_store_free(s);
+
+    /* reopen: objects and the counter survive */
+    CHECK_INT_EQ(local_store_open(path, 100, &s, &err), 0);
+    CHECK_INT_EQ(local_store_current_rv(s), 4);
+    CHECK_INT_EQ(local_store_get(s, sbx(), "default", "a", &got), 0);
+    CHECK_STR_EQ(api_meta_string(got, "resourceVersion"), "2");
+    json_decref(got);
+    uint64_t oldest = 0;
+    CHECK_INT_EQ(local_store_watch_check(s, 3, &oldest), -ESTALE);
+    CHECK_INT_EQ(oldest, 4);
+    CHECK_INT_EQ(local_store_watch_check(s, 4, &oldest), 0);
+    local_store_free(s);
+    json_decref(a);
+    json_decref(b);
+    remove_db(path);
+}
+
+TEST(watch_window)
+{
+    char *path = temp_db();
+    local_store *s = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(local_store_open(path, 3, &s, &err), 0);
+    store_event **ev = NULL;
+    usec_t soon = now_usec(CLOCK_MONOTONIC) + 50 * USEC_PER_MSEC;
+    CHECK_INT_EQ(local_store_wait(s, 0, soon, &ev), 0); /* times out */
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "o%d", i);
+        json_t *o = object(name);
+        CHECK_INT_EQ(local_store_create(s, sbx(), o), 0);
+        json_decref(o);
+    }
+    usec_t later = now_usec(CLOCK_MONOTONIC) + USEC_PER_SEC;
+    CHECK_INT_EQ(local_store_wait(s, 1, later, &ev), -ESTALE);
+    int n = local_store_wait(s, 2, later, &ev);
+    CHECK_INT_EQ(n, 3);
+    if (n == 3) {
+        CHECK_INT_EQ(ev[0]->rv, 3);
+        CHECK_INT_EQ(ev[2]->rv, 5);
+        CHECK_INT_EQ(ev[0]->type, STORE_ADDED);
+        CHECK(strstr(ev[0]->object_json, "\"o2\"") != NULL);
+        store_events_free(ev, 3);
+    }
+    n = local_store_wait(s, 4, later, &ev);
+    CHECK_INT_EQ(n, 1);
+    if (n == 1)
+        store_events_free(ev, 1);
+    json_t *upd = NULL;
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "o4", set_label, "x", &upd), 0);
+    json_decref(upd);
+    n = local_store_wait(s, 5, later, &ev);
+    CHECK_INT_EQ(n, 1);
+    if (n == 1) {
+        CHECK_INT_EQ(ev[0]->type, STORE_MODIFIED);
+        CHECK(ev[0]->old_object != NULL);
+        store_events_free(ev, 1);
+    }
+    local_store_shutdown(s);
+    CHECK_INT_EQ(local_store_wait(s, 6, later, &ev), -ESHUTDOWN);
+    local_store_free(s);
+    remove_db(path);
+}
