@@ -164,6 +164,7 @@ def main():
         clat, cfloor = c_execute_vs_floor(addr, N_EXEC)
         cmbps_4k, ccpu_4k = c_stream(addr, d.pid)
         noop = grpc_noop_latency(c, N_EXEC)
+        time.sleep(1.5)  # sandboxd returns freed heap 1 s after its last call
         idle = private_kib(d.pid)
         streams = [c.start(["sleep", "60"]) for _ in range(10)]
         for s in streams:

@@ -69,6 +69,9 @@ static void setup(void)
     server.sd = &sd;
     uv_idle_init(loop, &server.flusher);
     server.flusher.data = &server;
+    uv_timer_init(loop, &server.trimmer);
+    server.trimmer.data = &server;
+    uv_unref((uv_handle_t *)&server.trimmer);
     for (size_t i = 0; i < grpc_process_methods_count; i++) {
         methods[nmethods] = grpc_process_methods[i];
         if (strstr(methods[nmethods].path, "/Start"))

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -186,14 +187,14 @@ static int server_listen(grpc_server *s)
     return 0;
 }
 
-/* The server embeds two handles (the flusher and SIGCHLD): freed after both closed. */
+/* The server embeds three handles (flusher, trimmer, SIGCHLD): freed after all closed. */
 static void server_unref(grpc_server *s)
 {
     if (--s->close_refs == 0)
         free(s);
 }
 
-static void flusher_closed_cb(uv_handle_t *h)
+static void embedded_closed_cb(uv_handle_t *h)
 {
     server_unref(h->data);
 }
@@ -201,6 +202,21 @@ static void flusher_closed_cb(uv_handle_t *h)
 static void procs_closed_cb(uv_handle_t *h)
 {
     server_unref((grpc_server *)((char *)h - offsetof(grpc_server, procs.sigchld)));
+}
+
+#define TRIM_AFTER_IDLE_MS 1000
+
+static void on_trim(uv_timer_t *t)
+{
+    grpc_server *s = t->data;
+    if (s->ncalls == 0)
+        malloc_trim(0);
+}
+
+void grpc_server_went_idle(grpc_server *s)
+{
+    if (!s->closed)
+        uv_timer_start(&s->trimmer, on_trim, TRIM_AFTER_IDLE_MS, 0);
 }
 
 int grpc_server_new(grpc_server **ret, uv_loop_t *loop, sandboxd *sd)
@@ -213,6 +229,9 @@ int grpc_server_new(grpc_server **ret, uv_loop_t *loop, sandboxd *sd)
     s->sd = sd;
     uv_idle_init(loop, &s->flusher);
     s->flusher.data = s;
+    uv_timer_init(loop, &s->trimmer);
+    s->trimmer.data = s;
+    uv_unref((uv_handle_t *)&s->trimmer);
     int r = process_table_init(&s->procs, loop);
     s->procs.sigchld.data = &s->procs;
     if (r >= 0)
@@ -281,7 +300,8 @@ void grpc_server_close(grpc_server *s)
     while (s->conns)
         grpc_conn_close(s->conns);
     close_listeners(s);
-    s->close_refs = 2;
+    s->close_refs = 3;
     process_table_close(&s->procs, procs_closed_cb);
-    uv_close((uv_handle_t *)&s->flusher, flusher_closed_cb);
+    uv_close((uv_handle_t *)&s->flusher, embedded_closed_cb);
+    uv_close((uv_handle_t *)&s->trimmer, embedded_closed_cb);
 }

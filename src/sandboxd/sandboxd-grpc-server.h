@@ -19,6 +19,7 @@ struct grpc_server {
     grpc_call *calls;
     unsigned ncalls;
     uv_idle_t flusher; /* flushes dirty connections once per loop iteration */
+    uv_timer_t trimmer; /* returns freed heap to the kernel once the server has gone idle */
     grpc_conn *dirty;
     process_table procs;
     bool stopping; /* GOAWAY sent, listeners closed */
@@ -56,6 +57,9 @@ void grpc_conn_mark_dirty(grpc_conn *conn);
 void grpc_conn_close(grpc_conn *conn);
 void grpc_conn_goaway(grpc_conn *conn);
 void grpc_server_flush(grpc_server *s);
+/* The last call ended: schedule giving freed heap back (idle sandboxd stays small). */
+void grpc_server_went_idle(grpc_server *s);
+
 /* Calls (sandboxd-grpc-transport.c). */
 /* Cancels and frees every call of `conn` (it is closing). */
 void grpc_conn_drop_calls(grpc_conn *conn);

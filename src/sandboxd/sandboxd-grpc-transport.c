@@ -65,6 +65,8 @@ static void call_free(grpc_call *c)
     if (c->next)
         c->next->prev = c->prev;
     s->ncalls--;
+    if (s->ncalls == 0)
+        grpc_server_went_idle(s);
     call_stop_deadline(c);
     while (c->out_head) {
         grpc_outbuf *o = c->out_head;
