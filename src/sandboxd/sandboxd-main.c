@@ -89,6 +89,10 @@ static void finish_shutdown(daemon_ctx *d)
     close_handle((uv_handle_t *)&d->tick);
     close_handle((uv_handle_t *)&d->sigterm);
     close_handle((uv_handle_t *)&d->sigint);
+    /* Closing the libuv signal handles restores the default dispositions; a second signal
+     * during the last moments of teardown must not kill the daemon with a signal status. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     log_info("sandboxd stopped");
 }
 
