@@ -514,7 +514,8 @@ static bool needs_quotes(const char *s, size_t n)
     for (size_t i = 0; i < sizeof(yaml11) / sizeof(yaml11[0]); i++)
         if (strcmp(s, yaml11[i]) == 0)
             return true;
-    return false;
+    /* YAML 1.1 timestamps (2006-01-02...), which go-yaml also quotes. */
+    return n >= 8 && all_in(s, 4, "0123456789") && s[4] == '-' && s[5] >= '0' && s[5] <= '9';
 }
 
 static int emit_scalar(yaml_emitter_t *e, const char *s, size_t n, yaml_scalar_style_t style)
@@ -529,7 +530,7 @@ static int emit_string(yaml_emitter_t *e, const char *s, size_t n)
 {
     yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
     if (needs_quotes(s, n))
-        style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
+        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     else if (memchr(s, '\n', n))
         style = YAML_LITERAL_SCALAR_STYLE;
     return emit_scalar(e, s, n, style);
