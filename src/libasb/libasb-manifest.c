@@ -135,6 +135,11 @@ static json_t *load_scalar(loader *l, const yaml_event_t *ev)
     const char *tag = (const char *)ev->data.scalar.tag;
     bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
     json_t *v;
+    if (memchr(s, '\0', n)) {
+        /* Kubernetes objects never hold NUL, and most JSON consumers refuse \u0000. */
+        load_fail(l, &ev->start_mark, "NUL character in a scalar");
+        return NULL;
+    }
     if (tag && strcmp(tag, "tag:yaml.org,2002:str") == 0)
         plain = false;
     else if (tag && strcmp(tag, "!") == 0)
@@ -213,6 +218,11 @@ static json_t *load_collection(loader *l, yaml_event_t *start, int depth)
         char *key = NULL;
         yaml_mark_t key_mark = ev.start_mark;
         json_t *k = NULL;
+        if (ev.type == YAML_SCALAR_EVENT && memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
+            yaml_event_delete(&ev);
+            load_fail(l, &key_mark, "NUL character in a mapping key");
+            goto fail;
+        }
         if (ev.type == YAML_SCALAR_EVENT) {
             key = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
         } else if (ev.type == YAML_ALIAS_EVENT) {
