@@ -37,7 +37,9 @@ typedef struct asb_client_options {
 } asb_client_options;
 
 #define ASB_CLIENT_OPTIONS_VERSION 1
+/* clang-format off */
 #define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL}
+/* clang-format on */
 
 /* Creates a client. opts may be NULL (all defaults). No connection is made yet.
  * *out is owned by the caller (asb_client_free). Returns ASB_OK, ASB_ECONFIG (no server or token
@@ -68,7 +70,9 @@ typedef struct asb_list_options {
 } asb_list_options;
 
 #define ASB_LIST_OPTIONS_VERSION 1
+/* clang-format off */
 #define ASB_LIST_OPTIONS_INIT {ASB_LIST_OPTIONS_VERSION, NULL, NULL, 0}
+/* clang-format on */
 
 /* Lists objects: *out is the `<Kind>List` (with `items` and `metadata.resourceVersion`).
  * opts may be NULL. */
@@ -99,19 +103,21 @@ ASB_PUBLIC int asb_object_delete(char **out, asb_client *client, const char *kin
 typedef int (*asb_watch_cb)(const char *type, const char *object_json, void *payload);
 
 typedef struct asb_watch_options {
-    unsigned int version;       /* ASB_WATCH_OPTIONS_VERSION */
-    const char *name;           /* watch one object (field selector metadata.name) or NULL */
-    const char *label_selector; /* NULL: everything */
+    unsigned int version;         /* ASB_WATCH_OPTIONS_VERSION */
+    const char *name;             /* watch one object (field selector metadata.name) or NULL */
+    const char *label_selector;   /* NULL: everything */
     const char *resource_version; /* start after this version; NULL: current state as ADDED
                                      events first, then changes */
-    long timeout_ms;            /* end the watch after this long; 0: no limit */
-    int allow_bookmarks;        /* deliver BOOKMARK events */
-    const volatile int *cancel; /* when *cancel becomes non-zero (any thread) the watch ends with
-                                   ASB_ECANCELLED within about a second; may be NULL */
+    long timeout_ms;              /* end the watch after this long; 0: no limit */
+    int allow_bookmarks;          /* deliver BOOKMARK events */
+    const volatile int *cancel;   /* when *cancel becomes non-zero (any thread) the watch ends with
+                                     ASB_ECANCELLED within about a second; may be NULL */
 } asb_watch_options;
 
 #define ASB_WATCH_OPTIONS_VERSION 1
+/* clang-format off */
 #define ASB_WATCH_OPTIONS_INIT {ASB_WATCH_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL}
+/* clang-format on */
 
 /* Watches objects of a kind in ns, calling cb for each event as it arrives. Returns when the
  * callback returns non-zero (that value), ASB_OK when the server ends the stream, ASB_ETIMEOUT
@@ -127,7 +133,9 @@ typedef struct asb_wait_options {
 } asb_wait_options;
 
 #define ASB_WAIT_OPTIONS_VERSION 1
+/* clang-format off */
 #define ASB_WAIT_OPTIONS_INIT {ASB_WAIT_OPTIONS_VERSION, 0, NULL}
+/* clang-format on */
 
 /* Waits until the object's status.conditions has `condition` (type, compared case-insensitively)
  * with status `status` (NULL: "True"). Built on watch: it returns as soon as the change is

@@ -12,25 +12,25 @@ extern "C" {
 /* Values are stable: new codes are only ever appended. */
 typedef enum asb_error_code {
     ASB_OK = 0,
-    ASB_ERROR = -1,          /* anything not covered below */
-    ASB_ENOMEM = -2,         /* out of memory */
-    ASB_EINVAL = -3,         /* bad argument from the caller (NULL name, bad URL, bad options) */
-    ASB_ENOTFOUND = -4,      /* 404 NotFound */
-    ASB_EEXISTS = -5,        /* 409 AlreadyExists */
-    ASB_ECONFLICT = -6,      /* 409 Conflict (stale resourceVersion, precondition) */
-    ASB_EINVALID = -7,       /* 422 Invalid: the server rejected the object (message has fields) */
-    ASB_EBADREQUEST = -8,    /* 400 BadRequest and other 4xx */
-    ASB_EUNAUTHORIZED = -9,  /* 401 Unauthorized: missing or wrong token */
-    ASB_EFORBIDDEN = -10,    /* 403 Forbidden */
-    ASB_EEXPIRED = -11,      /* 410 Expired/Gone: watch resourceVersion too old */
-    ASB_ESERVER = -12,       /* 5xx from the server */
-    ASB_ECONNECT = -13,      /* could not connect, or the connection failed */
-    ASB_ETIMEOUT = -14,      /* a deadline passed */
-    ASB_ECANCELLED = -15,    /* cancelled by the caller */
-    ASB_EPROTOCOL = -16,     /* a reply that is not what the API promises */
-    ASB_ECONFIG = -17,       /* no server/token configured, state directory unreadable */
-    ASB_EMANIFEST = -18,     /* a YAML/JSON manifest that cannot be parsed */
-    ASB_EUNKNOWNKIND = -19,  /* a kind name that is none of the four kinds */
+    ASB_ERROR = -1,         /* anything not covered below */
+    ASB_ENOMEM = -2,        /* out of memory */
+    ASB_EINVAL = -3,        /* bad argument from the caller (NULL name, bad URL, bad options) */
+    ASB_ENOTFOUND = -4,     /* 404 NotFound */
+    ASB_EEXISTS = -5,       /* 409 AlreadyExists */
+    ASB_ECONFLICT = -6,     /* 409 Conflict (stale resourceVersion, precondition) */
+    ASB_EINVALID = -7,      /* 422 Invalid: the server rejected the object (message has fields) */
+    ASB_EBADREQUEST = -8,   /* 400 BadRequest and other 4xx */
+    ASB_EUNAUTHORIZED = -9, /* 401 Unauthorized: missing or wrong token */
+    ASB_EFORBIDDEN = -10,   /* 403 Forbidden */
+    ASB_EEXPIRED = -11,     /* 410 Expired/Gone: watch resourceVersion too old */
+    ASB_ESERVER = -12,      /* 5xx from the server */
+    ASB_ECONNECT = -13,     /* could not connect, or the connection failed */
+    ASB_ETIMEOUT = -14,     /* a deadline passed */
+    ASB_ECANCELLED = -15,   /* cancelled by the caller */
+    ASB_EPROTOCOL = -16,    /* a reply that is not what the API promises */
+    ASB_ECONFIG = -17,      /* no server/token configured, state directory unreadable */
+    ASB_EMANIFEST = -18,    /* a YAML/JSON manifest that cannot be parsed */
+    ASB_EUNKNOWNKIND = -19, /* a kind name that is none of the four kinds */
 } asb_error_code;
 
 /* Details of the last error on this thread. */

@@ -62,8 +62,9 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
         return 1;
     }
     if (!name || !*name) {
-        fprintf(stderr, "error: error when retrieving current configuration of %s from \"%s\": "
-                        "resource name may not be empty\n",
+        fprintf(stderr,
+                "error: error when retrieving current configuration of %s from \"%s\": "
+                "resource name may not be empty\n",
                 k->kind, file);
         return 1;
     }
@@ -98,8 +99,8 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
         }
         if (r != ASB_OK) {
             char ctx[1024];
-            snprintf(ctx, sizeof(ctx), "error when retrieving current configuration of %s from \"%s\"",
-                     ref, file);
+            snprintf(ctx, sizeof(ctx),
+                     "error when retrieving current configuration of %s from \"%s\"", ref, file);
             return cli_print_error(ctx);
         }
         json_t *cur = json_loads(cur_s, 0, NULL);

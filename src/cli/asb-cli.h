@@ -22,15 +22,17 @@ extern cli_globals cli_global;
 #define CLI_OPT_SERVER 0x1001
 #define CLI_OPT_TOKEN 0x1002
 #define CLI_GLOBAL_LONG                                                                            \
-    {"server", required_argument, NULL, CLI_OPT_SERVER},                                          \
-        {"token", required_argument, NULL, CLI_OPT_TOKEN},                                        \
-        {"namespace", required_argument, NULL, 'n'}
+    {"server", required_argument, NULL, CLI_OPT_SERVER},                                           \
+        {"token", required_argument, NULL, CLI_OPT_TOKEN},                                         \
+    {                                                                                              \
+        "namespace", required_argument, NULL, 'n'                                                  \
+    }
 #define CLI_GLOBAL_SHORT "n:"
 bool cli_global_option(int opt, const char *arg);
 #define CLI_GLOBAL_HELP                                                                            \
     "Global options:\n"                                                                            \
-    "  --server URL          API server (default $ASB_SERVER, then $ASB_STATE_DIR/server)\n"     \
-    "  --token TOKEN         bearer token (default $ASB_TOKEN, then $ASB_STATE_DIR/token)\n"     \
+    "  --server URL          API server (default $ASB_SERVER, then $ASB_STATE_DIR/server)\n"       \
+    "  --token TOKEN         bearer token (default $ASB_TOKEN, then $ASB_STATE_DIR/token)\n"       \
     "  -n, --namespace NS    namespace (default \"default\")\n"
 
 const char *cli_namespace(void);

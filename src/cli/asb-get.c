@@ -13,14 +13,15 @@ typedef enum output { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME } output
 
 static void get_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb get KIND[/NAME] [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]\n\n"
-               "Kinds: sandbox (sandboxes, sbx), sandboxtemplate (template), sandboxwarmpool\n"
-               "(warmpool, swp), sandboxclaim (claim).\n\n"
-               "Options:\n"
-               "  -o, --output FORMAT   json, yaml, wide or name (default: a table)\n"
-               "  -l, --selector SEL    label selector (a=b,c!=d,e in (x,y))\n"
-               "  -A, --all-namespaces  list across namespaces\n"
-               "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f,
+            "Usage: asb get KIND[/NAME] [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]\n\n"
+            "Kinds: sandbox (sandboxes, sbx), sandboxtemplate (template), sandboxwarmpool\n"
+            "(warmpool, swp), sandboxclaim (claim).\n\n"
+            "Options:\n"
+            "  -o, --output FORMAT   json, yaml, wide or name (default: a table)\n"
+            "  -l, --selector SEL    label selector (a=b,c!=d,e in (x,y))\n"
+            "  -A, --all-namespaces  list across namespaces\n"
+            "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
 /* kubectl's duration.HumanDuration. */
@@ -36,15 +37,18 @@ static void human_duration(char *buf, size_t size, long long s)
     if (s < 120)
         snprintf(buf, size, "%llds", s);
     else if (m < 10)
-        s % 60 == 0 ? snprintf(buf, size, "%lldm", m) : snprintf(buf, size, "%lldm%llds", m, s % 60);
+        s % 60 == 0 ? snprintf(buf, size, "%lldm", m)
+                    : snprintf(buf, size, "%lldm%llds", m, s % 60);
     else if (m < 180)
         snprintf(buf, size, "%lldm", m);
     else if (h < 8)
-        m % 60 == 0 ? snprintf(buf, size, "%lldh", h) : snprintf(buf, size, "%lldh%lldm", h, m % 60);
+        m % 60 == 0 ? snprintf(buf, size, "%lldh", h)
+                    : snprintf(buf, size, "%lldh%lldm", h, m % 60);
     else if (h < 48)
         snprintf(buf, size, "%lldh", h);
     else if (h < 24 * 8)
-        h % 24 == 0 ? snprintf(buf, size, "%lldd", d) : snprintf(buf, size, "%lldd%lldh", d, h % 24);
+        h % 24 == 0 ? snprintf(buf, size, "%lldd", d)
+                    : snprintf(buf, size, "%lldd%lldh", d, h % 24);
     else if (h < 24 * 365 * 2)
         snprintf(buf, size, "%lldd", d);
     else if (h < 24 * 365 * 8)
@@ -178,8 +182,8 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
     } else if (strcmp(k->kind, "SandboxWarmPool") == 0) {
         COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
     } else {
-        json_t *cs = json_object_get((json_t *)path(obj, "spec", "podTemplate", "spec"),
-                                     "containers");
+        json_t *cs =
+            json_object_get((json_t *)path(obj, "spec", "podTemplate", "spec"), "containers");
         COL("IMAGE", cell(json_object_get(json_array_get(cs, 0), "image")));
     }
 #undef COL
@@ -218,7 +222,8 @@ static int print_items(const asb_kind *k, json_t *items, output o, bool single, 
     if (o == OUT_NAME) {
         char ref[600];
         for (size_t i = 0; i < json_array_size(items); i++)
-            printf("%s\n", cli_ref(ref, sizeof(ref), k, cli_meta(json_array_get(items, i), "name")));
+            printf("%s\n",
+                   cli_ref(ref, sizeof(ref), k, cli_meta(json_array_get(items, i), "name")));
         return 0;
     }
     table t = {0};
@@ -259,8 +264,9 @@ int asb_get(int argc, char **argv)
             else if (strcmp(optarg, "name") == 0)
                 o = OUT_NAME;
             else {
-                fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                                "\"%s\", allowed formats are: json,name,wide,yaml\n",
+                fprintf(stderr,
+                        "error: unable to match a printer suitable for the output format "
+                        "\"%s\", allowed formats are: json,name,wide,yaml\n",
                         optarg);
                 return 2;
             }

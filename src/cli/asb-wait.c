@@ -116,8 +116,8 @@ int asb_wait(int argc, char **argv)
     asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
     wo.timeout_ms = (long)timeout_ms;
     int r = del ? asb_object_wait_deleted(cl, k->plural, cli_namespace(), name, &wo)
-                : asb_object_wait_condition(NULL, cl, k->plural, cli_namespace(), name, cond,
-                                            value, &wo);
+                : asb_object_wait_condition(NULL, cl, k->plural, cli_namespace(), name, cond, value,
+                                            &wo);
     char ref[600];
     if (r == ASB_OK) {
         printf("%s condition met\n", cli_ref(ref, sizeof(ref), k, name));

@@ -130,8 +130,7 @@ static int configure(asb_client *c, const asb_client_options *o)
             goto out;
         }
         if (r < 0) /* no token: requests go without one (a 401 will say so) */
-            asbi_log(c, ASB_LOG_DEBUG, "no token (cannot read %s/token: %s)", state,
-                     strerror(-r));
+            asbi_log(c, ASB_LOG_DEBUG, "no token (cannot read %s/token: %s)", state, strerror(-r));
     }
     if (!c->server || (token && !c->token)) {
         ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -163,8 +162,8 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
     if (!c)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
-    c->connect_timeout_ms =
-        opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    c->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
+                                                                 : DEFAULT_CONNECT_TIMEOUT_MS;
     if (opts) {
         c->log_cb = opts->log_cb;
         c->log_payload = opts->log_payload;
@@ -204,8 +203,7 @@ static char *escape(asb_client *c, const char *s)
     return curl_easy_escape(c->curl, s, 0);
 }
 
-char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name,
-                const char *sub)
+char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name, const char *sub)
 {
     char *ens = ns ? escape(c, ns) : NULL, *ename = name ? escape(c, name) : NULL, *p = NULL;
     if ((ns && !ens) || (name && !ename) ||

@@ -86,14 +86,22 @@ int asbi_error_from_status(int http_status, const char *reason)
         const char *reason;
         int code;
     } reasons[] = {
-        {"NotFound", ASB_ENOTFOUND},         {"AlreadyExists", ASB_EEXISTS},
-        {"Conflict", ASB_ECONFLICT},         {"Invalid", ASB_EINVALID},
-        {"BadRequest", ASB_EBADREQUEST},     {"Unauthorized", ASB_EUNAUTHORIZED},
-        {"Forbidden", ASB_EFORBIDDEN},       {"Expired", ASB_EEXPIRED},
-        {"Gone", ASB_EEXPIRED},              {"Timeout", ASB_ETIMEOUT},
-        {"ServerTimeout", ASB_ESERVER},      {"InternalError", ASB_ESERVER},
-        {"ServiceUnavailable", ASB_ESERVER}, {"MethodNotAllowed", ASB_EBADREQUEST},
-        {"UnsupportedMediaType", ASB_EBADREQUEST}, {"RequestEntityTooLarge", ASB_EBADREQUEST},
+        {"NotFound", ASB_ENOTFOUND},
+        {"AlreadyExists", ASB_EEXISTS},
+        {"Conflict", ASB_ECONFLICT},
+        {"Invalid", ASB_EINVALID},
+        {"BadRequest", ASB_EBADREQUEST},
+        {"Unauthorized", ASB_EUNAUTHORIZED},
+        {"Forbidden", ASB_EFORBIDDEN},
+        {"Expired", ASB_EEXPIRED},
+        {"Gone", ASB_EEXPIRED},
+        {"Timeout", ASB_ETIMEOUT},
+        {"ServerTimeout", ASB_ESERVER},
+        {"InternalError", ASB_ESERVER},
+        {"ServiceUnavailable", ASB_ESERVER},
+        {"MethodNotAllowed", ASB_EBADREQUEST},
+        {"UnsupportedMediaType", ASB_EBADREQUEST},
+        {"RequestEntityTooLarge", ASB_EBADREQUEST},
         {"NotAcceptable", ASB_EBADREQUEST},
     };
     if (reason && *reason)
@@ -145,8 +153,7 @@ int asbi_error_from_reply(int http_status, const char *body, size_t len)
         asbi_error_set(code, http_status, reason, "HTTP %d: %.*s", http_status,
                        (int)(len > 200 ? 200 : len), body);
     else
-        asbi_error_set(code, http_status, reason, "HTTP %d (%s)", http_status,
-                       asb_strerror(code));
+        asbi_error_set(code, http_status, reason, "HTTP %d (%s)", http_status, asb_strerror(code));
     json_decref(st);
     return code;
 }

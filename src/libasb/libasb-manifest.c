@@ -39,9 +39,8 @@ static int next_event(loader *l, yaml_event_t *ev)
         if (l->parser.error == YAML_MEMORY_ERROR)
             asbi_error_set(ASB_ENOMEM, 0, NULL, "yaml: out of memory");
         else
-            asbi_error_set(ASB_EMANIFEST, 0, NULL, "yaml: line %zu column %zu: %s%s%s",
-                           m->line + 1, m->column + 1,
-                           l->parser.problem ? l->parser.problem : "syntax error",
+            asbi_error_set(ASB_EMANIFEST, 0, NULL, "yaml: line %zu column %zu: %s%s%s", m->line + 1,
+                           m->column + 1, l->parser.problem ? l->parser.problem : "syntax error",
                            l->parser.context ? " " : "",
                            l->parser.context ? l->parser.context : "");
     }
@@ -171,8 +170,7 @@ static size_t count_nodes(const json_t *v, size_t limit)
     if (json_is_object(v)) {
         const char *k;
         json_t *c;
-        json_object_foreach((json_t *)v, k, c)
-        {
+        json_object_foreach ((json_t *)v, k, c) {
             n += count_nodes(c, limit);
             if (n > limit)
                 return n;
@@ -218,7 +216,8 @@ static json_t *load_collection(loader *l, yaml_event_t *start, int depth)
         char *key = NULL;
         yaml_mark_t key_mark = ev.start_mark;
         json_t *k = NULL;
-        if (ev.type == YAML_SCALAR_EVENT && memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
+        if (ev.type == YAML_SCALAR_EVENT &&
+            memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
             yaml_event_delete(&ev);
             load_fail(l, &key_mark, "NUL character in a mapping key");
             goto fail;
@@ -376,8 +375,8 @@ static json_t *load_json_stream(const char *data, size_t len, bool *not_json)
         if (off >= len || data[off] == '\0')
             return out;
         json_error_t err;
-        json_t *doc = json_loadb(data + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY,
-                                 &err);
+        json_t *doc =
+            json_loadb(data + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &err);
         if (!doc) {
             *not_json = true;
             asbi_error_set(ASB_EMANIFEST, 0, NULL, "json: line %d column %d: %s", err.line,
@@ -513,8 +512,8 @@ static int buf_write(void *data, unsigned char *bytes, size_t size)
 /* Strings that a YAML reader (1.2 core, or 1.1 like go-yaml v2) would take for another type. */
 static bool needs_quotes(const char *s, size_t n)
 {
-    static const char *const yaml11[] = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No",
-                                         "NO", "on", "On", "ON", "off", "Off", "OFF"};
+    static const char *const yaml11[] = {"y",  "Y",  "yes", "Yes", "YES", "n",   "N",   "no",
+                                         "No", "NO", "on",  "On",  "ON",  "off", "Off", "OFF"};
     bool nonfinite;
     json_t *v = resolve_plain(s, n, &nonfinite);
     bool str = json_is_string(v);
@@ -563,7 +562,8 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
             return -1;
         const char *k;
         json_t *c;
-        json_object_foreach((json_t *)v, k, c) keys[i++] = k;
+        json_object_foreach ((json_t *)v, k, c)
+            keys[i++] = k;
         qsort(keys, n, sizeof(*keys), cmp_keys);
         int r = yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) &&
                         yaml_emitter_emit(e, &ev)

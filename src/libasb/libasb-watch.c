@@ -99,8 +99,8 @@ static size_t watch_write(char *data, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
-static int watch_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
-                          curl_off_t ultotal, curl_off_t ulnow)
+static int watch_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                          curl_off_t ulnow)
 {
     watch_state *w = userdata;
     return w->cancel && *w->cancel ? 1 : 0;
@@ -300,8 +300,8 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             json_decref(obj);
             return r;
         }
-        const char *rv = json_string_value(
-            json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        const char *rv =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
         asbi_watch_params p = {.name = name, .resource_version = rv, .cancel = cancel};
         if (deadline) {
             p.timeout_ms = (long)(deadline - now_ms());
@@ -331,8 +331,8 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
         case ASB_ETIMEOUT:
             return asbi_error_set(ASB_ETIMEOUT, 0, NULL,
                                   "timed out waiting for the condition on %s/%s", k->plural, name);
-        case ASB_OK:         /* the server ended the stream: look again and watch on */
-        case ASB_EEXPIRED:   /* our resourceVersion fell out of the window: the same */
+        case ASB_OK:       /* the server ended the stream: look again and watch on */
+        case ASB_EEXPIRED: /* our resourceVersion fell out of the window: the same */
             continue;
         default:
             return r;

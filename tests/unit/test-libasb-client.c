@@ -150,10 +150,11 @@ TEST(client_configuration)
 
 TEST(condition_met)
 {
-    json_t *o = json_loads("{\"metadata\":{\"generation\":2},\"status\":{\"conditions\":["
-                           "{\"type\":\"Ready\",\"status\":\"True\",\"observedGeneration\":2},"
-                           "{\"type\":\"Suspended\",\"status\":\"False\",\"observedGeneration\":1}]}}",
-                           0, NULL);
+    json_t *o =
+        json_loads("{\"metadata\":{\"generation\":2},\"status\":{\"conditions\":["
+                   "{\"type\":\"Ready\",\"status\":\"True\",\"observedGeneration\":2},"
+                   "{\"type\":\"Suspended\",\"status\":\"False\",\"observedGeneration\":1}]}}",
+                   0, NULL);
     CHECK(asbi_condition_met(o, "ready", "true"));
     CHECK(!asbi_condition_met(o, "Ready", "False"));
     CHECK(!asbi_condition_met(o, "Suspended", "False")); /* outdated by generation */

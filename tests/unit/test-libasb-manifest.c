@@ -97,9 +97,10 @@ TEST(anchors_and_aliases)
     CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(o, "x"), "image")), "host");
     json_decref(j);
     /* Billion laughs is refused, not expanded. */
-    const char *bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
-                       "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
-                       "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n";
+    const char *bomb =
+        "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n";
     CHECK(parse(bomb) == NULL);
     CHECK_INT_EQ(asb_error_last()->code, ASB_EMANIFEST);
 }
@@ -127,9 +128,10 @@ TEST(errors_have_positions)
 
 TEST(yaml_output_round_trip)
 {
-    const char *json = "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"3\",\"creationTimestamp\":"
-                       "\"2026-11-29T19:40:14Z\",\"labels\":{}},\"spec\":{\"a\":[1,2.5,true,null,"
-                       "\"yes\",\"\",\"multi\\nline\\n\",\"it's\"],\"b\":[]}}";
+    const char *json =
+        "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"3\",\"creationTimestamp\":"
+        "\"2026-11-29T19:40:14Z\",\"labels\":{}},\"spec\":{\"a\":[1,2.5,true,null,"
+        "\"yes\",\"\",\"multi\\nline\\n\",\"it's\"],\"b\":[]}}";
     char *y = NULL;
     CHECK_INT_EQ(asb_manifest_to_yaml(&y, json), ASB_OK);
     CHECK(strstr(y, "resourceVersion: \"3\"") != NULL);
