@@ -11,7 +11,7 @@ from asb_apiserver import BUILD, CORE, ROOT, SANITIZER_EXIT_CODES, asb, start_as
 from asb_cli import cli_env
 from test_cli_wait import set_ready
 
-LIB = os.path.join(BUILD, "lib")
+LIB = os.path.abspath(os.path.join(BUILD, "lib"))
 
 
 def pkg_config(*args):
