@@ -136,6 +136,13 @@ static int configure(asb_client *c, const asb_client_options *o)
         ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto out;
     }
+    /* Like Go's http.ProxyFromEnvironment (kubectl): loopback never goes through a proxy. */
+    const char *np = nonempty_env("NO_PROXY") ? nonempty_env("NO_PROXY") : nonempty_env("no_proxy");
+    if (asprintf(&c->noproxy, "%s%slocalhost,127.0.0.1,::1", np ? np : "", np ? "," : "") < 0) {
+        c->noproxy = NULL;
+        ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
     size_t n = strlen(c->server);
     while (n > 0 && c->server[n - 1] == '/')
         c->server[--n] = '\0';
@@ -186,6 +193,7 @@ ASB_PUBLIC void asb_client_free(asb_client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     free(c->server);
+    free(c->noproxy);
     if (c->token) {
         explicit_bzero(c->token, strlen(c->token));
         free(c->token);
@@ -278,6 +286,8 @@ int asbi_setup(asb_client *c, const char *url, const char *content_type,
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
     curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "libasb/" ASB_VERSION);
+    if (c->noproxy)
+        curl_easy_setopt(c->curl, CURLOPT_NOPROXY, c->noproxy);
     *ret_headers = h;
     return ASB_OK;
 }

@@ -27,8 +27,9 @@ const asb_kind *asbi_kind_find(const char *name);
 
 struct asb_client {
     CURL *curl;
-    char *server; /* no trailing slash */
-    char *token;  /* may be NULL */
+    char *server;  /* no trailing slash */
+    char *token;   /* may be NULL */
+    char *noproxy; /* $NO_PROXY plus the loopback names */
     long timeout_ms, connect_timeout_ms;
     asb_log_cb log_cb;
     void *log_payload;

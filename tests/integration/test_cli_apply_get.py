@@ -214,6 +214,9 @@ def test_server_discovery_env_flags_and_state_dir(asb, tmp_path):
     empty.mkdir()
     env = cli_env(asb, ASB_STATE_DIR=str(empty), ASB_SERVER=asb.url, ASB_TOKEN=asb.token)
     assert "found" in ok(asb, "get", "sbx", env=env)
+    # A proxy in the environment is not used for loopback (as Go's ProxyFromEnvironment).
+    dead = "http://127.0.0.1:9"
+    assert "found" in ok(asb, "get", "sbx", env=cli_env(asb, http_proxy=dead, HTTP_PROXY=dead))
     # --server/--token flags, before or after the verb.
     env = cli_env(asb, ASB_STATE_DIR=str(empty))
     assert "found" in ok(asb, "--server", asb.url, "--token", asb.token, "get", "sbx", env=env)
