@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 
 BUILD ?= release
-PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3
+PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1
 
 ifeq ($(BUILD),release)
   OUT := build
@@ -50,6 +50,12 @@ SANDBOXD_OBJ := $(call obj,$(SANDBOXD_SRC))
 # tests and fuzzers; the asb CLI is one file per verb in src/cli.
 CP_OBJ := $(call obj,$(wildcard src/api/*.c) $(wildcard src/local/*.c))
 ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
+# libasb, the client library (include/asb/*.h): position-independent objects linked into
+# build/lib/libasb.so.0 (only ASB_PUBLIC symbols exported), libasb.a, the CLI and the tests.
+LIBASB_OBJ := $(call obj,$(wildcard src/libasb/*.c))
+LIBASB_PKGS := libcurl jansson yaml-0.1
+LIBASB_SO := $(OUT)/lib/libasb.so.0
+LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
@@ -62,7 +68,7 @@ BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb
 all: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) binaries
 
-binaries: $(BINS) $(UNIT_BIN)
+binaries: $(BINS) $(UNIT_BIN) $(LIBASB_LIBS)
 
 deps:
 	@bash scripts/deps.sh
@@ -103,20 +109,44 @@ $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(OUT)/bin/asb: $(ASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+$(OUT)/bin/asb: $(ASB_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIB_OBJ)
+$(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIBASB_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIB_OBJ)
+build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIBASB_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+
+$(LIBASB_OBJ): CFLAGS_ALL += -fPIC
+
+$(LIBASB_SO): $(LIBASB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -shared -Wl,-soname,libasb.so.0 $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed \
+	  -Wl,-z,defs $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(LIBASB_PKGS)) -lpthread
+
+$(OUT)/lib/libasb.so: $(LIBASB_SO)
+	@ln -sf libasb.so.0 $@
+
+$(OUT)/lib/libasb.a: $(LIBASB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $^
+
+# pkg-config file for the library in this tree (prefix = the build directory).
+$(OUT)/lib/pkgconfig/libasb.pc: Makefile
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'libdir=$(abspath $(OUT)/lib)' 'includedir=$(abspath include)' '' \
+	  'Name: libasb' 'Description: Agent Sandbox client library' 'Version: 0.1.0' \
+	  'Requires.private: $(LIBASB_PKGS)' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lasb' 'Libs.private: -lpthread' > $@
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "cli/asb-cli.h"
 #include "cli/asb.h"
 
 static const struct verb {
@@ -11,6 +12,10 @@ static const struct verb {
     const char *summary;
 } verbs[] = {
     {"serve", asb_serve, "Run the local control plane (Kubernetes-shaped API server)"},
+    {"apply", asb_apply, "Create or update objects from YAML or JSON manifests"},
+    {"get", asb_get, "Show objects (table, -o json|yaml|wide|name)"},
+    {"delete", asb_delete, "Delete objects"},
+    {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
 };
 
 static void usage(FILE *f)
@@ -18,11 +23,25 @@ static void usage(FILE *f)
     fprintf(f, "Usage: asb COMMAND [OPTIONS]\n\nAgent Sandbox command line.\n\nCommands:\n");
     for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
         fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "\n" CLI_GLOBAL_HELP);
     fprintf(f, "\nRun 'asb COMMAND --help' for more information on a command.\n");
 }
 
 int main(int argc, char **argv)
 {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    /* Global flags may come before the verb: `asb --server URL -n NS get sbx`. */
+    while (argc >= 3 && (strcmp(argv[1], "--server") == 0 || strcmp(argv[1], "--token") == 0 ||
+                         strcmp(argv[1], "-n") == 0 || strcmp(argv[1], "--namespace") == 0)) {
+        int opt = argv[1][2] == 's' ? CLI_OPT_SERVER : argv[1][2] == 't' ? CLI_OPT_TOKEN : 'n';
+        cli_global_option(opt, argv[2]);
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -3,3 +3,7 @@
 
 /* Each verb gets argv with argv[0] = the verb name; returns the process exit code. */
 int asb_serve(int argc, char **argv);
+int asb_apply(int argc, char **argv);
+int asb_get(int argc, char **argv);
+int asb_delete(int argc, char **argv);
+int asb_wait(int argc, char **argv);

@@ -1,0 +1,156 @@
+/* libasb: the control-plane client. Speaks the Kubernetes-shaped REST API of `asb serve` (and of
+ * a kube-apiserver serving the CRDs). Objects travel as JSON text.
+ *
+ * A client is not thread-safe: use one per thread (they are cheap). Functions block; watches run
+ * until their callback stops them, they are cancelled, or their deadline passes. */
+#ifndef ASB_CLIENT_H
+#define ASB_CLIENT_H
+
+#include "asb/common.h"
+#include "asb/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct asb_client asb_client;
+
+/* Log levels passed to asb_log_cb (syslog numbering). */
+#define ASB_LOG_ERROR 3
+#define ASB_LOG_WARNING 4
+#define ASB_LOG_INFO 6
+#define ASB_LOG_DEBUG 7
+
+/* The library never writes to stderr; it reports through this callback when one is set. */
+typedef void (*asb_log_cb)(int level, const char *message, void *payload);
+
+typedef struct asb_client_options {
+    unsigned int version;    /* ASB_CLIENT_OPTIONS_VERSION */
+    const char *server;      /* "http://127.0.0.1:7443"; NULL: $ASB_SERVER, then <state>/server */
+    const char *token;       /* bearer token; NULL: $ASB_TOKEN, then <state>/token */
+    const char *state_dir;   /* NULL: $ASB_STATE_DIR, then /var/lib/asb (root) or
+                                ~/.local/state/asb */
+    long timeout_ms;         /* per request (not watches); 0: 30000 */
+    long connect_timeout_ms; /* 0: 10000 */
+    asb_log_cb log_cb;       /* may be NULL */
+    void *log_payload;
+} asb_client_options;
+
+#define ASB_CLIENT_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL}
+/* clang-format on */
+
+/* Creates a client. opts may be NULL (all defaults). No connection is made yet.
+ * *out is owned by the caller (asb_client_free). Returns ASB_OK, ASB_ECONFIG (no server or token
+ * found: the message says where it looked), ASB_EINVAL or ASB_ENOMEM. */
+ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts);
+
+/* Frees a client. Accepts NULL. */
+ASB_PUBLIC void asb_client_free(asb_client *client);
+
+/* The server URL the client talks to. Borrowed, valid while the client lives. */
+ASB_PUBLIC const char *asb_client_server(const asb_client *client);
+
+/* In every function below, `kind` is any name asb_kind_lookup() accepts and `ns` a namespace
+ * (NULL: "default"). Objects returned through `char **out` are JSON text owned by the caller
+ * (asb_free); `out` may be NULL when the caller does not want the object. Errors from the server
+ * are mapped from its Status: ASB_ENOTFOUND, ASB_EEXISTS, ASB_ECONFLICT, ASB_EINVALID, ...
+ * with the Status message in asb_error_last(). */
+
+/* GET one object. */
+ASB_PUBLIC int asb_object_get(char **out, asb_client *client, const char *kind, const char *ns,
+                              const char *name);
+
+typedef struct asb_list_options {
+    unsigned int version;       /* ASB_LIST_OPTIONS_VERSION */
+    const char *label_selector; /* "app=web,tier!=db"; NULL: everything */
+    const char *field_selector; /* "metadata.name=x"; NULL: everything */
+    int all_namespaces;         /* non-zero: ignore ns and list across namespaces */
+} asb_list_options;
+
+#define ASB_LIST_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_LIST_OPTIONS_INIT {ASB_LIST_OPTIONS_VERSION, NULL, NULL, 0}
+/* clang-format on */
+
+/* Lists objects: *out is the `<Kind>List` (with `items` and `metadata.resourceVersion`).
+ * opts may be NULL. */
+ASB_PUBLIC int asb_object_list(char **out, asb_client *client, const char *kind, const char *ns,
+                               const asb_list_options *opts);
+
+/* Creates an object from JSON text; *out is the stored object (uid, resourceVersion, ...). */
+ASB_PUBLIC int asb_object_create(char **out, asb_client *client, const char *kind, const char *ns,
+                                 const char *object_json);
+
+/* Replaces an object (PUT). The JSON must carry metadata.name and metadata.resourceVersion;
+ * a stale resourceVersion gives ASB_ECONFLICT. */
+ASB_PUBLIC int asb_object_update(char **out, asb_client *client, const char *kind, const char *ns,
+                                 const char *object_json);
+
+/* JSON merge-patch (RFC 7386) of an object, or of its status subresource when `status` is
+ * non-zero. */
+ASB_PUBLIC int asb_object_patch(char **out, asb_client *client, const char *kind, const char *ns,
+                                const char *name, const char *merge_patch_json, int status);
+
+/* Deletes an object; *out is what the server returned (the object, or a Status). */
+ASB_PUBLIC int asb_object_delete(char **out, asb_client *client, const char *kind, const char *ns,
+                                 const char *name);
+
+/* One watch event. type is "ADDED", "MODIFIED", "DELETED" or "BOOKMARK"; object_json is the
+ * object (borrowed, valid during the call). Return 0 to go on; any other value ends the watch
+ * and becomes asb_object_watch()'s return value. */
+typedef int (*asb_watch_cb)(const char *type, const char *object_json, void *payload);
+
+typedef struct asb_watch_options {
+    unsigned int version;         /* ASB_WATCH_OPTIONS_VERSION */
+    const char *name;             /* watch one object (field selector metadata.name) or NULL */
+    const char *label_selector;   /* NULL: everything */
+    const char *resource_version; /* start after this version; NULL: current state as ADDED
+                                     events first, then changes */
+    long timeout_ms;              /* end the watch after this long; 0: no limit */
+    int allow_bookmarks;          /* deliver BOOKMARK events */
+    const volatile int *cancel;   /* when *cancel becomes non-zero (any thread) the watch ends with
+                                     ASB_ECANCELLED within about a second; may be NULL */
+} asb_watch_options;
+
+#define ASB_WATCH_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_WATCH_OPTIONS_INIT {ASB_WATCH_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL}
+/* clang-format on */
+
+/* Watches objects of a kind in ns, calling cb for each event as it arrives. Returns when the
+ * callback returns non-zero (that value), ASB_OK when the server ends the stream, ASB_ETIMEOUT
+ * when timeout_ms passes, ASB_ECANCELLED, ASB_EEXPIRED when resource_version is too old (relist
+ * and watch again), or another error. */
+ASB_PUBLIC int asb_object_watch(asb_client *client, const char *kind, const char *ns,
+                                const asb_watch_options *opts, asb_watch_cb cb, void *payload);
+
+typedef struct asb_wait_options {
+    unsigned int version;       /* ASB_WAIT_OPTIONS_VERSION */
+    long timeout_ms;            /* 0: wait forever (until cancelled) */
+    const volatile int *cancel; /* as in asb_watch_options */
+} asb_wait_options;
+
+#define ASB_WAIT_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_WAIT_OPTIONS_INIT {ASB_WAIT_OPTIONS_VERSION, 0, NULL}
+/* clang-format on */
+
+/* Waits until the object's status.conditions has `condition` (type, compared case-insensitively)
+ * with status `status` (NULL: "True"). Built on watch: it returns as soon as the change is
+ * committed, with no polling interval. *out is the object that satisfied it (may be NULL).
+ * Returns ASB_OK, ASB_ETIMEOUT, ASB_ECANCELLED, ASB_ENOTFOUND (the object does not exist or is
+ * deleted while waiting), or another error. */
+ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *client, const char *kind,
+                                         const char *ns, const char *name, const char *condition,
+                                         const char *status, const asb_wait_options *opts);
+
+/* Waits until the object is gone (ASB_OK at once when it does not exist). */
+ASB_PUBLIC int asb_object_wait_deleted(asb_client *client, const char *kind, const char *ns,
+                                       const char *name, const asb_wait_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

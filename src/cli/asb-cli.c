@@ -1,0 +1,127 @@
+/* Shared plumbing of the client verbs: global flags, client creation, kubectl-style errors. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "cli/asb-cli.h"
+
+cli_globals cli_global;
+
+bool cli_global_option(int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_SERVER:
+        cli_global.server = arg;
+        return true;
+    case CLI_OPT_TOKEN:
+        cli_global.token = arg;
+        return true;
+    case 'n':
+        cli_global.ns = arg;
+        cli_global.ns_given = true;
+        return true;
+    default:
+        return false;
+    }
+}
+
+const char *cli_namespace(void)
+{
+    return cli_global.ns && *cli_global.ns ? cli_global.ns : "default";
+}
+
+int cli_client(asb_client **ret)
+{
+    asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.server = cli_global.server;
+    o.token = cli_global.token;
+    if (asb_client_new(ret, &o) != ASB_OK)
+        return cli_print_error(NULL);
+    return 0;
+}
+
+int cli_print_error(const char *context)
+{
+    const asb_error *e = asb_error_last();
+    const char *msg = e ? e->message : "unknown error";
+    if (e && e->http_status && e->reason && *e->reason)
+        fprintf(stderr, "Error from server (%s): %s%s%s\n", e->reason, context ? context : "",
+                context ? ": " : "", msg);
+    else
+        fprintf(stderr, "error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
+    return 1;
+}
+
+const asb_kind *cli_kind(const char *name)
+{
+    const asb_kind *k;
+    if (asb_kind_lookup(&k, name) != ASB_OK) {
+        fprintf(stderr, "error: the server doesn't have a resource type \"%s\"\n", name);
+        return NULL;
+    }
+    return k;
+}
+
+const char *cli_ref(char *buf, size_t size, const asb_kind *k, const char *name)
+{
+    snprintf(buf, size, "%s.%s/%s", k->singular, k->group, name);
+    return buf;
+}
+
+int cli_read_file(const char *path, char **ret, size_t *ret_len)
+{
+    _cleanup_close_ int fd = -1;
+    int in = STDIN_FILENO;
+    if (strcmp(path, "-") != 0) {
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+            return -errno;
+        in = fd;
+    }
+    size_t n = 0, cap = 0;
+    _cleanup_free_ char *buf = NULL;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = (n + 4096 + 1) * 2;
+            char *p = realloc(buf, cap);
+            if (!p)
+                return -ENOMEM;
+            buf = p;
+        }
+        ssize_t r = read(in, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    *ret = TAKE_PTR(buf);
+    *ret_len = n;
+    return 0;
+}
+
+long long cli_parse_timeout(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long secs = strtoll(s, &end, 10);
+    if (*s && !*end && errno == 0 && secs >= 0)
+        return secs * 1000;
+    usec_t u;
+    if (parse_go_duration(s, &u) < 0)
+        return -1;
+    return (long long)(u / USEC_PER_MSEC);
+}
+
+const char *cli_meta(const json_t *obj, const char *field)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
+}

@@ -1,0 +1,61 @@
+/* Helpers shared by the client verbs of `asb` (apply, get, delete, wait). Built on libasb only. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "asb/asb.h"
+
+/* Flags every client verb accepts (also before the verb: `asb --server URL get sbx`). */
+typedef struct cli_globals {
+    const char *server;
+    const char *token;
+    const char *ns; /* NULL: "default" */
+    bool ns_given;
+} cli_globals;
+
+extern cli_globals cli_global;
+
+/* getopt_long entries for --server, --token, -n/--namespace; CLI_GLOBAL_SHORT goes into the short
+ * option string. cli_global_option() consumes one of them (returns true) or returns false. */
+#define CLI_OPT_SERVER 0x1001
+#define CLI_OPT_TOKEN 0x1002
+#define CLI_GLOBAL_LONG                                                                            \
+    {"server", required_argument, NULL, CLI_OPT_SERVER},                                           \
+        {"token", required_argument, NULL, CLI_OPT_TOKEN},                                         \
+    {                                                                                              \
+        "namespace", required_argument, NULL, 'n'                                                  \
+    }
+#define CLI_GLOBAL_SHORT "n:"
+bool cli_global_option(int opt, const char *arg);
+#define CLI_GLOBAL_HELP                                                                            \
+    "Global options:\n"                                                                            \
+    "  --server URL          API server (default $ASB_SERVER, then $ASB_STATE_DIR/server)\n"       \
+    "  --token TOKEN         bearer token (default $ASB_TOKEN, then $ASB_STATE_DIR/token)\n"       \
+    "  -n, --namespace NS    namespace (default \"default\")\n"
+
+const char *cli_namespace(void);
+
+/* Creates the client from the global flags, printing the error. Returns 0 or exit code 1. */
+int cli_client(asb_client **ret);
+
+/* Prints the last libasb error as kubectl does: `Error from server (Reason): message` for server
+ * replies, `error: [context: ]message` otherwise. Returns 1 (the exit code). */
+int cli_print_error(const char *context);
+
+/* Resolves a kind typed by the user; prints `error: the server doesn't have a resource type "x"`
+ * and returns NULL when unknown. */
+const asb_kind *cli_kind(const char *name);
+
+/* "sandbox.agents.x-k8s.io/NAME" into buf. */
+const char *cli_ref(char *buf, size_t size, const asb_kind *k, const char *name);
+
+/* Reads a whole file ("-" = stdin). Returns 0 or -errno. *ret is NUL-terminated, owned. */
+int cli_read_file(const char *path, char **ret, size_t *ret_len);
+
+/* Go-style duration ("30s", "1m", "500ms") or plain seconds into milliseconds; -1 if invalid. */
+long long cli_parse_timeout(const char *s);
+
+/* Helpers on objects. */
+const char *cli_meta(const json_t *obj, const char *field);

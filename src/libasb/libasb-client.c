@@ -1,0 +1,503 @@
+/* The control-plane client: where the server and token come from (options, environment, state
+ * directory), one libcurl easy handle per client, and the request/response verbs. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libasb/libasb-internal.h"
+
+#define DEFAULT_TIMEOUT_MS 30000L
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000L
+#define MAX_REPLY (64u << 20)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void asbi_log(asb_client *c, int level, const char *fmt, ...)
+{
+    if (!c || !c->log_cb)
+        return;
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        return;
+    c->log_cb(level, msg, c->log_payload);
+    free(msg);
+}
+
+static char *default_state_dir(void)
+{
+    const char *e = getenv("ASB_STATE_DIR");
+    if (e && *e)
+        return strdup(e);
+    if (geteuid() == 0)
+        return strdup("/var/lib/asb");
+    const char *home = getenv("HOME");
+    char *s = NULL;
+    if (asprintf(&s, "%s/.local/state/asb", home && *home ? home : "/tmp") < 0)
+        return NULL;
+    return s;
+}
+
+/* Reads a small file and trims surrounding whitespace. Returns 0, -ENOENT..., or -ENOMEM. */
+static int read_trimmed(const char *dir, const char *name, char **ret)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, name) < 0)
+        return -ENOMEM;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    free(path);
+    if (fd < 0)
+        return -errno;
+    char buf[4096];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        if (r == 0 || (n += (size_t)r) == sizeof(buf) - 1)
+            break;
+    }
+    close(fd);
+    buf[n] = '\0';
+    char *s = buf;
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 && isspace((unsigned char)s[len - 1]))
+        s[--len] = '\0';
+    if (len == 0)
+        return -ENODATA;
+    *ret = strdup(s);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static const char *nonempty_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int configure(asb_client *c, const asb_client_options *o)
+{
+    char *state = o && o->state_dir ? strdup(o->state_dir) : default_state_dir();
+    if (!state)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    int ret = ASB_OK;
+    const char *server = o && o->server ? o->server : nonempty_env("ASB_SERVER");
+    if (server) {
+        c->server = strdup(server);
+    } else {
+        int r = read_trimmed(state, "server", &c->server);
+        if (r == -ENOMEM) {
+            ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+            goto out;
+        }
+        if (r < 0) {
+            ret = asbi_error_set(ASB_ECONFIG, 0, NULL,
+                                 "no server configured: pass --server, set ASB_SERVER, or start "
+                                 "`asb serve` (cannot read %s/server: %s)",
+                                 state, strerror(-r));
+            goto out;
+        }
+    }
+    const char *token = o && o->token ? o->token : nonempty_env("ASB_TOKEN");
+    if (token) {
+        c->token = strdup(token);
+    } else {
+        int r = read_trimmed(state, "token", &c->token);
+        if (r == -ENOMEM) {
+            ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+            goto out;
+        }
+        if (r < 0) /* no token: requests go without one (a 401 will say so) */
+            asbi_log(c, ASB_LOG_DEBUG, "no token (cannot read %s/token: %s)", state, strerror(-r));
+    }
+    if (!c->server || (token && !c->token)) {
+        ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
+    /* Like Go's http.ProxyFromEnvironment (kubectl): loopback never goes through a proxy. */
+    const char *np = nonempty_env("NO_PROXY") ? nonempty_env("NO_PROXY") : nonempty_env("no_proxy");
+    if (asprintf(&c->noproxy, "%s%slocalhost,127.0.0.1,::1", np ? np : "", np ? "," : "") < 0) {
+        c->noproxy = NULL;
+        ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
+    size_t n = strlen(c->server);
+    while (n > 0 && c->server[n - 1] == '/')
+        c->server[--n] = '\0';
+    if (strncmp(c->server, "http://", 7) != 0 && strncmp(c->server, "https://", 8) != 0)
+        ret = asbi_error_set(ASB_EINVAL, 0, NULL,
+                             "server \"%s\": expected an http:// or https:// URL", c->server);
+out:
+    free(state);
+    return ret;
+}
+
+ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
+{
+    if (!out)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_client_new: NULL out");
+    if (opts && (opts->version == 0 || opts->version > ASB_CLIENT_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_client_options: unknown version %u",
+                              opts->version);
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return asbi_error_set(ASB_ERROR, 0, NULL, "curl_global_init: %s",
+                              curl_easy_strerror(curl_init_rc));
+    asb_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
+                                                                 : DEFAULT_CONNECT_TIMEOUT_MS;
+    if (opts) {
+        c->log_cb = opts->log_cb;
+        c->log_payload = opts->log_payload;
+    }
+    int r = configure(c, opts);
+    if (r == ASB_OK && !(c->curl = curl_easy_init()))
+        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "curl_easy_init failed");
+    if (r != ASB_OK) {
+        asb_client_free(c);
+        return r;
+    }
+    *out = c;
+    return ASB_OK;
+}
+
+ASB_PUBLIC void asb_client_free(asb_client *c)
+{
+    if (!c)
+        return;
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    free(c->server);
+    free(c->noproxy);
+    if (c->token) {
+        explicit_bzero(c->token, strlen(c->token));
+        free(c->token);
+    }
+    free(c);
+}
+
+ASB_PUBLIC const char *asb_client_server(const asb_client *c)
+{
+    return c ? c->server : NULL;
+}
+
+static char *escape(asb_client *c, const char *s)
+{
+    return curl_easy_escape(c->curl, s, 0);
+}
+
+char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name, const char *sub)
+{
+    char *ens = ns ? escape(c, ns) : NULL, *ename = name ? escape(c, name) : NULL, *p = NULL;
+    if ((ns && !ens) || (name && !ename) ||
+        asprintf(&p, "%s/apis/%s/%s%s%s/%s%s%s%s%s", c->server, k->group, k->version,
+                 ens ? "/namespaces/" : "", ens ? ens : "", k->plural, ename ? "/" : "",
+                 ename ? ename : "", sub ? "/" : "", sub ? sub : "") < 0) {
+        p = NULL;
+        asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    curl_free(ens);
+    curl_free(ename);
+    return p;
+}
+
+int asbi_error_from_curl(asb_client *c, CURLcode rc)
+{
+    const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+    switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to %s timed out: %s", c->server,
+                              detail);
+    case CURLE_ABORTED_BY_CALLBACK:
+        return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
+    case CURLE_OUT_OF_MEMORY:
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "bad server URL %s: %s", c->server, detail);
+    default:
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "the connection to the server %s failed: %s",
+                              c->server, detail);
+    }
+}
+
+int asbi_setup(asb_client *c, const char *url, const char *content_type,
+               struct curl_slist **ret_headers)
+{
+    struct curl_slist *h = NULL, *t;
+    char *auth = NULL, *ct = NULL;
+    curl_easy_reset(c->curl);
+    c->errbuf[0] = '\0';
+    if (c->token && asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
+        auth = NULL;
+    if (content_type && asprintf(&ct, "Content-Type: %s", content_type) < 0)
+        ct = NULL;
+    int ok = (!c->token || auth) && (!content_type || ct);
+    if (ok && (t = curl_slist_append(h, "Accept: application/json")))
+        h = t;
+    else
+        ok = 0;
+    if (ok && auth && (t = curl_slist_append(h, auth)))
+        h = t;
+    else if (auth)
+        ok = 0;
+    if (ok && ct && (t = curl_slist_append(h, ct)))
+        h = t;
+    else if (ct)
+        ok = 0;
+    if (auth) {
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+    }
+    free(ct);
+    if (!ok) {
+        curl_slist_free_all(h);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    curl_easy_setopt(c->curl, CURLOPT_URL, url);
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
+    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+    curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "libasb/" ASB_VERSION);
+    if (c->noproxy)
+        curl_easy_setopt(c->curl, CURLOPT_NOPROXY, c->noproxy);
+    *ret_headers = h;
+    return ASB_OK;
+}
+
+typedef struct reply {
+    char *p;
+    size_t n, cap;
+    int oom;
+} reply;
+
+static size_t reply_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    reply *r = userdata;
+    size_t len = size * nmemb;
+    if (r->n + len + 1 > MAX_REPLY) {
+        r->oom = 2;
+        return 0;
+    }
+    if (r->n + len + 1 > r->cap) {
+        size_t cap = (r->n + len + 1) * 2;
+        char *p = realloc(r->p, cap);
+        if (!p) {
+            r->oom = 1;
+            return 0;
+        }
+        r->p = p;
+        r->cap = cap;
+    }
+    memcpy(r->p + r->n, data, len);
+    r->n += len;
+    r->p[r->n] = '\0';
+    return len;
+}
+
+/* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status. */
+static int request(asb_client *c, const char *method, const char *url, const char *content_type,
+                   const char *body, char **out)
+{
+    struct curl_slist *h = NULL;
+    int r = asbi_setup(c, url, content_type, &h);
+    if (r != ASB_OK)
+        return r;
+    reply rep = {0};
+    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, reply_write);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &rep);
+    if (body) {
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c->curl);
+    curl_slist_free_all(h);
+    long status = 0;
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    asbi_log(c, ASB_LOG_DEBUG, "%s %s -> %ld", method, url, status);
+    if (rc == CURLE_WRITE_ERROR && rep.oom) {
+        free(rep.p);
+        return rep.oom == 1 ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
+                            : asbi_error_set(ASB_EPROTOCOL, (int)status, NULL,
+                                             "reply from %s is too large", url);
+    }
+    if (rc != CURLE_OK) {
+        free(rep.p);
+        return asbi_error_from_curl(c, rc);
+    }
+    if (status < 200 || status > 299) {
+        r = asbi_error_from_reply((int)status, rep.p, rep.n);
+        free(rep.p);
+        return r;
+    }
+    /* Every verb answers a JSON object (the object, a List or a Status). */
+    json_t *j = rep.p ? json_loadb(rep.p, rep.n, 0, NULL) : NULL;
+    int is_obj = json_is_object(j);
+    json_decref(j);
+    if (!is_obj) {
+        free(rep.p);
+        return asbi_error_set(ASB_EPROTOCOL, (int)status, NULL,
+                              "%s %s: the reply is not a JSON object", method, url);
+    }
+    if (out)
+        *out = rep.p;
+    else
+        free(rep.p);
+    return ASB_OK;
+}
+
+static int resolve(const asb_kind **k, asb_client *c, const char *kind, const char *name,
+                   int need_name)
+{
+    if (!c || !kind)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "NULL client or kind");
+    if (need_name && (!name || !*name))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "resource name may not be empty");
+    return asb_kind_lookup(k, kind);
+}
+
+static int object_call(char **out, asb_client *c, const char *kind, const char *ns,
+                       const char *name, const char *sub, const char *method,
+                       const char *content_type, const char *body)
+{
+    const asb_kind *k;
+    int r = resolve(&k, c, kind, name, name != NULL || strcmp(method, "POST") != 0);
+    if (r != ASB_OK)
+        return r;
+    char *url = asbi_path(c, k, ns ? ns : "default", name, sub);
+    if (!url)
+        return ASB_ENOMEM;
+    r = request(c, method, url, content_type, body, out);
+    free(url);
+    return r;
+}
+
+ASB_PUBLIC int asb_object_get(char **out, asb_client *c, const char *kind, const char *ns,
+                              const char *name)
+{
+    return object_call(out, c, kind, ns, name ? name : "", NULL, "GET", NULL, NULL);
+}
+
+static int append_query(char **url, asb_client *c, const char *key, const char *value)
+{
+    if (!value || !*value)
+        return ASB_OK;
+    char *ev = escape(c, value), *u = NULL;
+    if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
+        curl_free(ev);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    curl_free(ev);
+    free(*url);
+    *url = u;
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_object_list(char **out, asb_client *c, const char *kind, const char *ns,
+                               const asb_list_options *opts)
+{
+    const asb_kind *k;
+    int r = resolve(&k, c, kind, NULL, 0);
+    if (r != ASB_OK)
+        return r;
+    if (opts && (opts->version == 0 || opts->version > ASB_LIST_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_list_options: unknown version");
+    int all = opts && opts->all_namespaces;
+    char *url = asbi_path(c, k, all ? NULL : ns ? ns : "default", NULL, NULL);
+    if (!url)
+        return ASB_ENOMEM;
+    r = append_query(&url, c, "labelSelector", opts ? opts->label_selector : NULL);
+    if (r == ASB_OK)
+        r = append_query(&url, c, "fieldSelector", opts ? opts->field_selector : NULL);
+    if (r == ASB_OK)
+        r = request(c, "GET", url, NULL, NULL, out);
+    free(url);
+    return r;
+}
+
+/* The name in an object's metadata, or NULL when the JSON is not an object (error set). */
+static int object_name(const char *json, char **ret_name)
+{
+    json_error_t err;
+    json_t *o = json ? json_loads(json, 0, &err) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "object: not a JSON object");
+    }
+    const char *n = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+    *ret_name = n ? strdup(n) : NULL;
+    json_decref(o);
+    if (n && !*ret_name)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_object_create(char **out, asb_client *c, const char *kind, const char *ns,
+                                 const char *object_json)
+{
+    char *name = NULL;
+    int r = object_name(object_json, &name);
+    free(name);
+    if (r != ASB_OK)
+        return r;
+    return object_call(out, c, kind, ns, NULL, NULL, "POST", "application/json", object_json);
+}
+
+ASB_PUBLIC int asb_object_update(char **out, asb_client *c, const char *kind, const char *ns,
+                                 const char *object_json)
+{
+    char *name = NULL;
+    int r = object_name(object_json, &name);
+    if (r != ASB_OK)
+        return r;
+    if (!name) {
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "object has no metadata.name");
+    }
+    r = object_call(out, c, kind, ns, name, NULL, "PUT", "application/json", object_json);
+    free(name);
+    return r;
+}
+
+ASB_PUBLIC int asb_object_patch(char **out, asb_client *c, const char *kind, const char *ns,
+                                const char *name, const char *merge_patch_json, int status)
+{
+    if (!merge_patch_json)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "NULL patch");
+    return object_call(out, c, kind, ns, name ? name : "", status ? "status" : NULL, "PATCH",
+                       "application/merge-patch+json", merge_patch_json);
+}
+
+ASB_PUBLIC int asb_object_delete(char **out, asb_client *c, const char *kind, const char *ns,
+                                 const char *name)
+{
+    return object_call(out, c, kind, ns, name ? name : "", NULL, "DELETE", NULL, NULL);
+}

@@ -1,0 +1,169 @@
+/* The public error enum, its text, the thread's last error and the mapping from Kubernetes
+ * Status replies (reason first, HTTP status otherwise). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "libasb/libasb-internal.h"
+
+static const struct {
+    int code;
+    const char *text;
+} error_texts[] = {
+    {ASB_OK, "success"},
+    {ASB_ERROR, "error"},
+    {ASB_ENOMEM, "out of memory"},
+    {ASB_EINVAL, "invalid argument"},
+    {ASB_ENOTFOUND, "not found"},
+    {ASB_EEXISTS, "already exists"},
+    {ASB_ECONFLICT, "conflict"},
+    {ASB_EINVALID, "invalid object"},
+    {ASB_EBADREQUEST, "bad request"},
+    {ASB_EUNAUTHORIZED, "unauthorized"},
+    {ASB_EFORBIDDEN, "forbidden"},
+    {ASB_EEXPIRED, "resource version expired"},
+    {ASB_ESERVER, "server error"},
+    {ASB_ECONNECT, "connection failed"},
+    {ASB_ETIMEOUT, "timed out"},
+    {ASB_ECANCELLED, "cancelled"},
+    {ASB_EPROTOCOL, "unexpected reply from server"},
+    {ASB_ECONFIG, "no server configured"},
+    {ASB_EMANIFEST, "bad manifest"},
+    {ASB_EUNKNOWNKIND, "unknown kind"},
+};
+
+ASB_PUBLIC const char *asb_strerror(int code)
+{
+    for (size_t i = 0; i < sizeof(error_texts) / sizeof(error_texts[0]); i++)
+        if (error_texts[i].code == code)
+            return error_texts[i].text;
+    return "unknown error";
+}
+
+/* Per-thread last error. The strings are heap copies; a failed copy degrades to the static text
+ * of the code rather than failing the caller. */
+static __thread asb_error last;
+static __thread char *last_message, *last_reason;
+static __thread int last_set;
+
+ASB_PUBLIC const asb_error *asb_error_last(void)
+{
+    return last_set ? &last : NULL;
+}
+
+ASB_PUBLIC void asb_error_clear(void)
+{
+    free(last_message);
+    free(last_reason);
+    last_message = last_reason = NULL;
+    last = (asb_error){0};
+    last_set = 0;
+}
+
+int asbi_error_set(int code, int http_status, const char *reason, const char *fmt, ...)
+{
+    asb_error_clear();
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&last_message, fmt, ap) < 0)
+            last_message = NULL;
+        va_end(ap);
+    }
+    last_reason = reason ? strdup(reason) : NULL;
+    last.code = code;
+    last.http_status = http_status;
+    last.message = last_message ? last_message : asb_strerror(code);
+    last.reason = last_reason ? last_reason : "";
+    last_set = 1;
+    return code;
+}
+
+int asbi_error_from_status(int http_status, const char *reason)
+{
+    static const struct {
+        const char *reason;
+        int code;
+    } reasons[] = {
+        {"NotFound", ASB_ENOTFOUND},
+        {"AlreadyExists", ASB_EEXISTS},
+        {"Conflict", ASB_ECONFLICT},
+        {"Invalid", ASB_EINVALID},
+        {"BadRequest", ASB_EBADREQUEST},
+        {"Unauthorized", ASB_EUNAUTHORIZED},
+        {"Forbidden", ASB_EFORBIDDEN},
+        {"Expired", ASB_EEXPIRED},
+        {"Gone", ASB_EEXPIRED},
+        {"Timeout", ASB_ETIMEOUT},
+        {"ServerTimeout", ASB_ESERVER},
+        {"InternalError", ASB_ESERVER},
+        {"ServiceUnavailable", ASB_ESERVER},
+        {"MethodNotAllowed", ASB_EBADREQUEST},
+        {"UnsupportedMediaType", ASB_EBADREQUEST},
+        {"RequestEntityTooLarge", ASB_EBADREQUEST},
+        {"NotAcceptable", ASB_EBADREQUEST},
+    };
+    if (reason && *reason)
+        for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+            if (strcmp(reason, reasons[i].reason) == 0)
+                return reasons[i].code;
+    switch (http_status) {
+    case 400:
+        return ASB_EBADREQUEST;
+    case 401:
+        return ASB_EUNAUTHORIZED;
+    case 403:
+        return ASB_EFORBIDDEN;
+    case 404:
+        return ASB_ENOTFOUND;
+    case 409:
+        return ASB_ECONFLICT;
+    case 410:
+        return ASB_EEXPIRED;
+    case 422:
+        return ASB_EINVALID;
+    case 504:
+        return ASB_ETIMEOUT;
+    default:
+        if (http_status >= 500)
+            return ASB_ESERVER;
+        if (http_status >= 400)
+            return ASB_EBADREQUEST;
+        return ASB_EPROTOCOL;
+    }
+}
+
+int asbi_error_from_reply(int http_status, const char *body, size_t len)
+{
+    json_t *st = body ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *reason = NULL, *message = NULL;
+    if (json_is_object(st) && json_is_string(json_object_get(st, "kind")) &&
+        strcmp(json_string_value(json_object_get(st, "kind")), "Status") == 0) {
+        reason = json_string_value(json_object_get(st, "reason"));
+        message = json_string_value(json_object_get(st, "message"));
+        json_t *c = json_object_get(st, "code");
+        if (json_is_integer(c) && http_status == 0)
+            http_status = (int)json_integer_value(c);
+    }
+    int code = asbi_error_from_status(http_status, reason);
+    if (message && *message)
+        asbi_error_set(code, http_status, reason, "%s", message);
+    else if (body && len > 0 && !st)
+        asbi_error_set(code, http_status, reason, "HTTP %d: %.*s", http_status,
+                       (int)(len > 200 ? 200 : len), body);
+    else
+        asbi_error_set(code, http_status, reason, "HTTP %d (%s)", http_status, asb_strerror(code));
+    json_decref(st);
+    return code;
+}
+
+ASB_PUBLIC const char *asb_version(void)
+{
+    return ASB_VERSION;
+}
+
+ASB_PUBLIC void asb_free(void *ptr)
+{
+    free(ptr);
+}

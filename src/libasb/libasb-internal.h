@@ -1,0 +1,70 @@
+/* libasb internals shared by the files of src/libasb (hidden: nothing here is exported). */
+#pragma once
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "asb/asb.h"
+
+/* Records the thread's last error and returns `code`. reason may be NULL. */
+int asbi_error_set(int code, int http_status, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Maps an HTTP status and a Status reason to an asb_error_code (reason wins when known). */
+int asbi_error_from_status(int http_status, const char *reason);
+/* Sets the last error from a non-2xx reply body (a Status object, or text). Returns the code. */
+int asbi_error_from_reply(int http_status, const char *body, size_t len);
+
+/* YAML/JSON manifest text -> JSON array of objects (new reference) or NULL with the error set. */
+json_t *asbi_manifest_load(const char *data, size_t len);
+/* JSON value -> YAML text, owned by the caller; NULL on ENOMEM/invalid with the error set. */
+char *asbi_yaml_dump(const json_t *v);
+
+/* Lowercase-insensitive compare helper for kind names. */
+const asb_kind *asbi_kind_find(const char *name);
+
+#include <curl/curl.h>
+
+struct asb_client {
+    CURL *curl;
+    char *server;  /* no trailing slash */
+    char *token;   /* may be NULL */
+    char *noproxy; /* $NO_PROXY plus the loopback names */
+    long timeout_ms, connect_timeout_ms;
+    asb_log_cb log_cb;
+    void *log_payload;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* "/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/<sub>]]"; ns NULL: cluster-wide.
+ * Owned by the caller, NULL on ENOMEM (error set). */
+char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name,
+                const char *sub);
+
+/* Common curl setup for one request: URL, auth, headers (returned in *ret_headers, freed by the
+ * caller with curl_slist_free_all). Returns ASB_OK or an error (set). */
+int asbi_setup(asb_client *c, const char *url, const char *content_type,
+               struct curl_slist **ret_headers);
+/* Sets the last error from a failed curl transfer and returns the code. */
+int asbi_error_from_curl(asb_client *c, CURLcode rc);
+
+/* Internal watch: events as parsed JSON (object borrowed during the call). */
+typedef int (*asbi_event_cb)(const char *type, json_t *object, void *payload);
+
+typedef struct asbi_watch_params {
+    const char *name;
+    const char *label_selector;
+    const char *resource_version;
+    long timeout_ms; /* 0: none */
+    int allow_bookmarks;
+    const volatile int *cancel;
+} asbi_watch_params;
+
+int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watch_params *p,
+               asbi_event_cb cb, void *payload);
+
+/* Whether obj has status.conditions[type == condition (any case)].status == status (any case),
+ * not outdated by observedGeneration < metadata.generation. */
+int asbi_condition_met(const json_t *obj, const char *condition, const char *status);

@@ -1,0 +1,358 @@
+/* Watch (newline-delimited {"type","object"} events over one long HTTP response) and the waits
+ * built on it: get the object, check, then watch from its resourceVersion, so a change is seen
+ * the moment it is committed and nothing between the get and the watch is missed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "libasb/libasb-internal.h"
+
+#define MAX_EVENT_LINE (16u << 20)
+
+typedef struct watch_state {
+    asb_client *c;
+    asbi_event_cb cb;
+    void *payload;
+    const volatile int *cancel;
+    char *line;
+    size_t n, cap;
+    int result;  /* set when the callback or an ERROR event ends the watch */
+    int stopped; /* result is final */
+    long http;   /* non-2xx: the body is collected for the Status */
+} watch_state;
+
+static int stop(watch_state *w, int result)
+{
+    w->result = result;
+    w->stopped = 1;
+    return 0;
+}
+
+static int dispatch_line(watch_state *w, const char *s, size_t n)
+{
+    while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == ' '))
+        n--;
+    if (n == 0)
+        return 1;
+    json_t *ev = json_loadb(s, n, 0, NULL);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    if (!type || !json_is_object(obj)) {
+        json_decref(ev);
+        return stop(w, asbi_error_set(ASB_EPROTOCOL, 200, NULL, "malformed watch event"));
+    }
+    int r;
+    if (strcmp(type, "ERROR") == 0) {
+        char *st = json_dumps(obj, JSON_COMPACT);
+        json_t *code = json_object_get(obj, "code");
+        r = asbi_error_from_reply(json_is_integer(code) ? (int)json_integer_value(code) : 500, st,
+                                  st ? strlen(st) : 0);
+        free(st);
+        json_decref(ev);
+        return stop(w, r);
+    }
+    r = w->cb(type, obj, w->payload);
+    json_decref(ev);
+    if (r != 0)
+        return stop(w, r);
+    return 1;
+}
+
+static size_t watch_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    watch_state *w = userdata;
+    size_t len = size * nmemb;
+    if (w->stopped)
+        return 0;
+    if (w->http == 0)
+        curl_easy_getinfo(w->c->curl, CURLINFO_RESPONSE_CODE, &w->http);
+    if (w->n + len + 1 > MAX_EVENT_LINE) {
+        stop(w, asbi_error_set(ASB_EPROTOCOL, (int)w->http, NULL, "watch event too large"));
+        return 0;
+    }
+    if (w->n + len + 1 > w->cap) {
+        size_t cap = (w->n + len + 1) * 2;
+        char *p = realloc(w->line, cap);
+        if (!p) {
+            stop(w, asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"));
+            return 0;
+        }
+        w->line = p;
+        w->cap = cap;
+    }
+    memcpy(w->line + w->n, data, len);
+    w->n += len;
+    if (w->http < 200 || w->http > 299)
+        return len; /* an error reply: kept whole for its Status */
+    size_t start = 0;
+    for (size_t i = w->n - len; i < w->n; i++) {
+        if (w->line[i] != '\n')
+            continue;
+        if (!dispatch_line(w, w->line + start, i - start))
+            return 0;
+        start = i + 1;
+    }
+    memmove(w->line, w->line + start, w->n - start);
+    w->n -= start;
+    return len;
+}
+
+static int watch_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                          curl_off_t ulnow)
+{
+    watch_state *w = userdata;
+    return w->cancel && *w->cancel ? 1 : 0;
+}
+
+static int add_query(char **url, CURL *curl, const char *key, const char *value)
+{
+    char *ev = curl_easy_escape(curl, value, 0), *u = NULL;
+    if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
+        curl_free(ev);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    curl_free(ev);
+    free(*url);
+    *url = u;
+    return ASB_OK;
+}
+
+int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watch_params *p,
+               asbi_event_cb cb, void *payload)
+{
+    char *url = asbi_path(c, k, ns ? ns : "default", NULL, NULL), *fs = NULL, ts[32];
+    if (!url)
+        return ASB_ENOMEM;
+    int r = add_query(&url, c->curl, "watch", "true");
+    if (r == ASB_OK && p->name) {
+        if (asprintf(&fs, "metadata.name=%s", p->name) < 0)
+            fs = NULL, r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        else
+            r = add_query(&url, c->curl, "fieldSelector", fs);
+        free(fs);
+    }
+    if (r == ASB_OK && p->label_selector && *p->label_selector)
+        r = add_query(&url, c->curl, "labelSelector", p->label_selector);
+    if (r == ASB_OK && p->resource_version && *p->resource_version)
+        r = add_query(&url, c->curl, "resourceVersion", p->resource_version);
+    if (r == ASB_OK && p->allow_bookmarks)
+        r = add_query(&url, c->curl, "allowWatchBookmarks", "true");
+    if (r == ASB_OK && p->timeout_ms > 0) {
+        /* The server keeps the stream open past our deadline, so ours decides. */
+        snprintf(ts, sizeof(ts), "%ld", p->timeout_ms / 1000 + 5);
+        r = add_query(&url, c->curl, "timeoutSeconds", ts);
+    }
+    struct curl_slist *h = NULL;
+    if (r == ASB_OK)
+        r = asbi_setup(c, url, NULL, &h);
+    if (r != ASB_OK) {
+        free(url);
+        return r;
+    }
+    watch_state w = {.c = c, .cb = cb, .payload = payload, .cancel = p->cancel};
+    curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, p->timeout_ms > 0 ? p->timeout_ms : 0L);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, watch_write);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
+    curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, &w);
+    asbi_log(c, ASB_LOG_DEBUG, "WATCH %s", url);
+    CURLcode rc = curl_easy_perform(c->curl);
+    curl_slist_free_all(h);
+    free(url);
+    if (w.stopped)
+        r = w.result;
+    else if (rc != CURLE_OK)
+        r = asbi_error_from_curl(c, rc);
+    else if (w.http < 200 || w.http > 299)
+        r = asbi_error_from_reply((int)w.http, w.line, w.n);
+    else {
+        if (w.n > 0) /* a last event without its newline */
+            (void)dispatch_line(&w, w.line, w.n);
+        r = w.stopped ? w.result : ASB_OK;
+    }
+    free(w.line);
+    return r;
+}
+
+typedef struct public_watch {
+    asb_watch_cb cb;
+    void *payload;
+} public_watch;
+
+static int public_event(const char *type, json_t *object, void *payload)
+{
+    public_watch *pw = payload;
+    char *s = json_dumps(object, JSON_COMPACT);
+    if (!s)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    int r = pw->cb(type, s, pw->payload);
+    free(s);
+    return r;
+}
+
+ASB_PUBLIC int asb_object_watch(asb_client *c, const char *kind, const char *ns,
+                                const asb_watch_options *opts, asb_watch_cb cb, void *payload)
+{
+    const asb_kind *k;
+    if (!c || !kind || !cb)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_object_watch: NULL argument");
+    if (opts && (opts->version == 0 || opts->version > ASB_WATCH_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_watch_options: unknown version");
+    int r = asb_kind_lookup(&k, kind);
+    if (r != ASB_OK)
+        return r;
+    asbi_watch_params p = {0};
+    if (opts) {
+        p.name = opts->name;
+        p.label_selector = opts->label_selector;
+        p.resource_version = opts->resource_version;
+        p.timeout_ms = opts->timeout_ms;
+        p.allow_bookmarks = opts->allow_bookmarks;
+        p.cancel = opts->cancel;
+    }
+    public_watch pw = {cb, payload};
+    return asbi_watch(c, k, ns, &p, public_event, &pw);
+}
+
+/* ---- waits ---- */
+
+int asbi_condition_met(const json_t *obj, const char *condition, const char *status)
+{
+    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+    json_t *gen = json_object_get(json_object_get(obj, "metadata"), "generation");
+    for (size_t i = 0; i < json_array_size(conds); i++) {
+        json_t *cd = json_array_get(conds, i);
+        const char *t = json_string_value(json_object_get(cd, "type"));
+        const char *s = json_string_value(json_object_get(cd, "status"));
+        if (!t || strcasecmp(t, condition) != 0)
+            continue;
+        json_t *og = json_object_get(cd, "observedGeneration");
+        if (json_is_integer(og) && json_is_integer(gen) &&
+            json_integer_value(og) < json_integer_value(gen))
+            return 0; /* about an older spec */
+        return s && strcasecmp(s, status) == 0;
+    }
+    return 0;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct waiter {
+    const char *condition, *status; /* NULL condition: waiting for deletion */
+    json_t *found;                  /* the object that satisfied the condition */
+} waiter;
+
+enum { WAIT_MET = 1, WAIT_DELETED = 2 };
+
+static int wait_event(const char *type, json_t *object, void *payload)
+{
+    waiter *wt = payload;
+    if (strcmp(type, "DELETED") == 0)
+        return WAIT_DELETED;
+    if (wt->condition && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) &&
+        asbi_condition_met(object, wt->condition, wt->status)) {
+        wt->found = json_incref(object);
+        return WAIT_MET;
+    }
+    return 0;
+}
+
+static int wait_common(char **out, asb_client *c, const char *kind, const char *ns,
+                       const char *name, waiter *wt, const asb_wait_options *opts)
+{
+    const asb_kind *k;
+    if (!c || !kind || !name || !*name)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: NULL client, kind or name");
+    if (opts && (opts->version == 0 || opts->version > ASB_WAIT_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_wait_options: unknown version");
+    int r = asb_kind_lookup(&k, kind);
+    if (r != ASB_OK)
+        return r;
+    long timeout = opts ? opts->timeout_ms : 0;
+    const volatile int *cancel = opts ? opts->cancel : NULL;
+    long long deadline = timeout > 0 ? now_ms() + timeout : 0;
+    for (;;) {
+        if (cancel && *cancel)
+            return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
+        char *s = NULL;
+        r = asb_object_get(&s, c, k->plural, ns, name);
+        if (r == ASB_ENOTFOUND && !wt->condition)
+            return ASB_OK;
+        if (r != ASB_OK)
+            return r;
+        json_t *obj = json_loads(s, 0, NULL);
+        free(s);
+        if (!obj)
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        if (wt->condition && asbi_condition_met(obj, wt->condition, wt->status)) {
+            r = ASB_OK;
+            if (out && !(*out = json_dumps(obj, JSON_COMPACT)))
+                r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+            json_decref(obj);
+            return r;
+        }
+        const char *rv =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        asbi_watch_params p = {.name = name, .resource_version = rv, .cancel = cancel};
+        if (deadline) {
+            p.timeout_ms = (long)(deadline - now_ms());
+            if (p.timeout_ms <= 0) {
+                json_decref(obj);
+                return asbi_error_set(ASB_ETIMEOUT, 0, NULL,
+                                      "timed out waiting for the condition on %s/%s", k->plural,
+                                      name);
+            }
+        }
+        r = asbi_watch(c, k, ns, &p, wait_event, wt);
+        json_decref(obj);
+        switch (r) {
+        case WAIT_MET:
+            r = ASB_OK;
+            if (out && !(*out = json_dumps(wt->found, JSON_COMPACT)))
+                r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+            json_decref(wt->found);
+            wt->found = NULL;
+            return r;
+        case WAIT_DELETED:
+            if (!wt->condition)
+                return ASB_OK;
+            return asbi_error_set(ASB_ENOTFOUND, 0, "NotFound",
+                                  "%s.%s \"%s\" was deleted while waiting", k->plural, k->group,
+                                  name);
+        case ASB_ETIMEOUT:
+            return asbi_error_set(ASB_ETIMEOUT, 0, NULL,
+                                  "timed out waiting for the condition on %s/%s", k->plural, name);
+        case ASB_OK:       /* the server ended the stream: look again and watch on */
+        case ASB_EEXPIRED: /* our resourceVersion fell out of the window: the same */
+            continue;
+        default:
+            return r;
+        }
+    }
+}
+
+ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *c, const char *kind,
+                                         const char *ns, const char *name, const char *condition,
+                                         const char *status, const asb_wait_options *opts)
+{
+    if (!condition || !*condition)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty condition");
+    waiter wt = {condition, status ? status : "True", NULL};
+    return wait_common(out, c, kind, ns, name, &wt, opts);
+}
+
+ASB_PUBLIC int asb_object_wait_deleted(asb_client *c, const char *kind, const char *ns,
+                                       const char *name, const asb_wait_options *opts)
+{
+    waiter wt = {NULL, NULL, NULL};
+    return wait_common(NULL, c, kind, ns, name, &wt, opts);
+}
