@@ -46,7 +46,10 @@ class AsbServer:
         self.state_dir = str(state_dir)
         self.log_path = str(log_path)
         self.listen = listen
-        self.env = {**os.environ, "ASB_STATE_DIR": self.state_dir, **(env or {})}
+        # The API tests store Sandboxes without running them (ASB_RUNTIME=none); the
+        # test_local_sandbox_* tests turn the runtime on.
+        self.env = {**os.environ, "ASB_STATE_DIR": self.state_dir, "ASB_RUNTIME": "none",
+                    **(env or {})}
         self.proc = None
         self.log = None
         self.session = requests.Session()
