@@ -269,11 +269,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
-    /* A stopped leftover under the same id (sandboxd died) would make `runc run` fail. */
-    _cleanup_free_ char *derr = NULL;
-    oci_delete(&r->rt, uid, &derr);
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+    if (k < 0 && err && strstr(err, "already exists")) {
+        /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
+        _cleanup_free_ char *derr = NULL;
+        free(err);
+        err = NULL;
+        oci_delete(&r->rt, uid, &derr);
+        k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+    }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     rec_adopt(r, uid, read_pid(pidfile));

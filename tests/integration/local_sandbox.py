@@ -25,9 +25,10 @@ def runtime_available():
 
 
 def injected_sandboxd():
-    """The sandboxd injected into containers: the release build. An ASan sandboxd cannot run
-    there (LeakSanitizer needs ptrace, which the seccomp profile denies), so only the
-    control plane runs sanitized."""
+    """The sandboxd injected into containers: the release build, while `asb serve` itself runs
+    sanitized. A sanitizer report from inside a container would never be seen (teardown is
+    `runc delete --force`, SIGKILL) and LeakSanitizer's exit check needs ptrace, which the
+    seccomp profile denies; sandboxd has its own sanitized tests. ASB_SANDBOXD overrides."""
     env = os.environ.get("ASB_SANDBOXD")
     if env:
         return env
