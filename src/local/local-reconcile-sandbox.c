@@ -239,6 +239,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     uid_t u;
     gid_t g;
     sandbox_user(pod, ctr, &u, &g);
+    usec_t t_prep = now_usec(CLOCK_MONOTONIC);
     if ((k = make_dirs(r, uid, u, g, f)) < 0)
         return k;
 
@@ -282,9 +283,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     rec_adopt(r, uid, read_pid(pidfile));
-    char ms[32];
+    char ms[32], prep[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
-    log_info("sandbox container started", "sandbox", name, "uid", uid, "runc_ms", ms);
+    snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
+    log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
+             "runc_ms", ms);
     return 0;
 }
 

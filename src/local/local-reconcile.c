@@ -207,8 +207,14 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     if (!e)
         return false;
     failed_clear(r, uid);
-    if (!e->ready)
+    if (!e->ready) {
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
         e->ready = rec_health(r, uid, HEALTH_TIMEOUT_MS);
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        log_info(e->ready ? "sandbox ready" : "sandbox not answering health yet", "sandbox",
+                 api_meta_string(sb, "name"), "health_ms", ms);
+    }
     u.has_pod = true;
     u.ready = e->ready ? (cond){"Ready", "True", "DependenciesReady", "Pod is Ready"}
                        : (cond){"Ready", "False", "DependenciesNotReady",
