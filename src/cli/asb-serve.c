@@ -39,7 +39,8 @@ static void serve_usage(FILE *f)
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
             "ASB_RUNTIME (OCI runtime CLI for sandboxes, default runc; \"none\" stores Sandboxes\n"
             "without running them), ASB_SANDBOXD (sandboxd binary injected into sandboxes,\n"
-            "default: the sandboxd next to asb).\n",
+            "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
+            "this much quiet: liveness of sandboxes, default 10s).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -298,7 +299,8 @@ int asb_serve(int argc, char **argv)
     if (strcmp(runtime, "none") != 0) {
         local_reconciler_options ro = {
             .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
-            .runtime = runtime};
+            .runtime = runtime,
+            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC)};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

@@ -31,6 +31,7 @@ struct local_reconciler {
     const char *no_root;  /* set when running without root */
     oci_runtime rt;
     pthread_t thread;
+    usec_t resync_interval;
     rec_entry *entries;
     size_t n_entries;
     rec_failed *failed;

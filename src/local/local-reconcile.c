@@ -16,7 +16,7 @@
 #include "local/local-reconcile-internal.h"
 #include "shared/log.h"
 
-#define RESYNC_INTERVAL (10 * USEC_PER_SEC)
+#define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
 #define NOT_READY_RETRY (200 * USEC_PER_MSEC)
 #define HEALTH_TIMEOUT_MS 5000
 #define ANN_POD_NAME "agents.x-k8s.io/pod-name"
@@ -337,7 +337,7 @@ static void *reconcile_thread(void *arg)
     local_reconciler *r = arg;
     bool pending = false;
     uint64_t rv = resync(r, &pending);
-    usec_t next_resync = now_usec(CLOCK_MONOTONIC) + RESYNC_INTERVAL;
+    usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t deadline = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
@@ -347,7 +347,7 @@ static void *reconcile_thread(void *arg)
             break;
         if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= deadline)) {
             rv = MAX(rv, resync(r, &pending));
-            next_resync = now_usec(CLOCK_MONOTONIC) + RESYNC_INTERVAL;
+            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             continue;
         }
         if (n < 0) {
@@ -361,6 +361,10 @@ static void *reconcile_thread(void *arg)
         }
         pending = p || pending;
         store_events_free(evs, (size_t)n);
+        if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
+            rv = MAX(rv, resync(r, &pending));
+            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+        }
     }
     return NULL;
 }
@@ -371,6 +375,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     if (!r)
         return -ENOMEM;
     r->store = o->store;
+    r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     _cleanup_free_ char *runc_root = NULL;
     if (!r->kind || !(r->state_dir = strdup(o->state_dir)) ||

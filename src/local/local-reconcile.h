@@ -3,6 +3,7 @@
  * every commit; a slow resync (runc list, liveness) runs when nothing happens for a while. */
 #pragma once
 
+#include "basic/time-util.h"
 #include "local/local-store.h"
 
 typedef struct local_reconciler local_reconciler;
@@ -12,6 +13,7 @@ typedef struct local_reconciler_options {
     const char *state_dir; /* $ASB_STATE_DIR */
     const char *sandboxd;  /* the binary injected into sandboxes */
     const char *runtime;   /* OCI runtime CLI ("runc") */
+    usec_t resync_interval; /* full pass after this much quiet; 0 = 10 s */
 } local_reconciler_options;
 
 /* Starts the thread. Problems that only affect sandboxes (no root, no sandboxd) are logged and

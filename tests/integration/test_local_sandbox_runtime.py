@@ -232,3 +232,23 @@ def test_sigterm_leaves_sandboxes_running(start_sbx, sbx_state):
     assert asb.stop(signal.SIGTERM) == 0
     assert uid in runc_ids(sbx_state)
     assert rest(sockets(sbx_state, uid)[0], "GET", "/v1/health")[0] == 200
+
+
+def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
+    asb = start_sbx(env={"ASB_RESYNC_INTERVAL": "500ms"})
+    uid = create(asb, "phoenix")["metadata"]["uid"]
+    wait_ready(asb, "phoenix")
+    rest_sock = sockets(sbx_state, uid)[0]
+    assert rest(rest_sock, "PUT", "/v1/files/kept.txt", b"workspace survives")[0] == 204
+    pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
+    os.kill(pid, signal.SIGKILL)
+
+    def answers():
+        try:
+            return rest(rest_sock, "GET", "/v1/files/kept.txt") == (200, b"workspace survives")
+        except OSError:
+            return False
+    assert wait_for(answers, timeout=15), asb.output()
+    new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
+    assert new_pid != pid
+    assert condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True"
