@@ -134,6 +134,18 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
     json_decref(out);
 }
 
+static bool has_condition(const json_t *sb, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return true;
+    }
+    return false;
+}
+
 static rec_failed *failed_find(local_reconciler *r, const char *uid)
 {
     for (size_t i = 0; i < r->n_failed; i++)
@@ -193,6 +205,11 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     rec_failed *prev = failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
+    if (!e && !has_condition(sb, "Ready")) {
+        /* First sight: say that the sandbox is being started before the runtime is asked. */
+        u.ready = (cond){"Ready", "False", "DependenciesNotReady", "Pod does not exist"};
+        write_status(r, sb, &u);
+    }
     if (!e && rec_materialise(r, sb, &f) < 0) {
         failed_set(r, uid, gen);
         rec_teardown(r, uid, false);

@@ -102,13 +102,13 @@ def get_sandbox(asb, name, ns="default"):
     return r.json()
 
 
-def wait_ready(asb, name, timeout=15, want="True"):
+def wait_ready(asb, name, timeout=15, want="True", reason=None):
     deadline = time.monotonic() + timeout
     obj = None
     while time.monotonic() < deadline:
         obj = get_sandbox(asb, name)
         c = condition(obj, "Ready")
-        if c and c["status"] == want:
+        if c and c["status"] == want and (reason is None or c["reason"] == reason):
             return obj
         if c and want == "True" and c["reason"] in ("ImageNotSupported", "ReconcilerError"):
             raise AssertionError(f"sandbox {name} failed: {c}\n{asb.output()}")

@@ -138,7 +138,7 @@ def test_run_as_user_from_security_context(start_sbx, sbx_state):
 def test_unsupported_image_is_a_condition(start_sbx, sbx_state, image, needle):
     asb = start_sbx()
     created = create(asb, "bad", image=image)
-    obj = wait_ready(asb, "bad", want="False")
+    obj = wait_ready(asb, "bad", want="False", reason="ImageNotSupported")
     ready = condition(obj, "Ready")
     assert ready["reason"] == "ImageNotSupported", ready
     assert needle in ready["message"], ready
@@ -182,7 +182,7 @@ def test_suspend_stops_and_resume_restarts(start_sbx, sbx_state):
     assert rest(rest_sock, "PUT", "/v1/files/keep.txt", b"kept")[0] == 204
     p = asb.path(CORE, "sandboxes", "default", "sus")
     assert asb.merge_patch(p, {"spec": {"operatingMode": "Suspended"}}).status_code == 200
-    obj = wait_ready(asb, "sus", want="False")
+    obj = wait_ready(asb, "sus", want="False", reason="SandboxSuspended")
     assert wait_for(lambda: condition(get_sandbox(asb, "sus"), "Suspended")["status"] == "True")
     obj = get_sandbox(asb, "sus")
     assert condition(obj, "Ready")["reason"] == "SandboxSuspended"
@@ -252,3 +252,28 @@ def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
     new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
     assert new_pid != pid
     assert condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True"
+
+
+def test_ready_false_while_starting_then_true(start_sbx, sbx_state):
+    """The status goes Ready=False/DependenciesNotReady before the runtime is asked, then True."""
+    import json
+    asb = start_sbx()
+    created = create(asb, "watched")
+    rv = created["metadata"]["resourceVersion"]
+    r = asb.get(asb.path(CORE, "sandboxes", "default"), stream=True, timeout=20,
+                params={"watch": "true", "resourceVersion": rv,
+                        "fieldSelector": "metadata.name=watched"})
+    seen = []
+    try:
+        for line in r.iter_lines():
+            if not line:
+                continue
+            c = condition(json.loads(line)["object"], "Ready")
+            if c:
+                seen.append((c["status"], c["reason"], c["message"]))
+            if c and c["status"] == "True":
+                break
+    finally:
+        r.close()
+    assert seen[0] == ("False", "DependenciesNotReady", "Pod does not exist"), seen
+    assert seen[-1] == ("True", "DependenciesReady", "Pod is Ready"), seen
