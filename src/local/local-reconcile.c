@@ -134,6 +134,37 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
     json_decref(out);
 }
 
+static bool container_alive(const rec_entry *e)
+{
+    return e->pid > 0 && (kill(e->pid, 0) == 0 || errno == EPERM);
+}
+
+/* A zombie still answers kill(pid, 0); runc state reports it as stopped. */
+static bool container_dead(local_reconciler *r, const rec_entry *e)
+{
+    if (!container_alive(e))
+        return true;
+    _cleanup_free_ char *status = NULL;
+    pid_t pid;
+    return oci_state(&r->rt, e->uid, &status, &pid) == 0 && strcmp(status, "running") != 0;
+}
+
+/* The last line sandboxd wrote before it exited. Owned. */
+static char *last_log_line(local_reconciler *r, const char *uid)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sandboxes/%s/sandboxd.log", r->state_dir, uid) < 0)
+        return NULL;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    char line[512], last[512] = "";
+    while (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (*line)
+            snprintf(last, sizeof(last), "%s", line);
+    }
+    return strdup(*last ? last : "(no output)");
+}
+
 static bool has_condition(const json_t *sb, const char *type)
 {
     size_t i;
@@ -232,17 +263,26 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         log_info(e->ready ? "sandbox ready" : "sandbox not answering health yet", "sandbox",
                  api_meta_string(sb, "name"), "health_ms", ms);
     }
+    if (!e->ready && container_dead(r, e)) {
+        /* sandboxd exited: report it and retry at the next resync, not in a tight loop. */
+        _cleanup_free_ char *line = last_log_line(r, uid), *msg = NULL;
+        if (asprintf(&msg, "Error seen: sandboxd exited: %s", line ? line : "") < 0)
+            msg = NULL;
+        rec_teardown(r, uid, false);
+        failed_set(r, uid, gen);
+        u.has_pod = false;
+        u.ready = (cond){"Ready", "False", "ReconcilerError", msg ? msg : "sandboxd exited"};
+        log_warn("sandboxd exited", "sandbox", api_meta_string(sb, "name"), "output",
+                 line ? line : "");
+        write_status(r, sb, &u);
+        return false;
+    }
     u.has_pod = true;
     u.ready = e->ready ? (cond){"Ready", "True", "DependenciesReady", "Pod is Ready"}
                        : (cond){"Ready", "False", "DependenciesNotReady",
                                 "Pod is Running but not Ready"};
     write_status(r, sb, &u);
     return !e->ready;
-}
-
-static bool container_alive(const rec_entry *e)
-{
-    return e->pid > 0 && (kill(e->pid, 0) == 0 || errno == EPERM);
 }
 
 /* Removes per-sandbox directories left behind by sandboxes that no longer exist. */

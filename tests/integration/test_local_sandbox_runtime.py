@@ -277,3 +277,15 @@ def test_ready_false_while_starting_then_true(start_sbx, sbx_state):
         r.close()
     assert seen[0] == ("False", "DependenciesNotReady", "Pod does not exist"), seen
     assert seen[-1] == ("True", "DependenciesReady", "Pod is Ready"), seen
+
+
+def test_sandboxd_that_exits_is_reported_not_looped(start_sbx, sbx_state):
+    # An injected "sandboxd" that exits at once (/usr/bin/false): Ready=False with the reason,
+    # and no restart loop (retried only at the resync, 10 s by default).
+    asb = start_sbx(env={"ASB_SANDBOXD": "/usr/bin/false"})
+    uid = create(asb, "crash")["metadata"]["uid"]
+    obj = wait_ready(asb, "crash", want="False", reason="ReconcilerError")
+    assert "sandboxd exited" in condition(obj, "Ready")["message"]
+    time.sleep(1)
+    assert asb.output().count("sandbox container started") == 1, asb.output()
+    assert uid not in runc_ids(sbx_state)
