@@ -289,3 +289,36 @@ def test_sandboxd_that_exits_is_reported_not_looped(start_sbx, sbx_state):
     time.sleep(1)
     assert asb.output().count("sandbox container started") == 1, asb.output()
     assert uid not in runc_ids(sbx_state)
+
+
+def test_without_root_sandboxes_say_why():
+    """`asb serve` as a normal user serves the API and reports in each Sandbox why it cannot run."""
+    import shutil
+    import tempfile
+    from asb_apiserver import AsbServer, asb_binary
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root to switch to an unprivileged user, and setpriv")
+    d = tempfile.mkdtemp(prefix="asb-nr-", dir="/tmp")
+    try:
+        os.chmod(d, 0o755)
+        binary = os.path.join(d, "asb")
+        shutil.copy(asb_binary(), binary)
+        state = os.path.join(d, "state")
+        os.mkdir(state)
+        os.chown(state, 65534, 65534)
+
+        class Unprivileged(AsbServer):
+            def command(self):
+                return [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", binary]
+
+        asb = Unprivileged(state, os.path.join(d, "serve.log"), {"ASB_RUNTIME": "runc"}).start()
+        try:
+            create(asb, "nr")
+            obj = wait_ready(asb, "nr", want="False", reason="ReconcilerError")
+            assert "runs without root" in condition(obj, "Ready")["message"]
+            assert "sandboxes unavailable" in asb.output()
+        finally:
+            assert asb.stop() == 0
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
