@@ -17,6 +17,7 @@
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
+#include "local/local-reconcile.h"
 #include "local/local-store.h"
 #include "shared/log.h"
 
@@ -35,7 +36,11 @@ static void serve_usage(FILE *f)
             "; port 0 picks a free one)\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
-            "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s).\n",
+            "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
+            "ASB_RUNTIME (OCI runtime CLI for sandboxes, default runc; \"none\" stores Sandboxes\n"
+            "without running them), ASB_SANDBOXD (sandboxd binary injected into sandboxes,\n"
+            "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
+            "this much quiet: liveness of sandboxes, default 10s).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -141,6 +146,27 @@ static char *server_url(const char *listen, uint16_t port)
         h = "[::1]";
     char *s = NULL;
     if (asprintf(&s, "http://%s:%u", h, port) < 0)
+        return NULL;
+    return s;
+}
+
+/* ASB_SANDBOXD, else the sandboxd installed next to this asb binary. Owned. */
+static char *sandboxd_path(void)
+{
+    const char *e = getenv("ASB_SANDBOXD");
+    if (e && *e)
+        return strdup(e);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char *s = NULL;
+    if (asprintf(&s, "%s/sandboxd", self) < 0)
         return NULL;
     return s;
 }
@@ -264,6 +290,26 @@ int asb_serve(int argc, char **argv)
         local_store_free(store);
         return 1;
     }
+    /* The Sandbox reconciler: started after the API so a slow first resync never delays it. */
+    local_reconciler *rec = NULL;
+    const char *runtime = getenv("ASB_RUNTIME");
+    if (!runtime || !*runtime)
+        runtime = "runc";
+    _cleanup_free_ char *sandboxd = sandboxd_path();
+    if (strcmp(runtime, "none") != 0) {
+        local_reconciler_options ro = {
+            .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
+            .runtime = runtime,
+            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC)};
+        r = local_reconciler_start(&ro, &rec);
+        if (r < 0) {
+            fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));
+            local_store_shutdown(store);
+            local_apiserver_stop(srv);
+            local_store_free(store);
+            return 1;
+        }
+    }
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));
     log_info("asb serve listening", "url", url, "state", dir, "resourceVersion", rvbuf);
@@ -273,6 +319,7 @@ int asb_serve(int argc, char **argv)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     local_store_shutdown(store);
+    local_reconciler_stop(rec);
     local_apiserver_stop(srv);
     local_store_free(store);
     return 0;

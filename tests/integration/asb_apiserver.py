@@ -46,7 +46,10 @@ class AsbServer:
         self.state_dir = str(state_dir)
         self.log_path = str(log_path)
         self.listen = listen
-        self.env = {**os.environ, "ASB_STATE_DIR": self.state_dir, **(env or {})}
+        # The API tests store Sandboxes without running them (ASB_RUNTIME=none); the
+        # test_local_sandbox_* tests turn the runtime on.
+        self.env = {**os.environ, "ASB_STATE_DIR": self.state_dir, "ASB_RUNTIME": "none",
+                    **(env or {})}
         self.proc = None
         self.log = None
         self.session = requests.Session()
@@ -56,7 +59,7 @@ class AsbServer:
         if os.path.exists(server_file):
             os.unlink(server_file)
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([asb_binary(), "serve", "--listen", self.listen],
+        self.proc = subprocess.Popen(self.command() + ["serve", "--listen", self.listen],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
                                      start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -74,6 +77,10 @@ class AsbServer:
                     pass
             time.sleep(0.02)
         raise AssertionError(f"asb serve not ready within {timeout}s:\n{self.output()}")
+
+    def command(self):
+        """argv prefix that runs asb (subclasses may wrap it, e.g. to drop privileges)."""
+        return [asb_binary()]
 
     def output(self):
         if self.log and not self.log.closed:

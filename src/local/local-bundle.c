@@ -1,0 +1,325 @@
+/* config.json and rootfs skeleton of a local sandbox. See local-bundle.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "local/local-bundle.h"
+#include "local/local-fs.h"
+
+#define SANDBOX_HOME "/home/sandbox"
+#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Host directories the `host` image shares read-only (a symlink on the host, as with merged
+ * /usr, becomes the same symlink in the rootfs). */
+static const char *const host_dirs[] = {"usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin"};
+
+/* runc's `runc spec` defaults. */
+static const char *const masked_paths[] = {
+    "/proc/acpi",         "/proc/asound",   "/proc/kcore",        "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/sys/firmware",      "/proc/scsi",
+};
+static const char *const readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+};
+
+/* Denied with EPERM; everything else is allowed. Kernel-level escapes (modules, kexec, bpf),
+ * namespace and mount manipulation, tracing, keyrings, clock and swap changes. */
+static const char *const denied_syscalls[] = {
+    "mount",          "umount",          "umount2",      "move_mount",      "open_tree",
+    "fsopen",         "fsconfig",        "fsmount",      "fspick",          "pivot_root",
+    "chroot",         "unshare",         "setns",        "ptrace",          "process_vm_readv",
+    "process_vm_writev", "kexec_load",   "kexec_file_load", "init_module",  "finit_module",
+    "delete_module",  "bpf",             "perf_event_open", "keyctl",       "add_key",
+    "request_key",    "swapon",          "swapoff",      "reboot",          "open_by_handle_at",
+    "name_to_handle_at", "userfaultfd",  "acct",         "settimeofday",    "clock_settime",
+    "clock_adjtime",  "adjtimex",        "iopl",         "ioperm",          "quotactl",
+    "lookup_dcookie", "syslog",          "uselib",       "vhangup",         "nfsservctl",
+};
+
+static json_t *str_array(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *mount_entry(const char *dest, const char *type, const char *source,
+                           const char *const *opts, size_t n_opts)
+{
+    return json_pack("{s:s, s:s, s:s, s:o}", "destination", dest, "type", type, "source", source,
+                     "options", str_array(opts, n_opts));
+}
+
+static void add_bind(json_t *mounts, const char *dest, const char *source, bool ro)
+{
+    static const char *const ro_opts[] = {"rbind", "ro", "nosuid", "nodev"};
+    static const char *const rw_opts[] = {"rbind", "rw", "nosuid", "nodev"};
+    json_array_append_new(mounts, ro ? mount_entry(dest, "bind", source, ro_opts, 4)
+                                     : mount_entry(dest, "bind", source, rw_opts, 4));
+}
+
+static json_t *base_mounts(void)
+{
+    static const char *const proc[] = {"nosuid", "noexec", "nodev"};
+    static const char *const dev[] = {"nosuid", "strictatime", "mode=755", "size=65536k"};
+    static const char *const pts[] = {"nosuid", "noexec", "newinstance", "ptmxmode=0666",
+                                      "mode=0620", "gid=5"};
+    static const char *const shm[] = {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"};
+    static const char *const mq[] = {"nosuid", "noexec", "nodev"};
+    static const char *const sys[] = {"nosuid", "noexec", "nodev", "ro"};
+    static const char *const cg[] = {"nosuid", "noexec", "nodev", "relatime", "ro"};
+    static const char *const tmp[] = {"nosuid", "nodev", "mode=1777", "size=1g"};
+    json_t *m = json_array();
+    json_array_append_new(m, mount_entry("/proc", "proc", "proc", proc, ELEMENTSOF(proc)));
+    json_array_append_new(m, mount_entry("/dev", "tmpfs", "tmpfs", dev, ELEMENTSOF(dev)));
+    json_array_append_new(m, mount_entry("/dev/pts", "devpts", "devpts", pts, ELEMENTSOF(pts)));
+    json_array_append_new(m, mount_entry("/dev/shm", "tmpfs", "shm", shm, ELEMENTSOF(shm)));
+    json_array_append_new(m, mount_entry("/dev/mqueue", "mqueue", "mqueue", mq, ELEMENTSOF(mq)));
+    json_array_append_new(m, mount_entry("/sys", "sysfs", "sysfs", sys, ELEMENTSOF(sys)));
+    json_array_append_new(m,
+                          mount_entry("/sys/fs/cgroup", "cgroup", "cgroup", cg, ELEMENTSOF(cg)));
+    json_array_append_new(m, mount_entry("/tmp", "tmpfs", "tmpfs", tmp, ELEMENTSOF(tmp)));
+    return m;
+}
+
+static json_t *seccomp_profile(void)
+{
+    return json_pack("{s:s, s:[sss], s:[{s:o, s:s, s:i}]}", "defaultAction", "SCMP_ACT_ALLOW",
+                     "architectures", "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32",
+                     "syscalls", "names", str_array(denied_syscalls, ELEMENTSOF(denied_syscalls)),
+                     "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM);
+}
+
+static json_t *process_env(const local_bundle_params *p)
+{
+    json_t *env = json_array();
+    json_array_append_new(env, json_string(DEFAULT_PATH));
+    json_array_append_new(env, json_string("HOME=" SANDBOX_HOME));
+    json_array_append_new(env, json_string("USER=sandbox"));
+    char *h = NULL;
+    if (asprintf(&h, "HOSTNAME=%s", p->hostname) >= 0)
+        json_array_append_new(env, json_string(h));
+    free(h);
+    size_t i;
+    json_t *e;
+    json_array_foreach(p->env, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *value = json_string_value(json_object_get(e, "value"));
+        if (!name || !*name || strchr(name, '='))
+            continue;
+        char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", name, value ? value : "") >= 0)
+            json_array_append_new(env, json_string(kv));
+        free(kv);
+    }
+    return env;
+}
+
+static json_t *resources(const local_bundle_params *p)
+{
+    json_t *r = json_pack("{s:[{s:b, s:s}], s:{s:I}}", "devices", "allow", 0, "access", "rwm",
+                          "pids", "limit", (json_int_t)p->pids_limit);
+    if (p->memory_limit > 0)
+        json_object_set_new(r, "memory",
+                            json_pack("{s:I}", "limit", (json_int_t)p->memory_limit));
+    if (p->cpu_millis > 0)
+        json_object_set_new(r, "cpu",
+                            json_pack("{s:I, s:I}", "quota", (json_int_t)(p->cpu_millis * 100),
+                                      "period", (json_int_t)100000));
+    return r;
+}
+
+static json_t *config_json(const local_bundle_params *p, const char *root, json_t *mounts)
+{
+    static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
+    json_t *namespaces = json_array();
+    for (size_t i = 0; i < ELEMENTSOF(ns); i++)
+        json_array_append_new(namespaces, json_pack("{s:s}", "type", ns[i]));
+    static const char *const args[] = {
+        "/.asb/lib/ld-linux-x86-64.so.2", "--library-path", "/.asb/lib", "/.asb/bin/sandboxd",
+        "--root-dir", "/workspace", "--listen-host", "127.0.0.1", "--rest-fd", "3", "--grpc-fd",
+        "4",
+    };
+    json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
+                             "inheritable", "permitted", "ambient");
+    json_t *process = json_pack(
+        "{s:b, s:{s:i, s:i, s:[i]}, s:o, s:o, s:s, s:o, s:b}", "terminal", 0,
+        "user", "uid", (int)p->uid, "gid", (int)p->gid, "additionalGids", (int)p->gid, "args",
+        str_array(args, ELEMENTSOF(args)), "env", process_env(p), "cwd", "/workspace",
+        "capabilities", caps, "noNewPrivileges", 1);
+    json_t *linux_ = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "resources", resources(p),
+                               "cgroupsPath", p->cgroups_path, "namespaces", namespaces,
+                               "maskedPaths", str_array(masked_paths, ELEMENTSOF(masked_paths)),
+                               "readonlyPaths",
+                               str_array(readonly_paths, ELEMENTSOF(readonly_paths)), "seccomp",
+                               seccomp_profile());
+    return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
+                     process, "root", "path", root, "readonly", 1, "hostname", p->hostname,
+                     "mounts", mounts, "linux", linux_);
+}
+
+/* The generated /etc of the `host` image: only what name lookups and the loader need. */
+static int write_etc(const local_bundle_params *p, const char *etc, char **ret_error)
+{
+    _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL;
+    if (asprintf(&passwd,
+                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                 "sandbox:x:%u:%u:sandbox:" SANDBOX_HOME ":/bin/sh\n"
+                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                 (unsigned)p->uid, (unsigned)p->gid) < 0 ||
+        asprintf(&group, "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid) < 0 ||
+        asprintf(&hosts, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                 p->hostname) < 0)
+        return -ENOMEM;
+    const struct {
+        const char *name, *content;
+    } files[] = {
+        {"passwd", passwd},
+        {"group", group},
+        {"hosts", hosts},
+        {"hostname", p->hostname},
+        {"resolv.conf", "# local sandbox: loopback only, no name servers\n"},
+        {"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"},
+    };
+    int r = fs_mkdir_p(etc, 0755);
+    for (size_t i = 0; r == 0 && i < ELEMENTSOF(files); i++) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", etc, files[i].name) < 0)
+            return -ENOMEM;
+        r = fs_write_file(path, files[i].content, 0644);
+    }
+    if (r == 0) {
+        /* The loader cache lets host binaries find their libraries quickly; not a secret. */
+        _cleanup_free_ char *cache = NULL;
+        if (asprintf(&cache, "%s/ld.so.cache", etc) < 0)
+            return -ENOMEM;
+        if (access("/etc/ld.so.cache", R_OK) == 0)
+            r = fs_copy_file("/etc/ld.so.cache", cache, 0644);
+    }
+    if (r < 0 && asprintf(ret_error, "cannot write the sandbox /etc in %s: %s", etc,
+                          strerror(-r)) < 0)
+        *ret_error = NULL;
+    return r;
+}
+
+/* rootfs skeleton of the `host` image and its mounts. */
+static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t *mounts,
+                       char **ret_error)
+{
+    int r = fs_mkdir_p(rootfs, 0755);
+    for (size_t i = 0; r == 0 && i < ELEMENTSOF(host_dirs); i++) {
+        char host[PATH_MAX], link[PATH_MAX], inside[PATH_MAX];
+        snprintf(host, sizeof(host), "/%s", host_dirs[i]);
+        snprintf(inside, sizeof(inside), "%s/%s", rootfs, host_dirs[i]);
+        struct stat st;
+        if (lstat(host, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlink(host, link, sizeof(link) - 1);
+            if (n < 0)
+                continue;
+            link[n] = '\0';
+            unlink(inside);
+            if (symlink(link, inside) < 0)
+                r = -errno;
+        } else if (S_ISDIR(st.st_mode)) {
+            add_bind(mounts, host, host, true);
+        }
+    }
+    _cleanup_free_ char *etc = NULL;
+    if (r == 0 && asprintf(&etc, "%s/etc", p->bundle_dir) < 0)
+        return -ENOMEM;
+    if (r == 0)
+        r = write_etc(p, etc, ret_error);
+    else if (asprintf(ret_error, "cannot prepare the rootfs %s: %s", rootfs, strerror(-r)) < 0)
+        *ret_error = NULL;
+    if (r < 0)
+        return r;
+    add_bind(mounts, "/etc", etc, true);
+    /* Debian's alternatives are symlinks (awk, editor, ...): shared read-only, mount point made
+     * here because /etc is read-only by the time runc mounts it. */
+    struct stat st;
+    _cleanup_free_ char *alt = NULL;
+    if (asprintf(&alt, "%s/alternatives", etc) < 0)
+        return -ENOMEM;
+    if (stat("/etc/alternatives", &st) == 0 && S_ISDIR(st.st_mode) && fs_mkdir_p(alt, 0755) == 0)
+        add_bind(mounts, "/etc/alternatives", "/etc/alternatives", true);
+    return 0;
+}
+
+int local_bundle_write(const local_bundle_params *p, char **ret_error)
+{
+    *ret_error = NULL;
+    int r = fs_mkdir_p(p->bundle_dir, 0711);
+    if (r < 0) {
+        if (asprintf(ret_error, "cannot create the bundle %s: %s", p->bundle_dir, strerror(-r)) <
+            0)
+            *ret_error = NULL;
+        return r;
+    }
+    _cleanup_free_ char *rootfs = NULL, *config = NULL, *text = NULL;
+    if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
+        return -ENOMEM;
+    json_t *mounts = base_mounts();
+    if (!p->rootfs) {
+        if (asprintf(&rootfs, "%s/rootfs", p->bundle_dir) < 0) {
+            json_decref(mounts);
+            return -ENOMEM;
+        }
+        r = host_rootfs(p, rootfs, mounts, ret_error);
+        if (r < 0) {
+            json_decref(mounts);
+            return r;
+        }
+    }
+    add_bind(mounts, "/workspace", p->workspace_dir, false);
+    add_bind(mounts, SANDBOX_HOME, p->home_dir, false);
+    add_bind(mounts, "/.asb/bin", p->inject_bin, true);
+    add_bind(mounts, "/.asb/lib", p->inject_lib, true);
+    json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
+    text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
+    json_decref(cfg);
+    if (!text)
+        return -ENOMEM;
+    r = fs_write_file(config, text, 0600);
+    if (r < 0 && asprintf(ret_error, "cannot write %s: %s", config, strerror(-r)) < 0)
+        *ret_error = NULL;
+    return r;
+}
+
+int local_parse_quantity(const char *s, bool millis, int64_t *ret)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -EINVAL;
+    static const struct {
+        const char *suffix;
+        double mult;
+    } units[] = {
+        {"", 1},     {"m", 1e-3},          {"k", 1e3},           {"M", 1e6},
+        {"G", 1e9},  {"T", 1e12},          {"Ki", 1024.0},       {"Mi", 1048576.0},
+        {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(units); i++) {
+        if (strcmp(end, units[i].suffix) != 0)
+            continue;
+        double x = v * units[i].mult * (millis ? 1000.0 : 1.0);
+        if (x > 9.2e18)
+            return -EINVAL;
+        *ret = (int64_t)(x + 0.5);
+        return 0;
+    }
+    return -EINVAL;
+}

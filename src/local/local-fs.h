@@ -1,0 +1,15 @@
+/* Small filesystem helpers for the local runtime: directories, whole-file writes, copies and
+ * recursive removal. Return 0 or a negative errno; never log. */
+#pragma once
+
+#include <sys/types.h>
+
+/* Creates path and its missing parents (parents 0755, the last one `mode`). */
+int fs_mkdir_p(const char *path, mode_t mode);
+/* Writes content to path (created or truncated) with mode. */
+int fs_write_file(const char *path, const char *content, mode_t mode);
+/* Copies the regular file src to dst atomically (dst.tmp + rename) with mode. */
+int fs_copy_file(const char *src, const char *dst, mode_t mode);
+/* Removes path and everything below it, never following symlinks nor crossing mount points.
+ * A missing path is success. */
+int fs_rm_rf(const char *path);

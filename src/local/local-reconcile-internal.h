@@ -1,0 +1,55 @@
+/* Shared between local-reconcile.c (loop, status) and local-reconcile-sandbox.c (containers). */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "local/local-reconcile.h"
+#include "local/local-runtime-oci.h"
+
+/* A container this process knows is running, keyed by the Sandbox's metadata.uid. */
+typedef struct rec_entry {
+    char *uid;
+    pid_t pid;
+    bool ready; /* sandboxd answered health */
+} rec_entry;
+
+/* A Sandbox whose container could not be started at this generation: retried on the next
+ * resync or spec change, not on every status write of its own. */
+typedef struct rec_failed {
+    char *uid;
+    long long generation;
+} rec_failed;
+
+struct local_reconciler {
+    local_store *store;
+    const api_kind *kind;
+    char *state_dir;
+    char *inject_dir;
+    char *inject_error; /* why sandboxd cannot be injected, or NULL */
+    const char *no_root;  /* set when running without root */
+    oci_runtime rt;
+    pthread_t thread;
+    usec_t resync_interval;
+    rec_entry *entries;
+    size_t n_entries;
+    rec_failed *failed;
+    size_t n_failed;
+};
+
+/* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
+typedef struct rec_failure {
+    const char *reason;
+    char *message;
+} rec_failure;
+
+rec_entry *rec_find(local_reconciler *r, const char *uid);
+/* Creates and starts the container of a Running sandbox. 0, or <0 with f filled. */
+int rec_materialise(local_reconciler *r, const json_t *sandbox, rec_failure *f);
+/* Deletes the container and its socket dir; with purge also the sandbox's persistent dirs. */
+void rec_teardown(local_reconciler *r, const char *uid, bool purge);
+/* Adopts an already running container found by runc list. */
+void rec_adopt(local_reconciler *r, const char *uid, pid_t pid);
+/* GET /v1/health on the sandbox's REST socket; true on 200 within timeout_ms. */
+bool rec_health(local_reconciler *r, const char *uid, int timeout_ms);

@@ -1,0 +1,329 @@
+/* One sandbox's container: directories, sockets, bundle, runc, health. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "local/local-bundle.h"
+#include "local/local-fs.h"
+#include "local/local-reconcile-internal.h"
+#include "shared/log.h"
+
+#define DEFAULT_UID 1000
+#define DEFAULT_PIDS_LIMIT 4096
+
+rec_entry *rec_find(local_reconciler *r, const char *uid)
+{
+    for (size_t i = 0; i < r->n_entries; i++)
+        if (strcmp(r->entries[i].uid, uid) == 0)
+            return &r->entries[i];
+    return NULL;
+}
+
+void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
+{
+    rec_entry *e = rec_find(r, uid);
+    if (e) {
+        e->pid = pid;
+        return;
+    }
+    rec_entry *v = realloc(r->entries, (r->n_entries + 1) * sizeof(*v));
+    char *u = strdup(uid);
+    if (!v || !u) {
+        free(u);
+        if (v)
+            r->entries = v;
+        return;
+    }
+    r->entries = v;
+    r->entries[r->n_entries++] = (rec_entry){u, pid, false};
+}
+
+static void forget(local_reconciler *r, const char *uid)
+{
+    for (size_t i = 0; i < r->n_entries; i++) {
+        if (strcmp(r->entries[i].uid, uid) != 0)
+            continue;
+        free(r->entries[i].uid);
+        r->entries[i] = r->entries[--r->n_entries];
+        return;
+    }
+}
+
+static char *path_of(local_reconciler *r, const char *area, const char *uid, const char *leaf)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s/%s%s%s", r->state_dir, area, uid, leaf ? "/" : "", leaf ? leaf : "") <
+        0)
+        return NULL;
+    return p;
+}
+
+void rec_teardown(local_reconciler *r, const char *uid, bool purge)
+{
+    _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
+                        *base = path_of(r, "sandboxes", uid, NULL),
+                        *bundle = path_of(r, "sandboxes", uid, "bundle");
+    int k = r->no_root ? 0 : oci_delete(&r->rt, uid, &err);
+    if (k < 0)
+        log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
+    forget(r, uid);
+    if (run)
+        fs_rm_rf(run);
+    if (purge && base)
+        fs_rm_rf(base);
+    else if (bundle)
+        fs_rm_rf(bundle);
+}
+
+static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ...)
+    _printf_(4, 5);
+static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    f->reason = reason;
+    if (vasprintf(&f->message, fmt, ap) < 0)
+        f->message = NULL;
+    va_end(ap);
+    return err < 0 ? err : -EINVAL;
+}
+
+/* Resolves the image: *ret_rootfs NULL for `host`, else an owned path. */
+static int resolve_image(const char *image, char **ret_rootfs, rec_failure *f)
+{
+    *ret_rootfs = NULL;
+    if (!image || strcmp(image, "host") == 0)
+        return 0;
+    if (strncmp(image, "dir:", 4) == 0) {
+        const char *p = image + 4;
+        struct stat st;
+        if (p[0] != '/')
+            return fail(f, "ImageNotSupported", -EINVAL,
+                        "image \"%s\": dir: needs an absolute path to a rootfs directory", image);
+        if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+            return fail(f, "ImageNotSupported", -ENOENT,
+                        "image \"%s\": %s is not a directory", image, p);
+        *ret_rootfs = strdup(p);
+        return *ret_rootfs ? 0 : -ENOMEM;
+    }
+    if (strncmp(image, "oci:", 4) == 0)
+        return fail(f, "ImageNotSupported", -EOPNOTSUPP,
+                    "image \"%s\": OCI image layouts are not supported by this version yet; use "
+                    "\"host\" or \"dir:/path/to/rootfs\"",
+                    image);
+    return fail(f, "ImageNotSupported", -EOPNOTSUPP,
+                "image \"%s\" is not supported locally (no registry): use \"host\", "
+                "\"dir:/path/to/rootfs\" or \"oci:/path/to/layout\"",
+                image);
+}
+
+/* runAsUser/runAsGroup from the container, else the pod securityContext, else 1000. */
+static void sandbox_user(const json_t *pod, const json_t *ctr, uid_t *ret_uid, gid_t *ret_gid)
+{
+    const json_t *sc[] = {json_object_get(ctr, "securityContext"),
+                          json_object_get(pod, "securityContext")};
+    json_int_t uid = -1, gid = -1;
+    for (size_t i = 0; i < ELEMENTSOF(sc); i++) {
+        json_t *u = json_object_get(sc[i], "runAsUser"), *g = json_object_get(sc[i], "runAsGroup");
+        if (uid < 0 && json_is_integer(u) && json_integer_value(u) >= 0)
+            uid = json_integer_value(u);
+        if (gid < 0 && json_is_integer(g) && json_integer_value(g) >= 0)
+            gid = json_integer_value(g);
+    }
+    if (uid < 0 || uid > 0x7fffffff)
+        uid = DEFAULT_UID;
+    if (gid < 0 || gid > 0x7fffffff)
+        gid = uid;
+    *ret_uid = (uid_t)uid;
+    *ret_gid = (gid_t)gid;
+}
+
+static int limit_of(const json_t *limits, const char *name, bool millis, int64_t *ret,
+                    rec_failure *f)
+{
+    json_t *v = json_object_get(limits, name);
+    *ret = 0;
+    if (!v)
+        return 0;
+    char buf[64];
+    const char *s = json_string_value(v);
+    if (json_is_number(v)) {
+        snprintf(buf, sizeof(buf), "%.17g", json_number_value(v));
+        s = buf;
+    }
+    if (local_parse_quantity(s, millis, ret) < 0)
+        return fail(f, "ReconcilerError", -EINVAL,
+                    "Error seen: resources.limits.%s: cannot parse quantity", name);
+    return 0;
+}
+
+static int listen_unix(const char *path, int *ret_fd)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0)
+        return -errno;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+static pid_t read_pid(const char *path)
+{
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    long pid = 0;
+    if (!f || fscanf(f, "%ld", &pid) != 1)
+        return 0;
+    return (pid_t)pid;
+}
+
+/* Per-sandbox host directories; workspace and home belong to the sandbox user. */
+static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, rec_failure *f)
+{
+    const char *owned[] = {"workspace", "home"};
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL);
+    if (!run)
+        return -ENOMEM;
+    int k = fs_mkdir_p(run, 0700);
+    for (size_t i = 0; k == 0 && i < ELEMENTSOF(owned); i++) {
+        _cleanup_free_ char *d = path_of(r, "sandboxes", uid, owned[i]);
+        if (!d)
+            return -ENOMEM;
+        k = fs_mkdir_p(d, 0755);
+        if (k == 0 && chown(d, u, g) < 0)
+            k = -errno;
+    }
+    if (k < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot create the sandbox directories: %s",
+                    strerror(-k));
+    return 0;
+}
+
+int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
+{
+    const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
+    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
+                                        "spec");
+    const json_t *ctr = json_array_get(json_object_get(pod, "containers"), 0);
+    if (!uid || !name)
+        return fail(f, "ReconcilerError", -EINVAL, "Error seen: the Sandbox has no metadata.uid");
+    if (r->no_root)
+        return fail(f, "ReconcilerError", -EPERM, "Error seen: %s", r->no_root);
+    if (r->inject_error)
+        return fail(f, "ReconcilerError", -ENOENT, "Error seen: %s", r->inject_error);
+    _cleanup_free_ char *rootfs = NULL;
+    int k = resolve_image(json_string_value(json_object_get(ctr, "image")), &rootfs, f);
+    if (k < 0)
+        return k;
+    json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
+    int64_t mem = 0, cpu = 0;
+    if ((k = limit_of(limits, "memory", false, &mem, f)) < 0 ||
+        (k = limit_of(limits, "cpu", true, &cpu, f)) < 0)
+        return k;
+    uid_t u;
+    gid_t g;
+    sandbox_user(pod, ctr, &u, &g);
+    usec_t t_prep = now_usec(CLOCK_MONOTONIC);
+    if ((k = make_dirs(r, uid, u, g, f)) < 0)
+        return k;
+
+    char hostname[64];
+    snprintf(hostname, sizeof(hostname), "%s", name);
+    _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
+                        *ws = path_of(r, "sandboxes", uid, "workspace"),
+                        *home = path_of(r, "sandboxes", uid, "home"),
+                        *log = path_of(r, "sandboxes", uid, "sandboxd.log"),
+                        *rest = path_of(r, "run", uid, "rest.sock"),
+                        *grpc = path_of(r, "run", uid, "grpc.sock"), *ibin = NULL, *ilib = NULL,
+                        *cg = NULL, *err = NULL, *pidfile = NULL;
+    if (!bundle || !ws || !home || !log || !rest || !grpc ||
+        asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
+        asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
+        asprintf(&pidfile, "%s/pid", bundle) < 0)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    local_bundle_params bp = {
+        .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
+        .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
+        .env = json_object_get(ctr, "env"), .memory_limit = mem, .cpu_millis = cpu,
+        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg,
+    };
+    k = local_bundle_write(&bp, &err);
+    if (k < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+    _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
+    if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
+                    rest_fd < 0 ? rest : grpc, strerror(-k));
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+    if (k < 0 && err && strstr(err, "already exists")) {
+        /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
+        _cleanup_free_ char *derr = NULL;
+        free(err);
+        err = NULL;
+        oci_delete(&r->rt, uid, &derr);
+        k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+    }
+    if (k < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+    rec_adopt(r, uid, read_pid(pidfile));
+    char ms[32], prep[32];
+    snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+    snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
+    log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
+             "runc_ms", ms);
+    return 0;
+}
+
+bool rec_health(local_reconciler *r, const char *uid, int timeout_ms)
+{
+    _cleanup_free_ char *path = path_of(r, "run", uid, "rest.sock");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof(sa.sun_path))
+        return false;
+    strcpy(sa.sun_path, path);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return false;
+    static const char req[] = "GET /v1/health HTTP/1.0\r\nHost: sandbox\r\n\r\n";
+    if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1))
+        return false;
+    char buf[64];
+    size_t got = 0;
+    usec_t deadline = now_usec(CLOCK_MONOTONIC) + (usec_t)timeout_ms * 1000;
+    while (got < 12) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (now >= deadline)
+            return false;
+        struct pollfd p = {fd, POLLIN, 0};
+        int n = poll(&p, 1, (int)((deadline - now + 999) / 1000));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (k <= 0)
+            return false;
+        got += (size_t)k;
+    }
+    buf[got] = '\0';
+    return strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 8, " 200", 4) == 0;
+}

@@ -1,0 +1,488 @@
+/* The reconcile loop and the Sandbox status it writes (UPSTREAM.md §2.4.5 where it applies). */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "local/local-fs.h"
+#include "local/local-inject.h"
+#include "local/local-reconcile-internal.h"
+#include "shared/log.h"
+
+#define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
+#define NOT_READY_RETRY (200 * USEC_PER_MSEC)
+#define HEALTH_TIMEOUT_MS 5000
+#define ANN_POD_NAME "agents.x-k8s.io/pod-name"
+
+/* NameHash (§2.3): FNV-1a 32, 8 lowercase hex digits. */
+static void name_hash(const char *s, char out[9])
+{
+    uint32_t h = 0x811c9dc5u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x01000193u;
+    snprintf(out, 9, "%08x", h);
+}
+
+typedef struct cond {
+    const char *type, *status, *reason;
+    const char *message;
+} cond;
+
+typedef struct status_update {
+    const char *uid;
+    cond ready, suspended;
+    bool has_pod; /* a container exists: selector and pod-name annotation */
+} status_update;
+
+static void now_rfc3339(char out[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The condition as stored, keeping lastTransitionTime while status is unchanged. */
+static json_t *make_condition(const json_t *old_conds, const cond *c, json_int_t gen)
+{
+    char ts[32];
+    now_rfc3339(ts);
+    const char *ltt = ts;
+    size_t i;
+    json_t *o;
+    json_array_foreach(old_conds, i, o) {
+        const char *t = json_string_value(json_object_get(o, "type"));
+        const char *s = json_string_value(json_object_get(o, "status"));
+        const char *l = json_string_value(json_object_get(o, "lastTransitionTime"));
+        if (t && s && l && strcmp(t, c->type) == 0 && strcmp(s, c->status) == 0)
+            ltt = l;
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", c->type, "status", c->status,
+                     "reason", c->reason, "message", c->message ? c->message : "",
+                     "lastTransitionTime", ltt, "observedGeneration", gen);
+}
+
+static int status_fn(const json_t *old, json_t **ret_new, void *payload)
+{
+    const status_update *u = payload;
+    const char *uid = api_meta_string(old, "uid");
+    if (!uid || strcmp(uid, u->uid) != 0)
+        return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
+    json_t *new = json_deep_copy(old);
+    if (!new)
+        return -ENOMEM;
+    json_t *md = json_object_get(new, "metadata");
+    json_int_t gen = json_integer_value(json_object_get(md, "generation"));
+    json_t *status = json_object_get(new, "status");
+    if (!json_is_object(status)) {
+        status = json_object();
+        json_object_set_new(new, "status", status);
+    }
+    json_t *old_conds = json_object_get(status, "conditions");
+    json_t *conds = json_array();
+    /* Conditions this reconciler does not own are kept. */
+    size_t i;
+    json_t *c;
+    json_array_foreach(old_conds, i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, "Ready") != 0 && strcmp(t, "Suspended") != 0)
+            json_array_append(conds, c);
+    }
+    json_array_append_new(conds, make_condition(old_conds, &u->ready, gen));
+    json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    json_object_set_new(status, "conditions", conds);
+    json_t *ann = json_object_get(md, "annotations");
+    const char *name = api_meta_string(old, "name");
+    if (u->has_pod && name) {
+        char h[9], sel[64];
+        name_hash(name, h);
+        snprintf(sel, sizeof(sel), "agents.x-k8s.io/sandbox-name-hash=%s", h);
+        json_object_set_new(status, "selector", json_string(sel));
+        if (!json_is_object(ann)) {
+            ann = json_object();
+            json_object_set_new(md, "annotations", ann);
+        }
+        if (!json_object_get(ann, ANN_POD_NAME))
+            json_object_set_new(ann, ANN_POD_NAME, json_string(name));
+    } else {
+        json_object_del(status, "selector");
+        json_object_del(ann, ANN_POD_NAME);
+    }
+    if (json_equal(new, old)) {
+        json_decref(new);
+        return STORE_UPDATE_UNCHANGED;
+    }
+    *ret_new = new;
+    return 0;
+}
+
+static void write_status(local_reconciler *r, const json_t *sb, status_update *u)
+{
+    json_t *out = NULL;
+    int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
+                               api_meta_string(sb, "name"), status_fn, u, &out);
+    if (k < 0 && k != -ENOENT)
+        log_warn("cannot write sandbox status", "sandbox", api_meta_string(sb, "name"), "error",
+                 strerror(-k));
+    json_decref(out);
+}
+
+static bool container_alive(const rec_entry *e)
+{
+    return e->pid > 0 && (kill(e->pid, 0) == 0 || errno == EPERM);
+}
+
+/* A zombie still answers kill(pid, 0); runc state reports it as stopped. */
+static bool container_dead(local_reconciler *r, const rec_entry *e)
+{
+    if (!container_alive(e))
+        return true;
+    _cleanup_free_ char *status = NULL;
+    pid_t pid;
+    return oci_state(&r->rt, e->uid, &status, &pid) == 0 && strcmp(status, "running") != 0;
+}
+
+/* The last line sandboxd wrote before it exited. Owned. */
+static char *last_log_line(local_reconciler *r, const char *uid)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sandboxes/%s/sandboxd.log", r->state_dir, uid) < 0)
+        return NULL;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    char line[512], last[512] = "";
+    while (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (*line)
+            snprintf(last, sizeof(last), "%s", line);
+    }
+    return strdup(*last ? last : "(no output)");
+}
+
+static bool has_condition(const json_t *sb, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return true;
+    }
+    return false;
+}
+
+static rec_failed *failed_find(local_reconciler *r, const char *uid)
+{
+    for (size_t i = 0; i < r->n_failed; i++)
+        if (strcmp(r->failed[i].uid, uid) == 0)
+            return &r->failed[i];
+    return NULL;
+}
+
+static void failed_set(local_reconciler *r, const char *uid, long long gen)
+{
+    rec_failed *f = failed_find(r, uid);
+    if (f) {
+        f->generation = gen;
+        return;
+    }
+    rec_failed *v = realloc(r->failed, (r->n_failed + 1) * sizeof(*v));
+    if (!v)
+        return;
+    r->failed = v;
+    if ((v[r->n_failed].uid = strdup(uid)))
+        v[r->n_failed++].generation = gen;
+}
+
+static void failed_clear(local_reconciler *r, const char *uid)
+{
+    rec_failed *f = failed_find(r, uid);
+    if (!f)
+        return;
+    free(f->uid);
+    *f = r->failed[--r->n_failed];
+}
+
+/* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
+ * Returns true while it waits for sandboxd to come up. */
+static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
+{
+    const char *uid = api_meta_string(sb, "uid");
+    if (!uid)
+        return false;
+    const char *mode =
+        json_string_value(json_object_get(json_object_get(sb, "spec"), "operatingMode"));
+    status_update u = {.uid = uid};
+    if (mode && strcmp(mode, "Running") != 0) {
+        /* This slice stops the container on suspend (the workspace is kept); freezing is next. */
+        if (rec_find(r, uid))
+            rec_teardown(r, uid, false);
+        u.ready = (cond){"Ready", "False", "SandboxSuspended", "Sandbox is suspended"};
+        u.suspended = (cond){"Suspended", "True", "PodTerminated",
+                             "Pod has been terminated. Sandbox is suspended"};
+        write_status(r, sb, &u);
+        return false;
+    }
+    u.suspended = (cond){"Suspended", "False", "NotSuspended", "Sandbox is not suspended"};
+    rec_entry *e = rec_find(r, uid);
+    rec_failure f = {0};
+    long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
+    rec_failed *prev = failed_find(r, uid);
+    if (!e && prev && prev->generation == gen && !force)
+        return false;
+    if (!e && !has_condition(sb, "Ready")) {
+        /* First sight: say that the sandbox is being started before the runtime is asked. */
+        u.ready = (cond){"Ready", "False", "DependenciesNotReady", "Pod does not exist"};
+        write_status(r, sb, &u);
+    }
+    if (!e && rec_materialise(r, sb, &f) < 0) {
+        failed_set(r, uid, gen);
+        rec_teardown(r, uid, false);
+        u.ready = (cond){"Ready", "False", f.reason, f.message ? f.message : "out of memory"};
+        log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason",
+                 f.reason, "message", f.message ? f.message : "");
+        write_status(r, sb, &u);
+        free(f.message);
+        return false;
+    }
+    e = rec_find(r, uid);
+    if (!e)
+        return false;
+    failed_clear(r, uid);
+    if (!e->ready) {
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        e->ready = rec_health(r, uid, HEALTH_TIMEOUT_MS);
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        log_info(e->ready ? "sandbox ready" : "sandbox not answering health yet", "sandbox",
+                 api_meta_string(sb, "name"), "health_ms", ms);
+    }
+    if (!e->ready && container_dead(r, e)) {
+        /* sandboxd exited: report it and retry at the next resync, not in a tight loop. */
+        _cleanup_free_ char *line = last_log_line(r, uid), *msg = NULL;
+        if (asprintf(&msg, "Error seen: sandboxd exited: %s", line ? line : "") < 0)
+            msg = NULL;
+        rec_teardown(r, uid, false);
+        failed_set(r, uid, gen);
+        u.has_pod = false;
+        u.ready = (cond){"Ready", "False", "ReconcilerError", msg ? msg : "sandboxd exited"};
+        log_warn("sandboxd exited", "sandbox", api_meta_string(sb, "name"), "output",
+                 line ? line : "");
+        write_status(r, sb, &u);
+        return false;
+    }
+    u.has_pod = true;
+    u.ready = e->ready ? (cond){"Ready", "True", "DependenciesReady", "Pod is Ready"}
+                       : (cond){"Ready", "False", "DependenciesNotReady",
+                                "Pod is Running but not Ready"};
+    write_status(r, sb, &u);
+    return !e->ready;
+}
+
+/* Removes per-sandbox directories left behind by sandboxes that no longer exist. */
+static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
+{
+    _cleanup_free_ char *dir = NULL;
+    if (asprintf(&dir, "%s/%s", r->state_dir, area) < 0)
+        return;
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        bool known = false;
+        size_t i;
+        json_t *sb;
+        json_array_foreach(items, i, sb) {
+            const char *uid = api_meta_string(sb, "uid");
+            known |= uid && strcmp(uid, de->d_name) == 0;
+        }
+        if (!known) {
+            _cleanup_free_ char *p = NULL;
+            if (asprintf(&p, "%s/%s", dir, de->d_name) >= 0)
+                fs_rm_rf(p);
+        }
+    }
+}
+
+/* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
+ * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
+static uint64_t resync(local_reconciler *r, bool *ret_pending)
+{
+    json_t *items = NULL, *ctrs = NULL;
+    uint64_t rv = 0;
+    *ret_pending = false;
+    if (local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return local_store_current_rv(r->store);
+    if (!r->no_root && oci_list(&r->rt, &ctrs) == 0) {
+        size_t i, j;
+        json_t *c, *sb;
+        json_array_foreach(ctrs, i, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            const char *st = json_string_value(json_object_get(c, "status"));
+            bool wanted = false;
+            json_array_foreach(items, j, sb) {
+                const char *uid = api_meta_string(sb, "uid");
+                wanted |= uid && id && strcmp(uid, id) == 0;
+            }
+            if (!id)
+                continue;
+            if (wanted && st && strcmp(st, "running") == 0) {
+                if (!rec_find(r, id))
+                    log_info("re-adopted sandbox container", "uid", id);
+                rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+            } else {
+                log_info("removing container", "uid", id, "reason",
+                         wanted ? "not running" : "no Sandbox");
+                rec_teardown(r, id, !wanted);
+            }
+        }
+        /* Entries whose container vanished behind our back are started again. */
+        for (size_t k = 0; k < r->n_entries;) {
+            rec_entry *e = &r->entries[k];
+            if (container_alive(e)) {
+                k++;
+                continue;
+            }
+            _cleanup_free_ char *uid = strdup(e->uid);
+            if (!uid)
+                break;
+            rec_teardown(r, uid, false);
+        }
+        remove_orphan_dirs(r, "run", items);
+        remove_orphan_dirs(r, "sandboxes", items);
+    }
+    json_decref(ctrs);
+    size_t i;
+    json_t *sb;
+    json_array_foreach(items, i, sb) *ret_pending |= reconcile_one(r, sb, true);
+    json_decref(items);
+    return rv;
+}
+
+static void handle_event(local_reconciler *r, const store_event *ev, bool *pending)
+{
+    if (ev->kind != r->kind)
+        return;
+    const char *uid = api_meta_string(ev->object, "uid");
+    if (ev->type == STORE_DELETED) {
+        if (uid) {
+            log_info("sandbox deleted: removing its container", "uid", uid);
+            rec_teardown(r, uid, true);
+            failed_clear(r, uid);
+        }
+        return;
+    }
+    /* Act on the object as stored now: later events of this batch may have changed it. */
+    json_t *cur = NULL;
+    if (local_store_get(r->store, r->kind, api_meta_string(ev->object, "namespace"),
+                        api_meta_string(ev->object, "name"), &cur) < 0)
+        return;
+    if (uid && strcmp(uid, api_meta_string(cur, "uid") ?: "") == 0)
+        *pending |= reconcile_one(r, cur, false);
+    json_decref(cur);
+}
+
+static void *reconcile_thread(void *arg)
+{
+    local_reconciler *r = arg;
+    bool pending = false;
+    uint64_t rv = resync(r, &pending);
+    usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+    for (;;) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t deadline = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
+        store_event **evs = NULL;
+        int n = local_store_wait(r->store, rv, deadline, &evs);
+        if (n == -ESHUTDOWN)
+            break;
+        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= deadline)) {
+            rv = MAX(rv, resync(r, &pending));
+            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+            continue;
+        }
+        if (n < 0) {
+            usleep(10000);
+            continue;
+        }
+        bool p = false;
+        for (int i = 0; i < n; i++) {
+            rv = MAX(rv, evs[i]->rv);
+            handle_event(r, evs[i], &p);
+        }
+        pending = p || pending;
+        store_events_free(evs, (size_t)n);
+        if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
+            rv = MAX(rv, resync(r, &pending));
+            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+        }
+    }
+    return NULL;
+}
+
+int local_reconciler_start(const local_reconciler_options *o, local_reconciler **ret)
+{
+    local_reconciler *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->store = o->store;
+    r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
+    r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
+    _cleanup_free_ char *runc_root = NULL;
+    if (!r->kind || !(r->state_dir = strdup(o->state_dir)) ||
+        asprintf(&r->inject_dir, "%s/inject", o->state_dir) < 0 ||
+        asprintf(&runc_root, "%s/runc", o->state_dir) < 0 ||
+        oci_runtime_init(&r->rt, o->runtime, runc_root) < 0) {
+        local_reconciler_stop(r);
+        return -ENOMEM;
+    }
+    if (geteuid() != 0) {
+        r->no_root = "asb serve runs without root: local sandboxes need root in this version "
+                     "(rootless runc is not supported yet)";
+        log_warn("sandboxes unavailable", "reason", r->no_root);
+    } else {
+        char *err = NULL;
+        int k = local_inject_prepare(o->sandboxd, r->inject_dir, &err);
+        if (k < 0) {
+            if (!err && asprintf(&err, "cannot inject %s: %s", o->sandboxd, strerror(-k)) < 0)
+                err = NULL;
+            r->inject_error = err ? err : strdup("cannot inject sandboxd");
+            log_warn("sandboxes unavailable", "reason", r->inject_error);
+        }
+        fs_mkdir_p(runc_root, 0700);
+    }
+    int k = pthread_create(&r->thread, NULL, reconcile_thread, r);
+    if (k != 0) {
+        r->thread = 0;
+        local_reconciler_stop(r);
+        return -k;
+    }
+    *ret = r;
+    return 0;
+}
+
+local_reconciler *local_reconciler_stop(local_reconciler *r)
+{
+    if (!r)
+        return NULL;
+    if (r->thread)
+        pthread_join(r->thread, NULL);
+    for (size_t i = 0; i < r->n_entries; i++)
+        free(r->entries[i].uid);
+    free(r->entries);
+    for (size_t i = 0; i < r->n_failed; i++)
+        free(r->failed[i].uid);
+    free(r->failed);
+    oci_runtime_done(&r->rt);
+    free(r->inject_error);
+    free(r->inject_dir);
+    free(r->state_dir);
+    free(r);
+    return NULL;
+}

@@ -1,0 +1,24 @@
+/* The Sandbox reconciler of `asb serve`: one thread that turns each Sandbox into a runc
+ * container running sandboxd (docs/local-sandboxes.md). Woken by the store's watch window on
+ * every commit; a slow resync (runc list, liveness) runs when nothing happens for a while. */
+#pragma once
+
+#include "basic/time-util.h"
+#include "local/local-store.h"
+
+typedef struct local_reconciler local_reconciler;
+
+typedef struct local_reconciler_options {
+    local_store *store;    /* borrowed; must outlive the reconciler */
+    const char *state_dir; /* $ASB_STATE_DIR */
+    const char *sandboxd;  /* the binary injected into sandboxes */
+    const char *runtime;   /* OCI runtime CLI ("runc") */
+    usec_t resync_interval; /* full pass after this much quiet; 0 = 10 s */
+} local_reconciler_options;
+
+/* Starts the thread. Problems that only affect sandboxes (no root, no sandboxd) are logged and
+ * reported in each Sandbox's Ready condition, not returned. *ret owned (local_reconciler_stop). */
+int local_reconciler_start(const local_reconciler_options *o, local_reconciler **ret);
+/* Joins the thread (call local_store_shutdown first to wake it) and frees. Containers keep
+ * running: a later `asb serve` re-adopts them. */
+local_reconciler *local_reconciler_stop(local_reconciler *r);

@@ -1,0 +1,258 @@
+/* runc driver. See local-runtime-oci.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "local/local-runtime-oci.h"
+
+int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root)
+{
+    rt->binary = strdup(binary);
+    rt->root = strdup(root);
+    return rt->binary && rt->root ? 0 : -ENOMEM;
+}
+
+void oci_runtime_done(oci_runtime *rt)
+{
+    free(rt->binary);
+    free(rt->root);
+    rt->binary = rt->root = NULL;
+}
+
+static int wait_child(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Reads fd to EOF into an owned string. */
+static char *read_all(int fd)
+{
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (cap - len < 1024) {
+            char *n = realloc(buf, cap *= 2);
+            if (!n) {
+                free(buf);
+                return NULL;
+            }
+            buf = n;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3/fd4 (if >= 0) as 3 and 4.
+ * fork+exec rather than posix_spawn because the child needs umask 022: runc creates missing mount
+ * points in the rootfs with it, and asb serve's own umask (077) would make them untraversable
+ * for the sandbox user. Only async-signal-safe calls happen between fork and exec. */
+static int spawn(char *const argv[], int out_fd, int fd3, int fd4, pid_t *ret_pid)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        signal(SIGPIPE, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        umask(022);
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+            _exit(127);
+        if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0))
+            _exit(127);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    *ret_pid = pid;
+    return 0;
+}
+
+int local_spawn_capture(char *const argv[], char **ret_output)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t pid = -1;
+    int r = spawn(argv, p[1], -1, -1, &pid);
+    close(p[1]);
+    if (r < 0) {
+        close(p[0]);
+        return r;
+    }
+    char *out = read_all(p[0]);
+    close(p[0]);
+    r = wait_child(pid);
+    if (ret_output)
+        *ret_output = out;
+    else
+        free(out);
+    return r;
+}
+
+/* Trims trailing whitespace in place. */
+static char *trim(char *s)
+{
+    if (!s)
+        return s;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* runc's message from its output: the last line, with the `time=... level=error msg="..."`
+ * logrus framing removed when present. Owned. */
+static char *runc_message(const char *out, int status)
+{
+    _cleanup_free_ char *copy = out ? strdup(out) : NULL;
+    trim(copy);
+    const char *line = copy ? strrchr(copy, '\n') : NULL;
+    line = line ? line + 1 : copy;
+    char *m = NULL;
+    const char *msg = line ? strstr(line, "msg=\"") : NULL;
+    if (msg) {
+        msg += 5;
+        size_t n = strlen(msg);
+        if (n > 0 && msg[n - 1] == '"')
+            n--;
+        /* logrus escapes quotes inside msg="..." */
+        _cleanup_free_ char *un = strndup(msg, n);
+        size_t j = 0;
+        for (size_t i = 0; un && un[i]; i++) {
+            if (un[i] == '\\' && un[i + 1] == '"')
+                i++;
+            un[j++] = un[i];
+        }
+        if (un)
+            un[j] = '\0';
+        if (!un || asprintf(&m, "runc exited with status %d: %s", status, un) < 0)
+            m = NULL;
+    } else if (asprintf(&m, "runc exited with status %d: %s", status,
+                        line && *line ? line : "(no output)") < 0)
+        m = NULL;
+    return m;
+}
+
+static int runc(const oci_runtime *rt, const char *const *args, size_t n, char **ret_out)
+{
+    char *argv[16];
+    size_t k = 0;
+    argv[k++] = rt->binary;
+    argv[k++] = (char *)"--root";
+    argv[k++] = rt->root;
+    for (size_t i = 0; i < n && k < ELEMENTSOF(argv) - 1; i++)
+        argv[k++] = (char *)args[i];
+    argv[k] = NULL;
+    return local_spawn_capture(argv, ret_out);
+}
+
+int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
+                     int grpc_fd, const char *log_path, char **ret_error)
+{
+    *ret_error = NULL;
+    /* Move the sockets above 4 so dup2 onto 3 and 4 cannot clobber one with the other. */
+    _cleanup_close_ int r3 = fcntl(rest_fd, F_DUPFD_CLOEXEC, 10);
+    _cleanup_close_ int g4 = fcntl(grpc_fd, F_DUPFD_CLOEXEC, 10);
+    _cleanup_close_ int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (r3 < 0 || g4 < 0 || log < 0)
+        return -errno;
+    _cleanup_free_ char *pidfile = NULL;
+    if (asprintf(&pidfile, "%s/pid", bundle) < 0)
+        return -ENOMEM;
+    char *argv[] = {rt->binary, (char *)"--root", rt->root, (char *)"run", (char *)"--detach",
+                    (char *)"--preserve-fds", (char *)"2", (char *)"--bundle", (char *)bundle,
+                    (char *)"--pid-file", pidfile, (char *)id, NULL};
+    pid_t pid = -1;
+    int r = spawn(argv, log, r3, g4, &pid);
+    if (r < 0) {
+        if (asprintf(ret_error, "cannot run %s: %s", rt->binary, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
+    r = wait_child(pid);
+    if (r == 0)
+        return 0;
+    /* runc's error is the last thing in the log (the container never started). */
+    _cleanup_close_ int in = open(log_path, O_RDONLY | O_CLOEXEC);
+    _cleanup_free_ char *out = in >= 0 ? read_all(in) : NULL;
+    *ret_error = runc_message(out, r);
+    return -EIO;
+}
+
+int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid)
+{
+    const char *args[] = {"state", id};
+    _cleanup_free_ char *out = NULL;
+    int r = runc(rt, args, ELEMENTSOF(args), &out);
+    if (r < 0)
+        return r;
+    if (r != 0)
+        return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+    json_t *j = json_loads(out, 0, NULL);
+    const char *status = json_string_value(json_object_get(j, "status"));
+    if (!status) {
+        json_decref(j);
+        return -EIO;
+    }
+    *ret_status = strdup(status);
+    *ret_pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
+    json_decref(j);
+    return *ret_status ? 0 : -ENOMEM;
+}
+
+int oci_list(const oci_runtime *rt, json_t **ret)
+{
+    const char *args[] = {"list", "--format", "json"};
+    _cleanup_free_ char *out = NULL;
+    int r = runc(rt, args, ELEMENTSOF(args), &out);
+    if (r < 0)
+        return r;
+    if (r != 0)
+        return -EIO;
+    json_t *j = json_loads(out ? out : "null", JSON_DECODE_ANY, NULL);
+    if (!json_is_array(j)) {
+        json_decref(j);
+        j = json_array();
+    }
+    *ret = j;
+    return j ? 0 : -ENOMEM;
+}
+
+int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
+{
+    *ret_error = NULL;
+    const char *args[] = {"delete", "--force", id};
+    _cleanup_free_ char *out = NULL;
+    int r = runc(rt, args, ELEMENTSOF(args), &out);
+    if (r < 0)
+        return r;
+    if (r == 0 || (out && strstr(out, "does not exist")))
+        return 0;
+    *ret_error = runc_message(out, r);
+    return -EIO;
+}

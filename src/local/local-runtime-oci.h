@@ -1,0 +1,30 @@
+/* The OCI runtime driver of `asb serve`: runs runc (or a compatible CLI) with its state under
+ * $ASB_STATE_DIR/runc. Each call execs the runtime once and waits for it. Errors are a negative
+ * errno plus, where a person needs words, *ret_error (owned) with the runtime's own message. */
+#pragma once
+
+#include <jansson.h>
+#include <sys/types.h>
+
+typedef struct oci_runtime {
+    char *binary; /* "runc" or an absolute path */
+    char *root;   /* --root */
+} oci_runtime;
+
+int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root);
+void oci_runtime_done(oci_runtime *rt);
+
+/* `runc run --detach --preserve-fds 2`: rest_fd and grpc_fd become fds 3 and 4 of the
+ * container's first process; its stdout/stderr go to log_path. */
+int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
+                     int grpc_fd, const char *log_path, char **ret_error);
+/* `runc state`: *ret_status owned ("running", "stopped", ...), *ret_pid. -ENOENT if unknown. */
+int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid);
+/* `runc list --format json`: *ret owned array of {id, status, pid, ...} (possibly empty). */
+int oci_list(const oci_runtime *rt, json_t **ret);
+/* `runc delete --force`: kills what is left and removes the container. Unknown id = success. */
+int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
+
+/* Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and returns its exit status
+ * (>= 0) or a negative errno; *ret_output (owned, may be NULL) gets stdout+stderr. */
+int local_spawn_capture(char *const argv[], char **ret_output);

@@ -1,0 +1,130 @@
+"""Helpers for the test_local_sandbox_* tests: an `asb serve` with the runc runtime on, a short
+state directory (unix socket paths must stay under 108 bytes), and clients for a sandbox's
+sockets. Imported explicitly, no conftest magic."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from asb_apiserver import CORE, ROOT, BUILD, AsbServer, sandbox
+
+RUNC = shutil.which("runc") or "/usr/sbin/runc"
+
+
+def runtime_available():
+    """Why sandboxes cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "local sandboxes need root (rootless runc is not supported yet)"
+    if not os.path.exists(RUNC):
+        return "runc is not installed (scripts/deps.sh installs it)"
+    return None
+
+
+def injected_sandboxd():
+    """The sandboxd injected into containers: the release build, while `asb serve` itself runs
+    sanitized. A sanitizer report from inside a container would never be seen (teardown is
+    `runc delete --force`, SIGKILL) and LeakSanitizer's exit check needs ptrace, which the
+    seccomp profile denies; sandboxd has its own sanitized tests. ASB_SANDBOXD overrides."""
+    env = os.environ.get("ASB_SANDBOXD")
+    if env:
+        return env
+    for path in (os.path.join(ROOT, "build", "bin", "sandboxd"), os.path.join(BUILD, "bin", "sandboxd")):
+        if os.path.exists(path):
+            return path
+    pytest.fail("no sandboxd binary: run make first")
+
+
+def runc_list(state_dir):
+    out = subprocess.run([RUNC, "--root", os.path.join(state_dir, "runc"), "list", "--format", "json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return []
+    return json.loads(out.stdout or "null") or []
+
+
+def runc_ids(state_dir):
+    return {c["id"] for c in runc_list(state_dir)}
+
+
+def cleanup_state(state_dir):
+    for c in runc_list(state_dir):
+        subprocess.run([RUNC, "--root", os.path.join(state_dir, "runc"), "delete", "--force", c["id"]],
+                       capture_output=True)
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def sbx_state():
+    why = runtime_available()
+    if why:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="asb-", dir="/tmp")
+    yield d
+    cleanup_state(d)
+
+
+@pytest.fixture
+def start_sbx(sbx_state, tmp_path):
+    """Factory: start_sbx(env=None) -> AsbServer with the runc runtime on sbx_state."""
+    servers = []
+
+    def start(env=None):
+        e = {"ASB_RUNTIME": RUNC, "ASB_SANDBOXD": injected_sandboxd(), **(env or {})}
+        s = AsbServer(sbx_state, tmp_path / f"asb-serve-{len(servers)}.log", e)
+        servers.append(s)
+        return s.start()
+
+    yield start
+    errors = []
+    for s in servers:
+        if s.log is None or s.log.closed:
+            continue
+        code = s.stop()
+        if code != 0:
+            errors.append(f"asb serve exit code {code}:\n{s.output()}")
+    assert not errors, "\n".join(errors)
+
+
+def condition(obj, ctype):
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return c
+    return None
+
+
+def get_sandbox(asb, name, ns="default"):
+    r = asb.get(asb.path(CORE, "sandboxes", ns, name))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_ready(asb, name, timeout=15, want="True", reason=None):
+    deadline = time.monotonic() + timeout
+    obj = None
+    while time.monotonic() < deadline:
+        obj = get_sandbox(asb, name)
+        c = condition(obj, "Ready")
+        if c and c["status"] == want and (reason is None or c["reason"] == reason):
+            return obj
+        if c and want == "True" and c["reason"] in ("ImageNotSupported", "ReconcilerError"):
+            raise AssertionError(f"sandbox {name} failed: {c}\n{asb.output()}")
+        time.sleep(0.01)
+    raise AssertionError(f"sandbox {name} not Ready={want} within {timeout}s: {obj}\n{asb.output()}")
+
+
+def create(asb, name, image="host", container=None, **spec):
+    body = sandbox(name, image=image, **spec)
+    if container:
+        body["spec"]["podTemplate"]["spec"]["containers"][0].update(container)
+    r = asb.post(asb.path(CORE, "sandboxes", "default"), body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def sockets(state_dir, uid):
+    d = os.path.join(state_dir, "run", uid)
+    return os.path.join(d, "rest.sock"), os.path.join(d, "grpc.sock")

@@ -1,0 +1,125 @@
+/* config.json of a local sandbox: the secure defaults are present, limits and env are mapped. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "local/local-bundle.h"
+#include "local/local-fs.h"
+#include "unit.h"
+
+static bool array_has(const json_t *a, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+        return true;
+    return false;
+}
+
+static const json_t *mount_at(const json_t *cfg, const char *dest)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(cfg, "mounts"), i, m) {
+        if (strcmp(json_string_value(json_object_get(m, "destination")), dest) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+TEST(quantities)
+{
+    int64_t v;
+    CHECK_INT_EQ(local_parse_quantity("512Mi", false, &v), 0);
+    CHECK(v == 512LL << 20);
+    CHECK_INT_EQ(local_parse_quantity("1G", false, &v), 0);
+    CHECK(v == 1000000000LL);
+    CHECK_INT_EQ(local_parse_quantity("500m", true, &v), 0);
+    CHECK(v == 500);
+    CHECK_INT_EQ(local_parse_quantity("2", true, &v), 0);
+    CHECK(v == 2000);
+    CHECK_INT_EQ(local_parse_quantity("0.5", true, &v), 0);
+    CHECK(v == 500);
+    CHECK_INT_EQ(local_parse_quantity("12Qi", false, &v), -EINVAL);
+    CHECK_INT_EQ(local_parse_quantity("", false, &v), -EINVAL);
+    CHECK_INT_EQ(local_parse_quantity("-1", false, &v), -EINVAL);
+    CHECK_INT_EQ(local_parse_quantity("1e30", false, &v), -EINVAL);
+}
+
+TEST(host_bundle_secure_defaults)
+{
+    char tmpl[] = "/tmp/asb-bundle-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char bundle[256], config[300];
+    snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+    snprintf(config, sizeof(config), "%s/config.json", bundle);
+    json_t *env = json_pack("[{s:s, s:s}, {s:s}, {s:s, s:s}]", "name", "FOO", "value", "bar",
+                            "name", "EMPTY", "name", "BAD=NAME", "value", "x");
+    local_bundle_params p = {
+        .bundle_dir = bundle, .hostname = "my-sandbox", .uid = 1000, .gid = 1000,
+        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .env = env,
+        .memory_limit = 64 << 20, .cpu_millis = 250, .pids_limit = 4096,
+        .cgroups_path = "/asb/test",
+    };
+    char *err = NULL;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    CHECK(err == NULL);
+    json_t *cfg = json_load_file(config, 0, NULL);
+    CHECK(cfg != NULL);
+    json_t *proc = json_object_get(cfg, "process");
+    CHECK(json_is_true(json_object_get(proc, "noNewPrivileges")));
+    CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(proc, "user"), "uid")), 1000);
+    json_t *caps = json_object_get(proc, "capabilities");
+    const char *sets[] = {"bounding", "effective", "inheritable", "permitted", "ambient"};
+    for (size_t i = 0; i < 5; i++)
+        CHECK_INT_EQ(json_array_size(json_object_get(caps, sets[i])), 0);
+    json_t *args = json_object_get(proc, "args");
+    CHECK_STR_EQ(json_string_value(json_array_get(args, 0)), "/.asb/lib/ld-linux-x86-64.so.2");
+    CHECK(array_has(args, "--rest-fd") && array_has(args, "--grpc-fd"));
+    json_t *penv = json_object_get(proc, "env");
+    CHECK(array_has(penv, "FOO=bar") && array_has(penv, "EMPTY=") && !array_has(penv, "BAD=NAME=x"));
+    CHECK(json_is_true(json_object_get(json_object_get(cfg, "root"), "readonly")));
+    CHECK_STR_EQ(json_string_value(json_object_get(cfg, "hostname")), "my-sandbox");
+    json_t *lx = json_object_get(cfg, "linux");
+    CHECK_INT_EQ(json_array_size(json_object_get(lx, "namespaces")), 5);
+    CHECK(array_has(json_object_get(lx, "maskedPaths"), "/proc/kcore"));
+    CHECK(array_has(json_object_get(lx, "readonlyPaths"), "/proc/sys"));
+    json_t *sc = json_object_get(lx, "seccomp");
+    CHECK_STR_EQ(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_ALLOW");
+    json_t *denied = json_object_get(json_array_get(json_object_get(sc, "syscalls"), 0), "names");
+    CHECK(array_has(denied, "mount") && array_has(denied, "ptrace") && array_has(denied, "bpf") &&
+          array_has(denied, "unshare") && array_has(denied, "kexec_load"));
+    json_t *res = json_object_get(lx, "resources");
+    CHECK(json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")) == 64 << 20);
+    CHECK(json_integer_value(json_object_get(json_object_get(res, "cpu"), "quota")) == 25000);
+    CHECK(json_integer_value(json_object_get(json_object_get(res, "pids"), "limit")) == 4096);
+    /* Host binds are read-only; the workspace is writable; sandboxd's dirs are read-only. */
+    const json_t *usr = mount_at(cfg, "/usr");
+    CHECK(usr && array_has(json_object_get(usr, "options"), "ro"));
+    const json_t *ws = mount_at(cfg, "/workspace");
+    CHECK(ws && array_has(json_object_get(ws, "options"), "rw"));
+    const json_t *lib = mount_at(cfg, "/.asb/lib");
+    CHECK(lib && array_has(json_object_get(lib, "options"), "ro"));
+    CHECK(mount_at(cfg, "/etc") != NULL);
+    /* The generated /etc names the sandbox user and the hostname, nothing from the host. */
+    char path[400], buf[512] = "";
+    snprintf(path, sizeof(path), "%s/etc/passwd", bundle);
+    FILE *f = fopen(path, "re");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    CHECK(strstr(buf, "sandbox:x:1000:1000:") != NULL);
+    snprintf(path, sizeof(path), "%s/etc/shadow", bundle);
+    struct stat st;
+    CHECK(stat(path, &st) < 0);
+    json_decref(cfg);
+    json_decref(env);
+    CHECK_INT_EQ(fs_rm_rf(dir), 0);
+    CHECK(stat(dir, &st) < 0);
+}
