@@ -181,8 +181,19 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
     CURLcode rc = curl_easy_perform(c);
     if (t->status == 0)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t->status);
-    if (rc == CURLE_WRITE_ERROR && t->sink_ret)
+    if (rc == CURLE_OK && req->collect_max && t->status >= 200 && t->status <= 299) {
+        char *ct = NULL; /* an empty file never reaches on_write's check */
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+        if (!ct || strncmp(ct, "application/json", 16) != 0) {
+            rc = CURLE_WRITE_ERROR;
+            t->not_json = 1;
+        }
+    }
+    if (rc == CURLE_WRITE_ERROR && t->sink_ret) {
         ret = t->sink_ret;
+        if (ret > 0)
+            asbi_error_set(ASB_ECANCELLED, 0, NULL, "stopped by the callback (%d)", ret);
+    }
     else if (rc == CURLE_WRITE_ERROR && t->not_json)
         ret = asbi_error_set(ASB_EBADREQUEST, (int)t->status, NULL, "%s is not a directory",
                              req->path);

@@ -149,6 +149,8 @@ static int run(nghttp2_session *s, call *c, long deadline, const volatile int *c
     for (;;) {
         if (c->cb_ret) {
             nghttp2_session_send(s); /* best effort: the RST_STREAM */
+            if (c->cb_ret > 0)
+                asbi_error_set(ASB_ECANCELLED, 0, NULL, "stopped by the callback (%d)", c->cb_ret);
             return c->cb_ret;
         }
         if (c->closed)
