@@ -57,9 +57,9 @@ static int files(asb_sandbox *s)
     report("list-file", r);
     int ex = -1;
     report("exists", asb_sandbox_file_exists(&ex, s, "dir/sub/a b.txt"));
-    printf("exists %d\n", ex);
+    printf("exists= %d\n", ex);
     report("exists-missing", asb_sandbox_file_exists(&ex, s, "nope"));
-    printf("exists %d\n", ex);
+    printf("exists= %d\n", ex);
     report("read-missing", asb_sandbox_file_read_buffer(&buf, &len, s, "missing.txt"));
     report("read-escape", asb_sandbox_file_read_buffer(&buf, &len, s, "../../etc/passwd"));
     report("read-dotdot", asb_sandbox_file_read_buffer(&buf, &len, s, ".."));
@@ -68,7 +68,7 @@ static int files(asb_sandbox *s)
     report("delete-missing", asb_sandbox_file_delete(s, "dir/x.bin", 0));
     report("delete-recursive", asb_sandbox_file_delete(s, "dir", 1));
     report("exists-after", asb_sandbox_file_exists(&ex, s, "dir"));
-    printf("exists %d\n", ex);
+    printf("exists= %d\n", ex);
     report("write-dir", asb_sandbox_file_write_buffer(s, "", 0644, "x", 1));
     report("write-mode", asb_sandbox_file_write_buffer(s, "m", 01777, "x", 1));
     return 0;
