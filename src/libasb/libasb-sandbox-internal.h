@@ -18,6 +18,11 @@ struct asb_sandbox {
  * ".." segment as %2E / %2E%2E (Go SDK). Owned by the caller; NULL on ENOMEM. */
 char *asbi_sandbox_files_path(const char *path);
 
+/* <state_dir>/run/<uid>/{rest,grpc}.sock (DESIGN.md), both owned by the caller. A uid that is
+ * empty, ".", ".." or holds a '/' gives ASB_EPROTOCOL. */
+int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret_rest,
+                              char **ret_grpc);
+
 /* sandboxd's error code name ("NOT_FOUND", as in REST bodies and gRPC status names) -> public
  * enum; unknown names fall back to the HTTP status. */
 int asbi_sandbox_code_from_name(const char *name, int http_status);

@@ -50,6 +50,30 @@ ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_sock
     return ASB_OK;
 }
 
+int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret_rest,
+                              char **ret_grpc)
+{
+    *ret_rest = *ret_grpc = NULL;
+    if (!state_dir || !*state_dir || !uid || !*uid || strchr(uid, '/') || strcmp(uid, ".") == 0 ||
+        strcmp(uid, "..") == 0)
+        return asbi_error_set(ASB_EPROTOCOL, 0, NULL, "unusable sandbox uid \"%s\"",
+                              uid ? uid : "");
+    size_t n = strlen(state_dir);
+    while (n > 1 && state_dir[n - 1] == '/')
+        n--;
+    if (asprintf(ret_rest, "%.*s/run/%s/rest.sock", (int)n, state_dir, uid) < 0)
+        *ret_rest = NULL;
+    if (asprintf(ret_grpc, "%.*s/run/%s/grpc.sock", (int)n, state_dir, uid) < 0)
+        *ret_grpc = NULL;
+    if (!*ret_rest || !*ret_grpc) {
+        free(*ret_rest);
+        free(*ret_grpc);
+        *ret_rest = *ret_grpc = NULL;
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    return ASB_OK;
+}
+
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts)
 {
@@ -64,8 +88,8 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
     asb_free(text);
     char *rest = NULL, *grpc = NULL;
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
-    if (!uid || !*uid || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0) {
-        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no usable metadata.uid", name);
+    if (!uid) {
+        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no metadata.uid", name);
         goto out;
     }
     if (!asbi_condition_met(obj, "Ready", "True")) {
@@ -73,15 +97,9 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
                            ns ? ns : "default", name);
         goto out;
     }
-    if (asprintf(&rest, "%s/run/%s/rest.sock", client->state_dir, uid) < 0)
-        rest = NULL;
-    if (asprintf(&grpc, "%s/run/%s/grpc.sock", client->state_dir, uid) < 0)
-        grpc = NULL;
-    if (!rest || !grpc) {
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-        goto out;
-    }
-    r = asb_sandbox_open_sockets(out, rest, grpc, opts);
+    r = asbi_sandbox_socket_paths(client->state_dir, uid, &rest, &grpc);
+    if (r == ASB_OK)
+        r = asb_sandbox_open_sockets(out, rest, grpc, opts);
 out:
     free(rest);
     free(grpc);
