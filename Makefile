@@ -53,7 +53,11 @@ ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
 # libasb, the client library (include/asb/*.h): position-independent objects linked into
 # build/lib/libasb.so.0 (only ASB_PUBLIC symbols exported), libasb.a, the CLI and the tests.
 LIBASB_OBJ := $(call obj,$(wildcard src/libasb/*.c))
-LIBASB_PKGS := libcurl jansson yaml-0.1
+LIBASB_PKGS := libcurl jansson yaml-0.1 libnghttp2 libprotobuf-c
+# The sandbox client's protobuf-c code, compiled a second time position-independent for the
+# library only (the executables link the copies in LIB_OBJ).
+LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
+  $(GEN)/google/protobuf/empty.pb-c.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 
@@ -126,7 +130,12 @@ build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIB
 
 $(LIBASB_OBJ): CFLAGS_ALL += -fPIC
 
-$(LIBASB_SO): $(LIBASB_OBJ)
+$(OUT)/obj-pic/$(GEN)/%.o: $(GEN)/%.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (PIC)"
+	@$(CC) $(CFLAGS_ALL) -fPIC -Wno-error -Wno-missing-braces -Wno-missing-prototypes -MMD -MP -c $< -o $@
+
+$(LIBASB_SO): $(LIBASB_OBJ) $(LIBASB_PB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -shared -Wl,-soname,libasb.so.0 $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed \
@@ -135,7 +144,7 @@ $(LIBASB_SO): $(LIBASB_OBJ)
 $(OUT)/lib/libasb.so: $(LIBASB_SO)
 	@ln -sf libasb.so.0 $@
 
-$(OUT)/lib/libasb.a: $(LIBASB_OBJ)
+$(OUT)/lib/libasb.a: $(LIBASB_OBJ) $(LIBASB_PB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
 	@rm -f $@ && ar rcs $@ $^

@@ -7,5 +7,6 @@
 #include "asb/kind.h"
 #include "asb/manifest.h"
 #include "asb/client.h"
+#include "asb/sandbox.h"
 
 #endif

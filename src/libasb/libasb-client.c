@@ -24,6 +24,15 @@ static void curl_init(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+int asbi_curl_global_init(void)
+{
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return asbi_error_set(ASB_ERROR, 0, NULL, "curl_global_init: %s",
+                              curl_easy_strerror(curl_init_rc));
+    return ASB_OK;
+}
+
 void asbi_log(asb_client *c, int level, const char *fmt, ...)
 {
     if (!c || !c->log_cb)
@@ -150,7 +159,7 @@ static int configure(asb_client *c, const asb_client_options *o)
         ret = asbi_error_set(ASB_EINVAL, 0, NULL,
                              "server \"%s\": expected an http:// or https:// URL", c->server);
 out:
-    free(state);
+    c->state_dir = state; /* kept: sandbox sockets live under <state>/run (asb_sandbox_open) */
     return ret;
 }
 
@@ -161,10 +170,9 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
     if (opts && (opts->version == 0 || opts->version > ASB_CLIENT_OPTIONS_VERSION))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_client_options: unknown version %u",
                               opts->version);
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return asbi_error_set(ASB_ERROR, 0, NULL, "curl_global_init: %s",
-                              curl_easy_strerror(curl_init_rc));
+    int ir = asbi_curl_global_init();
+    if (ir != ASB_OK)
+        return ir;
     asb_client *c = calloc(1, sizeof(*c));
     if (!c)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -194,6 +202,7 @@ ASB_PUBLIC void asb_client_free(asb_client *c)
         curl_easy_cleanup(c->curl);
     free(c->server);
     free(c->noproxy);
+    free(c->state_dir);
     if (c->token) {
         explicit_bzero(c->token, strlen(c->token));
         free(c->token);

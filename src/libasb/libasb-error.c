@@ -1,5 +1,6 @@
 /* The public error enum, its text, the thread's last error and the mapping from Kubernetes
  * Status replies (reason first, HTTP status otherwise). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,22 @@ static __thread asb_error last;
 static __thread char *last_message, *last_reason;
 static __thread int last_set;
 
+/* The strings of a thread's last error are freed when the thread exits (a key destructor runs
+ * while the exiting thread's __thread variables are still valid). */
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+static void on_thread_exit(void *unused)
+{
+    asb_error_clear();
+}
+
+static void exit_key_create(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
+}
+
 ASB_PUBLIC const asb_error *asb_error_last(void)
 {
     return last_set ? &last : NULL;
@@ -72,6 +89,9 @@ int asbi_error_set(int code, int http_status, const char *reason, const char *fm
         va_end(ap);
     }
     last_reason = reason ? strdup(reason) : NULL;
+    pthread_once(&exit_key_once, exit_key_create);
+    if (exit_key_ok)
+        pthread_setspecific(exit_key, (void *)1);
     last.code = code;
     last.http_status = http_status;
     last.message = last_message ? last_message : asb_strerror(code);

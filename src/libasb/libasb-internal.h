@@ -30,11 +30,15 @@ struct asb_client {
     char *server;  /* no trailing slash */
     char *token;   /* may be NULL */
     char *noproxy; /* $NO_PROXY plus the loopback names */
+    char *state_dir; /* the state directory the client was configured from */
     long timeout_ms, connect_timeout_ms;
     asb_log_cb log_cb;
     void *log_payload;
     char errbuf[CURL_ERROR_SIZE];
 };
+
+/* curl_global_init once per process (thread-safe). Returns ASB_OK or an error (set). */
+int asbi_curl_global_init(void);
 
 void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -1,0 +1,278 @@
+/* A small gRPC client over HTTP/2 (nghttp2, h2c with prior knowledge) on a unix socket: one
+ * connection per call, non-blocking socket driven by poll(2) so that a deadline and a cancel flag
+ * are honoured within ~100 ms. Calls on different threads share nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libasb/libasb-internal.h"
+#include "libasb/libasb-sandbox-internal.h"
+
+#define POLL_SLICE_MS 100
+#define DEADLINE_GRACE_MS 2000
+
+typedef struct call {
+    int fd;
+    int32_t stream_id;
+    uint8_t *body; /* framed request */
+    size_t body_len, body_off;
+    asbi_grpc_reader reader;
+    asbi_grpc_msg_cb cb;
+    void *payload;
+    int cb_ret;
+    int closed;
+    uint32_t close_error;
+    int http_status;
+    int grpc_status; /* -1: none yet */
+    char *grpc_message;
+} call;
+
+static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t len, int flags,
+                       void *user_data)
+{
+    call *c = user_data;
+    ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+                   ? NGHTTP2_ERR_WOULDBLOCK
+                   : NGHTTP2_ERR_CALLBACK_FAILURE;
+    return n;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data)
+{
+    call *c = user_data;
+    if (frame->hd.stream_id != c->stream_id)
+        return 0;
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        c->http_status = atoi((const char *)value);
+    } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+        char tmp[16];
+        size_t n = valuelen < sizeof(tmp) - 1 ? valuelen : sizeof(tmp) - 1;
+        memcpy(tmp, value, n);
+        tmp[n] = '\0';
+        c->grpc_status = atoi(tmp);
+    } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+        free(c->grpc_message);
+        c->grpc_message = asbi_grpc_message_decode((const char *)value, valuelen);
+    }
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+                         const uint8_t *data, size_t len, void *user_data)
+{
+    call *c = user_data;
+    if (stream_id != c->stream_id || c->cb_ret)
+        return 0;
+    int r = asbi_grpc_reader_feed(&c->reader, data, len, c->cb, c->payload);
+    if (r) {
+        c->cb_ret = r;
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    }
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+    call *c = user_data;
+    if (stream_id == c->stream_id) {
+        c->closed = 1;
+        c->close_error = error_code;
+    }
+    return 0;
+}
+
+static ssize_t on_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                       uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+    call *c = user_data;
+    size_t n = c->body_len - c->body_off;
+    if (n > length)
+        n = length;
+    memcpy(buf, c->body + c->body_off, n);
+    c->body_off += n;
+    if (c->body_off == c->body_len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "socket path too long: %s", path);
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "the connection to sandboxd at %s failed: %s",
+                              path, strerror(e));
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "fcntl: %s", strerror(e));
+    }
+    return fd;
+}
+
+#define NV(n, v)                                                                                   \
+    {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+
+/* Drives the session until the stream closes. Returns ASB_OK or an error (set). */
+static int run(nghttp2_session *s, call *c, long deadline, const volatile int *cancel,
+               const char *path)
+{
+    uint8_t buf[16384];
+    for (;;) {
+        if (c->cb_ret) {
+            nghttp2_session_send(s); /* best effort: the RST_STREAM */
+            if (c->cb_ret > 0)
+                asbi_error_set(ASB_ECANCELLED, 0, NULL, "stopped by the callback (%d)", c->cb_ret);
+            return c->cb_ret;
+        }
+        if (c->closed)
+            return ASB_OK;
+        if (cancel && *cancel) {
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+            nghttp2_session_send(s);
+            return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
+        }
+        long left = deadline ? deadline - now_ms() : POLL_SLICE_MS;
+        if (deadline && left <= 0) {
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+            nghttp2_session_send(s);
+            return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "gRPC call to %s timed out", path);
+        }
+        int rv = nghttp2_session_send(s);
+        if (rv != 0)
+            return asbi_error_set(ASB_ECONNECT, 0, NULL, "sending to sandboxd at %s failed: %s",
+                                  path, nghttp2_strerror(rv));
+        if (!nghttp2_session_want_read(s) && !nghttp2_session_want_write(s))
+            break;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (nghttp2_session_want_write(s))
+            p.events |= POLLOUT;
+        int pr = poll(&p, 1, (int)(left < POLL_SLICE_MS ? left : POLL_SLICE_MS));
+        if (pr < 0 && errno != EINTR)
+            return asbi_error_set(ASB_ECONNECT, 0, NULL, "poll: %s", strerror(errno));
+        if (pr <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t n = read(c->fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            break;
+        ssize_t used = nghttp2_session_mem_recv(s, buf, (size_t)n);
+        if (used < 0)
+            return asbi_error_set(ASB_EPROTOCOL, 0, NULL, "HTTP/2 error from sandboxd: %s",
+                                  nghttp2_strerror((int)used));
+    }
+    if (c->cb_ret)
+        return c->cb_ret;
+    if (!c->closed)
+        return asbi_error_set(ASB_ECONNECT, 0, NULL,
+                              "sandboxd at %s closed the connection during the call", path);
+    return ASB_OK;
+}
+
+int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *req, size_t req_len,
+                   long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload)
+{
+    call c = {.fd = -1, .grpc_status = -1, .cb = cb, .payload = payload};
+    nghttp2_session_callbacks *cbs = NULL;
+    nghttp2_session *s = NULL;
+    int ret;
+    if (req_len > UINT32_MAX)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "request too large");
+    c.body_len = req_len + 5;
+    if (!(c.body = malloc(c.body_len)))
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    c.body[0] = 0;
+    c.body[1] = (uint8_t)(req_len >> 24);
+    c.body[2] = (uint8_t)(req_len >> 16);
+    c.body[3] = (uint8_t)(req_len >> 8);
+    c.body[4] = (uint8_t)req_len;
+    if (req_len)
+        memcpy(c.body + 5, req, req_len);
+    long deadline = timeout_ms > 0 ? now_ms() + timeout_ms + DEADLINE_GRACE_MS : 0;
+    if ((c.fd = connect_unix(socket_path)) < 0) {
+        ret = c.fd;
+        goto out;
+    }
+    if (nghttp2_session_callbacks_new(&cbs) != 0) {
+        ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
+    nghttp2_session_callbacks_set_send_callback(cbs, on_send);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    if (nghttp2_session_client_new(&s, cbs, &c) != 0) {
+        ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
+    nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+    nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, 2);
+    nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, 4 << 20);
+    char tmo[32];
+    snprintf(tmo, sizeof(tmo), "%ldm", timeout_ms > 0 ? timeout_ms : 0);
+    nghttp2_nv hdrs[] = {
+        NV(":method", "POST"),          NV(":scheme", "http"),
+        NV(":path", method),            NV(":authority", "localhost"),
+        NV("content-type", "application/grpc"), NV("te", "trailers"),
+        NV("user-agent", "libasb/" ASB_VERSION), NV("grpc-timeout", tmo),
+    };
+    nghttp2_data_provider prd = {.read_callback = on_body};
+    c.stream_id = nghttp2_submit_request(s, NULL, hdrs, timeout_ms > 0 ? 8 : 7, &prd, &c);
+    if (c.stream_id < 0) {
+        ret = asbi_error_set(ASB_ERROR, 0, NULL, "nghttp2_submit_request: %s",
+                             nghttp2_strerror(c.stream_id));
+        goto out;
+    }
+    ret = run(s, &c, deadline, cancel, socket_path);
+    if (ret != ASB_OK)
+        goto out;
+    if (c.grpc_status >= 0) {
+        ret = asbi_sandbox_error_from_grpc(c.grpc_status, c.grpc_message);
+        if (ret == ASB_OK && c.reader.len > 0)
+            ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "truncated gRPC message");
+    } else if (c.http_status && c.http_status != 200) {
+        ret = asbi_sandbox_error_from_rest(c.http_status, NULL, 0);
+    } else {
+        ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "gRPC stream ended without a status%s",
+                             c.close_error ? " (reset by sandboxd)" : "");
+    }
+out:
+    nghttp2_session_del(s);
+    nghttp2_session_callbacks_del(cbs);
+    if (c.fd >= 0)
+        close(c.fd);
+    free(c.body);
+    free(c.grpc_message);
+    asbi_grpc_reader_done(&c.reader);
+    return ret;
+}

@@ -1,0 +1,58 @@
+/* libasb sandbox client internals (hidden): the handle, the pure helpers the unit tests reach
+ * (path encoding, error mapping, gRPC framing) and the small gRPC-over-HTTP/2 client. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asb/sandbox.h"
+
+struct asb_sandbox {
+    char *rest_socket, *grpc_socket;
+    long timeout_ms, connect_timeout_ms;
+    int max_attempts;
+    long retry_delay_ms;
+};
+
+/* "/v1/files/" + every byte outside A-Za-z0-9-_.~ percent-encoded ('/' as %2F), a bare "." or
+ * ".." segment as %2E / %2E%2E (Go SDK). Owned by the caller; NULL on ENOMEM. */
+char *asbi_sandbox_files_path(const char *path);
+
+/* <state_dir>/run/<uid>/{rest,grpc}.sock (DESIGN.md), both owned by the caller. A uid that is
+ * empty, ".", ".." or holds a '/' gives ASB_EPROTOCOL. */
+int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret_rest,
+                              char **ret_grpc);
+
+/* sandboxd's error code name ("NOT_FOUND", as in REST bodies and gRPC status names) -> public
+ * enum; unknown names fall back to the HTTP status. */
+int asbi_sandbox_code_from_name(const char *name, int http_status);
+/* gRPC status number -> its canonical name ("PERMISSION_DENIED"); "UNKNOWN" when out of range. */
+const char *asbi_grpc_status_name(int status);
+/* Sets the last error from a REST error reply (`{"code","message"}` or text) and returns it. */
+int asbi_sandbox_error_from_rest(int http_status, const char *body, size_t len);
+/* Sets the last error from a gRPC status + (already decoded) message and returns it. */
+int asbi_sandbox_error_from_grpc(int status, const char *message);
+/* Percent-decodes a grpc-message header value. Owned by the caller; NULL on ENOMEM. */
+char *asbi_grpc_message_decode(const char *value, size_t len);
+/* Backoff before attempt `attempt` (>= 1) in ms: base * 2^(attempt-1), capped 8000, no jitter. */
+long asbi_sandbox_backoff_ms(long base_ms, int attempt);
+
+/* gRPC length-prefixed message reassembly from arbitrary DATA chunks. */
+typedef int (*asbi_grpc_msg_cb)(const uint8_t *msg, size_t len, void *payload);
+typedef struct asbi_grpc_reader {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t max_message; /* 0: 64 MiB */
+} asbi_grpc_reader;
+/* Appends data and calls cb for every complete message. Returns 0, cb's non-zero value, or
+ * ASB_EPROTOCOL (compressed or oversized message) / ASB_ENOMEM. */
+int asbi_grpc_reader_feed(asbi_grpc_reader *r, const uint8_t *data, size_t len,
+                          asbi_grpc_msg_cb cb, void *payload);
+void asbi_grpc_reader_done(asbi_grpc_reader *r);
+
+/* One gRPC call on a fresh connection to a unix socket: sends one request message (unframed
+ * protobuf bytes), delivers every response message to cb, and maps the final status. Returns
+ * ASB_OK, cb's non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT,
+ * ASB_ECONNECT, ASB_EPROTOCOL or the mapped gRPC status (error set). */
+int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *req, size_t req_len,
+                   long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload);

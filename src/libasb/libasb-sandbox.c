@@ -1,0 +1,330 @@
+/* The sandbox handle (by socket paths or by Sandbox name) and the pure helpers shared by the
+ * file and process halves: path encoding, the one error-code table, backoff, gRPC framing. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libasb/libasb-internal.h"
+#include "libasb/libasb-sandbox-internal.h"
+
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000
+#define DEFAULT_MAX_ATTEMPTS 6
+#define DEFAULT_RETRY_DELAY_MS 500
+#define MAX_RETRY_DELAY_MS 8000
+#define DEFAULT_MAX_MESSAGE (64u << 20)
+
+ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_socket,
+                                        const char *grpc_socket, const asb_sandbox_options *opts)
+{
+    if (!out || !rest_socket || !*rest_socket || !grpc_socket || !*grpc_socket)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_sockets: NULL out or empty socket path");
+    *out = NULL;
+    if (opts && (opts->version == 0 || opts->version > ASB_SANDBOX_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_options: unknown version %u",
+                              opts->version);
+    if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0 || opts->max_attempts < 0 ||
+                 opts->retry_delay_ms < 0))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_options: negative value");
+    int r = asbi_curl_global_init();
+    if (r != ASB_OK)
+        return r;
+    asb_sandbox *s = calloc(1, sizeof(*s));
+    if (!s)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    s->rest_socket = strdup(rest_socket);
+    s->grpc_socket = strdup(grpc_socket);
+    if (!s->rest_socket || !s->grpc_socket) {
+        asb_sandbox_free(s);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    s->timeout_ms = opts ? opts->timeout_ms : 0;
+    s->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
+                                                                 : DEFAULT_CONNECT_TIMEOUT_MS;
+    s->max_attempts = opts && opts->max_attempts > 0 ? opts->max_attempts : DEFAULT_MAX_ATTEMPTS;
+    s->retry_delay_ms =
+        opts && opts->retry_delay_ms > 0 ? opts->retry_delay_ms : DEFAULT_RETRY_DELAY_MS;
+    *out = s;
+    return ASB_OK;
+}
+
+int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret_rest,
+                              char **ret_grpc)
+{
+    *ret_rest = *ret_grpc = NULL;
+    if (!state_dir || !*state_dir || !uid || !*uid || strchr(uid, '/') || strcmp(uid, ".") == 0 ||
+        strcmp(uid, "..") == 0)
+        return asbi_error_set(ASB_EPROTOCOL, 0, NULL, "unusable sandbox uid \"%s\"",
+                              uid ? uid : "");
+    size_t n = strlen(state_dir);
+    while (n > 1 && state_dir[n - 1] == '/')
+        n--;
+    if (asprintf(ret_rest, "%.*s/run/%s/rest.sock", (int)n, state_dir, uid) < 0)
+        *ret_rest = NULL;
+    if (asprintf(ret_grpc, "%.*s/run/%s/grpc.sock", (int)n, state_dir, uid) < 0)
+        *ret_grpc = NULL;
+    if (!*ret_rest || !*ret_grpc) {
+        free(*ret_rest);
+        free(*ret_grpc);
+        *ret_rest = *ret_grpc = NULL;
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
+                                const char *name, const asb_sandbox_options *opts)
+{
+    if (!out || !client || !name || !*name)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_open: NULL out, client or name");
+    *out = NULL;
+    char *text = NULL;
+    int r = asb_object_get(&text, client, "Sandbox", ns, name);
+    if (r != ASB_OK)
+        return r;
+    json_t *obj = json_loads(text, 0, NULL);
+    asb_free(text);
+    char *rest = NULL, *grpc = NULL;
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (!uid) {
+        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no metadata.uid", name);
+        goto out;
+    }
+    if (!asbi_condition_met(obj, "Ready", "True")) {
+        r = asbi_error_set(ASB_ECONFLICT, 0, "NotReady", "sandbox %s/%s is not ready",
+                           ns ? ns : "default", name);
+        goto out;
+    }
+    r = asbi_sandbox_socket_paths(client->state_dir, uid, &rest, &grpc);
+    if (r == ASB_OK)
+        r = asb_sandbox_open_sockets(out, rest, grpc, opts);
+out:
+    free(rest);
+    free(grpc);
+    json_decref(obj);
+    return r;
+}
+
+ASB_PUBLIC void asb_sandbox_free(asb_sandbox *s)
+{
+    if (!s)
+        return;
+    free(s->rest_socket);
+    free(s->grpc_socket);
+    free(s);
+}
+
+ASB_PUBLIC const char *asb_sandbox_rest_socket(const asb_sandbox *s)
+{
+    return s ? s->rest_socket : NULL;
+}
+
+ASB_PUBLIC const char *asb_sandbox_grpc_socket(const asb_sandbox *s)
+{
+    return s ? s->grpc_socket : NULL;
+}
+
+static int unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_' || c == '.' || c == '~';
+}
+
+char *asbi_sandbox_files_path(const char *path)
+{
+    static const char prefix[] = "/v1/files/", hex[] = "0123456789ABCDEF";
+    size_t n = strlen(path);
+    char *o = malloc(sizeof(prefix) + 3 * n + 6);
+    if (!o)
+        return NULL;
+    memcpy(o, prefix, sizeof(prefix) - 1);
+    char *p = o + sizeof(prefix) - 1;
+    if (strcmp(path, ".") == 0 || strcmp(path, "..") == 0) {
+        for (size_t i = 0; i < n; i++)
+            p += sprintf(p, "%%2E");
+        *p = '\0';
+        return o;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)path[i];
+        if (unreserved(c)) {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+static const char *const grpc_names[] = {
+    "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+const char *asbi_grpc_status_name(int status)
+{
+    if (status < 0 || (size_t)status >= sizeof(grpc_names) / sizeof(grpc_names[0]))
+        return "UNKNOWN";
+    return grpc_names[status];
+}
+
+/* The one table: sandboxd code names (REST bodies and gRPC statuses) -> public enum. */
+int asbi_sandbox_code_from_name(const char *name, int http_status)
+{
+    static const struct {
+        const char *name;
+        int code;
+    } table[] = {
+        {"OK", ASB_OK},
+        {"CANCELLED", ASB_ECANCELLED},
+        {"UNKNOWN", ASB_ERROR},
+        {"INVALID_ARGUMENT", ASB_EBADREQUEST},
+        {"OUT_OF_RANGE", ASB_EBADREQUEST},
+        {"DEADLINE_EXCEEDED", ASB_ETIMEOUT},
+        {"NOT_FOUND", ASB_ENOTFOUND},
+        {"ALREADY_EXISTS", ASB_EEXISTS},
+        {"PERMISSION_DENIED", ASB_EFORBIDDEN},
+        {"UNAUTHENTICATED", ASB_EUNAUTHORIZED},
+        {"CONFLICT", ASB_ECONFLICT},
+        {"FAILED_PRECONDITION", ASB_ECONFLICT},
+        {"ABORTED", ASB_ECONFLICT},
+        {"RESOURCE_EXHAUSTED", ASB_ESERVER},
+        {"UNIMPLEMENTED", ASB_ESERVER},
+        {"INTERNAL", ASB_ESERVER},
+        {"UNAVAILABLE", ASB_ESERVER},
+        {"DATA_LOSS", ASB_ESERVER},
+    };
+    if (name && *name)
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+            if (strcmp(name, table[i].name) == 0)
+                return table[i].code;
+    return http_status ? asbi_error_from_status(http_status, NULL) : ASB_ERROR;
+}
+
+int asbi_sandbox_error_from_rest(int http_status, const char *body, size_t len)
+{
+    json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *name = json_string_value(json_object_get(j, "code"));
+    const char *message = json_string_value(json_object_get(j, "message"));
+    int code = asbi_sandbox_code_from_name(name, http_status);
+    if (code == ASB_OK)
+        code = ASB_EPROTOCOL;
+    if (message && *message)
+        asbi_error_set(code, http_status, name, "%s", message);
+    else if (body && len > 0 && !j) {
+        while (len > 0 && (body[len - 1] == '\n' || body[len - 1] == '\r'))
+            len--;
+        asbi_error_set(code, http_status, name, "HTTP %d: %.*s", http_status,
+                       (int)(len > 200 ? 200 : len), body);
+    } else
+        asbi_error_set(code, http_status, name, "HTTP %d (%s)", http_status, asb_strerror(code));
+    json_decref(j);
+    return code;
+}
+
+int asbi_sandbox_error_from_grpc(int status, const char *message)
+{
+    const char *name = asbi_grpc_status_name(status);
+    int code = asbi_sandbox_code_from_name(name, 0);
+    if (code == ASB_OK)
+        return ASB_OK;
+    if (message && *message)
+        return asbi_error_set(code, 0, name, "%s", message);
+    return asbi_error_set(code, 0, name, "gRPC status %d (%s)", status, name);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *asbi_grpc_message_decode(const char *v, size_t len)
+{
+    char *o = malloc(len + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        int h, l;
+        if (v[i] == '%' && i + 2 < len &&
+            (h = hexval(v[i + 1])) >= 0 && (l = hexval(v[i + 2])) >= 0) {
+            *p++ = (char)(h << 4 | l);
+            i += 2;
+        } else {
+            *p++ = v[i];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+long asbi_sandbox_backoff_ms(long base_ms, int attempt)
+{
+    long d = base_ms;
+    for (int i = 1; i < attempt && d < MAX_RETRY_DELAY_MS; i++)
+        d *= 2;
+    return d > MAX_RETRY_DELAY_MS ? MAX_RETRY_DELAY_MS : d;
+}
+
+int asbi_grpc_reader_feed(asbi_grpc_reader *r, const uint8_t *data, size_t len,
+                          asbi_grpc_msg_cb cb, void *payload)
+{
+    size_t max = r->max_message ? r->max_message : DEFAULT_MAX_MESSAGE;
+    if (len > 0) {
+        if (r->len + len > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + len)
+                cap *= 2;
+            uint8_t *b = realloc(r->buf, cap);
+            if (!b)
+                return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+            r->buf = b;
+            r->cap = cap;
+        }
+        memcpy(r->buf + r->len, data, len);
+        r->len += len;
+    }
+    size_t off = 0;
+    int ret = 0;
+    while (r->len - off >= 5) {
+        const uint8_t *h = r->buf + off;
+        uint32_t n = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
+        if (h[0] != 0) {
+            ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "compressed gRPC message not supported");
+            break;
+        }
+        if (n > max) {
+            ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "gRPC message of %u bytes is too large",
+                                 n);
+            break;
+        }
+        if (r->len - off - 5 < n)
+            break;
+        off += 5 + n;
+        ret = cb(h + 5, n, payload);
+        if (ret)
+            break;
+    }
+    memmove(r->buf, r->buf + off, r->len - off);
+    r->len -= off;
+    return ret;
+}
+
+void asbi_grpc_reader_done(asbi_grpc_reader *r)
+{
+    free(r->buf);
+    *r = (asbi_grpc_reader){0};
+}
