@@ -126,7 +126,8 @@ static void call_submit_headers(grpc_call *c)
 
 static void call_submit_trailers_only(grpc_call *c)
 {
-    nghttp2_nv nv[4] = {MAKE_NV(":status", "200", 3),
+    /* Like grpc-go, a request that is not gRPC at all is answered HTTP 415. */
+    nghttp2_nv nv[4] = {MAKE_NV(":status", c->grpc_ct ? "200" : "415", 3),
                         MAKE_NV("content-type", "application/grpc", 16)};
     char statusbuf[16];
     char *owned;
@@ -290,7 +291,7 @@ static void on_deadline(uv_timer_t *t)
 static void call_dispatch(grpc_call *c)
 {
     if (!c->grpc_ct) {
-        grpc_call_finish(c, STATUS_UNKNOWN, "invalid gRPC request content-type");
+        grpc_call_finish(c, STATUS_INTERNAL, "transport: received unexpected content-type");
         return;
     }
     c->method = method_lookup(c->server, c->path);

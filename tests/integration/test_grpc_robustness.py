@@ -292,3 +292,18 @@ def test_tiny_chunks_flow_control_and_drain(start_sandboxd, pty):
         assert code == 0 and len(lines) == 60000 and lines[-1] == b"60000"
     finally:
         c.close()
+
+
+def test_non_grpc_content_type_is_415(daemon):
+    """A plain HTTP/2 request that is not gRPC gets HTTP 415 with grpc-status INTERNAL (as grpc-go),
+    and the daemon keeps serving."""
+    out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-o", "/dev/null", "-D", "-",
+                          "-X", "POST", "-H", "content-type: application/json", "--data", "{}",
+                          f"http://{daemon.grpc_addr}/process.v1.ProcessService/Execute"],
+                         capture_output=True, text=True, timeout=10)
+    head = out.stdout.lower()
+    assert head.startswith("http/2 415"), out.stdout
+    assert "grpc-status: 13" in head
+    c = Client(daemon.grpc_addr)
+    assert c.execute(["true"]).exit_code == 0
+    c.close()
