@@ -72,8 +72,7 @@ static void reflection_on_message(grpc_call *c, const uint8_t *msg, size_t len)
     int found = -1;
     switch (req->message_request_case) {
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES:
-        desc_each_service(&files, add_service, &services);
-        add_service(&services, V1ALPHA_SERVICE);
+        desc_each_service(&files, add_service, &services); /* v1alpha: proto/reflection_v1alpha.proto */
         list.n_service = services.n;
         list.service = services.ptrs;
         resp.message_response_case =

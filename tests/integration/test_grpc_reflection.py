@@ -26,9 +26,9 @@ def ask(channel, requests, version="v1"):
 def test_list_services(channel, version):
     r = reflection_pb()
     [resp] = ask(channel, [r.ServerReflectionRequest(host="h", list_services="")], version)
-    names = {s.name for s in resp.list_services_response.service}
-    assert {"process.v1.ProcessService", "grpc.reflection.v1.ServerReflection",
-            "grpc.reflection.v1alpha.ServerReflection"} <= names
+    listed = [s.name for s in resp.list_services_response.service]
+    assert sorted(listed) == ["grpc.reflection.v1.ServerReflection",
+                              "grpc.reflection.v1alpha.ServerReflection", "process.v1.ProcessService"]
     assert resp.valid_host == "h"
 
 
@@ -74,3 +74,13 @@ def test_descriptor_builds_a_pool(channel):
     pool.Add(files["process.proto"])
     svc = pool.FindServiceByName("process.v1.ProcessService")
     assert svc.FindMethodByName("Start").output_type.full_name == "process.v1.StartResponse"
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+def test_reflection_services_describe_themselves(channel, version):
+    r = reflection_pb()
+    [resp] = ask(channel, [r.ServerReflectionRequest(
+        file_containing_symbol=f"grpc.reflection.{version}.ServerReflection")], version)
+    fd = [f for f in files_of(resp).values() if f.package == f"grpc.reflection.{version}"]
+    assert len(fd) == 1
+    assert [m.name for m in fd[0].service[0].method] == ["ServerReflectionInfo"]
