@@ -82,7 +82,8 @@ show exec python-demo -- cat notes/notes.txt
 show delete sandbox python-demo
 show wait --for=delete sandbox/python-demo --timeout 30s
 kill "$server_pid"
-wait "$server_pid" || true
+rc=0; wait "$server_pid" || rc=$?
 server_pid=
+if [ "$rc" != 0 ]; then echo "asb serve exited with status $rc:"; cat "$work/asb-serve.log"; exit 1; fi
 echo
 echo "demo finished: asb serve stopped, state directory removed"
