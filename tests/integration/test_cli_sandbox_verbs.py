@@ -138,7 +138,7 @@ def test_exec_tty(start_sbx):
         assert b"ready" in out, out
         set_winsize(master, 40, 120)
         p.send_signal(signal.SIGWINCH)
-        time.sleep(0.5)
+        time.sleep(1.0)  # the resize is one RPC; leave it time under load
         os.write(master, b"hello\r")
         out += read_pty(master, p)
         p.wait(timeout=20)
