@@ -1,37 +1,89 @@
 #!/usr/bin/env bash
-# `make demo`: start sandboxd on a temporary root and show a file round trip with curl.
+# `make demo`: the local control plane. Starts `asb serve` on a temporary state directory and a
+# free loopback port, creates a Sandbox from examples/sandbox-python.yaml (image `host`), waits for
+# Ready, runs Python code in it with `asb exec`, round-trips a file with `asb cp` and `asb ls`,
+# suspends and resumes it, deletes it, and stops the server. Sandboxes need root and runc: without
+# them it says so and runs the standalone sandboxd demo (scripts/demo-sandboxd.sh) instead.
+# ASB_BIN (default build/bin) picks the binaries; ASB_SANDBOXD the sandboxd injected.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(mktemp -d)
-sock="$root.rest.sock"
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-gport=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-build/bin/sandboxd --listen-host 127.0.0.1 --rest-port "$port" --grpc-port "$gport" \
-  --root-dir "$root" --rest-socket "$sock" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$root" "$sock"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.05; done
+bin=${ASB_BIN:-build/bin}
+runc=${ASB_RUNTIME:-$(command -v runc || echo /usr/sbin/runc)}
+if [ "$(id -u)" != 0 ] || [ ! -x "$runc" ]; then
+  if [ "$(id -u)" != 0 ]; then why="not running as root"; else why="runc is not installed"; fi
+  echo "make demo: local sandboxes cannot run here ($why: asb serve needs root and runc)."
+  echo "make demo: running the standalone sandboxd demo instead (scripts/demo-sandboxd.sh)."
+  exec bash scripts/demo-sandboxd.sh
+fi
 
-show() { echo; echo "\$ $*"; "$@"; echo; }
-show curl -s "http://127.0.0.1:$port/v1/health"
-show curl -s -o /dev/null -w 'HTTP %{http_code}\n' -X PUT --data-binary 'hello from the sandbox' \
-  "http://127.0.0.1:$port/v1/files/notes%2Fhello.txt?mode=0640"
-show curl -s "http://127.0.0.1:$port/v1/files/notes/hello.txt"
-show curl -s "http://127.0.0.1:$port/v1/files/notes"
-show curl -s --unix-socket "$sock" "http://sandbox/v1/files/"
-show curl -s "http://127.0.0.1:$port/v1/files/%2E%2E/%2E%2E/etc/passwd"
-echo "\$ grpc Execute [sh -c 'wc -c notes/hello.txt; echo err >&2; exit 3']   (grpcio client)"
-/usr/bin/python3 - "127.0.0.1:$gport" <<'PY'
-import sys
-sys.path.insert(0, "tests/integration")
-from grpc_helpers import Client, collect
-c = Client(sys.argv[1])
-r = c.execute(["sh", "-c", "wc -c notes/hello.txt; echo err >&2; exit 3"])
-print(f"exit_code={r.exit_code} stdout={r.stdout!r} stderr={r.stderr!r}")
-events, pid, out, err, code = collect(c.start(["sh", "-c", "for i in 1 2 3; do echo tick $i; sleep 0.1; done"]))
-print(f"Start stream: process_id={pid} events={events} stdout={out!r} exit={code}")
-c.close()
-PY
+# Unix socket paths must stay under 108 bytes: keep the state directory short.
+state=$(mktemp -d /tmp/asb-demo-XXXXXX)
+export ASB_STATE_DIR=$state
+unset ASB_SERVER ASB_TOKEN
+server_pid=
+cleanup() {
+  set +e
+  if [ -n "$server_pid" ]; then
+    "$bin/asb" delete sandbox python-demo --ignore-not-found >/dev/null 2>&1
+    "$bin/asb" wait --for=delete sandbox/python-demo --timeout 10s >/dev/null 2>&1
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  # Anything the server left behind (it was killed, or the delete failed).
+  for id in $("$runc" --root "$state/runc" list -q 2>/dev/null); do
+    "$runc" --root "$state/runc" delete --force "$id" >/dev/null 2>&1
+  done
+  rm -rf "$state" "$work"
+}
+work=$(mktemp -d)
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ASB_RUNTIME=$runc "$bin/asb" serve --listen 127.0.0.1:0 >"$work/asb-serve.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 200); do
+  [ -s "$state/server" ] && "$bin/asb" get sandboxes >/dev/null 2>&1 && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/asb-serve.log"; echo "asb serve exited"; exit 1; }
+  sleep 0.05
+done
+echo "asb serve is listening on $(cat "$state/server") (state in $state)"
+
+show() { echo; printf '$ asb'; printf ' %q' "$@"; echo; "$bin/asb" "$@"; }
+show apply -f examples/sandbox-python.yaml
+show wait --for=condition=Ready sandbox/python-demo --timeout 30s
+show get sandboxes -o wide
+
+echo; echo '$ asb exec python-demo -- python3 -c "..."'
+"$bin/asb" exec python-demo -- python3 -c '
+import os, platform, socket
+print("python", platform.python_version(), "on", socket.gethostname(), "as uid", os.getuid())
+print(os.environ["GREETING"])
+print("sum of squares 1..100 =", sum(i * i for i in range(1, 101)))'
+
+printf 'line one\nline two\n' >"$work/notes.txt"
+show cp "$work/notes.txt" python-demo:notes/notes.txt
+show exec python-demo -- python3 -c 'import pathlib; p = pathlib.Path("notes/notes.txt"); p.write_text(p.read_text().upper())'
+show ls python-demo
+show ls python-demo:notes
+show cp python-demo:notes/notes.txt "$work/back.txt"
+echo "round trip: $(tr '\n' ' ' <"$work/back.txt")"
+echo; echo '$ echo "print(2 ** 100)" | asb exec -i python-demo -- python3 -'
+echo "print(2 ** 100)" | "$bin/asb" exec -i python-demo -- python3 -
+echo; echo "\$ asb exec python-demo -- sh -c 'exit 3'"
+rc=0; "$bin/asb" exec python-demo -- sh -c 'exit 3' || rc=$?
+echo "exit code: $rc"
+
+show suspend python-demo
+show wait --for=condition=Suspended sandbox/python-demo --timeout 30s
+show resume python-demo
+show wait --for=condition=Ready sandbox/python-demo --timeout 30s
+show exec python-demo -- cat notes/notes.txt
+
+show delete sandbox python-demo
+show wait --for=delete sandbox/python-demo --timeout 30s
+kill "$server_pid"
+rc=0; wait "$server_pid" || rc=$?
+server_pid=
+if [ "$rc" != 0 ]; then echo "asb serve exited with status $rc:"; cat "$work/asb-serve.log"; exit 1; fi
 echo
-show curl -s -o /dev/null -w 'HTTP %{http_code}\n' -X DELETE "http://127.0.0.1:$port/v1/files/notes?recursive=true"
-echo "demo finished: sandboxd served $root on 127.0.0.1:$port (REST) and :$gport (gRPC)"
+echo "demo finished: asb serve stopped, state directory removed"

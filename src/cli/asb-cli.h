@@ -59,3 +59,15 @@ long long cli_parse_timeout(const char *s);
 
 /* Helpers on objects. */
 const char *cli_meta(const json_t *obj, const char *field);
+
+/* Sandbox verbs (exec, cp, ls, suspend, resume, logs): NAME is a Sandbox, or else a SandboxClaim
+ * whose status.sandbox.name names the sandbox. On success *ret_name is the Sandbox's name and
+ * *ret_obj (may be NULL) the Sandbox object as JSON, both owned. Prints the error and returns 1. */
+int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_t **ret_obj);
+
+/* Resolves NAME and opens the sandbox client on it; the sandbox must be Ready. Prints the error
+ * (unknown sandbox, not ready with the condition's reason and message, ...) and returns 1. */
+int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret);
+
+/* Prints a sandbox-client error (`error: [context: ]message`); returns 1. */
+int cli_print_sandbox_error(const char *context);

@@ -16,6 +16,12 @@ static const struct verb {
     {"get", asb_get, "Show objects (table, -o json|yaml|wide|name)"},
     {"delete", asb_delete, "Delete objects"},
     {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
+    {"exec", asb_exec, "Run a command in a sandbox (-i stdin, -t terminal)"},
+    {"cp", asb_cp, "Copy a file into or out of a sandbox (NAME:PATH)"},
+    {"ls", asb_ls, "List a directory of a sandbox (NAME[:PATH])"},
+    {"suspend", asb_suspend, "Suspend a sandbox (spec.operatingMode: Suspended)"},
+    {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
+    {"logs", asb_logs, "Print the main process output of a sandbox"},
 };
 
 static void usage(FILE *f)

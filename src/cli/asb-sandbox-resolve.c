@@ -1,0 +1,116 @@
+/* Name resolution shared by the sandbox verbs: a Sandbox of that name, else a SandboxClaim of that
+ * name whose status.sandbox.name names the sandbox (DESIGN.md, Decisions: CLI). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "basic/macro.h"
+#include "cli/asb-cli.h"
+
+static json_t *ready_condition(const json_t *obj)
+{
+    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcasecmp(t, "Ready") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_t **ret_obj)
+{
+    const char *ns = cli_namespace();
+    _cleanup_free_ char *sandbox_name = strdup(name);
+    if (!sandbox_name) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    char *text = NULL;
+    int r = asb_object_get(&text, cl, "sandbox", ns, name);
+    if (r == ASB_ENOTFOUND) {
+        /* Not a Sandbox: maybe a claim. */
+        char *claim = NULL;
+        int rc = asb_object_get(&claim, cl, "sandboxclaim", ns, name);
+        if (rc == ASB_ENOTFOUND) {
+            fprintf(stderr, "error: sandbox \"%s\" not found in namespace \"%s\" (no Sandbox or "
+                            "SandboxClaim of that name)\n",
+                    name, ns);
+            return 1;
+        }
+        if (rc != ASB_OK)
+            return cli_print_error(NULL);
+        json_t *cj = json_loads(claim, 0, NULL);
+        asb_free(claim);
+        const char *sn = json_string_value(
+            json_object_get(json_object_get(json_object_get(cj, "status"), "sandbox"), "name"));
+        if (!sn || !*sn) {
+            fprintf(stderr, "error: sandbox claim \"%s\" has no sandbox yet (status.sandbox.name is "
+                            "empty)\n",
+                    name);
+            json_decref(cj);
+            return 1;
+        }
+        free(sandbox_name);
+        sandbox_name = strdup(sn);
+        json_decref(cj);
+        if (!sandbox_name) {
+            fprintf(stderr, "error: out of memory\n");
+            return 1;
+        }
+        r = asb_object_get(&text, cl, "sandbox", ns, sandbox_name);
+        if (r == ASB_ENOTFOUND) {
+            fprintf(stderr, "error: sandbox \"%s\" of claim \"%s\" not found\n", sandbox_name,
+                    name);
+            return 1;
+        }
+    }
+    if (r != ASB_OK)
+        return cli_print_error(NULL);
+    if (ret_obj) {
+        *ret_obj = json_loads(text, 0, NULL);
+        if (!*ret_obj) {
+            asb_free(text);
+            fprintf(stderr, "error: the server returned an object that is not JSON\n");
+            return 1;
+        }
+    }
+    asb_free(text);
+    *ret_name = TAKE_PTR(sandbox_name);
+    return 0;
+}
+
+int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
+{
+    _cleanup_free_ char *sn = NULL;
+    json_t *obj = NULL;
+    if (cli_sandbox_resolve(cl, name, &sn, &obj))
+        return 1;
+    json_t *c = ready_condition(obj);
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (!st || strcasecmp(st, "True") != 0) {
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        const char *msg = json_string_value(json_object_get(c, "message"));
+        fprintf(stderr, "error: sandbox \"%s\" is not ready", sn);
+        if (reason && *reason)
+            fprintf(stderr, " (%s%s%s)", reason, msg && *msg ? ": " : "", msg && *msg ? msg : "");
+        fprintf(stderr, "\n");
+        json_decref(obj);
+        return 1;
+    }
+    json_decref(obj);
+    if (asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL) != ASB_OK)
+        return cli_print_sandbox_error(sn);
+    return 0;
+}
+
+int cli_print_sandbox_error(const char *context)
+{
+    const asb_error *e = asb_error_last();
+    const char *msg = e && e->message ? e->message : "unknown error";
+    fprintf(stderr, "error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
+    return 1;
+}
