@@ -89,9 +89,16 @@ $(GEN)/google/protobuf/empty.pb-c.c $(GEN)/google/protobuf/empty.pb-c.h:
 	protoc-c --proto_path=/usr/include --c_out=$(GEN) google/protobuf/empty.proto
 
 # Serialized FileDescriptorSet of every proto we serve, for gRPC server reflection.
-$(GEN)/descriptors.pb: $(PROTOS)
+# grpc.reflection.v1alpha has the same messages as v1 (sandboxd serves both with the v1 C types);
+# only its descriptor is needed, so it is derived from proto/reflection.proto.
+$(GEN)/proto/reflection_v1alpha.proto: proto/reflection.proto
+	@mkdir -p $(dir $@)
+	sed -e 's/^package grpc.reflection.v1;/package grpc.reflection.v1alpha;/' $< > $@
+
+$(GEN)/descriptors.pb: $(PROTOS) $(GEN)/proto/reflection_v1alpha.proto
 	@mkdir -p $(GEN)
-	protoc --proto_path=proto --proto_path=/usr/include --include_imports -o $@ $(PROTOS)
+	protoc --proto_path=proto --proto_path=$(GEN)/proto --proto_path=/usr/include --include_imports \
+	  -o $@ $(PROTOS) $(GEN)/proto/reflection_v1alpha.proto
 $(DESC_C): $(GEN)/descriptors.pb scripts/embed.sh
 	bash scripts/embed.sh $< asb_proto_descriptor_set > $@
 
