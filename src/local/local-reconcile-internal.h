@@ -22,6 +22,13 @@ typedef struct rec_failed {
     long long generation;
 } rec_failed;
 
+/* A requeue of one Sandbox at a monotonic time (expiry, §2.4.6): the loop's wait deadline is
+ * the earliest of these, so there is no polling. */
+typedef struct rec_timer {
+    char *uid, *ns, *name;
+    usec_t due;
+} rec_timer;
+
 struct local_reconciler {
     local_store *store;
     const api_kind *kind;
@@ -36,6 +43,8 @@ struct local_reconciler {
     size_t n_entries;
     rec_failed *failed;
     size_t n_failed;
+    rec_timer *timers;
+    size_t n_timers;
 };
 
 /* Why a sandbox is not running: reason/message for the Ready condition (owned message). */

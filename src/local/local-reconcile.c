@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-expiry.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
 #include "local/local-reconcile-internal.h"
@@ -39,6 +40,8 @@ typedef struct status_update {
     const char *uid;
     cond ready, suspended;
     bool has_pod; /* a container exists: selector and pod-name annotation */
+    bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
+    bool only_conditions; /* Retain after expiry: status is reset to its conditions */
 } status_update;
 
 static void now_rfc3339(char out[32])
@@ -92,11 +95,18 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
     json_t *c;
     json_array_foreach(old_conds, i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, "Ready") != 0 && strcmp(t, "Suspended") != 0)
+        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0))
+            continue;
+        if (strcmp(t, "Suspended") != 0 || u->expired)
             json_array_append(conds, c);
     }
     json_array_append_new(conds, make_condition(old_conds, &u->ready, gen));
-    json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    if (!u->expired)
+        json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    if (u->only_conditions) {
+        status = json_object();
+        json_object_set_new(new, "status", status);
+    }
     json_object_set_new(status, "conditions", conds);
     json_t *ann = json_object_get(md, "annotations");
     const char *name = api_meta_string(old, "name");
@@ -209,12 +219,113 @@ static void failed_clear(local_reconciler *r, const char *uid)
     *f = r->failed[--r->n_failed];
 }
 
+static void timer_clear(local_reconciler *r, const char *uid)
+{
+    for (size_t i = 0; i < r->n_timers; i++) {
+        if (strcmp(r->timers[i].uid, uid) != 0)
+            continue;
+        free(r->timers[i].uid);
+        free(r->timers[i].ns);
+        free(r->timers[i].name);
+        r->timers[i] = r->timers[--r->n_timers];
+        return;
+    }
+}
+
+/* Requeues sb after `after` µs (replacing an earlier requeue of the same Sandbox). */
+static void timer_set(local_reconciler *r, const json_t *sb, usec_t after)
+{
+    const char *uid = api_meta_string(sb, "uid"), *ns = api_meta_string(sb, "namespace"),
+               *name = api_meta_string(sb, "name");
+    if (!uid || !name)
+        return;
+    timer_clear(r, uid);
+    rec_timer *v = realloc(r->timers, (r->n_timers + 1) * sizeof(*v));
+    if (!v)
+        return;
+    r->timers = v;
+    rec_timer t = {strdup(uid), ns ? strdup(ns) : NULL, strdup(name),
+                   now_usec(CLOCK_MONOTONIC) + after};
+    if (!t.uid || !t.name || (ns && !t.ns)) {
+        free(t.uid);
+        free(t.ns);
+        free(t.name);
+        return;
+    }
+    r->timers[r->n_timers++] = t;
+}
+
+static usec_t timer_earliest(local_reconciler *r)
+{
+    usec_t m = UINT64_MAX;
+    for (size_t i = 0; i < r->n_timers; i++)
+        m = MIN(m, r->timers[i].due);
+    return m;
+}
+
+static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
+{
+    const char *uid = api_meta_string(old, "uid");
+    (void)ret_new;
+    if (!uid || strcmp(uid, payload) != 0)
+        return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
+    return STORE_UPDATE_DELETE;
+}
+
+/* §2.4.6. Returns true when expiry short-circuits the reconcile. */
+static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *uid)
+{
+    int64_t rq = 0;
+    expiry_action a = local_expiry_decide(sb, (int64_t)now_usec(CLOCK_REALTIME), &rq);
+    const char *name = api_meta_string(sb, "name");
+    if (a == EXPIRY_NEVER) {
+        timer_clear(r, uid);
+        return false;
+    }
+    if (a == EXPIRY_PENDING) {
+        timer_set(r, sb, (usec_t)rq);
+        return false;
+    }
+    status_update u = {.uid = uid, .expired = true,
+                       .ready = {"Ready", "False", "SandboxExpired", "Sandbox has expired"}};
+    if (a == EXPIRY_MARK) {
+        /* First pass: say so and persist; the container is removed on the next pass. */
+        log_info("sandbox expired", "sandbox", name, "uid", uid);
+        u.has_pod = rec_find(r, uid) != NULL;
+        write_status(r, sb, &u);
+        timer_set(r, sb, (usec_t)rq);
+        return true;
+    }
+    timer_clear(r, uid);
+    if (rec_find(r, uid) || a == EXPIRY_DELETE) {
+        log_info("sandbox expired: stopping its container", "sandbox", name, "uid", uid,
+                 "policy", a == EXPIRY_DELETE ? "Delete" : "Retain");
+        rec_teardown(r, uid, false);
+    }
+    if (a == EXPIRY_DELETE) {
+        json_t *out = NULL;
+        int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"), name,
+                                   expired_delete_fn, (void *)uid, &out);
+        json_decref(out);
+        if (k < 0 && k != -ENOENT) {
+            log_warn("cannot delete expired sandbox", "sandbox", name, "error", strerror(-k));
+            timer_set(r, sb, EXPIRY_MIN_REQUEUE_USEC);
+        }
+        return true;
+    }
+    u.only_conditions = true;
+    write_status(r, sb, &u);
+    return true;
+}
+
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
 static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
 {
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
+        return false;
+    if (reconcile_expiry(r, sb, uid))
         return false;
     const char *mode =
         json_string_value(json_object_get(json_object_get(sb, "spec"), "operatingMode"));
@@ -376,6 +487,7 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
             log_info("sandbox deleted: removing its container", "uid", uid);
             rec_teardown(r, uid, true);
             failed_clear(r, uid);
+            timer_clear(r, uid);
         }
         return;
     }
@@ -389,6 +501,29 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     json_decref(cur);
 }
 
+/* Reconciles every Sandbox whose requeue time has come (as stored now). */
+static void run_due_timers(local_reconciler *r, bool *pending)
+{
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < r->n_timers;) {
+        if (r->timers[i].due > now) {
+            i++;
+            continue;
+        }
+        rec_timer t = r->timers[i];
+        r->timers[i] = r->timers[--r->n_timers];
+        json_t *cur = NULL;
+        if (local_store_get(r->store, r->kind, t.ns, t.name, &cur) == 0 &&
+            strcmp(api_meta_string(cur, "uid") ?: "", t.uid) == 0)
+            *pending |= reconcile_one(r, cur, false);
+        json_decref(cur);
+        free(t.uid);
+        free(t.ns);
+        free(t.name);
+        i = 0; /* reconcile_one may have added or removed timers */
+    }
+}
+
 static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
@@ -397,12 +532,19 @@ static void *reconcile_thread(void *arg)
     usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        usec_t deadline = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
+        usec_t wake = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
+        usec_t deadline = MIN(wake, timer_earliest(r));
         store_event **evs = NULL;
         int n = local_store_wait(r->store, rv, deadline, &evs);
         if (n == -ESHUTDOWN)
             break;
-        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= deadline)) {
+        if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
+            bool p = false;
+            run_due_timers(r, &p);
+            pending = p || pending;
+            continue;
+        }
+        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= wake)) {
             rv = MAX(rv, resync(r, &pending));
             next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             continue;
@@ -416,6 +558,7 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
+        run_due_timers(r, &p);
         pending = p || pending;
         store_events_free(evs, (size_t)n);
         if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
@@ -479,6 +622,12 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     for (size_t i = 0; i < r->n_failed; i++)
         free(r->failed[i].uid);
     free(r->failed);
+    for (size_t i = 0; i < r->n_timers; i++) {
+        free(r->timers[i].uid);
+        free(r->timers[i].ns);
+        free(r->timers[i].name);
+    }
+    free(r->timers);
     oci_runtime_done(&r->rt);
     free(r->inject_error);
     free(r->inject_dir);
