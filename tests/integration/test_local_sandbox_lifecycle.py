@@ -1,0 +1,147 @@
+"""Local sandbox lifecycle (issue 4): shutdownTime expiry with Delete/Retain (UPSTREAM.md §2.4.6),
+also across restarts of `asb serve`. Real `asb serve` + runc, skipped without root or runc."""
+import os
+import time
+
+from asb_apiserver import CORE
+from local_sandbox import (condition, create, get_sandbox, runc_ids, sbx_state, sockets,  # noqa: F401
+                           start_sbx, wait_ready)
+from test_local_sandbox_runtime import rest, wait_for
+
+
+def at(seconds_from_now):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds_from_now))
+
+
+def exists(asb, name):
+    return asb.get(asb.path(CORE, "sandboxes", "default", name)).status_code == 200
+
+
+def test_expiry_delete_removes_object_and_container(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "ttl", shutdownTime=at(3), shutdownPolicy="Delete")["metadata"]["uid"]
+    wait_ready(asb, "ttl")
+    assert uid in runc_ids(sbx_state)
+    base = os.path.join(sbx_state, "sandboxes", uid)
+    # Not before its time (>= 1.x s left: the time has whole seconds).
+    time.sleep(0.5)
+    assert exists(asb, "ttl") and uid in runc_ids(sbx_state)
+    t0 = time.monotonic()
+    assert wait_for(lambda: not exists(asb, "ttl"), timeout=8), asb.output()
+    assert time.monotonic() - t0 < 6
+    assert wait_for(lambda: uid not in runc_ids(sbx_state))
+    assert wait_for(lambda: not os.path.exists(base))
+    out = asb.output()
+    assert "sandbox expired" in out
+
+
+def test_expiry_retain_keeps_object_and_workspace(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "keepme", shutdownTime=at(3), shutdownPolicy="Retain")["metadata"]["uid"]
+    wait_ready(asb, "keepme")
+    assert rest(sockets(sbx_state, uid)[0], "PUT", "/v1/files/result.txt", b"42")[0] == 204
+    obj = wait_ready(asb, "keepme", timeout=10, want="False", reason="SandboxExpired")
+    assert condition(obj, "Ready")["message"] == "Sandbox has expired"
+    assert wait_for(lambda: uid not in runc_ids(sbx_state))
+
+    def settled():
+        o = get_sandbox(asb, "keepme")
+        return set(o["status"]) == {"conditions"} and \
+            "agents.x-k8s.io/pod-name" not in (o["metadata"].get("annotations") or {})
+    assert wait_for(settled), get_sandbox(asb, "keepme")
+    obj = get_sandbox(asb, "keepme")
+    ready = condition(obj, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "SandboxExpired")
+    assert condition(obj, "Suspended") is not None  # always present, left as it was
+    ws = os.path.join(sbx_state, "sandboxes", uid, "workspace", "result.txt")
+    assert open(ws, "rb").read() == b"42"
+    # Never recreated, also not by a resync or an unrelated write.
+    p = asb.path(CORE, "sandboxes", "default", "keepme")
+    assert asb.merge_patch(p, {"metadata": {"labels": {"touched": "yes"}}}).status_code == 200
+    time.sleep(1.0)
+    assert uid not in runc_ids(sbx_state)
+    assert condition(get_sandbox(asb, "keepme"), "Ready")["reason"] == "SandboxExpired"
+    # Deleting the retained object removes its workspace.
+    assert asb.delete(p).status_code == 200
+    assert wait_for(lambda: not os.path.exists(os.path.join(sbx_state, "sandboxes", uid)))
+
+
+def test_past_shutdown_time_expires_at_once(start_sbx, sbx_state):
+    asb = start_sbx()
+    create(asb, "late", shutdownTime=at(-60), shutdownPolicy="Retain")
+    obj = wait_ready(asb, "late", timeout=5, want="False", reason="SandboxExpired")
+    assert condition(obj, "Ready")["message"] == "Sandbox has expired"
+    time.sleep(0.5)
+    uid = obj["metadata"]["uid"]
+    assert uid not in runc_ids(sbx_state)
+    create(asb, "later", shutdownTime=at(-60), shutdownPolicy="Delete")
+    assert wait_for(lambda: not exists(asb, "later"), timeout=5)
+
+
+def test_extending_shutdown_time_moves_expiry(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "tools", shutdownTime=at(3), shutdownPolicy="Delete")["metadata"]["uid"]
+    wait_ready(asb, "tools")
+    p = asb.path(CORE, "sandboxes", "default", "tools")
+    assert asb.merge_patch(p, {"spec": {"shutdownTime": at(60)}}).status_code == 200
+    time.sleep(5)
+    obj = get_sandbox(asb, "tools")
+    assert condition(obj, "Ready")["status"] == "True"
+    assert uid in runc_ids(sbx_state)
+    # And pulling it in again expires it.
+    assert asb.merge_patch(p, {"spec": {"shutdownTime": at(-1)}}).status_code == 200
+    assert wait_for(lambda: not exists(asb, "tools"), timeout=5)
+    assert wait_for(lambda: uid not in runc_ids(sbx_state))
+
+
+def test_expiry_honoured_across_restart(start_sbx, sbx_state):
+    asb = start_sbx()
+    gone = create(asb, "gone", shutdownTime=at(3), shutdownPolicy="Delete")["metadata"]["uid"]
+    kept = create(asb, "kept", shutdownTime=at(3), shutdownPolicy="Retain")["metadata"]["uid"]
+    live = create(asb, "live", shutdownTime=at(600), shutdownPolicy="Delete")["metadata"]["uid"]
+    for n in ("gone", "kept", "live"):
+        wait_ready(asb, n)
+    asb.kill9()
+    time.sleep(4)
+    # The control plane was down when they expired: the containers still run.
+    assert {gone, kept, live} <= runc_ids(sbx_state)
+    asb2 = start_sbx()
+    assert wait_for(lambda: not exists(asb2, "gone"), timeout=5), asb2.output()
+    obj = wait_ready(asb2, "kept", timeout=5, want="False", reason="SandboxExpired")
+    assert wait_for(lambda: gone not in runc_ids(sbx_state) and kept not in runc_ids(sbx_state))
+    assert os.path.isdir(os.path.join(sbx_state, "sandboxes", kept, "workspace"))
+    assert wait_for(lambda: not os.path.exists(os.path.join(sbx_state, "sandboxes", gone)))
+    # The one still in its lifetime was re-adopted as is.
+    assert condition(wait_ready(asb2, "live"), "Ready")["status"] == "True"
+    assert live in runc_ids(sbx_state)
+    assert obj["metadata"]["uid"] == kept
+
+
+def test_kill9_between_the_two_passes(start_sbx, sbx_state):
+    """A server that dies after the first pass (Ready=SandboxExpired persisted) finishes the
+    second pass at start: simulated by storing the expired condition with the runtime off."""
+    asb = start_sbx()
+    uid = create(asb, "half", shutdownTime=at(600), shutdownPolicy="Delete")["metadata"]["uid"]
+    wait_ready(asb, "half")
+    asb.kill9()
+    off = start_sbx(env={"ASB_RUNTIME": "none"})
+    p = off.path(CORE, "sandboxes", "default", "half")
+    obj = off.get(p).json()
+    for c in obj["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c.update(status="False", reason="SandboxExpired", message="Sandbox has expired")
+    obj["spec"]["shutdownTime"] = at(-1)
+    r = off.put(p, obj)
+    assert r.status_code == 200, r.text
+    obj = r.json()
+    obj["status"] = {"conditions": [c for c in get_sandbox(off, "half")["status"]["conditions"]]}
+    for c in obj["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c.update(status="False", reason="SandboxExpired", message="Sandbox has expired")
+    r = off.put(off.path(CORE, "sandboxes", "default", "half", sub="status"), obj)
+    assert r.status_code == 200, r.text
+    assert off.stop() == 0
+    assert uid in runc_ids(sbx_state)
+    asb2 = start_sbx()
+    assert wait_for(lambda: not exists(asb2, "half"), timeout=5), asb2.output()
+    assert wait_for(lambda: uid not in runc_ids(sbx_state))
