@@ -13,6 +13,7 @@ typedef struct rec_entry {
     char *uid;
     pid_t pid;
     bool ready; /* sandboxd answered health */
+    bool frozen; /* runc pause'd (operatingMode Suspended) */
 } rec_entry;
 
 /* A Sandbox whose container could not be started at this generation: retried on the next

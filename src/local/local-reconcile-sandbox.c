@@ -46,7 +46,7 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
         return;
     }
     r->entries = v;
-    r->entries[r->n_entries++] = (rec_entry){u, pid, false};
+    r->entries[r->n_entries++] = (rec_entry){u, pid, false, false};
 }
 
 static void forget(local_reconciler *r, const char *uid)
@@ -74,6 +74,12 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
                         *bundle = path_of(r, "sandboxes", uid, "bundle");
+    rec_entry *e = rec_find(r, uid);
+    if (e && e->frozen && !r->no_root) {
+        /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
+        _cleanup_free_ char *rerr = NULL;
+        oci_resume(&r->rt, uid, &rerr);
+    }
     int k = r->no_root ? 0 : oci_delete(&r->rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));

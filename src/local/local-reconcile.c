@@ -331,17 +331,54 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         json_string_value(json_object_get(json_object_get(sb, "spec"), "operatingMode"));
     status_update u = {.uid = uid};
     if (mode && strcmp(mode, "Running") != 0) {
-        /* This slice stops the container on suspend (the workspace is kept); freezing is next. */
-        if (rec_find(r, uid))
-            rec_teardown(r, uid, false);
+        /* Suspend freezes the container (cgroup freezer): memory and processes are kept, no CPU
+         * is used; Running thaws it. If freezing fails the container is stopped instead. */
+        rec_entry *fe = rec_find(r, uid);
+        if (fe && !fe->frozen) {
+            _cleanup_free_ char *err = NULL;
+            usec_t t0 = now_usec(CLOCK_MONOTONIC);
+            int k = oci_pause(&r->rt, uid, &err);
+            char ms[32];
+            snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+            if (k < 0) {
+                log_warn("cannot freeze sandbox: stopping it", "sandbox",
+                         api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
+                rec_teardown(r, uid, false);
+            } else {
+                fe->frozen = true;
+                log_info("sandbox frozen", "sandbox", api_meta_string(sb, "name"), "pause_ms", ms);
+            }
+        }
+        fe = rec_find(r, uid);
         u.ready = (cond){"Ready", "False", "SandboxSuspended", "Sandbox is suspended"};
-        u.suspended = (cond){"Suspended", "True", "PodTerminated",
-                             "Pod has been terminated. Sandbox is suspended"};
+        if (fe) {
+            u.has_pod = true;
+            u.suspended = (cond){"Suspended", "True", "PodFrozen",
+                                 "Pod is frozen (memory and processes kept). Sandbox is suspended"};
+        } else
+            u.suspended = (cond){"Suspended", "True", "PodTerminated",
+                                 "Pod has been terminated. Sandbox is suspended"};
         write_status(r, sb, &u);
         return false;
     }
     u.suspended = (cond){"Suspended", "False", "NotSuspended", "Sandbox is not suspended"};
     rec_entry *e = rec_find(r, uid);
+    if (e && e->frozen) {
+        _cleanup_free_ char *err = NULL;
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        int k = oci_resume(&r->rt, uid, &err);
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        if (k < 0) {
+            log_warn("cannot thaw sandbox: starting it anew", "sandbox",
+                     api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
+            rec_teardown(r, uid, false);
+            e = NULL;
+        } else {
+            e->frozen = false;
+            log_info("sandbox thawed", "sandbox", api_meta_string(sb, "name"), "resume_ms", ms);
+        }
+    }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = failed_find(r, uid);
@@ -444,11 +481,19 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
             }
             if (!id)
                 continue;
-            if (wanted && st && strcmp(st, "running") == 0) {
+            bool paused = st && strcmp(st, "paused") == 0;
+            if (wanted && st && (strcmp(st, "running") == 0 || paused)) {
                 if (!rec_find(r, id))
-                    log_info("re-adopted sandbox container", "uid", id);
+                    log_info("re-adopted sandbox container", "uid", id, "status", st);
                 rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+                rec_entry *e = rec_find(r, id);
+                if (e)
+                    e->frozen = paused;
             } else {
+                if (paused) {
+                    _cleanup_free_ char *rerr = NULL;
+                    oci_resume(&r->rt, id, &rerr);
+                }
                 log_info("removing container", "uid", id, "reason",
                          wanted ? "not running" : "no Sandbox");
                 rec_teardown(r, id, !wanted);

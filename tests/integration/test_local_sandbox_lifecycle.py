@@ -4,7 +4,7 @@ import os
 import time
 
 from asb_apiserver import CORE
-from local_sandbox import (condition, create, get_sandbox, runc_ids, sbx_state, sockets,  # noqa: F401
+from local_sandbox import (condition, create, get_sandbox, runc_ids, runc_list, sbx_state, sockets,  # noqa: F401
                            start_sbx, wait_ready)
 from test_local_sandbox_runtime import rest, wait_for
 
@@ -145,3 +145,80 @@ def test_kill9_between_the_two_passes(start_sbx, sbx_state):
     asb2 = start_sbx()
     assert wait_for(lambda: not exists(asb2, "half"), timeout=5), asb2.output()
     assert wait_for(lambda: uid not in runc_ids(sbx_state))
+
+
+COUNTER = r"""
+import os, sys, time
+token = os.urandom(8).hex()      # lives only in this process's memory
+i = 0
+while True:
+    i += 1
+    with open("/workspace/counter.tmp", "w") as f:
+        f.write(f"{os.getpid()} {token} {i}")
+    os.replace("/workspace/counter.tmp", "/workspace/counter")
+    time.sleep(0.05)
+"""
+
+
+def read_counter(sbx_state, uid):
+    try:
+        with open(os.path.join(sbx_state, "sandboxes", uid, "workspace", "counter")) as f:
+            pid, token, i = f.read().split()
+            return int(pid), token, int(i)
+    except (OSError, ValueError):
+        return None
+
+
+def test_suspend_freezes_process_and_resume_keeps_its_memory(start_sbx, sbx_state):
+    from grpc_helpers import Client
+    asb = start_sbx()
+    uid = create(asb, "frozen")["metadata"]["uid"]
+    wait_ready(asb, "frozen")
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    stream = client.start(["python3", "-c", COUNTER], cwd="/workspace")
+    assert wait_for(lambda: (read_counter(sbx_state, uid) or (0, "", 0))[2] >= 5), asb.output()
+    pid, token, _ = read_counter(sbx_state, uid)
+    p = asb.path(CORE, "sandboxes", "default", "frozen")
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Suspended"}}).status_code == 200
+    obj = wait_ready(asb, "frozen", want="False", reason="SandboxSuspended")
+    assert wait_for(lambda: condition(get_sandbox(asb, "frozen"), "Suspended")["status"] == "True")
+    obj = get_sandbox(asb, "frozen")
+    assert condition(obj, "Ready")["message"] == "Sandbox is suspended"
+    assert condition(obj, "Suspended")["reason"] == "PodFrozen"
+    assert {c["id"]: c["status"] for c in runc_list(sbx_state)}[uid] == "paused"
+    # Frozen: the counter does not move.
+    frozen_at = read_counter(sbx_state, uid)
+    time.sleep(1.0)
+    assert read_counter(sbx_state, uid) == frozen_at
+    # Resume: thawed at once, the same process with the same in-memory token carries on.
+    t0 = time.monotonic()
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Running"}}).status_code == 200
+    obj = wait_ready(asb, "frozen", timeout=5)
+    assert time.monotonic() - t0 < 2
+    assert condition(obj, "Suspended")["reason"] == "NotSuspended"
+    assert wait_for(lambda: read_counter(sbx_state, uid)[2] > frozen_at[2] + 3)
+    pid2, token2, i2 = read_counter(sbx_state, uid)
+    assert (pid2, token2) == (pid, token)
+    assert i2 < frozen_at[2] + 40  # it did not run while frozen
+    assert "sandbox thawed" in asb.output()
+    stream.cancel()
+    client.close()
+
+
+def test_frozen_sandbox_survives_restart_and_expires(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "cold")["metadata"]["uid"]
+    wait_ready(asb, "cold")
+    p = asb.path(CORE, "sandboxes", "default", "cold")
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Suspended"}}).status_code == 200
+    assert wait_for(lambda: {c["id"]: c["status"] for c in runc_list(sbx_state)}.get(uid) == "paused")
+    asb.kill9()
+    asb2 = start_sbx()
+    assert wait_for(lambda: "re-adopted sandbox container" in asb2.output())
+    assert {c["id"]: c["status"] for c in runc_list(sbx_state)}[uid] == "paused"
+    assert condition(get_sandbox(asb2, "cold"), "Suspended")["reason"] == "PodFrozen"
+    # A frozen sandbox that expires is removed (thawed, then killed).
+    assert asb2.merge_patch(p, {"spec": {"shutdownTime": at(-1),
+                                         "shutdownPolicy": "Delete"}}).status_code == 200
+    assert wait_for(lambda: not exists(asb2, "cold"), timeout=5)
+    assert wait_for(lambda: uid not in runc_ids(sbx_state), timeout=5)
