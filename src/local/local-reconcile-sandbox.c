@@ -73,7 +73,8 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
 {
     _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
-                        *bundle = path_of(r, "sandboxes", uid, "bundle");
+                        *bundle = path_of(r, "sandboxes", uid, "bundle"),
+                        *vols = path_of(r, "volumes", uid, NULL);
     rec_entry *e = rec_find(r, uid);
     if (e && e->frozen && !r->no_root) {
         /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
@@ -86,6 +87,8 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     forget(r, uid);
     if (run)
         fs_rm_rf(run);
+    if (purge && vols)
+        fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base)
         fs_rm_rf(base);
     else if (bundle)
@@ -249,6 +252,32 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = make_dirs(r, uid, u, g, f)) < 0)
         return k;
 
+    /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
+    _cleanup_free_ char *vols = path_of(r, "volumes", uid, NULL), *verr = NULL;
+    local_bundle_volume *vv = NULL;
+    size_t nvv = 0;
+    char **vnames = NULL;
+    if (!vols)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    if ((k = local_bundle_volumes(sb, vols, &vv, &nvv, &vnames, &verr)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
+    k = vnames[0] ? fs_mkdir_p(vols, 0755) : 0;
+    for (size_t i = 0; k == 0 && vnames[i]; i++) {
+        _cleanup_free_ char *d = NULL;
+        if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
+            k = -ENOMEM;
+        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, u, g) < 0)
+            k = -errno;
+    }
+    for (size_t i = 0; k == 0 && i < nvv; i++)
+        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, u, g) < 0)
+            k = -errno;
+    if (k < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return fail(f, "ReconcilerError", k, "Error seen: cannot create the volume directories: %s",
+                    strerror(-k));
+    }
+
     char hostname[64];
     snprintf(hostname, sizeof(hostname), "%s", name);
     _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
@@ -261,15 +290,18 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (!bundle || !ws || !home || !log || !rest || !grpc ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
-        asprintf(&pidfile, "%s/pid", bundle) < 0)
+        asprintf(&pidfile, "%s/pid", bundle) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
         .env = json_object_get(ctr, "env"), .memory_limit = mem, .cpu_millis = cpu,
-        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg,
+        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
     };
     k = local_bundle_write(&bp, &err);
+    local_bundle_volumes_free(vv, nvv, vnames);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;

@@ -513,6 +513,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
         }
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
+        remove_orphan_dirs(r, "volumes", items);
     }
     json_decref(ctrs);
     size_t i;

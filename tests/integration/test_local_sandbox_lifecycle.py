@@ -222,3 +222,65 @@ def test_frozen_sandbox_survives_restart_and_expires(start_sbx, sbx_state):
                                          "shutdownPolicy": "Delete"}}).status_code == 200
     assert wait_for(lambda: not exists(asb2, "cold"), timeout=5)
     assert wait_for(lambda: uid not in runc_ids(sbx_state), timeout=5)
+
+
+VCT = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                               "resources": {"requests": {"storage": "1Gi"}}}}]
+DATA_MOUNT = {"volumeMounts": [{"name": "data", "mountPath": "/data"}]}
+
+
+def test_volume_claim_template_persists_and_is_removed_on_delete(start_sbx, sbx_state):
+    from grpc_helpers import Client
+    asb = start_sbx()
+    uid = create(asb, "vol", container=DATA_MOUNT, volumeClaimTemplates=VCT)["metadata"]["uid"]
+    wait_ready(asb, "vol")
+    host_dir = os.path.join(sbx_state, "volumes", uid, "data")
+    assert os.path.isdir(host_dir)
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    r = client.execute(["sh", "-c", "echo persisted > /data/f && id -u && stat -c %u /data"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.decode().split() == ["1000", "1000"]
+    client.close()
+    assert open(os.path.join(host_dir, "f")).read() == "persisted\n"
+    p = asb.path(CORE, "sandboxes", "default", "vol")
+    # Survives suspend/resume.
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Suspended"}}).status_code == 200
+    wait_ready(asb, "vol", want="False", reason="SandboxSuspended")
+    assert os.path.exists(os.path.join(host_dir, "f"))
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Running"}}).status_code == 200
+    wait_ready(asb, "vol")
+    # Survives a restart of the container (dead sandboxd -> new container on the same dirs).
+    asb.kill9()
+    assert runc_ids(sbx_state) == {uid}
+    import subprocess
+    from local_sandbox import RUNC
+    subprocess.run([RUNC, "--root", os.path.join(sbx_state, "runc"), "delete", "--force", uid],
+                   check=True)
+    asb2 = start_sbx()
+    wait_ready(asb2, "vol", timeout=15)
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    r = client.execute(["cat", "/data/f"])
+    assert (r.exit_code, r.stdout) == (0, b"persisted\n")
+    client.close()
+    # Removed with the Sandbox.
+    assert asb2.delete(p).status_code == 200
+    assert wait_for(lambda: not os.path.exists(os.path.join(sbx_state, "volumes", uid)))
+
+
+def test_volume_claim_template_survives_retain_expiry(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "volret", container=DATA_MOUNT, volumeClaimTemplates=VCT,
+                 shutdownTime=at(2), shutdownPolicy="Retain")["metadata"]["uid"]
+    host_dir = os.path.join(sbx_state, "volumes", uid, "data")
+    wait_ready(asb, "volret", timeout=10, want="False", reason="SandboxExpired")
+    assert wait_for(lambda: uid not in runc_ids(sbx_state))
+    assert os.path.isdir(host_dir)
+
+
+def test_bad_volume_mount_is_a_condition(start_sbx, sbx_state):
+    asb = start_sbx()
+    create(asb, "badvol", container={"volumeMounts": [{"name": "data", "mountPath": "/x/../etc"}]},
+           volumeClaimTemplates=VCT)
+    obj = wait_ready(asb, "badvol", want="False", reason="ReconcilerError")
+    assert "mountPath" in condition(obj, "Ready")["message"]
+    assert asb.running
