@@ -120,6 +120,8 @@ static json_t *process_env(const local_bundle_params *p)
             json_array_append_new(env, json_string(kv));
         free(kv);
     }
+    if (p->main_argv)
+        json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
     return env;
 }
 
@@ -150,10 +152,15 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
     };
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                              "inheritable", "permitted", "ambient");
+    json_t *argv = str_array(args, ELEMENTSOF(args));
+    if (p->main_argv) {
+        json_array_append_new(argv, json_string("--"));
+        json_array_extend(argv, (json_t *)p->main_argv);
+    }
     json_t *process = json_pack(
         "{s:b, s:{s:i, s:i, s:[i]}, s:o, s:o, s:s, s:o, s:b}", "terminal", 0,
         "user", "uid", (int)p->uid, "gid", (int)p->gid, "additionalGids", (int)p->gid, "args",
-        str_array(args, ELEMENTSOF(args)), "env", process_env(p), "cwd", "/workspace",
+        argv, "env", process_env(p), "cwd", "/workspace",
         "capabilities", caps, "noNewPrivileges", 1);
     json_t *linux_ = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "resources", resources(p),
                                "cgroupsPath", p->cgroups_path, "namespaces", namespaces,
@@ -286,6 +293,8 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
         add_bind(mounts, p->volumes[i].dest, p->volumes[i].source, p->volumes[i].readonly);
     add_bind(mounts, "/.asb/bin", p->inject_bin, true);
     add_bind(mounts, "/.asb/lib", p->inject_lib, true);
+    if (p->main_argv && p->main_dir)
+        add_bind(mounts, "/.asb/main", p->main_dir, false);
     json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
@@ -445,5 +454,48 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
     *ret = v;
     *ret_n = n;
     *ret_names = names;
+    return 0;
+}
+
+int local_bundle_main_argv(const json_t *ctr, json_t **ret, char **ret_error)
+{
+    const char *fields[] = {"command", "args"};
+    *ret = NULL;
+    *ret_error = NULL;
+    json_t *argv = json_array();
+    if (!argv)
+        return -ENOMEM;
+    for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
+        const json_t *a = json_object_get(ctr, fields[f]);
+        size_t i;
+        json_t *v;
+        if (a && !json_is_array(a)) {
+            json_decref(argv);
+            if (asprintf(ret_error, "container %s must be a list of strings", fields[f]) < 0)
+                *ret_error = NULL;
+            return -EINVAL;
+        }
+        json_array_foreach(a, i, v) {
+            if (!json_is_string(v)) {
+                json_decref(argv);
+                if (asprintf(ret_error, "container %s[%zu] must be a string", fields[f], i) < 0)
+                    *ret_error = NULL;
+                return -EINVAL;
+            }
+            json_array_append(argv, v);
+        }
+    }
+    if (json_array_size(argv) == 0 ||
+        !*json_string_value(json_array_get(argv, 0))) {
+        bool empty = json_array_size(argv) > 0;
+        json_decref(argv);
+        if (empty) {
+            if (asprintf(ret_error, "container command: the program name is empty") < 0)
+                *ret_error = NULL;
+            return -EINVAL;
+        }
+        return 0;
+    }
+    *ret = argv;
     return 0;
 }

@@ -32,7 +32,14 @@ typedef struct local_bundle_params {
     const char *cgroups_path;  /* e.g. "/asb/<uid>" */
     const local_bundle_volume *volumes; /* bound after /workspace and home, in order */
     size_t n_volumes;
+    const json_t *main_argv; /* container command+args (JSON array of strings) or NULL */
+    const char *main_dir;    /* with main_argv: host dir bound at /.asb/main (log, exit) */
 } local_bundle_params;
+
+/* The main process of a container: `command` followed by `args` (either may be absent), as a
+ * new JSON array of strings, or NULL when there is none. -EINVAL (with *ret_error) when an
+ * element is not a string. */
+int local_bundle_main_argv(const json_t *container, json_t **ret, char **ret_error);
 
 /* The volumes of a Sandbox: every volumeMount of its first container whose name is a
  * volumeClaimTemplate's metadata.name becomes a bind of <volumes_dir>/<name>[/<subPath>] at

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -46,7 +47,18 @@ struct local_reconciler {
     size_t n_failed;
     rec_timer *timers;
     size_t n_timers;
+    /* Main processes: an inotify watch on each sandboxes/<uid>/main; a watcher thread nudges
+     * the loop when an exit file appears. */
+    int inotify_fd, stop_fd;
+    pthread_t watcher;
+    bool watcher_started;
+    _Atomic bool main_event;
 };
+
+/* Watches sandboxes/<uid>/main (if it exists) for the exit file of the main process. */
+void rec_watch_main(local_reconciler *r, const char *uid);
+/* The recorded exit code of the sandbox's main process: 0 and *ret_code, or -ENOENT. */
+int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code);
 
 /* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
 typedef struct rec_failure {

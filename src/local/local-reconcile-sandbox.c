@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -278,6 +279,30 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
                     strerror(-k));
     }
 
+    /* A container command: sandboxd runs it as the main process; log and exit code land in
+     * sandboxes/<uid>/main (bound at /.asb/main). */
+    json_t *main_argv = NULL;
+    _cleanup_free_ char *main_dir = path_of(r, "sandboxes", uid, "main"), *merr = NULL;
+    if (!main_dir || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
+    }
+    if (main_argv) {
+        _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
+        k = fs_mkdir_p(main_dir, 0755);
+        if (k == 0 && chown(main_dir, u, g) < 0)
+            k = -errno;
+        if (exitf)
+            unlink(exitf);
+        if (k < 0) {
+            json_decref(main_argv);
+            local_bundle_volumes_free(vv, nvv, vnames);
+            return fail(f, "ReconcilerError", k, "Error seen: cannot create %s: %s", main_dir,
+                        strerror(-k));
+        }
+        rec_watch_main(r, uid);
+    }
+
     char hostname[64];
     snprintf(hostname, sizeof(hostname), "%s", name);
     _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
@@ -292,6 +317,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
         asprintf(&pidfile, "%s/pid", bundle) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     }
     local_bundle_params bp = {
@@ -299,9 +325,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
         .env = json_object_get(ctr, "env"), .memory_limit = mem, .cpu_millis = cpu,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
+        .main_argv = main_argv, .main_dir = main_dir,
     };
     k = local_bundle_write(&bp, &err);
     local_bundle_volumes_free(vv, nvv, vnames);
+    json_decref(main_argv);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
@@ -364,4 +392,23 @@ bool rec_health(local_reconciler *r, const char *uid, int timeout_ms)
     }
     buf[got] = '\0';
     return strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 8, " 200", 4) == 0;
+}
+
+void rec_watch_main(local_reconciler *r, const char *uid)
+{
+    _cleanup_free_ char *dir = path_of(r, "sandboxes", uid, "main");
+    if (r->inotify_fd >= 0 && dir && access(dir, F_OK) == 0 &&
+        inotify_add_watch(r->inotify_fd, dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+        log_warn("cannot watch the main process", "uid", uid, "error", strerror(errno));
+}
+
+int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code)
+{
+    _cleanup_free_ char *path = path_of(r, "sandboxes", uid, "main/exit");
+    _cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
+    int code;
+    if (!f || fscanf(f, "%d", &code) != 1)
+        return -ENOENT;
+    *ret_code = code;
+    return 0;
 }

@@ -1,7 +1,11 @@
 /* The reconcile loop and the Sandbox status it writes (UPSTREAM.md §2.4.5 where it applies). */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,7 @@ typedef struct cond {
 typedef struct status_update {
     const char *uid;
     cond ready, suspended;
+    cond finished; /* type NULL: no Finished condition (removed unless expired) */
     bool has_pod; /* a container exists: selector and pod-name annotation */
     bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
     bool only_conditions; /* Retain after expiry: status is reset to its conditions */
@@ -97,12 +102,16 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         const char *t = json_string_value(json_object_get(c, "type"));
         if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0))
             continue;
+        if (strcmp(t, "Finished") == 0 && !u->expired)
+            continue; /* rewritten below when finished; preserved across expiry */
         if (strcmp(t, "Suspended") != 0 || u->expired)
             json_array_append(conds, c);
     }
     json_array_append_new(conds, make_condition(old_conds, &u->ready, gen));
     if (!u->expired)
         json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    if (!u->expired && u->finished.type)
+        json_array_append_new(conds, make_condition(old_conds, &u->finished, gen));
     if (u->only_conditions) {
         status = json_object();
         json_object_set_new(new, "status", status);
@@ -173,6 +182,18 @@ static char *last_log_line(local_reconciler *r, const char *uid)
             snprintf(last, sizeof(last), "%s", line);
     }
     return strdup(*last ? last : "(no output)");
+}
+
+static const json_t *find_condition(const json_t *sb, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
 }
 
 static bool has_condition(const json_t *sb, const char *type)
@@ -379,6 +400,27 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
             log_info("sandbox thawed", "sandbox", api_meta_string(sb, "name"), "resume_ms", ms);
         }
     }
+    /* The main process exited: Finished, as a terminated pod; the container is not started
+     * again (sandboxd keeps serving files while it runs). */
+    int code = -1;
+    bool exited = rec_main_exit(r, uid, &code) == 0;
+    const json_t *stored_fin = find_condition(sb, "Finished");
+    if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
+                   strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
+        const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
+                                    : json_string_value(json_object_get(stored_fin, "reason"));
+        bool ok = reason && strcmp(reason, "PodSucceeded") == 0;
+        _cleanup_free_ char *msg = NULL;
+        if (exited && asprintf(&msg, "main process exited with code %d", code) < 0)
+            msg = NULL;
+        const char *m = msg ? msg : json_string_value(json_object_get(stored_fin, "message"));
+        u.has_pod = e != NULL;
+        u.ready = ok ? (cond){"Ready", "False", "PodSucceeded", "Pod completed successfully"}
+                     : (cond){"Ready", "False", "PodFailed", "Pod failed"};
+        u.finished = (cond){"Finished", "True", ok ? "PodSucceeded" : "PodFailed", m ? m : ""};
+        write_status(r, sb, &u);
+        return false;
+    }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = failed_find(r, uid);
@@ -486,6 +528,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                 if (!rec_find(r, id))
                     log_info("re-adopted sandbox container", "uid", id, "status", st);
                 rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+                rec_watch_main(r, id);
                 rec_entry *e = rec_find(r, id);
                 if (e)
                     e->frozen = paused;
@@ -547,6 +590,57 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     json_decref(cur);
 }
 
+/* A main process exited (the watcher saw an exit file): reconcile the sandboxes that have one. */
+static void run_main_exits(local_reconciler *r, bool *pending)
+{
+    if (!atomic_exchange(&r->main_event, false))
+        return;
+    json_t *items = NULL;
+    uint64_t rv;
+    if (local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        int code;
+        if (uid && rec_main_exit(r, uid, &code) == 0)
+            *pending |= reconcile_one(r, sb, false);
+    }
+    json_decref(items);
+}
+
+static void *watch_thread(void *arg)
+{
+    local_reconciler *r = arg;
+    for (;;) {
+        struct pollfd p[2] = {{r->inotify_fd, POLLIN, 0}, {r->stop_fd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        char buf[4096];
+        bool seen = false;
+        ssize_t n;
+        while ((n = read(r->inotify_fd, buf, sizeof(buf))) > 0) {
+            for (char *q = buf; q < buf + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *)q;
+                if (ev->len && strcmp(ev->name, "exit") == 0)
+                    seen = true;
+                q += sizeof(*ev) + ev->len;
+            }
+        }
+        if (seen) {
+            atomic_store(&r->main_event, true);
+            local_store_nudge(r->store);
+        }
+    }
+    return NULL;
+}
+
 /* Reconciles every Sandbox whose requeue time has come (as stored now). */
 static void run_due_timers(local_reconciler *r, bool *pending)
 {
@@ -586,6 +680,7 @@ static void *reconcile_thread(void *arg)
             break;
         if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
             bool p = false;
+            run_main_exits(r, &p);
             run_due_timers(r, &p);
             pending = p || pending;
             continue;
@@ -604,6 +699,7 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
+        run_main_exits(r, &p);
         run_due_timers(r, &p);
         pending = p || pending;
         store_events_free(evs, (size_t)n);
@@ -621,6 +717,13 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     if (!r)
         return -ENOMEM;
     r->store = o->store;
+    r->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->inotify_fd >= 0 && r->stop_fd >= 0 &&
+        pthread_create(&r->watcher, NULL, watch_thread, r) == 0)
+        r->watcher_started = true;
+    else
+        log_warn("cannot watch main processes: their exit is seen at the next resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     _cleanup_free_ char *runc_root = NULL;
@@ -662,6 +765,15 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
         return NULL;
     if (r->thread)
         pthread_join(r->thread, NULL);
+    if (r->watcher_started) {
+        uint64_t one = 1;
+        if (write(r->stop_fd, &one, sizeof(one)) == sizeof(one))
+            pthread_join(r->watcher, NULL);
+    }
+    if (r->inotify_fd >= 0)
+        close(r->inotify_fd);
+    if (r->stop_fd >= 0)
+        close(r->stop_fd);
     for (size_t i = 0; i < r->n_entries; i++)
         free(r->entries[i].uid);
     free(r->entries);

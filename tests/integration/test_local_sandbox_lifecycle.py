@@ -284,3 +284,80 @@ def test_bad_volume_mount_is_a_condition(start_sbx, sbx_state):
     obj = wait_ready(asb, "badvol", want="False", reason="ReconcilerError")
     assert "mountPath" in condition(obj, "Ready")["message"]
     assert asb.running
+
+
+def wait_finished(asb, name, timeout=10):
+    deadline = time.monotonic() + timeout
+    obj = None
+    while time.monotonic() < deadline:
+        obj = get_sandbox(asb, name)
+        if condition(obj, "Finished"):
+            return obj
+        time.sleep(0.02)
+    raise AssertionError(f"{name} not Finished: {obj}\n{asb.output()}")
+
+
+def test_main_command_success_is_finished(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "job", container={
+        "command": ["sh", "-c"], "args": ["echo out; echo err >&2; echo done > /workspace/r; sleep 0.5"]})["metadata"]["uid"]
+    wait_ready(asb, "job")  # sandboxd answers while the main process runs
+    obj = wait_finished(asb, "job")
+    fin, ready = condition(obj, "Finished"), condition(obj, "Ready")
+    assert (fin["status"], fin["reason"]) == ("True", "PodSucceeded")
+    assert "code 0" in fin["message"]
+    assert (ready["status"], ready["reason"], ready["message"]) == \
+        ("False", "PodSucceeded", "Pod completed successfully")
+    main = os.path.join(sbx_state, "sandboxes", uid, "main")
+    assert open(os.path.join(main, "log")).read().split() == ["out", "err"]
+    assert open(os.path.join(sbx_state, "sandboxes", uid, "workspace", "r")).read() == "done\n"
+    # sandboxd keeps serving the results; the main process is not started again.
+    assert rest(sockets(sbx_state, uid)[0], "GET", "/v1/files/r") == (200, b"done\n")
+    time.sleep(0.5)
+    assert open(os.path.join(main, "log")).read().split() == ["out", "err"]
+
+
+def test_main_command_failure_and_restart(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "bad", container={"command": ["sh", "-c", "sleep 2; exit 3"]})["metadata"]["uid"]
+    wait_ready(asb, "bad")
+    asb.kill9()  # exits while the control plane is down
+    time.sleep(2.5)
+    asb2 = start_sbx()
+    obj = wait_finished(asb2, "bad")
+    fin, ready = condition(obj, "Finished"), condition(obj, "Ready")
+    assert (fin["reason"], ready["reason"], ready["message"]) == ("PodFailed", "PodFailed", "Pod failed")
+    assert "code 3" in fin["message"]
+    assert uid in runc_ids(sbx_state)
+    # Not found: 127, a clear Finished/PodFailed, no crash.
+    create(asb2, "nope", container={"command": ["/no/such/program"]})
+    obj = wait_finished(asb2, "nope")
+    assert "code 127" in condition(obj, "Finished")["message"]
+    # Bad input is refused by the API (command[1] not a string) or is a condition.
+    body_bad = {"command": ["sh", 5]}
+    from asb_apiserver import sandbox as sandbox_body
+    b = sandbox_body("weird")
+    b["spec"]["podTemplate"]["spec"]["containers"][0].update(body_bad)
+    assert asb2.post(asb2.path(CORE, "sandboxes", "default"), b).status_code == 422
+    create(asb2, "empty", container={"command": [""]})
+    obj = wait_ready(asb2, "empty", want="False", reason="ReconcilerError")
+    assert "program name is empty" in condition(obj, "Ready")["message"]
+    assert asb2.running
+
+
+def test_main_command_suspend_freezes_it_too(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "mainfrz", container={"command": ["python3", "-c", COUNTER]})["metadata"]["uid"]
+    wait_ready(asb, "mainfrz")
+    assert wait_for(lambda: (read_counter(sbx_state, uid) or (0, "", 0))[2] >= 3)
+    p = asb.path(CORE, "sandboxes", "default", "mainfrz")
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Suspended"}}).status_code == 200
+    assert wait_for(lambda: {c["id"]: c["status"] for c in runc_list(sbx_state)}.get(uid) == "paused")
+    a = read_counter(sbx_state, uid)
+    time.sleep(0.6)
+    assert read_counter(sbx_state, uid) == a
+    assert asb.merge_patch(p, {"spec": {"operatingMode": "Running"}}).status_code == 200
+    wait_ready(asb, "mainfrz")
+    assert wait_for(lambda: read_counter(sbx_state, uid)[2] > a[2])
+    assert read_counter(sbx_state, uid)[:2] == a[:2]
+    assert condition(get_sandbox(asb, "mainfrz"), "Finished") is None
