@@ -90,7 +90,9 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
     if (strchr(argv[0], '/'))
         path = strdup(argv[0]);
     else
-        path = path_lookup(argv[0], getenv("PATH"));
+        path = path_lookup(argv[0], getenv("PATH") ? getenv("PATH")
+                                                   : "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                                                     "/usr/bin:/sbin:/bin");
     int err = 0;
     _cleanup_free_ char *log_path = NULL;
     int log_fd = -1;
