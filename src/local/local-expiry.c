@@ -65,8 +65,12 @@ int local_parse_rfc3339(const char *s, int64_t *ret_usec)
         return -EINVAL;
     if (*p)
         return -EINVAL;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h,
-                    .tm_min = m, .tm_sec = sec};
+    struct tm tm = {.tm_year = Y - 1900,
+                    .tm_mon = M - 1,
+                    .tm_mday = D,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
     *ret_usec = ((int64_t)t - off) * 1000000LL + frac;
     return 0;
@@ -76,7 +80,7 @@ static const char *ready_reason(const json_t *sb)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
+    json_array_foreach (json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         if (t && strcmp(t, "Ready") == 0)
             return json_string_value(json_object_get(c, "reason"));

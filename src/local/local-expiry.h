@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #define EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* upstream requeues at max(remaining, 2 s) */
-#define EXPIRY_MARK_REQUEUE_USEC 1000LL          /* after the first pass: ~immediately (1 ms) */
+#define EXPIRY_MARK_REQUEUE_USEC 1000LL         /* after the first pass: ~immediately (1 ms) */
 
 typedef enum expiry_action {
     EXPIRY_NEVER,   /* no (usable) spec.shutdownTime */

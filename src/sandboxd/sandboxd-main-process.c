@@ -52,8 +52,9 @@ static void mp_free(main_process *m)
 static void mp_on_exit(child *c, int status)
 {
     main_process *m = (main_process *)c;
-    int code = WIFEXITED(status) ? WEXITSTATUS(status)
-               : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 255;
+    int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+               : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                     : 255;
     char sc[16];
     snprintf(sc, sizeof(sc), "%d", code);
     char sp[16];

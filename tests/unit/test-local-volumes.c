@@ -15,12 +15,12 @@ static json_t *sb(const char *vcts_json, const char *mounts_json)
     if (vcts_json)
         json_object_set_new(spec, "volumeClaimTemplates", json_loads(vcts_json, 0, NULL));
     if (mounts_json)
-        json_object_set_new(json_array_get(json_object_get(json_object_get(json_object_get(
-                                                               spec, "podTemplate"),
-                                                           "spec"),
-                                                           "containers"),
-                                           0),
-                            "volumeMounts", json_loads(mounts_json, 0, NULL));
+        json_object_set_new(
+            json_array_get(
+                json_object_get(json_object_get(json_object_get(spec, "podTemplate"), "spec"),
+                                "containers"),
+                0),
+            "volumeMounts", json_loads(mounts_json, 0, NULL));
     return o;
 }
 
@@ -88,7 +88,6 @@ TEST(bad_input_is_rejected)
     bad(d, "[{\"name\":\"data\",\"mountPath\":\"/d\",\"subPath\":\"/abs\"}]", "subPath");
 }
 
-
 TEST(bundle_binds_volumes_after_workspace)
 {
     char tmpl[] = "/tmp/asb-vol-XXXXXX";
@@ -100,10 +99,18 @@ TEST(bundle_binds_volumes_after_workspace)
     local_bundle_volume vols[] = {{(char *)"/workspace/data", (char *)"/s/volumes/u/data", false},
                                   {(char *)"/ro", (char *)"/s/volumes/u/ro", true}};
     local_bundle_params p = {
-        .bundle_dir = bundle, .hostname = "v", .uid = 1000, .gid = 1000,
-        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
-        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 10,
-        .cgroups_path = "/asb/test", .volumes = vols, .n_volumes = 2,
+        .bundle_dir = bundle,
+        .hostname = "v",
+        .uid = 1000,
+        .gid = 1000,
+        .workspace_dir = "/nonexistent/ws",
+        .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin",
+        .inject_lib = "/nonexistent/lib",
+        .pids_limit = 10,
+        .cgroups_path = "/asb/test",
+        .volumes = vols,
+        .n_volumes = 2,
     };
     char *err = NULL;
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
@@ -112,13 +119,13 @@ TEST(bundle_binds_volumes_after_workspace)
     ssize_t ws = -1, data = -1, ro = -1;
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(cfg, "mounts"), i, m) {
+    json_array_foreach (json_object_get(cfg, "mounts"), i, m) {
         const char *d = json_string_value(json_object_get(m, "destination"));
         const char *src = json_string_value(json_object_get(m, "source"));
         char opts[256] = "";
         size_t j;
         json_t *o;
-        json_array_foreach(json_object_get(m, "options"), j, o) {
+        json_array_foreach (json_object_get(m, "options"), j, o) {
             strncat(opts, json_string_value(o), sizeof(opts) - strlen(opts) - 2);
             strcat(opts, ",");
         }
