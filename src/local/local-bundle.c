@@ -120,6 +120,8 @@ static json_t *process_env(const local_bundle_params *p)
             json_array_append_new(env, json_string(kv));
         free(kv);
     }
+    if (p->main_argv)
+        json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
     return env;
 }
 
@@ -150,10 +152,15 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
     };
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                              "inheritable", "permitted", "ambient");
+    json_t *argv = str_array(args, ELEMENTSOF(args));
+    if (p->main_argv) {
+        json_array_append_new(argv, json_string("--"));
+        json_array_extend(argv, (json_t *)p->main_argv);
+    }
     json_t *process = json_pack(
         "{s:b, s:{s:i, s:i, s:[i]}, s:o, s:o, s:s, s:o, s:b}", "terminal", 0,
         "user", "uid", (int)p->uid, "gid", (int)p->gid, "additionalGids", (int)p->gid, "args",
-        str_array(args, ELEMENTSOF(args)), "env", process_env(p), "cwd", "/workspace",
+        argv, "env", process_env(p), "cwd", "/workspace",
         "capabilities", caps, "noNewPrivileges", 1);
     json_t *linux_ = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "resources", resources(p),
                                "cgroupsPath", p->cgroups_path, "namespaces", namespaces,
@@ -282,8 +289,12 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     }
     add_bind(mounts, "/workspace", p->workspace_dir, false);
     add_bind(mounts, SANDBOX_HOME, p->home_dir, false);
+    for (size_t i = 0; i < p->n_volumes; i++)
+        add_bind(mounts, p->volumes[i].dest, p->volumes[i].source, p->volumes[i].readonly);
     add_bind(mounts, "/.asb/bin", p->inject_bin, true);
     add_bind(mounts, "/.asb/lib", p->inject_lib, true);
+    if (p->main_argv && p->main_dir)
+        add_bind(mounts, "/.asb/main", p->main_dir, false);
     json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
@@ -322,4 +333,169 @@ int local_parse_quantity(const char *s, bool millis, int64_t *ret)
         return 0;
     }
     return -EINVAL;
+}
+
+/* A relative path without empty, "." or ".." components (subPath, template names). */
+static bool clean_relative(const char *s, bool allow_slash)
+{
+    if (!s || !*s || s[0] == '/' || strlen(s) > 253)
+        return false;
+    const char *p = s;
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += n;
+        if (*p == '/') {
+            if (!allow_slash)
+                return false;
+            p++;
+            if (!*p)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* An absolute container path, not "/", without "." or ".." components. */
+static bool clean_absolute(const char *s)
+{
+    return s && s[0] == '/' && clean_relative(s + 1, true);
+}
+
+void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].dest);
+        free(v[i].source);
+    }
+    free(v);
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int vol_fail(char **ret_error, const char *fmt, const char *a, const char *b)
+{
+    if (asprintf(ret_error, fmt, a, b) < 0)
+        *ret_error = NULL;
+    return -EINVAL;
+}
+
+int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle_volume **ret,
+                         size_t *ret_n, char ***ret_names, char **ret_error)
+{
+    const json_t *spec = json_object_get(sb, "spec");
+    const json_t *vcts = json_object_get(spec, "volumeClaimTemplates");
+    const json_t *ctr = json_array_get(
+        json_object_get(json_object_get(json_object_get(spec, "podTemplate"), "spec"),
+                        "containers"),
+        0);
+    const json_t *mounts = json_object_get(ctr, "volumeMounts");
+    size_t nv = json_array_size(vcts), nm = json_array_size(mounts), n = 0;
+    *ret = NULL;
+    *ret_n = 0;
+    *ret_names = NULL;
+    *ret_error = NULL;
+    char **names = calloc(nv + 1, sizeof(*names));
+    local_bundle_volume *v = calloc(nm + 1, sizeof(*v));
+    if (!names || !v) {
+        free(names);
+        free(v);
+        return -ENOMEM;
+    }
+    int r = 0;
+    for (size_t i = 0; i < nv && r == 0; i++) {
+        const char *name = json_string_value(
+            json_object_get(json_object_get(json_array_get(vcts, i), "metadata"), "name"));
+        if (!clean_relative(name, false)) {
+            char idx[24];
+            snprintf(idx, sizeof(idx), "%zu", i);
+            r = vol_fail(ret_error, "spec.volumeClaimTemplates[%s].metadata.name: invalid name \"%s\"",
+                         idx, name ? name : "");
+        } else if (!(names[i] = strdup(name)))
+            r = -ENOMEM;
+    }
+    for (size_t i = 0; i < nm && r == 0; i++) {
+        const json_t *m = json_array_get(mounts, i);
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *path = json_string_value(json_object_get(m, "mountPath"));
+        const char *sub = json_string_value(json_object_get(m, "subPath"));
+        bool known = false;
+        for (size_t j = 0; names[j] && name; j++)
+            known |= strcmp(names[j], name) == 0;
+        if (!known)
+            continue;
+        if (!clean_absolute(path)) {
+            r = vol_fail(ret_error, "volumeMounts \"%s\": mountPath \"%s\" must be an absolute path "
+                         "without . or .. components (and not /)", name, path ? path : "");
+            break;
+        }
+        if (sub && *sub && !clean_relative(sub, true)) {
+            r = vol_fail(ret_error, "volumeMounts \"%s\": subPath \"%s\" must be a relative path "
+                         "without . or .. components", name, sub);
+            break;
+        }
+        v[n].readonly = json_is_true(json_object_get(m, "readOnly"));
+        if (!(v[n].dest = strdup(path)) ||
+            asprintf(&v[n].source, "%s/%s%s%s", volumes_dir, name, sub && *sub ? "/" : "",
+                     sub && *sub ? sub : "") < 0) {
+            v[n].source = NULL;
+            n++;
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+    }
+    if (r < 0) {
+        local_bundle_volumes_free(v, n, names);
+        return r;
+    }
+    *ret = v;
+    *ret_n = n;
+    *ret_names = names;
+    return 0;
+}
+
+int local_bundle_main_argv(const json_t *ctr, json_t **ret, char **ret_error)
+{
+    const char *fields[] = {"command", "args"};
+    *ret = NULL;
+    *ret_error = NULL;
+    json_t *argv = json_array();
+    if (!argv)
+        return -ENOMEM;
+    for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
+        const json_t *a = json_object_get(ctr, fields[f]);
+        size_t i;
+        json_t *v;
+        if (a && !json_is_array(a)) {
+            json_decref(argv);
+            if (asprintf(ret_error, "container %s must be a list of strings", fields[f]) < 0)
+                *ret_error = NULL;
+            return -EINVAL;
+        }
+        json_array_foreach(a, i, v) {
+            if (!json_is_string(v)) {
+                json_decref(argv);
+                if (asprintf(ret_error, "container %s[%zu] must be a string", fields[f], i) < 0)
+                    *ret_error = NULL;
+                return -EINVAL;
+            }
+            json_array_append(argv, v);
+        }
+    }
+    if (json_array_size(argv) == 0 ||
+        !*json_string_value(json_array_get(argv, 0))) {
+        bool empty = json_array_size(argv) > 0;
+        json_decref(argv);
+        if (empty) {
+            if (asprintf(ret_error, "container command: the program name is empty") < 0)
+                *ret_error = NULL;
+            return -EINVAL;
+        }
+        return 0;
+    }
+    *ret = argv;
+    return 0;
 }

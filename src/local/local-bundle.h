@@ -8,6 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
+typedef struct local_bundle_volume {
+    char *dest;   /* absolute path in the container */
+    char *source; /* host directory */
+    bool readonly;
+} local_bundle_volume;
+
 typedef struct local_bundle_params {
     const char *bundle_dir;    /* created if missing; gets config.json, rootfs/ and etc/ */
     const char *rootfs;        /* NULL: the `host` image (bundle_dir/rootfs + host binds) */
@@ -23,7 +30,26 @@ typedef struct local_bundle_params {
     int64_t cpu_millis;        /* millicores, 0 = none */
     int64_t pids_limit;        /* > 0 */
     const char *cgroups_path;  /* e.g. "/asb/<uid>" */
+    const local_bundle_volume *volumes; /* bound after /workspace and home, in order */
+    size_t n_volumes;
+    const json_t *main_argv; /* container command+args (JSON array of strings) or NULL */
+    const char *main_dir;    /* with main_argv: host dir bound at /.asb/main (log, exit) */
 } local_bundle_params;
+
+/* The main process of a container: `command` followed by `args` (either may be absent), as a
+ * new JSON array of strings, or NULL when there is none. -EINVAL (with *ret_error) when an
+ * element is not a string. */
+int local_bundle_main_argv(const json_t *container, json_t **ret, char **ret_error);
+
+/* The volumes of a Sandbox: every volumeMount of its first container whose name is a
+ * volumeClaimTemplate's metadata.name becomes a bind of <volumes_dir>/<name>[/<subPath>] at
+ * mountPath. Mounts of other volumes are ignored (no local equivalent yet). Also returns the
+ * template names (*ret_names, owned, NULL-terminated) so the caller creates every directory.
+ * -EINVAL with *ret_error for a bad name, mountPath or subPath. */
+int local_bundle_volumes(const json_t *sandbox, const char *volumes_dir,
+                         local_bundle_volume **ret, size_t *ret_n, char ***ret_names,
+                         char **ret_error);
+void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names);
 
 /* Writes the bundle. On failure returns a negative errno and *ret_error (owned) says what. */
 int local_bundle_write(const local_bundle_params *p, char **ret_error);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -13,6 +14,7 @@ typedef struct rec_entry {
     char *uid;
     pid_t pid;
     bool ready; /* sandboxd answered health */
+    bool frozen; /* runc pause'd (operatingMode Suspended) */
 } rec_entry;
 
 /* A Sandbox whose container could not be started at this generation: retried on the next
@@ -21,6 +23,13 @@ typedef struct rec_failed {
     char *uid;
     long long generation;
 } rec_failed;
+
+/* A requeue of one Sandbox at a monotonic time (expiry, §2.4.6): the loop's wait deadline is
+ * the earliest of these, so there is no polling. */
+typedef struct rec_timer {
+    char *uid, *ns, *name;
+    usec_t due;
+} rec_timer;
 
 struct local_reconciler {
     local_store *store;
@@ -36,7 +45,20 @@ struct local_reconciler {
     size_t n_entries;
     rec_failed *failed;
     size_t n_failed;
+    rec_timer *timers;
+    size_t n_timers;
+    /* Main processes: an inotify watch on each sandboxes/<uid>/main; a watcher thread nudges
+     * the loop when an exit file appears. */
+    int inotify_fd, stop_fd;
+    pthread_t watcher;
+    bool watcher_started;
+    _Atomic bool main_event;
 };
+
+/* Watches sandboxes/<uid>/main (if it exists) for the exit file of the main process. */
+void rec_watch_main(local_reconciler *r, const char *uid);
+/* The recorded exit code of the sandbox's main process: 0 and *ret_code, or -ENOENT. */
+int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code);
 
 /* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
 typedef struct rec_failure {

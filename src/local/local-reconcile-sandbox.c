@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -46,7 +47,7 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
         return;
     }
     r->entries = v;
-    r->entries[r->n_entries++] = (rec_entry){u, pid, false};
+    r->entries[r->n_entries++] = (rec_entry){u, pid, false, false};
 }
 
 static void forget(local_reconciler *r, const char *uid)
@@ -73,13 +74,22 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
 {
     _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
-                        *bundle = path_of(r, "sandboxes", uid, "bundle");
+                        *bundle = path_of(r, "sandboxes", uid, "bundle"),
+                        *vols = path_of(r, "volumes", uid, NULL);
+    rec_entry *e = rec_find(r, uid);
+    if (e && e->frozen && !r->no_root) {
+        /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
+        _cleanup_free_ char *rerr = NULL;
+        oci_resume(&r->rt, uid, &rerr);
+    }
     int k = r->no_root ? 0 : oci_delete(&r->rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
     forget(r, uid);
     if (run)
         fs_rm_rf(run);
+    if (purge && vols)
+        fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base)
         fs_rm_rf(base);
     else if (bundle)
@@ -243,6 +253,56 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = make_dirs(r, uid, u, g, f)) < 0)
         return k;
 
+    /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
+    _cleanup_free_ char *vols = path_of(r, "volumes", uid, NULL), *verr = NULL;
+    local_bundle_volume *vv = NULL;
+    size_t nvv = 0;
+    char **vnames = NULL;
+    if (!vols)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    if ((k = local_bundle_volumes(sb, vols, &vv, &nvv, &vnames, &verr)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
+    k = vnames[0] ? fs_mkdir_p(vols, 0755) : 0;
+    for (size_t i = 0; k == 0 && vnames[i]; i++) {
+        _cleanup_free_ char *d = NULL;
+        if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
+            k = -ENOMEM;
+        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, u, g) < 0)
+            k = -errno;
+    }
+    for (size_t i = 0; k == 0 && i < nvv; i++)
+        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, u, g) < 0)
+            k = -errno;
+    if (k < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return fail(f, "ReconcilerError", k, "Error seen: cannot create the volume directories: %s",
+                    strerror(-k));
+    }
+
+    /* A container command: sandboxd runs it as the main process; log and exit code land in
+     * sandboxes/<uid>/main (bound at /.asb/main). */
+    json_t *main_argv = NULL;
+    _cleanup_free_ char *main_dir = path_of(r, "sandboxes", uid, "main"), *merr = NULL;
+    if (!main_dir || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
+    }
+    if (main_argv) {
+        _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
+        k = fs_mkdir_p(main_dir, 0755);
+        if (k == 0 && chown(main_dir, u, g) < 0)
+            k = -errno;
+        if (exitf)
+            unlink(exitf);
+        if (k < 0) {
+            json_decref(main_argv);
+            local_bundle_volumes_free(vv, nvv, vnames);
+            return fail(f, "ReconcilerError", k, "Error seen: cannot create %s: %s", main_dir,
+                        strerror(-k));
+        }
+        rec_watch_main(r, uid);
+    }
+
     char hostname[64];
     snprintf(hostname, sizeof(hostname), "%s", name);
     _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
@@ -255,15 +315,21 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (!bundle || !ws || !home || !log || !rest || !grpc ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
-        asprintf(&pidfile, "%s/pid", bundle) < 0)
+        asprintf(&pidfile, "%s/pid", bundle) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
         .env = json_object_get(ctr, "env"), .memory_limit = mem, .cpu_millis = cpu,
-        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg,
+        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
+        .main_argv = main_argv, .main_dir = main_dir,
     };
     k = local_bundle_write(&bp, &err);
+    local_bundle_volumes_free(vv, nvv, vnames);
+    json_decref(main_argv);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
@@ -326,4 +392,23 @@ bool rec_health(local_reconciler *r, const char *uid, int timeout_ms)
     }
     buf[got] = '\0';
     return strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 8, " 200", 4) == 0;
+}
+
+void rec_watch_main(local_reconciler *r, const char *uid)
+{
+    _cleanup_free_ char *dir = path_of(r, "sandboxes", uid, "main");
+    if (r->inotify_fd >= 0 && dir && access(dir, F_OK) == 0 &&
+        inotify_add_watch(r->inotify_fd, dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+        log_warn("cannot watch the main process", "uid", uid, "error", strerror(errno));
+}
+
+int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code)
+{
+    _cleanup_free_ char *path = path_of(r, "sandboxes", uid, "main/exit");
+    _cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
+    int code;
+    if (!f || fscanf(f, "%d", &code) != 1)
+        return -ENOENT;
+    *ret_code = code;
+    return 0;
 }

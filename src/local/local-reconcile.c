@@ -1,7 +1,11 @@
 /* The reconcile loop and the Sandbox status it writes (UPSTREAM.md §2.4.5 where it applies). */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +15,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-expiry.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
 #include "local/local-reconcile-internal.h"
@@ -38,7 +43,10 @@ typedef struct cond {
 typedef struct status_update {
     const char *uid;
     cond ready, suspended;
+    cond finished; /* type NULL: no Finished condition (removed unless expired) */
     bool has_pod; /* a container exists: selector and pod-name annotation */
+    bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
+    bool only_conditions; /* Retain after expiry: status is reset to its conditions */
 } status_update;
 
 static void now_rfc3339(char out[32])
@@ -92,11 +100,22 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
     json_t *c;
     json_array_foreach(old_conds, i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, "Ready") != 0 && strcmp(t, "Suspended") != 0)
+        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0))
+            continue;
+        if (strcmp(t, "Finished") == 0 && !u->expired)
+            continue; /* rewritten below when finished; preserved across expiry */
+        if (strcmp(t, "Suspended") != 0 || u->expired)
             json_array_append(conds, c);
     }
     json_array_append_new(conds, make_condition(old_conds, &u->ready, gen));
-    json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    if (!u->expired)
+        json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
+    if (!u->expired && u->finished.type)
+        json_array_append_new(conds, make_condition(old_conds, &u->finished, gen));
+    if (u->only_conditions) {
+        status = json_object();
+        json_object_set_new(new, "status", status);
+    }
     json_object_set_new(status, "conditions", conds);
     json_t *ann = json_object_get(md, "annotations");
     const char *name = api_meta_string(old, "name");
@@ -165,6 +184,18 @@ static char *last_log_line(local_reconciler *r, const char *uid)
     return strdup(*last ? last : "(no output)");
 }
 
+static const json_t *find_condition(const json_t *sb, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
 static bool has_condition(const json_t *sb, const char *type)
 {
     size_t i;
@@ -209,6 +240,105 @@ static void failed_clear(local_reconciler *r, const char *uid)
     *f = r->failed[--r->n_failed];
 }
 
+static void timer_clear(local_reconciler *r, const char *uid)
+{
+    for (size_t i = 0; i < r->n_timers; i++) {
+        if (strcmp(r->timers[i].uid, uid) != 0)
+            continue;
+        free(r->timers[i].uid);
+        free(r->timers[i].ns);
+        free(r->timers[i].name);
+        r->timers[i] = r->timers[--r->n_timers];
+        return;
+    }
+}
+
+/* Requeues sb after `after` µs (replacing an earlier requeue of the same Sandbox). */
+static void timer_set(local_reconciler *r, const json_t *sb, usec_t after)
+{
+    const char *uid = api_meta_string(sb, "uid"), *ns = api_meta_string(sb, "namespace"),
+               *name = api_meta_string(sb, "name");
+    if (!uid || !name)
+        return;
+    timer_clear(r, uid);
+    rec_timer *v = realloc(r->timers, (r->n_timers + 1) * sizeof(*v));
+    if (!v)
+        return;
+    r->timers = v;
+    rec_timer t = {strdup(uid), ns ? strdup(ns) : NULL, strdup(name),
+                   now_usec(CLOCK_MONOTONIC) + after};
+    if (!t.uid || !t.name || (ns && !t.ns)) {
+        free(t.uid);
+        free(t.ns);
+        free(t.name);
+        return;
+    }
+    r->timers[r->n_timers++] = t;
+}
+
+static usec_t timer_earliest(local_reconciler *r)
+{
+    usec_t m = UINT64_MAX;
+    for (size_t i = 0; i < r->n_timers; i++)
+        m = MIN(m, r->timers[i].due);
+    return m;
+}
+
+static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
+{
+    const char *uid = api_meta_string(old, "uid");
+    (void)ret_new;
+    if (!uid || strcmp(uid, payload) != 0)
+        return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
+    return STORE_UPDATE_DELETE;
+}
+
+/* §2.4.6. Returns true when expiry short-circuits the reconcile. */
+static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *uid)
+{
+    int64_t rq = 0;
+    expiry_action a = local_expiry_decide(sb, (int64_t)now_usec(CLOCK_REALTIME), &rq);
+    const char *name = api_meta_string(sb, "name");
+    if (a == EXPIRY_NEVER) {
+        timer_clear(r, uid);
+        return false;
+    }
+    if (a == EXPIRY_PENDING) {
+        timer_set(r, sb, (usec_t)rq);
+        return false;
+    }
+    status_update u = {.uid = uid, .expired = true,
+                       .ready = {"Ready", "False", "SandboxExpired", "Sandbox has expired"}};
+    if (a == EXPIRY_MARK) {
+        /* First pass: say so and persist; the container is removed on the next pass. */
+        log_info("sandbox expired", "sandbox", name, "uid", uid);
+        u.has_pod = rec_find(r, uid) != NULL;
+        write_status(r, sb, &u);
+        timer_set(r, sb, (usec_t)rq);
+        return true;
+    }
+    timer_clear(r, uid);
+    if (rec_find(r, uid) || a == EXPIRY_DELETE) {
+        log_info("sandbox expired: stopping its container", "sandbox", name, "uid", uid,
+                 "policy", a == EXPIRY_DELETE ? "Delete" : "Retain");
+        rec_teardown(r, uid, false);
+    }
+    if (a == EXPIRY_DELETE) {
+        json_t *out = NULL;
+        int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"), name,
+                                   expired_delete_fn, (void *)uid, &out);
+        json_decref(out);
+        if (k < 0 && k != -ENOENT) {
+            log_warn("cannot delete expired sandbox", "sandbox", name, "error", strerror(-k));
+            timer_set(r, sb, EXPIRY_MIN_REQUEUE_USEC);
+        }
+        return true;
+    }
+    u.only_conditions = true;
+    write_status(r, sb, &u);
+    return true;
+}
+
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
 static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
@@ -216,21 +346,81 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
         return false;
+    if (reconcile_expiry(r, sb, uid))
+        return false;
     const char *mode =
         json_string_value(json_object_get(json_object_get(sb, "spec"), "operatingMode"));
     status_update u = {.uid = uid};
     if (mode && strcmp(mode, "Running") != 0) {
-        /* This slice stops the container on suspend (the workspace is kept); freezing is next. */
-        if (rec_find(r, uid))
-            rec_teardown(r, uid, false);
+        /* Suspend freezes the container (cgroup freezer): memory and processes are kept, no CPU
+         * is used; Running thaws it. If freezing fails the container is stopped instead. */
+        rec_entry *fe = rec_find(r, uid);
+        if (fe && !fe->frozen) {
+            _cleanup_free_ char *err = NULL;
+            usec_t t0 = now_usec(CLOCK_MONOTONIC);
+            int k = oci_pause(&r->rt, uid, &err);
+            char ms[32];
+            snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+            if (k < 0) {
+                log_warn("cannot freeze sandbox: stopping it", "sandbox",
+                         api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
+                rec_teardown(r, uid, false);
+            } else {
+                fe->frozen = true;
+                log_info("sandbox frozen", "sandbox", api_meta_string(sb, "name"), "pause_ms", ms);
+            }
+        }
+        fe = rec_find(r, uid);
         u.ready = (cond){"Ready", "False", "SandboxSuspended", "Sandbox is suspended"};
-        u.suspended = (cond){"Suspended", "True", "PodTerminated",
-                             "Pod has been terminated. Sandbox is suspended"};
+        if (fe) {
+            u.has_pod = true;
+            u.suspended = (cond){"Suspended", "True", "PodFrozen",
+                                 "Pod is frozen (memory and processes kept). Sandbox is suspended"};
+        } else
+            u.suspended = (cond){"Suspended", "True", "PodTerminated",
+                                 "Pod has been terminated. Sandbox is suspended"};
         write_status(r, sb, &u);
         return false;
     }
     u.suspended = (cond){"Suspended", "False", "NotSuspended", "Sandbox is not suspended"};
     rec_entry *e = rec_find(r, uid);
+    if (e && e->frozen) {
+        _cleanup_free_ char *err = NULL;
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        int k = oci_resume(&r->rt, uid, &err);
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        if (k < 0) {
+            log_warn("cannot thaw sandbox: starting it anew", "sandbox",
+                     api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
+            rec_teardown(r, uid, false);
+            e = NULL;
+        } else {
+            e->frozen = false;
+            log_info("sandbox thawed", "sandbox", api_meta_string(sb, "name"), "resume_ms", ms);
+        }
+    }
+    /* The main process exited: Finished, as a terminated pod; the container is not started
+     * again (sandboxd keeps serving files while it runs). */
+    int code = -1;
+    bool exited = rec_main_exit(r, uid, &code) == 0;
+    const json_t *stored_fin = find_condition(sb, "Finished");
+    if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
+                   strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
+        const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
+                                    : json_string_value(json_object_get(stored_fin, "reason"));
+        bool ok = reason && strcmp(reason, "PodSucceeded") == 0;
+        _cleanup_free_ char *msg = NULL;
+        if (exited && asprintf(&msg, "main process exited with code %d", code) < 0)
+            msg = NULL;
+        const char *m = msg ? msg : json_string_value(json_object_get(stored_fin, "message"));
+        u.has_pod = e != NULL;
+        u.ready = ok ? (cond){"Ready", "False", "PodSucceeded", "Pod completed successfully"}
+                     : (cond){"Ready", "False", "PodFailed", "Pod failed"};
+        u.finished = (cond){"Finished", "True", ok ? "PodSucceeded" : "PodFailed", m ? m : ""};
+        write_status(r, sb, &u);
+        return false;
+    }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = failed_find(r, uid);
@@ -333,11 +523,20 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
             }
             if (!id)
                 continue;
-            if (wanted && st && strcmp(st, "running") == 0) {
+            bool paused = st && strcmp(st, "paused") == 0;
+            if (wanted && st && (strcmp(st, "running") == 0 || paused)) {
                 if (!rec_find(r, id))
-                    log_info("re-adopted sandbox container", "uid", id);
+                    log_info("re-adopted sandbox container", "uid", id, "status", st);
                 rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+                rec_watch_main(r, id);
+                rec_entry *e = rec_find(r, id);
+                if (e)
+                    e->frozen = paused;
             } else {
+                if (paused) {
+                    _cleanup_free_ char *rerr = NULL;
+                    oci_resume(&r->rt, id, &rerr);
+                }
                 log_info("removing container", "uid", id, "reason",
                          wanted ? "not running" : "no Sandbox");
                 rec_teardown(r, id, !wanted);
@@ -357,6 +556,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
         }
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
+        remove_orphan_dirs(r, "volumes", items);
     }
     json_decref(ctrs);
     size_t i;
@@ -376,6 +576,7 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
             log_info("sandbox deleted: removing its container", "uid", uid);
             rec_teardown(r, uid, true);
             failed_clear(r, uid);
+            timer_clear(r, uid);
         }
         return;
     }
@@ -389,6 +590,80 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     json_decref(cur);
 }
 
+/* A main process exited (the watcher saw an exit file): reconcile the sandboxes that have one. */
+static void run_main_exits(local_reconciler *r, bool *pending)
+{
+    if (!atomic_exchange(&r->main_event, false))
+        return;
+    json_t *items = NULL;
+    uint64_t rv;
+    if (local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        int code;
+        if (uid && rec_main_exit(r, uid, &code) == 0)
+            *pending |= reconcile_one(r, sb, false);
+    }
+    json_decref(items);
+}
+
+static void *watch_thread(void *arg)
+{
+    local_reconciler *r = arg;
+    for (;;) {
+        struct pollfd p[2] = {{r->inotify_fd, POLLIN, 0}, {r->stop_fd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        char buf[4096];
+        bool seen = false;
+        ssize_t n;
+        while ((n = read(r->inotify_fd, buf, sizeof(buf))) > 0) {
+            for (char *q = buf; q < buf + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *)q;
+                if (ev->len && strcmp(ev->name, "exit") == 0)
+                    seen = true;
+                q += sizeof(*ev) + ev->len;
+            }
+        }
+        if (seen) {
+            atomic_store(&r->main_event, true);
+            local_store_nudge(r->store);
+        }
+    }
+    return NULL;
+}
+
+/* Reconciles every Sandbox whose requeue time has come (as stored now). */
+static void run_due_timers(local_reconciler *r, bool *pending)
+{
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < r->n_timers;) {
+        if (r->timers[i].due > now) {
+            i++;
+            continue;
+        }
+        rec_timer t = r->timers[i];
+        r->timers[i] = r->timers[--r->n_timers];
+        json_t *cur = NULL;
+        if (local_store_get(r->store, r->kind, t.ns, t.name, &cur) == 0 &&
+            strcmp(api_meta_string(cur, "uid") ?: "", t.uid) == 0)
+            *pending |= reconcile_one(r, cur, false);
+        json_decref(cur);
+        free(t.uid);
+        free(t.ns);
+        free(t.name);
+        i = 0; /* reconcile_one may have added or removed timers */
+    }
+}
+
 static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
@@ -397,12 +672,20 @@ static void *reconcile_thread(void *arg)
     usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        usec_t deadline = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
+        usec_t wake = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
+        usec_t deadline = MIN(wake, timer_earliest(r));
         store_event **evs = NULL;
         int n = local_store_wait(r->store, rv, deadline, &evs);
         if (n == -ESHUTDOWN)
             break;
-        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= deadline)) {
+        if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
+            bool p = false;
+            run_main_exits(r, &p);
+            run_due_timers(r, &p);
+            pending = p || pending;
+            continue;
+        }
+        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= wake)) {
             rv = MAX(rv, resync(r, &pending));
             next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             continue;
@@ -416,6 +699,8 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
+        run_main_exits(r, &p);
+        run_due_timers(r, &p);
         pending = p || pending;
         store_events_free(evs, (size_t)n);
         if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
@@ -432,6 +717,13 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     if (!r)
         return -ENOMEM;
     r->store = o->store;
+    r->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->inotify_fd >= 0 && r->stop_fd >= 0 &&
+        pthread_create(&r->watcher, NULL, watch_thread, r) == 0)
+        r->watcher_started = true;
+    else
+        log_warn("cannot watch main processes: their exit is seen at the next resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     _cleanup_free_ char *runc_root = NULL;
@@ -473,12 +765,27 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
         return NULL;
     if (r->thread)
         pthread_join(r->thread, NULL);
+    if (r->watcher_started) {
+        uint64_t one = 1;
+        if (write(r->stop_fd, &one, sizeof(one)) == sizeof(one))
+            pthread_join(r->watcher, NULL);
+    }
+    if (r->inotify_fd >= 0)
+        close(r->inotify_fd);
+    if (r->stop_fd >= 0)
+        close(r->stop_fd);
     for (size_t i = 0; i < r->n_entries; i++)
         free(r->entries[i].uid);
     free(r->entries);
     for (size_t i = 0; i < r->n_failed; i++)
         free(r->failed[i].uid);
     free(r->failed);
+    for (size_t i = 0; i < r->n_timers; i++) {
+        free(r->timers[i].uid);
+        free(r->timers[i].ns);
+        free(r->timers[i].name);
+    }
+    free(r->timers);
     oci_runtime_done(&r->rt);
     free(r->inject_error);
     free(r->inject_dir);

@@ -256,3 +256,27 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
     *ret_error = runc_message(out, r);
     return -EIO;
 }
+
+static int simple(const oci_runtime *rt, const char *verb, const char *id, char **ret_error)
+{
+    *ret_error = NULL;
+    const char *args[] = {verb, id};
+    _cleanup_free_ char *out = NULL;
+    int r = runc(rt, args, ELEMENTSOF(args), &out);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        return 0;
+    *ret_error = runc_message(out, r);
+    return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+}
+
+int oci_pause(const oci_runtime *rt, const char *id, char **ret_error)
+{
+    return simple(rt, "pause", id, ret_error);
+}
+
+int oci_resume(const oci_runtime *rt, const char *id, char **ret_error)
+{
+    return simple(rt, "resume", id, ret_error);
+}

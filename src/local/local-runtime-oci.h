@@ -25,6 +25,10 @@ int oci_list(const oci_runtime *rt, json_t **ret);
 /* `runc delete --force`: kills what is left and removes the container. Unknown id = success. */
 int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
 
+/* `runc pause` / `runc resume`: freeze / thaw every process of the container (cgroup freezer). */
+int oci_pause(const oci_runtime *rt, const char *id, char **ret_error);
+int oci_resume(const oci_runtime *rt, const char *id, char **ret_error);
+
 /* Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and returns its exit status
  * (>= 0) or a negative errno; *ret_output (owned, may be NULL) gets stdout+stderr. */
 int local_spawn_capture(char *const argv[], char **ret_output);

@@ -19,6 +19,7 @@ struct local_store {
     store_event **ring;
     size_t window, head, count; /* ring[head] is the oldest */
     bool shutting_down;
+    bool nudged; /* local_store_nudge: wake a waiter without a change */
 };
 
 static const char schema[] =
@@ -500,6 +501,11 @@ int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_even
             r = collect_locked(s, after, ret);
             break;
         }
+        if (s->nudged) {
+            s->nudged = false;
+            r = 0;
+            break;
+        }
         if (now_usec(CLOCK_MONOTONIC) >= deadline) {
             r = 0;
             break;
@@ -514,6 +520,14 @@ void local_store_shutdown(local_store *s)
 {
     pthread_mutex_lock(&s->lock);
     s->shutting_down = true;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void local_store_nudge(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->nudged = true;
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->lock);
 }

@@ -11,7 +11,9 @@
 #include <uv.h>
 
 #include "basic/macro.h"
+#include "sandboxd/sandboxd-grpc-server.h"
 #include "sandboxd/sandboxd-grpc.h"
+#include "sandboxd/sandboxd-main-process.h"
 #include "sandboxd/sandboxd-rest.h"
 #include "sandboxd/sandboxd.h"
 #include "shared/log.h"
@@ -169,6 +171,11 @@ static int run(daemon_ctx *d)
     log_info("sandboxd listening", "version", SANDBOXD_VERSION, "grpc", grpc_addr, "rest", rest_addr,
              "grpcSocket", cfg->grpc_socket, "restSocket", cfg->rest_socket, "rootDir",
              d->sd.root_path);
+
+    /* `-- CMD...`: the sandbox's main process (nothing changes without one). */
+    if (cfg->main_command && cfg->main_command[0] &&
+        main_process_start(grpc_server_procs(d->grpc), &d->sd, cfg->main_command) < 0)
+        log_warn("cannot start the main process", "error", "out of memory");
 
     uv_run(&d->loop, UV_RUN_DEFAULT);
     return uv_loop_close(&d->loop) == 0 ? 0 : -EBUSY;

@@ -8,7 +8,7 @@ import pytest
 
 from asb_apiserver import CORE
 from grpc_helpers import Client
-from local_sandbox import (condition, create, get_sandbox, runc_ids, sbx_state, sockets,  # noqa: F401
+from local_sandbox import (condition, create, get_sandbox, runc_ids, runc_list, sbx_state, sockets,  # noqa: F401
                            start_sbx, wait_ready)
 from resthelpers import UnixHTTPConnection
 
@@ -174,7 +174,7 @@ def test_delete_removes_container_and_dirs(start_sbx, sbx_state):
     assert wait_for(lambda: not os.path.exists(run_dir) and not os.path.exists(base))
 
 
-def test_suspend_stops_and_resume_restarts(start_sbx, sbx_state):
+def test_suspend_freezes_and_resume_thaws(start_sbx, sbx_state):
     asb = start_sbx()
     uid = create(asb, "sus")["metadata"]["uid"]
     wait_ready(asb, "sus")
@@ -186,8 +186,8 @@ def test_suspend_stops_and_resume_restarts(start_sbx, sbx_state):
     assert wait_for(lambda: condition(get_sandbox(asb, "sus"), "Suspended")["status"] == "True")
     obj = get_sandbox(asb, "sus")
     assert condition(obj, "Ready")["reason"] == "SandboxSuspended"
-    assert condition(obj, "Suspended")["reason"] == "PodTerminated"
-    assert uid not in runc_ids(sbx_state)
+    assert condition(obj, "Suspended")["reason"] == "PodFrozen"
+    assert {c["id"]: c["status"] for c in runc_list(sbx_state)}[uid] == "paused"
     assert asb.merge_patch(p, {"spec": {"operatingMode": "Running"}}).status_code == 200
     wait_ready(asb, "sus")
     assert rest(rest_sock, "GET", "/v1/files/keep.txt") == (200, b"kept")

@@ -1,0 +1,26 @@
+/* Sandbox expiry (UPSTREAM.md §2.4.6): the pure decision the reconciler acts on. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* upstream requeues at max(remaining, 2 s) */
+#define EXPIRY_MARK_REQUEUE_USEC 1000LL         /* after the first pass: ~immediately (1 ms) */
+
+typedef enum expiry_action {
+    EXPIRY_NEVER,   /* no (usable) spec.shutdownTime */
+    EXPIRY_PENDING, /* not yet: requeue after *ret_requeue */
+    EXPIRY_MARK,    /* first pass: Ready=False/SandboxExpired, persist, requeue 1 ms */
+    EXPIRY_DELETE,  /* second pass, shutdownPolicy Delete: stop the container, delete the object */
+    EXPIRY_RETAIN,  /* second pass, Retain (default): stop the container, keep object and dirs */
+} expiry_action;
+
+/* RFC 3339 (`2026-01-02T03:04:05Z`, fractions and +hh:mm offsets allowed) to µs since the
+ * epoch. 0 or -EINVAL. */
+int local_parse_rfc3339(const char *s, int64_t *ret_usec);
+
+/* What to do with sandbox sb at wall-clock time now_usec (µs since the epoch). For
+ * EXPIRY_PENDING and EXPIRY_MARK *ret_requeue (µs) says when to look again; else 0. */
+expiry_action local_expiry_decide(const json_t *sb, int64_t now_usec, int64_t *ret_requeue);
+
+const char *local_expiry_action_name(expiry_action a);

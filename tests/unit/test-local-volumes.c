@@ -1,0 +1,149 @@
+/* volumeClaimTemplates -> host directory binds in the bundle. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "local/local-bundle.h"
+#include "unit.h"
+
+static json_t *sb(const char *vcts_json, const char *mounts_json)
+{
+    json_t *o = json_pack("{s:{s:{s:{s:[{s:s, s:s}]}}}}", "spec", "podTemplate", "spec",
+                          "containers", "name", "main", "image", "host");
+    json_t *spec = json_object_get(o, "spec");
+    if (vcts_json)
+        json_object_set_new(spec, "volumeClaimTemplates", json_loads(vcts_json, 0, NULL));
+    if (mounts_json)
+        json_object_set_new(
+            json_array_get(
+                json_object_get(json_object_get(json_object_get(spec, "podTemplate"), "spec"),
+                                "containers"),
+                0),
+            "volumeMounts", json_loads(mounts_json, 0, NULL));
+    return o;
+}
+
+TEST(no_templates_no_volumes)
+{
+    local_bundle_volume *v;
+    size_t n;
+    char **names, *err;
+    json_t *o = sb(NULL, "[{\"name\":\"cache\",\"mountPath\":\"/cache\"}]");
+    CHECK_INT_EQ(local_bundle_volumes(o, "/s/volumes/u", &v, &n, &names, &err), 0);
+    CHECK_INT_EQ(n, 0);
+    CHECK(names && !names[0]);
+    local_bundle_volumes_free(v, n, names);
+    json_decref(o);
+}
+
+TEST(templates_map_to_dirs)
+{
+    local_bundle_volume *v;
+    size_t n;
+    char **names, *err;
+    json_t *o = sb("[{\"metadata\":{\"name\":\"data\"}},{\"metadata\":{\"name\":\"unused\"}}]",
+                   "[{\"name\":\"data\",\"mountPath\":\"/data\"},"
+                   "{\"name\":\"other\",\"mountPath\":\"/other\"},"
+                   "{\"name\":\"data\",\"mountPath\":\"/workspace/sub\",\"subPath\":\"a/b\","
+                   "\"readOnly\":true}]");
+    CHECK_INT_EQ(local_bundle_volumes(o, "/s/volumes/u", &v, &n, &names, &err), 0);
+    CHECK_INT_EQ(n, 2);
+    CHECK(strcmp(v[0].dest, "/data") == 0 && strcmp(v[0].source, "/s/volumes/u/data") == 0);
+    CHECK(!v[0].readonly);
+    CHECK(strcmp(v[1].dest, "/workspace/sub") == 0);
+    CHECK(strcmp(v[1].source, "/s/volumes/u/data/a/b") == 0 && v[1].readonly);
+    CHECK(names[0] && strcmp(names[0], "data") == 0 && strcmp(names[1], "unused") == 0);
+    CHECK(!names[2]);
+    local_bundle_volumes_free(v, n, names);
+    json_decref(o);
+}
+
+static void bad(const char *vcts, const char *mounts, const char *needle)
+{
+    local_bundle_volume *v = NULL;
+    size_t n = 0;
+    char **names = NULL, *err = NULL;
+    json_t *o = sb(vcts, mounts);
+    CHECK_INT_EQ(local_bundle_volumes(o, "/s/v/u", &v, &n, &names, &err), -EINVAL);
+    CHECK(err && strstr(err, needle));
+    if (err && !strstr(err, needle))
+        printf("#   got: %s\n", err);
+    CHECK(!v && !names);
+    free(err);
+    json_decref(o);
+}
+
+TEST(bad_input_is_rejected)
+{
+    const char *d = "[{\"metadata\":{\"name\":\"data\"}}]";
+    bad("[{\"metadata\":{\"name\":\"../x\"}}]", NULL, "volumeClaimTemplates[0].metadata.name");
+    bad("[{\"metadata\":{}}]", NULL, "invalid name");
+    bad("[{\"metadata\":{\"name\":\"..\"}}]", NULL, "invalid name");
+    bad(d, "[{\"name\":\"data\",\"mountPath\":\"rel\"}]", "mountPath \"rel\"");
+    bad(d, "[{\"name\":\"data\",\"mountPath\":\"/\"}]", "mountPath \"/\"");
+    bad(d, "[{\"name\":\"data\",\"mountPath\":\"/a/../etc\"}]", "mountPath");
+    bad(d, "[{\"name\":\"data\"}]", "mountPath");
+    bad(d, "[{\"name\":\"data\",\"mountPath\":\"/d\",\"subPath\":\"../../x\"}]", "subPath");
+    bad(d, "[{\"name\":\"data\",\"mountPath\":\"/d\",\"subPath\":\"/abs\"}]", "subPath");
+}
+
+TEST(bundle_binds_volumes_after_workspace)
+{
+    char tmpl[] = "/tmp/asb-vol-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char bundle[256], config[300];
+    snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+    snprintf(config, sizeof(config), "%s/config.json", bundle);
+    local_bundle_volume vols[] = {{(char *)"/workspace/data", (char *)"/s/volumes/u/data", false},
+                                  {(char *)"/ro", (char *)"/s/volumes/u/ro", true}};
+    local_bundle_params p = {
+        .bundle_dir = bundle,
+        .hostname = "v",
+        .uid = 1000,
+        .gid = 1000,
+        .workspace_dir = "/nonexistent/ws",
+        .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin",
+        .inject_lib = "/nonexistent/lib",
+        .pids_limit = 10,
+        .cgroups_path = "/asb/test",
+        .volumes = vols,
+        .n_volumes = 2,
+    };
+    char *err = NULL;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    json_t *cfg = json_load_file(config, 0, NULL);
+    CHECK(cfg != NULL);
+    ssize_t ws = -1, data = -1, ro = -1;
+    size_t i;
+    json_t *m;
+    json_array_foreach (json_object_get(cfg, "mounts"), i, m) {
+        const char *d = json_string_value(json_object_get(m, "destination"));
+        const char *src = json_string_value(json_object_get(m, "source"));
+        char opts[256] = "";
+        size_t j;
+        json_t *o;
+        json_array_foreach (json_object_get(m, "options"), j, o) {
+            strncat(opts, json_string_value(o), sizeof(opts) - strlen(opts) - 2);
+            strcat(opts, ",");
+        }
+        if (strcmp(d, "/workspace") == 0)
+            ws = (ssize_t)i;
+        if (strcmp(d, "/workspace/data") == 0) {
+            data = (ssize_t)i;
+            CHECK(strcmp(src, "/s/volumes/u/data") == 0 && strstr(opts, "rw,"));
+            CHECK(strstr(opts, "nosuid,") && strstr(opts, "nodev,"));
+        }
+        if (strcmp(d, "/ro") == 0) {
+            ro = (ssize_t)i;
+            CHECK(strstr(opts, "ro,") != NULL);
+        }
+    }
+    CHECK(ws >= 0 && data > ws && ro > data);
+    json_decref(cfg);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK_INT_EQ(system(cmd), 0);
+}
