@@ -163,8 +163,8 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         if (done) {
             if (fd < 0 && !follow)
                 r = asbi_error_set(ASB_ENOTFOUND, 0, "NoLog",
-                                   "sandbox %s/%s has no main process log yet",
-                                   ns ? ns : "default", name);
+                                   "sandbox %s/%s has no main process log yet", ns ? ns : "default",
+                                   name);
             goto out;
         }
         if (cancel && *cancel) {
