@@ -195,6 +195,33 @@ ASB_PUBLIC int asb_sandbox_signal(asb_sandbox *sandbox, int process_id, int sign
 ASB_PUBLIC int asb_sandbox_resize(asb_sandbox *sandbox, int process_id, unsigned int cols,
                                   unsigned int rows);
 
+/* ---- Main process output ---- */
+
+typedef struct asb_sandbox_logs_options {
+    unsigned int version;       /* ASB_SANDBOX_LOGS_OPTIONS_VERSION */
+    int follow;                 /* non-zero: keep delivering new output until the main process has
+                                   finished (its exit recorded) or the Sandbox is deleted */
+    const volatile int *cancel; /* follow: when *cancel becomes non-zero the call ends with
+                                   ASB_ECANCELLED within ~100 ms; may be NULL */
+} asb_sandbox_logs_options;
+
+#define ASB_SANDBOX_LOGS_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_SANDBOX_LOGS_OPTIONS_INIT {ASB_SANDBOX_LOGS_OPTIONS_VERSION, 0, NULL}
+/* clang-format on */
+
+/* Streams the output (stdout and stderr interleaved, as written) of the main process of the
+ * Sandbox `name` in ns (NULL: "default") to cb, from the start. The log is read from the host,
+ * $STATE/sandboxes/<metadata.uid>/main/log, STATE being the client's state directory, so it stays
+ * readable after the main process ended; the sandbox need not be Ready. opts may be NULL (no
+ * follow). Errors: those of the get (ASB_ENOTFOUND for an unknown sandbox); ASB_ENOTFOUND with
+ * reason "NoMainProcess" when the container has no command, and (without follow) "NoLog" when
+ * the main process has not started yet (with follow: waits for it); ASB_ECONFIG without a state
+ * directory; cb's non-zero value stops the read and is returned. */
+ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *name,
+                                const asb_sandbox_logs_options *opts, asb_sandbox_data_cb cb,
+                                void *payload);
+
 #ifdef __cplusplus
 }
 #endif

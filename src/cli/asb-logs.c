@@ -1,24 +1,58 @@
-/* `asb logs NAME`: the main process's output. The local control plane does not run a container
- * `command` as a main process yet (docs/local-sandboxes.md), so there is no log to show: say so
- * after resolving NAME (so an unknown sandbox still reads as one). */
+/* `asb logs NAME [-f]`: the output of the sandbox's main process (the container `command`, run
+ * by sandboxd; docs/local-sandboxes.md), through asb_sandbox_logs(). NAME is a sandbox or a
+ * claim. -f follows until the main process has finished or the sandbox is deleted. */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 
+static volatile int cancelled;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    cancelled = 1;
+}
+
+static int write_out(const char *data, size_t len, void *payload)
+{
+    (void)payload;
+    while (len) {
+        ssize_t n = write(STDOUT_FILENO, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 1; /* stdout closed (e.g. `| head`): stop quietly */
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 int asb_logs(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, CLI_GLOBAL_LONG, {0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+    static const struct option opts[] = {
+        {"follow", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, CLI_GLOBAL_LONG, {0}};
+    int c, follow = 0;
+    while ((c = getopt_long(argc, argv, "fh" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
+        if (c == 'f') {
+            follow = 1;
+            continue;
+        }
         FILE *f = c == 'h' ? stdout : stderr;
-        fprintf(f, "Usage: asb logs NAME\n\nPrint the output of the main process of the sandbox "
-                   "NAME (or of the sandbox of the claim NAME).\n\nOptions:\n"
+        fprintf(f, "Usage: asb logs NAME [-f]\n\nPrint the output (stdout and stderr) of the main "
+                   "process of the sandbox NAME (or of the sandbox of the claim NAME).\n\n"
+                   "Options:\n"
+                   "  -f, --follow    keep printing new output until the main process has finished "
+                   "or the sandbox is deleted\n"
                    "  -h, --help      show this help\n" CLI_GLOBAL_HELP);
         return c == 'h' ? 0 : 2;
     }
@@ -32,12 +66,33 @@ int asb_logs(int argc, char **argv)
         return ret;
     _cleanup_free_ char *sn = NULL;
     ret = cli_sandbox_resolve(cl, argv[optind], &sn, NULL);
-    asb_client_free(cl);
-    if (ret)
+    if (ret) {
+        asb_client_free(cl);
         return ret;
-    fprintf(stderr, "error: logs of sandbox \"%s\" are not available: this control plane does not "
-                    "run a container command as the sandbox's main process yet, so there is no "
-                    "main-process output to show (use `asb exec %s -- CMD`)\n",
-            sn, sn);
-    return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    asb_sandbox_logs_options lo = ASB_SANDBOX_LOGS_OPTIONS_INIT;
+    lo.follow = follow;
+    lo.cancel = &cancelled;
+    int r = asb_sandbox_logs(cl, cli_namespace(), sn, &lo, write_out, NULL);
+    asb_client_free(cl);
+    if (r == ASB_OK || r == 1)
+        return 0;
+    if (r == ASB_ECANCELLED)
+        return 130;
+    const asb_error *e = asb_error_last();
+    if (r == ASB_ENOTFOUND && e && e->reason &&
+        (strcmp(e->reason, "NoMainProcess") == 0 || strcmp(e->reason, "NoLog") == 0)) {
+        fprintf(stderr, "error: logs of sandbox \"%s\" are not available: %s\n", sn,
+                strcmp(e->reason, "NoMainProcess") == 0
+                    ? "its container has no command, so there is no main process (use `asb exec "
+                      "NAME -- CMD`)"
+                    : "its main process has not started yet (try again, or use -f)");
+        return 1;
+    }
+    return cli_print_error(NULL);
 }

@@ -1,0 +1,196 @@
+/* asb_sandbox_logs(): the main process's output. sandboxd writes it (stdout and stderr on one
+ * descriptor) to /.asb/main/log in the container, bound from $STATE/sandboxes/<uid>/main on the
+ * host, and its exit code to .../main/exit when it ends (docs/local-sandboxes.md). The log is read
+ * straight from the host file: it has to stay readable when the main process (and so possibly
+ * the sandbox) has finished. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libasb/libasb-internal.h"
+
+#define POLL_MS 100
+#define RECHECK_MS 1000
+
+/* The Sandbox's metadata.uid, and whether its (first) container has a command or args, which
+ * is what makes the control plane run a main process. */
+static int get_uid(asb_client *client, const char *ns, const char *name, char **ret_uid,
+                   int *ret_has_cmd)
+{
+    char *text = NULL;
+    int r = asb_object_get(&text, client, "Sandbox", ns, name);
+    if (r != ASB_OK)
+        return r;
+    json_t *obj = json_loads(text, 0, NULL);
+    asb_free(text);
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (!uid || !*uid || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0)
+        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no usable metadata.uid", name);
+    else if (!(*ret_uid = strdup(uid)))
+        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    if (ret_has_cmd) {
+        json_t *ctr = json_array_get(
+            json_object_get(
+                json_object_get(json_object_get(json_object_get(obj, "spec"), "podTemplate"),
+                                "spec"),
+                "containers"),
+            0);
+        *ret_has_cmd = json_array_size(json_object_get(ctr, "command")) > 0 ||
+                       json_array_size(json_object_get(ctr, "args")) > 0;
+    }
+    json_decref(obj);
+    return r;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Copies fd from its offset to EOF to cb. ASB_OK, cb's non-zero value, or an error (set). */
+static int drain(int fd, asb_sandbox_data_cb cb, void *payload)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return asbi_error_set(ASB_ERROR, 0, NULL, "cannot read the main process log: %s",
+                                  strerror(errno));
+        if (n == 0)
+            return ASB_OK;
+        int r = cb(buf, (size_t)n, payload);
+        if (r)
+            return r;
+    }
+}
+
+/* The Sandbox still exists with the same uid: 1; gone or replaced: 0; else an error (< 0). */
+static int still_there(asb_client *client, const char *ns, const char *name, const char *uid)
+{
+    char *cur = NULL;
+    int r = get_uid(client, ns, name, &cur, NULL);
+    if (r == ASB_ENOTFOUND)
+        return 0;
+    if (r != ASB_OK)
+        return r;
+    int same = strcmp(cur, uid) == 0;
+    free(cur);
+    return same;
+}
+
+ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *name,
+                                const asb_sandbox_logs_options *opts, asb_sandbox_data_cb cb,
+                                void *payload)
+{
+    if (!client || !name || !*name || !cb)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_logs: NULL client, name or cb");
+    if (opts && (opts->version == 0 || opts->version > ASB_SANDBOX_LOGS_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_logs_options: unknown version %u",
+                              opts->version);
+    if (!client->state_dir || !*client->state_dir)
+        return asbi_error_set(ASB_ECONFIG, 0, NULL,
+                              "no state directory: the logs are read from the host");
+    int follow = opts && opts->follow;
+    const volatile int *cancel = opts ? opts->cancel : NULL;
+    char *uid = NULL, *dir = NULL, *logp = NULL, *exitp = NULL;
+    int fd = -1, has_cmd = 0;
+    int r = get_uid(client, ns, name, &uid, &has_cmd);
+    if (r != ASB_OK)
+        return r;
+    size_t n = strlen(client->state_dir);
+    while (n > 1 && client->state_dir[n - 1] == '/')
+        n--;
+    if (asprintf(&dir, "%.*s/sandboxes/%s/main", (int)n, client->state_dir, uid) < 0)
+        dir = NULL;
+    if (!dir || asprintf(&logp, "%s/log", dir) < 0)
+        logp = NULL;
+    if (!dir || asprintf(&exitp, "%s/exit", dir) < 0)
+        exitp = NULL;
+    if (!dir || !logp || !exitp) {
+        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto out;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        if (errno != ENOENT) {
+            r = asbi_error_set(errno == EACCES ? ASB_EFORBIDDEN : ASB_ECONFIG, 0, NULL,
+                               "cannot read %s: %s", dir, strerror(errno));
+            goto out;
+        }
+        if (!has_cmd) {
+            r = asbi_error_set(ASB_ENOTFOUND, 0, "NoMainProcess",
+                               "sandbox %s/%s has no main process (its container has no command)",
+                               ns ? ns : "default", name);
+            goto out;
+        }
+        /* Not created yet (the reconciler makes it before starting the container). */
+    }
+    int seen_dir = access(dir, F_OK) == 0;
+    long last_check = now_ms();
+    for (;;) {
+        if (fd < 0) {
+            fd = open(logp, O_RDONLY | O_CLOEXEC);
+            if (fd < 0 && errno != ENOENT) {
+                r = asbi_error_set(errno == EACCES ? ASB_EFORBIDDEN : ASB_ERROR, 0, NULL,
+                                   "cannot open %s: %s", logp, strerror(errno));
+                goto out;
+            }
+        }
+        /* Check for the end before draining, so that what was written before the exit file
+         * is all read by the drain below. */
+        int dir_now = access(dir, F_OK) == 0;
+        int done = !follow || access(exitp, F_OK) == 0 || (seen_dir && !dir_now);
+        seen_dir = seen_dir || dir_now;
+        if (fd >= 0 && (r = drain(fd, cb, payload)) != ASB_OK)
+            goto out;
+        if (done) {
+            if (fd < 0 && !follow)
+                r = asbi_error_set(ASB_ENOTFOUND, 0, "NoLog",
+                                   "sandbox %s/%s has no main process log yet", ns ? ns : "default",
+                                   name);
+            goto out;
+        }
+        if (cancel && *cancel) {
+            r = asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
+            goto out;
+        }
+        if (now_ms() - last_check >= RECHECK_MS) {
+            last_check = now_ms();
+            int k = still_there(client, ns, name, uid);
+            if (k < 0) {
+                r = k;
+                goto out;
+            }
+            if (k == 0) { /* deleted: what was logged has been delivered */
+                r = ASB_OK;
+                goto out;
+            }
+        }
+        sleep_ms(POLL_MS);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(uid);
+    free(dir);
+    free(logp);
+    free(exitp);
+    return r;
+}
