@@ -110,7 +110,9 @@ def test_write_stdin_cat(client):
 
 
 def test_write_stdin_empty_ok_and_second_eof_fails(client):
-    stream = client.start(["cat"])
+    # The process outlives its stdin (sleep after cat), so the second EOF meets a closed stdin
+    # rather than racing the process's removal from the registry (which would be NOT_FOUND).
+    stream = client.start(["sh", "-c", "cat; sleep 30"])
     pid = next(stream).init.process_id
     client.write_stdin(pid, b"")
     client.write_stdin(pid)
@@ -118,6 +120,7 @@ def test_write_stdin_empty_ok_and_second_eof_fails(client):
     with pytest.raises(grpc.RpcError) as e:
         client.write_stdin(pid, eof=True)
     assert e.value.code() == grpc.StatusCode.INTERNAL
+    client.send_signal(pid, client.pb.SIGNAL_SIGKILL)
     collect(stream)
 
 
