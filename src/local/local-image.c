@@ -48,12 +48,29 @@ static char *digest_dirname(const char *digest)
     return s;
 }
 
-int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs,
+/* process.env of the runtime config umoci generated from the image config (Env). */
+static void image_env(const char *dir, json_t **ret_env)
+{
+    if (!ret_env)
+        return;
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/config.json", dir) < 0)
+        return;
+    json_t *cfg = json_load_file(path, 0, NULL);
+    json_t *env = json_object_get(json_object_get(cfg, "process"), "env");
+    if (json_is_array(env))
+        *ret_env = json_incref(env);
+    json_decref(cfg);
+}
+
+int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
                     const char **ret_reason, char **ret_message)
 {
     static atomic_uint counter;
     *ret_rootfs = NULL;
     *ret_message = NULL;
+    if (ret_env)
+        *ret_env = NULL;
     const char *NF = "ImageNotFound", *UF = "ImageUnpackFailed";
     if (!ref || ref[0] != '/')
         return failf(ret_reason, ret_message, NF, -EINVAL,
@@ -115,6 +132,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs,
         return -ENOMEM;
     struct stat st;
     if (stat(rootfs, &st) == 0 && S_ISDIR(st.st_mode)) {
+        image_env(final, ret_env);
         *ret_rootfs = TAKE_PTR(rootfs);
         return 0; /* already unpacked */
     }
@@ -152,6 +170,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs,
             return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot rename %s: %s",
                          ref, tmp, strerror(-k));
     }
+    image_env(final, ret_env);
     *ret_rootfs = TAKE_PTR(rootfs);
     return 0;
 }

@@ -5,8 +5,12 @@
  * of one image share the same tree. */
 #pragma once
 
-/* ref is what follows "oci:". On success *ret_rootfs (owned) is the unpacked rootfs. On
+#include <jansson.h>
+
+/* ref is what follows "oci:". On success *ret_rootfs (owned) is the unpacked rootfs and
+ * *ret_env (owned, may be NULL when ret_env is NULL or the image has none) the image
+ * config's Env as a JSON array of "K=V" strings. On
  * failure returns a negative errno with *ret_reason (static: ImageNotFound,
  * ImageUnpackFailed) and *ret_message (owned). */
-int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs,
+int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
                     const char **ret_reason, char **ret_message);

@@ -139,3 +139,19 @@ def test_oci_errors_are_conditions(start_sbx, sbx_state, tmp_path):
     # The server still runs good sandboxes.
     create(asb, "good", image=f"oci:{layout}:t")
     wait_ready(asb, "good", timeout=60)
+
+
+def test_oci_image_env_under_container_env(start_sbx, sbx_state, tmp_path):
+    layout = build_layout(tmp_path)
+    umoci("config", "--image", f"{layout}:t", "--config.env", "FROM_IMAGE=image",
+          "--config.env", "BOTH=image")
+    asb = start_sbx()
+    created = create(asb, "oci-env", image=f"oci:{layout}:t",
+                     container={"env": [{"name": "BOTH", "value": "container"}]})
+    wait_ready(asb, "oci-env", timeout=60)
+    c = Client(f"unix:{sockets(sbx_state, created['metadata']['uid'])[1]}")
+    try:
+        r = c.execute(["/bin/sh", "-c", 'echo "$FROM_IMAGE $BOTH"'], timeout=20)
+        assert (r.exit_code, r.stdout.decode()) == (0, "image container\n")
+    finally:
+        c.close()
