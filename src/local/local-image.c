@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,8 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
         struct stat st;
         if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode))
             return failf(ret_reason, ret_message, NF, -ENOENT,
-                         "image \"oci:%s\": %s is not a directory (no OCI image layout there)",
-                         ref, layout);
+                         "image \"oci:%s\": %s is not a directory (no OCI image layout there)", ref,
+                         layout);
         return failf(ret_reason, ret_message, NF, -ENOENT,
                      "image \"oci:%s\": %s is not an OCI image layout: cannot read index.json: %s",
                      ref, layout, jerr.text);
@@ -108,18 +109,21 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     const char *digest = NULL;
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(index, "manifests"), i, m) {
+    json_array_foreach (json_object_get(index, "manifests"), i, m) {
         const char *name =
             json_string_value(json_object_get(json_object_get(m, "annotations"), REF_NAME));
         if (name && strcmp(name, tag) == 0)
             digest = json_string_value(json_object_get(m, "digest"));
     }
-    _cleanup_free_ char *dname = digest_dirname(digest);
+    _cleanup_free_ char *dname = digest_dirname(digest),
+                        *digest_copy = digest ? strdup(digest) : NULL;
     json_decref(index);
     if (!digest)
         return failf(ret_reason, ret_message, NF, -ENOENT,
                      "image \"oci:%s\": tag \"%s\" not found in the OCI image layout %s", ref, tag,
                      layout);
+    if (!digest_copy)
+        return -ENOMEM;
     if (!dname)
         return failf(ret_reason, ret_message, NF, -EINVAL,
                      "image \"oci:%s\": tag \"%s\" has an invalid manifest digest", ref, tag);
@@ -127,8 +131,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     _cleanup_free_ char *images = NULL, *final = NULL, *rootfs = NULL, *tmp = NULL,
                         *image_arg = NULL;
     if (asprintf(&images, "%s/images", state_dir) < 0 ||
-        asprintf(&final, "%s/%s", images, dname) < 0 ||
-        asprintf(&rootfs, "%s/rootfs", final) < 0)
+        asprintf(&final, "%s/%s", images, dname) < 0 || asprintf(&rootfs, "%s/rootfs", final) < 0)
         return -ENOMEM;
     struct stat st;
     if (stat(rootfs, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -156,11 +159,32 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
                 out[--n] = '\0';
         }
         if (k < 0)
-            return failf(ret_reason, ret_message, UF, k,
-                         "image \"oci:%s\": cannot run umoci: %s", ref, strerror(-k));
+            return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot run umoci: %s",
+                         ref, strerror(-k));
         return failf(ret_reason, ret_message, UF, -EIO,
                      "image \"oci:%s\": umoci unpack failed (exit %d): %s", ref, k,
                      out && out[0] ? out : "no output");
+    }
+    /* The tag could have moved between our index.json read and umoci's: keep the tree only if
+     * umoci unpacked the manifest we resolved (umoci.json's descriptor walk starts there). */
+    _cleanup_free_ char *meta_path = NULL;
+    if (asprintf(&meta_path, "%s/umoci.json", tmp) < 0) {
+        fs_rm_rf(tmp);
+        return -ENOMEM;
+    }
+    json_t *meta = json_load_file(meta_path, 0, NULL);
+    const char *got = json_string_value(json_object_get(
+        json_array_get(
+            json_object_get(json_object_get(meta, "from_descriptor_path"), "descriptor_walk"), 0),
+        "digest"));
+    bool same = got && strcmp(got, digest_copy) == 0;
+    json_decref(meta);
+    if (!same) {
+        fs_rm_rf(tmp);
+        return failf(ret_reason, ret_message, UF, -EAGAIN,
+                     "image \"oci:%s\": tag \"%s\" changed while it was unpacked; retrying at "
+                     "the next resync",
+                     ref, tag);
     }
     if (rename(tmp, final) < 0) {
         k = -errno;
