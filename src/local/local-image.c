@@ -109,7 +109,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     const char *digest = NULL;
     size_t i;
     json_t *m;
-    json_array_foreach (json_object_get(index, "manifests"), i, m) {
+    json_array_foreach(json_object_get(index, "manifests"), i, m) {
         const char *name =
             json_string_value(json_object_get(json_object_get(m, "annotations"), REF_NAME));
         if (name && strcmp(name, tag) == 0)
