@@ -98,6 +98,24 @@ static json_t *seccomp_profile(void)
                      "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM);
 }
 
+/* Sets "K=V" in env, replacing an earlier entry for K (later sources win). */
+static void env_put(json_t *env, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return;
+    size_t klen = (size_t)(eq - kv) + 1, i;
+    json_t *e;
+    json_array_foreach(env, i, e) {
+        const char *s = json_string_value(e);
+        if (s && strncmp(s, kv, klen) == 0) {
+            json_array_set_new(env, i, json_string(kv));
+            return;
+        }
+    }
+    json_array_append_new(env, json_string(kv));
+}
+
 static json_t *process_env(const local_bundle_params *p)
 {
     json_t *env = json_array();
@@ -110,6 +128,11 @@ static json_t *process_env(const local_bundle_params *p)
     free(h);
     size_t i;
     json_t *e;
+    json_array_foreach(p->image_env, i, e) {
+        const char *kv = json_string_value(e);
+        if (kv)
+            env_put(env, kv);
+    }
     json_array_foreach(p->env, i, e) {
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *value = json_string_value(json_object_get(e, "value"));
@@ -117,7 +140,7 @@ static json_t *process_env(const local_bundle_params *p)
             continue;
         char *kv = NULL;
         if (asprintf(&kv, "%s=%s", name, value ? value : "") >= 0)
-            json_array_append_new(env, json_string(kv));
+            env_put(env, kv);
         free(kv);
     }
     if (p->main_argv)

@@ -26,6 +26,8 @@ typedef struct local_bundle_params {
     const char *inject_bin;    /* host dir bound read-only at /.asb/bin */
     const char *inject_lib;    /* host dir bound read-only at /.asb/lib */
     const json_t *env;         /* container env: [{name, value}], borrowed, may be NULL */
+    const json_t *image_env;   /* image config Env: ["K=V"], borrowed, may be NULL; the
+                                * container env overrides it, it overrides the defaults */
     int64_t memory_limit;      /* bytes, 0 = none */
     int64_t cpu_millis;        /* millicores, 0 = none */
     int64_t pids_limit;        /* > 0 */

@@ -17,6 +17,7 @@
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
+#include "local/local-image.h"
 #include "local/local-reconcile-internal.h"
 #include "shared/log.h"
 
@@ -110,9 +111,11 @@ static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ..
 }
 
 /* Resolves the image: *ret_rootfs NULL for `host`, else an owned path. */
-static int resolve_image(const char *image, char **ret_rootfs, rec_failure *f)
+static int resolve_image(const char *state_dir, const char *image, char **ret_rootfs,
+                         json_t **ret_env, rec_failure *f)
 {
     *ret_rootfs = NULL;
+    *ret_env = NULL;
     if (!image || strcmp(image, "host") == 0)
         return 0;
     if (strncmp(image, "dir:", 4) == 0) {
@@ -127,14 +130,22 @@ static int resolve_image(const char *image, char **ret_rootfs, rec_failure *f)
         *ret_rootfs = strdup(p);
         return *ret_rootfs ? 0 : -ENOMEM;
     }
-    if (strncmp(image, "oci:", 4) == 0)
-        return fail(f, "ImageNotSupported", -EOPNOTSUPP,
-                    "image \"%s\": OCI image layouts are not supported by this version yet; use "
-                    "\"host\" or \"dir:/path/to/rootfs\"",
-                    image);
+    if (strncmp(image, "oci:", 4) == 0) {
+        const char *reason = NULL;
+        char *msg = NULL;
+        int k = local_image_oci(state_dir, image + 4, ret_rootfs, ret_env, &reason, &msg);
+        if (k < 0) {
+            f->reason = reason ? reason : "ImageUnpackFailed";
+            f->message = msg;
+            if (!f->message && asprintf(&f->message, "image \"%s\": %s", image, strerror(-k)) < 0)
+                f->message = NULL;
+        }
+        return k;
+    }
     return fail(f, "ImageNotSupported", -EOPNOTSUPP,
-                "image \"%s\" is not supported locally (no registry): use \"host\", "
-                "\"dir:/path/to/rootfs\" or \"oci:/path/to/layout\"",
+                "image \"%s\" is not supported locally: no registry is reachable, so registry "
+                "references cannot be pulled; use \"host\", \"dir:/path/to/rootfs\" or "
+                "\"oci:/path/to/layout[:tag]\" (an OCI image layout)",
                 image);
 }
 
@@ -238,7 +249,9 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (r->inject_error)
         return fail(f, "ReconcilerError", -ENOENT, "Error seen: %s", r->inject_error);
     _cleanup_free_ char *rootfs = NULL;
-    int k = resolve_image(json_string_value(json_object_get(ctr, "image")), &rootfs, f);
+    _cleanup_(json_decrefp) json_t *image_env = NULL;
+    int k = resolve_image(r->state_dir, json_string_value(json_object_get(ctr, "image")), &rootfs,
+                          &image_env, f);
     if (k < 0)
         return k;
     json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
@@ -323,7 +336,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
-        .env = json_object_get(ctr, "env"), .memory_limit = mem, .cpu_millis = cpu,
+        .env = json_object_get(ctr, "env"), .image_env = image_env, .memory_limit = mem, .cpu_millis = cpu,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir,
     };

@@ -110,7 +110,8 @@ def wait_ready(asb, name, timeout=15, want="True", reason=None):
         c = condition(obj, "Ready")
         if c and c["status"] == want and (reason is None or c["reason"] == reason):
             return obj
-        if c and want == "True" and c["reason"] in ("ImageNotSupported", "ReconcilerError"):
+        if c and want == "True" and c["reason"] in ("ImageNotSupported", "ImageNotFound",
+                                                         "ImageUnpackFailed", "ReconcilerError"):
             raise AssertionError(f"sandbox {name} failed: {c}\n{asb.output()}")
         time.sleep(0.01)
     raise AssertionError(f"sandbox {name} not Ready={want} within {timeout}s: {obj}\n{asb.output()}")

@@ -130,8 +130,7 @@ def test_run_as_user_from_security_context(start_sbx, sbx_state):
 
 
 @pytest.mark.parametrize("image,needle", [
-    ("python:3.13-slim", 'image "python:3.13-slim" is not supported locally'),
-    ("oci:/nonexistent/layout", "OCI image layouts are not supported"),
+    ("python:3.13-slim", 'image "python:3.13-slim" is not supported locally: no registry is reachable'),
     ("dir:/nonexistent/rootfs", "/nonexistent/rootfs is not a directory"),
     ("dir:relative", "absolute path"),
 ])

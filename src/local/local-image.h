@@ -1,0 +1,16 @@
+/* OCI image layouts for local sandboxes: `oci:/abs/layout[:tag]` is resolved through the
+ * layout's index.json to a manifest digest and unpacked once per digest with umoci into
+ * $ASB_STATE_DIR/images/<algo>-<hex>/ (rootfs/ + umoci's config.json). Unpacking goes to a
+ * temporary directory renamed into place, so a failure leaves nothing and concurrent users
+ * of one image share the same tree. */
+#pragma once
+
+#include <jansson.h>
+
+/* ref is what follows "oci:". On success *ret_rootfs (owned) is the unpacked rootfs and
+ * *ret_env (owned, may be NULL when ret_env is NULL or the image has none) the image
+ * config's Env as a JSON array of "K=V" strings. On
+ * failure returns a negative errno with *ret_reason (static: ImageNotFound,
+ * ImageUnpackFailed) and *ret_message (owned). */
+int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
+                    const char **ret_reason, char **ret_message);
