@@ -125,3 +125,16 @@ const char *cli_meta(const json_t *obj, const char *field)
 {
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
 }
+
+int cli_parse_global_only(int argc, char **argv, void (*usage)(FILE *))
+{
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, CLI_GLOBAL_LONG, {0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+        if (cli_global_option(c, optarg))
+            continue;
+        usage(c == 'h' ? stdout : stderr);
+        return c == 'h' ? 0 : 2;
+    }
+    return -1;
+}

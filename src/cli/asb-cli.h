@@ -29,6 +29,10 @@ extern cli_globals cli_global;
     }
 #define CLI_GLOBAL_SHORT "n:"
 bool cli_global_option(int opt, const char *arg);
+/* Parses a verb that takes only -h/--help and the global options. Returns -1 to go on (optind at
+ * the first operand), or the exit code: 0 after printing usage(stdout) for -h, 2 after
+ * usage(stderr) for anything unknown. */
+int cli_parse_global_only(int argc, char **argv, void (*usage)(FILE *));
 #define CLI_GLOBAL_HELP                                                                            \
     "Global options:\n"                                                                            \
     "  --server URL          API server (default $ASB_SERVER, then $ASB_STATE_DIR/server)\n"       \

@@ -193,18 +193,9 @@ static int download(asb_sandbox *s, const char *sname, const char *rpath, const 
 
 int asb_cp(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, CLI_GLOBAL_LONG, {0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
-        if (cli_global_option(c, optarg))
-            continue;
-        if (c == 'h') {
-            cp_usage(stdout);
-            return 0;
-        }
-        cp_usage(stderr);
-        return 2;
-    }
+    int code = cli_parse_global_only(argc, argv, cp_usage);
+    if (code >= 0)
+        return code;
     if (argc - optind != 2) {
         fprintf(stderr, "error: expected a source and a destination\n");
         cp_usage(stderr);

@@ -37,18 +37,9 @@ static void print_entry(const asb_sandbox_file_entry *e)
 
 int asb_ls(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, CLI_GLOBAL_LONG, {0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
-        if (cli_global_option(c, optarg))
-            continue;
-        if (c == 'h') {
-            ls_usage(stdout);
-            return 0;
-        }
-        ls_usage(stderr);
-        return 2;
-    }
+    int code = cli_parse_global_only(argc, argv, ls_usage);
+    if (code >= 0)
+        return code;
     if (argc - optind != 1 || !*argv[optind] || argv[optind][0] == ':') {
         fprintf(stderr, "error: expected one NAME[:PATH]\n");
         ls_usage(stderr);
