@@ -231,5 +231,6 @@ void sandboxd_config_done(sandboxd_config *cfg)
         for (char **p = cfg->main_command; *p; p++)
             free(*p);
     free(cfg->main_command);
+    free(cfg->main_dir);
     *cfg = (sandboxd_config){.rest_fd = -1, .grpc_fd = -1};
 }

@@ -77,13 +77,12 @@ static const child_ops mp_ops = {.on_exit = mp_on_exit, .destroy = mp_destroy};
 
 int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
 {
-    const char *env_dir = getenv("ASB_MAIN_DIR");
+    const char *env_dir = sd->config->main_dir;
     main_process *m = calloc(1, sizeof(*m));
-    if (!m || (env_dir && *env_dir && !(m->dir = strdup(env_dir)))) {
+    if (!m || (env_dir && !(m->dir = strdup(env_dir)))) {
         free(m);
         return -ENOMEM;
     }
-    unsetenv("ASB_MAIN_DIR");
     m->table = t;
     m->ch.ops = &mp_ops;
 

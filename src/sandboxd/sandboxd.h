@@ -23,6 +23,8 @@ typedef struct sandboxd_config {
     int grpc_fd;                /* inherited listening socket for gRPC, -1 if none */
     bool log_json;              /* --zap-encoder=json */
     char **main_command;        /* argv after `--` (or the first non-flag), NULL-terminated; may be empty */
+    char *main_dir;             /* $ASB_MAIN_DIR (main process log/exit dir), taken out of the
+                                   environment in main() before any thread starts; may be NULL */
 } sandboxd_config;
 
 /* Shared runtime state. Owned by main; REST threads and the gRPC loop borrow it. */
