@@ -41,6 +41,11 @@ typedef struct asb_client_options {
 #define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL}
 /* clang-format on */
 
+/* The state directory used when none is given: $ASB_STATE_DIR, else /var/lib/asb as root, else
+ * ~/.local/state/asb (the same rule `asb serve` uses). *out is owned by the caller (asb_free).
+ * Returns ASB_OK or ASB_ENOMEM. */
+ASB_PUBLIC int asb_client_default_state_dir(char **out);
+
 /* Creates a client. opts may be NULL (all defaults). No connection is made yet.
  * *out is owned by the caller (asb_client_free). Returns ASB_OK, ASB_ECONFIG (no server or token
  * found: the message says where it looked), ASB_EINVAL or ASB_ENOMEM. */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asb/client.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "basic/time-util.h"
@@ -64,18 +65,11 @@ static int mkdir_p(const char *path, mode_t last_mode)
     return 0;
 }
 
+/* The one default-state-dir rule, shared with every libasb client. */
 static char *state_dir(void)
 {
-    const char *e = getenv("ASB_STATE_DIR");
-    if (e && *e)
-        return strdup(e);
-    if (geteuid() == 0)
-        return strdup("/var/lib/asb");
-    const char *home = getenv("HOME");
-    char *s = NULL;
-    if (asprintf(&s, "%s/.local/state/asb", home && *home ? home : "/tmp") < 0)
-        return NULL;
-    return s;
+    char *dir = NULL;
+    return asb_client_default_state_dir(&dir) == ASB_OK ? dir : NULL;
 }
 
 /* Writes content to dir/name atomically with the given mode. */

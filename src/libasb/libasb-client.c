@@ -62,6 +62,12 @@ static char *default_state_dir(void)
     return s;
 }
 
+int asb_client_default_state_dir(char **out)
+{
+    *out = default_state_dir();
+    return *out ? ASB_OK : ASB_ENOMEM;
+}
+
 /* Reads a small file and trims surrounding whitespace. Returns 0, -ENOENT..., or -ENOMEM. */
 static int read_trimmed(const char *dir, const char *name, char **ret)
 {

@@ -161,3 +161,17 @@ TEST(condition_met)
     CHECK(!asbi_condition_met(o, "Finished", "True"));
     json_decref(o);
 }
+
+TEST(default_state_dir_rule)
+{
+    char *dir = NULL;
+    setenv("ASB_STATE_DIR", "/tmp/asb-unit-state", 1);
+    CHECK_INT_EQ(asb_client_default_state_dir(&dir), ASB_OK);
+    CHECK_STR_EQ(dir, "/tmp/asb-unit-state");
+    asb_free(dir);
+    unsetenv("ASB_STATE_DIR");
+    CHECK_INT_EQ(asb_client_default_state_dir(&dir), ASB_OK);
+    CHECK_STR_EQ(dir, geteuid() == 0 ? "/var/lib/asb" : dir);
+    CHECK(dir && strstr(dir, "asb") != NULL);
+    asb_free(dir);
+}
