@@ -166,6 +166,17 @@ def start_asb(tmp_path):
         return s.start()
 
     yield start
+    stop_servers(servers)
+
+
+@pytest.fixture
+def asb(start_asb):
+    """A running `asb serve` with an empty state directory."""
+    return start_asb()
+
+
+def stop_servers(servers):
+    """Fixture teardown: stops every server still running; each must exit 0."""
     errors = []
     for s in servers:
         if s.log is None or s.log.closed:
@@ -174,9 +185,3 @@ def start_asb(tmp_path):
         if code != 0:
             errors.append(f"asb serve exit code {code}:\n{s.output()}")
     assert not errors, "\n".join(errors)
-
-
-@pytest.fixture
-def asb(start_asb):
-    """A running `asb serve` with an empty state directory."""
-    return start_asb()

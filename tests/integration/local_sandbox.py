@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from asb_apiserver import CORE, ROOT, BUILD, AsbServer, sandbox
+from asb_apiserver import CORE, ROOT, BUILD, AsbServer, sandbox, stop_servers
 
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
 
@@ -79,14 +79,7 @@ def start_sbx(sbx_state, tmp_path):
         return s.start()
 
     yield start
-    errors = []
-    for s in servers:
-        if s.log is None or s.log.closed:
-            continue
-        code = s.stop()
-        if code != 0:
-            errors.append(f"asb serve exit code {code}:\n{s.output()}")
-    assert not errors, "\n".join(errors)
+    stop_servers(servers)
 
 
 def condition(obj, ctype):
