@@ -48,7 +48,19 @@ LIB_OBJ := $(call obj,$(LIB_SRC)) $(call obj,$(PROTO_C) $(DESC_C))
 SANDBOXD_OBJ := $(call obj,$(SANDBOXD_SRC))
 # Control plane: object model (src/api) and the local backend (src/local), linked by asb, unit
 # tests and fuzzers; the asb CLI is one file per verb in src/cli.
-CP_OBJ := $(call obj,$(wildcard src/api/*.c) $(wildcard src/local/*.c))
+# src/reconcile is the backend-neutral reconcile core (pure functions over objects), shared by
+# `asb serve` and asb-controller.
+CP_OBJ := $(call obj,$(wildcard src/api/*.c) $(wildcard src/reconcile/*.c) $(wildcard src/local/*.c))
+# Further components: every src/<dir>/<binary>-main.c is one binary in build/bin; the other files
+# of the directory are its library objects.
+nonmain = $(call obj,$(filter-out %-main.c,$(wildcard src/$(1)/*.c)))
+ROUTER_OBJ := $(call nonmain,router)
+AGENT_OBJ := $(call nonmain,agent)
+TOOLBOX_OBJ := $(call nonmain,toolbox)
+KUBE_OBJ := $(call nonmain,kube)
+EXTRA_MAINS := $(wildcard src/router/*-main.c src/agent/*-main.c src/toolbox/*-main.c \
+  src/kube/*-main.c)
+EXTRA_BINS := $(foreach m,$(EXTRA_MAINS),$(OUT)/bin/$(patsubst %-main.c,%,$(notdir $(m))))
 ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
 # libasb, the client library (include/asb/*.h): position-independent objects linked into
 # build/lib/libasb.so.0 (only ASB_PUBLIC symbols exported), libasb.a, the CLI and the tests.
@@ -66,7 +78,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
-BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb
+BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS)
 
 .PHONY: all deps test unit fuzz fuzz-build bench demo clean format
 all: deps
@@ -120,17 +132,43 @@ $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(OUT)/bin/asb: $(ASB_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+$(OUT)/bin/asb: $(ASB_OBJ) $(ROUTER_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIBASB_OBJ) $(LIB_OBJ)
+# geminicli-toolbox runs inside sandboxes: it links only its own objects and src/basic+shared.
+$(OUT)/bin/geminicli-toolbox: $(call obj,src/toolbox/geminicli-toolbox-main.c) $(TOOLBOX_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(SANDBOXD_OBJ) $(CP_OBJ) $(LIBASB_OBJ) $(LIB_OBJ)
+$(OUT)/bin/sandbox-router: $(call obj,src/router/sandbox-router-main.c) $(ROUTER_OBJ) $(KUBE_OBJ) \
+    $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(OUT)/bin/asb-controller: $(call obj,src/kube/asb-controller-main.c) $(KUBE_OBJ) $(LIBASB_OBJ) \
+    $(CP_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# The agent binaries (sandboxed-tools, acp-server, acp-client).
+$(OUT)/bin/%: $(OBJ_DIR)/src/agent/%-main.o $(AGENT_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+ALL_LIB_OBJ := $(SANDBOXD_OBJ) $(CP_OBJ) $(ROUTER_OBJ) $(AGENT_OBJ) $(TOOLBOX_OBJ) $(KUBE_OBJ) \
+  $(LIBASB_OBJ) $(LIB_OBJ)
+$(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(ALL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(ALL_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
