@@ -41,7 +41,9 @@ static void serve_usage(FILE *f)
             "ASB_RUNTIME (OCI runtime CLI for sandboxes, default runc; \"none\" stores Sandboxes\n"
             "without running them), ASB_SANDBOXD (sandboxd binary injected into sandboxes,\n"
             "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
-            "this much quiet: liveness of sandboxes, default 10s).\n",
+            "this much quiet: liveness of sandboxes, default 10s), ASB_RUNTIME_CLASSES\n"
+            "(runtimeClassName handlers, \"name=binary,...\"; built in: runc, crun, runsc,\n"
+            "gvisor, kata).\n",
             DEFAULT_WATCH_WINDOW);
 }
 

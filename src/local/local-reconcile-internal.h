@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "local/local-reconcile.h"
+#include "local/local-runtime-class.h"
 #include "local/local-runtime-oci.h"
 
 /* A container this process knows is running, keyed by the Sandbox's metadata.uid. */
@@ -15,6 +16,7 @@ typedef struct rec_entry {
     pid_t pid;
     bool ready; /* sandboxd answered health */
     bool frozen; /* runc pause'd (operatingMode Suspended) */
+    size_t handler; /* runs under rec_handler(r, handler) */
 } rec_entry;
 
 /* A Sandbox whose container could not be started at this generation: retried on the next
@@ -38,7 +40,14 @@ struct local_reconciler {
     char *inject_dir;
     char *inject_error; /* why sandboxd cannot be injected, or NULL */
     const char *no_root;  /* set when running without root */
-    oci_runtime rt;
+    oci_runtime rt; /* the default runtime: handler 0 */
+    /* runtimeClassName -> handler binary, and the runtimes other than the default that are
+     * in use (handler i > 0 is extra[i - 1]), each with its own state root. */
+    runtime_class *classes;
+    size_t n_classes;
+    oci_runtime *extra;
+    size_t n_extra;
+    char *class_error; /* ASB_RUNTIME_CLASSES did not parse */
     pthread_t thread;
     usec_t resync_interval;
     rec_entry *entries;
@@ -67,6 +76,21 @@ typedef struct rec_failure {
 } rec_failure;
 
 rec_entry *rec_find(local_reconciler *r, const char *uid);
+/* The OCI runtime of handler index i (0 = default), and the one a known container runs under
+ * (the default for unknown uids). Borrowed. */
+const oci_runtime *rec_handler(local_reconciler *r, size_t i);
+const oci_runtime *rec_runtime(local_reconciler *r, const char *uid);
+static inline size_t rec_n_handlers(const local_reconciler *r)
+{
+    return 1 + r->n_extra;
+}
+/* The handler index for a pod spec's runtimeClassName (NULL = default), set up on first use.
+ * -ENOENT (unknown class) / -EOPNOTSUPP (handler not installed) with f filled. */
+int rec_handler_for_class(local_reconciler *r, const char *class_name, size_t *ret,
+                          rec_failure *f);
+/* Sets up the handler of binary (index in *ret) when its state root already exists, so a
+ * restarted asb serve re-adopts the containers it runs. */
+void rec_handlers_restore(local_reconciler *r);
 /* Creates and starts the container of a Running sandbox. 0, or <0 with f filled. */
 int rec_materialise(local_reconciler *r, const json_t *sandbox, rec_failure *f);
 /* Deletes the container and its socket dir; with purge also the sandbox's persistent dirs. */

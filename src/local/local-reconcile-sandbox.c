@@ -48,7 +48,7 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
         return;
     }
     r->entries = v;
-    r->entries[r->n_entries++] = (rec_entry){u, pid, false, false};
+    r->entries[r->n_entries++] = (rec_entry){.uid = u, .pid = pid};
 }
 
 static void forget(local_reconciler *r, const char *uid)
@@ -78,12 +78,13 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
                         *bundle = path_of(r, "sandboxes", uid, "bundle"),
                         *vols = path_of(r, "volumes", uid, NULL);
     rec_entry *e = rec_find(r, uid);
+    const oci_runtime *rt = rec_runtime(r, uid);
     if (e && e->frozen && !r->no_root) {
         /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
         _cleanup_free_ char *rerr = NULL;
-        oci_resume(&r->rt, uid, &rerr);
+        oci_resume(rt, uid, &rerr);
     }
-    int k = r->no_root ? 0 : oci_delete(&r->rt, uid, &err);
+    int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
     forget(r, uid);
@@ -248,9 +249,14 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         return fail(f, "ReconcilerError", -EPERM, "Error seen: %s", r->no_root);
     if (r->inject_error)
         return fail(f, "ReconcilerError", -ENOENT, "Error seen: %s", r->inject_error);
+    size_t handler = 0;
+    int k = rec_handler_for_class(r, json_string_value(json_object_get(pod, "runtimeClassName")),
+                                  &handler, f);
+    if (k < 0)
+        return k;
     _cleanup_free_ char *rootfs = NULL;
     _cleanup_(json_decrefp) json_t *image_env = NULL;
-    int k = resolve_image(r->state_dir, json_string_value(json_object_get(ctr, "image")), &rootfs,
+    k = resolve_image(r->state_dir, json_string_value(json_object_get(ctr, "image")), &rootfs,
                           &image_env, f);
     if (k < 0)
         return k;
@@ -350,18 +356,21 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
-        oci_delete(&r->rt, uid, &derr);
-        k = oci_run_detached(&r->rt, uid, bundle, rest_fd, grpc_fd, log, &err);
+        oci_delete(rec_handler(r, handler), uid, &derr);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     rec_adopt(r, uid, read_pid(pidfile));
+    rec_entry *e = rec_find(r, uid);
+    if (e)
+        e->handler = handler;
     char ms[32], prep[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);

@@ -165,7 +165,7 @@ static bool container_dead(local_reconciler *r, const rec_entry *e)
         return true;
     _cleanup_free_ char *status = NULL;
     pid_t pid;
-    return oci_state(&r->rt, e->uid, &status, &pid) == 0 && strcmp(status, "running") != 0;
+    return oci_state(rec_handler(r, e->handler), e->uid, &status, &pid) == 0 && strcmp(status, "running") != 0;
 }
 
 /* The last line sandboxd wrote before it exited. Owned. */
@@ -358,7 +358,7 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         if (fe && !fe->frozen) {
             _cleanup_free_ char *err = NULL;
             usec_t t0 = now_usec(CLOCK_MONOTONIC);
-            int k = oci_pause(&r->rt, uid, &err);
+            int k = oci_pause(rec_runtime(r, uid), uid, &err);
             char ms[32];
             snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
             if (k < 0) {
@@ -387,7 +387,7 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     if (e && e->frozen) {
         _cleanup_free_ char *err = NULL;
         usec_t t0 = now_usec(CLOCK_MONOTONIC);
-        int k = oci_resume(&r->rt, uid, &err);
+        int k = oci_resume(rec_runtime(r, uid), uid, &err);
         char ms[32];
         snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
         if (k < 0) {
@@ -510,7 +510,14 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     *ret_pending = false;
     if (local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
         return local_store_current_rv(r->store);
-    if (!r->no_root && oci_list(&r->rt, &ctrs) == 0) {
+    bool listed = false;
+    for (size_t h = 0; !r->no_root && h < rec_n_handlers(r); h++) {
+        const oci_runtime *rt = rec_handler(r, h);
+        json_decref(ctrs);
+        ctrs = NULL;
+        if (oci_list(rt, &ctrs) < 0)
+            continue;
+        listed |= h == 0;
         size_t i, j;
         json_t *c, *sb;
         json_array_foreach(ctrs, i, c) {
@@ -530,18 +537,27 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                 rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
                 rec_watch_main(r, id);
                 rec_entry *e = rec_find(r, id);
-                if (e)
+                if (e) {
                     e->frozen = paused;
+                    e->handler = h;
+                }
             } else {
                 if (paused) {
                     _cleanup_free_ char *rerr = NULL;
-                    oci_resume(&r->rt, id, &rerr);
+                    oci_resume(rt, id, &rerr);
                 }
+                /* Known under this handler, so that teardown asks the right runtime. */
+                rec_adopt(r, id, 0);
+                rec_entry *e = rec_find(r, id);
+                if (e)
+                    e->handler = h;
                 log_info("removing container", "uid", id, "reason",
                          wanted ? "not running" : "no Sandbox");
                 rec_teardown(r, id, !wanted);
             }
         }
+    }
+    if (listed) {
         /* Entries whose container vanished behind our back are started again. */
         for (size_t k = 0; k < r->n_entries;) {
             rec_entry *e = &r->entries[k];
@@ -727,6 +743,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     _cleanup_free_ char *runc_root = NULL;
+    int k;
     if (!r->kind || !(r->state_dir = strdup(o->state_dir)) ||
         asprintf(&r->inject_dir, "%s/inject", o->state_dir) < 0 ||
         asprintf(&runc_root, "%s/runc", o->state_dir) < 0 ||
@@ -740,7 +757,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         log_warn("sandboxes unavailable", "reason", r->no_root);
     } else {
         char *err = NULL;
-        int k = local_inject_prepare(o->sandboxd, r->inject_dir, &err);
+        k = local_inject_prepare(o->sandboxd, r->inject_dir, &err);
         if (k < 0) {
             if (!err && asprintf(&err, "cannot inject %s: %s", o->sandboxd, strerror(-k)) < 0)
                 err = NULL;
@@ -749,7 +766,17 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         }
         fs_mkdir_p(runc_root, 0700);
     }
-    int k = pthread_create(&r->thread, NULL, reconcile_thread, r);
+    k = runtime_classes_parse(getenv("ASB_RUNTIME_CLASSES"), &r->classes, &r->n_classes,
+                              &r->class_error);
+    if (k == -ENOMEM) {
+        local_reconciler_stop(r);
+        return k;
+    }
+    if (k < 0)
+        log_warn("runtime classes unavailable", "reason", r->class_error);
+    else if (!r->no_root)
+        rec_handlers_restore(r);
+    k = pthread_create(&r->thread, NULL, reconcile_thread, r);
     if (k != 0) {
         r->thread = 0;
         local_reconciler_stop(r);
@@ -787,6 +814,11 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     }
     free(r->timers);
     oci_runtime_done(&r->rt);
+    for (size_t i = 0; i < r->n_extra; i++)
+        oci_runtime_done(&r->extra[i]);
+    free(r->extra);
+    runtime_classes_free(r->classes, r->n_classes);
+    free(r->class_error);
     free(r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);
