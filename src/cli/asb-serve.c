@@ -43,7 +43,8 @@ static void serve_usage(FILE *f)
             "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
             "this much quiet: liveness of sandboxes, default 10s), ASB_RUNTIME_CLASSES\n"
             "(runtimeClassName handlers, \"name=binary,...\"; built in: runc, crun, runsc,\n"
-            "gvisor, kata).\n",
+            "gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running sandbox uses\n"
+            "are removed after this long, default 10m).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -296,7 +297,8 @@ int asb_serve(int argc, char **argv)
         local_reconciler_options ro = {
             .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
             .runtime = runtime,
-            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC)};
+            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
+            .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC)};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

@@ -145,6 +145,12 @@ static json_t *process_env(const local_bundle_params *p)
     }
     if (p->main_argv)
         json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
+    if (p->main_argv && p->working_dir) {
+        char *wd = NULL;
+        if (asprintf(&wd, "ASB_MAIN_WORKDIR=%s", p->working_dir) >= 0)
+            json_array_append_new(env, json_string(wd));
+        free(wd);
+    }
     return env;
 }
 
@@ -183,7 +189,7 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
     json_t *process = json_pack(
         "{s:b, s:{s:i, s:i, s:[i]}, s:o, s:o, s:s, s:o, s:b}", "terminal", 0,
         "user", "uid", (int)p->uid, "gid", (int)p->gid, "additionalGids", (int)p->gid, "args",
-        argv, "env", process_env(p), "cwd", "/workspace",
+        argv, "env", process_env(p), "cwd", p->working_dir ? p->working_dir : "/workspace",
         "capabilities", caps, "noNewPrivileges", 1);
     json_t *linux_ = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "resources", resources(p),
                                "cgroupsPath", p->cgroups_path, "namespaces", namespaces,

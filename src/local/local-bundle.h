@@ -28,6 +28,8 @@ typedef struct local_bundle_params {
     const json_t *env;         /* container env: [{name, value}], borrowed, may be NULL */
     const json_t *image_env;   /* image config Env: ["K=V"], borrowed, may be NULL; the
                                 * container env overrides it, it overrides the defaults */
+    const char *working_dir;   /* absolute cwd of sandboxd and the main process; NULL =
+                                * /workspace */
     int64_t memory_limit;      /* bytes, 0 = none */
     int64_t cpu_millis;        /* millicores, 0 = none */
     int64_t pids_limit;        /* > 0 */

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,18 +51,19 @@ static char *digest_dirname(const char *digest)
     return s;
 }
 
-/* process.env of the runtime config umoci generated from the image config (Env). */
-static void image_env(const char *dir, json_t **ret_env)
+/* The process object of the runtime config umoci generated from the image config: env (Env),
+ * cwd (WorkingDir) and user (User, resolved through the image's /etc/passwd by umoci). */
+static void image_env(const char *dir, json_t **ret_process)
 {
-    if (!ret_env)
+    if (!ret_process)
         return;
     _cleanup_free_ char *path = NULL;
     if (asprintf(&path, "%s/config.json", dir) < 0)
         return;
     json_t *cfg = json_load_file(path, 0, NULL);
-    json_t *env = json_object_get(json_object_get(cfg, "process"), "env");
-    if (json_is_array(env))
-        *ret_env = json_incref(env);
+    json_t *process = json_object_get(cfg, "process");
+    if (json_is_object(process))
+        *ret_process = json_incref(process);
     json_decref(cfg);
 }
 
@@ -135,6 +138,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
         return -ENOMEM;
     struct stat st;
     if (stat(rootfs, &st) == 0 && S_ISDIR(st.st_mode)) {
+        (void)utimensat(AT_FDCWD, final, NULL, 0); /* last use, for local_image_gc */
         image_env(final, ret_env);
         *ret_rootfs = TAKE_PTR(rootfs);
         return 0; /* already unpacked */
@@ -197,4 +201,42 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     image_env(final, ret_env);
     *ret_rootfs = TAKE_PTR(rootfs);
     return 0;
+}
+
+int local_image_gc(const char *state_dir, char *const *in_use, size_t n_in_use, usec_t min_idle)
+{
+    _cleanup_free_ char *images = NULL;
+    if (asprintf(&images, "%s/images", state_dir) < 0)
+        return -ENOMEM;
+    DIR *d = opendir(images);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    usec_t now = now_usec(CLOCK_REALTIME);
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' && (!de->d_name[1] || strcmp(de->d_name, "..") == 0))
+            continue;
+        bool tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
+        _cleanup_free_ char *dir = NULL, *rootfs = NULL;
+        if (asprintf(&dir, "%s/%s", images, de->d_name) < 0 ||
+            asprintf(&rootfs, "%s/rootfs", dir) < 0)
+            break;
+        bool used = false;
+        for (size_t i = 0; i < n_in_use && !used; i++)
+            used = in_use[i] && strcmp(in_use[i], rootfs) == 0;
+        struct stat st;
+        if (used || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISDIR(st.st_mode))
+            continue;
+        usec_t mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC +
+                       (usec_t)st.st_mtim.tv_nsec / 1000;
+        usec_t idle = tmp ? 3600 * USEC_PER_SEC : min_idle;
+        if (mtime + idle > now)
+            continue;
+        if (fs_rm_rf(dir) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

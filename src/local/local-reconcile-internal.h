@@ -50,6 +50,7 @@ struct local_reconciler {
     char *class_error; /* ASB_RUNTIME_CLASSES did not parse */
     pthread_t thread;
     usec_t resync_interval;
+    usec_t image_gc_idle;
     rec_entry *entries;
     size_t n_entries;
     rec_failed *failed;

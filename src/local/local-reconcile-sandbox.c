@@ -150,8 +150,11 @@ static int resolve_image(const char *state_dir, const char *image, char **ret_ro
                 image);
 }
 
-/* runAsUser/runAsGroup from the container, else the pod securityContext, else 1000. */
-static void sandbox_user(const json_t *pod, const json_t *ctr, uid_t *ret_uid, gid_t *ret_gid)
+/* runAsUser/runAsGroup from the container, else the pod securityContext, else the image's
+ * User when it is not root, else 1000: the secure default never runs an image as root unless
+ * the spec asks for it. */
+static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *image,
+                         uid_t *ret_uid, gid_t *ret_gid)
 {
     const json_t *sc[] = {json_object_get(ctr, "securityContext"),
                           json_object_get(pod, "securityContext")};
@@ -162,6 +165,14 @@ static void sandbox_user(const json_t *pod, const json_t *ctr, uid_t *ret_uid, g
             uid = json_integer_value(u);
         if (gid < 0 && json_is_integer(g) && json_integer_value(g) >= 0)
             gid = json_integer_value(g);
+    }
+    json_t *iu = json_object_get(json_object_get(image, "user"), "uid"),
+           *ig = json_object_get(json_object_get(image, "user"), "gid");
+    if (uid < 0 && json_is_integer(iu) && json_integer_value(iu) > 0 &&
+        json_integer_value(iu) <= 0x7fffffff) {
+        uid = json_integer_value(iu);
+        if (gid < 0 && json_is_integer(ig) && json_integer_value(ig) >= 0)
+            gid = json_integer_value(ig);
     }
     if (uid < 0 || uid > 0x7fffffff)
         uid = DEFAULT_UID;
@@ -255,11 +266,21 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (k < 0)
         return k;
     _cleanup_free_ char *rootfs = NULL;
-    _cleanup_(json_decrefp) json_t *image_env = NULL;
+    _cleanup_(json_decrefp) json_t *image = NULL;
     k = resolve_image(r->state_dir, json_string_value(json_object_get(ctr, "image")), &rootfs,
-                          &image_env, f);
+                      &image, f);
     if (k < 0)
         return k;
+    /* workingDir of the container, else the image's WorkingDir (umoci says "/" when unset). */
+    const char *wd = json_string_value(json_object_get(ctr, "workingDir"));
+    if (!wd || !*wd) {
+        wd = json_string_value(json_object_get(image, "cwd"));
+        if (wd && strcmp(wd, "/") == 0)
+            wd = NULL;
+    }
+    if (wd && wd[0] != '/')
+        return fail(f, "ReconcilerError", -EINVAL,
+                    "Error seen: workingDir \"%s\" must be an absolute path", wd);
     json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
     int64_t mem = 0, cpu = 0;
     if ((k = limit_of(limits, "memory", false, &mem, f)) < 0 ||
@@ -267,7 +288,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         return k;
     uid_t u;
     gid_t g;
-    sandbox_user(pod, ctr, &u, &g);
+    sandbox_user(pod, ctr, image, &u, &g);
     usec_t t_prep = now_usec(CLOCK_MONOTONIC);
     if ((k = make_dirs(r, uid, u, g, f)) < 0)
         return k;
@@ -342,7 +363,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
-        .env = json_object_get(ctr, "env"), .image_env = image_env, .memory_limit = mem, .cpu_millis = cpu,
+        .env = json_object_get(ctr, "env"), .image_env = json_object_get(image, "env"), .working_dir = wd, .memory_limit = mem, .cpu_millis = cpu,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir,
     };

@@ -18,6 +18,7 @@
 #include "local/local-expiry.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
+#include "local/local-image.h"
 #include "local/local-reconcile-internal.h"
 #include "shared/log.h"
 
@@ -501,6 +502,33 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
     }
 }
 
+/* Unpacked images that no running container's bundle uses and that sat idle are removed. */
+static void gc_images(local_reconciler *r)
+{
+    char **in_use = calloc(r->n_entries + 1, sizeof(char *));
+    if (!in_use)
+        return;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        _cleanup_free_ char *cfg = NULL;
+        if (asprintf(&cfg, "%s/sandboxes/%s/bundle/config.json", r->state_dir,
+                     r->entries[i].uid) < 0)
+            continue;
+        json_t *c = json_load_file(cfg, 0, NULL);
+        const char *root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
+        in_use[i] = root ? strdup(root) : NULL;
+        json_decref(c);
+    }
+    int n = local_image_gc(r->state_dir, in_use, r->n_entries, r->image_gc_idle);
+    if (n > 0) {
+        char count[16];
+        snprintf(count, sizeof(count), "%d", n);
+        log_info("removed unused images", "count", count);
+    }
+    for (size_t i = 0; i < r->n_entries; i++)
+        free(in_use[i]);
+    free(in_use);
+}
+
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
  * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
 static uint64_t resync(local_reconciler *r, bool *ret_pending)
@@ -570,6 +598,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                 break;
             rec_teardown(r, uid, false);
         }
+        gc_images(r);
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
@@ -741,6 +770,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     else
         log_warn("cannot watch main processes: their exit is seen at the next resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
+    r->image_gc_idle = o->image_gc_idle ? o->image_gc_idle : 10 * 60 * USEC_PER_SEC;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     _cleanup_free_ char *runc_root = NULL;
     int k;

@@ -14,6 +14,7 @@ typedef struct local_reconciler_options {
     const char *sandboxd;  /* the binary injected into sandboxes */
     const char *runtime;   /* OCI runtime CLI ("runc") */
     usec_t resync_interval; /* full pass after this much quiet; 0 = 10 s */
+    usec_t image_gc_idle;   /* unpacked images unused this long are removed; 0 = 10 min */
 } local_reconciler_options;
 
 /* Starts the thread. Problems that only affect sandboxes (no root, no sandboxd) are logged and

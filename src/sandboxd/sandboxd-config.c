@@ -232,5 +232,6 @@ void sandboxd_config_done(sandboxd_config *cfg)
             free(*p);
     free(cfg->main_command);
     free(cfg->main_dir);
+    free(cfg->main_workdir);
     *cfg = (sandboxd_config){.rest_fd = -1, .grpc_fd = -1};
 }

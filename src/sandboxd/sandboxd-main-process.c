@@ -114,7 +114,10 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addfchdir_np(&fa, sd->root_fd);
+        if (sd->config->main_workdir)
+            posix_spawn_file_actions_addchdir_np(&fa, sd->config->main_workdir);
+        else
+            posix_spawn_file_actions_addfchdir_np(&fa, sd->root_fd);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         if (log_fd >= 0) {
             posix_spawn_file_actions_adddup2(&fa, log_fd, 1);

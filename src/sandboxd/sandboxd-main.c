@@ -190,14 +190,16 @@ int main(int argc, char **argv)
         return code;
     }
     log_setup("sandboxd", cfg.log_json, LOG_LEVEL_INFO);
-    /* Read and drop ASB_MAIN_DIR while single-threaded: unsetenv() must not race the REST
-     * threads reading the environment (/v1/metadata) or children inheriting it. */
-    const char *main_dir = getenv("ASB_MAIN_DIR");
-    if (main_dir && *main_dir && !(cfg.main_dir = strdup(main_dir))) {
+    /* Read and drop ASB_MAIN_DIR/ASB_MAIN_WORKDIR while single-threaded: unsetenv() must not
+     * race the REST threads reading the environment (/v1/metadata) or children inheriting it. */
+    const char *main_dir = getenv("ASB_MAIN_DIR"), *main_wd = getenv("ASB_MAIN_WORKDIR");
+    if ((main_dir && *main_dir && !(cfg.main_dir = strdup(main_dir))) ||
+        (main_wd && *main_wd && !(cfg.main_workdir = strdup(main_wd)))) {
         sandboxd_config_done(&cfg);
         return 1;
     }
     unsetenv("ASB_MAIN_DIR");
+    unsetenv("ASB_MAIN_WORKDIR");
     signal(SIGPIPE, SIG_IGN);
 
     daemon_ctx d = {.sd = {.config = &cfg, .root_fd = -1}};

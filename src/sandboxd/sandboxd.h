@@ -25,6 +25,8 @@ typedef struct sandboxd_config {
     char **main_command;        /* argv after `--` (or the first non-flag), NULL-terminated; may be empty */
     char *main_dir;             /* $ASB_MAIN_DIR (main process log/exit dir), taken out of the
                                    environment in main() before any thread starts; may be NULL */
+    char *main_workdir;         /* $ASB_MAIN_WORKDIR (the main process's cwd: the container's
+                                   workingDir), taken out likewise; NULL = the root dir */
 } sandboxd_config;
 
 /* Shared runtime state. Owned by main; REST threads and the gRPC loop borrow it. */

@@ -5,9 +5,11 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
+from asb_apiserver import CORE
 from grpc_helpers import Client
 from local_sandbox import (condition, create, runc_ids, sbx_state, sockets, start_sbx,  # noqa: F401
                            wait_ready)
@@ -155,3 +157,85 @@ def test_oci_image_env_under_container_env(start_sbx, sbx_state, tmp_path):
         assert (r.exit_code, r.stdout.decode()) == (0, "image container\n")
     finally:
         c.close()
+
+
+def run_sh(state, uid, script):
+    c = Client(f"unix:{sockets(state, uid)[1]}")
+    try:
+        r = c.execute(["/bin/sh", "-c", script], timeout=20)
+        assert r.exit_code == 0, r.stderr
+        return r.stdout.decode()
+    finally:
+        c.close()
+
+
+UID_OF_SELF = 'while read k v rest; do [ "$k" = Uid: ] && echo "$v"; done < /proc/self/status; true'
+
+
+def test_oci_image_working_dir_and_user(start_sbx, sbx_state, tmp_path):
+    layout = build_layout(tmp_path)
+    bundle = tmp_path / "bundle2"
+    umoci("unpack", "--image", f"{layout}:t", str(bundle))
+    (bundle / "rootfs" / "srv" / "app").mkdir(parents=True)
+    for src in closure("/bin/sleep"):  # the main process below stays up
+        dst = bundle / "rootfs" / src.lstrip("/")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(src), dst)
+    umoci("repack", "--image", f"{layout}:t", str(bundle))
+    umoci("config", "--image", f"{layout}:t", "--config.workingdir", "/srv/app",
+          "--config.user", "4321:4322")
+    asb = start_sbx()
+    main = {"command": ["/bin/sh", "-c", "pwd; exec /bin/sleep 1000"]}
+    a = create(asb, "oci-wd", image=f"oci:{layout}:t", container=main)["metadata"]["uid"]
+    b = create(asb, "oci-wd-override", image=f"oci:{layout}:t",
+               container={**main, "workingDir": "/etc", "securityContext": {"runAsUser": 2000}})
+    b = b["metadata"]["uid"]
+    wait_ready(asb, "oci-wd", timeout=60)
+    wait_ready(asb, "oci-wd-override", timeout=60)
+    # The image's WorkingDir is the main process's cwd; Execute without cwd still starts in
+    # sandboxd's root dir (UPSTREAM.md §1.5). The image's User runs both.
+    assert run_sh(sbx_state, a, "pwd") == "/workspace\n"
+    assert run_sh(sbx_state, a, UID_OF_SELF) == "4321\n"
+    log_a = os.path.join(sbx_state, "sandboxes", a, "main", "log")
+    # The container's workingDir and runAsUser win over the image's.
+    assert run_sh(sbx_state, b, UID_OF_SELF) == "2000\n"
+    log_b = os.path.join(sbx_state, "sandboxes", b, "main", "log")
+    from test_local_sandbox_runtime import wait_for
+    assert wait_for(lambda: os.path.exists(log_a) and open(log_a).read() == "/srv/app\n")
+    assert wait_for(lambda: os.path.exists(log_b) and open(log_b).read() == "/etc\n")
+
+
+def test_oci_image_root_user_still_runs_unprivileged(start_sbx, sbx_state, tmp_path):
+    layout = build_layout(tmp_path)
+    umoci("config", "--image", f"{layout}:t", "--config.user", "0:0")
+    asb = start_sbx()
+    uid = create(asb, "oci-root", image=f"oci:{layout}:t")["metadata"]["uid"]
+    wait_ready(asb, "oci-root", timeout=60)
+    assert run_sh(sbx_state, uid, UID_OF_SELF) == "1000\n"
+
+
+def test_relative_working_dir_is_rejected(start_sbx, sbx_state):
+    asb = start_sbx()
+    create(asb, "rel-wd", container={"workingDir": "relative/dir"})
+    obj = wait_ready(asb, "rel-wd", want="False", reason="ReconcilerError")
+    assert "must be an absolute path" in condition(obj, "Ready")["message"]
+
+
+def test_unused_images_are_garbage_collected(start_sbx, sbx_state, tmp_path):
+    layout = build_layout(tmp_path)
+    asb = start_sbx({"ASB_IMAGE_GC_IDLE": "1s", "ASB_RESYNC_INTERVAL": "300ms"})
+    create(asb, "gc-a", image=f"oci:{layout}:t")
+    wait_ready(asb, "gc-a", timeout=60)
+    assert len(cache_entries(sbx_state)) == 1
+    # In use by a running sandbox: kept however long it has been idle.
+    time.sleep(2.5)
+    assert len(cache_entries(sbx_state)) == 1, asb.output()
+    p = asb.path(CORE, "sandboxes", "default", "gc-a")
+    assert asb.delete(p).status_code == 200
+    from test_local_sandbox_runtime import wait_for
+    assert wait_for(lambda: cache_entries(sbx_state) == [], timeout=10), asb.output()
+    assert "removed unused images" in asb.output()
+    # A new sandbox of the same image unpacks it again.
+    create(asb, "gc-b", image=f"oci:{layout}:t")
+    wait_ready(asb, "gc-b", timeout=60)
+    assert len(cache_entries(sbx_state)) == 1
