@@ -138,27 +138,6 @@ int toolbox_invalid(toolbox_result *res, const char *fmt, ...)
                         "Error: Invalid parameters provided. Reason: %s", m ? m : "");
 }
 
-static const char *jtype(json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "object";
-    case JSON_ARRAY:
-        return "array";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "boolean";
-    default:
-        return "null";
-    }
-}
-
 int toolbox_arg_string(json_t *args, const char *key, bool required, const char **ret,
                        toolbox_result *res)
 {
@@ -251,7 +230,7 @@ int toolbox_arg_strv(json_t *args, const char *key, bool required, size_t min_it
         json_t *it = json_array_get(v, i);
         if (!json_is_string(it)) {
             free(out);
-            toolbox_invalid(res, "params/%s/%zu must be string, got %s", key, i, jtype(it));
+            toolbox_invalid(res, "params/%s/%zu must be string", key, i);
             return -EINVAL;
         }
         if ((nonempty_items && json_string_length(it) == 0) ||
