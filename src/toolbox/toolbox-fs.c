@@ -328,7 +328,7 @@ static int files_push(toolbox_files *f, char *path, const struct stat *st)
 }
 
 static int walk(const char *root, const char *dir, bool recursive, const char *const *skip_dirs,
-                const toolbox_ignore *ig, toolbox_files *out, size_t *ignored, int depth)
+                const toolbox_ignore *ig, toolbox_files *out, toolbox_files *ignored, int depth)
 {
     if (depth > 64)
         return 0;
@@ -348,20 +348,30 @@ static int walk(const char *root, const char *dir, bool recursive, const char *c
             continue;
         }
         bool is_dir = S_ISDIR(st.st_mode);
+        bool skip = is_dir && !recursive;
+        for (size_t i = 0; is_dir && skip_dirs && skip_dirs[i] && !skip; i++)
+            skip = strcmp(skip_dirs[i], de->d_name) == 0;
+        if (skip) {
+            free(path);
+            continue;
+        }
         if (ig) {
             _cleanup_free_ char *rel = toolbox_relative(root, path);
             if (rel && toolbox_ignore_match(ig, rel, is_dir)) {
-                if (ignored && !is_dir)
-                    (*ignored)++;
+                /* what an ignored entry hides is collected for gemini-cli's ignored counts */
+                int r = 0;
+                if (ignored && is_dir)
+                    r = walk(root, path, true, skip_dirs, NULL, ignored, NULL, depth + 1);
+                else if (ignored && S_ISREG(st.st_mode))
+                    r = files_push(ignored, TAKE_PTR(path), &st);
                 free(path);
+                if (r < 0)
+                    return r;
                 continue;
             }
         }
         if (is_dir) {
-            bool skip = !recursive;
-            for (size_t i = 0; skip_dirs && skip_dirs[i] && !skip; i++)
-                skip = strcmp(skip_dirs[i], de->d_name) == 0;
-            int r = skip ? 0 : walk(root, path, recursive, skip_dirs, ig, out, ignored, depth + 1);
+            int r = walk(root, path, recursive, skip_dirs, ig, out, ignored, depth + 1);
             free(path);
             if (r < 0)
                 return r;
@@ -380,11 +390,9 @@ static int walk(const char *root, const char *dir, bool recursive, const char *c
 }
 
 int toolbox_walk(const char *root, const char *dir, bool recursive, const char *const *skip_dirs,
-                 const toolbox_ignore *ig, toolbox_files *out, size_t *ret_ignored)
+                 const toolbox_ignore *ig, toolbox_files *out, toolbox_files *ignored)
 {
-    if (ret_ignored)
-        *ret_ignored = 0;
-    return walk(root, dir, recursive, skip_dirs, ig, out, ret_ignored, 0);
+    return walk(root, dir, recursive, skip_dirs, ig, out, ignored, 0);
 }
 
 void toolbox_files_free(toolbox_files *f)

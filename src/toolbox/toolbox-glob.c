@@ -32,6 +32,15 @@ static int file_cmp(const void *a, const void *b)
     return strcmp(x->path, y->path);
 }
 
+/* Absolute patterns match absolute paths; others match paths below dir. */
+static bool glob_hit(const char *pattern, const char *dir, const char *path, bool case_sensitive)
+{
+    if (pattern[0] == '/')
+        return toolbox_glob_match(pattern + 1, path + 1, !case_sensitive);
+    _cleanup_free_ char *rel = toolbox_relative(dir, path);
+    return rel && toolbox_glob_match(pattern, rel, !case_sensitive);
+}
+
 static const char *const skip_dirs[] = {"node_modules", ".git", NULL};
 
 int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
@@ -63,7 +72,7 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     now_ns = ts_ns(now);
 
     toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
-    toolbox_files all = {0}, hits = {0};
+    toolbox_files all = {0}, hits = {0}, ign_files = {0};
     size_t ignored = 0;
 
     /* A pattern naming an existing file is taken literally. */
@@ -87,20 +96,18 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
             }
         }
     } else {
-        int r = toolbox_walk(ctx->root, dir, true, skip_dirs, ig, &all, &ignored);
+        int r = toolbox_walk(ctx->root, dir, true, skip_dirs, ig, &all, &ign_files);
         if (r < 0) {
             toolbox_ignore_free(ig);
             toolbox_files_free(&all);
+            toolbox_files_free(&ign_files);
             return toolbox_fail(res, "glob_execution_error",
                                 "Error during glob search operation: %s", strerror(-r));
         }
-        /* Absolute patterns match absolute paths; others match paths below dir. */
+        for (size_t i = 0; i < ign_files.n; i++)
+            ignored += glob_hit(pattern, dir, ign_files.v[i].path, case_sensitive);
         for (size_t i = 0; i < all.n; i++) {
-            _cleanup_free_ char *rel = toolbox_relative(dir, all.v[i].path);
-            bool m = pattern[0] == '/'
-                         ? toolbox_glob_match(pattern + 1, all.v[i].path + 1, !case_sensitive)
-                         : toolbox_glob_match(pattern, rel, !case_sensitive);
-            if (!m)
+            if (!glob_hit(pattern, dir, all.v[i].path, case_sensitive))
                 continue;
             if (hits.n == hits.cap) {
                 size_t cap = hits.cap ? hits.cap * 2 : 64;
@@ -116,6 +123,7 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     }
     toolbox_ignore_free(ig);
     toolbox_files_free(&all);
+    toolbox_files_free(&ign_files);
 
     _cleanup_free_ char *ign = NULL;
     if (ignored && asprintf(&ign, " (%zu additional files were git-ignored)", ignored) < 0)

@@ -112,7 +112,8 @@ bool toolbox_ignore_match(const toolbox_ignore *ig, const char *rel, bool is_dir
 void toolbox_ignore_free(toolbox_ignore *ig);
 
 /* Recursive walk of files below dir (symlinks not followed), skipping directories named in
- * skip_dirs (basenames) and, when ig is set, ignored entries (counted in *ret_ignored). */
+ * skip_dirs (basenames) and, when ig is set, ignored entries (the files they hide go to
+ * *ignored when it is not NULL). */
 typedef struct toolbox_file {
     char *path;    /* absolute, owned */
     struct timespec mtime;
@@ -123,7 +124,7 @@ typedef struct toolbox_files {
     size_t n, cap;
 } toolbox_files;
 int toolbox_walk(const char *root, const char *dir, bool recursive, const char *const *skip_dirs,
-                 const toolbox_ignore *ig, toolbox_files *out, size_t *ret_ignored);
+                 const toolbox_ignore *ig, toolbox_files *out, toolbox_files *ignored);
 void toolbox_files_free(toolbox_files *f);
 
 /* Writes data to abs (parents created, truncating). Negative errno. */
