@@ -159,3 +159,30 @@ def test_tool_timeout_kills_process_group(start_sbx, sbx_state, tmp_path):
     # The loop went on, and no sleep of the killed group is left in the sandbox.
     assert "exit_code: 0" in r[1]
     assert "sleep" not in r[1]
+
+
+# ---- geminicli toolset (tools run by the injected geminicli-toolbox) ----
+
+def test_geminicli_run_shell_command(start_sbx, sbx_state, tmp_path):
+    asb = start_sbx()
+    a = Agent(tmp_path, sbx_state, session="gem1", args=["-toolset", "geminicli"])
+    p = a.run("run: echo hello; pwd; exit 3")
+    r = agent_replies(p.stdout)[-1]
+    assert r.startswith("I ran `echo hello; pwd; exit 3` with run_shell_command. The result was:\n"), p.stderr
+    assert "Output: hello\n/home/clawtainer" in r
+    assert "Exit Code: 3" in r
+    import json
+    msgs = [json.loads(x) for x in open(os.path.join(a.session_dir, "sessions", "latest.jsonl"))]
+    assert msgs[0]["content"].startswith("You are Gemini CLI")
+    assert get_sandbox(asb, "gem1")["spec"]["shutdownPolicy"] == "Delete"
+
+
+def test_geminicli_timeout_kills_own_groups(start_sbx, sbx_state, tmp_path):
+    start_sbx()
+    a = Agent(tmp_path, sbx_state, session="gem2", args=["-toolset", "geminicli", "-tool-timeout", "1500ms"])
+    t0 = time.monotonic()
+    p = a.run("run: setsid sleep 70 & sleep 71", "run: ps -eo comm")
+    assert time.monotonic() - t0 < 30
+    r = agent_replies(p.stdout)
+    assert "Error: Tool call execution failed. Reason: timed out after 1.500s" in r[0], p.stderr
+    assert "sleep" not in r[1].split("The result was:")[1], r[1]
