@@ -40,11 +40,12 @@ static void serve_usage(FILE *f)
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
             "ASB_RUNTIME (OCI runtime CLI for sandboxes, default runc; \"none\" stores Sandboxes\n"
             "without running them), ASB_SANDBOXD (sandboxd binary injected into sandboxes,\n"
-            "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
-            "this much quiet: liveness of sandboxes, default 10s), ASB_RUNTIME_CLASSES\n"
-            "(runtimeClassName handlers, \"name=binary,...\"; built in: runc, crun, runsc,\n"
-            "gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running sandbox uses\n"
-            "are removed after this long, default 10m).\n",
+            "default: the sandboxd next to asb), ASB_TOOLBOX (geminicli-toolbox injected too,\n"
+            "default: the one next to sandboxd, skipped when absent), ASB_RESYNC_INTERVAL (full\n"
+            "reconcile pass after this much quiet: liveness of sandboxes, default 10s),\n"
+            "ASB_RUNTIME_CLASSES (runtimeClassName handlers, \"name=binary,...\"; built in: runc,\n"
+            "crun, runsc, gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running\n"
+            "sandbox uses are removed after this long, default 10m).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
