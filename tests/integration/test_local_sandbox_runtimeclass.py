@@ -53,8 +53,8 @@ def test_runtime_class_selects_its_handler(start_sbx, sbx_state, tmp_path):
     asb = start_sbx(env)
     wait_ready(asb, "classy")
     assert uid in wrapped_ids(sbx_state)
+    assert wait_for(lambda: "re-adopted sandbox container" in asb.output()), asb.output()
     assert "removing container" not in asb.output(), asb.output()
-    assert "re-adopted sandbox container" in asb.output()
 
     # Suspend/resume and delete go through the same handler.
     p = asb.path(CORE, "sandboxes", "default", "classy")
