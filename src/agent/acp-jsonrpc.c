@@ -76,7 +76,7 @@ int acp_jsonrpc_parse(const char *line, size_t len, acp_msg *ret, json_t **ret_e
     *ret_error = NULL;
     memset(ret, 0, sizeof(*ret));
     json_error_t jerr;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!root)
         return fail(ret_error, NULL, ACP_ERR_PARSE, "Parse error");
     if (!json_is_object(root)) {
