@@ -1,0 +1,133 @@
+"""acp-server driven by the official ACP TypeScript SDK (tests/acp, pinned in package-lock.json)
+against the real agent loop (OPENAI_MODEL=fake-eliza) and real local sandboxes (asb serve with
+runc). Each test talks over real loopback sockets."""
+import pytest
+
+from acp_helpers import AcpServer, drive, tool_text, updates_of
+from asb_apiserver import CORE
+from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
+
+
+@pytest.fixture
+def stack(start_sbx, tmp_path):  # noqa: F811
+    """asb serve with runc + acp-server using its control plane and token."""
+    asb = start_sbx()
+    acp = AcpServer(tmp_path, env={"ASB_STATE_DIR": asb.state_dir}).start()
+    yield asb, acp
+    assert acp.stop() == 0
+
+
+def sandboxes(asb):
+    r = asb.get(asb.path(CORE, "sandboxes", "default"))
+    assert r.status_code == 200, r.text
+    return r.json()["items"]
+
+
+def test_prompt_with_run_uname(stack):
+    asb, acp = stack
+    rep = drive("basic", acp, token=asb.token)
+    assert rep["init"]["protocolVersion"] == 1
+    assert rep["init"]["agentCapabilities"]["loadSession"] is True
+    assert [m["id"] for m in rep["init"]["authMethods"]] == ["asb-token"]
+    sid = rep["sessionId"]
+    assert rep["reflect"] == {"stopReason": "end_turn"}
+    assert rep["run"] == {"stopReason": "end_turn"}
+    texts = [u["content"]["text"] for u in updates_of(rep, sid, "agent_message_chunk")]
+    assert any("What is the capital of France?" in t for t in texts), texts
+    calls = updates_of(rep, sid, "tool_call")
+    assert len(calls) == 1 and calls[0]["kind"] == "execute" and calls[0]["status"] == "pending"
+    assert "uname -a" in str(calls[0]["rawInput"])
+    # Permission was asked before the tool ran, for that very call, with all four options.
+    assert len(rep["permissions"]) == 1
+    perm = rep["permissions"][0]
+    assert perm["toolCall"]["toolCallId"] == calls[0]["toolCallId"]
+    assert sorted(o["kind"] for o in perm["options"]) == ["allow_always", "allow_once",
+                                                          "reject_always", "reject_once"]
+    ups = updates_of(rep, sid, "tool_call_update")
+    assert [u["status"] for u in ups] == ["in_progress", "completed"]
+    assert "Linux" in tool_text(ups[-1])
+    # The command ran in a sandbox of the control plane.
+    assert len(sandboxes(asb)) == 1
+
+
+def test_permission_rejected(stack):
+    asb, acp = stack
+    rep = drive("reject", acp, token=asb.token)
+    sid = rep["sessionId"]
+    assert rep["run"] == {"stopReason": "end_turn"}
+    assert len(rep["permissions"]) == 1
+    ups = updates_of(rep, sid, "tool_call_update")
+    assert [u["status"] for u in ups] == ["failed"]
+    assert "Linux" not in tool_text(ups[0])
+    assert "cancel" in tool_text(ups[0]).lower() or "reject" in tool_text(ups[0]).lower()
+    assert sandboxes(asb) == []
+
+
+def test_permission_allow_always_is_remembered(stack):
+    asb, acp = stack
+    rep = drive("always", acp, token=asb.token)
+    sid = rep["sessionId"]
+    assert rep["run1"] == rep["run2"] == {"stopReason": "end_turn"}
+    assert len(rep["permissions"]) == 1
+    done = [tool_text(u) for u in updates_of(rep, sid, "tool_call_update") if u["status"] == "completed"]
+    assert len(done) == 2 and "first" in done[0] and "second" in done[1]
+    # Both calls reused one sandbox.
+    assert len(sandboxes(asb)) == 1
+
+
+def test_cancel_while_permission_pending(stack):
+    asb, acp = stack
+    rep = drive("cancel-permission", acp, token=asb.token)
+    assert rep["run"] == {"stopReason": "cancelled"}
+    statuses = [u["status"] for u in updates_of(rep, rep["sessionId"], "tool_call_update")]
+    assert "completed" not in statuses and "in_progress" not in statuses
+
+
+def test_cancel_running_tool(stack):
+    asb, acp = stack
+    rep = drive("cancel-running", acp, token=asb.token)
+    assert rep["run"] == {"stopReason": "cancelled"}
+    assert rep["seconds"] < 30, rep["seconds"]
+    assert rep["after"] == {"stopReason": "end_turn"}
+    done = [tool_text(u) for u in updates_of(rep, rep["sessionId"], "tool_call_update")
+            if u["status"] == "completed"]
+    assert any("still-here" in t for t in done), done
+
+
+def test_two_sessions_in_parallel(stack):
+    asb, acp = stack
+    rep = drive("parallel", acp, token=asb.token)
+    a, b = rep["sessions"]
+    assert a != b
+    assert rep["results"] == [{"stopReason": "end_turn"}] * 2
+    out_a = " ".join(tool_text(u) for u in updates_of(rep, a, "tool_call_update"))
+    out_b = " ".join(tool_text(u) for u in updates_of(rep, b, "tool_call_update"))
+    assert "from-a" in out_a and "from-b" not in out_a
+    assert "from-b" in out_b and "from-a" not in out_b
+    # Each session has its own sandbox.
+    assert len(sandboxes(asb)) == 2
+
+
+def test_unauthenticated_client_refused(stack):
+    asb, acp = stack
+    rep = drive("noauth", acp)
+    assert rep["newError"]["code"] == -32000
+    assert rep["authError"]["code"] == -32000
+    assert rep["newError2"]["code"] == -32000
+    assert sandboxes(asb) == []
+
+
+def test_load_session_replays_history(stack):
+    asb, acp = stack
+    first = drive("basic", acp, token=asb.token)
+    sid = first["sessionId"]
+    rep = drive("load", acp, token=asb.token, env={"ACP_LOAD_SESSION": sid})
+    assert rep["load"] is not None
+    users = [u["content"]["text"] for u in updates_of(rep, sid, "user_message_chunk")]
+    assert "What is the capital of France?" in users and "run: uname -a" in users
+    agents = " ".join(u["content"]["text"] for u in updates_of(rep, sid, "agent_message_chunk"))
+    assert "capital of France" in agents
+    ups = updates_of(rep, sid, "tool_call_update")
+    assert any("Linux" in tool_text(u) for u in ups)
+    assert rep["permissions"] == []
+    assert rep["missing"]["code"] == -32002
