@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/acp-server.h"
 #include "basic/macro.h"
@@ -99,7 +100,12 @@ static void reply_error(acp_conn *c, json_t *id, int code, const char *message)
  * NULL after replying with an error. */
 static acp_session *session_open(acp_conn *c, json_t *id, const char *name, const char *cwd)
 {
-    if (!name_claim(c->server, name)) {
+    /* A client that reconnects may be faster than the server noticing the old connection's
+     * end: give that a moment before refusing. */
+    bool claimed = false;
+    for (int i = 0; i < 40 && !(claimed = name_claim(c->server, name)); i++)
+        usleep(50 * 1000);
+    if (!claimed) {
         reply_error(c, id, ACP_ERR_INVALID_REQUEST, "session is already open on a connection");
         return NULL;
     }
