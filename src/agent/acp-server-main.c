@@ -1,4 +1,5 @@
-/* acp-server [--listen HOST:PORT] [--allow-unauthenticated] [--token-file PATH] [--log-json]
+/* acp-server [--listen HOST:PORT] [--allow-unauthenticated] [--token-file PATH] [--namespace NS]
+ *            [--toolset NAME] [--image IMAGE] [--log-json]
  * Serves the agent loop over the Agent Client Protocol (docs/acp.md). */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: acp-server [--listen HOST:PORT] [--allow-unauthenticated] [--token-file PATH]\n"
-            "                  [--log-json]\n"
+            "                  [--namespace NS] [--toolset basic|geminicli] [--image IMAGE] [--log-json]\n"
             "Serves the sandboxed agent over the Agent Client Protocol (JSON-RPC 2.0, one message\n"
             "per line) on TCP, default %s. Clients authenticate with the control-plane token\n"
             "(--token-file, else $ASB_TOKEN, else $ASB_STATE_DIR/token). The model and sandbox\n"
@@ -70,6 +71,9 @@ int main(int argc, char **argv)
         {"allow-unauthenticated", no_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 't'},
         {"log-json", no_argument, NULL, 'j'},
+        {"namespace", required_argument, NULL, 'n'},
+        {"toolset", required_argument, NULL, 'T'},
+        {"image", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -90,6 +94,15 @@ int main(int argc, char **argv)
             break;
         case 'j':
             log_json = true;
+            break;
+        case 'n':
+            cfg.agent.ns = optarg;
+            break;
+        case 'T':
+            cfg.agent.toolset = optarg;
+            break;
+        case 'i':
+            cfg.agent.image = optarg;
             break;
         case 'h':
             usage(stdout);
