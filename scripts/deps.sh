@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-  libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev
+  libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libarchive-dev
   python3 python3-pytest python3-requests python3-grpcio python3-protobuf
   python3-kubernetes
   curl valgrind procps util-linux

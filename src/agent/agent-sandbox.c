@@ -1,0 +1,540 @@
+/* A session's sandbox: one Sandbox (or SandboxClaim with -pool) named after the session, created
+ * on the first tool call, reused while it exists (also by a restarted CLI), kept alive by pushing
+ * shutdownTime to now+5 min on every tool call (shutdownPolicy Delete collects an idle one), and
+ * recreated with the newest home-directory backup restored when it has gone. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <asb/client.h>
+#include <asb/sandbox.h>
+
+#include "agent/agent-internal.h"
+#include "basic/macro.h"
+
+#define READY_TIMEOUT_MS (180L * 1000)
+#define MAX_OUTPUT (256u << 20)
+
+struct agent_box {
+    const agent_config *cfg;
+    char *session;
+    char *image;
+    char *homedir;
+    char *ns;
+    char *backup_dir;
+    char *name; /* the Sandbox's name (differs from the session with a pool) */
+    asb_client *client;
+    asb_sandbox *sb;
+    bool toolbox_uploaded;
+};
+
+void agent_exec_result_clear(agent_exec_result *r)
+{
+    free(r->out);
+    free(r->err);
+    *r = (agent_exec_result){0};
+}
+
+static void box_log(agent_box *b, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void box_log(agent_box *b, int level, const char *fmt, ...)
+{
+    if (!b->cfg->log_cb)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) >= 0) {
+        b->cfg->log_cb(level, m, b->cfg->log_payload);
+        free(m);
+    }
+    va_end(ap);
+}
+
+/* libasb's error as -errno plus a message "<what>: <message>". */
+static int asb_fail(char **ret_error, int code, const char *what)
+{
+    const asb_error *e = asb_error_last();
+    const char *m = e && e->message && *e->message ? e->message : asb_strerror(code);
+    int r;
+    switch (code) {
+    case ASB_ENOTFOUND:
+        r = -ENOENT;
+        break;
+    case ASB_ECANCELLED:
+        r = -ECANCELED;
+        break;
+    case ASB_ETIMEOUT:
+        r = -ETIMEDOUT;
+        break;
+    case ASB_ENOMEM:
+        r = -ENOMEM;
+        break;
+    case ASB_ECONNECT:
+        r = -ENOTCONN;
+        break;
+    case ASB_EEXISTS:
+        r = -EEXIST;
+        break;
+    default:
+        r = -EIO;
+    }
+    return agent_fail(ret_error, r, "%s: %s", what, m);
+}
+
+int agent_box_new(agent_box **ret, const agent_config *cfg, const char *session,
+                  const char *image, const char *backup_dir, char **ret_error)
+{
+    agent_box *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    b->cfg = cfg;
+    b->session = strdup(session);
+    b->image = strdup(image ? image : AGENT_DEFAULT_IMAGE);
+    b->homedir = strdup(cfg->homedir && *cfg->homedir ? cfg->homedir : AGENT_DEFAULT_HOMEDIR);
+    b->ns = strdup(cfg->ns && *cfg->ns ? cfg->ns : "default");
+    b->backup_dir = strdup(backup_dir);
+    if (!b->session || !b->image || !b->homedir || !b->ns || !b->backup_dir) {
+        agent_box_free(b);
+        return -ENOMEM;
+    }
+    *ret = b;
+    return 0;
+}
+
+agent_box *agent_box_free(agent_box *b)
+{
+    if (!b)
+        return NULL;
+    asb_sandbox_free(b->sb);
+    asb_client_free(b->client);
+    free(b->session);
+    free(b->image);
+    free(b->homedir);
+    free(b->ns);
+    free(b->backup_dir);
+    free(b->name);
+    free(b);
+    return NULL;
+}
+
+const char *agent_box_name(const agent_box *b)
+{
+    return b ? b->name : NULL;
+}
+
+static void shutdown_time(char *buf, size_t n)
+{
+    time_t t = time(NULL) + AGENT_TTL_SECONDS;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int ensure_client(agent_box *b, char **ret_error)
+{
+    if (b->client)
+        return 0;
+    asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.server = b->cfg->server;
+    o.token = b->cfg->token;
+    o.state_dir = b->cfg->state_dir;
+    int r = asb_client_new(&b->client, &o);
+    if (r != ASB_OK)
+        return asb_fail(ret_error, r, "control plane");
+    return 0;
+}
+
+static int create_object(agent_box *b, const char *when, char **ret_error)
+{
+    json_t *obj;
+    if (b->cfg->pool)
+        obj = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s}, s:{s:s, s:s}}}", "apiVersion",
+                        "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim", "metadata",
+                        "name", b->session, "spec", "warmPoolRef", "name", b->cfg->pool,
+                        "lifecycle", "shutdownTime", when, "shutdownPolicy", "Delete");
+    else
+        obj = json_pack(
+            "{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:{s:{s:[{s:s, s:s, s:[{s:s, s:s}], "
+            "s:[{s:s, s:s}]}], s:s, s:b}}, s:[{s:{s:s}, s:{s:[s], s:{s:{s:s}}}}], s:s, s:s}}",
+            "apiVersion", "agents.x-k8s.io/v1beta1", "kind", "Sandbox", "metadata", "name",
+            b->session, "labels", "app.kubernetes.io/managed-by", "sandboxed-tools", "spec",
+            "podTemplate", "spec", "containers", "name", "sandbox", "image", b->image, "env",
+            "name", "HOME", "value", b->homedir, "volumeMounts", "name", "home", "mountPath",
+            b->homedir, "restartPolicy", "Never", "automountServiceAccountToken", 0,
+            "volumeClaimTemplates", "metadata", "name", "home", "spec", "accessModes",
+            "ReadWriteOnce", "resources", "requests", "storage", "1Gi", "shutdownTime", when,
+            "shutdownPolicy", "Delete");
+    if (!obj)
+        return -ENOMEM;
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    if (!s)
+        return -ENOMEM;
+    int r = asb_object_create(NULL, b->client, b->cfg->pool ? "SandboxClaim" : "Sandbox", b->ns, s);
+    free(s);
+    if (r == ASB_EEXISTS)
+        return 0; /* raced with another CLI of the same session: use it */
+    if (r != ASB_OK)
+        return asb_fail(ret_error, r, b->cfg->pool ? "create SandboxClaim" : "create Sandbox");
+    return 0;
+}
+
+/* Pushes shutdownTime; -ENOENT when the object does not exist. */
+static int extend(agent_box *b, const char *when, char **ret_error)
+{
+    json_t *p = b->cfg->pool
+                    ? json_pack("{s:{s:{s:s}}}", "spec", "lifecycle", "shutdownTime", when)
+                    : json_pack("{s:{s:s}}", "spec", "shutdownTime", when);
+    char *s = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    json_decref(p);
+    if (!s)
+        return -ENOMEM;
+    int r = asb_object_patch(NULL, b->client, b->cfg->pool ? "SandboxClaim" : "Sandbox", b->ns,
+                             b->session, s, 0);
+    free(s);
+    if (r != ASB_OK)
+        return asb_fail(ret_error, r, "extend shutdownTime");
+    return 0;
+}
+
+static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error)
+{
+    asb_wait_options w = ASB_WAIT_OPTIONS_INIT;
+    w.timeout_ms = READY_TIMEOUT_MS;
+    w.cancel = cancel;
+    char *obj = NULL;
+    const char *kind = b->cfg->pool ? "SandboxClaim" : "Sandbox";
+    int r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
+    if (r != ASB_OK)
+        return asb_fail(ret_error, r, b->cfg->pool ? "wait for the claim" : "wait for the sandbox");
+    free(b->name);
+    b->name = NULL;
+    json_t *o = json_loads(obj, 0, NULL);
+    asb_free(obj);
+    const char *name = b->cfg->pool ? json_string_value(json_object_get(
+                                          json_object_get(json_object_get(o, "status"), "sandbox"),
+                                          "name"))
+                                    : b->session;
+    b->name = name ? strdup(name) : NULL;
+    json_decref(o);
+    if (!b->name)
+        return agent_fail(ret_error, -EPROTO, "claim %s is Ready but names no sandbox", b->session);
+    return 0;
+}
+
+static int restore(agent_box *b, const volatile int *cancel)
+{
+    _cleanup_free_ char *latest = NULL, *data = NULL, *err = NULL;
+    size_t len = 0;
+    int r = agent_backup_latest(b->backup_dir, &latest);
+    if (r < 0 || !latest)
+        return r;
+    r = agent_backup_read(latest, &data, &len, &err);
+    if (r < 0) {
+        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest, err ? err : "");
+        return r;
+    }
+    const char *argv[] = {"tar", "-xf", "-", "-C", b->homedir, NULL};
+    agent_exec_result res = {0};
+    r = agent_box_exec(b, argv, data, len, 0, cancel, &res, &err);
+    if (r == 0 && res.exit_code != 0)
+        box_log(b, AGENT_LOG_WARNING, "restore of %s: tar exited %d: %s", latest, res.exit_code,
+                res.err ? res.err : "");
+    else if (r < 0)
+        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest, err ? err : "");
+    else
+        box_log(b, AGENT_LOG_INFO, "restored %s into sandbox %s", latest, b->name);
+    agent_exec_result_clear(&res);
+    return r;
+}
+
+int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
+{
+    int r = ensure_client(b, ret_error);
+    if (r < 0)
+        return r;
+    char when[32];
+    for (int attempt = 0; attempt < 3; attempt++) {
+        shutdown_time(when, sizeof(when));
+        r = extend(b, when, ret_error);
+        bool created = false;
+        if (r == -ENOENT) {
+            asb_sandbox_free(b->sb);
+            b->sb = NULL;
+            b->toolbox_uploaded = false;
+            r = create_object(b, when, ret_error);
+            created = true;
+        }
+        if (r < 0)
+            return r;
+        if (b->sb && !created)
+            return 0;
+        r = wait_ready(b, cancel, ret_error);
+        if (r == -ENOENT)
+            continue; /* expired and deleted while we waited: create a new one */
+        if (r < 0)
+            return r;
+        asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
+        int ar = asb_sandbox_open(&b->sb, b->client, b->ns, b->name, &so);
+        if (ar != ASB_OK)
+            return asb_fail(ret_error, ar, "open sandbox");
+        if (created) {
+            box_log(b, AGENT_LOG_INFO, "created sandbox %s", b->name);
+            restore(b, cancel);
+        }
+        return 0;
+    }
+    return agent_fail(ret_error, -EAGAIN, "sandbox %s keeps disappearing", b->session);
+}
+
+/* ---- exec ---- */
+
+typedef struct exec_ctx {
+    agent_box *b;
+    agent_exec_result *res;
+    const char *stdin_data;
+    size_t stdin_len;
+    long timeout_ms;
+    int pid;
+    bool overflow;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    bool watchdog;
+    pthread_t thread;
+    int stdin_error;
+} exec_ctx;
+
+static void *watchdog_main(void *ud)
+{
+    exec_ctx *c = ud;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += c->timeout_ms / 1000;
+    dl.tv_nsec += (c->timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (!c->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&c->cond, &c->lock, &dl);
+    bool fire = !c->done;
+    if (fire)
+        c->res->timed_out = true;
+    pthread_mutex_unlock(&c->lock);
+    if (fire) /* sandboxd signals the whole process group */
+        asb_sandbox_signal(c->b->sb, c->pid, SIGKILL);
+    return NULL;
+}
+
+static int append(char **data, size_t *len, const char *p, size_t n)
+{
+    if (*len + n > MAX_OUTPUT)
+        return -E2BIG;
+    char *d = realloc(*data, *len + n + 1);
+    if (!d)
+        return -ENOMEM;
+    memcpy(d + *len, p, n);
+    *len += n;
+    d[*len] = '\0';
+    *data = d;
+    return 0;
+}
+
+static int on_init(int pid, void *ud)
+{
+    exec_ctx *c = ud;
+    c->pid = pid;
+    if (c->timeout_ms > 0 && pthread_create(&c->thread, NULL, watchdog_main, c) == 0)
+        c->watchdog = true;
+    const size_t chunk = 1u << 20;
+    size_t off = 0;
+    do {
+        size_t n = MIN(chunk, c->stdin_len - off);
+        bool eof = off + n >= c->stdin_len;
+        int r = asb_sandbox_write_stdin(c->b->sb, pid, c->stdin_data ? c->stdin_data + off : "", n,
+                                        eof);
+        if (r != ASB_OK) {
+            c->stdin_error = r; /* the process may have exited already: not fatal */
+            break;
+        }
+        off += n;
+    } while (off < c->stdin_len);
+    return 0;
+}
+
+static int on_stdout(const char *d, size_t n, void *ud)
+{
+    exec_ctx *c = ud;
+    if (append(&c->res->out, &c->res->out_len, d, n) < 0)
+        c->overflow = true;
+    return 0;
+}
+
+static int on_stderr(const char *d, size_t n, void *ud)
+{
+    exec_ctx *c = ud;
+    if (append(&c->res->err, &c->res->err_len, d, n) < 0)
+        c->overflow = true;
+    return 0;
+}
+
+int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
+                   long timeout_ms, const volatile int *cancel, agent_exec_result *ret,
+                   char **ret_error)
+{
+    *ret = (agent_exec_result){0};
+    if (!b->sb)
+        return agent_fail(ret_error, -ENOTCONN, "no sandbox");
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    /* sandboxd confines cwd to its root directory, so the shell changes to $HOME itself. */
+    const char **full = calloc(n + 5, sizeof(*full));
+    if (!full)
+        return -ENOMEM;
+    full[0] = "/bin/sh";
+    full[1] = "-c";
+    full[2] = "mkdir -p \"$HOME\" 2>/dev/null; cd \"$HOME\" 2>/dev/null; exec \"$@\"";
+    full[3] = "sh";
+    for (size_t i = 0; i < n; i++)
+        full[4 + i] = argv[i];
+    _cleanup_free_ char *home_env = NULL;
+    if (asprintf(&home_env, "HOME=%s", b->homedir) < 0) {
+        free(full);
+        return -ENOMEM;
+    }
+    const char *env[] = {home_env, NULL};
+    asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
+    po.env = env;
+    po.cancel = cancel;
+    exec_ctx c = {.b = b, .res = ret, .stdin_data = stdin_data, .stdin_len = stdin_len,
+                  .timeout_ms = timeout_ms, .pid = -1};
+    pthread_mutex_init(&c.lock, NULL);
+    pthread_cond_init(&c.cond, NULL);
+    asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;
+    cbs.init_cb = on_init;
+    cbs.stdout_cb = on_stdout;
+    cbs.stderr_cb = on_stderr;
+    cbs.payload = &c;
+    int exit_code = -1;
+    int ar = asb_sandbox_start(&exit_code, b->sb, full, &po, &cbs);
+    pthread_mutex_lock(&c.lock);
+    c.done = true;
+    pthread_cond_broadcast(&c.cond);
+    pthread_mutex_unlock(&c.lock);
+    if (c.watchdog)
+        pthread_join(c.thread, NULL);
+    pthread_mutex_destroy(&c.lock);
+    pthread_cond_destroy(&c.cond);
+    free(full);
+    if (!ret->out)
+        ret->out = strdup("");
+    if (!ret->err)
+        ret->err = strdup("");
+    if (!ret->out || !ret->err) {
+        agent_exec_result_clear(ret);
+        return -ENOMEM;
+    }
+    if (ar == ASB_ECANCELLED || (cancel && *cancel)) {
+        return agent_fail(ret_error, -ECANCELED, "cancelled");
+    }
+    if (ar != ASB_OK && !ret->timed_out) {
+        int r = asb_fail(ret_error, ar, "run in sandbox");
+        if (ar == ASB_ECONNECT) {
+            asb_sandbox_free(b->sb); /* gone: the next ensure recreates it */
+            b->sb = NULL;
+        }
+        return r;
+    }
+    ret->exit_code = exit_code;
+    return 0;
+}
+
+int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsigned int mode,
+                     char **ret_error)
+{
+    if (b->toolbox_uploaded)
+        return 0;
+    _cleanup_fclose_ FILE *f = fopen(host_path, "re");
+    if (!f)
+        return agent_fail(ret_error, -errno, "cannot open %s: %s", host_path, strerror(errno));
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        if (append(&data, &len, chunk, n) < 0)
+            return -ENOMEM;
+    /* The REST API is confined to the sandbox's root directory: stream it through a shell. */
+    _cleanup_free_ char *script = NULL;
+    if (asprintf(&script,
+                 "d=$(dirname \"$1\"); mkdir -p \"$d\" && cat > \"$1.tmp\" && chmod %o \"$1.tmp\" "
+                 "&& mv -f \"$1.tmp\" \"$1\"",
+                 mode) < 0)
+        return -ENOMEM;
+    const char *argv[] = {"sh", "-c", script, "sh", path, NULL};
+    agent_exec_result res = {0};
+    int r = agent_box_exec(b, argv, data, len, 0, NULL, &res, ret_error);
+    if (r == 0 && res.exit_code != 0)
+        r = agent_fail(ret_error, -EIO, "cannot install %s in the sandbox: %s", path, res.err);
+    agent_exec_result_clear(&res);
+    if (r == 0)
+        b->toolbox_uploaded = true;
+    return r;
+}
+
+int agent_box_snapshot(agent_box *b, char **ret_error)
+{
+    if (!b->sb)
+        return 0;
+    const char *argv[] = {"tar", "-cf", "-", "-C", b->homedir, ".", NULL};
+    agent_exec_result res = {0};
+    int r = agent_box_exec(b, argv, NULL, 0, 0, NULL, &res, ret_error);
+    if (r < 0)
+        return r;
+    if (res.exit_code != 0) {
+        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code,
+                       res.err);
+        agent_exec_result_clear(&res);
+        return r;
+    }
+    r = mkdir(b->backup_dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
+    if (r < 0) {
+        agent_exec_result_clear(&res);
+        return agent_fail(ret_error, r, "cannot create %s: %s", b->backup_dir, strerror(-r));
+    }
+    char stamp[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+    _cleanup_free_ char *path = NULL;
+    /* Several snapshots in one second: "_NN" sorts after "." and keeps name order = time order. */
+    for (int i = 0; i < 100; i++) {
+        free(path);
+        path = NULL;
+        int rr = i == 0 ? asprintf(&path, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
+                        : asprintf(&path, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, i);
+        if (rr < 0) {
+            agent_exec_result_clear(&res);
+            return -ENOMEM;
+        }
+        struct stat st;
+        if (stat(path, &st) < 0)
+            break;
+    }
+    r = agent_backup_write(path, res.out, res.out_len, ret_error);
+    agent_exec_result_clear(&res);
+    if (r == 0)
+        agent_backup_rotate(b->backup_dir, AGENT_BACKUPS_KEPT);
+    return r;
+}

@@ -1,0 +1,144 @@
+/* Session storage: <data_dir>/<session>/sessions/latest.jsonl, one chat message per line,
+ * append-only (upstream's format, so sessions move between the two CLIs). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent-internal.h"
+#include "basic/macro.h"
+
+int agent_session_name_valid(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n < 1 || n > 40)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9')))
+            return 0;
+    return 1;
+}
+
+int agent_store_session_dir(const agent_config *cfg, const char *session, char **ret)
+{
+    *ret = NULL;
+    if (!agent_session_name_valid(session))
+        return -EINVAL;
+    int r;
+    if (cfg && cfg->data_dir)
+        r = asprintf(ret, "%s/%s", cfg->data_dir, session);
+    else {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return -ENOENT;
+        r = asprintf(ret, "%s/.local/sandboxed-tools/%s", home, session);
+    }
+    return r < 0 ? -ENOMEM : 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *s = '/';
+    }
+    if (mkdir(p, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)
+{
+    *ret = NULL;
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sessions/latest.jsonl", session_dir) < 0)
+        return -ENOMEM;
+    json_t *arr = json_array();
+    if (!arr)
+        return -ENOMEM;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f) {
+        if (errno == ENOENT) {
+            *ret = arr;
+            return 0;
+        }
+        int e = -errno;
+        json_decref(arr);
+        return agent_fail(ret_error, e, "cannot read %s: %s", path, strerror(-e));
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    unsigned lineno = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        if (n == 0 || line[0] == '\n')
+            continue;
+        json_error_t jerr;
+        json_t *m = json_loadb(line, (size_t)n, 0, &jerr);
+        if (!json_is_object(m)) {
+            json_decref(m);
+            free(line);
+            json_decref(arr);
+            return agent_fail(ret_error, -EBADMSG, "%s:%u: not a JSON message: %s", path, lineno,
+                              jerr.text);
+        }
+        json_array_append_new(arr, m);
+    }
+    free(line);
+    *ret = arr;
+    return 0;
+}
+
+int agent_store_append(const char *session_dir, json_t *message, char **ret_error)
+{
+    _cleanup_free_ char *dir = NULL, *path = NULL;
+    if (asprintf(&dir, "%s/sessions", session_dir) < 0 ||
+        asprintf(&path, "%s/latest.jsonl", dir) < 0)
+        return -ENOMEM;
+    int r = mkdir_p(dir, 0700);
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot create %s: %s", dir, strerror(-r));
+    _cleanup_free_ char *s = json_dumps(message, JSON_COMPACT);
+    if (!s)
+        return -ENOMEM;
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return agent_fail(ret_error, -errno, "cannot open %s: %s", path, strerror(errno));
+    size_t len = strlen(s);
+    s[len] = '\0';
+    _cleanup_free_ char *line = NULL;
+    if (asprintf(&line, "%s\n", s) < 0)
+        return -ENOMEM;
+    size_t off = 0, total = len + 1;
+    while (off < total) {
+        ssize_t w = write(fd, line + off, total - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return agent_fail(ret_error, -errno, "cannot write %s: %s", path, strerror(errno));
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int agent_session_exists(const agent_config *cfg, const char *name)
+{
+    _cleanup_free_ char *dir = NULL, *path = NULL;
+    if (agent_store_session_dir(cfg, name, &dir) < 0)
+        return 0;
+    if (asprintf(&path, "%s/sessions/latest.jsonl", dir) < 0)
+        return 0;
+    return access(path, F_OK) == 0;
+}
