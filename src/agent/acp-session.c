@@ -347,6 +347,11 @@ static void *prompt_thread(void *arg)
     call_map_clear(ss);
     if (ss->cancel)
         stop = AGENT_STOP_CANCELLED;
+    /* The session is free again before the answer goes out: a client may send its next prompt
+     * the moment it reads the answer. This thread touches only the connection from here on. */
+    pthread_mutex_lock(&c->lock);
+    ss->busy = false;
+    pthread_mutex_unlock(&c->lock);
     if (r < 0 && stop != AGENT_STOP_CANCELLED) {
         log_warn("acp: prompt failed", "session", ss->id, "error", msg ? msg : strerror(-r));
         acp_conn_send(c, acp_jsonrpc_error(job->id, ACP_ERR_INTERNAL, msg ? msg : strerror(-r),
@@ -360,7 +365,6 @@ static void *prompt_thread(void *arg)
     free(job->text);
     free(job);
     pthread_mutex_lock(&c->lock);
-    ss->busy = false;
     c->workers--;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);

@@ -131,3 +131,27 @@ def test_load_session_replays_history(stack):
     assert any("Linux" in tool_text(u) for u in ups)
     assert rep["permissions"] == []
     assert rep["missing"]["code"] == -32002
+
+
+def test_terminal_client_asks_before_each_tool_call(stack):
+    """acp-client: prompts and y/n answers on stdin, token found through ASB_STATE_DIR."""
+    import os
+    import subprocess
+    from acp_helpers import acp_binary
+    asb, acp = stack
+    stdin = "hello agent\nrun: uname -a\ny\nrun: echo rejected-run\nn\n/exit\n"
+    env = {"PATH": os.environ["PATH"], "ASB_STATE_DIR": asb.state_dir}
+    r = subprocess.run([acp_binary("acp-client"), acp.address], input=stdin, capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr + acp.output()
+    out = r.stdout
+    assert "Agent> What do you think it means when you say 'hello agent'?" in out
+    assert out.count("Allow tool call") == 2, out + r.stderr + acp.output()
+    assert "Linux" in out
+    assert "[tool call-2] failed" in out and "rejected-run\n" not in out.split("[tool call-2] failed")[1]
+    assert r.stderr.count("turn ended: end_turn") == 3
+    # Without the token the client is refused.
+    r = subprocess.run([acp_binary("acp-client"), acp.address], input="hi\n", capture_output=True,
+                       text=True, env={"PATH": os.environ["PATH"], "ASB_STATE_DIR": "/nonexistent"},
+                       timeout=30)
+    assert r.returncode == 1 and "-32000" in r.stderr
