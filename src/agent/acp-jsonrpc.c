@@ -189,22 +189,6 @@ int acp_params_authenticate(const json_t *params, const char **ret_method_id, co
     return 0;
 }
 
-bool acp_session_id_valid(const char *id)
-{
-    if (!id)
-        return false;
-    size_t n = strlen(id);
-    if (n == 0 || n > 64 || id[0] == '.' || id[0] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.'))
-            return false;
-    }
-    return true;
-}
-
 static int check_mcp_servers(const json_t *servers, const char **ret_why)
 {
     if (!json_is_array(servers))

@@ -85,7 +85,3 @@ json_t *acp_permission_options(void);
 /* Maps a response message (result or error; may be NULL for "no answer") to an outcome; anything
  * unexpected is a reject, never an allow. */
 acp_permission acp_permission_from_response(const json_t *result, const json_t *error);
-
-/* Valid ACP session id as minted by this server and accepted by session/load: 1..64 characters of
- * [A-Za-z0-9._-], not starting with '.' or '-'. */
-bool acp_session_id_valid(const char *id);
