@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <asb/client.h>
 #include <asb/sandbox.h>
@@ -20,6 +21,11 @@
 
 #define READY_TIMEOUT_MS (180L * 1000)
 #define MAX_OUTPUT (256u << 20)
+#define RUN_MARKER "SANDBOXED_TOOLS_RUN"
+#define KILL_MARKED                                                                                \
+    "for e in /proc/[0-9]*/environ; do "                                                           \
+    "if grep -qzxF \"" RUN_MARKER "=$1\" \"$e\" 2>/dev/null; then "                                \
+    "p=${e#/proc/}; kill -KILL \"${p%/environ}\" 2>/dev/null; fi; done; exit 0"
 
 struct agent_box {
     const agent_config *cfg;
@@ -307,6 +313,7 @@ typedef struct exec_ctx {
     pthread_cond_t cond;
     bool done;
     bool watchdog;
+    const char *token;
     pthread_t thread;
     int stdin_error;
 } exec_ctx;
@@ -330,8 +337,17 @@ static void *watchdog_main(void *ud)
     if (fire)
         c->res->timed_out = true;
     pthread_mutex_unlock(&c->lock);
-    if (fire) /* sandboxd signals the whole process group */
+    if (fire) {
+        /* sandboxd signals the process group; processes that moved to their own group or
+         * session (gemini's shell tool does) are found by the marker in their environment. */
         asb_sandbox_signal(c->b->sb, c->pid, SIGKILL);
+        const char *argv[] = {"/bin/sh", "-c", KILL_MARKED, "sh", c->token, NULL};
+        for (int i = 0; i < 2; i++) {
+            asb_sandbox_result *kr = NULL;
+            asb_sandbox_execute(&kr, c->b->sb, argv, NULL);
+            asb_sandbox_result_free(kr);
+        }
+    }
     return NULL;
 }
 
@@ -412,12 +428,21 @@ int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data
         free(full);
         return -ENOMEM;
     }
-    const char *env[] = {home_env, NULL};
+    static unsigned long seq;
+    char token[64];
+    snprintf(token, sizeof(token), "%ld.%lu.%lx", (long)getpid(),
+             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), (unsigned long)random());
+    _cleanup_free_ char *marker = NULL;
+    if (asprintf(&marker, RUN_MARKER "=%s", token) < 0) {
+        free(full);
+        return -ENOMEM;
+    }
+    const char *env[] = {home_env, marker, NULL};
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.env = env;
     po.cancel = cancel;
     exec_ctx c = {.b = b, .res = ret, .stdin_data = stdin_data, .stdin_len = stdin_len,
-                  .timeout_ms = timeout_ms, .pid = -1};
+                  .timeout_ms = timeout_ms, .pid = -1, .token = token};
     pthread_mutex_init(&c.lock, NULL);
     pthread_cond_init(&c.cond, NULL);
     asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;

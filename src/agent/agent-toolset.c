@@ -13,6 +13,8 @@
 #include "basic/macro.h"
 
 #define TOOLBOX_IN_SANDBOX "/tmp/.sandboxed-tools/geminicli-toolbox"
+#define TOOLBOX_INJECTED "/.asb/bin/geminicli-toolbox"
+#define TOOLBOX_LOADER "/.asb/lib/ld-linux-x86-64.so.2"
 
 struct agent_toolset {
     const char *name;
@@ -363,26 +365,57 @@ static int toolbox_host_path(const agent_config *cfg, char **ret)
     return asprintf(ret, "%s/geminicli-toolbox", dirname(exe)) < 0 ? -ENOMEM : 0;
 }
 
+/* The toolbox's answer {"llmContent","returnDisplay","error"} as the model's text. */
+static int gemini_result(const agent_exec_result *res, char **ret, bool *ret_failed)
+{
+    json_t *o = res->exit_code == 0 ? json_loadb(res->out, res->out_len, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        *ret_failed = true;
+        const char *m = res->err_len ? res->err : res->out;
+        return asprintf(ret, "Error: Tool call execution failed. Reason: %s",
+                        m && *m ? m : "geminicli-toolbox failed") < 0
+                   ? -ENOMEM
+                   : 0;
+    }
+    const char *llm = json_string_value(json_object_get(o, "llmContent"));
+    json_t *err = json_object_get(o, "error");
+    const char *emsg = json_string_value(json_object_get(err, "message"));
+    if (!emsg)
+        emsg = json_string_value(err);
+    *ret_failed = err && !json_is_null(err);
+    int r = asprintf(ret, "%s", llm ? llm : emsg ? emsg : "");
+    json_decref(o);
+    return r < 0 ? -ENOMEM : 0;
+}
+
 static int run_gemini(agent_box *box, const agent_config *cfg, const char *name,
                       const char *arguments, const volatile int *cancel, char **ret,
                       bool *ret_failed)
 {
-    _cleanup_free_ char *host = NULL, *err = NULL;
-    int r = toolbox_host_path(cfg, &host);
-    if (r < 0)
-        return r;
-    r = agent_box_upload(box, host, TOOLBOX_IN_SANDBOX, 0755, &err);
-    if (r < 0) {
-        *ret_failed = true;
-        return asprintf(ret, "Error: Tool call execution failed. Reason: %s", err ? err : "")
-                       < 0
-                   ? -ENOMEM
-                   : 0;
-    }
-    const char *argv[] = {TOOLBOX_IN_SANDBOX, name, NULL};
+    _cleanup_free_ char *err = NULL;
+    const char *home = cfg->homedir && *cfg->homedir ? cfg->homedir : AGENT_DEFAULT_HOMEDIR;
+    /* Injected by the control plane (like sandboxd, run through its loader); otherwise the
+     * host's binary is copied in once per sandbox. */
+    const char *injected[] = {"sh", "-c",
+                              "[ -x " TOOLBOX_INJECTED " ] || exit 127; exec " TOOLBOX_LOADER
+                              " --library-path /.asb/lib " TOOLBOX_INJECTED " \"$@\"",
+                              "sh", "--root", home, name, "-", NULL};
+    const char *uploaded[] = {TOOLBOX_IN_SANDBOX, "--root", home, name, "-", NULL};
     agent_exec_result res = {0};
-    r = agent_box_exec(box, argv, arguments, strlen(arguments), cfg->tool_timeout_ms, cancel, &res,
-                       &err);
+    int r = agent_box_exec(box, injected, arguments, strlen(arguments), cfg->tool_timeout_ms,
+                           cancel, &res, &err);
+    if (r == 0 && res.exit_code == 127 && !res.timed_out) {
+        agent_exec_result_clear(&res);
+        _cleanup_free_ char *host = NULL;
+        r = toolbox_host_path(cfg, &host);
+        if (r < 0)
+            return r;
+        r = agent_box_upload(box, host, TOOLBOX_IN_SANDBOX, 0755, &err);
+        if (r == 0)
+            r = agent_box_exec(box, uploaded, arguments, strlen(arguments), cfg->tool_timeout_ms,
+                               cancel, &res, &err);
+    }
     if (r == -ECANCELED)
         return r;
     if (r < 0) {
@@ -394,17 +427,13 @@ static int run_gemini(agent_box *box, const agent_config *cfg, const char *name,
     if (res.timed_out) {
         _cleanup_free_ char *t = timeout_text(cfg->tool_timeout_ms);
         *ret_failed = true;
-        r = asprintf(ret, "Error: Tool call execution failed. Reason: %s\nOutput before the "
-                          "timeout: %s",
-                     t ? t : "", res.out_len ? res.out : "(empty)");
-    } else if (res.exit_code != 0) {
-        *ret_failed = true;
-        const char *m = res.out_len ? res.out : res.err;
-        r = asprintf(ret, "%s", m && *m ? m : "Error: Tool call execution failed.");
+        r = asprintf(ret, "Error: Tool call execution failed. Reason: %s", t ? t : "") < 0
+                ? -ENOMEM
+                : 0;
     } else
-        r = asprintf(ret, "%s", res.out);
+        r = gemini_result(&res, ret, ret_failed);
     agent_exec_result_clear(&res);
-    return r < 0 ? -ENOMEM : 0;
+    return r;
 }
 
 static bool has_tool(const agent_toolset *t, const char *name)

@@ -40,7 +40,8 @@ static void serve_usage(FILE *f)
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
             "ASB_RUNTIME (OCI runtime CLI for sandboxes, default runc; \"none\" stores Sandboxes\n"
             "without running them), ASB_SANDBOXD (sandboxd binary injected into sandboxes,\n"
-            "default: the sandboxd next to asb), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
+            "default: the sandboxd next to asb), ASB_TOOLBOX (geminicli-toolbox injected too,\n"
+            "default: the one next to sandboxd, skipped when absent), ASB_RESYNC_INTERVAL (full reconcile pass after\n"
             "this much quiet: liveness of sandboxes, default 10s).\n",
             DEFAULT_WATCH_WINDOW);
 }
