@@ -151,10 +151,29 @@ void acp_server_stop(acp_server *s)
     (void)n;
 }
 
+static bool conn_slot_take(acp_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool ok = s->n_conns < ACP_MAX_CONNECTIONS;
+    if (ok)
+        s->n_conns++;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+static void conn_slot_put(acp_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->n_conns--;
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void *conn_thread(void *arg)
 {
-    acp_conn_serve(((void **)arg)[0], (int)(intptr_t)((void **)arg)[1]);
+    acp_server *s = ((void **)arg)[0];
+    acp_conn_serve(s, (int)(intptr_t)((void **)arg)[1]);
     free(arg);
+    conn_slot_put(s);
     return NULL;
 }
 
@@ -176,17 +195,24 @@ int acp_server_run(acp_server *s)
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
+        if (!conn_slot_take(s)) {
+            log_warn("acp: too many connections, closing a new one");
+            close(fd);
+            continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         void **arg = malloc(2 * sizeof(void *));
         pthread_t t;
         if (!arg) {
+            conn_slot_put(s);
             close(fd);
             continue;
         }
         arg[0] = s;
         arg[1] = (void *)(intptr_t)fd;
         if (pthread_create(&t, &attr, conn_thread, arg) != 0) {
+            conn_slot_put(s);
             free(arg);
             close(fd);
         }

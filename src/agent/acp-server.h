@@ -15,6 +15,8 @@
 
 #define ACP_AUTH_METHOD_ID "asb-token"
 #define ACP_DEFAULT_LISTEN "127.0.0.1:8090"
+/* Connections served at once; further ones are closed right after accept. */
+#define ACP_MAX_CONNECTIONS 256
 
 typedef struct acp_server_config {
     const char *listen;          /* HOST:PORT; NULL: ACP_DEFAULT_LISTEN */
@@ -45,7 +47,8 @@ struct acp_server {
     int stop_pipe[2];
     char *address;
     bool loopback;
-    pthread_mutex_t lock; /* guards open_names */
+    pthread_mutex_t lock; /* guards open_names and n_conns */
+    unsigned n_conns;
     char **open_names;    /* session names open on some connection */
     size_t n_open;
 };
