@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "agent/acp-server.h"
@@ -136,6 +137,14 @@ static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
     acp_conn_send(c, acp_jsonrpc_result(id, result));
 }
 
+/* An authenticated client may stay idle as long as it likes; others are closed after
+ * ACP_IO_TIMEOUT_SEC without input. */
+static void set_read_timeout(int fd, int sec)
+{
+    struct timeval tv = {.tv_sec = sec};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 /* Constant time in the length of the expected token. */
 static bool token_equal(const char *expected, const char *given)
 {
@@ -165,6 +174,7 @@ static void handle_authenticate(acp_conn *c, json_t *id, const json_t *params)
     pthread_mutex_lock(&c->lock);
     c->authenticated = true;
     pthread_mutex_unlock(&c->lock);
+    set_read_timeout(c->fd, 0);
     acp_conn_send(c, acp_jsonrpc_result(id, json_object()));
 }
 
@@ -255,6 +265,9 @@ static acp_conn *conn_new(acp_server *s, int fd)
     pthread_mutex_init(&c->write_lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     c->authenticated = s->cfg.allow_unauthenticated && s->loopback;
+    struct timeval tv = {.tv_sec = ACP_IO_TIMEOUT_SEC};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    set_read_timeout(fd, c->authenticated ? 0 : ACP_IO_TIMEOUT_SEC);
     return c;
 }
 

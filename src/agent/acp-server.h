@@ -17,6 +17,9 @@
 #define ACP_DEFAULT_LISTEN "127.0.0.1:8090"
 /* Connections served at once; further ones are closed right after accept. */
 #define ACP_MAX_CONNECTIONS 256
+/* Seconds a connection may stay unauthenticated and idle, and a blocked write may take, before
+ * the connection is closed. */
+#define ACP_IO_TIMEOUT_SEC 60
 
 typedef struct acp_server_config {
     const char *listen;          /* HOST:PORT; NULL: ACP_DEFAULT_LISTEN */
