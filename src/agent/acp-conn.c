@@ -271,6 +271,29 @@ static acp_conn *conn_new(acp_server *s, int fd)
     return c;
 }
 
+static void conn_register(acp_conn *c)
+{
+    acp_server *s = c->server;
+    pthread_mutex_lock(&s->lock);
+    c->next_conn = s->conns;
+    s->conns = c;
+    if (s->stopping)
+        shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void conn_unregister(acp_conn *c)
+{
+    acp_server *s = c->server;
+    pthread_mutex_lock(&s->lock);
+    for (acp_conn **pp = &s->conns; *pp; pp = &(*pp)->next_conn)
+        if (*pp == c) {
+            *pp = c->next_conn;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void conn_close_and_free(acp_conn *c)
 {
     pthread_mutex_lock(&c->lock);
@@ -282,6 +305,7 @@ static void conn_close_and_free(acp_conn *c)
         pthread_cond_wait(&c->cond, &c->lock);
     pthread_mutex_unlock(&c->lock);
     acp_session_free_all(c);
+    conn_unregister(c);
     shutdown(c->fd, SHUT_RDWR);
     close(c->fd);
     pthread_cond_destroy(&c->cond);
@@ -297,6 +321,7 @@ void acp_conn_serve(acp_server *s, int fd)
         close(fd);
         return;
     }
+    conn_register(c);
     size_t cap = 64 * 1024, len = 0, scanned = 0;
     char *buf = malloc(cap);
     while (buf) {

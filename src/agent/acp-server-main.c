@@ -165,7 +165,8 @@ int main(int argc, char **argv)
     log_info("acp-server listening", "address", acp_server_address(s), "auth",
              cfg.token && !(cfg.allow_unauthenticated) ? "token" : "none");
     r = acp_server_run(s);
-    log_info("acp-server stopping");
-    /* Connections and prompts still running are cut off by exit; history is already on disk. */
-    _exit(r < 0 ? 1 : 0);
+    log_info("acp-server stopped");
+    the_server = NULL;
+    acp_server_free(s);
+    return r < 0 ? 1 : 0;
 }

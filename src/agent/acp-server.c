@@ -111,6 +111,7 @@ int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_me
     s->listen_fd = -1;
     s->stop_pipe[0] = s->stop_pipe[1] = -1;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
     int r = bind_listener(s, cfg->listen ? cfg->listen : ACP_DEFAULT_LISTEN, ret_message);
     if (r < 0) {
         acp_server_free(s);
@@ -165,6 +166,19 @@ static void conn_slot_put(acp_server *s)
 {
     pthread_mutex_lock(&s->lock);
     s->n_conns--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Ends every connection: their readers see EOF, cancel their turns and exit. */
+static void close_all_and_wait(acp_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    for (acp_conn *c = s->conns; c; c = c->next_conn)
+        shutdown(c->fd, SHUT_RDWR);
+    while (s->n_conns > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -218,6 +232,7 @@ int acp_server_run(acp_server *s)
         }
     }
     pthread_attr_destroy(&attr);
+    close_all_and_wait(s);
     return 0;
 }
 
@@ -232,6 +247,7 @@ acp_server *acp_server_free(acp_server *s)
         free(s->open_names[i]);
     free(s->open_names);
     free(s->address);
+    pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);
     return NULL;

@@ -36,7 +36,8 @@ typedef struct acp_session acp_session;
 int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_message);
 /* The bound address as "HOST:PORT" (borrowed). */
 const char *acp_server_address(const acp_server *s);
-/* Accepts connections until acp_server_stop(); returns 0 or -errno. */
+/* Accepts connections until acp_server_stop(), then closes every connection (cancelling running
+ * turns) and waits for them; returns 0 or -errno. */
 int acp_server_run(acp_server *s);
 /* Async-signal-safe: makes acp_server_run() return. */
 void acp_server_stop(acp_server *s);
@@ -50,8 +51,11 @@ struct acp_server {
     int stop_pipe[2];
     char *address;
     bool loopback;
-    pthread_mutex_t lock; /* guards open_names and n_conns */
+    pthread_mutex_t lock; /* guards open_names, n_conns, conns, stopping */
+    pthread_cond_t cond;  /* n_conns dropping */
     unsigned n_conns;
+    acp_conn *conns;      /* live connections, for shutdown */
+    bool stopping;
     char **open_names;    /* session names open on some connection */
     size_t n_open;
 };
@@ -91,6 +95,7 @@ struct acp_conn {
     acp_pending *pending;
     acp_session *sessions;
     unsigned workers;
+    acp_conn *next_conn; /* in server->conns */
 };
 
 /* Sends one message (stolen). Returns 0 or -EPIPE once the connection is gone. */

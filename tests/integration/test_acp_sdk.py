@@ -155,3 +155,28 @@ def test_terminal_client_asks_before_each_tool_call(stack):
                        text=True, env={"PATH": os.environ["PATH"], "ASB_STATE_DIR": "/nonexistent"},
                        timeout=30)
     assert r.returncode == 1 and "-32000" in r.stderr
+
+
+def test_sigterm_during_a_running_tool_cancels_and_exits(stack):
+    """SIGTERM closes connections, cancels the running turn (the tool is killed) and exits 0."""
+    import time
+    from acp_helpers import RawClient
+    asb, acp = stack
+    c = RawClient(acp.port, timeout=60)
+    c.call(0, "initialize", {"protocolVersion": 1})
+    assert "result" in c.call(1, "authenticate", {"methodId": "asb-token", "_meta": {"token": asb.token}})
+    sid = c.call(2, "session/new", {"cwd": "/tmp", "mcpServers": []})["result"]["sessionId"]
+    c.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "run: sleep 60"}]}})
+    while True:
+        m = c.recv()
+        if m.get("method") == "session/request_permission":
+            c.send({"jsonrpc": "2.0", "id": m["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
+        if m.get("method") == "session/update" and m["params"]["update"].get("status") == "in_progress":
+            break
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    assert acp.stop() == 0
+    assert time.monotonic() - t0 < 20
+    assert "acp-server stopped" in acp.output()
