@@ -136,6 +136,7 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
     if (!ts)
         return agent_fail(ret_message, -EINVAL,
                           "unknown toolset \"%s\" (known: basic, geminicli)", cfg->toolset);
+    _cleanup_free_ char *fs = NULL;
     agent_session *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -170,7 +171,6 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
             goto fail;
         }
     }
-    _cleanup_free_ char *fs = NULL;
     if (asprintf(&fs, "%s/fs", s->dir) < 0) {
         r = -ENOMEM;
         goto fail;

@@ -234,6 +234,31 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
     return 0;
 }
 
+/* A claim that already names its sandbox (a restarted CLI): open that sandbox directly. A claim's
+ * forwarded Ready condition may lag behind our own spec patch (observedGeneration), so waiting on
+ * it would wait for the controller for no reason. */
+static int open_bound(agent_box *b)
+{
+    char *obj = NULL;
+    if (asb_object_get(&obj, b->client, "SandboxClaim", b->ns, b->session) != ASB_OK)
+        return -ENOENT;
+    json_t *o = json_loads(obj, 0, NULL);
+    asb_free(obj);
+    const char *name = json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "status"), "sandbox"), "name"));
+    int r = -ENOENT;
+    if (name) {
+        asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
+        if (asb_sandbox_open(&b->sb, b->client, b->ns, name, &so) == ASB_OK) {
+            free(b->name);
+            b->name = strdup(name);
+            r = b->name ? 0 : -ENOMEM;
+        }
+    }
+    json_decref(o);
+    return r;
+}
+
 static int restore(agent_box *b, const volatile int *cancel)
 {
     _cleanup_free_ char *latest = NULL, *data = NULL, *err = NULL;
@@ -280,6 +305,8 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         if (r < 0)
             return r;
         if (b->sb && !created)
+            return 0;
+        if (!created && b->cfg->pool && open_bound(b) == 0)
             return 0;
         r = wait_ready(b, cancel, ret_error);
         if (r == -ENOENT)

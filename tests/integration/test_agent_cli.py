@@ -186,3 +186,58 @@ def test_geminicli_timeout_kills_own_groups(start_sbx, sbx_state, tmp_path):
     r = agent_replies(p.stdout)
     assert "Error: Tool call execution failed. Reason: timed out after 1.500s" in r[0], p.stderr
     assert "sleep" not in r[1].split("The result was:")[1], r[1]
+
+
+# ---- -pool ----
+
+def fake_claim_controller(asb, claim_name, stop):
+    """Binds the claim to a fresh Sandbox the way the claim controller does (status.sandbox.name,
+    Ready forwarded), for an `asb serve` without the claim/warm-pool controller."""
+    from asb_apiserver import EXT, sandbox
+    from local_sandbox import condition
+    cpath = asb.path(EXT, "sandboxclaims", "default", claim_name)
+    while not stop.is_set():
+        if asb.get(cpath).status_code == 200:
+            break
+        time.sleep(0.02)
+    else:
+        return
+    sb = sandbox("warm-" + claim_name)
+    assert asb.post(asb.path(CORE, "sandboxes"), sb).status_code == 201
+    while not stop.is_set():
+        obj = get_sandbox(asb, "warm-" + claim_name)
+        ready = condition(obj, "Ready")
+        if ready and ready["status"] == "True":
+            status = {"sandbox": {"name": "warm-" + claim_name}, "conditions": [ready]}
+            r = asb.merge_patch(cpath + "/status", {"status": status})
+            assert r.status_code == 200, r.text
+            return
+        time.sleep(0.02)
+
+
+def test_pool_claims_a_sandbox(start_sbx, sbx_state, tmp_path):
+    import threading
+    from asb_apiserver import EXT
+    asb = start_sbx()
+    stop = threading.Event()
+    t = threading.Thread(target=fake_claim_controller, args=(asb, "pool1", stop), daemon=True)
+    t.start()
+    try:
+        a = Agent(tmp_path, sbx_state, session="pool1", args=["-pool", "agtpool"])
+        p = a.run("run: echo warm > w.txt; cat w.txt; hostname")
+        assert "stdout:\nwarm\nwarm-pool1\n" in agent_replies(p.stdout)[-1], p.stderr
+        claim = asb.get(asb.path(EXT, "sandboxclaims", "default", "pool1")).json()
+        assert claim["spec"]["warmPoolRef"]["name"] == "agtpool"
+        assert claim["spec"]["lifecycle"]["shutdownPolicy"] == "Delete"
+        first = claim["spec"]["lifecycle"]["shutdownTime"]
+        assert claim.get("status", {}).get("conditions"), claim
+        # No Sandbox named after the session: the claimed one is used, and reused.
+        assert asb.get(sandbox_path(asb, "pool1")).status_code == 404
+        time.sleep(1.1)
+        p = a.run("run: cat w.txt", timeout=30)
+        assert "stdout:\nwarm\n" in agent_replies(p.stdout)[-1], p.stderr
+        claim = asb.get(asb.path(EXT, "sandboxclaims", "default", "pool1")).json()
+        assert claim["spec"]["lifecycle"]["shutdownTime"] > first
+    finally:
+        stop.set()
+        t.join(5)
