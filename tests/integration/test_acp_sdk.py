@@ -1,9 +1,13 @@
 """acp-server driven by the official ACP TypeScript SDK (tests/acp, pinned in package-lock.json)
 against the real agent loop (OPENAI_MODEL=fake-eliza) and real local sandboxes (asb serve with
 runc). Each test talks over real loopback sockets."""
+import os
+import subprocess
+import time
+
 import pytest
 
-from acp_helpers import AcpServer, drive, tool_text, updates_of
+from acp_helpers import AcpServer, RawClient, acp_binary, drive, tool_text, updates_of
 from asb_apiserver import CORE
 from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
 
@@ -135,9 +139,6 @@ def test_load_session_replays_history(stack):
 
 def test_terminal_client_asks_before_each_tool_call(stack):
     """acp-client: prompts and y/n answers on stdin, token found through ASB_STATE_DIR."""
-    import os
-    import subprocess
-    from acp_helpers import acp_binary
     asb, acp = stack
     stdin = "hello agent\nrun: uname -a\ny\nrun: echo rejected-run\nn\n/exit\n"
     env = {"PATH": os.environ["PATH"], "ASB_STATE_DIR": asb.state_dir}
@@ -150,6 +151,13 @@ def test_terminal_client_asks_before_each_tool_call(stack):
     assert "Linux" in out
     assert "[tool call-2] failed" in out and "rejected-run\n" not in out.split("[tool call-2] failed")[1]
     assert r.stderr.count("turn ended: end_turn") == 3
+    # --session loads it again on a new connection and prints the replayed history.
+    sid = r.stderr.split("acp-client: session ", 1)[1].split()[0]
+    r = subprocess.run([acp_binary("acp-client"), "--session", sid, acp.address], input="/exit\n",
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr + acp.output()
+    assert "User> hello agent\n" in r.stdout and "User> run: uname -a\n" in r.stdout
+    assert "Linux" in r.stdout and "Allow tool call" not in r.stdout
     # Without the token the client is refused.
     r = subprocess.run([acp_binary("acp-client"), acp.address], input="hi\n", capture_output=True,
                        text=True, env={"PATH": os.environ["PATH"], "ASB_STATE_DIR": "/nonexistent"},
@@ -159,8 +167,6 @@ def test_terminal_client_asks_before_each_tool_call(stack):
 
 def test_sigterm_during_a_running_tool_cancels_and_exits(stack):
     """SIGTERM closes connections, cancels the running turn (the tool is killed) and exits 0."""
-    import time
-    from acp_helpers import RawClient
     asb, acp = stack
     c = RawClient(acp.port, timeout=60)
     c.call(0, "initialize", {"protocolVersion": 1})
