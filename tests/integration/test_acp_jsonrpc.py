@@ -189,3 +189,41 @@ def test_no_token_refuses_to_start(tmp_path):
                                         "OPENAI_MODEL": "fake-eliza"})
     assert r.returncode == 1
     assert "token" in r.stderr
+
+
+def test_random_mutations_do_not_hurt_the_server(server):
+    """Seeded byte mutations of real messages on an authenticated connection: every line gets
+    at most one reply, and the server keeps serving."""
+    import json
+    import random
+    rnd = random.Random(1234)
+    c = RawClient(server.port)
+    init(c)
+    c.call(1, "authenticate", {"methodId": "asb-token", "_meta": {"token": TOKEN}})
+    sid = c.call(2, "session/new", {"cwd": "/tmp", "mcpServers": []})["result"]["sessionId"]
+    templates = [
+        {"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 11, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}},
+        {"jsonrpc": "2.0", "id": 12, "method": "session/load",
+         "params": {"sessionId": sid, "cwd": "/tmp", "mcpServers": []}},
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}},
+        {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}},
+        {"jsonrpc": "2.0", "id": 13, "method": "authenticate", "params": {"methodId": "asb-token"}},
+    ]
+    for i in range(1500):
+        line = bytearray(json.dumps(rnd.choice(templates)).encode())
+        for _ in range(rnd.randint(1, 4)):
+            op = rnd.randrange(3)
+            pos = rnd.randrange(len(line))
+            if op == 0:
+                line[pos] = rnd.randrange(256)
+            elif op == 1:
+                del line[pos]
+            else:
+                line.insert(pos, rnd.choice(b'{}[]":,\\0x\xff'))
+        c.send_raw(bytes(line).replace(b"\n", b" ") + b"\n")
+    # Everything sent so far is answered (or ignored) before this request's reply.
+    r = c.call("final", "initialize", {"protocolVersion": 1})
+    assert r["result"]["protocolVersion"] == 1
+    assert init(RawClient(server.port))["protocolVersion"] == 1
+    assert server.proc.poll() is None
