@@ -227,3 +227,23 @@ def test_random_mutations_do_not_hurt_the_server(server):
     assert r["result"]["protocolVersion"] == 1
     assert init(RawClient(server.port))["protocolVersion"] == 1
     assert server.proc.poll() is None
+
+
+def test_deploy_manifest_has_no_service_and_requires_auth():
+    import os
+    import yaml
+    from acp_helpers import ROOT
+    with open(os.path.join(ROOT, "deploy", "acp-server.yaml")) as f:
+        text = f.read()
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    kinds = [d["kind"] for d in docs]
+    assert "Service" not in kinds and "Deployment" in kinds
+    assert "NO Service" in text  # the reason is given in the comment
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert "--allow-unauthenticated" not in c["args"] and "--token-file" in c["args"]
+    # The flags the manifest passes are ones acp-server accepts.
+    r = subprocess.run([acp_binary(), "--help"], capture_output=True, text=True)
+    for a in c["args"]:
+        if a.startswith("--"):
+            assert a in r.stdout, a
