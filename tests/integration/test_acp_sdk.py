@@ -186,3 +186,20 @@ def test_sigterm_during_a_running_tool_cancels_and_exits(stack):
     assert acp.stop() == 0
     assert time.monotonic() - t0 < 20
     assert "acp-server stopped" in acp.output()
+
+
+def test_geminicli_toolset(start_sbx, tmp_path):  # noqa: F811
+    """--toolset geminicli: the shell tool is run_shell_command, executed by the injected
+    geminicli-toolbox; ACP sees its title and kind."""
+    asb = start_sbx()
+    acp = AcpServer(tmp_path, ["--toolset", "geminicli"], env={"ASB_STATE_DIR": asb.state_dir}).start()
+    try:
+        rep = drive("basic", acp, token=asb.token)
+        sid = rep["sessionId"]
+        calls = updates_of(rep, sid, "tool_call")
+        assert len(calls) == 1 and calls[0]["kind"] == "execute"
+        assert "run_shell_command" in calls[0]["title"]
+        ups = updates_of(rep, sid, "tool_call_update")
+        assert ups[-1]["status"] == "completed" and "Linux" in tool_text(ups[-1])
+    finally:
+        assert acp.stop() == 0
