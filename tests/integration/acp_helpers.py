@@ -112,10 +112,28 @@ class RawClient:
 _npm_done = False
 
 
+def _installed_matches_lock():
+    """True when node_modules already holds exactly the versions package-lock.json pins."""
+    try:
+        with open(os.path.join(ACP_DIR, "package-lock.json")) as f:
+            lock = json.load(f)["packages"]
+        for path, meta in lock.items():
+            if not path:
+                continue
+            with open(os.path.join(ACP_DIR, path, "package.json")) as f:
+                if json.load(f)["version"] != meta["version"]:
+                    return False
+        return True
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def npm_ci():
-    """Installs the pinned SDK (tests/acp/package-lock.json) once per test run."""
+    """Installs the pinned SDK (tests/acp/package-lock.json) once per test run, unless
+    node_modules already matches the lock file."""
     global _npm_done
-    if _npm_done:
+    if _npm_done or _installed_matches_lock():
+        _npm_done = True
         return
     for tool in ("node", "npm"):
         if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
