@@ -203,3 +203,18 @@ def test_geminicli_toolset(start_sbx, tmp_path):  # noqa: F811
         assert ups[-1]["status"] == "completed" and "Linux" in tool_text(ups[-1])
     finally:
         assert acp.stop() == 0
+
+
+def test_two_connections_in_parallel(stack):
+    """Two SDK clients on their own connections at once: separate sessions and sandboxes."""
+    from concurrent.futures import ThreadPoolExecutor
+    asb, acp = stack
+    with ThreadPoolExecutor(2) as ex:
+        reps = list(ex.map(lambda _: drive("basic", acp, token=asb.token), range(2)))
+    sids = [r["sessionId"] for r in reps]
+    assert sids[0] != sids[1]
+    for r in reps:
+        assert r["run"] == {"stopReason": "end_turn"}
+        assert "Linux" in tool_text(updates_of(r, r["sessionId"], "tool_call_update")[-1])
+        assert list(r["updates"]) == [r["sessionId"]]  # no update of the other connection leaked
+    assert len(sandboxes(asb)) == 2
