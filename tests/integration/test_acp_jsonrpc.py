@@ -247,3 +247,18 @@ def test_deploy_manifest_has_no_service_and_requires_auth():
     for a in c["args"]:
         if a.startswith("--"):
             assert a in r.stdout, a
+
+
+def test_ipv6_loopback_listen(tmp_path):
+    import json
+    import socket
+    s = AcpServer(tmp_path, ["--listen", "[::1]:0", "--allow-unauthenticated"]).start()
+    try:
+        assert s.address.startswith("[::1]:")
+        sock = socket.create_connection(("::1", s.port), timeout=10)
+        sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
+        r = json.loads(sock.makefile("rb").readline())
+        assert r["result"]["protocolVersion"] == 1
+        sock.close()
+    finally:
+        assert s.stop() == 0
