@@ -154,7 +154,7 @@ static void print_update(client *c, const json_t *params)
         printf("[tool %s] %s\n", str(u, "toolCallId"), status);
         size_t i;
         json_t *item;
-        json_array_foreach(content, i, item) {
+        json_array_foreach (content, i, item) {
             const char *t = str(json_object_get(item, "content"), "text");
             if (*t && !c->quiet)
                 printf("%s%s", t, t[strlen(t) - 1] == '\n' ? "" : "\n");
@@ -181,10 +181,22 @@ static const char *ask_permission(client *c, const json_t *params)
         }
         const char *id = NULL;
         switch (line[0]) {
-        case 'y': case 'Y': id = "allow_once"; break;
-        case 'a': case 'A': id = "allow_always"; break;
-        case 'n': case 'N': id = "reject_once"; break;
-        case 'r': case 'R': id = "reject_always"; break;
+        case 'y':
+        case 'Y':
+            id = "allow_once";
+            break;
+        case 'a':
+        case 'A':
+            id = "allow_always";
+            break;
+        case 'n':
+        case 'N':
+            id = "reject_once";
+            break;
+        case 'r':
+        case 'R':
+            id = "reject_always";
+            break;
         }
         if (id) {
             free(args);
@@ -197,9 +209,8 @@ static void answer_request(client *c, const acp_msg *m)
 {
     if (strcmp(m->method, "session/request_permission") == 0) {
         const char *opt = ask_permission(c, m->params);
-        send_msg(c, acp_jsonrpc_result(
-                        m->id, json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
-                                         "optionId", opt)));
+        send_msg(c, acp_jsonrpc_result(m->id, json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
+                                                        "selected", "optionId", opt)));
         return;
     }
     send_msg(c, acp_jsonrpc_error(m->id, ACP_ERR_METHOD_NOT_FOUND, "Method not found",
@@ -293,7 +304,7 @@ static int authenticate(client *c, const json_t *init, const char *token_file)
     bool offered = false;
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(init, "authMethods"), i, m)
+    json_array_foreach (json_object_get(init, "authMethods"), i, m)
         offered = offered || strcmp(str(m, "id"), ACP_AUTH_METHOD_ID) == 0;
     if (!offered)
         return 0;
@@ -304,9 +315,9 @@ static int authenticate(client *c, const json_t *init, const char *token_file)
         return 0;
     }
     json_t *res = NULL;
-    int r = call(c, "authenticate",
-                 json_pack("{s:s,s:{s:s}}", "methodId", ACP_AUTH_METHOD_ID, "_meta", "token", token),
-                 &res);
+    int r = call(
+        c, "authenticate",
+        json_pack("{s:s,s:{s:s}}", "methodId", ACP_AUTH_METHOD_ID, "_meta", "token", token), &res);
     json_decref(res);
     return r;
 }
@@ -339,9 +350,12 @@ static int open_session(client *c, const char *load_id)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"token-file", required_argument, NULL, 't'}, {"session", required_argument, NULL, 's'},
-        {"tty", no_argument, NULL, 'T'},              {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},             {0},
+        {"token-file", required_argument, NULL, 't'},
+        {"session", required_argument, NULL, 's'},
+        {"tty", no_argument, NULL, 'T'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     const char *token_file = NULL, *load_id = NULL;
     bool tty = false;
@@ -349,12 +363,24 @@ int main(int argc, char **argv)
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
         switch (o) {
-        case 't': token_file = optarg; break;
-        case 's': load_id = optarg; break;
-        case 'T': tty = true; break;
-        case 'q': c.quiet = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 't':
+            token_file = optarg;
+            break;
+        case 's':
+            load_id = optarg;
+            break;
+        case 'T':
+            tty = true;
+            break;
+        case 'q':
+            c.quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind + 1 != argc) {

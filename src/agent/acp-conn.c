@@ -123,11 +123,10 @@ static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
     json_t *methods = json_array();
     if (c->server->cfg.token)
         json_array_append_new(
-            methods,
-            json_pack("{s:s,s:s,s:s}", "id", ACP_AUTH_METHOD_ID, "name", "Agent Sandbox token",
-                      "description",
-                      "Bearer token of the control plane ($ASB_STATE_DIR/token), sent as "
-                      "_meta.token of the authenticate request"));
+            methods, json_pack("{s:s,s:s,s:s}", "id", ACP_AUTH_METHOD_ID, "name",
+                               "Agent Sandbox token", "description",
+                               "Bearer token of the control plane ($ASB_STATE_DIR/token), sent as "
+                               "_meta.token of the authenticate request"));
     /* We always answer with the one version we speak; a client that cannot speak it closes. */
     json_t *result = json_pack(
         "{s:i,s:{s:b,s:{s:b,s:b,s:b},s:{s:b,s:b}},s:o,s:{s:s,s:s,s:s}}", "protocolVersion",
@@ -336,7 +335,8 @@ void acp_conn_serve(acp_server *s, int fd)
         }
         scanned = len;
         if (len >= ACP_MAX_LINE) {
-            acp_conn_send(c, acp_jsonrpc_error(NULL, ACP_ERR_PARSE, "Parse error: line too long", NULL));
+            acp_conn_send(
+                c, acp_jsonrpc_error(NULL, ACP_ERR_PARSE, "Parse error: line too long", NULL));
             break;
         }
         if (len == cap) {

@@ -90,7 +90,8 @@ int acp_jsonrpc_parse(const char *line, size_t len, acp_msg *ret, json_t **ret_e
     json_t *method = json_object_get(root, "method");
     int r;
     if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
-        r = fail(ret_error, reply_id, ACP_ERR_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
+        r = fail(ret_error, reply_id, ACP_ERR_INVALID_REQUEST,
+                 "Invalid Request: jsonrpc must be \"2.0\"");
         goto bad;
     }
     if (id && !id_valid(id)) {
@@ -100,7 +101,8 @@ int acp_jsonrpc_parse(const char *line, size_t len, acp_msg *ret, json_t **ret_e
     if (method) {
         if (!json_is_string(method) || json_string_length(method) == 0 ||
             strlen(json_string_value(method)) != json_string_length(method)) {
-            r = fail(ret_error, id, ACP_ERR_INVALID_REQUEST, "Invalid Request: method must be a string");
+            r = fail(ret_error, id, ACP_ERR_INVALID_REQUEST,
+                     "Invalid Request: method must be a string");
             goto bad;
         }
         json_t *params = json_object_get(root, "params");
@@ -171,8 +173,8 @@ int acp_params_initialize(const json_t *params, json_int_t *ret_version, const c
     return 0;
 }
 
-int acp_params_authenticate(const json_t *params, const char **ret_method_id, const char **ret_token,
-                            const char **ret_why)
+int acp_params_authenticate(const json_t *params, const char **ret_method_id,
+                            const char **ret_token, const char **ret_why)
 {
     if (!json_is_object(params))
         return bad_params(ret_why, "params must be an object");
@@ -195,7 +197,7 @@ static int check_mcp_servers(const json_t *servers, const char **ret_why)
         return bad_params(ret_why, "mcpServers must be an array");
     size_t i;
     json_t *s;
-    json_array_foreach(servers, i, s) {
+    json_array_foreach (servers, i, s) {
         if (!json_is_object(s) || !get_str(s, "name"))
             return bad_params(ret_why, "each mcpServers entry needs a name");
     }
@@ -282,7 +284,7 @@ int acp_params_prompt(const json_t *params, const char **ret_session_id, char **
     size_t len = 0;
     size_t i;
     json_t *b;
-    json_array_foreach(prompt, i, b) {
+    json_array_foreach (prompt, i, b) {
         if (!json_is_object(b)) {
             free(buf);
             return bad_params(ret_why, "each prompt block must be an object");

@@ -58,8 +58,8 @@ char *acp_jsonrpc_dump(const json_t *msg, size_t *ret_len);
 /* ACP parameter checks shared by the server and the fuzzer. On failure they return
  * ACP_ERR_INVALID_PARAMS and set *ret_why to a static description. */
 int acp_params_initialize(const json_t *params, json_int_t *ret_version, const char **ret_why);
-int acp_params_authenticate(const json_t *params, const char **ret_method_id, const char **ret_token,
-                            const char **ret_why);
+int acp_params_authenticate(const json_t *params, const char **ret_method_id,
+                            const char **ret_token, const char **ret_why);
 /* session/new and session/load: cwd (absolute) and mcpServers (array of objects) required;
  * session/load also requires sessionId (NULL ret_session_id for session/new). */
 int acp_params_session(const json_t *params, bool need_session_id, const char **ret_session_id,

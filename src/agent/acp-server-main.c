@@ -27,7 +27,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: acp-server [--listen HOST:PORT] [--allow-unauthenticated] [--token-file PATH]\n"
-            "                  [--namespace NS] [--toolset basic|geminicli] [--image IMAGE] [--log-json]\n"
+            "                  [--namespace NS] [--toolset basic|geminicli] [--image IMAGE] "
+            "[--log-json]\n"
             "Serves the sandboxed agent over the Agent Client Protocol (JSON-RPC 2.0, one message\n"
             "per line) on TCP, default %s. Clients authenticate with the control-plane token\n"
             "(--token-file, else $ASB_TOKEN, else $ASB_STATE_DIR/token). The model and sandbox\n"

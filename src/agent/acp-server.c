@@ -58,8 +58,10 @@ static int bind_listener(acp_server *s, const char *listen_addr, char **ret_mess
 {
     _cleanup_free_ char *host = NULL, *port = NULL;
     if (split_hostport(listen_addr, &host, &port) < 0)
-        return fail(ret_message, -EINVAL, "bad --listen address %s (want HOST:PORT): %s", listen_addr);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+        return fail(ret_message, -EINVAL, "bad --listen address %s (want HOST:PORT): %s",
+                    listen_addr);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai) != 0 || !ai)
@@ -126,8 +128,8 @@ int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_me
     if (!cfg->token && !cfg->allow_unauthenticated) {
         acp_server_free(s);
         if (ret_message && asprintf(ret_message, "no token to authenticate clients with: give "
-                                    "--token-file, set ASB_STATE_DIR, or use "
-                                    "--allow-unauthenticated on loopback") < 0)
+                                                 "--token-file, set ASB_STATE_DIR, or use "
+                                                 "--allow-unauthenticated on loopback") < 0)
             *ret_message = NULL;
         return -ENOKEY;
     }

@@ -22,10 +22,10 @@
 #define ACP_IO_TIMEOUT_SEC 60
 
 typedef struct acp_server_config {
-    const char *listen;          /* HOST:PORT; NULL: ACP_DEFAULT_LISTEN */
-    bool allow_unauthenticated;  /* only honoured when listening on loopback */
-    const char *token;           /* expected bearer token; NULL: nobody can authenticate */
-    agent_config agent;          /* used for every session */
+    const char *listen;         /* HOST:PORT; NULL: ACP_DEFAULT_LISTEN */
+    bool allow_unauthenticated; /* only honoured when listening on loopback */
+    const char *token;          /* expected bearer token; NULL: nobody can authenticate */
+    agent_config agent;         /* used for every session */
 } acp_server_config;
 
 typedef struct acp_server acp_server;
@@ -54,9 +54,9 @@ struct acp_server {
     pthread_mutex_t lock; /* guards open_names, n_conns, conns, stopping */
     pthread_cond_t cond;  /* n_conns dropping */
     unsigned n_conns;
-    acp_conn *conns;      /* live connections, for shutdown */
+    acp_conn *conns; /* live connections, for shutdown */
     bool stopping;
-    char **open_names;    /* session names open on some connection */
+    char **open_names; /* session names open on some connection */
     size_t n_open;
 };
 

@@ -160,9 +160,9 @@ static void send_update(acp_session *ss, json_t *update)
 {
     if (!update)
         return;
-    acp_conn_send(ss->conn, acp_jsonrpc_notification(
-                                "session/update",
-                                json_pack("{s:s,s:o}", "sessionId", ss->id, "update", update)));
+    acp_conn_send(ss->conn,
+                  acp_jsonrpc_notification("session/update", json_pack("{s:s,s:o}", "sessionId",
+                                                                       ss->id, "update", update)));
 }
 
 static json_t *text_block(const char *text)
@@ -194,8 +194,8 @@ static json_t *raw_input(const char *arguments)
 
 static const char *valid_kind(const char *kind)
 {
-    static const char *const kinds[] = {"read",  "edit",  "delete",      "move", "search",
-                                        "execute", "think", "fetch", "switch_mode", "other"};
+    static const char *const kinds[] = {"read",    "edit",  "delete", "move",        "search",
+                                        "execute", "think", "fetch",  "switch_mode", "other"};
     for (size_t i = 0; kind && i < ELEMENTSOF(kinds); i++)
         if (strcmp(kind, kinds[i]) == 0)
             return kind;
@@ -229,24 +229,24 @@ static const char *tool_call_id(acp_session *ss, const char *model_id)
 static void on_tool_call(const agent_tool_call *call, void *payload)
 {
     acp_session *ss = payload;
-    send_update(ss, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o}", "sessionUpdate", "tool_call",
-                              "toolCallId", tool_call_id(ss, call->id), "title",
-                              call->title ? call->title : call->name, "kind",
-                              valid_kind(call->kind), "status", "pending", "rawInput",
-                              raw_input(call->arguments)));
+    send_update(ss,
+                json_pack("{s:s,s:s,s:s,s:s,s:s,s:o}", "sessionUpdate", "tool_call", "toolCallId",
+                          tool_call_id(ss, call->id), "title",
+                          call->title ? call->title : call->name, "kind", valid_kind(call->kind),
+                          "status", "pending", "rawInput", raw_input(call->arguments)));
 }
 
 static agent_permission on_permission(const agent_tool_call *call, void *payload)
 {
     acp_session *ss = payload;
-    json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s,s:s,s:o},s:o}", "sessionId", ss->id,
-                               "toolCall", "toolCallId", tool_call_id(ss, call->id), "title",
+    json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s,s:s,s:o},s:o}", "sessionId", ss->id, "toolCall",
+                               "toolCallId", tool_call_id(ss, call->id), "title",
                                call->title ? call->title : call->name, "kind",
                                valid_kind(call->kind), "status", "pending", "rawInput",
                                raw_input(call->arguments), "options", acp_permission_options());
     json_t *result = NULL, *error = NULL;
-    int r = acp_conn_call(ss->conn, "session/request_permission", params, &ss->cancel, &result,
-                          &error);
+    int r =
+        acp_conn_call(ss->conn, "session/request_permission", params, &ss->cancel, &result, &error);
     if (r < 0)
         return AGENT_PERMISSION_CANCELLED;
     acp_permission p = acp_permission_from_response(result, error);
@@ -257,9 +257,9 @@ static agent_permission on_permission(const agent_tool_call *call, void *payload
     switch (p) {
     case ACP_PERMISSION_ALLOW_ONCE:
     case ACP_PERMISSION_ALLOW_ALWAYS:
-        send_update(ss, json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update",
-                                  "toolCallId", tool_call_id(ss, call->id), "status",
-                                  "in_progress"));
+        send_update(ss,
+                    json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
+                              tool_call_id(ss, call->id), "status", "in_progress"));
         return p == ACP_PERMISSION_ALLOW_ONCE ? AGENT_PERMISSION_ALLOW_ONCE
                                               : AGENT_PERMISSION_ALLOW_ALWAYS;
     case ACP_PERMISSION_REJECT_ALWAYS:
@@ -354,8 +354,8 @@ static void *prompt_thread(void *arg)
     pthread_mutex_unlock(&c->lock);
     if (r < 0 && stop != AGENT_STOP_CANCELLED) {
         log_warn("acp: prompt failed", "session", ss->id, "error", msg ? msg : strerror(-r));
-        acp_conn_send(c, acp_jsonrpc_error(job->id, ACP_ERR_INTERNAL, msg ? msg : strerror(-r),
-                                           NULL));
+        acp_conn_send(c,
+                      acp_jsonrpc_error(job->id, ACP_ERR_INTERNAL, msg ? msg : strerror(-r), NULL));
     } else {
         acp_conn_send(c, acp_jsonrpc_result(job->id, json_pack("{s:s}", "stopReason",
                                                                agent_stop_reason_name(stop))));
@@ -387,7 +387,9 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
     }
     pthread_mutex_lock(&c->lock);
     acp_session *ss = session_find(c, sid);
-    const char *err = !ss ? "unknown session" : ss->busy ? "a prompt is already running in this session" : NULL;
+    const char *err = !ss        ? "unknown session"
+                      : ss->busy ? "a prompt is already running in this session"
+                                 : NULL;
     if (err) {
         pthread_mutex_unlock(&c->lock);
         free(text);

@@ -13,7 +13,10 @@ TEST(request_notification_response)
 {
     acp_msg m;
     json_t *err;
-    CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"session/new\",\"params\":{}}", &m, &err), 0);
+    CHECK_INT_EQ(
+        parse("{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"session/new\",\"params\":{}}", &m,
+              &err),
+        0);
     CHECK(m.kind == ACP_MSG_REQUEST && json_is_string(m.id) && json_is_object(m.params));
     CHECK_STR_EQ(m.method, "session/new");
     acp_msg_done(&m);
@@ -32,11 +35,13 @@ TEST(errors_carry_codes_and_ids)
     CHECK_INT_EQ(parse("{", &m, &err), ACP_ERR_PARSE);
     CHECK(err && json_is_null(json_object_get(err, "id")));
     json_decref(err);
-    CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":1}", &m, &err), ACP_ERR_INVALID_REQUEST);
+    CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":1}", &m, &err),
+                 ACP_ERR_INVALID_REQUEST);
     CHECK_INT_EQ(json_integer_value(json_object_get(err, "id")), 5);
     json_decref(err);
     /* A broken response gets no reply. */
-    CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1,\"error\":{}}", &m, &err), ACP_ERR_INVALID_REQUEST);
+    CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1,\"error\":{}}", &m, &err),
+                 ACP_ERR_INVALID_REQUEST);
     CHECK(err == NULL);
 }
 
@@ -52,24 +57,27 @@ TEST(dump_is_one_line)
 
 TEST(prompt_blocks_join)
 {
-    json_t *p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\",\"text\":\"a\"},"
-                           "{\"type\":\"resource_link\",\"uri\":\"file:///x\",\"name\":\"x\"},"
-                           "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///y\",\"text\":\"Y\"}}]}",
-                           0, NULL);
+    json_t *p =
+        json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\",\"text\":\"a\"},"
+                   "{\"type\":\"resource_link\",\"uri\":\"file:///x\",\"name\":\"x\"},"
+                   "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///y\",\"text\":\"Y\"}}]}",
+                   0, NULL);
     const char *sid, *why;
     char *text = NULL;
     CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), 0);
     CHECK_STR_EQ(text, "a\nfile:///x\nY");
     free(text);
     json_decref(p);
-    p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"image\",\"data\":\"\"}]}", 0, NULL);
+    p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"image\",\"data\":\"\"}]}", 0,
+                   NULL);
     CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), ACP_ERR_INVALID_PARAMS);
     json_decref(p);
 }
 
 TEST(permission_outcomes)
 {
-    json_t *r = json_loads("{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"allow_always\"}}", 0, NULL);
+    json_t *r = json_loads("{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"allow_always\"}}",
+                           0, NULL);
     CHECK_INT_EQ(acp_permission_from_response(r, NULL), ACP_PERMISSION_ALLOW_ALWAYS);
     json_decref(r);
     r = json_loads("{\"outcome\":{\"outcome\":\"cancelled\"}}", 0, NULL);
