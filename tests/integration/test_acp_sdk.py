@@ -218,3 +218,52 @@ def test_two_connections_in_parallel(stack):
         assert "Linux" in tool_text(updates_of(r, r["sessionId"], "tool_call_update")[-1])
         assert list(r["updates"]) == [r["sessionId"]]  # no update of the other connection leaked
     assert len(sandboxes(asb)) == 2
+
+
+def test_terminal_client_ctrl_c_cancels_the_turn(stack):
+    """Ctrl-C in acp-client sends session/cancel: the running tool is killed, the turn ends
+    cancelled, and the next prompt works."""
+    import signal
+    import threading
+    asb, acp = stack
+    env = {"PATH": os.environ["PATH"], "ASB_STATE_DIR": asb.state_dir}
+    p = subprocess.Popen([acp_binary("acp-client"), acp.address], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = bytearray()
+    err = []
+
+    def read_out():
+        while True:
+            b = p.stdout.read1(4096)
+            if not b:
+                return
+            out.extend(b)
+
+    t = threading.Thread(target=read_out, daemon=True)
+    t2 = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    t.start()
+    t2.start()
+    try:
+        p.stdin.write(b"run: sleep 60\ny\n")
+        p.stdin.flush()
+        deadline = time.monotonic() + 30
+        while b"in_progress" not in out and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b"in_progress" in out, out.decode()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        p.stdin.write(b"run: echo after-cancel\ny\n/exit\n")
+        p.stdin.flush()
+        assert p.wait(timeout=30) == 0
+        assert time.monotonic() - t0 < 20
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    t.join(5)
+    t2.join(5)
+    stderr = err[0].decode()
+    assert "turn ended: cancelled" in stderr, stderr + acp.output()
+    assert "turn ended: end_turn" in stderr
+    assert "after-cancel" in out.decode()
