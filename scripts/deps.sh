@@ -11,6 +11,7 @@ PACKAGES=(
   python3-kubernetes
   curl valgrind procps util-linux
   runc umoci
+  nodejs
 )
 
 missing=()
@@ -18,6 +19,9 @@ for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   [ "$status" = "installed" ] || missing+=("$p")
 done
+# The ACP tests (tests/acp) run the npm SDK on Node.js. Debian ships npm as its own package; a
+# Node.js from elsewhere (e.g. NodeSource) bundles it, so only ask for it when it is absent.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

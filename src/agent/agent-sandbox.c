@@ -497,9 +497,11 @@ int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data
         return -ENOMEM;
     }
     if (ar == ASB_ECANCELLED || (cancel && *cancel)) {
+        agent_exec_result_clear(ret); /* callers do not clear on error */
         return agent_fail(ret_error, -ECANCELED, "cancelled");
     }
     if (ar != ASB_OK && !ret->timed_out) {
+        agent_exec_result_clear(ret);
         int r = asb_fail(ret_error, ar, "run in sandbox");
         if (ar == ASB_ECONNECT) {
             asb_sandbox_free(b->sb); /* gone: the next ensure recreates it */

@@ -1,0 +1,168 @@
+"""Helpers for the acp-server tests: start build/bin/acp-server on a free loopback port, a raw
+JSON-RPC line client, and the Node.js ACP SDK driver (tests/acp). Imported explicitly."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from asb_apiserver import BUILD, ROOT, SANITIZER_EXIT_CODES
+
+ACP_DIR = os.path.join(ROOT, "tests", "acp")
+
+
+def acp_binary(name="acp-server"):
+    path = os.path.join(BUILD, "bin", name)
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run make first")
+    return path
+
+
+class AcpServer:
+    """One acp-server process with its own HOME (agent history under ~/.local/sandboxed-tools)."""
+
+    def __init__(self, tmp_path, args=(), env=None):
+        self.home = tmp_path / "home"
+        self.home.mkdir(exist_ok=True)
+        self.log_path = tmp_path / f"acp-server-{time.monotonic_ns()}.log"
+        self.args = list(args)
+        self.env = {**os.environ, "HOME": str(self.home), "OPENAI_MODEL": "fake-eliza",
+                    **(env or {})}
+        for k in ("OPENAI_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL", "ASB_TOKEN", "ASB_SERVER"):
+            if k not in (env or {}):
+                self.env.pop(k, None)
+        self.proc = None
+
+    def start(self, timeout=15):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([acp_binary(), "--listen", "127.0.0.1:0", *self.args],
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(r"listening address=(\S+)", self.output())
+            if m:
+                self.address = m.group(1)
+                self.port = int(self.address.rsplit(":", 1)[1])
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError(f"acp-server exited ({self.proc.returncode}):\n{self.output()}")
+            time.sleep(0.02)
+        raise AssertionError(f"acp-server not listening within {timeout}s:\n{self.output()}")
+
+    def output(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"acp-server did not exit:\n{self.output()}")
+        finally:
+            self.log.close()
+        out = self.output()
+        assert code not in SANITIZER_EXIT_CODES, f"{SANITIZER_EXIT_CODES[code]}:\n{out}"
+        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        return code
+
+
+class RawClient:
+    """Line-oriented JSON-RPC client over TCP for malformed-input and auth tests."""
+
+    def __init__(self, port, timeout=10):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.f = self.sock.makefile("rwb")
+
+    def send_raw(self, data: bytes):
+        self.sock.sendall(data)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj).encode() + b"\n")
+
+    def recv(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError("connection closed")
+        return json.loads(line)
+
+    def call(self, id_, method, params=None):
+        msg = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        while True:
+            m = self.recv()
+            if "method" not in m and m.get("id") == id_:
+                return m
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+_npm_done = False
+
+
+def _installed_matches_lock():
+    """True when node_modules already holds exactly the versions package-lock.json pins."""
+    try:
+        with open(os.path.join(ACP_DIR, "package-lock.json")) as f:
+            lock = json.load(f)["packages"]
+        for path, meta in lock.items():
+            if not path:
+                continue
+            with open(os.path.join(ACP_DIR, path, "package.json")) as f:
+                if json.load(f)["version"] != meta["version"]:
+                    return False
+        return True
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def npm_ci():
+    """Installs the pinned SDK (tests/acp/package-lock.json) once per test run, unless
+    node_modules already matches the lock file."""
+    global _npm_done
+    if _npm_done or _installed_matches_lock():
+        _npm_done = True
+        return
+    for tool in ("node", "npm"):
+        if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
+            pytest.fail(f"{tool} is not installed (scripts/deps.sh installs nodejs and npm)")
+    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ACP_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"npm ci failed:\n{r.stdout}\n{r.stderr}"
+    _npm_done = True
+
+
+def drive(scenario, server, token=None, env=None, timeout=120):
+    """Runs tests/acp/drive.mjs SCENARIO against the server; returns its JSON report."""
+    npm_ci()
+    e = {**os.environ, **(env or {})}
+    e.pop("ACP_TOKEN", None)
+    if token:
+        e["ACP_TOKEN"] = token
+    r = subprocess.run(["node", os.path.join(ACP_DIR, "drive.mjs"), scenario, server.address],
+                       cwd=ACP_DIR, capture_output=True, text=True, env=e, timeout=timeout)
+    assert r.returncode == 0, (f"drive.mjs {scenario} failed ({r.returncode}):\n{r.stdout}\n"
+                               f"{r.stderr}\n--- acp-server ---\n{server.output()}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def updates_of(report, session_id, kind=None):
+    ups = report["updates"].get(session_id, [])
+    return [u for u in ups if kind is None or u["sessionUpdate"] == kind]
+
+
+def tool_text(update):
+    return "".join(c["content"].get("text", "") for c in update.get("content") or []
+                   if c.get("type") == "content")
