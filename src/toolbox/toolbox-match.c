@@ -117,10 +117,10 @@ char **toolbox_brace_expand(const char *pattern)
 }
 
 /* Segment-wise matching: p and s point at the start of a segment. */
-static bool match_segments(const char *p, const char *s, int flags, int budget)
+static bool match_segments(const char *p, const char *s, int flags, long *budget)
 {
-    if (budget <= 0)
-        return false;
+    if (--*budget <= 0)
+        return false; /* pathological '**' nesting: give up rather than spin */
     for (;;) {
         const char *pe = strchrnul(p, '/');
         size_t plen = (size_t)(pe - p);
@@ -131,7 +131,7 @@ static bool match_segments(const char *p, const char *s, int flags, int budget)
             /* ** matches zero or more whole segments */
             const char *t = s;
             for (;;) {
-                if (match_segments(rest, t, flags, budget - 1))
+                if (match_segments(rest, t, flags, budget))
                     return true;
                 const char *slash = strchr(t, '/');
                 if (!slash)
@@ -170,7 +170,8 @@ bool toolbox_glob_match(const char *pattern, const char *path, bool casefold)
         const char *p = *a;
         while (p[0] == '.' && p[1] == '/')
             p += 2;
-        ok = match_segments(p, path, flags, 64);
+        long budget = 100000;
+        ok = match_segments(p, path, flags, &budget);
     }
     toolbox_strv_free(alts);
     return ok;
