@@ -178,7 +178,7 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     size_t nhits = 0;
     text *texts = NULL;
     toolbox_ignore *ig = NULL;
-    _cleanup_free_ char *where = NULL, *base = NULL;
+    _cleanup_free_ char *where = NULL, *base = NULL, *filter = NULL, *lim = NULL;
 
     bool inside;
     _cleanup_free_ char *target = toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".",
@@ -263,7 +263,6 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         }
     }
 
-    _cleanup_free_ char *filter = NULL;
     if (include && asprintf(&filter, " (filter: \"%s\")", include) < 0)
         filter = NULL;
     if (nhits == 0) {
@@ -272,7 +271,6 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_set_display(res, "No matches found");
         goto out;
     }
-    _cleanup_free_ char *lim = NULL;
     if (limited && asprintf(&lim, " (results limited to %lld matches for performance)",
                             total_max) < 0)
         lim = NULL;
