@@ -2,6 +2,7 @@
 sandboxd, and it runs through the bundled loader in any rootfs (docs/agent-toolbox.md)."""
 import json
 import os
+import time
 
 from asb_cli import run
 from local_sandbox import create, sbx_state, start_sbx, wait_ready  # noqa: F401
@@ -29,6 +30,10 @@ def test_toolbox_in_host_sandbox(start_sbx, sbx_state):
     lines = s["llmContent"].split("\n")
     assert lines[0] == "Output: hello sandbox" and lines[1] == "tb", s
     assert lines[2].startswith("Background PIDs: ") and lines[3].startswith("Process Group PGID: "), s
+    t0 = time.monotonic()
+    b = tool(asb, "tb", "run_shell_command", {"command": "echo bg; sleep 60", "is_background": True}, "/tmp")
+    assert time.monotonic() - t0 < 10
+    assert b["llmContent"].startswith("Command moved to background (PID: "), b
     e = tool(asb, "tb", "replace", {"file_path": "notes/a.txt", "instruction": "x", "old_string": "nope",
                                     "new_string": "y"}, "/tmp")
     assert e["error"]["type"] == "edit_no_occurrence_found"
