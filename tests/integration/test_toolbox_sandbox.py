@@ -63,3 +63,11 @@ def test_toolbox_in_empty_rootfs(start_sbx, sbx_state, tmp_path):
     assert g["llmContent"].startswith('Found 1 match for pattern "print" in the workspace directory:')
     s = tool(asb, "tbempty", "run_shell_command", {"command": "true"}, "/workspace")
     assert s["error"]["type"] == "shell_execute_error" and "spawn bash" in s["llmContent"]
+
+
+def test_explicit_toolbox_that_cannot_be_installed_is_reported(start_sbx, sbx_state, tmp_path):
+    asb = start_sbx({"ASB_TOOLBOX": str(tmp_path / "missing-toolbox")})
+    create(asb, "tbmissing")
+    obj = wait_ready(asb, "tbmissing", want="False", reason="ReconcilerError")
+    msg = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"][0]["message"]
+    assert "cannot install " + str(tmp_path / "missing-toolbox") in msg
