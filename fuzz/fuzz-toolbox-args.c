@@ -94,8 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         toolbox_result res = {0};
         bool bg, has;
         long long delay;
-        if (json_is_object(args) &&
-            toolbox_arg_string(args, "command", true, &cmd, &res) == 0 &&
+        if (json_is_object(args) && toolbox_arg_string(args, "command", true, &cmd, &res) == 0 &&
             toolbox_arg_string(args, "dir_path", false, &dir, &res) == 0 &&
             toolbox_arg_bool(args, "is_background", false, &bg, &res) == 0 &&
             toolbox_arg_int(args, "delay_ms", 0, &delay, &has, &res) == 0 && dir) {

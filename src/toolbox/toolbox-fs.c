@@ -158,11 +158,11 @@ int toolbox_read_all(const char *path, char **ret, size_t *ret_len)
 bool toolbox_is_binary(const char *path, const char *data, size_t len)
 {
     static const char *const exts[] = {
-        ".zip", ".tar", ".gz",  ".tgz", ".bz2", ".xz",  ".7z",   ".exe",  ".dll", ".so",
-        ".o",   ".a",   ".obj", ".lib", ".bin", ".dat", ".class", ".jar", ".war", ".pyc",
-        ".pyo", ".wasm", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tiff",
-        ".pdf", ".mp3", ".wav", ".ogg", ".flac", ".mp4", ".mov", ".avi", ".doc", ".docx",
-        ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp"};
+        ".zip", ".tar",  ".gz",  ".tgz",  ".bz2",  ".xz",  ".7z",    ".exe", ".dll", ".so",
+        ".o",   ".a",    ".obj", ".lib",  ".bin",  ".dat", ".class", ".jar", ".war", ".pyc",
+        ".pyo", ".wasm", ".png", ".jpg",  ".jpeg", ".gif", ".webp",  ".bmp", ".ico", ".tiff",
+        ".pdf", ".mp3",  ".wav", ".ogg",  ".flac", ".mp4", ".mov",   ".avi", ".doc", ".docx",
+        ".xls", ".xlsx", ".ppt", ".pptx", ".odt",  ".ods", ".odp"};
     const char *dot = strrchr(path, '.');
     const char *slash = strrchr(path, '/');
     if (dot && (!slash || dot > slash))

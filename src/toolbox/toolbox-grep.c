@@ -181,8 +181,8 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     _cleanup_free_ char *where = NULL, *base = NULL, *filter = NULL, *lim = NULL;
 
     bool inside;
-    _cleanup_free_ char *target = toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".",
-                                                  &inside);
+    _cleanup_free_ char *target =
+        toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".", &inside);
     if (!target) {
         ret = -ENOMEM;
         goto out;
@@ -208,8 +208,8 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         base = strdup(target);
         int r = toolbox_walk(ctx->root, target, true, skip_dirs, ig, &files, NULL);
         if (r < 0) {
-            ret = toolbox_fail(res, "grep_execution_error", "Error during grep search operation: %s",
-                               strerror(-r));
+            ret = toolbox_fail(res, "grep_execution_error",
+                               "Error during grep search operation: %s", strerror(-r));
             goto out;
         }
     } else {
@@ -271,8 +271,8 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_set_display(res, "No matches found");
         goto out;
     }
-    if (limited && asprintf(&lim, " (results limited to %lld matches for performance)",
-                            total_max) < 0)
+    if (limited &&
+        asprintf(&lim, " (results limited to %lld matches for performance)", total_max) < 0)
         lim = NULL;
     toolbox_buf b = {0};
     if (names_only) {

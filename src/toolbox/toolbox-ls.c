@@ -62,8 +62,8 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return toolbox_outside(ctx, res, abs);
     struct stat st;
     if (stat(abs, &st) < 0)
-        return toolbox_fail(res, "file_not_found",
-                            "Error: Directory not found or inaccessible: %s", abs);
+        return toolbox_fail(res, "file_not_found", "Error: Directory not found or inaccessible: %s",
+                            abs);
     if (!S_ISDIR(st.st_mode))
         return toolbox_fail(res, "path_is_not_a_directory", "Error: Path is not a directory: %s",
                             abs);
