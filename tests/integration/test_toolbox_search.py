@@ -62,6 +62,9 @@ def test_glob_literal_name_with_special_chars(tmp_path):
     tree(tmp_path, {"app/[id]/page.tsx": "", "app/x/page.tsx": ""})
     out = ok(tmp_path, "glob", {"pattern": "app/[id]/page.tsx"})
     assert out.splitlines()[1:] == [str(tmp_path / "app/[id]/page.tsx")]
+    # a literal name outside the workspace is not found
+    ws = tmp_path / "app"
+    assert ok(ws, "glob", {"pattern": "../app/[id]/page.tsx"}).startswith("No files found")
 
 
 # grep_search
