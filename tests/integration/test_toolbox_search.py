@@ -63,8 +63,10 @@ def test_glob_literal_name_with_special_chars(tmp_path):
     out = ok(tmp_path, "glob", {"pattern": "app/[id]/page.tsx"})
     assert out.splitlines()[1:] == [str(tmp_path / "app/[id]/page.tsx")]
     # a literal name outside the workspace is not found
+    (tmp_path / "x[1].txt").write_text("")
     ws = tmp_path / "app"
-    assert ok(ws, "glob", {"pattern": "../app/[id]/page.tsx"}).startswith("No files found")
+    assert ok(ws, "glob", {"pattern": "../x[1].txt"}).startswith("No files found")
+    assert ok(ws, "glob", {"pattern": "../app/[id]/page.tsx"}).endswith("/app/[id]/page.tsx")
 
 
 # grep_search
