@@ -4,6 +4,7 @@
  * serializes to valid JSON with the three fields, and nothing is written outside the workspace. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -17,7 +18,23 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *root, *outside;
+static char *root, *outside, *top;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The temp workspace goes away with the process (corpus replays in `make test` too). */
+static void cleanup(void)
+{
+    if (top)
+        nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static void put(const char *dir, const char *name, const char *text)
 {
@@ -35,8 +52,9 @@ static void setup(void)
     char tmpl[] = "/tmp/fuzz-toolbox-args-XXXXXX";
     char *d = mkdtemp(tmpl);
     char p[PATH_MAX];
-    if (!d)
+    if (!d || !(top = strdup(d)))
         abort();
+    atexit(cleanup);
     snprintf(p, sizeof(p), "%s/ws", d);
     mkdir(p, 0755);
     root = realpath(p, NULL);
