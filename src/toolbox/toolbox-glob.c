@@ -67,14 +67,14 @@ static int literal_hit(const toolbox_ctx *ctx, const char *dir, const char *patt
 
 /* Files below dir matching pattern into hits; *ret_ignored counts git-ignored matches. */
 static int glob_collect(const toolbox_ctx *ctx, const char *dir, const char *pattern,
-                        bool case_sensitive, bool respect_git, toolbox_files *hits,
-                        size_t *ret_ignored)
+                        bool case_sensitive, bool respect_git, bool respect_gemini,
+                        toolbox_files *hits, size_t *ret_ignored)
 {
     *ret_ignored = 0;
     int r = literal_hit(ctx, dir, pattern, hits);
     if (r != 0)
         return r < 0 ? r : 0;
-    toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
+    toolbox_ignore *ig = toolbox_ignore_load(ctx->root, respect_git, respect_gemini);
     toolbox_files all = {0}, ign_files = {0};
     r = toolbox_walk(ctx->root, dir, true, skip_dirs, ig, &all, &ign_files);
     toolbox_ignore_free(ig);
@@ -127,7 +127,8 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
 
     toolbox_files hits = {0};
     size_t ignored = 0;
-    int r = glob_collect(ctx, dir, pattern, case_sensitive, respect_git, &hits, &ignored);
+    int r = glob_collect(ctx, dir, pattern, case_sensitive, respect_git, respect_gemini, &hits,
+                         &ignored);
     if (r < 0) {
         toolbox_files_free(&hits);
         return toolbox_fail(res, "glob_execution_error", "Error during glob search operation: %s",

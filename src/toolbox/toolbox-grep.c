@@ -240,7 +240,7 @@ static int grep_file(grep_run *g, size_t f)
 /* Collects the files below (or the single file) target and searches them. */
 static int grep_search(grep_run *g, const toolbox_ctx *ctx, const char *target, bool is_dir)
 {
-    toolbox_ignore *ig = g->o->no_ignore ? NULL : toolbox_ignore_load(ctx->root);
+    toolbox_ignore *ig = g->o->no_ignore ? NULL : toolbox_ignore_load(ctx->root, true, true);
     int r = 0;
     if (is_dir) {
         g->base = strdup(target);

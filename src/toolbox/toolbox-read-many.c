@@ -112,15 +112,15 @@ static bool append_file(toolbox_buf *b, toolbox_buf *skipped, const char *path, 
 int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
 {
     _cleanup_free_ const char **include = NULL, **exclude = NULL;
-    bool recursive, defaults, respect_git;
+    bool recursive, defaults, respect_git, respect_gemini;
     if (toolbox_arg_strv(args, "include", true, 1, true, &include, res) < 0 ||
         toolbox_arg_strv(args, "exclude", false, 0, false, &exclude, res) < 0 ||
         toolbox_arg_bool(args, "recursive", true, &recursive, res) < 0 ||
         toolbox_arg_bool(args, "useDefaultExcludes", true, &defaults, res) < 0 ||
-        toolbox_arg_filtering(args, &respect_git, res) < 0)
+        toolbox_arg_filtering(args, &respect_git, &respect_gemini, res) < 0)
         return 0;
 
-    toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
+    toolbox_ignore *ig = toolbox_ignore_load(ctx->root, respect_git, respect_gemini);
     toolbox_files all = {0};
     bool walked = false;
     selection sel = {0};

@@ -106,9 +106,10 @@ bool toolbox_glob_match(const char *pattern, const char *path, bool casefold);
 char **toolbox_brace_expand(const char *pattern);
 void toolbox_strv_free(char **v);
 
-/* .gitignore of the workspace root (only when it is a git repository: it has .git). */
+/* Ignore rules of the workspace root: .gitignore (and .git itself) when git is set and the root
+ * is a git repository (has .git), .geminiignore when gemini is set. NULL: nothing to ignore. */
 typedef struct toolbox_ignore toolbox_ignore;
-toolbox_ignore *toolbox_ignore_load(const char *root);
+toolbox_ignore *toolbox_ignore_load(const char *root, bool git, bool gemini);
 /* rel: path relative to the root; is_dir: a directory. NULL ignore never ignores. */
 bool toolbox_ignore_match(const toolbox_ignore *ig, const char *rel, bool is_dir);
 void toolbox_ignore_free(toolbox_ignore *ig);
@@ -134,8 +135,10 @@ int toolbox_write_content(const char *abs, const char *data, size_t len);
 /* gemini-cli's typed write errors (permission, space, directory, other). Returns 0. */
 int toolbox_write_error(toolbox_result *res, const char *abs, int r);
 
-/* file_filtering_options {respect_git_ignore, respect_gemini_ignore}. 0 or -EINVAL. */
-int toolbox_arg_filtering(json_t *args, bool *respect_git, toolbox_result *res);
+/* file_filtering_options {respect_git_ignore, respect_gemini_ignore} (both default true).
+ * 0 or -EINVAL. */
+int toolbox_arg_filtering(json_t *args, bool *respect_git, bool *respect_gemini,
+                          toolbox_result *res);
 
 /* The tools. */
 int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res);
