@@ -61,8 +61,7 @@ static int install_binary(const char *binary, const char *name, const char *dir,
     if (r == 0)
         r = fs_copy_file(binary, bin, 0755);
     if (r < 0) {
-        if (asprintf(ret_error, "cannot install %s into %s: %s", binary, bindir, strerror(-r)) <
-            0)
+        if (asprintf(ret_error, "cannot install %s into %s: %s", binary, bindir, strerror(-r)) < 0)
             *ret_error = NULL;
         return r;
     }
@@ -78,8 +77,7 @@ static int install_binary(const char *binary, const char *name, const char *dir,
     for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         r = copy_ldd_line(line, libdir, &loader);
         if (r < 0) {
-            if (asprintf(ret_error, "cannot copy a library of %s: %s", binary, strerror(-r)) <
-                0)
+            if (asprintf(ret_error, "cannot copy a library of %s: %s", binary, strerror(-r)) < 0)
                 *ret_error = NULL;
             return r;
         }

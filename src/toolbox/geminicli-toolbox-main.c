@@ -15,14 +15,15 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: geminicli-toolbox [--root DIR] TOOL [JSON | @FILE | -]\n"
-          "Runs one gemini-cli tool with JSON arguments (from the argument, a file, or stdin\n"
-          "when absent or '-') and prints {\"llmContent\",\"returnDisplay\",\"error\"} as one JSON\n"
-          "line. The workspace is --root, else $GEMINICLI_TOOLBOX_ROOT, else the current\n"
-          "directory. Tools: run_shell_command list_directory read_file write_file replace\n"
-          "glob grep_search read_many_files. Exit status 0 when the tool ran (tool errors are\n"
-          "in the JSON), 2 on usage errors.\n",
-          f);
+    fputs(
+        "usage: geminicli-toolbox [--root DIR] TOOL [JSON | @FILE | -]\n"
+        "Runs one gemini-cli tool with JSON arguments (from the argument, a file, or stdin\n"
+        "when absent or '-') and prints {\"llmContent\",\"returnDisplay\",\"error\"} as one JSON\n"
+        "line. The workspace is --root, else $GEMINICLI_TOOLBOX_ROOT, else the current\n"
+        "directory. Tools: run_shell_command list_directory read_file write_file replace\n"
+        "glob grep_search read_many_files. Exit status 0 when the tool ran (tool errors are\n"
+        "in the JSON), 2 on usage errors.\n",
+        f);
 }
 
 static int read_stream(FILE *in, char **ret)
@@ -101,7 +102,8 @@ int main(int argc, char **argv)
     json_error_t jerr;
     json_t *args = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     if (!args) {
-        fprintf(stderr, "geminicli-toolbox: arguments are not valid JSON: %s (line %d, column %d)\n",
+        fprintf(stderr,
+                "geminicli-toolbox: arguments are not valid JSON: %s (line %d, column %d)\n",
                 jerr.text, jerr.line, jerr.column);
         return 2;
     }
@@ -117,8 +119,7 @@ int main(int argc, char **argv)
     _cleanup_free_ char *out = r == 0 ? toolbox_result_to_json(&res) : NULL;
     toolbox_result_done(&res);
     if (!out) {
-        fprintf(stderr, "geminicli-toolbox: %s failed: %s\n", tool,
-                strerror(r < 0 ? -r : ENOMEM));
+        fprintf(stderr, "geminicli-toolbox: %s failed: %s\n", tool, strerror(r < 0 ? -r : ENOMEM));
         return 1;
     }
     if (fputs(out, stdout) < 0 || fflush(stdout) != 0)

@@ -72,9 +72,8 @@ int toolbox_replace(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
                                 "Failed to read content of existing file: %s", abs);
         if (*old) {
             toolbox_fail(res, "file_not_found", "File not found: %s", abs);
-            toolbox_set_display(res,
-                                "Error: File not found. Cannot apply edit. Use an empty "
-                                "old_string to create a new file.");
+            toolbox_set_display(res, "Error: File not found. Cannot apply edit. Use an empty "
+                                     "old_string to create a new file.");
             return 0;
         }
         int r = toolbox_write_content(abs, new, strlen(new));
@@ -112,8 +111,8 @@ int toolbox_replace(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_fail(res, "edit_expected_occurrence_mismatch",
                      "Failed to edit, Expected %lld %s but found %zu for old_string in file: %s",
                      expected, expected == 1 ? "occurrence" : "occurrences", n, abs);
-        toolbox_set_display(res, "Error: Failed to edit, expected %lld %s but found %zu.",
-                            expected, expected == 1 ? "occurrence" : "occurrences", n);
+        toolbox_set_display(res, "Error: Failed to edit, expected %lld %s but found %zu.", expected,
+                            expected == 1 ? "occurrence" : "occurrences", n);
         return 0;
     }
     if (!has_expected && n > 1 && !allow_multiple) {
@@ -122,8 +121,7 @@ int toolbox_replace(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
                      "file: %s. If you intended to replace multiple occurrences, set "
                      "'allow_multiple' to true.",
                      n, abs);
-        toolbox_set_display(res, "Error: Failed to edit, expected 1 occurrence but found %zu.",
-                            n);
+        toolbox_set_display(res, "Error: Failed to edit, expected 1 occurrence but found %zu.", n);
         return 0;
     }
     if (strcmp(old, new) == 0) {

@@ -158,11 +158,11 @@ int toolbox_read_all(const char *path, char **ret, size_t *ret_len)
 bool toolbox_is_binary(const char *path, const char *data, size_t len)
 {
     static const char *const exts[] = {
-        ".zip", ".tar", ".gz",  ".tgz", ".bz2", ".xz",  ".7z",   ".exe",  ".dll", ".so",
-        ".o",   ".a",   ".obj", ".lib", ".bin", ".dat", ".class", ".jar", ".war", ".pyc",
-        ".pyo", ".wasm", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tiff",
-        ".pdf", ".mp3", ".wav", ".ogg", ".flac", ".mp4", ".mov", ".avi", ".doc", ".docx",
-        ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp"};
+        ".zip", ".tar",  ".gz",  ".tgz",  ".bz2",  ".xz",  ".7z",    ".exe", ".dll", ".so",
+        ".o",   ".a",    ".obj", ".lib",  ".bin",  ".dat", ".class", ".jar", ".war", ".pyc",
+        ".pyo", ".wasm", ".png", ".jpg",  ".jpeg", ".gif", ".webp",  ".bmp", ".ico", ".tiff",
+        ".pdf", ".mp3",  ".wav", ".ogg",  ".flac", ".mp4", ".mov",   ".avi", ".doc", ".docx",
+        ".xls", ".xlsx", ".ppt", ".pptx", ".odt",  ".ods", ".odp"};
     const char *dot = strrchr(path, '.');
     const char *slash = strrchr(path, '/');
     if (dot && (!slash || dot > slash))
@@ -226,27 +226,25 @@ struct toolbox_ignore {
     size_t n;
 };
 
-toolbox_ignore *toolbox_ignore_load(const char *root)
+static int add_rule(toolbox_ignore *ig, ignore_rule r, const char *pat)
 {
-    _cleanup_free_ char *git = NULL, *path = NULL;
-    if (asprintf(&git, "%s/.git", root) < 0 || asprintf(&path, "%s/.gitignore", root) < 0)
-        return NULL;
-    if (access(git, F_OK) < 0)
-        return NULL;
-    toolbox_ignore *ig = calloc(1, sizeof(*ig));
-    if (!ig)
-        return NULL;
-    /* The repository's own metadata is always ignored. */
-    ig->v = calloc(1, sizeof(ignore_rule));
-    if (!ig->v || !(ig->v[0].pat = strdup(".git"))) {
-        toolbox_ignore_free(ig);
-        return NULL;
-    }
-    ig->n = 1;
-    char *data = NULL;
+    ignore_rule *t = realloc(ig->v, (ig->n + 1) * sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    ig->v = t;
+    if (!(r.pat = strdup(pat)))
+        return -ENOMEM;
+    ig->v[ig->n++] = r;
+    return 0;
+}
+
+/* Appends the rules of one ignore file (missing: none). */
+static void load_rules(toolbox_ignore *ig, const char *root, const char *name)
+{
+    _cleanup_free_ char *path = NULL, *data = NULL;
     size_t len = 0;
-    if (toolbox_read_all(path, &data, &len) < 0)
-        return ig;
+    if (asprintf(&path, "%s/%s", root, name) < 0 || toolbox_read_all(path, &data, &len) < 0)
+        return;
     char *save = NULL;
     for (char *line = strtok_r(data, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
         size_t n = strlen(line);
@@ -270,15 +268,36 @@ toolbox_ignore *toolbox_ignore_load(const char *root)
         } else if (strchr(line, '/')) {
             r.anchored = true;
         }
-        if (!*line)
-            continue;
-        ignore_rule *t = realloc(ig->v, (ig->n + 1) * sizeof(*t));
-        if (!t || !(r.pat = strdup(line)))
-            break;
-        ig->v = t;
-        ig->v[ig->n++] = r;
+        if (*line && add_rule(ig, r, line) < 0)
+            return;
     }
-    free(data);
+}
+
+toolbox_ignore *toolbox_ignore_load(const char *root, bool git, bool gemini)
+{
+    _cleanup_free_ char *dotgit = NULL;
+    if (asprintf(&dotgit, "%s/.git", root) < 0)
+        return NULL;
+    git = git && access(dotgit, F_OK) == 0;
+    if (!git && !gemini)
+        return NULL;
+    toolbox_ignore *ig = calloc(1, sizeof(*ig));
+    if (!ig)
+        return NULL;
+    if (git) {
+        /* The repository's own metadata is always ignored. */
+        if (add_rule(ig, (ignore_rule){0}, ".git") < 0) {
+            toolbox_ignore_free(ig);
+            return NULL;
+        }
+        load_rules(ig, root, ".gitignore");
+    }
+    if (gemini)
+        load_rules(ig, root, ".geminiignore");
+    if (ig->n == 0) {
+        toolbox_ignore_free(ig);
+        return NULL;
+    }
     return ig;
 }
 

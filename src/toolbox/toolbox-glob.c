@@ -43,6 +43,64 @@ static bool glob_hit(const char *pattern, const char *dir, const char *path, boo
 
 static const char *const skip_dirs[] = {"node_modules", ".git", NULL};
 
+/* A pattern with glob characters that names an existing file is taken literally (Next.js-style
+ * `app/[id]/page.tsx`). Returns 1 and fills hits when it does. */
+static int literal_hit(const toolbox_ctx *ctx, const char *dir, const char *pattern,
+                       toolbox_files *hits)
+{
+    if (!strpbrk(pattern, "*?[{"))
+        return 0;
+    _cleanup_free_ char *joined = NULL, *literal = NULL;
+    bool inside = false;
+    if (pattern[0] != '/' && asprintf(&joined, "%s/%s", dir, pattern) < 0)
+        return -ENOMEM;
+    literal = toolbox_resolve(ctx, joined ? joined : pattern, &inside);
+    struct stat st;
+    if (!literal || !inside || lstat(literal, &st) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (!(hits->v = calloc(1, sizeof(toolbox_file))))
+        return -ENOMEM;
+    hits->v[0] = (toolbox_file){.path = TAKE_PTR(literal), .mtime = st.st_mtim, .size = st.st_size};
+    hits->n = hits->cap = 1;
+    return 1;
+}
+
+/* Files below dir matching pattern into hits; *ret_ignored counts git-ignored matches. */
+static int glob_collect(const toolbox_ctx *ctx, const char *dir, const char *pattern,
+                        bool case_sensitive, bool respect_git, bool respect_gemini,
+                        toolbox_files *hits, size_t *ret_ignored)
+{
+    *ret_ignored = 0;
+    int r = literal_hit(ctx, dir, pattern, hits);
+    if (r != 0)
+        return r < 0 ? r : 0;
+    toolbox_ignore *ig = toolbox_ignore_load(ctx->root, respect_git, respect_gemini);
+    toolbox_files all = {0}, ign_files = {0};
+    r = toolbox_walk(ctx->root, dir, true, skip_dirs, ig, &all, &ign_files);
+    toolbox_ignore_free(ig);
+    for (size_t i = 0; r == 0 && i < ign_files.n; i++)
+        *ret_ignored += glob_hit(pattern, dir, ign_files.v[i].path, case_sensitive);
+    for (size_t i = 0; r == 0 && i < all.n; i++) {
+        if (!glob_hit(pattern, dir, all.v[i].path, case_sensitive))
+            continue;
+        if (hits->n == hits->cap) {
+            size_t cap = hits->cap ? hits->cap * 2 : 64;
+            toolbox_file *t = realloc(hits->v, cap * sizeof(*t));
+            if (!t) {
+                r = -ENOMEM;
+                break;
+            }
+            hits->v = t;
+            hits->cap = cap;
+        }
+        hits->v[hits->n++] = all.v[i];
+        all.v[i].path = NULL;
+    }
+    toolbox_files_free(&all);
+    toolbox_files_free(&ign_files);
+    return r;
+}
+
 int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
 {
     const char *pattern, *dir_path;
@@ -67,64 +125,15 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (!S_ISDIR(st.st_mode))
         return toolbox_invalid(res, "Search path is not a directory: %s", dir);
 
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    now_ns = ts_ns(now);
-
-    toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
-    toolbox_files all = {0}, hits = {0}, ign_files = {0};
+    toolbox_files hits = {0};
     size_t ignored = 0;
-
-    /* A pattern naming an existing file is taken literally. */
-    _cleanup_free_ char *literal = NULL;
-    bool lit_inside = false;
-    struct stat ls;
-    if (pattern[0] == '/')
-        literal = toolbox_resolve(ctx, pattern, &lit_inside);
-    else if (asprintf(&literal, "%s/%s", dir, pattern) >= 0)
-        lit_inside = true;
-    if (literal && lit_inside && lstat(literal, &ls) == 0 && S_ISREG(ls.st_mode) &&
-        strpbrk(pattern, "*?[{")) {
-        char *p = strdup(literal);
-        if (p) {
-            hits.v = calloc(1, sizeof(toolbox_file));
-            if (hits.v) {
-                hits.v[0] = (toolbox_file){.path = p, .mtime = ls.st_mtim, .size = ls.st_size};
-                hits.n = hits.cap = 1;
-            } else {
-                free(p);
-            }
-        }
-    } else {
-        int r = toolbox_walk(ctx->root, dir, true, skip_dirs, ig, &all, &ign_files);
-        if (r < 0) {
-            toolbox_ignore_free(ig);
-            toolbox_files_free(&all);
-            toolbox_files_free(&ign_files);
-            return toolbox_fail(res, "glob_execution_error",
-                                "Error during glob search operation: %s", strerror(-r));
-        }
-        for (size_t i = 0; i < ign_files.n; i++)
-            ignored += glob_hit(pattern, dir, ign_files.v[i].path, case_sensitive);
-        for (size_t i = 0; i < all.n; i++) {
-            if (!glob_hit(pattern, dir, all.v[i].path, case_sensitive))
-                continue;
-            if (hits.n == hits.cap) {
-                size_t cap = hits.cap ? hits.cap * 2 : 64;
-                toolbox_file *t = realloc(hits.v, cap * sizeof(*t));
-                if (!t)
-                    break;
-                hits.v = t;
-                hits.cap = cap;
-            }
-            hits.v[hits.n++] = all.v[i];
-            all.v[i].path = NULL;
-        }
+    int r = glob_collect(ctx, dir, pattern, case_sensitive, respect_git, respect_gemini, &hits,
+                         &ignored);
+    if (r < 0) {
+        toolbox_files_free(&hits);
+        return toolbox_fail(res, "glob_execution_error", "Error during glob search operation: %s",
+                            strerror(-r));
     }
-    toolbox_ignore_free(ig);
-    toolbox_files_free(&all);
-    toolbox_files_free(&ign_files);
-
     _cleanup_free_ char *ign = NULL;
     if (ignored && asprintf(&ign, " (%zu additional files were git-ignored)", ignored) < 0)
         ign = NULL;
@@ -135,6 +144,9 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_files_free(&hits);
         return 0;
     }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    now_ns = ts_ns(now);
     qsort(hits.v, hits.n, sizeof(toolbox_file), file_cmp);
     toolbox_buf b = {0};
     toolbox_buf_printf(&b,

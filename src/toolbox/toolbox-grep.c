@@ -115,239 +115,277 @@ static void add_line(toolbox_buf *b, size_t no, char sep, const char *s, size_t 
         toolbox_buf_puts(b, "... [truncated]");
 }
 
-int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
-{
-    const char *pattern, *dir_path, *include, *include_legacy, *exclude;
+typedef struct grep_opts {
+    const char *pattern, *dir_path, *include, *exclude;
     bool names_only, case_sensitive, fixed, no_ignore;
-    long long per_file = 0, total_max = TOOLBOX_GREP_DEFAULT_MAX, context = 0, before = 0,
-              after = 0;
-    bool has_per_file, has_total, has_ctx, has_before, has_after;
-    if (toolbox_arg_string(args, "pattern", true, &pattern, res) < 0 ||
-        toolbox_arg_string(args, "dir_path", false, &dir_path, res) < 0 ||
-        toolbox_arg_string(args, "include_pattern", false, &include, res) < 0 ||
+    long long per_file, total_max, before, after;
+    bool has_per_file, auto_context;
+} grep_opts;
+
+/* Parameters (AGENT.md §2.7 current, plus the old name `include`). 0 or -EINVAL. */
+static int grep_parse(json_t *args, grep_opts *o, toolbox_result *res)
+{
+    const char *include_legacy;
+    long long context = 0;
+    bool has_total, has_ctx, has_before, has_after;
+    *o = (grep_opts){.total_max = TOOLBOX_GREP_DEFAULT_MAX};
+    if (toolbox_arg_string(args, "pattern", true, &o->pattern, res) < 0 ||
+        toolbox_arg_string(args, "dir_path", false, &o->dir_path, res) < 0 ||
+        toolbox_arg_string(args, "include_pattern", false, &o->include, res) < 0 ||
         toolbox_arg_string(args, "include", false, &include_legacy, res) < 0 ||
-        toolbox_arg_string(args, "exclude_pattern", false, &exclude, res) < 0 ||
-        toolbox_arg_bool(args, "names_only", false, &names_only, res) < 0 ||
-        toolbox_arg_bool(args, "case_sensitive", false, &case_sensitive, res) < 0 ||
-        toolbox_arg_bool(args, "fixed_strings", false, &fixed, res) < 0 ||
-        toolbox_arg_bool(args, "no_ignore", false, &no_ignore, res) < 0 ||
-        toolbox_arg_int(args, "max_matches_per_file", 1, &per_file, &has_per_file, res) < 0 ||
-        toolbox_arg_int(args, "total_max_matches", 1, &total_max, &has_total, res) < 0 ||
+        toolbox_arg_string(args, "exclude_pattern", false, &o->exclude, res) < 0 ||
+        toolbox_arg_bool(args, "names_only", false, &o->names_only, res) < 0 ||
+        toolbox_arg_bool(args, "case_sensitive", false, &o->case_sensitive, res) < 0 ||
+        toolbox_arg_bool(args, "fixed_strings", false, &o->fixed, res) < 0 ||
+        toolbox_arg_bool(args, "no_ignore", false, &o->no_ignore, res) < 0 ||
+        toolbox_arg_int(args, "max_matches_per_file", 1, &o->per_file, &o->has_per_file, res) < 0 ||
+        toolbox_arg_int(args, "total_max_matches", 1, &o->total_max, &has_total, res) < 0 ||
         toolbox_arg_int(args, "context", 0, &context, &has_ctx, res) < 0 ||
-        toolbox_arg_int(args, "before", 0, &before, &has_before, res) < 0 ||
-        toolbox_arg_int(args, "after", 0, &after, &has_after, res) < 0)
-        return 0;
-    if (!include)
-        include = include_legacy;
-    if (include && !*include)
-        include = NULL;
-    if (!*pattern)
-        return toolbox_invalid(res, "The 'pattern' parameter cannot be empty.");
+        toolbox_arg_int(args, "before", 0, &o->before, &has_before, res) < 0 ||
+        toolbox_arg_int(args, "after", 0, &o->after, &has_after, res) < 0)
+        return -EINVAL;
+    if (!o->include)
+        o->include = include_legacy;
+    if (o->include && !*o->include)
+        o->include = NULL;
+    if (o->dir_path && !*o->dir_path)
+        o->dir_path = NULL;
     if (!has_total)
-        total_max = TOOLBOX_GREP_DEFAULT_MAX;
-
-    int cflags = REG_EXTENDED | REG_NOSUB | (case_sensitive ? 0 : REG_ICASE);
-    regex_t re, ex;
-    _cleanup_free_ char *tp = translate(pattern, fixed);
-    int k = regcomp(&re, tp, cflags);
-    if (k != 0) {
-        char msg[256];
-        regerror(k, &re, msg, sizeof(msg));
-        return toolbox_invalid(res, "Invalid regular expression pattern provided: %s. Error: %s",
-                               pattern, msg);
-    }
-    bool has_ex = false;
-    if (exclude && *exclude) {
-        _cleanup_free_ char *te = translate(exclude, false);
-        k = regcomp(&ex, te, cflags);
-        if (k != 0) {
-            char msg[256];
-            regerror(k, &ex, msg, sizeof(msg));
-            regfree(&re);
-            return toolbox_invalid(res,
-                                   "Invalid regular expression pattern provided for "
-                                   "exclude_pattern: %s. Error: %s",
-                                   exclude, msg);
-        }
-        has_ex = true;
-    }
-
-    int ret = 0;
-    toolbox_files files = {0};
-    hit *hits = NULL;
-    size_t nhits = 0;
-    text *texts = NULL;
-    toolbox_ignore *ig = NULL;
-    _cleanup_free_ char *where = NULL, *base = NULL;
-
-    bool inside;
-    _cleanup_free_ char *target = toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".",
-                                                  &inside);
-    if (!target) {
-        ret = -ENOMEM;
-        goto out;
-    }
-    if (!inside) {
-        ret = toolbox_outside(ctx, res, target);
-        goto out;
-    }
-    struct stat st;
-    if (stat(target, &st) < 0) {
-        ret = toolbox_invalid(res, "Path does not exist: %s", target);
-        goto out;
-    }
-    if (dir_path && *dir_path) {
-        if (asprintf(&where, "in path \"%s\"", dir_path) < 0)
-            where = NULL;
-    } else {
-        where = strdup("in the workspace directory");
-    }
-    if (!no_ignore)
-        ig = toolbox_ignore_load(ctx->root);
-    if (S_ISDIR(st.st_mode)) {
-        base = strdup(target);
-        int r = toolbox_walk(ctx->root, target, true, skip_dirs, ig, &files, NULL);
-        if (r < 0) {
-            ret = toolbox_fail(res, "grep_execution_error", "Error during grep search operation: %s",
-                               strerror(-r));
-            goto out;
-        }
-    } else {
-        char *slash = strrchr(target, '/');
-        base = slash == target ? strdup("/") : strndup(target, (size_t)(slash - target));
-        files.v = calloc(1, sizeof(toolbox_file));
-        if (!files.v || !(files.v[0].path = strdup(target))) {
-            ret = -ENOMEM;
-            goto out;
-        }
-        files.n = files.cap = 1;
-    }
-    /* Files in path order, filtered by include_pattern. */
-    qsort(files.v, files.n, sizeof(toolbox_file), path_cmp);
-    texts = calloc(files.n ? files.n : 1, sizeof(text));
-    if (!texts) {
-        ret = -ENOMEM;
-        goto out;
-    }
-    bool limited = false;
-    for (size_t f = 0; f < files.n && !limited; f++) {
-        _cleanup_free_ char *rel = toolbox_relative(base, files.v[f].path);
-        if (!rel || !include_match(include, rel))
-            continue;
-        text *t = &texts[f];
-        if (toolbox_read_all(files.v[f].path, &t->data, &t->len) < 0)
-            continue;
-        if (toolbox_is_binary("", t->data, t->len) || text_split(t) < 0) {
-            text_free(t);
-            continue;
-        }
-        size_t in_file = 0;
-        for (size_t l = 0; l < t->n; l++) {
-            if (!line_matches(&re, t->lines[l], t->lens[l]))
-                continue;
-            if (has_ex && line_matches(&ex, t->lines[l], t->lens[l]))
-                continue;
-            if ((long long)nhits >= total_max) {
-                limited = true;
-                break;
-            }
-            hit *h = realloc(hits, (nhits + 1) * sizeof(*h));
-            if (!h) {
-                ret = -ENOMEM;
-                goto out;
-            }
-            hits = h;
-            hits[nhits++] = (hit){.file = f, .line = l};
-            if (has_per_file && (long long)++in_file >= per_file)
-                break;
-        }
-    }
-
-    _cleanup_free_ char *filter = NULL;
-    if (include && asprintf(&filter, " (filter: \"%s\")", include) < 0)
-        filter = NULL;
-    if (nhits == 0) {
-        toolbox_set_llm(res, "No matches found for pattern \"%s\" %s%s.", pattern,
-                        where ? where : "", filter ? filter : "");
-        toolbox_set_display(res, "No matches found");
-        goto out;
-    }
-    _cleanup_free_ char *lim = NULL;
-    if (limited && asprintf(&lim, " (results limited to %lld matches for performance)",
-                            total_max) < 0)
-        lim = NULL;
-    toolbox_buf b = {0};
-    if (names_only) {
-        size_t nf = 0;
-        for (size_t i = 0; i < nhits; i++)
-            nf += i == 0 || hits[i].file != hits[i - 1].file;
-        toolbox_buf_printf(&b, "Found %zu files with matches for pattern \"%s\" %s%s%s:", nf,
-                           pattern, where ? where : "", filter ? filter : "", lim ? lim : "");
-        for (size_t i = 0; i < nhits; i++) {
-            if (i > 0 && hits[i].file == hits[i - 1].file)
-                continue;
-            _cleanup_free_ char *rel = toolbox_relative(base, files.v[hits[i].file].path);
-            toolbox_buf_printf(&b, "\n%s", rel ? rel : "");
-        }
-        res->llm = toolbox_buf_steal(&b);
-        toolbox_set_display(res, "Found %zu files", nf);
-        goto out;
-    }
+        o->total_max = TOOLBOX_GREP_DEFAULT_MAX;
     if (has_ctx) {
         if (!has_before)
-            before = context;
+            o->before = context;
         if (!has_after)
-            after = context;
+            o->after = context;
     }
-    if (!has_ctx && !has_before && !has_after && nhits <= 3)
-        before = after = nhits == 1 ? 50 : 15; /* gemini-cli adds context to few matches */
-    toolbox_buf_printf(&b, "Found %zu %s for pattern \"%s\" %s%s%s:\n---", nhits,
-                       nhits == 1 ? "match" : "matches", pattern, where ? where : "",
-                       filter ? filter : "", lim ? lim : "");
-    for (size_t i = 0; i < nhits;) {
-        size_t f = hits[i].file, j = i;
-        while (j < nhits && hits[j].file == f)
-            j++;
-        _cleanup_free_ char *rel = toolbox_relative(base, files.v[f].path);
-        toolbox_buf_printf(&b, "\nFile: %s", rel ? rel : "");
-        const text *t = &texts[f];
-        size_t next = 0; /* first line not yet printed */
-        for (size_t h = i; h < j; h++) {
-            size_t l = hits[h].line;
-            size_t from = l > (size_t)before ? l - (size_t)before : 0;
-            if (from < next)
-                from = next;
-            for (size_t c = from; c < l; c++)
-                add_line(&b, c, '-', t->lines[c], t->lens[c]);
-            if (l >= next) {
-                add_line(&b, l, ':', t->lines[l], t->lens[l]);
-                next = l + 1;
-            }
-            size_t to = MIN(t->n, l + 1 + (size_t)after);
-            if (h + 1 < j && hits[h + 1].line < to)
-                to = hits[h + 1].line;
-            for (size_t c = next; c < to; c++)
-                add_line(&b, c, '-', t->lines[c], t->lens[c]);
-            if (to > next)
-                next = to;
+    o->auto_context = !has_ctx && !has_before && !has_after;
+    if (!*o->pattern) {
+        toolbox_invalid(res, "The 'pattern' parameter cannot be empty.");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Compiles p (a bad one is a parameter error naming `what`). 0 or -EINVAL. */
+static int grep_compile(regex_t *re, const char *p, bool fixed, int cflags, const char *what,
+                        toolbox_result *res)
+{
+    _cleanup_free_ char *t = translate(p, fixed);
+    int k = regcomp(re, t, cflags);
+    if (k == 0)
+        return 0;
+    char msg[256];
+    regerror(k, re, msg, sizeof(msg)); /* a failed regcomp leaves nothing to regfree */
+    toolbox_invalid(res, "Invalid regular expression pattern provided%s: %s. Error: %s", what, p,
+                    msg);
+    return -EINVAL;
+}
+
+/* One search: files in path order, their texts (kept for context lines) and the hits. */
+typedef struct grep_run {
+    const grep_opts *o;
+    regex_t re, ex;
+    bool has_ex;
+    char *base; /* paths in the output are relative to it */
+    toolbox_files files;
+    text *texts;
+    hit *hits;
+    size_t nhits;
+    bool limited;
+} grep_run;
+
+static void grep_run_done(grep_run *g)
+{
+    regfree(&g->re);
+    if (g->has_ex)
+        regfree(&g->ex);
+    for (size_t i = 0; g->texts && i < g->files.n; i++)
+        text_free(&g->texts[i]);
+    free(g->texts);
+    free(g->hits);
+    free(g->base);
+    toolbox_files_free(&g->files);
+}
+
+static int grep_file(grep_run *g, size_t f)
+{
+    text *t = &g->texts[f];
+    if (toolbox_read_all(g->files.v[f].path, &t->data, &t->len) < 0)
+        return 0;
+    if (toolbox_is_binary("", t->data, t->len) || text_split(t) < 0) {
+        text_free(t);
+        return 0;
+    }
+    size_t in_file = 0;
+    for (size_t l = 0; l < t->n; l++) {
+        if (!line_matches(&g->re, t->lines[l], t->lens[l]))
+            continue;
+        if (g->has_ex && line_matches(&g->ex, t->lines[l], t->lens[l]))
+            continue;
+        if ((long long)g->nhits >= g->o->total_max) {
+            g->limited = true;
+            return 0;
         }
+        hit *h = realloc(g->hits, (g->nhits + 1) * sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        g->hits = h;
+        g->hits[g->nhits++] = (hit){.file = f, .line = l};
+        if (g->o->has_per_file && (long long)++in_file >= g->o->per_file)
+            break;
+    }
+    return 0;
+}
+
+/* Collects the files below (or the single file) target and searches them. */
+static int grep_search(grep_run *g, const toolbox_ctx *ctx, const char *target, bool is_dir)
+{
+    toolbox_ignore *ig = g->o->no_ignore ? NULL : toolbox_ignore_load(ctx->root, true, true);
+    int r = 0;
+    if (is_dir) {
+        g->base = strdup(target);
+        r = toolbox_walk(ctx->root, target, true, skip_dirs, ig, &g->files, NULL);
+    } else {
+        char *slash = strrchr(target, '/');
+        g->base = slash == target ? strdup("/") : strndup(target, (size_t)(slash - target));
+        g->files.v = calloc(1, sizeof(toolbox_file));
+        if (!g->files.v || !(g->files.v[0].path = strdup(target)))
+            r = -ENOMEM;
+        else
+            g->files.n = g->files.cap = 1;
+    }
+    toolbox_ignore_free(ig);
+    if (r < 0)
+        return r;
+    if (!g->base)
+        return -ENOMEM;
+    qsort(g->files.v, g->files.n, sizeof(toolbox_file), path_cmp);
+    g->texts = calloc(g->files.n ? g->files.n : 1, sizeof(text));
+    if (!g->texts)
+        return -ENOMEM;
+    for (size_t f = 0; f < g->files.n && !g->limited; f++) {
+        _cleanup_free_ char *rel = toolbox_relative(g->base, g->files.v[f].path);
+        if (!rel || !include_match(g->o->include, rel))
+            continue;
+        r = grep_file(g, f);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* One file's block: match lines and their before/after context, overlaps merged. */
+static void grep_format_file(toolbox_buf *b, const grep_run *g, size_t i, size_t j, size_t before,
+                             size_t after)
+{
+    const text *t = &g->texts[g->hits[i].file];
+    size_t next = 0; /* first line not yet printed */
+    for (size_t h = i; h < j; h++) {
+        size_t l = g->hits[h].line;
+        size_t from = l > before ? l - before : 0;
+        for (size_t c = MAX(from, next); c < l; c++)
+            add_line(b, c, '-', t->lines[c], t->lens[c]);
+        if (l >= next) {
+            add_line(b, l, ':', t->lines[l], t->lens[l]);
+            next = l + 1;
+        }
+        size_t to = MIN(t->n, l + 1 + after);
+        if (h + 1 < j && g->hits[h + 1].line < to)
+            to = g->hits[h + 1].line;
+        for (size_t c = next; c < to; c++)
+            add_line(b, c, '-', t->lines[c], t->lens[c]);
+        next = MAX(next, to);
+    }
+}
+
+static char *grep_format(const grep_run *g, const char *where, const char *filter, const char *lim)
+{
+    const grep_opts *o = g->o;
+    toolbox_buf b = {0};
+    if (o->names_only) {
+        size_t nf = 0;
+        for (size_t i = 0; i < g->nhits; i++)
+            nf += i == 0 || g->hits[i].file != g->hits[i - 1].file;
+        toolbox_buf_printf(&b, "Found %zu files with matches for pattern \"%s\" %s%s%s:", nf,
+                           o->pattern, where, filter, lim);
+        for (size_t i = 0; i < g->nhits; i++) {
+            if (i > 0 && g->hits[i].file == g->hits[i - 1].file)
+                continue;
+            _cleanup_free_ char *rel = toolbox_relative(g->base, g->files.v[g->hits[i].file].path);
+            toolbox_buf_printf(&b, "\n%s", rel ? rel : "");
+        }
+        return toolbox_buf_steal(&b);
+    }
+    size_t before = (size_t)o->before, after = (size_t)o->after;
+    if (o->auto_context && g->nhits <= 3) /* gemini-cli adds context to few matches */
+        before = after = g->nhits == 1 ? 50 : 15;
+    toolbox_buf_printf(&b, "Found %zu %s for pattern \"%s\" %s%s%s:\n---", g->nhits,
+                       g->nhits == 1 ? "match" : "matches", o->pattern, where, filter, lim);
+    for (size_t i = 0; i < g->nhits;) {
+        size_t j = i;
+        while (j < g->nhits && g->hits[j].file == g->hits[i].file)
+            j++;
+        _cleanup_free_ char *rel = toolbox_relative(g->base, g->files.v[g->hits[i].file].path);
+        toolbox_buf_printf(&b, "\nFile: %s", rel ? rel : "");
+        grep_format_file(&b, g, i, j, before, after);
         toolbox_buf_puts(&b, "\n---");
         i = j;
     }
     while (b.len > 0 && strchr(" \t\r\n", b.s[b.len - 1]))
         b.s[--b.len] = '\0';
-    res->llm = toolbox_buf_steal(&b);
-    toolbox_set_display(res, "Found %zu %s%s", nhits, nhits == 1 ? "match" : "matches",
-                        limited ? " (limited)" : "");
-out:
-    regfree(&re);
-    if (has_ex)
-        regfree(&ex);
-    for (size_t i = 0; texts && i < files.n; i++)
-        text_free(&texts[i]);
-    free(texts);
-    free(hits);
-    toolbox_files_free(&files);
-    toolbox_ignore_free(ig);
-    return ret;
+    return toolbox_buf_steal(&b);
+}
+
+int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
+{
+    grep_opts o;
+    if (grep_parse(args, &o, res) < 0)
+        return 0;
+    bool inside;
+    _cleanup_free_ char *target = toolbox_resolve(ctx, o.dir_path ? o.dir_path : ".", &inside);
+    if (!target)
+        return -ENOMEM;
+    if (!inside)
+        return toolbox_outside(ctx, res, target);
+    struct stat st;
+    if (stat(target, &st) < 0)
+        return toolbox_invalid(res, "Path does not exist: %s", target);
+
+    grep_run g = {.o = &o};
+    int cflags = REG_EXTENDED | REG_NOSUB | (o.case_sensitive ? 0 : REG_ICASE);
+    if (grep_compile(&g.re, o.pattern, o.fixed, cflags, "", res) < 0)
+        return 0;
+    if (o.exclude && *o.exclude) {
+        if (grep_compile(&g.ex, o.exclude, false, cflags, " for exclude_pattern", res) < 0) {
+            regfree(&g.re);
+            return 0;
+        }
+        g.has_ex = true;
+    }
+    int r = grep_search(&g, ctx, target, S_ISDIR(st.st_mode));
+    if (r < 0) {
+        grep_run_done(&g);
+        return toolbox_fail(res, "grep_execution_error", "Error during grep search operation: %s",
+                            strerror(-r));
+    }
+    _cleanup_free_ char *where = NULL, *filter = NULL, *lim = NULL;
+    if (o.dir_path ? asprintf(&where, "in path \"%s\"", o.dir_path) < 0
+                   : !(where = strdup("in the workspace directory")))
+        where = NULL;
+    if (!o.include || asprintf(&filter, " (filter: \"%s\")", o.include) < 0)
+        filter = NULL;
+    if (!g.limited ||
+        asprintf(&lim, " (results limited to %lld matches for performance)", o.total_max) < 0)
+        lim = NULL;
+    if (g.nhits == 0) {
+        toolbox_set_llm(res, "No matches found for pattern \"%s\" %s%s.", o.pattern,
+                        where ? where : "", filter ? filter : "");
+        toolbox_set_display(res, "No matches found");
+    } else {
+        res->llm = grep_format(&g, where ? where : "", filter ? filter : "", lim ? lim : "");
+        toolbox_set_display(res, "Found %zu %s%s", g.nhits, g.nhits == 1 ? "match" : "matches",
+                            g.limited ? " (limited)" : "");
+    }
+    grep_run_done(&g);
+    return 0;
 }

@@ -28,9 +28,10 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 /* file_filtering_options.respect_git_ignore (default true). */
-int toolbox_arg_filtering(json_t *args, bool *respect_git, toolbox_result *res)
+int toolbox_arg_filtering(json_t *args, bool *respect_git, bool *respect_gemini,
+                          toolbox_result *res)
 {
-    *respect_git = true;
+    *respect_git = *respect_gemini = true;
     json_t *o = json_object_get(args, "file_filtering_options");
     if (!o || json_is_null(o))
         return 0;
@@ -38,9 +39,8 @@ int toolbox_arg_filtering(json_t *args, bool *respect_git, toolbox_result *res)
         toolbox_invalid(res, "params/file_filtering_options must be object");
         return -EINVAL;
     }
-    bool gemini;
     if (toolbox_arg_bool(o, "respect_git_ignore", true, respect_git, res) < 0 ||
-        toolbox_arg_bool(o, "respect_gemini_ignore", true, &gemini, res) < 0)
+        toolbox_arg_bool(o, "respect_gemini_ignore", true, respect_gemini, res) < 0)
         return -EINVAL;
     return 0;
 }
@@ -49,10 +49,10 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
 {
     const char *dir_path;
     _cleanup_free_ const char **ignore = NULL;
-    bool respect_git;
+    bool respect_git, respect_gemini;
     if (toolbox_arg_string(args, "dir_path", true, &dir_path, res) < 0 ||
         toolbox_arg_strv(args, "ignore", false, 0, false, &ignore, res) < 0 ||
-        toolbox_arg_filtering(args, &respect_git, res) < 0)
+        toolbox_arg_filtering(args, &respect_git, &respect_gemini, res) < 0)
         return 0;
     bool inside;
     _cleanup_free_ char *abs = toolbox_resolve(ctx, dir_path, &inside);
@@ -62,8 +62,8 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return toolbox_outside(ctx, res, abs);
     struct stat st;
     if (stat(abs, &st) < 0)
-        return toolbox_fail(res, "file_not_found",
-                            "Error: Directory not found or inaccessible: %s", abs);
+        return toolbox_fail(res, "file_not_found", "Error: Directory not found or inaccessible: %s",
+                            abs);
     if (!S_ISDIR(st.st_mode))
         return toolbox_fail(res, "path_is_not_a_directory", "Error: Path is not a directory: %s",
                             abs);
@@ -71,7 +71,7 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (!d)
         return toolbox_fail(res, "ls_execution_error", "Error listing directory: %s",
                             strerror(errno));
-    toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
+    toolbox_ignore *ig = toolbox_ignore_load(ctx->root, respect_git, respect_gemini);
     entry *v = NULL;
     size_t n = 0, ignored = 0;
     struct dirent *de;

@@ -117,10 +117,11 @@ char **toolbox_brace_expand(const char *pattern)
 }
 
 /* Segment-wise matching: p and s point at the start of a segment. */
-static bool match_segments(const char *p, const char *s, int flags, int budget)
+/* scratch: room for the longest segment of p or s plus a NUL. */
+static bool match_segments(const char *p, const char *s, int flags, long *budget, char *scratch)
 {
-    if (budget <= 0)
-        return false;
+    if (--*budget <= 0)
+        return false; /* pathological '**' nesting: give up rather than spin */
     for (;;) {
         const char *pe = strchrnul(p, '/');
         size_t plen = (size_t)(pe - p);
@@ -131,7 +132,7 @@ static bool match_segments(const char *p, const char *s, int flags, int budget)
             /* ** matches zero or more whole segments */
             const char *t = s;
             for (;;) {
-                if (match_segments(rest, t, flags, budget - 1))
+                if (match_segments(rest, t, flags, budget, scratch))
                     return true;
                 const char *slash = strchr(t, '/');
                 if (!slash)
@@ -140,10 +141,8 @@ static bool match_segments(const char *p, const char *s, int flags, int budget)
             }
         }
         const char *se = strchrnul(s, '/');
-        char pseg[4096], sseg[4096];
         size_t slen = (size_t)(se - s);
-        if (plen >= sizeof(pseg) || slen >= sizeof(sseg))
-            return false;
+        char *pseg = scratch, *sseg = scratch + plen + 1;
         memcpy(pseg, p, plen);
         pseg[plen] = '\0';
         memcpy(sseg, s, slen);
@@ -170,7 +169,12 @@ bool toolbox_glob_match(const char *pattern, const char *path, bool casefold)
         const char *p = *a;
         while (p[0] == '.' && p[1] == '/')
             p += 2;
-        ok = match_segments(p, path, flags, 64);
+        char *scratch = malloc(strlen(p) + strlen(path) + 2);
+        if (!scratch)
+            break;
+        long budget = 100000;
+        ok = match_segments(p, path, flags, &budget, scratch);
+        free(scratch);
     }
     toolbox_strv_free(alts);
     return ok;

@@ -36,100 +36,117 @@ static void add(char ***v, size_t *n, const char *p)
         (*n)++;
 }
 
+typedef struct selection {
+    char **v;
+    size_t n, outside;
+} selection;
+
+/* The files one include entry names: a file, a directory (its files), or a glob relative to the
+ * workspace (matched against `all`, walked once on first need). */
+static void select_entry(const toolbox_ctx *ctx, const char *entry, bool recursive,
+                         const char *const *skip, const toolbox_ignore *ig, toolbox_files *all,
+                         bool *walked, selection *sel)
+{
+    bool inside;
+    _cleanup_free_ char *abs = toolbox_resolve(ctx, entry, &inside);
+    struct stat st;
+    if (!abs)
+        return;
+    if (!inside) {
+        sel->outside++;
+        return;
+    }
+    if (lstat(abs, &st) == 0 && S_ISREG(st.st_mode)) {
+        add(&sel->v, &sel->n, abs);
+        return;
+    }
+    _cleanup_free_ char *pat = NULL;
+    if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
+        _cleanup_free_ char *rel = toolbox_relative(ctx->root, abs);
+        if (!rel || asprintf(&pat, "%s/%s", rel, recursive ? "**" : "*") < 0)
+            return;
+        if (strncmp(pat, "./", 2) == 0)
+            memmove(pat, pat + 2, strlen(pat + 2) + 1);
+    } else if (!(pat = strdup(entry[0] == '/' ? abs : entry))) {
+        return;
+    }
+    if (!*walked) {
+        toolbox_walk(ctx->root, ctx->root, true, skip, ig, all, NULL);
+        *walked = true;
+    }
+    for (size_t f = 0; f < all->n; f++) {
+        _cleanup_free_ char *rel = toolbox_relative(ctx->root, all->v[f].path);
+        bool m = pat[0] == '/' ? toolbox_glob_match(pat + 1, all->v[f].path + 1, false)
+                               : rel && toolbox_glob_match(pat, rel, false);
+        if (m)
+            add(&sel->v, &sel->n, all->v[f].path);
+    }
+}
+
+/* Appends one file's block; a skipped file goes to *skipped instead. Returns true if read. */
+static bool append_file(toolbox_buf *b, toolbox_buf *skipped, const char *path, const char *rel)
+{
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    int r = toolbox_read_all(path, &data, &len);
+    if (r < 0) {
+        toolbox_buf_printf(skipped, "\n- %s (%s)", rel, strerror(-r));
+        return false;
+    }
+    if (toolbox_is_binary(path, data, len)) {
+        toolbox_buf_printf(skipped, "\n- %s (binary file)", rel);
+        return false;
+    }
+    toolbox_text t;
+    toolbox_text_slice(data, len, 0, TOOLBOX_MAX_LINES, &t);
+    toolbox_buf_printf(b, "--- %s ---\n\n", path);
+    if (t.truncated)
+        toolbox_buf_puts(b, "[WARNING: This file was truncated. To view the full content, use "
+                            "the 'read_file' tool on this specific file.]\n\n");
+    toolbox_buf_puts(b, t.content);
+    toolbox_buf_puts(b, "\n\n");
+    free(t.content);
+    return true;
+}
+
 int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
 {
     _cleanup_free_ const char **include = NULL, **exclude = NULL;
-    bool recursive, defaults, respect_git;
+    bool recursive, defaults, respect_git, respect_gemini;
     if (toolbox_arg_strv(args, "include", true, 1, true, &include, res) < 0 ||
         toolbox_arg_strv(args, "exclude", false, 0, false, &exclude, res) < 0 ||
         toolbox_arg_bool(args, "recursive", true, &recursive, res) < 0 ||
         toolbox_arg_bool(args, "useDefaultExcludes", true, &defaults, res) < 0 ||
-        toolbox_arg_filtering(args, &respect_git, res) < 0)
+        toolbox_arg_filtering(args, &respect_git, &respect_gemini, res) < 0)
         return 0;
 
-    toolbox_ignore *ig = respect_git ? toolbox_ignore_load(ctx->root) : NULL;
+    toolbox_ignore *ig = toolbox_ignore_load(ctx->root, respect_git, respect_gemini);
     toolbox_files all = {0};
     bool walked = false;
-    char **sel = NULL;
-    size_t nsel = 0, outside = 0;
-    for (size_t i = 0; include[i]; i++) {
-        bool inside;
-        _cleanup_free_ char *abs = toolbox_resolve(ctx, include[i], &inside);
-        struct stat st;
-        if (abs && !inside) {
-            outside++;
-            continue;
-        }
-        if (abs && lstat(abs, &st) == 0 && S_ISREG(st.st_mode)) {
-            add(&sel, &nsel, abs);
-            continue;
-        }
-        _cleanup_free_ char *pat = NULL;
-        if (abs && stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
-            _cleanup_free_ char *rel = toolbox_relative(ctx->root, abs);
-            if (rel && asprintf(&pat, "%s/%s", rel, recursive ? "**" : "*") < 0)
-                pat = NULL;
-            if (pat && strncmp(pat, "./", 2) == 0)
-                memmove(pat, pat + 2, strlen(pat + 2) + 1);
-        } else {
-            pat = strdup(include[i][0] == '/' && abs ? abs : include[i]);
-        }
-        if (!pat)
-            continue;
-        if (!walked) {
-            toolbox_walk(ctx->root, ctx->root, true, defaults ? default_skip : NULL, ig, &all,
-                         NULL);
-            walked = true;
-        }
-        for (size_t f = 0; f < all.n; f++) {
-            _cleanup_free_ char *rel = toolbox_relative(ctx->root, all.v[f].path);
-            bool m = pat[0] == '/' ? toolbox_glob_match(pat + 1, all.v[f].path + 1, false)
-                                   : rel && toolbox_glob_match(pat, rel, false);
-            if (m)
-                add(&sel, &nsel, all.v[f].path);
-        }
-    }
+    selection sel = {0};
+    for (size_t i = 0; include[i]; i++)
+        select_entry(ctx, include[i], recursive, defaults ? default_skip : NULL, ig, &all, &walked,
+                     &sel);
     toolbox_files_free(&all);
     toolbox_ignore_free(ig);
-    if (nsel)
-        qsort(sel, nsel, sizeof(char *), path_cmp);
+    if (sel.n)
+        qsort(sel.v, sel.n, sizeof(char *), path_cmp);
 
     toolbox_buf b = {0}, skipped = {0};
     size_t nread = 0;
-    for (size_t i = 0; i < nsel; i++) {
-        if (i > 0 && strcmp(sel[i], sel[i - 1]) == 0)
+    for (size_t i = 0; i < sel.n; i++) {
+        if (i > 0 && strcmp(sel.v[i], sel.v[i - 1]) == 0)
             continue;
-        _cleanup_free_ char *rel = toolbox_relative(ctx->root, sel[i]);
+        _cleanup_free_ char *rel = toolbox_relative(ctx->root, sel.v[i]);
         bool excluded = false;
         for (size_t e = 0; exclude[e] && !excluded; e++)
             excluded = rel && pattern_match(exclude[e], rel);
-        if (excluded)
-            continue;
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = toolbox_read_all(sel[i], &data, &len);
-        if (r < 0) {
-            toolbox_buf_printf(&skipped, "\n- %s (%s)", rel ? rel : sel[i], strerror(-r));
-            continue;
-        }
-        if (toolbox_is_binary(sel[i], data, len)) {
-            toolbox_buf_printf(&skipped, "\n- %s (binary file)", rel ? rel : sel[i]);
-            continue;
-        }
-        toolbox_text t;
-        toolbox_text_slice(data, len, 0, TOOLBOX_MAX_LINES, &t);
-        toolbox_buf_printf(&b, "--- %s ---\n\n", sel[i]);
-        if (t.truncated)
-            toolbox_buf_puts(&b, "[WARNING: This file was truncated. To view the full content, "
-                                 "use the 'read_file' tool on this specific file.]\n\n");
-        toolbox_buf_puts(&b, t.content);
-        toolbox_buf_puts(&b, "\n\n");
-        free(t.content);
-        nread++;
+        if (!excluded && append_file(&b, &skipped, sel.v[i], rel ? rel : sel.v[i]))
+            nread++;
     }
-    for (size_t i = 0; i < nsel; i++)
-        free(sel[i]);
-    free(sel);
+    for (size_t i = 0; i < sel.n; i++)
+        free(sel.v[i]);
+    free(sel.v);
     if (nread == 0) {
         free(b.s);
         toolbox_set_llm(res, "No files matching the criteria were found or all were skipped.");
@@ -137,8 +154,8 @@ int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_buf_puts(&b, "\n--- End of content ---");
         res->llm = toolbox_buf_steal(&b);
     }
-    if (outside)
-        toolbox_buf_printf(&skipped, "\n- %zu path(s) outside the workspace", outside);
+    if (sel.outside)
+        toolbox_buf_printf(&skipped, "\n- %zu path(s) outside the workspace", sel.outside);
     toolbox_set_display(res, "Successfully read and concatenated content from %zu file(s).%s%s",
                         nread, skipped.len ? "\n\nSkipped:" : "", skipped.len ? skipped.s : "");
     free(skipped.s);

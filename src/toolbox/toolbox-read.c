@@ -21,8 +21,9 @@ int toolbox_read_file(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (!*file_path || !file_path[strspn(file_path, " \t\n")])
         return toolbox_invalid(res, "The 'file_path' parameter must be non-empty.");
     if (has_start && has_end && end_line < start_line)
-        return toolbox_invalid(res, "end_line (%lld) must be greater than or equal to "
-                                    "start_line (%lld)",
+        return toolbox_invalid(res,
+                               "end_line (%lld) must be greater than or equal to "
+                               "start_line (%lld)",
                                end_line, start_line);
     bool inside;
     _cleanup_free_ char *abs = toolbox_resolve(ctx, file_path, &inside);

@@ -58,7 +58,7 @@ static pid_t spawn(const char *command, const char *cwd, int out_fd)
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
-        int null = open("/dev/null", O_RDONLY);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC); /* dup2 clears it on fd 0 */
         if (null >= 0 && null != 0) {
             dup2(null, 0);
             close(null);
@@ -249,8 +249,8 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (!has_delay)
         delay_ms = BACKGROUND_DELAY_MS;
     bool inside;
-    _cleanup_free_ char *cwd = toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".",
-                                               &inside);
+    _cleanup_free_ char *cwd =
+        toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".", &inside);
     if (!cwd)
         return -ENOMEM;
     if (!inside)
@@ -287,8 +287,8 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         pid_t pid = spawn(command, cwd, lfd);
         close(lfd);
         if (pid < 0)
-            return toolbox_fail(res, "shell_execute_error", "Output: (empty)\nError: spawn bash: %s",
-                                strerror((int)-pid));
+            return toolbox_fail(res, "shell_execute_error",
+                                "Output: (empty)\nError: spawn bash: %s", strerror((int)-pid));
         if (pump(-1, pid, &status, mono_ms() + delay_ms, &out, &dropped) == 1) {
             /* It finished (or failed) right away: report it like a foreground command. */
             _cleanup_free_ char *data = NULL;

@@ -55,9 +55,11 @@ int toolbox_write_error(toolbox_result *res, const char *abs, int r)
     case EACCES:
     case EPERM:
     case EROFS:
-        return toolbox_fail(res, "permission_denied",
-                            "Permission denied writing to file: %s (%s)", abs,
-                            r == -EROFS ? "EROFS" : r == -EPERM ? "EPERM" : "EACCES");
+        return toolbox_fail(res, "permission_denied", "Permission denied writing to file: %s (%s)",
+                            abs,
+                            r == -EROFS   ? "EROFS"
+                            : r == -EPERM ? "EPERM"
+                                          : "EACCES");
     case ENOSPC:
         return toolbox_fail(res, "no_space_left", "No space left on device: %s (ENOSPC)", abs);
     case EISDIR:

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define TOOLBOX_MAX_LINES 2000              /* lines per text read */
-#define TOOLBOX_MAX_LINE_LEN 2000           /* characters per line */
-#define TOOLBOX_MAX_FILE_SIZE (20u << 20)   /* files over 20 MB refused */
-#define TOOLBOX_GREP_DEFAULT_MAX 100        /* grep_search total_max_matches default */
+#define TOOLBOX_MAX_LINES 2000            /* lines per text read */
+#define TOOLBOX_MAX_LINE_LEN 2000         /* characters per line */
+#define TOOLBOX_MAX_FILE_SIZE (20u << 20) /* files over 20 MB refused */
+#define TOOLBOX_GREP_DEFAULT_MAX 100      /* grep_search total_max_matches default */
 
 /* What the model sees (llm), what a person sees (display) and, for a tool-level error, its
  * message and gemini-cli ToolErrorType name. All strings owned. */
@@ -39,14 +39,16 @@ void toolbox_result_done(toolbox_result *res);
 char *toolbox_result_to_json(const toolbox_result *res);
 
 /* Result setters (printf-style; the previous value is freed). */
-void toolbox_set_llm(toolbox_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void toolbox_set_llm(toolbox_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void toolbox_set_display(toolbox_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Tool error: llm = display = message, error = message. Returns 0 (the tool ran). */
 int toolbox_fail(toolbox_result *res, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Parameter error: llm = "Error: Invalid parameters provided. Reason: <msg>". Returns 0. */
-int toolbox_invalid(toolbox_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int toolbox_invalid(toolbox_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Argument access with Ajv-style messages ("params must have required property 'x'",
  * "params/x must be string"). Each returns 0 or -EINVAL after toolbox_invalid(). */
@@ -76,11 +78,11 @@ bool toolbox_is_binary(const char *path, const char *data, size_t len);
 /* Text of a file as gemini-cli's processSingleFileContent shapes it: lines [start, end) (0-based,
  * end clamped), each cut at 2000 characters. */
 typedef struct toolbox_text {
-    char *content;   /* selected lines joined with '\n', owned */
-    size_t total;    /* lines in the file (split on '\n') */
-    size_t first;    /* 1-based first line shown */
-    size_t last;     /* 1-based last line shown */
-    bool truncated;  /* not from line 1, stopped before the end, or a line was cut */
+    char *content;  /* selected lines joined with '\n', owned */
+    size_t total;   /* lines in the file (split on '\n') */
+    size_t first;   /* 1-based first line shown */
+    size_t last;    /* 1-based last line shown */
+    bool truncated; /* not from line 1, stopped before the end, or a line was cut */
 } toolbox_text;
 int toolbox_text_slice(const char *data, size_t len, size_t start, size_t end, toolbox_text *ret);
 
@@ -104,9 +106,10 @@ bool toolbox_glob_match(const char *pattern, const char *path, bool casefold);
 char **toolbox_brace_expand(const char *pattern);
 void toolbox_strv_free(char **v);
 
-/* .gitignore of the workspace root (only when it is a git repository: it has .git). */
+/* Ignore rules of the workspace root: .gitignore (and .git itself) when git is set and the root
+ * is a git repository (has .git), .geminiignore when gemini is set. NULL: nothing to ignore. */
 typedef struct toolbox_ignore toolbox_ignore;
-toolbox_ignore *toolbox_ignore_load(const char *root);
+toolbox_ignore *toolbox_ignore_load(const char *root, bool git, bool gemini);
 /* rel: path relative to the root; is_dir: a directory. NULL ignore never ignores. */
 bool toolbox_ignore_match(const toolbox_ignore *ig, const char *rel, bool is_dir);
 void toolbox_ignore_free(toolbox_ignore *ig);
@@ -115,7 +118,7 @@ void toolbox_ignore_free(toolbox_ignore *ig);
  * skip_dirs (basenames) and, when ig is set, ignored entries (the files they hide go to
  * *ignored when it is not NULL). */
 typedef struct toolbox_file {
-    char *path;    /* absolute, owned */
+    char *path; /* absolute, owned */
     struct timespec mtime;
     off_t size;
 } toolbox_file;
@@ -132,8 +135,10 @@ int toolbox_write_content(const char *abs, const char *data, size_t len);
 /* gemini-cli's typed write errors (permission, space, directory, other). Returns 0. */
 int toolbox_write_error(toolbox_result *res, const char *abs, int r);
 
-/* file_filtering_options {respect_git_ignore, respect_gemini_ignore}. 0 or -EINVAL. */
-int toolbox_arg_filtering(json_t *args, bool *respect_git, toolbox_result *res);
+/* file_filtering_options {respect_git_ignore, respect_gemini_ignore} (both default true).
+ * 0 or -EINVAL. */
+int toolbox_arg_filtering(json_t *args, bool *respect_git, bool *respect_gemini,
+                          toolbox_result *res);
 
 /* The tools. */
 int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res);

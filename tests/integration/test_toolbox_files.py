@@ -213,3 +213,17 @@ def test_list_directory_errors(tmp_path):
         f"Error: Directory not found or inaccessible: {tmp_path / 'nope'}"
     assert err(tmp_path, "list_directory", {"dir_path": "f"}) == f"Error: Path is not a directory: {tmp_path / 'f'}"
     err(tmp_path, "list_directory", {"dir_path": "/"}, "path_not_in_workspace")
+
+
+def test_list_directory_geminiignore_without_git(tmp_path):
+    (tmp_path / ".geminiignore").write_text("secret*\n")
+    (tmp_path / "secret.env").write_text("k")
+    (tmp_path / "ok.txt").write_text("")
+    assert ok(tmp_path, "list_directory", {"dir_path": "."}) == (
+        f"Directory listing for {tmp_path}:\n.geminiignore (8 bytes)\nok.txt (0 bytes)\n\n(1 ignored)")
+    out = ok(tmp_path, "list_directory", {"dir_path": ".",
+                                          "file_filtering_options": {"respect_gemini_ignore": False}})
+    assert "secret.env (1 bytes)" in out
+    # without .git a .gitignore means nothing
+    (tmp_path / ".gitignore").write_text("ok.txt\n")
+    assert "ok.txt (0 bytes)" in ok(tmp_path, "list_directory", {"dir_path": "."})

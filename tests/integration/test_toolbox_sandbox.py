@@ -2,6 +2,7 @@
 sandboxd, and it runs through the bundled loader in any rootfs (docs/agent-toolbox.md)."""
 import json
 import os
+import time
 
 from asb_cli import run
 from local_sandbox import create, sbx_state, start_sbx, wait_ready  # noqa: F401
@@ -29,6 +30,10 @@ def test_toolbox_in_host_sandbox(start_sbx, sbx_state):
     lines = s["llmContent"].split("\n")
     assert lines[0] == "Output: hello sandbox" and lines[1] == "tb", s
     assert lines[2].startswith("Background PIDs: ") and lines[3].startswith("Process Group PGID: "), s
+    t0 = time.monotonic()
+    b = tool(asb, "tb", "run_shell_command", {"command": "echo bg; sleep 60", "is_background": True}, "/tmp")
+    assert time.monotonic() - t0 < 10
+    assert b["llmContent"].startswith("Command moved to background (PID: "), b
     e = tool(asb, "tb", "replace", {"file_path": "notes/a.txt", "instruction": "x", "old_string": "nope",
                                     "new_string": "y"}, "/tmp")
     assert e["error"]["type"] == "edit_no_occurrence_found"
@@ -58,3 +63,11 @@ def test_toolbox_in_empty_rootfs(start_sbx, sbx_state, tmp_path):
     assert g["llmContent"].startswith('Found 1 match for pattern "print" in the workspace directory:')
     s = tool(asb, "tbempty", "run_shell_command", {"command": "true"}, "/workspace")
     assert s["error"]["type"] == "shell_execute_error" and "spawn bash" in s["llmContent"]
+
+
+def test_explicit_toolbox_that_cannot_be_installed_is_reported(start_sbx, sbx_state, tmp_path):
+    asb = start_sbx({"ASB_TOOLBOX": str(tmp_path / "missing-toolbox")})
+    create(asb, "tbmissing")
+    obj = wait_ready(asb, "tbmissing", want="False", reason="ReconcilerError")
+    msg = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"][0]["message"]
+    assert "cannot install " + str(tmp_path / "missing-toolbox") in msg

@@ -62,6 +62,11 @@ def test_glob_literal_name_with_special_chars(tmp_path):
     tree(tmp_path, {"app/[id]/page.tsx": "", "app/x/page.tsx": ""})
     out = ok(tmp_path, "glob", {"pattern": "app/[id]/page.tsx"})
     assert out.splitlines()[1:] == [str(tmp_path / "app/[id]/page.tsx")]
+    # a literal name outside the workspace is not found
+    (tmp_path / "x[1].txt").write_text("")
+    ws = tmp_path / "app"
+    assert ok(ws, "glob", {"pattern": "../x[1].txt"}).startswith("No files found")
+    assert ok(ws, "glob", {"pattern": "../app/[id]/page.tsx"}).endswith("/app/[id]/page.tsx")
 
 
 # grep_search
@@ -138,3 +143,12 @@ def test_read_many_files_directory_truncation_and_nothing(tmp_path):
     assert "small.txt" not in ok(tmp_path, "read_many_files", {"include": ["d"], "recursive": False})
     assert ok(tmp_path, "read_many_files", {"include": ["*.none", "/etc/passwd"]}) == \
         "No files matching the criteria were found or all were skipped."
+
+
+def test_geminiignore_applies_to_search_tools(tmp_path):
+    tree(tmp_path, {".geminiignore": "gen/\n", "gen/x.py": "needle\n", "src/y.py": "needle\n"})
+    assert ok(tmp_path, "glob", {"pattern": "**/*.py"}).splitlines()[1:] == [str(tmp_path / "src/y.py")]
+    assert len(ok(tmp_path, "glob", {"pattern": "**/*.py", "respect_gemini_ignore": False}).splitlines()) == 3
+    assert "gen/x.py" not in ok(tmp_path, "grep_search", {"pattern": "needle"})
+    assert "gen/x.py" in ok(tmp_path, "grep_search", {"pattern": "needle", "no_ignore": True})
+    assert "gen/x.py" not in ok(tmp_path, "read_many_files", {"include": ["**/*.py"]})
