@@ -572,19 +572,28 @@ int agent_box_snapshot(agent_box *b, char **ret_error)
     localtime_r(&t, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
     _cleanup_free_ char *path = NULL;
-    /* Several snapshots in one second: "_NN" sorts after "." and keeps name order = time order. */
-    for (int i = 0; i < 100; i++) {
+    /* Several snapshots in one second: "_NN" sorts after "." and keeps name order = time order.
+     * The index goes after the highest one present, not into the first free slot: rotation
+     * deletes the oldest names, and reusing one would sort the newest snapshot first. */
+    int next = 0;
+    for (int i = 0; i <= 100; i++) {
         free(path);
         path = NULL;
-        int rr = i == 0 ? asprintf(&path, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
-                        : asprintf(&path, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, i);
+        int idx = i < 100 ? i : next;
+        int rr = idx == 0 ? asprintf(&path, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
+                          : asprintf(&path, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, idx);
         if (rr < 0) {
             agent_exec_result_clear(&res);
             return -ENOMEM;
         }
         struct stat st;
-        if (stat(path, &st) < 0)
-            break;
+        if (i < 100 && stat(path, &st) == 0)
+            next = i + 1;
+    }
+    if (next > 99) {
+        agent_exec_result_clear(&res);
+        return agent_fail(ret_error, -EEXIST, "too many snapshots within one second in %s",
+                          b->backup_dir);
     }
     r = agent_backup_write(path, res.out, res.out_len, ret_error);
     agent_exec_result_clear(&res);
