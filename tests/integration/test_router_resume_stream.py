@@ -1,0 +1,119 @@
+"""The embedded router: transparent resume of a suspended sandbox, large bodies streamed both ways
+with the router's memory flat, concurrency."""
+import hashlib
+import os
+import threading
+import time
+
+import pytest
+import requests
+
+from asb_apiserver import CORE
+from local_sandbox import condition, get_sandbox
+from resthelpers import pid_rss_kib
+from router_fixture import router_env_fixture
+
+router_env = router_env_fixture()
+
+
+@pytest.fixture(scope="module")
+def box(router_env):
+    router_env.sandbox("sbox")
+    return "sbox"
+
+
+def wait_cond(asb, name, ctype, want="True", timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        c = condition(get_sandbox(asb, name), ctype)
+        if c and c["status"] == want:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{name}: {ctype} != {want}")
+
+
+def test_suspended_sandbox_is_resumed_by_a_request(router_env):
+    asb = router_env.asb
+    router_env.sandbox("sleepy")
+    h = router_env.headers("sleepy")
+    r = requests.put(router_env.url + "/v1/files/state.txt", data=b"kept", headers=h)
+    assert r.status_code == 204
+    r = asb.merge_patch(asb.path(CORE, "sandboxes", "default", "sleepy"),
+                        {"spec": {"operatingMode": "Suspended"}})
+    assert r.status_code == 200, r.text
+    wait_cond(asb, "sleepy", "Suspended")
+    time.sleep(1.2)  # past the router's 1 s resolution cache
+    r = requests.get(router_env.url + "/v1/files/state.txt", headers=h, timeout=60)
+    assert r.status_code == 200 and r.content == b"kept"
+    obj = get_sandbox(asb, "sleepy")
+    assert obj["spec"]["operatingMode"] == "Running"
+    assert condition(obj, "Ready")["status"] == "True"
+
+
+def pid_of_router(router_env):
+    return router_env.asb.proc.pid
+
+
+def test_large_put_get_streams_with_flat_memory(router_env, box):
+    size = 512 * 1024 * 1024
+    chunk = os.urandom(1024 * 1024)
+    rss0 = pid_rss_kib(pid_of_router(router_env))
+    peak = [rss0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], pid_rss_kib(pid_of_router(router_env)))
+            time.sleep(0.05)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        def gen():
+            for _ in range(size // len(chunk)):
+                yield chunk
+        r = requests.put(router_env.url + "/v1/files/big.bin", data=gen(), headers=router_env.headers(box))
+        assert r.status_code == 204, r.text
+        h = hashlib.sha256()
+        n = 0
+        with requests.get(router_env.url + "/v1/files/big.bin", headers=router_env.headers(box),
+                          stream=True) as r:
+            assert r.status_code == 200
+            assert int(r.headers["Content-Length"]) == size
+            for part in r.iter_content(1 << 20):
+                h.update(part)
+                n += len(part)
+        assert n == size
+        want = hashlib.sha256()
+        for _ in range(size // len(chunk)):
+            want.update(chunk)
+        assert h.hexdigest() == want.hexdigest()
+    finally:
+        stop.set()
+        t.join()
+        requests.delete(router_env.url + "/v1/files/big.bin", headers=router_env.headers(box))
+    # 512 MiB went through both ways; the router (inside asb serve) grew by far less.
+    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+
+
+def test_concurrent_clients(router_env, box):
+    errors = []
+
+    def worker(i):
+        try:
+            s = requests.Session()
+            for j in range(10):
+                body = f"{i}-{j}".encode() * 100
+                r = s.put(router_env.url + f"/v1/files/c/{i}-{j}", data=body, headers=router_env.headers(box))
+                assert r.status_code == 204, r.text
+                r = s.get(router_env.url + f"/v1/files/c/{i}-{j}", headers=router_env.headers(box))
+                assert r.content == body
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(50)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[:3]
+    r = requests.get(router_env.url + "/v1/files/c/", headers=router_env.headers(box))
+    assert len(r.json()["entries"]) == 500
