@@ -163,6 +163,12 @@ static bool upstream_alive(int fd)
     return poll(&p, 1, 0) == 0;
 }
 
+static void set_timeout(int fd, int opt, long ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+}
+
 static int upstream_get(h1_conn *c, const char *addr)
 {
     if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0 && upstream_alive(c->up_fd))
@@ -172,6 +178,8 @@ static int upstream_get(h1_conn *c, const char *addr)
     if (fd < 0)
         return fd;
     c->up_fd = fd;
+    set_timeout(fd, SO_RCVTIMEO, c->ctx->proxy_timeout_ms);
+    set_timeout(fd, SO_SNDTIMEO, c->ctx->proxy_timeout_ms);
     c->up_addr = strdup(addr);
     if (!c->up_addr) {
         upstream_drop(c);
@@ -180,11 +188,6 @@ static int upstream_get(h1_conn *c, const char *addr)
     return fd;
 }
 
-static void set_timeout(int fd, int opt, long ms)
-{
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
-}
 
 /* Sends the request head upstream. Framing: the client's Content-Length, or chunked when the
  * client sent chunked. */
@@ -331,7 +334,6 @@ static int relay_response(h1_conn *c, bool *ret_head_sent)
     http_parser p;
     http_parser_init(&p, HTTP_RESPONSE);
     p.data = &r;
-    set_timeout(c->up_fd, SO_RCVTIMEO, c->ctx->proxy_timeout_ms);
     char buf[65536];
     int ret = 0;
     while (!r.done) {
@@ -457,10 +459,8 @@ static int rq_headers_complete(http_parser *p)
         addr = c->target.legacy;
     }
     int r = upstream_get(c, addr);
-    if (r >= 0) {
-        set_timeout(c->up_fd, SO_SNDTIMEO, c->ctx->proxy_timeout_ms);
+    if (r >= 0)
         r = send_request_head(c, addr);
-    }
     if (r < 0) {
         upstream_drop(c);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
