@@ -782,6 +782,7 @@ static void run_legacy(h2_stream *st)
     nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
     bb_free(&st->req);
     if (r < 0) {
+        st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
         router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
         respond_error(st, &e);
     } else

@@ -584,6 +584,7 @@ static int serve_legacy(h1_conn *c)
         dl_state d = {.c = c};
         int r = router_legacy_download(&c->target, url, dl_head, dl_data, &d);
         if (r < 0 && d.err == 0) {
+            c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
             router_error e;
             router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", c->route.id);
             return send_detail(c, &e);
@@ -597,6 +598,7 @@ static int serve_legacy(h1_conn *c)
                                  c->body, c->body_len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
+        c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
         router_error e;
         router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", c->route.id);
         return send_detail(c, &e);
