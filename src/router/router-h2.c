@@ -40,6 +40,8 @@ static size_t bb_len(const bbuf *b)
 
 static int bb_put(bbuf *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (b->start > 0 && b->start == b->end)
         b->start = b->end = 0;
     if (b->end + n > b->cap) {
@@ -67,6 +69,8 @@ static int bb_put(bbuf *b, const void *p, size_t n)
 static size_t bb_take(bbuf *b, void *out, size_t n)
 {
     size_t k = MIN(n, bb_len(b));
+    if (k == 0)
+        return 0;
     memcpy(out, b->d + b->start, k);
     b->start += k;
     if (b->start == b->end)
@@ -1211,5 +1215,4 @@ out:
     bb_free(&c.out);
     free(pfd);
     free(who);
-    close(fd);
 }

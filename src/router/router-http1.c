@@ -706,5 +706,4 @@ out:
     free(buf);
     request_reset(&c);
     upstream_drop(&c);
-    close(fd);
 }

@@ -92,7 +92,7 @@ typedef struct router_ctx {
     long connect_timeout_ms;
 } router_ctx;
 
-/* Serves one client connection until it closes. Takes ownership of fd. `pre` holds bytes
+/* Serves one client connection until it closes. The caller closes fd afterwards. `pre` holds bytes
  * already read from the socket (the sniffed preface). */
 void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
 void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);

@@ -13,18 +13,61 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
 
+/* Open client connections, so router_stop can cut them and wait for their threads. */
+typedef struct conn_set {
+    pthread_mutex_t lock;
+    pthread_cond_t empty;
+    int *fds;
+    size_t n, cap;
+    bool stopping;
+} conn_set;
+
 struct router {
     int fd;
     int wake[2];
     pthread_t thread;
     router_ctx ctx;
+    conn_set conns;
 };
+
+static bool conn_add(conn_set *s, int fd)
+{
+    pthread_mutex_lock(&s->lock);
+    bool ok = !s->stopping;
+    if (ok && s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        int *v = realloc(s->fds, cap * sizeof(int));
+        if (v) {
+            s->fds = v;
+            s->cap = cap;
+        } else
+            ok = false;
+    }
+    if (ok)
+        s->fds[s->n++] = fd;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+static void conn_remove(conn_set *s, int fd)
+{
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->fds[i] == fd) {
+            s->fds[i] = s->fds[--s->n];
+            break;
+        }
+    if (s->n == 0)
+        pthread_cond_broadcast(&s->empty);
+    pthread_mutex_unlock(&s->lock);
+}
 
 void router_target_done(router_target *t)
 {
@@ -158,7 +201,7 @@ static bool peer_is_loopback(int fd)
 }
 
 typedef struct conn_arg {
-    router_ctx *ctx;
+    router *r;
     int fd;
 } conn_arg;
 
@@ -168,6 +211,7 @@ static void *conn_thread(void *p)
 {
     conn_arg a = *(conn_arg *)p;
     free(p);
+    router_ctx *ctx = &a.r->ctx;
     bool loop = peer_is_loopback(a.fd);
     int one = 1;
     setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -178,18 +222,19 @@ static void *conn_thread(void *p)
         ssize_t k = recv(a.fd, pre + n, sizeof(pre) - n, 0);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0) {
-            close(a.fd);
-            return NULL;
-        }
+        if (k <= 0)
+            goto out;
         n += (size_t)k;
         if (memcmp(pre, H2_PREFACE, n) != 0)
             break;
     }
     if (n == sizeof(pre) && memcmp(pre, H2_PREFACE, n) == 0)
-        router_h2_serve(a.ctx, a.fd, loop, pre, n);
+        router_h2_serve(ctx, a.fd, loop, pre, n);
     else
-        router_http1_serve(a.ctx, a.fd, loop, pre, n);
+        router_http1_serve(ctx, a.fd, loop, pre, n);
+out:
+    conn_remove(&a.r->conns, a.fd);
+    close(a.fd);
     return NULL;
 }
 
@@ -221,8 +266,14 @@ static void *accept_thread(void *p)
             close(c);
             continue;
         }
-        *a = (conn_arg){&r->ctx, c};
+        *a = (conn_arg){r, c};
+        if (!conn_add(&r->conns, c)) {
+            free(a);
+            close(c);
+            continue;
+        }
         if (pthread_create(&t, &attr, conn_thread, a) != 0) {
+            conn_remove(&r->conns, c);
             free(a);
             close(c);
         }
@@ -290,6 +341,8 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, char
         return -ENOMEM;
     }
     r->fd = fd;
+    pthread_mutex_init(&r->conns.lock, NULL);
+    pthread_cond_init(&r->conns.empty, NULL);
     r->ctx.token = o->token ? strdup(o->token) : NULL;
     r->ctx.allow_unauthenticated = o->allow_unauthenticated;
     r->ctx.resolver = o->resolver;
@@ -315,5 +368,25 @@ void router_stop(router *r)
     close(r->fd);
     close(r->wake[0]);
     close(r->wake[1]);
-    /* Connection threads may still use ctx: it is left allocated (process exit follows). */
+    /* Cut every open connection and wait (bounded) for its thread to let go of ctx. */
+    pthread_mutex_lock(&r->conns.lock);
+    r->conns.stopping = true;
+    for (size_t i = 0; i < r->conns.n; i++)
+        shutdown(r->conns.fds[i], SHUT_RDWR);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    while (r->conns.n > 0)
+        if (pthread_cond_timedwait(&r->conns.empty, &r->conns.lock, &deadline) != 0)
+            break;
+    bool idle = r->conns.n == 0;
+    pthread_mutex_unlock(&r->conns.lock);
+    if (!idle)
+        return; /* a thread is stuck (e.g. resolving): leave its state allocated */
+    free(r->conns.fds);
+    pthread_mutex_destroy(&r->conns.lock);
+    pthread_cond_destroy(&r->conns.empty);
+    r->ctx.resolver->free(r->ctx.resolver);
+    free(r->ctx.token);
+    free(r);
 }
