@@ -51,6 +51,8 @@ typedef struct h1_conn {
     /* the kept-alive upstream connection */
     int up_fd;
     char *up_addr;
+    bool up_reused;
+    const char *up_target; /* address of the current request's upstream (in target) */
     char *body;
     size_t body_len;
     router_target target;
@@ -156,23 +158,22 @@ static void upstream_drop(h1_conn *c)
     c->up_addr = NULL;
 }
 
-/* A kept-alive connection is usable when it has nothing to read (no EOF, no stray bytes). */
-static bool upstream_alive(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
-}
-
 static void set_timeout(int fd, int opt, long ms)
 {
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }
 
+/* A kept-alive connection is reused without a check: a stale one (closed by sandboxd's idle
+ * timeout) fails at the first write or read, and the request is retried once on a new
+ * connection when nothing of it can have been processed (see finish_request). */
 static int upstream_get(h1_conn *c, const char *addr)
 {
-    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0 && upstream_alive(c->up_fd))
+    c->up_reused = false;
+    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0) {
+        c->up_reused = true;
         return c->up_fd;
+    }
     upstream_drop(c);
     int fd = router_connect(addr, c->ctx->connect_timeout_ms);
     if (fd < 0)
@@ -222,12 +223,37 @@ static int send_request_head(h1_conn *c, const char *addr)
 
 typedef struct relay {
     h1_conn *c;
+    char *obuf; /* response bytes for the client, flushed once per upstream read */
+    size_t olen;
     hdrs h;
     char *reason;
     size_t reason_len;
     bool head_sent, done, chunked_out, no_body;
     int err;
 } relay;
+
+#define OBUF_SIZE 65536
+
+static int out_flush(relay *r)
+{
+    int e = r->olen ? router_write_all(r->c->fd, r->obuf, r->olen) : 0;
+    r->olen = 0;
+    return e;
+}
+
+static int out_write(relay *r, const void *data, size_t n)
+{
+    if (r->olen + n > OBUF_SIZE) {
+        int e = out_flush(r);
+        if (e < 0)
+            return e;
+        if (n > OBUF_SIZE / 2)
+            return router_write_all(r->c->fd, data, n);
+    }
+    memcpy(r->obuf + r->olen, data, n);
+    r->olen += n;
+    return 0;
+}
 
 static int rs_status(http_parser *p, const char *at, size_t n)
 {
@@ -276,7 +302,7 @@ static int rs_headers_complete(http_parser *p)
         n += (size_t)snprintf(buf + n, cap - n, "Connection: close\r\n");
     n += (size_t)snprintf(buf + n, cap - n, "\r\n");
     r->head_sent = true;
-    if (n >= cap || (r->err = router_write_all(c->fd, buf, n)) < 0)
+    if (n >= cap || (r->err = out_write(r, buf, n)) < 0)
         return -1;
     return c->p.method == HTTP_HEAD ? 1 : 0;
 }
@@ -289,13 +315,12 @@ static int rs_body(http_parser *p, const char *at, size_t n)
     if (r->chunked_out) {
         char pre[32];
         int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
-        if ((r->err = router_write_all(r->c->fd, pre, (size_t)k)) < 0 ||
-            (r->err = router_write_all(r->c->fd, at, n)) < 0 ||
-            (r->err = router_write_all(r->c->fd, "\r\n", 2)) < 0)
+        if ((r->err = out_write(r, pre, (size_t)k)) < 0 || (r->err = out_write(r, at, n)) < 0 ||
+            (r->err = out_write(r, "\r\n", 2)) < 0)
             return -1;
         return 0;
     }
-    r->err = router_write_all(r->c->fd, at, n);
+    r->err = out_write(r, at, n);
     return r->err < 0 ? -1 : 0;
 }
 
@@ -310,7 +335,7 @@ static int rs_complete(http_parser *p)
         r->reason_len = 0;
         return 0;
     }
-    if (r->chunked_out && (r->err = router_write_all(r->c->fd, "0\r\n\r\n", 5)) < 0)
+    if (r->chunked_out && (r->err = out_write(r, "0\r\n\r\n", 5)) < 0)
         return -1;
     r->done = true;
     http_parser_pause(p, 1);
@@ -328,9 +353,11 @@ static const http_parser_settings relay_settings = {
 
 /* Reads the upstream response and streams it to the client. Returns 0, or a negative errno;
  * -ETIMEDOUT / -ECONNRESET before any byte reached the client are answered by the caller. */
-static int relay_response(h1_conn *c, bool *ret_head_sent)
+static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 {
-    relay r = {.c = c};
+    char obuf[OBUF_SIZE];
+    relay r = {.c = c, .obuf = obuf};
+    *ret_got_bytes = false;
     http_parser p;
     http_parser_init(&p, HTTP_RESPONSE);
     p.data = &r;
@@ -344,7 +371,13 @@ static int relay_response(h1_conn *c, bool *ret_head_sent)
             ret = (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT : -errno;
             break;
         }
+        if (n > 0)
+            *ret_got_bytes = true;
         size_t k = http_parser_execute(&p, &relay_settings, buf, (size_t)n);
+        if (r.err == 0 && (r.err = out_flush(&r)) < 0) {
+            ret = r.err;
+            break;
+        }
         if (r.done) {
             if ((size_t)n != k || !http_should_keep_alive(&p))
                 upstream_drop(c);
@@ -461,6 +494,13 @@ static int rq_headers_complete(http_parser *p)
     int r = upstream_get(c, addr);
     if (r >= 0)
         r = send_request_head(c, addr);
+    if (r < 0 && c->up_reused) {
+        upstream_drop(c);
+        r = upstream_get(c, addr);
+        if (r >= 0)
+            r = send_request_head(c, addr);
+    }
+    c->up_target = addr;
     if (r < 0) {
         upstream_drop(c);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
@@ -623,8 +663,14 @@ static int finish_request(h1_conn *c)
             send_detail(c, &err);
             return -1;
         }
-        bool head_sent = false;
-        int r = relay_response(c, &head_sent);
+        bool head_sent = false, got = false;
+        int r = relay_response(c, &head_sent, &got);
+        if (r < 0 && !got && c->up_reused && !has_body(c) &&
+            (r == -ECONNRESET || r == -EPIPE)) {
+            /* a stale kept-alive connection: once more on a fresh one */
+            if (upstream_get(c, c->up_target) >= 0 && send_request_head(c, c->up_target) == 0)
+                r = relay_response(c, &head_sent, &got);
+        }
         if (r < 0) {
             if (head_sent)
                 return -1;
