@@ -117,3 +117,50 @@ def test_concurrent_clients(router_env, box):
     assert not errors, errors[:3]
     r = requests.get(router_env.url + "/v1/files/c/", headers=router_env.headers(box))
     assert len(r.json()["entries"]) == 500
+
+
+def test_h2_large_transfers_keep_memory_flat(router_env, box, tmp_path):
+    """REST over HTTP/2 both ways (curl, h2c) and a gRPC stream with a lot of output: flow-control
+    windows bound what the router holds, whatever the sizes and however slow the reader."""
+    import subprocess
+    size = 256 * 1024 * 1024
+    src = tmp_path / "up.bin"
+    with open(src, "wb") as f:
+        f.truncate(size)
+    pid = pid_of_router(router_env)
+    rss0 = pid_rss_kib(pid)
+    peak = [rss0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], pid_rss_kib(pid))
+            time.sleep(0.05)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        base = ["curl", "-sS", "--http2-prior-knowledge", "-H", f"Authorization: Bearer {router_env.token}",
+                "-H", f"X-Sandbox-ID: {box}"]
+        p = subprocess.run(base + ["-T", str(src), "-w", "%{http_code} %{http_version}",
+                                   router_env.url + "/v1/files/h2big.bin"], capture_output=True, timeout=300)
+        assert p.stdout == b"204 2", p.stderr
+        # a slow reader: 64 MiB at 32 MB/s
+        p = subprocess.run(base + ["--limit-rate", "32M", "-r", "0-67108863", "-o", "/dev/null", "-w",
+                                   "%{http_code} %{size_download}", router_env.url + "/v1/files/h2big.bin"],
+                           capture_output=True, timeout=300)
+        assert p.stdout == b"206 67108864", p.stderr
+        # gRPC: 128 MiB of stdout through a Start stream
+        from grpc_helpers import Client
+        c = Client(router_env.hostport())
+        n = 0
+        for ev in c.start(["head", "-c", str(128 << 20), "/dev/zero"],
+                          metadata=[("x-sandbox-id", box), ("authorization", f"Bearer {router_env.token}")]):
+            if ev.WhichOneof("event") == "stdout":
+                n += len(ev.stdout)
+        c.close()
+        assert n == 128 << 20
+    finally:
+        stop.set()
+        t.join()
+        requests.delete(router_env.url + "/v1/files/h2big.bin", headers=router_env.headers(box))
+    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
