@@ -146,3 +146,36 @@ def test_legacy_over_h2(router_env, box):
                 "-H", "Content-Type: application/json", "--data", '{"command": "echo via h2"}',
                 router_env.url + "/execute")
     assert p.stdout == b'{"stdout":"via h2\\n","stderr":"","exit_code":0}', p.stderr
+
+
+def test_h2_head_and_legacy_download(router_env, box):
+    p = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-H", f"Authorization: Bearer {router_env.token}",
+                        "-H", f"X-Sandbox-ID: {box}", "-T", "-", router_env.url + "/v1/files/h2dl/f.txt"],
+                       input=b"download me", capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-I", router_env.url + "/v1/files/h2dl/f.txt")
+    head = p.stdout.decode().lower()
+    assert head.startswith("http/2 200") and "content-length: 11" in head
+    p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-H", "X-Sandbox-Port: 8888", "-D", "-",
+                router_env.url + "/download/h2dl/f.txt")
+    out = p.stdout.decode()
+    assert out.lower().startswith("http/2 200")
+    assert 'content-disposition: attachment; filename="f.txt"' in out.lower()
+    assert out.endswith("download me")
+
+
+def test_http10_client(router_env, box):
+    import socket
+    host, port = router_env.hostport().rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    s.sendall(f"GET /v1/health HTTP/1.0\r\nX-Sandbox-ID: {box}\r\nAuthorization: Bearer {router_env.token}\r\n\r\n".encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b'"status":"ok"' in body
