@@ -95,6 +95,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             free(fn);
         }
+        fn = NULL;
+        if (router_multipart_peek_filename(f[0], f[1], size - 1 - off, &fn) == 1) {
+            if (!fn)
+                abort();
+            free(fn);
+        }
         break;
     }
     }

@@ -4,6 +4,7 @@
  * and reused by the next request of the same client connection. */
 #include <errno.h>
 #include <http_parser.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "basic/macro.h"
 #include "router/router-internal.h"
+#include "router/router-legacy-parse.h"
 
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
@@ -32,7 +34,10 @@ typedef struct hdrs {
     size_t bytes;
 } hdrs;
 
-enum { MODE_LOCAL, MODE_PROXY, MODE_LEGACY };
+/* MODE_UPLOAD: a legacy /upload whose "file" part headers are not in yet (body buffered);
+ * MODE_UPLOAD_PROXY: the multipart body streams on to sandboxd as PUT /v1/files/<filename>. */
+enum { MODE_LOCAL, MODE_PROXY, MODE_LEGACY, MODE_UPLOAD, MODE_UPLOAD_PROXY };
+#define MAX_UPLOAD_PREAMBLE (1024 * 1024)
 
 typedef struct h1_conn {
     router_ctx *ctx;
@@ -55,6 +60,7 @@ typedef struct h1_conn {
     const char *up_target; /* address of the current request's upstream (in target) */
     char *body;
     size_t body_len;
+    char *upload_name;
     router_target target;
     router_route route;
 } h1_conn;
@@ -482,7 +488,11 @@ static int rq_headers_complete(http_parser *p)
     const char *addr = c->target.rest;
     if (c->route.kind == ROUTER_KIND_LEGACY) {
         if (!c->target.legacy) {
-            c->mode = MODE_LEGACY;
+            const char *ct = hdrs_get(&c->h, "content-type");
+            c->mode = p->method == HTTP_POST && path_is(url, "/upload") && ct &&
+                              strncasecmp(ct, "multipart/form-data", 19) == 0
+                          ? MODE_UPLOAD
+                          : MODE_LEGACY;
             const char *expect = hdrs_get(&c->h, "expect");
             if (expect && strcasecmp(expect, "100-continue") == 0 &&
                 router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
@@ -518,9 +528,29 @@ static int rq_headers_complete(http_parser *p)
     return 0;
 }
 
+static int upload_start(h1_conn *c);
+
 static int rq_body(http_parser *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
+    if (c->mode == MODE_UPLOAD) {
+        if (append(&c->body, &c->body_len, at, n) < 0)
+            return 1;
+        _cleanup_free_ char *name = NULL;
+        int r = router_multipart_peek_filename(hdrs_get(&c->h, "content-type"), c->body,
+                                               c->body_len, &name);
+        if (r == 0 && c->body_len <= MAX_UPLOAD_PREAMBLE)
+            return 0;
+        if (r <= 0) {
+            c->mode = MODE_LEGACY; /* answered from the buffered body (422) */
+            return 0;
+        }
+        c->upload_name = TAKE_PTR(name);
+        r = upload_start(c);
+        if (r < 0)
+            c->body_err = r;
+        return 0;
+    }
     if (c->mode == MODE_LEGACY) {
         if (c->body_len + n > MAX_LEGACY_BODY) {
             c->body_err = -E2BIG;
@@ -528,7 +558,7 @@ static int rq_body(http_parser *p, const char *at, size_t n)
         }
         return append(&c->body, &c->body_len, at, n) < 0;
     }
-    if (c->mode != MODE_PROXY || c->body_err < 0)
+    if ((c->mode != MODE_PROXY && c->mode != MODE_UPLOAD_PROXY) || c->body_err < 0)
         return 0;
     int r = 0;
     if (c->req_chunked) {
@@ -547,7 +577,8 @@ static int rq_body(http_parser *p, const char *at, size_t n)
 static int rq_complete(http_parser *p)
 {
     h1_conn *c = p->data;
-    if (c->mode == MODE_PROXY && c->req_chunked && c->body_err == 0) {
+    if ((c->mode == MODE_PROXY || c->mode == MODE_UPLOAD_PROXY) && c->req_chunked &&
+        c->body_err == 0) {
         int r = router_write_all(c->up_fd, "0\r\n\r\n", 5);
         if (r < 0)
             c->body_err = r;
@@ -648,10 +679,144 @@ static int serve_legacy(h1_conn *c)
     return r;
 }
 
+/* Percent-encodes everything but unreserved bytes (sandboxd decodes %2F into a directory). */
+static char *path_escape(const char *s)
+{
+    size_t n = strlen(s);
+    char *o = malloc(3 * n + 1), *q = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '.' || ch == '_' || ch == '~')
+            *q++ = (char)ch;
+        else
+            q += sprintf(q, "%%%02X", ch);
+    }
+    *q = '\0';
+    return o;
+}
+
+/* The "file" part's name is known: PUT the multipart body as it is to sandboxd (which stores
+ * the part named "file"), starting with what was buffered. */
+static int upload_start(h1_conn *c)
+{
+    const char *name = c->upload_name;
+    while (*name == '/')
+        name++;
+    _cleanup_free_ char *enc = path_escape(name), *head = NULL;
+    if (!enc)
+        return -ENOMEM;
+    int r = upstream_get(c, c->target.rest);
+    if (r < 0)
+        return r;
+    c->req_chunked = !(c->p.flags & F_CONTENTLENGTH) || (c->p.flags & F_CHUNKED);
+    const char *cl = hdrs_get(&c->h, "content-length");
+    int n = asprintf(&head, "PUT /v1/files/%s HTTP/1.1\r\nHost: sandbox\r\nContent-Type: %s\r\n%s%s%s\r\n",
+                     enc, hdrs_get(&c->h, "content-type"),
+                     c->req_chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: ",
+                     c->req_chunked ? "" : cl, c->req_chunked ? "" : "\r\n");
+    if (n < 0)
+        return -ENOMEM;
+    if ((r = router_write_all(c->up_fd, head, (size_t)n)) < 0) {
+        upstream_drop(c);
+        return r;
+    }
+    c->mode = MODE_UPLOAD_PROXY;
+    _cleanup_free_ char *pre = TAKE_PTR(c->body);
+    size_t len = c->body_len;
+    c->body_len = 0;
+    return rq_body(&c->p, pre, len);
+}
+
+typedef struct small_resp {
+    int status;
+    char *body;
+    size_t len;
+    bool done;
+} small_resp;
+
+static int sr_body(http_parser *p, const char *at, size_t n)
+{
+    small_resp *r = p->data;
+    if (r->len + n > 65536)
+        return 0;
+    return append(&r->body, &r->len, at, n) < 0;
+}
+
+static int sr_complete(http_parser *p)
+{
+    small_resp *r = p->data;
+    r->status = (int)p->status_code;
+    r->done = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings small_settings = {.on_body = sr_body,
+                                                    .on_message_complete = sr_complete};
+
+/* sandboxd's answer to the upload PUT, in the legacy shapes. */
+static int upload_finish(h1_conn *c)
+{
+    router_error err;
+    if (c->body_err < 0) {
+        upstream_drop(c);
+        c->keep_alive = false;
+        router_error_set(&err, 502, "Could not connect to the backend sandbox: %s", c->route.id);
+        return send_detail(c, &err) < 0 ? -1 : -1;
+    }
+    small_resp sr = {0};
+    http_parser p;
+    http_parser_init(&p, HTTP_RESPONSE);
+    p.data = &sr;
+    char buf[16384];
+    while (!sr.done) {
+        ssize_t n = recv(c->up_fd, buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        http_parser_execute(&p, &small_settings, buf, (size_t)n);
+        if (HTTP_PARSER_ERRNO(&p) != HPE_OK && !sr.done)
+            break;
+    }
+    upstream_drop(c);
+    int r;
+    if (!sr.done) {
+        router_error_set(&err, 502, "Could not connect to the backend sandbox: %s", c->route.id);
+        r = send_detail(c, &err);
+    } else {
+        json_t *o;
+        int status = 200;
+        if (sr.status / 100 == 2)
+            o = json_pack("{s:s++}", "message", "File '", c->upload_name,
+                          "' uploaded successfully.");
+        else if (sr.status == 403) {
+            status = 403;
+            o = json_pack("{s:s}", "message", "Access denied");
+        } else {
+            json_t *e = sr.body ? json_loadb(sr.body, sr.len, 0, NULL) : NULL;
+            const char *m = json_string_value(json_object_get(e, "message"));
+            status = 500;
+            o = json_pack("{s:s+}", "message", "File upload failed: ", m ? m : "error");
+            json_decref(e);
+        }
+        _cleanup_free_ char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        r = body ? send_simple(c, status, "application/json", NULL, body, strlen(body)) : -ENOMEM;
+    }
+    free(sr.body);
+    return r < 0 || !c->keep_alive ? -1 : 0;
+}
+
 /* Finishes a parsed request. Returns 0 to go on with the connection, <0 to close it. */
 static int finish_request(h1_conn *c)
 {
-    if (c->mode == MODE_LEGACY)
+    if (c->mode == MODE_UPLOAD_PROXY)
+        return upload_finish(c);
+    if (c->mode == MODE_LEGACY || c->mode == MODE_UPLOAD)
         return serve_legacy(c) < 0 || !c->keep_alive ? -1 : 0;
     if (c->mode == MODE_PROXY) {
         router_error err;
@@ -697,6 +862,8 @@ static void request_reset(h1_conn *c)
     free(c->body);
     c->body = NULL;
     c->body_len = 0;
+    free(c->upload_name);
+    c->upload_name = NULL;
     c->body_err = 0;
     c->message_done = false;
     c->mode = MODE_LOCAL;

@@ -213,7 +213,11 @@ static const char *find(const char *h, size_t hn, const char *needle, size_t nn)
     return nn == 0 || hn < nn ? NULL : memmem(h, hn, needle, nn);
 }
 
-int router_multipart_file(const char *content_type, const char *body, size_t len,
+/* Walks the parts of a multipart/form-data body to the part named "file". Complete bodies
+ * (partial false): 1 with the part's content, or -EINVAL. Prefixes (partial true): 1 as soon as
+ * that part's headers are in (*ret_data, *ret_len unset), 0 when more bytes are needed, -EINVAL
+ * when the body cannot have one. */
+static int multipart_scan(const char *content_type, const char *body, size_t len, bool partial,
                           char **ret_filename, const char **ret_data, size_t *ret_len)
 {
     if (!content_type || strncasecmp(content_type, "multipart/form-data", 19) != 0 || !body)
@@ -228,20 +232,21 @@ int router_multipart_file(const char *content_type, const char *body, size_t len
     free(boundary);
     const char *end = body + len;
     const char *p = find(body, len, delim, dl);
-    while (p) {
+    if (!p)
+        return partial ? 0 : -EINVAL;
+    for (;;) {
         p += dl;
-        if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+        if (end - p < 2)
+            return partial ? 0 : -EINVAL;
+        if (p[0] == '-' && p[1] == '-')
             return -EINVAL; /* closing delimiter: no file part */
-        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+        if (p[0] != '\r' || p[1] != '\n')
             return -EINVAL;
         p += 2;
         const char *hend = find(p, (size_t)(end - p), "\r\n\r\n", 4);
         if (!hend)
-            return -EINVAL;
+            return partial ? 0 : -EINVAL;
         const char *content = hend + 4;
-        const char *next = find(content, (size_t)(end - content), delim, dl);
-        if (!next || next - content < 2 || next[-2] != '\r' || next[-1] != '\n')
-            return -EINVAL;
         /* Headers of this part: look for Content-Disposition. */
         char *name = NULL, *filename = NULL;
         const char *h = p;
@@ -259,14 +264,37 @@ int router_multipart_file(const char *content_type, const char *body, size_t len
         }
         bool match = name && strcmp(name, "file") == 0 && filename;
         free(name);
+        if (match && partial) {
+            *ret_filename = filename;
+            return 1;
+        }
+        const char *next = find(content, (size_t)(end - content), delim, dl);
+        if (!next || next - content < 2 || next[-2] != '\r' || next[-1] != '\n') {
+            free(filename);
+            if (!next && partial)
+                return 0;
+            return -EINVAL;
+        }
         if (match) {
             *ret_filename = filename;
             *ret_data = content;
             *ret_len = (size_t)(next - 2 - content);
-            return 0;
+            return 1;
         }
         free(filename);
         p = next;
     }
-    return -EINVAL;
+}
+
+int router_multipart_file(const char *content_type, const char *body, size_t len,
+                          char **ret_filename, const char **ret_data, size_t *ret_len)
+{
+    int r = multipart_scan(content_type, body, len, false, ret_filename, ret_data, ret_len);
+    return r == 1 ? 0 : r < 0 ? r : -EINVAL;
+}
+
+int router_multipart_peek_filename(const char *content_type, const char *prefix, size_t len,
+                                   char **ret_filename)
+{
+    return multipart_scan(content_type, prefix, len, true, ret_filename, NULL, NULL);
 }

@@ -14,3 +14,8 @@ void router_strv_free(char **v);
  * malformed body, not multipart) or -ENOMEM. */
 int router_multipart_file(const char *content_type, const char *body, size_t len,
                           char **ret_filename, const char **ret_data, size_t *ret_len);
+
+/* Streaming variant for a body prefix: 1 with *ret_filename (owned) as soon as the "file" part's
+ * headers are in, 0 when more of the body is needed, -EINVAL when it cannot have one. */
+int router_multipart_peek_filename(const char *content_type, const char *prefix, size_t len,
+                                   char **ret_filename);

@@ -164,3 +164,45 @@ def test_h2_large_transfers_keep_memory_flat(router_env, box, tmp_path):
         t.join()
         requests.delete(router_env.url + "/v1/files/h2big.bin", headers=router_env.headers(box))
     assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+
+
+def test_legacy_upload_streams(router_env, box):
+    """A legacy /upload streams on to sandboxd once the "file" part's headers are in: a large
+    chunked multipart body (another part first) keeps the router's memory flat."""
+    size = 256 * 1024 * 1024
+    chunk = b"L" * (1 << 20)
+    boundary = "xXbOuNdArYXx"
+
+    def body():
+        yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"
+               f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up/big.bin\"\r\n"
+               "Content-Type: application/octet-stream\r\n\r\n").encode()
+        for _ in range(size // len(chunk)):
+            yield chunk
+        yield f"\r\n--{boundary}--\r\n".encode()
+    pid = pid_of_router(router_env)
+    rss0 = pid_rss_kib(pid)
+    peak = [rss0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], pid_rss_kib(pid))
+            time.sleep(0.05)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        r = requests.post(router_env.url + "/upload", data=body(),
+                          headers={**router_env.headers(box, port=8888),
+                                   "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    finally:
+        stop.set()
+        t.join()
+    assert r.status_code == 200, r.text
+    assert r.json() == {"message": "File 'up/big.bin' uploaded successfully."}
+    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+    r = requests.get(router_env.url + "/v1/files/up/big.bin", headers=router_env.headers(box, port=8080),
+                     stream=True)
+    assert int(r.headers["Content-Length"]) == size
+    r.close()
+    requests.delete(router_env.url + "/v1/files/up/big.bin", headers=router_env.headers(box))
