@@ -15,6 +15,10 @@ from router_fixture import router_env_fixture
 
 router_env = router_env_fixture()
 
+# How much the router may grow while hundreds of MiB pass through it. ASan's allocator keeps freed
+# blocks in quarantine (up to 256 MiB), so sanitized builds get more room.
+RSS_SLACK_KIB = (128 if "asan" in os.environ.get("ASB_BUILD", "") else 48) * 1024
+
 
 @pytest.fixture(scope="module")
 def box(router_env):
@@ -92,7 +96,7 @@ def test_large_put_get_streams_with_flat_memory(router_env, box):
         t.join()
         requests.delete(router_env.url + "/v1/files/big.bin", headers=router_env.headers(box))
     # 512 MiB went through both ways; the router (inside asb serve) grew by far less.
-    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+    assert peak[0] - rss0 < RSS_SLACK_KIB, (rss0, peak[0])
 
 
 def test_concurrent_clients(router_env, box):
@@ -163,7 +167,7 @@ def test_h2_large_transfers_keep_memory_flat(router_env, box, tmp_path):
         stop.set()
         t.join()
         requests.delete(router_env.url + "/v1/files/h2big.bin", headers=router_env.headers(box))
-    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+    assert peak[0] - rss0 < RSS_SLACK_KIB, (rss0, peak[0])
 
 
 def test_legacy_upload_streams(router_env, box):
@@ -200,7 +204,7 @@ def test_legacy_upload_streams(router_env, box):
         t.join()
     assert r.status_code == 200, r.text
     assert r.json() == {"message": "File 'up/big.bin' uploaded successfully."}
-    assert peak[0] - rss0 < 48 * 1024, (rss0, peak[0])
+    assert peak[0] - rss0 < RSS_SLACK_KIB, (rss0, peak[0])
     r = requests.get(router_env.url + "/v1/files/up/big.bin", headers=router_env.headers(box, port=8080),
                      stream=True)
     assert int(r.headers["Content-Length"]) == size
