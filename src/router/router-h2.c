@@ -11,6 +11,7 @@
 #include <http_parser.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,7 @@ typedef struct h2_stream {
     long long deadline_ms;
     /* legacy layer */
     bool legacy;
+    bool resolving; /* a resolve_job is out for this stream */
     size_t legacy_len;
     bool legacy_too_big;
 } h2_stream;
@@ -188,6 +190,7 @@ struct h2_up {
 struct h2_conn {
     router_ctx *ctx;
     int fd;
+    int notify[2]; /* resolve_job pointers come back here */
     bool loopback;
     nghttp2_session *s;
     bbuf out;
@@ -783,7 +786,6 @@ static void run_legacy(h2_stream *st)
     int r = router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
                                  st->req.d ? st->req.d + st->req.start : NULL, bb_len(&st->req),
                                  &lr);
-    nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
@@ -801,7 +803,101 @@ static h2_stream *stream_get(h2_conn *c, int32_t id)
     return nghttp2_session_get_stream_user_data(c->s, id);
 }
 
-static void route_stream(h2_stream *st, bool end_stream)
+/* Second half of routing, once the target is known. */
+static void dispatch_stream(h2_stream *st)
+{
+    bool end_stream = st->req_eof;
+    switch (st->route.kind) {
+    case ROUTER_KIND_GRPC:
+        start_grpc(st);
+        return;
+    case ROUTER_KIND_REST:
+        start_rest(st, st->target.rest, end_stream);
+        return;
+    case ROUTER_KIND_LEGACY:
+        if (st->target.legacy) {
+            start_rest(st, st->target.legacy, end_stream);
+            return;
+        }
+        st->legacy = true;
+        nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
+        if (end_stream)
+            run_legacy(st);
+        return;
+    }
+}
+
+/* A resolution that has to wait (control-plane lookup, resume) runs on its own thread so the
+ * connection's other streams go on; the result comes back through the connection's pipe. */
+typedef struct resolve_job {
+    router_ctx *ctx;
+    int notify_fd;
+    int32_t stream_id;
+    char ns[64], id[64];
+    router_target target;
+    router_error err;
+    int r;
+} resolve_job;
+
+static void *resolve_thread(void *p)
+{
+    resolve_job *j = p;
+    j->r = j->ctx->resolver->resolve(j->ctx->resolver, j->ns, j->id, false, &j->target, &j->err);
+    ssize_t n;
+    do
+        n = write(j->notify_fd, &j, sizeof(j));
+    while (n < 0 && errno == EINTR);
+    close(j->notify_fd);
+    if (n != (ssize_t)sizeof(j)) {
+        router_target_done(&j->target);
+        free(j);
+    }
+    return NULL;
+}
+
+static void resolve_done(h2_conn *c, resolve_job *j)
+{
+    h2_stream *st = nghttp2_session_get_stream_user_data(c->s, j->stream_id);
+    if (st && st->resolving) {
+        st->resolving = false;
+        if (j->r < 0)
+            respond_error(st, &j->err);
+        else {
+            st->target = j->target;
+            j->target = (router_target){0};
+            dispatch_stream(st);
+        }
+    }
+    router_target_done(&j->target);
+    free(j);
+}
+
+static int resolve_async(h2_stream *st)
+{
+    h2_conn *c = st->c;
+    resolve_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    *j = (resolve_job){.ctx = c->ctx, .stream_id = st->id};
+    snprintf(j->ns, sizeof(j->ns), "%s", st->route.ns);
+    snprintf(j->id, sizeof(j->id), "%s", st->route.id);
+    j->notify_fd = fcntl(c->notify[1], F_DUPFD_CLOEXEC, 0);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = j->notify_fd < 0 ? -errno : -pthread_create(&t, &attr, resolve_thread, j);
+    pthread_attr_destroy(&attr);
+    if (r < 0) {
+        safe_close(j->notify_fd);
+        free(j);
+        return r;
+    }
+    st->resolving = true;
+    return 0;
+}
+
+static void route_stream(h2_stream *st)
 {
     h2_conn *c = st->c;
     router_error err = {0};
@@ -830,29 +926,22 @@ static void route_stream(h2_stream *st, bool end_stream)
         .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
         .content_type = ct,
     };
-    if (router_route_request(&in, &st->route, &err) < 0 ||
-        c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, &st->target,
-                                  &err) < 0) {
+    if (router_route_request(&in, &st->route, &err) < 0) {
         respond_error(st, &err);
         return;
     }
-    switch (st->route.kind) {
-    case ROUTER_KIND_GRPC:
-        start_grpc(st);
+    int r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, true,
+                                      &st->target, &err);
+    if (r == -EWOULDBLOCK && resolve_async(st) == 0)
         return;
-    case ROUTER_KIND_REST:
-        start_rest(st, st->target.rest, end_stream);
-        return;
-    case ROUTER_KIND_LEGACY:
-        if (st->target.legacy) {
-            start_rest(st, st->target.legacy, end_stream);
-            return;
-        }
-        st->legacy = true;
-        if (end_stream)
-            run_legacy(st);
+    if (r == -EWOULDBLOCK)
+        r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, false,
+                                      &st->target, &err);
+    if (r < 0) {
+        respond_error(st, &err);
         return;
     }
+    dispatch_stream(st);
 }
 
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user)
@@ -906,7 +995,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.type == NGHTTP2_HEADERS && !st->started) {
         if (end)
             st->req_eof = true;
-        route_stream(st, end);
+        route_stream(st);
         return 0;
     }
     if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end &&
@@ -924,9 +1013,10 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t id, const ui
         return 0;
     }
     if (st->legacy) {
+        /* buffered whole (capped): the window is released at once */
+        nghttp2_session_consume(session, id, len);
         if (bb_len(&st->req) + len > MAX_LEGACY_BODY) {
             st->legacy_too_big = true;
-            nghttp2_session_consume(session, id, len);
             return 0;
         }
         return bb_put(&st->req, data, len) < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
@@ -1095,13 +1185,14 @@ static void check_deadlines(h2_conn *c)
 
 void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
-    h2_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback};
+    h2_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .notify = {-1, -1}};
     nghttp2_session_callbacks *cb = NULL;
     nghttp2_option *opt = NULL;
     struct pollfd *pfd = NULL;
     void **who = NULL;
     size_t pcap = 0;
-    if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
+    if (pipe2(c.notify, O_CLOEXEC | O_NONBLOCK) < 0 || nghttp2_session_callbacks_new(&cb) != 0 ||
+        nghttp2_option_new(&opt) != 0)
         goto out;
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
@@ -1129,7 +1220,7 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             bb_len(&c.out) == 0)
             break;
         size_t n = 0;
-        size_t need = 1;
+        size_t need = 2;
         for (h2_up *u = c.ups; u; u = u->next)
             need++;
         for (h2_stream *st = c.streams; st; st = st->next)
@@ -1144,6 +1235,8 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
                 break;
         }
         pfd[n] = (struct pollfd){fd, POLLIN | (bb_len(&c.out) ? POLLOUT : 0), 0};
+        who[n++] = NULL;
+        pfd[n] = (struct pollfd){c.notify[0], POLLIN, 0};
         who[n++] = NULL;
         for (h2_up *u = c.ups; u; u = u->next) {
             if (u->dead)
@@ -1170,7 +1263,12 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             if (read_session(c.s, fd) < 0)
                 break;
         }
-        for (size_t i = 1; i < first_stream; i++) {
+        if (pfd[1].revents & POLLIN) {
+            resolve_job *j;
+            while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j))
+                resolve_done(&c, j);
+        }
+        for (size_t i = 2; i < first_stream; i++) {
             h2_up *u = who[i];
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (read_session(u->s, u->fd) < 0)
@@ -1215,4 +1313,14 @@ out:
     bb_free(&c.out);
     free(pfd);
     free(who);
+    /* Jobs still out find the pipe closed and free themselves. */
+    if (c.notify[0] >= 0) {
+        resolve_job *j;
+        while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
+            router_target_done(&j->target);
+            free(j);
+        }
+    }
+    safe_close(c.notify[0]);
+    safe_close(c.notify[1]);
 }

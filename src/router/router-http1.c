@@ -483,7 +483,8 @@ static int rq_headers_complete(http_parser *p)
         return respond_local(c, &err);
     }
     router_target_done(&c->target);
-    if (c->ctx->resolver->resolve(c->ctx->resolver, c->route.ns, c->route.id, &c->target, &err) < 0)
+    if (c->ctx->resolver->resolve(c->ctx->resolver, c->route.ns, c->route.id, false, &c->target,
+                                  &err) < 0)
         return respond_local(c, &err);
     const char *addr = c->target.rest;
     if (c->route.kind == ROUTER_KIND_LEGACY) {

@@ -57,8 +57,8 @@ static char *expand(const char *tmpl, const char *ns, const char *id, const char
     return out;
 }
 
-static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, router_target *out,
-                        router_error *err)
+static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
+                        router_target *out, router_error *err)
 {
     tmpl_resolver *r = (tmpl_resolver *)base;
     *out = (router_target){0};
@@ -229,8 +229,8 @@ static bool condition_true(json_t *obj, const char *type)
     return false;
 }
 
-static int api_resolve(router_resolver *base, const char *ns, const char *id, router_target *out,
-                       router_error *err)
+static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
+                       router_target *out, router_error *err)
 {
     api_resolver *r = (api_resolver *)base;
     _cleanup_free_ char *uid = NULL;
@@ -239,6 +239,8 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, ro
             return 0;
         api_invalidate(base, ns, id);
     }
+    if (nonblock)
+        return -EWOULDBLOCK;
     asb_client_options co = ASB_CLIENT_OPTIONS_INIT;
     co.server = r->server;
     co.token = r->token;

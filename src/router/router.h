@@ -30,12 +30,13 @@ typedef struct router_error {
     char detail[512];
 } router_error;
 
-/* Resolves (namespace, sandbox id) to a target. May block (e.g. to resume a suspended sandbox).
- * Called concurrently from connection threads. Returns 0 with *out filled (owned by the caller,
- * router_target_done) or a negative errno with *err set. */
+/* Resolves (namespace, sandbox id) to a target. May block (e.g. to resume a suspended sandbox)
+ * unless nonblock is set: then it answers only from what it knows at once and returns
+ * -EWOULDBLOCK otherwise (err untouched). Called concurrently from connection threads. Returns 0
+ * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set. */
 struct router_resolver {
-    int (*resolve)(router_resolver *r, const char *ns, const char *id, router_target *out,
-                   router_error *err);
+    int (*resolve)(router_resolver *r, const char *ns, const char *id, bool nonblock,
+                   router_target *out, router_error *err);
     /* Tells the resolver that the target it gave for (ns, id) failed to connect: drop caches. */
     void (*invalidate)(router_resolver *r, const char *ns, const char *id);
     void (*free)(router_resolver *r);

@@ -210,3 +210,30 @@ def test_legacy_upload_streams(router_env, box):
     assert int(r.headers["Content-Length"]) == size
     r.close()
     requests.delete(router_env.url + "/v1/files/up/big.bin", headers=router_env.headers(box))
+
+
+def test_grpc_request_resumes_suspended_sandbox(router_env, box):
+    """Over HTTP/2 the lookup and resume run off the connection's loop: a call to a suspended
+    sandbox resumes it, and calls to another sandbox on the same channel go on meanwhile."""
+    from grpc_helpers import Client
+    asb = router_env.asb
+    router_env.sandbox("gsleepy")
+    r = asb.merge_patch(asb.path(CORE, "sandboxes", "default", "gsleepy"),
+                        {"spec": {"operatingMode": "Suspended"}})
+    assert r.status_code == 200
+    wait_cond(asb, "gsleepy", "Suspended")
+    time.sleep(1.2)
+    c = Client(router_env.hostport())
+    auth = ("authorization", f"Bearer {router_env.token}")
+    out = {}
+
+    def resume_call():
+        out["r"] = c.execute(["echo", "awake"], metadata=[("x-sandbox-id", "gsleepy"), auth], timeout=60)
+    t = threading.Thread(target=resume_call)
+    t.start()
+    for i in range(5):
+        assert c.execute(["echo", str(i)], metadata=[("x-sandbox-id", box), auth]).stdout == f"{i}\n".encode()
+    t.join()
+    c.close()
+    assert out["r"].stdout == b"awake\n"
+    assert get_sandbox(asb, "gsleepy")["spec"]["operatingMode"] == "Running"
