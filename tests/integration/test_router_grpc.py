@@ -179,3 +179,14 @@ def test_http10_client(router_env, box):
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert b'"status":"ok"' in body
+
+
+def test_legacy_upload_over_h2_larger_than_window(router_env, box, tmp_path):
+    f = tmp_path / "three.bin"
+    f.write_bytes(b"3" * (3 << 20))
+    p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-H", "X-Sandbox-Port: 8888",
+                "-F", f"file=@{f};filename=h2up/three.bin", router_env.url + "/upload")
+    assert p.stdout == b'{"message":"File \'h2up/three.bin\' uploaded successfully."}', p.stderr
+    p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-o", "/dev/null", "-w", "%{size_download}",
+                router_env.url + "/v1/files/h2up/three.bin")
+    assert p.stdout == str(3 << 20).encode()
