@@ -843,11 +843,13 @@ static void *resolve_thread(void *p)
 {
     resolve_job *j = p;
     j->r = j->ctx->resolver->resolve(j->ctx->resolver, j->ns, j->id, false, &j->target, &j->err);
+    /* Once written, j belongs to the connection: nothing of it may be touched after. */
+    int fd = j->notify_fd;
     ssize_t n;
     do
-        n = write(j->notify_fd, &j, sizeof(j));
+        n = write(fd, &j, sizeof(j));
     while (n < 0 && errno == EINTR);
-    close(j->notify_fd);
+    close(fd);
     if (n != (ssize_t)sizeof(j)) {
         router_target_done(&j->target);
         free(j);
