@@ -147,8 +147,8 @@ typedef struct h2_stream {
     router_route route;
     router_target target;
     bool grpc_ct;
-    bool started;      /* routed */
-    bool local;        /* answered by the router itself: request data is discarded */
+    bool started; /* routed */
+    bool local;   /* answered by the router itself: request data is discarded */
     /* client -> upstream */
     bbuf req;
     bool req_eof;
@@ -356,11 +356,15 @@ static int up_on_header(nghttp2_session *session, const nghttp2_frame *frame, co
     if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
         if (namelen == 7 && memcmp(name, ":status", 7) == 0)
             return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value,
-                          valuelen) < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+                          valuelen) < 0
+                       ? NGHTTP2_ERR_CALLBACK_FAILURE
+                       : 0;
         if (router_response_header_dropped((const char *)name, namelen))
             return 0;
         return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value, valuelen) <
-                       0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+                       0
+                   ? NGHTTP2_ERR_CALLBACK_FAILURE
+                   : 0;
     }
     if (router_response_header_dropped((const char *)name, namelen))
         return 0;
@@ -768,8 +772,7 @@ static void run_legacy(h2_stream *st)
         int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
         if (r < 0 || !d.ctype) {
             bb_free(&st->resp);
-            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s",
-                             st->route.id);
+            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
             respond_error(st, &e);
         } else {
             bbuf body = st->resp;
@@ -783,9 +786,9 @@ static void run_legacy(h2_stream *st)
         return;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
-                                 st->req.d ? st->req.d + st->req.start : NULL, bb_len(&st->req),
-                                 &lr);
+    int r =
+        router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
+                             st->req.d ? st->req.d + st->req.start : NULL, bb_len(&st->req), &lr);
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
@@ -1125,8 +1128,8 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
 {
     if (revents & POLLOUT || bb_len(&st->h1out) > 0) {
         while (bb_len(&st->h1out) > 0) {
-            ssize_t n = send(st->h1fd, st->h1out.d + st->h1out.start, bb_len(&st->h1out),
-                             MSG_NOSIGNAL);
+            ssize_t n =
+                send(st->h1fd, st->h1out.d + st->h1out.start, bb_len(&st->h1out), MSG_NOSIGNAL);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0) {

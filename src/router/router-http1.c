@@ -134,10 +134,10 @@ static int send_simple(h1_conn *c, int status, const char *ctype, const char *ex
                        const char *body, size_t len)
 {
     _cleanup_free_ char *head = NULL;
-    int n = asprintf(&head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
-                     status, http_status_str(status), ctype, len, extra ? extra : "",
-                     extra ? "\r\n" : "", c->keep_alive ? "" : "Connection: close\r\n");
+    int n =
+        asprintf(&head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+                 status, http_status_str(status), ctype, len, extra ? extra : "",
+                 extra ? "\r\n" : "", c->keep_alive ? "" : "Connection: close\r\n");
     if (n < 0)
         return -ENOMEM;
     int r = router_write_all(c->fd, head, (size_t)n);
@@ -194,7 +194,6 @@ static int upstream_get(h1_conn *c, const char *addr)
     }
     return fd;
 }
-
 
 /* Sends the request head upstream. Framing: the client's Content-Length, or chunked when the
  * client sent chunked. */
@@ -666,8 +665,8 @@ static int serve_legacy(h1_conn *c)
         return d.err;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&c->target, method, url, hdrs_get(&c->h, "content-type"),
-                                 c->body, c->body_len, &lr);
+    int r = router_legacy_handle(&c->target, method, url, hdrs_get(&c->h, "content-type"), c->body,
+                                 c->body_len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
@@ -714,7 +713,8 @@ static int upload_start(h1_conn *c)
         return r;
     c->req_chunked = !(c->p.flags & F_CONTENTLENGTH) || (c->p.flags & F_CHUNKED);
     const char *cl = hdrs_get(&c->h, "content-length");
-    int n = asprintf(&head, "PUT /v1/files/%s HTTP/1.1\r\nHost: sandbox\r\nContent-Type: %s\r\n%s%s%s\r\n",
+    int n = asprintf(&head,
+                     "PUT /v1/files/%s HTTP/1.1\r\nHost: sandbox\r\nContent-Type: %s\r\n%s%s%s\r\n",
                      enc, hdrs_get(&c->h, "content-type"),
                      c->req_chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: ",
                      c->req_chunked ? "" : cl, c->req_chunked ? "" : "\r\n");
@@ -831,8 +831,7 @@ static int finish_request(h1_conn *c)
         }
         bool head_sent = false, got = false;
         int r = relay_response(c, &head_sent, &got);
-        if (r < 0 && !got && c->up_reused && !has_body(c) &&
-            (r == -ECONNRESET || r == -EPIPE)) {
+        if (r < 0 && !got && c->up_reused && !has_body(c) && (r == -ECONNRESET || r == -EPIPE)) {
             /* a stale kept-alive connection: once more on a fresh one */
             if (upstream_get(c, c->up_target) >= 0 && send_request_head(c, c->up_target) == 0)
                 r = relay_response(c, &head_sent, &got);

@@ -303,9 +303,9 @@ int router_legacy_handle(const router_target *t, const char *method, const char 
     if (path_eq(path, "/")) {
         if (!get)
             return json_reply(out, 405, json_pack("{s:s}", "detail", "Method Not Allowed"));
-        return json_reply(out, 200,
-                          json_pack("{s:s,s:s}", "status", "ok", "message",
-                                    "Sandbox Runtime is active."));
+        return json_reply(
+            out, 200,
+            json_pack("{s:s,s:s}", "status", "ok", "message", "Sandbox Runtime is active."));
     }
     if (path_eq(path, "/execute") || path_eq(path, "/upload")) {
         if (!post)

@@ -76,9 +76,7 @@ static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, b
     return 0;
 }
 
-static void tmpl_invalidate(router_resolver *base, const char *ns, const char *id)
-{
-}
+static void tmpl_invalidate(router_resolver *base, const char *ns, const char *id) {}
 
 static void tmpl_free(router_resolver *base)
 {
@@ -219,8 +217,7 @@ static bool condition_true(json_t *obj, const char *type)
     json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
     size_t i;
     json_t *c;
-    json_array_foreach(conds, i, c)
-    {
+    json_array_foreach (conds, i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         const char *s = json_string_value(json_object_get(c, "status"));
         if (t && s && strcasecmp(t, type) == 0)
@@ -282,8 +279,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         if (rc != ASB_OK) {
             asb_free(ready);
             if (rc == ASB_ENOTFOUND)
-                router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id,
-                                 ns);
+                router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
             else if (rc == ASB_ETIMEOUT)
                 router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", id);
             else
@@ -295,8 +291,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         obj = json_loads(ready, 0, NULL);
         asb_free(ready);
     }
-    const char *u = json_string_value(
-        json_object_get(json_object_get(obj, "metadata"), "uid"));
+    const char *u = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!u) {
         router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
         ret = -EIO;

@@ -237,9 +237,9 @@ static bool name_is(const char *name, size_t len, const char *want)
 
 bool router_response_header_dropped(const char *name, size_t len)
 {
-    static const char *const hop[] = {"connection", "keep-alive", "proxy-connection",
-                                      "transfer-encoding", "upgrade", "te", "trailer",
-                                      "proxy-authenticate"};
+    static const char *const hop[] = {"connection",        "keep-alive",        "proxy-connection",
+                                      "transfer-encoding", "upgrade",           "te",
+                                      "trailer",           "proxy-authenticate"};
     if (len > 0 && name[0] == ':')
         return true;
     for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)

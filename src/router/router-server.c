@@ -246,7 +246,8 @@ static void *accept_thread(void *p)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     for (;;) {
-        struct pollfd pf[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->wake[0], .events = POLLIN}};
+        struct pollfd pf[2] = {{.fd = r->fd, .events = POLLIN},
+                               {.fd = r->wake[0], .events = POLLIN}};
         if (poll(pf, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -297,7 +298,8 @@ static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_e
         host = strndup(listen_addr, (size_t)(colon - listen_addr));
     if (!host)
         return -ENOMEM;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *res = NULL;
     if (getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res) != 0) {

@@ -56,8 +56,8 @@ int router_resolver_api_new(const char *server, const char *token, const char *s
                             long cache_ms, long resume_timeout_ms, router_resolver **out);
 
 typedef struct router_options {
-    const char *listen;      /* "HOST:PORT" (port 0: any free port) */
-    const char *token;       /* bearer token required on every request; NULL: none configured */
+    const char *listen;         /* "HOST:PORT" (port 0: any free port) */
+    const char *token;          /* bearer token required on every request; NULL: none configured */
     bool allow_unauthenticated; /* token-less requests admitted from loopback peers */
     router_resolver *resolver;  /* owned by the router after a successful start */
     long proxy_timeout_ms;      /* whole-request budget to first response byte; 0: 180 s */

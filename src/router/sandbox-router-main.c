@@ -15,32 +15,33 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: sandbox-router [OPTIONS]\n\n"
-            "Routes HTTP/1.1 and HTTP/2 (h2c) requests to sandboxes by X-Sandbox-ID,\n"
-            "X-Sandbox-Namespace and X-Sandbox-Port: REST to sandboxd's REST endpoint, gRPC to its\n"
-            "gRPC endpoint, port 8888 to the legacy python-runtime layer.\n\n"
-            "Options:\n"
-            "  --listen HOST:PORT           listen address (default 0.0.0.0:8080)\n"
-            "  --state-dir DIR              local mode: resolve sandboxes through the control plane\n"
-            "                               of this asb state directory ($DIR/server, $DIR/token)\n"
-            "                               to $DIR/run/<uid>/{rest,grpc}.sock, resuming suspended\n"
-            "                               sandboxes\n"
-            "  --target-template TEMPLATE   upstream pattern with {id} {namespace} {port} {socket}\n"
-            "                               (default {id}.{namespace}.svc.CLUSTER_DOMAIN:{port});\n"
-            "                               \"unix:/path/{id}/{socket}.sock\" targets unix sockets\n"
-            "  --cluster-domain DOMAIN      for the default template (default $CLUSTER_DOMAIN or\n"
-            "                               cluster.local)\n"
-            "  --token TOKEN                required bearer token (default $ROUTER_AUTH_TOKEN, else\n"
-            "                               the state directory's token)\n"
-            "  --token-file PATH            read the bearer token from PATH\n"
-            "  --allow-unauthenticated      admit requests without a token from loopback peers\n"
-            "                               (alias --router-allow-unauthenticated); with no token\n"
-            "                               configured at all, every peer is admitted\n"
-            "  --proxy-timeout SECONDS      time allowed for the first response byte (default\n"
-            "                               $PROXY_TIMEOUT_SECONDS or 180)\n"
-            "  --resume-timeout SECONDS     wait for a resumed sandbox to be Ready (default 60)\n"
-            "  -h, --help                   show this help\n");
+    fprintf(
+        f,
+        "Usage: sandbox-router [OPTIONS]\n\n"
+        "Routes HTTP/1.1 and HTTP/2 (h2c) requests to sandboxes by X-Sandbox-ID,\n"
+        "X-Sandbox-Namespace and X-Sandbox-Port: REST to sandboxd's REST endpoint, gRPC to its\n"
+        "gRPC endpoint, port 8888 to the legacy python-runtime layer.\n\n"
+        "Options:\n"
+        "  --listen HOST:PORT           listen address (default 0.0.0.0:8080)\n"
+        "  --state-dir DIR              local mode: resolve sandboxes through the control plane\n"
+        "                               of this asb state directory ($DIR/server, $DIR/token)\n"
+        "                               to $DIR/run/<uid>/{rest,grpc}.sock, resuming suspended\n"
+        "                               sandboxes\n"
+        "  --target-template TEMPLATE   upstream pattern with {id} {namespace} {port} {socket}\n"
+        "                               (default {id}.{namespace}.svc.CLUSTER_DOMAIN:{port});\n"
+        "                               \"unix:/path/{id}/{socket}.sock\" targets unix sockets\n"
+        "  --cluster-domain DOMAIN      for the default template (default $CLUSTER_DOMAIN or\n"
+        "                               cluster.local)\n"
+        "  --token TOKEN                required bearer token (default $ROUTER_AUTH_TOKEN, else\n"
+        "                               the state directory's token)\n"
+        "  --token-file PATH            read the bearer token from PATH\n"
+        "  --allow-unauthenticated      admit requests without a token from loopback peers\n"
+        "                               (alias --router-allow-unauthenticated); with no token\n"
+        "                               configured at all, every peer is admitted\n"
+        "  --proxy-timeout SECONDS      time allowed for the first response byte (default\n"
+        "                               $PROXY_TIMEOUT_SECONDS or 180)\n"
+        "  --resume-timeout SECONDS     wait for a resumed sandbox to be Ready (default 60)\n"
+        "  -h, --help                   show this help\n");
 }
 
 static char *read_token_file(const char *path)
@@ -184,8 +185,10 @@ int main(int argc, char **argv)
         if (asprintf(&sp, "%s/server", state_dir) > 0)
             server = read_token_file(sp);
         if (!server) {
-            fprintf(stderr, "sandbox-router: no control plane URL in %s/server (is asb serve "
-                            "running?)\n", state_dir);
+            fprintf(stderr,
+                    "sandbox-router: no control plane URL in %s/server (is asb serve "
+                    "running?)\n",
+                    state_dir);
             return 1;
         }
         _cleanup_free_ char *cp_token = NULL, *tp = NULL;

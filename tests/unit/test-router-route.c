@@ -4,8 +4,8 @@
 #include "router/router-legacy-parse.h"
 #include "unit.h"
 
-static int route(const char *path, const char *id, const char *ns, const char *port,
-                 const char *ct, router_route *out, router_error *err)
+static int route(const char *path, const char *id, const char *ns, const char *port, const char *ct,
+                 router_route *out, router_error *err)
 {
     router_request_info in = {"GET", path, id, ns, port, NULL, ct};
     return router_route_request(&in, out, err);
@@ -21,7 +21,8 @@ TEST(dispatch)
     CHECK_INT_EQ(route("/execute", "box", "", NULL, NULL, &r, &e), 0);
     CHECK_INT_EQ(r.kind, ROUTER_KIND_LEGACY);
     CHECK_INT_EQ(route("/process.v1.ProcessService/Execute", "box", "ns1", NULL,
-                       "application/grpc+proto", &r, &e), 0);
+                       "application/grpc+proto", &r, &e),
+                 0);
     CHECK_INT_EQ(r.kind, ROUTER_KIND_GRPC);
     CHECK(strcmp(r.ns, "ns1") == 0);
     CHECK_INT_EQ(route("/v1/files/x", "box", NULL, "8888", NULL, &r, &e), 0);
@@ -118,7 +119,8 @@ TEST(legacy_path_and_multipart)
     const char *d = NULL;
     size_t n = 0;
     CHECK_INT_EQ(router_multipart_file("multipart/form-data; boundary=B", body, sizeof(body) - 1,
-                                       &fn, &d, &n), 0);
+                                       &fn, &d, &n),
+                 0);
     CHECK(fn && strcmp(fn, "d/f.txt") == 0);
     CHECK(n == 12 && memcmp(d, "hello\r\nworld", 12) == 0);
     free(fn);
