@@ -166,6 +166,7 @@ typedef struct h2_stream {
     bbuf h1out;
     bool h1_chunked;
     bool h1_in_value;
+    bool h1_wdead; /* upstream no longer takes the request body */
     http_parser rp;
     nvlist h1_hdrs;
     bool is_head;
@@ -1027,7 +1028,10 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t id, const ui
         return bb_put(&st->req, data, len) < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
     }
     if (st->h1fd >= 0) {
-        h1_put_body(st, data, len);
+        if (st->h1_wdead)
+            nghttp2_session_consume(session, id, len);
+        else
+            h1_put_body(st, data, len);
         return 0;
     }
     if (bb_put(&st->req, data, len) < 0)
@@ -1134,15 +1138,17 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
                 continue;
             if (n < 0) {
                 if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                    h1_close(st);
-                    stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
-                    return;
+                    /* The upstream stopped reading; it may have answered early (e.g. 400
+                     * before the body): keep reading, drop the rest of the body. */
+                    st->h1_wdead = true;
+                    st->h1out.start = st->h1out.end = 0;
+                    break;
                 }
                 break;
             }
             st->h1out.start += (size_t)n;
         }
-        if (bb_len(&st->h1out) == 0 && st->req_pending_consume > 0) {
+        if ((bb_len(&st->h1out) == 0 || st->h1_wdead) && st->req_pending_consume > 0) {
             nghttp2_session_consume(c->s, st->id, st->req_pending_consume);
             st->req_pending_consume = 0;
         }
@@ -1256,7 +1262,7 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             short ev = 0;
             if (bb_len(&st->resp) < RESP_HIGH)
                 ev |= POLLIN;
-            if (bb_len(&st->h1out))
+            if (bb_len(&st->h1out) && !st->h1_wdead)
                 ev |= POLLOUT;
             pfd[n] = (struct pollfd){st->h1fd, ev, 0};
             who[n++] = st;

@@ -822,7 +822,15 @@ static int finish_request(h1_conn *c)
     if (c->mode == MODE_PROXY) {
         router_error err;
         if (c->body_err < 0) {
+            /* The upstream may have answered early (e.g. 400 before reading the body) and
+             * stopped reading: relay that answer if it is there. */
+            bool head_sent = false, got = false;
+            int r = c->up_fd >= 0 ? relay_response(c, &head_sent, &got) : -EPIPE;
             upstream_drop(c);
+            if (r == 0)
+                return c->keep_alive && !c->close_after ? 0 : -1;
+            if (head_sent)
+                return -1;
             router_error_set(&err, 502, "Could not connect to the backend sandbox: %s",
                              c->route.id);
             c->keep_alive = false;

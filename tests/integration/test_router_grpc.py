@@ -190,3 +190,10 @@ def test_legacy_upload_over_h2_larger_than_window(router_env, box, tmp_path):
     p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-o", "/dev/null", "-w", "%{size_download}",
                 router_env.url + "/v1/files/h2up/three.bin")
     assert p.stdout == str(3 << 20).encode()
+
+
+def test_h2_early_upstream_error_with_large_body(router_env, box, tmp_path):
+    f = tmp_path / "eight.bin"
+    f.write_bytes(b"8" * (8 << 20))
+    p = curl_h2(router_env, "-H", f"X-Sandbox-ID: {box}", "-T", str(f), router_env.url + "/v1/files/m8.bin?mode=0999")
+    assert b"INVALID_ARGUMENT" in p.stdout, (p.stdout, p.stderr)

@@ -199,3 +199,12 @@ def test_legacy_files(router_env, box):
     assert r.status_code == 403 and r.json() == {"message": "Access denied"}
     r = requests.get(u + "/nothing-here", headers=h)
     assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
+
+
+def test_early_upstream_error_with_large_body(router_env, box):
+    """sandboxd answers 400 on a bad mode before reading the body: the client still gets the
+    400 (not a router 502)."""
+    r = requests.put(router_env.url + "/v1/files/m.bin?mode=0999", data=b"z" * (8 << 20),
+                     headers=router_env.headers(box))
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == "INVALID_ARGUMENT"
