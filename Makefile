@@ -30,7 +30,7 @@ CFLAGS_ALL := -std=gnu11 $(OPT) $(SAN) $(WARN) -g -fPIE -fstack-protector-strong
   -fvisibility=hidden -D_GNU_SOURCE -Isrc -Iinclude -I$(GEN) \
   $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDFLAGS_ALL := $(SAN) -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(LDFLAGS)
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 # proto/*.proto are the wire contract (served as-is by reflection). protoc-c 1.4 does not know
 # proto3 `optional`, which is wire-identical to a plain field here, so C code is generated from a

@@ -10,7 +10,7 @@ PACKAGES=(
   python3 python3-pytest python3-requests python3-grpcio python3-protobuf
   python3-kubernetes
   curl valgrind procps util-linux
-  runc umoci
+  runc umoci libhttp-parser-dev
   nodejs
 )
 

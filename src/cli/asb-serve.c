@@ -20,21 +20,29 @@
 #include "local/local-apiserver.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
+#include "router/router.h"
 #include "shared/log.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7443"
+#define DEFAULT_ROUTER_LISTEN "127.0.0.1:7080"
 #define DEFAULT_WATCH_WINDOW 10000
 
 static void serve_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: asb serve [--listen HOST:PORT]\n\n"
+            "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
             "Options:\n"
             "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
             "; port 0 picks a free one)\n"
+            "  --router-listen HOST:PORT\n"
+            "                      data-plane router address (default " DEFAULT_ROUTER_LISTEN
+            ";\n"
+            "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
+            "  --router-allow-unauthenticated\n"
+            "                      the router admits token-less requests from loopback peers\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -171,22 +179,36 @@ static char *sandboxd_path(void)
 
 typedef struct serve_opts {
     const char *listen;
+    const char *router_listen;
+    bool router_listen_given;
+    bool router_allow_unauthenticated;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
+        {"router-listen", required_argument, NULL, 'R'},
+        {"router-allow-unauthenticated", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
     o->listen = DEFAULT_LISTEN;
+    o->router_listen = DEFAULT_ROUTER_LISTEN;
+    o->router_allow_unauthenticated = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
             o->listen = optarg;
+            break;
+        case 'R':
+            o->router_listen = optarg;
+            o->router_listen_given = true;
+            break;
+        case 'A':
+            o->router_allow_unauthenticated = true;
             break;
         case 'h':
             serve_usage(stdout);
@@ -198,6 +220,16 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "asb serve: unexpected argument \"%s\"\n", argv[optind]);
+        return -EINVAL;
+    }
+    /* Without --router-listen, an API on a free port gets a router on a free port too (tests run
+     * many servers side by side). */
+    const char *lc = strrchr(o->listen, ':');
+    if (!o->router_listen_given && lc && strcmp(lc, ":0") == 0)
+        o->router_listen = "127.0.0.1:0";
+    if (strcmp(o->router_listen, "off") != 0 && !strrchr(o->router_listen, ':')) {
+        fprintf(stderr, "asb serve: --router-listen wants HOST:PORT or off, got \"%s\"\n",
+                o->router_listen);
         return -EINVAL;
     }
     if (!strrchr(o->listen, ':')) {
@@ -227,7 +259,7 @@ static usec_t env_duration(const char *name, usec_t def)
 
 int asb_serve(int argc, char **argv)
 {
-    serve_opts o;
+    serve_opts o = {0};
     int r = parse_args(argc, argv, &o);
     if (r <= 0)
         return r == 0 ? 0 : 2;
@@ -309,14 +341,56 @@ int asb_serve(int argc, char **argv)
             return 1;
         }
     }
+    /* The data-plane router: sandboxes resolved through this API, resumed on demand. */
+    router *rt = NULL;
+    _cleanup_free_ char *router_url = NULL;
+    if (strcmp(o.router_listen, "off") != 0) {
+        router_resolver *res = NULL;
+        r = router_resolver_api_new(url, token, dir, 1000, 60000, &res);
+        uint16_t rport = 0;
+        _cleanup_free_ char *rerr = NULL, *rline = NULL;
+        router_options rop = {.listen = o.router_listen,
+                              .token = token,
+                              .allow_unauthenticated = o.router_allow_unauthenticated,
+                              .resolver = res};
+        if (r >= 0)
+            r = router_start(&rop, &rt, &rport, &rerr);
+        if (r == -EADDRINUSE && !o.router_listen_given) {
+            /* The default port is taken (another asb serve): any free port, announced in
+             * $ASB_STATE_DIR/router as always. */
+            log_warn("router default port in use, using a free port", "listen", o.router_listen);
+            free(rerr);
+            rerr = NULL;
+            rop.listen = o.router_listen = "127.0.0.1:0";
+            r = router_start(&rop, &rt, &rport, &rerr);
+        }
+        if (r >= 0 && (!(router_url = server_url(o.router_listen, rport)) ||
+                       asprintf(&rline, "%s\n", router_url) < 0))
+            r = -ENOMEM;
+        if (r >= 0)
+            r = write_file_atomic(dir, "router", rline, 0644);
+        if (r < 0) {
+            fprintf(stderr, "asb serve: router: %s\n", rerr ? rerr : strerror(-r));
+            if (res && !rt)
+                res->free(res);
+            router_stop(rt);
+            local_store_shutdown(store);
+            local_reconciler_stop(rec);
+            local_apiserver_stop(srv);
+            local_store_free(store);
+            return 1;
+        }
+    }
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));
-    log_info("asb serve listening", "url", url, "state", dir, "resourceVersion", rvbuf);
+    log_info("asb serve listening", "url", url, "router", router_url ? router_url : "off", "state",
+             dir, "resourceVersion", rvbuf);
 
     int sig = 0;
     while (sigwait(&mask, &sig) != 0)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    router_stop(rt);
     local_store_shutdown(store);
     local_reconciler_stop(rec);
     local_apiserver_stop(srv);

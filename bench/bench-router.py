@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Router throughput: a small REST GET (/v1/health) at concurrency 50 through the release
+sandbox-router (HTTP/1.1 over TCP, X-Sandbox-ID routing, bearer auth, unix-socket upstream)
+next to the same requests sent straight to sandboxd's REST unix socket in the same run.
+Load from bench/http-bench-client.c (keep-alive, closed loop). Target: router within 1.5x of
+direct (DESIGN: over 20k req/s at concurrency 50 on 2 cores)."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
+SANDBOXD = os.path.join(BUILD, "bin", "sandboxd")
+ROUTER = os.path.join(BUILD, "bin", "sandbox-router")
+CLIENT_SRC = os.path.join(ROOT, "bench", "http-bench-client.c")
+CLIENT = os.path.join(ROOT, "build", "bench", "http-bench-client")
+CONNS = int(os.environ.get("BENCH_CONNS", "50"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
+ROUNDS = 3
+
+
+def build_client():
+    os.makedirs(os.path.dirname(CLIENT), exist_ok=True)
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", CLIENT, CLIENT_SRC, "-lpthread"],
+                   check=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(path, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear")
+        time.sleep(0.01)
+
+
+def run(target, *headers):
+    out = subprocess.run([CLIENT, target, str(CONNS), str(SECONDS), "/v1/health", *headers],
+                         capture_output=True, text=True, check=True).stdout.split()
+    n, secs, errors, p50, p99 = int(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4])
+    return n / secs, errors, p50, p99
+
+
+def main():
+    for b in (SANDBOXD, ROUTER):
+        if not os.path.exists(b):
+            print(f"missing {b}: run make first", file=sys.stderr)
+            return 1
+    build_client()
+    tmp = tempfile.mkdtemp(prefix="asb-bench-router-", dir="/tmp")
+    root = os.path.join(tmp, "root")
+    os.makedirs(root)
+    rest = os.path.join(tmp, "rest.sock")
+    d = subprocess.Popen([SANDBOXD, "--listen-host", "127.0.0.1", "--rest-port", str(free_port()),
+                          "--grpc-port", str(free_port()),
+                          "--root-dir", root, "--rest-socket", rest, "--grpc-socket", os.path.join(tmp, "grpc.sock")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = subprocess.Popen([ROUTER, "--listen", "127.0.0.1:0", "--token", "bench-token",
+                          "--target-template", f"unix:{tmp}/{{socket}}.sock"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_for(rest)
+        port = int(r.stdout.readline())
+        rows = []
+        for i in range(ROUNDS):
+            rows.append(("direct (unix socket)", *run(f"unix:{rest}")))
+            rows.append(("router (tcp, h1)", *run(f"tcp:127.0.0.1:{port}", "X-Sandbox-ID: bench",
+                                                  "Authorization: Bearer bench-token")))
+        best = {}
+        for name, rps, errors, p50, p99 in rows:
+            if name not in best or rps > best[name][0]:
+                best[name] = (rps, errors, p50, p99)
+        print(f"GET /v1/health, {CONNS} keep-alive connections, {SECONDS:g} s x {ROUNDS} rounds (best)")
+        print(f"{'path':<24}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+        for name, (rps, errors, p50, p99) in best.items():
+            print(f"{name:<24}{rps:>10.0f}{p50 / 1000:>9.2f}{p99 / 1000:>9.2f}{errors:>8}")
+        ratio = best["direct (unix socket)"][0] / best["router (tcp, h1)"][0]
+        print(f"direct/router throughput ratio: {ratio:.2f}x (target <= 1.5x)")
+    finally:
+        for p in (r, d):
+            p.terminate()
+            p.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1337 @@
+/* HTTP/2 (h2c prior knowledge) client connections. One poll loop per connection drives the
+ * client's nghttp2 server session, one nghttp2 client session per upstream gRPC socket, and one
+ * HTTP/1.1 upstream socket per REST stream (parsed with http_parser).
+ *
+ * Back-pressure: automatic WINDOW_UPDATEs are off on every session; bytes received from one side
+ * are "consumed" (window released) only when the other side has taken them, and an HTTP/1.1
+ * upstream is not read while its stream already holds RESP_HIGH bytes for the client. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "router/router-internal.h"
+
+#define RESP_HIGH (1024 * 1024)
+#define OUT_HIGH (256 * 1024)
+#define WINDOW (1024 * 1024)
+#define MAX_LEGACY_BODY (64 * 1024 * 1024)
+#define MAX_HEADER_BYTES (64 * 1024)
+
+typedef struct bbuf {
+    char *d;
+    size_t start, end, cap;
+} bbuf;
+
+static size_t bb_len(const bbuf *b)
+{
+    return b->end - b->start;
+}
+
+static int bb_put(bbuf *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (b->start > 0 && b->start == b->end)
+        b->start = b->end = 0;
+    if (b->end + n > b->cap) {
+        if (b->start > 0) {
+            memmove(b->d, b->d + b->start, b->end - b->start);
+            b->end -= b->start;
+            b->start = 0;
+        }
+        if (b->end + n > b->cap) {
+            size_t cap = b->cap ? b->cap : 16384;
+            while (cap < b->end + n)
+                cap *= 2;
+            char *d = realloc(b->d, cap);
+            if (!d)
+                return -ENOMEM;
+            b->d = d;
+            b->cap = cap;
+        }
+    }
+    memcpy(b->d + b->end, p, n);
+    b->end += n;
+    return 0;
+}
+
+static size_t bb_take(bbuf *b, void *out, size_t n)
+{
+    size_t k = MIN(n, bb_len(b));
+    if (k == 0)
+        return 0;
+    memcpy(out, b->d + b->start, k);
+    b->start += k;
+    if (b->start == b->end)
+        b->start = b->end = 0;
+    return k;
+}
+
+static void bb_free(bbuf *b)
+{
+    free(b->d);
+    *b = (bbuf){0};
+}
+
+typedef struct nvlist {
+    nghttp2_nv *v;
+    size_t n, cap;
+    size_t bytes;
+} nvlist;
+
+static int nv_add(nvlist *l, const char *name, size_t nl, const char *value, size_t vl)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        nghttp2_nv *v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *n = strndup(name, nl), *val = strndup(value, vl);
+    if (!n || !val) {
+        free(n);
+        free(val);
+        return -ENOMEM;
+    }
+    l->v[l->n++] = (nghttp2_nv){(uint8_t *)n, (uint8_t *)val, nl, vl, NGHTTP2_NV_FLAG_NONE};
+    l->bytes += nl + vl;
+    return 0;
+}
+
+static int nv_adds(nvlist *l, const char *name, const char *value)
+{
+    return nv_add(l, name, strlen(name), value, strlen(value));
+}
+
+static void nv_free(nvlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].name);
+        free(l->v[i].value);
+    }
+    free(l->v);
+    *l = (nvlist){0};
+}
+
+static const char *nv_get(const nvlist *l, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].namelen == nl && strncasecmp((char *)l->v[i].name, name, nl) == 0)
+            return (const char *)l->v[i].value;
+    return NULL;
+}
+
+typedef struct h2_conn h2_conn;
+typedef struct h2_up h2_up;
+
+typedef struct h2_stream {
+    h2_conn *c;
+    int32_t id;
+    struct h2_stream *next;
+    nvlist req_hdrs;
+    router_route route;
+    router_target target;
+    bool grpc_ct;
+    bool started; /* routed */
+    bool local;   /* answered by the router itself: request data is discarded */
+    /* client -> upstream */
+    bbuf req;
+    bool req_eof;
+    size_t req_pending_consume;
+    /* upstream -> client */
+    bbuf resp;
+    bool resp_eof;
+    bool resp_submitted;
+    nvlist resp_hdrs, trailers;
+    /* gRPC upstream */
+    h2_up *up;
+    int32_t up_id;
+    /* HTTP/1.1 upstream (REST) */
+    int h1fd;
+    bbuf h1out;
+    bool h1_chunked;
+    bool h1_in_value;
+    bool h1_wdead; /* upstream no longer takes the request body */
+    http_parser rp;
+    nvlist h1_hdrs;
+    bool is_head;
+    long long deadline_ms;
+    /* legacy layer */
+    bool legacy;
+    bool resolving; /* a resolve_job is out for this stream */
+    size_t legacy_len;
+    bool legacy_too_big;
+} h2_stream;
+
+struct h2_up {
+    h2_conn *c;
+    char *addr;
+    int fd;
+    nghttp2_session *s;
+    bbuf out;
+    h2_up *next;
+    bool dead;
+};
+
+struct h2_conn {
+    router_ctx *ctx;
+    int fd;
+    int notify[2]; /* resolve_job pointers come back here */
+    bool loopback;
+    nghttp2_session *s;
+    bbuf out;
+    h2_stream *streams;
+    h2_up *ups;
+    bool dead;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* ---- client-side data provider ---- */
+
+static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *user)
+{
+    h2_stream *st = src->ptr;
+    size_t k = bb_take(&st->resp, buf, length);
+    if (k > 0 && st->up && st->up_id > 0 && !st->up->dead)
+        nghttp2_session_consume(st->up->s, st->up_id, k);
+    if (bb_len(&st->resp) == 0 && st->resp_eof) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (st->trailers.n > 0) {
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            nghttp2_submit_trailer(session, id, st->trailers.v, st->trailers.n);
+        }
+        return (ssize_t)k;
+    }
+    return k > 0 ? (ssize_t)k : NGHTTP2_ERR_DEFERRED;
+}
+
+static void resume_client(h2_stream *st)
+{
+    if (st->resp_submitted)
+        nghttp2_session_resume_data(st->c->s, st->id);
+}
+
+static int submit_resp(h2_stream *st, nvlist *hdrs, bool body)
+{
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = resp_read};
+    st->resp_submitted = true;
+    return nghttp2_submit_response(st->c->s, st->id, hdrs->v, hdrs->n, body ? &prd : NULL);
+}
+
+/* Percent-encoding of grpc-message (gRPC over HTTP/2 spec). */
+static char *grpc_message_encode(const char *m)
+{
+    size_t n = strlen(m);
+    char *o = malloc(3 * n + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)m[i];
+        if (ch >= 0x20 && ch <= 0x7e && ch != '%')
+            *p++ = (char)ch;
+        else
+            p += sprintf(p, "%%%02X", ch);
+    }
+    *p = '\0';
+    return o;
+}
+
+/* Answers a stream from the router: JSON {"detail"} or, to gRPC clients, a trailers-only
+ * response with the matching grpc-status. */
+static void respond_error(h2_stream *st, const router_error *err)
+{
+    st->local = true;
+    nvlist h = {0};
+    char status[8];
+    if (st->grpc_ct) {
+        char gs[8];
+        snprintf(gs, sizeof(gs), "%u", router_grpc_status_for_http(err->http_status));
+        _cleanup_free_ char *msg = grpc_message_encode(err->detail);
+        nv_adds(&h, ":status", "200");
+        nv_adds(&h, "content-type", "application/grpc");
+        nv_adds(&h, "grpc-status", gs);
+        if (msg)
+            nv_adds(&h, "grpc-message", msg);
+        submit_resp(st, &h, false);
+    } else {
+        _cleanup_free_ char *body = router_detail_json(err->detail);
+        snprintf(status, sizeof(status), "%d", err->http_status);
+        nv_adds(&h, ":status", status);
+        nv_adds(&h, "content-type", "application/json");
+        if (body)
+            bb_put(&st->resp, body, strlen(body));
+        st->resp_eof = true;
+        submit_resp(st, &h, true);
+    }
+    nv_free(&h);
+    /* Whatever request body already arrived will never be forwarded. */
+    if (st->req_pending_consume + bb_len(&st->req) > 0)
+        nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
+    bb_free(&st->req);
+}
+
+static void respond_simple(h2_stream *st, int status, const char *ctype, const char *extra,
+                           const char *body, size_t len)
+{
+    st->local = true;
+    nvlist h = {0};
+    char sb[8];
+    snprintf(sb, sizeof(sb), "%d", status);
+    nv_adds(&h, ":status", sb);
+    nv_adds(&h, "content-type", ctype);
+    if (extra) {
+        const char *colon = strchr(extra, ':');
+        if (colon) {
+            _cleanup_free_ char *name = strndup(extra, (size_t)(colon - extra));
+            if (name) {
+                for (char *q = name; *q; q++)
+                    *q = (char)tolower((unsigned char)*q);
+                nv_adds(&h, name, colon + 2);
+            }
+        }
+    }
+    bb_put(&st->resp, body, len);
+    st->resp_eof = true;
+    submit_resp(st, &h, len > 0);
+    nv_free(&h);
+}
+
+/* ---- gRPC upstream sessions ---- */
+
+static h2_stream *stream_of_up(h2_up *u, int32_t id)
+{
+    return nghttp2_session_get_stream_user_data(u->s, id);
+}
+
+static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+                        uint32_t *flags, nghttp2_data_source *src, void *user)
+{
+    h2_stream *st = src->ptr;
+    if (!st)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    size_t k = bb_take(&st->req, buf, length);
+    if (k > 0)
+        nghttp2_session_consume(st->c->s, st->id, k);
+    if (bb_len(&st->req) == 0 && st->req_eof) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t)k;
+    }
+    return k > 0 ? (ssize_t)k : NGHTTP2_ERR_DEFERRED;
+}
+
+static int up_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *user)
+{
+    h2_stream *st = stream_of_up(user, frame->hd.stream_id);
+    if (!st || frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+        if (namelen == 7 && memcmp(name, ":status", 7) == 0)
+            return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value,
+                          valuelen) < 0
+                       ? NGHTTP2_ERR_CALLBACK_FAILURE
+                       : 0;
+        if (router_response_header_dropped((const char *)name, namelen))
+            return 0;
+        return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value, valuelen) <
+                       0
+                   ? NGHTTP2_ERR_CALLBACK_FAILURE
+                   : 0;
+    }
+    if (router_response_header_dropped((const char *)name, namelen))
+        return 0;
+    return nv_add(&st->trailers, (const char *)name, namelen, (const char *)value, valuelen) < 0
+               ? NGHTTP2_ERR_CALLBACK_FAILURE
+               : 0;
+}
+
+static int up_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+    h2_stream *st = stream_of_up(user, frame->hd.stream_id);
+    if (!st)
+        return 0;
+    bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+        if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+            const char *status = nv_get(&st->resp_hdrs, ":status");
+            if (status && status[0] == '1') {
+                nv_free(&st->resp_hdrs);
+                return 0;
+            }
+            if (end) {
+                /* trailers-only */
+                st->resp_eof = true;
+                submit_resp(st, &st->resp_hdrs, false);
+                return 0;
+            }
+            submit_resp(st, &st->resp_hdrs, true);
+            return 0;
+        }
+        if (end) {
+            st->resp_eof = true;
+            resume_client(st);
+        }
+        return 0;
+    }
+    if (frame->hd.type == NGHTTP2_DATA && end) {
+        st->resp_eof = true;
+        resume_client(st);
+    }
+    return 0;
+}
+
+static int up_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+                      size_t len, void *user)
+{
+    h2_stream *st = stream_of_up(user, id);
+    if (!st) {
+        nghttp2_session_consume(session, id, len);
+        return 0;
+    }
+    if (bb_put(&st->resp, data, len) < 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    resume_client(st);
+    return 0;
+}
+
+static void stream_upstream_failed(h2_stream *st, uint32_t code)
+{
+    if (!st->resp_submitted) {
+        router_error e;
+        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        respond_error(st, &e);
+    } else if (!st->resp_eof)
+        nghttp2_submit_rst_stream(st->c->s, NGHTTP2_FLAG_NONE, st->id,
+                                  code ? code : NGHTTP2_INTERNAL_ERROR);
+}
+
+static int up_on_close(nghttp2_session *session, int32_t id, uint32_t code, void *user)
+{
+    h2_stream *st = stream_of_up(user, id);
+    if (!st)
+        return 0;
+    st->up = NULL;
+    st->up_id = 0;
+    if (code != NGHTTP2_NO_ERROR || !st->resp_eof)
+        stream_upstream_failed(st, code);
+    return 0;
+}
+
+static void up_free(h2_up *u)
+{
+    nghttp2_session_del(u->s);
+    safe_close(u->fd);
+    bb_free(&u->out);
+    free(u->addr);
+    free(u);
+}
+
+static h2_up *up_get(h2_conn *c, const char *addr, int *ret_err)
+{
+    for (h2_up *u = c->ups; u; u = u->next)
+        if (!u->dead && strcmp(u->addr, addr) == 0 &&
+            nghttp2_session_get_next_stream_id(u->s) < (1 << 30))
+            return u;
+    int fd = router_connect(addr, c->ctx->connect_timeout_ms);
+    if (fd < 0) {
+        *ret_err = fd;
+        return NULL;
+    }
+    set_nonblock(fd);
+    h2_up *u = calloc(1, sizeof(*u));
+    nghttp2_session_callbacks *cb = NULL;
+    nghttp2_option *opt = NULL;
+    if (!u || !(u->addr = strdup(addr)) || nghttp2_session_callbacks_new(&cb) != 0 ||
+        nghttp2_option_new(&opt) != 0) {
+        free(u ? u->addr : NULL);
+        free(u);
+        close(fd);
+        nghttp2_session_callbacks_del(cb);
+        *ret_err = -ENOMEM;
+        return NULL;
+    }
+    u->fd = fd;
+    u->c = c;
+    nghttp2_session_callbacks_set_on_header_callback(cb, up_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, up_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, up_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, up_on_close);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    int r = nghttp2_session_client_new2(&u->s, cb, u, opt);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_option_del(opt);
+    if (r != 0) {
+        close(fd);
+        free(u->addr);
+        free(u);
+        *ret_err = -ENOMEM;
+        return NULL;
+    }
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW},
+                                   {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+    nghttp2_submit_settings(u->s, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_session_set_local_window_size(u->s, NGHTTP2_FLAG_NONE, 0, 4 * WINDOW);
+    u->next = c->ups;
+    c->ups = u;
+    return u;
+}
+
+static void up_fail(h2_conn *c, h2_up *u)
+{
+    u->dead = true;
+    for (h2_stream *st = c->streams; st; st = st->next)
+        if (st->up == u) {
+            st->up = NULL;
+            st->up_id = 0;
+            if (!st->resp_eof)
+                stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
+        }
+}
+
+static void start_grpc(h2_stream *st)
+{
+    h2_conn *c = st->c;
+    int err = 0;
+    h2_up *u = up_get(c, st->target.grpc, &err);
+    if (!u) {
+        c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
+        router_error e;
+        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        respond_error(st, &e);
+        return;
+    }
+    nvlist h = {0};
+    const char *method = nv_get(&st->req_hdrs, ":method");
+    const char *path = nv_get(&st->req_hdrs, ":path");
+    nv_adds(&h, ":method", method ? method : "POST");
+    nv_adds(&h, ":scheme", "http");
+    nv_adds(&h, ":authority", "sandbox");
+    nv_adds(&h, ":path", path ? path : "/");
+    for (size_t i = 0; i < st->req_hdrs.n; i++) {
+        nghttp2_nv *v = &st->req_hdrs.v[i];
+        if (router_header_dropped((char *)v->name, v->namelen))
+            continue;
+        nv_add(&h, (char *)v->name, v->namelen, (char *)v->value, v->valuelen);
+    }
+    nv_adds(&h, "te", "trailers");
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = req_read};
+    int32_t id = nghttp2_submit_request(u->s, NULL, h.v, h.n, &prd, st);
+    nv_free(&h);
+    if (id < 0) {
+        router_error e;
+        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        respond_error(st, &e);
+        return;
+    }
+    st->up = u;
+    st->up_id = id;
+}
+
+/* ---- HTTP/1.1 upstream for REST streams ---- */
+
+static int h1_field(http_parser *p, const char *at, size_t n)
+{
+    h2_stream *st = p->data;
+    if (st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
+        return 1;
+    /* name and value may arrive in pieces: store names as "name\0" and append */
+    if (st->h1_hdrs.n == 0 || st->h1_in_value) {
+        st->h1_in_value = false;
+        return nv_add(&st->h1_hdrs, at, n, "", 0) < 0;
+    }
+    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
+    char *nn = realloc(v->name, v->namelen + n + 1);
+    if (!nn)
+        return 1;
+    memcpy(nn + v->namelen, at, n);
+    v->namelen += n;
+    nn[v->namelen] = '\0';
+    v->name = (uint8_t *)nn;
+    st->h1_hdrs.bytes += n;
+    return 0;
+}
+
+static int h1_value(http_parser *p, const char *at, size_t n)
+{
+    h2_stream *st = p->data;
+    if (st->h1_hdrs.n == 0 || st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
+        return 1;
+    st->h1_in_value = true;
+    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
+    char *nv = realloc(v->value, v->valuelen + n + 1);
+    if (!nv)
+        return 1;
+    memcpy(nv + v->valuelen, at, n);
+    v->valuelen += n;
+    nv[v->valuelen] = '\0';
+    v->value = (uint8_t *)nv;
+    st->h1_hdrs.bytes += n;
+    return 0;
+}
+
+static int h1_headers_complete(http_parser *p)
+{
+    h2_stream *st = p->data;
+    if (p->status_code < 200) {
+        nv_free(&st->h1_hdrs);
+        st->h1_in_value = false;
+        return 0;
+    }
+    nvlist h = {0};
+    char sb[8];
+    snprintf(sb, sizeof(sb), "%u", p->status_code);
+    nv_adds(&h, ":status", sb);
+    for (size_t i = 0; i < st->h1_hdrs.n; i++) {
+        nghttp2_nv *v = &st->h1_hdrs.v[i];
+        if (router_response_header_dropped((char *)v->name, v->namelen))
+            continue;
+        char *lower = strndup((char *)v->name, v->namelen);
+        if (!lower)
+            continue;
+        for (char *q = lower; *q; q++)
+            *q = (char)tolower((unsigned char)*q);
+        nv_add(&h, lower, v->namelen, (char *)v->value, v->valuelen);
+        free(lower);
+    }
+    bool body = !(st->is_head || p->status_code == 204 || p->status_code == 304);
+    if (!body)
+        st->resp_eof = true;
+    submit_resp(st, &h, body);
+    nv_free(&h);
+    return st->is_head ? 1 : 0;
+}
+
+static int h1_body(http_parser *p, const char *at, size_t n)
+{
+    h2_stream *st = p->data;
+    if (bb_put(&st->resp, at, n) < 0)
+        return 1;
+    resume_client(st);
+    return 0;
+}
+
+static int h1_complete(http_parser *p)
+{
+    h2_stream *st = p->data;
+    if (p->status_code < 200)
+        return 0;
+    st->resp_eof = true;
+    resume_client(st);
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings h1_settings = {
+    .on_header_field = h1_field,
+    .on_header_value = h1_value,
+    .on_headers_complete = h1_headers_complete,
+    .on_body = h1_body,
+    .on_message_complete = h1_complete,
+};
+
+static void h1_close(h2_stream *st)
+{
+    st->h1fd = safe_close(st->h1fd);
+    bb_free(&st->h1out);
+}
+
+static void h1_put_body(h2_stream *st, const void *data, size_t n)
+{
+    if (st->h1_chunked) {
+        char pre[32];
+        int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
+        bb_put(&st->h1out, pre, (size_t)k);
+        bb_put(&st->h1out, data, n);
+        bb_put(&st->h1out, "\r\n", 2);
+    } else
+        bb_put(&st->h1out, data, n);
+    st->req_pending_consume += n;
+}
+
+static void start_rest(h2_stream *st, const char *addr, bool end_stream)
+{
+    h2_conn *c = st->c;
+    int fd = router_connect(addr, c->ctx->connect_timeout_ms);
+    if (fd < 0) {
+        c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
+        router_error e;
+        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        respond_error(st, &e);
+        return;
+    }
+    set_nonblock(fd);
+    st->h1fd = fd;
+    const char *method = nv_get(&st->req_hdrs, ":method");
+    const char *path = nv_get(&st->req_hdrs, ":path");
+    const char *cl = nv_get(&st->req_hdrs, "content-length");
+    method = method ? method : "GET";
+    st->is_head = strcmp(method, "HEAD") == 0;
+    _cleanup_free_ char *head = NULL;
+    size_t hl = 0;
+    FILE *f = open_memstream(&head, &hl);
+    if (!f)
+        return;
+    const char *host = strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
+    fprintf(f, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path ? path : "/", host);
+    for (size_t i = 0; i < st->req_hdrs.n; i++) {
+        nghttp2_nv *v = &st->req_hdrs.v[i];
+        if (router_header_dropped((char *)v->name, v->namelen))
+            continue;
+        fprintf(f, "%.*s: %.*s\r\n", (int)v->namelen, v->name, (int)v->valuelen, v->value);
+    }
+    if (end_stream && bb_len(&st->req) == 0) {
+        if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH"))
+            fprintf(f, "Content-Length: 0\r\n");
+    } else if (cl)
+        fprintf(f, "Content-Length: %s\r\n", cl);
+    else {
+        fprintf(f, "Transfer-Encoding: chunked\r\n");
+        st->h1_chunked = true;
+    }
+    fprintf(f, "\r\n");
+    fclose(f);
+    bb_put(&st->h1out, head, hl);
+    if (bb_len(&st->req) > 0) {
+        size_t n = bb_len(&st->req);
+        h1_put_body(st, st->req.d + st->req.start, n);
+        bb_free(&st->req);
+    }
+    if (st->req_eof && st->h1_chunked)
+        bb_put(&st->h1out, "0\r\n\r\n", 5);
+    http_parser_init(&st->rp, HTTP_RESPONSE);
+    st->rp.data = st;
+    st->deadline_ms = now_ms() + c->ctx->proxy_timeout_ms;
+}
+
+/* ---- legacy over HTTP/2 (whole response buffered) ---- */
+
+typedef struct dlbuf {
+    h2_stream *st;
+    int status;
+    char *ctype;
+    char *extra;
+} dlbuf;
+
+static int dlb_head(int status, const char *ctype, const char *extra, long long len, void *p)
+{
+    dlbuf *d = p;
+    d->status = status;
+    d->ctype = strdup(ctype);
+    d->extra = extra ? strdup(extra) : NULL;
+    return 0;
+}
+
+static int dlb_data(const char *data, size_t len, void *p)
+{
+    dlbuf *d = p;
+    return bb_put(&d->st->resp, data, len);
+}
+
+static void run_legacy(h2_stream *st)
+{
+    const char *method = nv_get(&st->req_hdrs, ":method");
+    const char *path = nv_get(&st->req_hdrs, ":path");
+    method = method ? method : "GET";
+    path = path ? path : "/";
+    router_error e;
+    if (st->legacy_too_big) {
+        router_error_set(&e, 413, "Request body too large for the legacy layer.");
+        respond_error(st, &e);
+        return;
+    }
+    if (router_legacy_is_download(method, path)) {
+        dlbuf d = {.st = st};
+        int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
+        if (r < 0 || !d.ctype) {
+            bb_free(&st->resp);
+            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+            respond_error(st, &e);
+        } else {
+            bbuf body = st->resp;
+            st->resp = (bbuf){0};
+            respond_simple(st, d.status, d.ctype, d.extra, body.d ? body.d + body.start : "",
+                           bb_len(&body));
+            bb_free(&body);
+        }
+        free(d.ctype);
+        free(d.extra);
+        return;
+    }
+    router_legacy_response lr = {0};
+    int r =
+        router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
+                             st->req.d ? st->req.d + st->req.start : NULL, bb_len(&st->req), &lr);
+    bb_free(&st->req);
+    if (r < 0) {
+        st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
+        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        respond_error(st, &e);
+    } else
+        respond_simple(st, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
+    router_legacy_response_done(&lr);
+}
+
+/* ---- client session ---- */
+
+static h2_stream *stream_get(h2_conn *c, int32_t id)
+{
+    return nghttp2_session_get_stream_user_data(c->s, id);
+}
+
+/* Second half of routing, once the target is known. */
+static void dispatch_stream(h2_stream *st)
+{
+    bool end_stream = st->req_eof;
+    switch (st->route.kind) {
+    case ROUTER_KIND_GRPC:
+        start_grpc(st);
+        return;
+    case ROUTER_KIND_REST:
+        start_rest(st, st->target.rest, end_stream);
+        return;
+    case ROUTER_KIND_LEGACY:
+        if (st->target.legacy) {
+            start_rest(st, st->target.legacy, end_stream);
+            return;
+        }
+        st->legacy = true;
+        nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
+        if (end_stream)
+            run_legacy(st);
+        return;
+    }
+}
+
+/* A resolution that has to wait (control-plane lookup, resume) runs on its own thread so the
+ * connection's other streams go on; the result comes back through the connection's pipe. */
+typedef struct resolve_job {
+    router_ctx *ctx;
+    int notify_fd;
+    int32_t stream_id;
+    char ns[64], id[64];
+    router_target target;
+    router_error err;
+    int r;
+} resolve_job;
+
+static void *resolve_thread(void *p)
+{
+    resolve_job *j = p;
+    j->r = j->ctx->resolver->resolve(j->ctx->resolver, j->ns, j->id, false, &j->target, &j->err);
+    /* Once written, j belongs to the connection: nothing of it may be touched after. */
+    int fd = j->notify_fd;
+    ssize_t n;
+    do
+        n = write(fd, &j, sizeof(j));
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n != (ssize_t)sizeof(j)) {
+        router_target_done(&j->target);
+        free(j);
+    }
+    return NULL;
+}
+
+static void resolve_done(h2_conn *c, resolve_job *j)
+{
+    h2_stream *st = nghttp2_session_get_stream_user_data(c->s, j->stream_id);
+    if (st && st->resolving) {
+        st->resolving = false;
+        if (j->r < 0)
+            respond_error(st, &j->err);
+        else {
+            st->target = j->target;
+            j->target = (router_target){0};
+            dispatch_stream(st);
+        }
+    }
+    router_target_done(&j->target);
+    free(j);
+}
+
+static int resolve_async(h2_stream *st)
+{
+    h2_conn *c = st->c;
+    resolve_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    *j = (resolve_job){.ctx = c->ctx, .stream_id = st->id};
+    snprintf(j->ns, sizeof(j->ns), "%s", st->route.ns);
+    snprintf(j->id, sizeof(j->id), "%s", st->route.id);
+    j->notify_fd = fcntl(c->notify[1], F_DUPFD_CLOEXEC, 0);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = j->notify_fd < 0 ? -errno : -pthread_create(&t, &attr, resolve_thread, j);
+    pthread_attr_destroy(&attr);
+    if (r < 0) {
+        safe_close(j->notify_fd);
+        free(j);
+        return r;
+    }
+    st->resolving = true;
+    return 0;
+}
+
+static void route_stream(h2_stream *st)
+{
+    h2_conn *c = st->c;
+    router_error err = {0};
+    st->started = true;
+    const char *method = nv_get(&st->req_hdrs, ":method");
+    const char *path = nv_get(&st->req_hdrs, ":path");
+    const char *ct = nv_get(&st->req_hdrs, "content-type");
+    st->grpc_ct = router_is_grpc_content_type(ct);
+    if (method && path && strcmp(method, "GET") == 0 &&
+        (strcmp(path, "/healthz") == 0 || strncmp(path, "/healthz?", 9) == 0)) {
+        static const char ok[] = "{\"status\":\"ok\"}";
+        respond_simple(st, 200, "application/json", NULL, ok, sizeof(ok) - 1);
+        return;
+    }
+    if (router_check_auth(nv_get(&st->req_hdrs, "authorization"), c->ctx->token,
+                          c->ctx->allow_unauthenticated, c->loopback, &err) < 0) {
+        respond_error(st, &err);
+        return;
+    }
+    router_request_info in = {
+        .method = method,
+        .path = path ? path : "/",
+        .sandbox_id = nv_get(&st->req_hdrs, "x-sandbox-id"),
+        .sandbox_ns = nv_get(&st->req_hdrs, "x-sandbox-namespace"),
+        .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
+        .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
+        .content_type = ct,
+    };
+    if (router_route_request(&in, &st->route, &err) < 0) {
+        respond_error(st, &err);
+        return;
+    }
+    int r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, true,
+                                      &st->target, &err);
+    if (r == -EWOULDBLOCK && resolve_async(st) == 0)
+        return;
+    if (r == -EWOULDBLOCK)
+        r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, false,
+                                      &st->target, &err);
+    if (r < 0) {
+        respond_error(st, &err);
+        return;
+    }
+    dispatch_stream(st);
+}
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+    h2_conn *c = user;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    h2_stream *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    st->c = c;
+    st->id = frame->hd.stream_id;
+    st->h1fd = -1;
+    st->next = c->streams;
+    c->streams = st;
+    nghttp2_session_set_stream_user_data(session, st->id, st);
+    return 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user)
+{
+    h2_stream *st = stream_get(user, frame->hd.stream_id);
+    if (!st || st->started)
+        return 0;
+    if (st->req_hdrs.bytes + namelen + valuelen > MAX_HEADER_BYTES)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return nv_add(&st->req_hdrs, (const char *)name, namelen, (const char *)value, valuelen) < 0
+               ? NGHTTP2_ERR_CALLBACK_FAILURE
+               : 0;
+}
+
+static void req_eof(h2_stream *st)
+{
+    st->req_eof = true;
+    if (st->up && st->up_id > 0)
+        nghttp2_session_resume_data(st->up->s, st->up_id);
+    else if (st->h1fd >= 0 && st->h1_chunked)
+        bb_put(&st->h1out, "0\r\n\r\n", 5);
+    else if (st->legacy && !st->local)
+        run_legacy(st);
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+    h2_stream *st = stream_get(user, frame->hd.stream_id);
+    if (!st)
+        return 0;
+    bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    if (frame->hd.type == NGHTTP2_HEADERS && !st->started) {
+        if (end)
+            st->req_eof = true;
+        route_stream(st);
+        return 0;
+    }
+    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end &&
+        !st->req_eof)
+        req_eof(st);
+    return 0;
+}
+
+static int on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+                   size_t len, void *user)
+{
+    h2_stream *st = stream_get(user, id);
+    if (!st || st->local) {
+        nghttp2_session_consume(session, id, len);
+        return 0;
+    }
+    if (st->legacy) {
+        /* buffered whole (capped): the window is released at once */
+        nghttp2_session_consume(session, id, len);
+        if (bb_len(&st->req) + len > MAX_LEGACY_BODY) {
+            st->legacy_too_big = true;
+            return 0;
+        }
+        return bb_put(&st->req, data, len) < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+    }
+    if (st->h1fd >= 0) {
+        if (st->h1_wdead)
+            nghttp2_session_consume(session, id, len);
+        else
+            h1_put_body(st, data, len);
+        return 0;
+    }
+    if (bb_put(&st->req, data, len) < 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (st->up && st->up_id > 0)
+        nghttp2_session_resume_data(st->up->s, st->up_id);
+    return 0;
+}
+
+static void stream_free(h2_conn *c, h2_stream *st)
+{
+    for (h2_stream **p = &c->streams; *p; p = &(*p)->next)
+        if (*p == st) {
+            *p = st->next;
+            break;
+        }
+    if (st->up && st->up_id > 0 && !st->up->dead) {
+        nghttp2_session_set_stream_user_data(st->up->s, st->up_id, NULL);
+        nghttp2_submit_rst_stream(st->up->s, NGHTTP2_FLAG_NONE, st->up_id, NGHTTP2_CANCEL);
+    }
+    h1_close(st);
+    nv_free(&st->req_hdrs);
+    nv_free(&st->resp_hdrs);
+    nv_free(&st->trailers);
+    nv_free(&st->h1_hdrs);
+    bb_free(&st->req);
+    bb_free(&st->resp);
+    router_target_done(&st->target);
+    free(st);
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, void *user)
+{
+    h2_conn *c = user;
+    h2_stream *st = stream_get(c, id);
+    if (st) {
+        nghttp2_session_set_stream_user_data(session, id, NULL);
+        stream_free(c, st);
+    }
+    return 0;
+}
+
+/* ---- I/O ---- */
+
+/* Moves session output into out (bounded) and writes as much as the socket takes. */
+static int flush_session(nghttp2_session *s, int fd, bbuf *out)
+{
+    while (bb_len(out) < OUT_HIGH && nghttp2_session_want_write(s)) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(s, &data);
+        if (n < 0)
+            return -EPROTO;
+        if (n == 0)
+            break;
+        if (bb_put(out, data, (size_t)n) < 0)
+            return -ENOMEM;
+    }
+    while (bb_len(out) > 0) {
+        ssize_t n = send(fd, out->d + out->start, bb_len(out), MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -errno;
+        }
+        out->start += (size_t)n;
+    }
+    if (out->start == out->end)
+        out->start = out->end = 0;
+    return 0;
+}
+
+static int read_session(nghttp2_session *s, int fd)
+{
+    char buf[65536];
+    for (int i = 0; i < 4; i++) {
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -errno;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        if (nghttp2_session_mem_recv(s, (const uint8_t *)buf, (size_t)n) < 0)
+            return -EPROTO;
+        if ((size_t)n < sizeof(buf))
+            return 0;
+    }
+    return 0;
+}
+
+/* One REST stream's upstream I/O. */
+static void h1_io(h2_conn *c, h2_stream *st, short revents)
+{
+    if (revents & POLLOUT || bb_len(&st->h1out) > 0) {
+        while (bb_len(&st->h1out) > 0) {
+            ssize_t n =
+                send(st->h1fd, st->h1out.d + st->h1out.start, bb_len(&st->h1out), MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                    /* The upstream stopped reading; it may have answered early (e.g. 400
+                     * before the body): keep reading, drop the rest of the body. */
+                    st->h1_wdead = true;
+                    st->h1out.start = st->h1out.end = 0;
+                    break;
+                }
+                break;
+            }
+            st->h1out.start += (size_t)n;
+        }
+        if ((bb_len(&st->h1out) == 0 || st->h1_wdead) && st->req_pending_consume > 0) {
+            nghttp2_session_consume(c->s, st->id, st->req_pending_consume);
+            st->req_pending_consume = 0;
+        }
+    }
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[65536];
+        ssize_t n = recv(st->h1fd, buf, sizeof(buf), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        if (n <= 0) {
+            if (n == 0)
+                http_parser_execute(&st->rp, &h1_settings, NULL, 0);
+            if (!st->resp_eof) {
+                h1_close(st);
+                stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
+            } else
+                h1_close(st);
+            return;
+        }
+        st->deadline_ms = 0;
+        size_t k = http_parser_execute(&st->rp, &h1_settings, buf, (size_t)n);
+        if (st->resp_eof) {
+            h1_close(st);
+            return;
+        }
+        if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rp) != HPE_OK) {
+            h1_close(st);
+            stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
+        }
+    }
+}
+
+static void check_deadlines(h2_conn *c)
+{
+    long long now = now_ms();
+    for (h2_stream *st = c->streams; st; st = st->next)
+        if (st->h1fd >= 0 && st->deadline_ms > 0 && !st->resp_submitted && now > st->deadline_ms) {
+            h1_close(st);
+            router_error e;
+            router_error_set(&e, 504, "Timed out waiting for the backend sandbox: %s",
+                             st->route.id);
+            respond_error(st, &e);
+        }
+}
+
+void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
+{
+    h2_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .notify = {-1, -1}};
+    nghttp2_session_callbacks *cb = NULL;
+    nghttp2_option *opt = NULL;
+    struct pollfd *pfd = NULL;
+    void **who = NULL;
+    size_t pcap = 0;
+    if (pipe2(c.notify, O_CLOEXEC | O_NONBLOCK) < 0 || nghttp2_session_callbacks_new(&cb) != 0 ||
+        nghttp2_option_new(&opt) != 0)
+        goto out;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    if (nghttp2_session_server_new2(&c.s, cb, &c, opt) != 0)
+        goto out;
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256},
+                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW}};
+    nghttp2_submit_settings(c.s, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_session_set_local_window_size(c.s, NGHTTP2_FLAG_NONE, 0, 4 * WINDOW);
+    if (nghttp2_session_mem_recv(c.s, (const uint8_t *)pre, npre) < 0)
+        goto out;
+    set_nonblock(fd);
+    for (;;) {
+        /* Writes first: they free buffers and windows. */
+        if (flush_session(c.s, fd, &c.out) < 0)
+            break;
+        for (h2_up *u = c.ups; u; u = u->next)
+            if (!u->dead && flush_session(u->s, u->fd, &u->out) < 0)
+                up_fail(&c, u);
+        if (!nghttp2_session_want_read(c.s) && !nghttp2_session_want_write(c.s) &&
+            bb_len(&c.out) == 0)
+            break;
+        size_t n = 0;
+        size_t need = 2;
+        for (h2_up *u = c.ups; u; u = u->next)
+            need++;
+        for (h2_stream *st = c.streams; st; st = st->next)
+            need++;
+        if (need > pcap) {
+            pcap = need * 2;
+            free(pfd);
+            free(who);
+            pfd = calloc(pcap, sizeof(*pfd));
+            who = calloc(pcap, sizeof(*who));
+            if (!pfd || !who)
+                break;
+        }
+        pfd[n] = (struct pollfd){fd, POLLIN | (bb_len(&c.out) ? POLLOUT : 0), 0};
+        who[n++] = NULL;
+        pfd[n] = (struct pollfd){c.notify[0], POLLIN, 0};
+        who[n++] = NULL;
+        for (h2_up *u = c.ups; u; u = u->next) {
+            if (u->dead)
+                continue;
+            pfd[n] = (struct pollfd){u->fd, POLLIN | (bb_len(&u->out) ? POLLOUT : 0), 0};
+            who[n++] = u;
+        }
+        size_t first_stream = n;
+        for (h2_stream *st = c.streams; st; st = st->next) {
+            if (st->h1fd < 0)
+                continue;
+            short ev = 0;
+            if (bb_len(&st->resp) < RESP_HIGH)
+                ev |= POLLIN;
+            if (bb_len(&st->h1out) && !st->h1_wdead)
+                ev |= POLLOUT;
+            pfd[n] = (struct pollfd){st->h1fd, ev, 0};
+            who[n++] = st;
+        }
+        int pr = poll(pfd, n, 1000);
+        if (pr < 0 && errno != EINTR)
+            break;
+        if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (read_session(c.s, fd) < 0)
+                break;
+        }
+        if (pfd[1].revents & POLLIN) {
+            resolve_job *j;
+            while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j))
+                resolve_done(&c, j);
+        }
+        for (size_t i = 2; i < first_stream; i++) {
+            h2_up *u = who[i];
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (read_session(u->s, u->fd) < 0)
+                    up_fail(&c, u);
+            }
+        }
+        for (size_t i = first_stream; i < n; i++) {
+            h2_stream *st = who[i];
+            /* The stream may have been closed by earlier processing in this round. */
+            bool alive = false;
+            for (h2_stream *q = c.streams; q; q = q->next)
+                if (q == st)
+                    alive = true;
+            if (alive && st->h1fd == pfd[i].fd)
+                h1_io(&c, st, pfd[i].revents);
+        }
+        check_deadlines(&c);
+        /* Reap dead upstreams. */
+        for (h2_up **p = &c.ups; *p;) {
+            h2_up *u = *p;
+            bool idle = !nghttp2_session_want_read(u->s) && !nghttp2_session_want_write(u->s);
+            if (u->dead || idle) {
+                if (!u->dead)
+                    up_fail(&c, u);
+                *p = u->next;
+                up_free(u);
+            } else
+                p = &u->next;
+        }
+    }
+out:
+    while (c.streams)
+        stream_free(&c, c.streams);
+    while (c.ups) {
+        h2_up *u = c.ups;
+        c.ups = u->next;
+        up_free(u);
+    }
+    nghttp2_session_del(c.s);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_option_del(opt);
+    bb_free(&c.out);
+    free(pfd);
+    free(who);
+    /* Jobs still out find the pipe closed and free themselves. */
+    if (c.notify[0] >= 0) {
+        resolve_job *j;
+        while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
+            router_target_done(&j->target);
+            free(j);
+        }
+    }
+    safe_close(c.notify[0]);
+    safe_close(c.notify[1]);
+}

@@ -1,0 +1,101 @@
+/* Internals shared by the router's files: request routing decisions (pure, fuzzed), upstream
+ * connections, the legacy layer and the two client protocols. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "router/router.h"
+
+typedef enum router_kind { ROUTER_KIND_REST, ROUTER_KIND_GRPC, ROUTER_KIND_LEGACY } router_kind;
+
+/* The routing-relevant parts of one request; absent headers are NULL. */
+typedef struct router_request_info {
+    const char *method;
+    const char *path; /* request target as received (still percent-encoded) */
+    const char *sandbox_id, *sandbox_ns, *sandbox_port, *pod_ip;
+    const char *content_type;
+} router_request_info;
+
+typedef struct router_route {
+    router_kind kind;
+    char id[64];
+    char ns[64];
+} router_route;
+
+/* DNS-1123 label, at most 63 characters. */
+bool router_valid_dns_label(const char *s);
+/* Validates the X-Sandbox-* headers (upstream's messages) and picks the dispatch kind.
+ * Returns 0, or -EINVAL with err = 400 / -ENXIO with err = 502 (unserved port). */
+int router_route_request(const router_request_info *in, router_route *out, router_error *err);
+/* Bearer-token check. token NULL: no token configured (everything passes). A request without
+ * a token passes when allow_unauthenticated and the peer is loopback. Returns 0 or -EACCES with
+ * err = 401 and upstream's messages. */
+int router_check_auth(const char *authorization, const char *token, bool allow_unauthenticated,
+                      bool peer_loopback, router_error *err);
+/* Request headers never forwarded upstream: hop-by-hop ones, Host, Authorization, X-Sandbox-*
+ * routing headers, Expect and HTTP/2 pseudo-headers. */
+bool router_header_dropped(const char *name, size_t len);
+/* Response headers not forwarded to the client (hop-by-hop). */
+bool router_response_header_dropped(const char *name, size_t len);
+bool router_is_grpc_content_type(const char *ct);
+void router_error_set(router_error *err, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* {"detail": "..."} JSON body, owned. */
+char *router_detail_json(const char *detail);
+/* HTTP status -> gRPC status number, for errors answered to gRPC clients. */
+unsigned router_grpc_status_for_http(int http_status);
+
+/* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
+ * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
+int router_connect(const char *addr, long timeout_ms);
+
+/* Legacy path split: for "/download/<rest>" style targets. Writes the decoded remainder (after
+ * the given prefix, query removed, percent-decoded) into *out (owned). Returns 0 or -EINVAL. */
+int router_legacy_path(const char *target, const char *prefix, char **out);
+int router_percent_decode(const char *s, size_t n, char **out);
+
+/* One legacy response (the HTTP/2 side buffers it; HTTP/1.1 streams downloads separately). */
+typedef struct router_legacy_response {
+    int status;
+    const char *content_type;
+    char *extra_header; /* e.g. "Content-Disposition: ..." without CRLF, owned, or NULL */
+    char *body;         /* owned */
+    size_t body_len;
+} router_legacy_response;
+
+void router_legacy_response_done(router_legacy_response *r);
+
+/* Serves a legacy request whose whole body is in memory. Target must have rest + grpc unix
+ * sockets. Returns 0 with *out filled. */
+int router_legacy_handle(const router_target *t, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         router_legacy_response *out);
+/* True for paths the legacy layer serves for this method (used to 404/405). */
+bool router_legacy_is_download(const char *method, const char *path);
+/* Streams a legacy download: calls head_cb(status, content_type, extra_header, payload) once,
+ * then data_cb for each chunk (file downloads) or once with the error body. */
+int router_legacy_download(const router_target *t, const char *path,
+                           int (*head_cb)(int status, const char *ctype, const char *extra,
+                                          long long len, void *payload),
+                           int (*data_cb)(const char *data, size_t len, void *payload),
+                           void *payload);
+
+/* Shared state of a running router, seen by connection threads. */
+typedef struct router_ctx {
+    char *token;
+    bool allow_unauthenticated;
+    router_resolver *resolver;
+    long proxy_timeout_ms;
+    long connect_timeout_ms;
+} router_ctx;
+
+/* Serves one client connection until it closes. The caller closes fd afterwards. `pre` holds bytes
+ * already read from the socket (the sniffed preface). */
+void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
+void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
+
+/* Writes all of buf (blocking socket). Returns 0 or a negative errno. */
+int router_write_all(int fd, const void *buf, size_t len);

@@ -1,0 +1,347 @@
+/* Target resolution: the template resolver (cluster DNS or a socket path pattern) and the
+ * control-plane resolver (Sandbox name -> metadata.uid -> sandboxd's unix sockets, resuming a
+ * suspended sandbox on the way). */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "asb/client.h"
+#include "basic/macro.h"
+#include "router/router-internal.h"
+
+/* ---- template ---- */
+
+typedef struct tmpl_resolver {
+    router_resolver base;
+    char *tmpl;
+} tmpl_resolver;
+
+static char *expand(const char *tmpl, const char *ns, const char *id, const char *port,
+                    const char *sock)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f)
+        return NULL;
+    for (const char *p = tmpl; *p; p++) {
+        if (*p == '{') {
+            const char *e = strchr(p, '}');
+            if (e) {
+                size_t n = (size_t)(e - p - 1);
+                const char *v = NULL;
+                if (n == 2 && strncmp(p + 1, "id", 2) == 0)
+                    v = id;
+                else if (n == 9 && strncmp(p + 1, "namespace", 9) == 0)
+                    v = ns;
+                else if (n == 4 && strncmp(p + 1, "port", 4) == 0)
+                    v = port;
+                else if (n == 6 && strncmp(p + 1, "socket", 6) == 0)
+                    v = sock;
+                if (v) {
+                    fputs(v, f);
+                    p = e;
+                    continue;
+                }
+            }
+        }
+        fputc(*p, f);
+    }
+    fclose(f);
+    return out;
+}
+
+static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
+                        router_target *out, router_error *err)
+{
+    tmpl_resolver *r = (tmpl_resolver *)base;
+    *out = (router_target){0};
+    bool unix_sock = strncmp(r->tmpl, "unix:", 5) == 0;
+    out->rest = expand(r->tmpl, ns, id, "8080", "rest");
+    out->grpc = expand(r->tmpl, ns, id, "9090", "grpc");
+    if (!unix_sock)
+        out->legacy = expand(r->tmpl, ns, id, "8888", "legacy");
+    if (!out->rest || !out->grpc || (!unix_sock && !out->legacy)) {
+        router_target_done(out);
+        router_error_set(err, 500, "An internal error occurred in the proxy.");
+        return -ENOMEM;
+    }
+    /* A missing socket shows as a connect failure (502) at the caller. */
+    return 0;
+}
+
+static void tmpl_invalidate(router_resolver *base, const char *ns, const char *id) {}
+
+static void tmpl_free(router_resolver *base)
+{
+    tmpl_resolver *r = (tmpl_resolver *)base;
+    if (!r)
+        return;
+    free(r->tmpl);
+    free(r);
+}
+
+int router_resolver_template_new(const char *tmpl, router_resolver **out)
+{
+    tmpl_resolver *r = calloc(1, sizeof(*r));
+    if (!r || !(r->tmpl = strdup(tmpl))) {
+        free(r);
+        return -ENOMEM;
+    }
+    r->base = (router_resolver){tmpl_resolve, tmpl_invalidate, tmpl_free};
+    *out = &r->base;
+    return 0;
+}
+
+/* ---- control plane ---- */
+
+typedef struct cache_entry {
+    char *ns, *id, *uid;
+    long long expires_ms;
+} cache_entry;
+
+typedef struct api_resolver {
+    router_resolver base;
+    char *server, *token, *state_dir;
+    long cache_ms, resume_ms;
+    pthread_mutex_t lock;
+    cache_entry *v;
+    size_t n;
+} api_resolver;
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* check: stat the REST socket (fresh lookups; cached ones learn of a missing socket from the
+ * connect failure, which invalidates the entry). */
+static int target_from_uid(api_resolver *r, const char *id, const char *uid, bool check,
+                           router_target *out, router_error *err)
+{
+    *out = (router_target){0};
+    if (asprintf(&out->rest, "unix:%s/run/%s/rest.sock", r->state_dir, uid) < 0 ||
+        asprintf(&out->grpc, "unix:%s/run/%s/grpc.sock", r->state_dir, uid) < 0) {
+        router_target_done(out);
+        router_error_set(err, 500, "An internal error occurred in the proxy.");
+        return -ENOMEM;
+    }
+    struct stat st;
+    if (check && stat(out->rest + 5, &st) < 0) {
+        router_target_done(out);
+        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+static bool cache_lookup(api_resolver *r, const char *ns, const char *id, char **ret_uid)
+{
+    bool hit = false;
+    long long now = now_ms();
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->v[i].ns, ns) == 0 && strcmp(r->v[i].id, id) == 0) {
+            if (r->v[i].expires_ms > now) {
+                *ret_uid = strdup(r->v[i].uid);
+                hit = *ret_uid != NULL;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&r->lock);
+    return hit;
+}
+
+static void cache_drop_locked(api_resolver *r, const char *ns, const char *id)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->v[i].ns, ns) == 0 && strcmp(r->v[i].id, id) == 0) {
+            free(r->v[i].ns);
+            free(r->v[i].id);
+            free(r->v[i].uid);
+            r->v[i] = r->v[--r->n];
+            return;
+        }
+}
+
+static void cache_store(api_resolver *r, const char *ns, const char *id, const char *uid)
+{
+    if (r->cache_ms <= 0)
+        return;
+    pthread_mutex_lock(&r->lock);
+    cache_drop_locked(r, ns, id);
+    long long now = now_ms();
+    /* Expired entries go first; the cache never grows past what is being used. */
+    for (size_t i = 0; i < r->n;) {
+        if (r->v[i].expires_ms <= now) {
+            free(r->v[i].ns);
+            free(r->v[i].id);
+            free(r->v[i].uid);
+            r->v[i] = r->v[--r->n];
+        } else
+            i++;
+    }
+    cache_entry *nv = realloc(r->v, (r->n + 1) * sizeof(*nv));
+    if (nv) {
+        r->v = nv;
+        cache_entry e = {strdup(ns), strdup(id), strdup(uid), now + r->cache_ms};
+        if (e.ns && e.id && e.uid)
+            r->v[r->n++] = e;
+        else {
+            free(e.ns);
+            free(e.id);
+            free(e.uid);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void api_invalidate(router_resolver *base, const char *ns, const char *id)
+{
+    api_resolver *r = (api_resolver *)base;
+    pthread_mutex_lock(&r->lock);
+    cache_drop_locked(r, ns, id);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static bool condition_true(json_t *obj, const char *type)
+{
+    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+    size_t i;
+    json_t *c;
+    json_array_foreach (conds, i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *s = json_string_value(json_object_get(c, "status"));
+        if (t && s && strcasecmp(t, type) == 0)
+            return strcmp(s, "True") == 0;
+    }
+    return false;
+}
+
+static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
+                       router_target *out, router_error *err)
+{
+    api_resolver *r = (api_resolver *)base;
+    _cleanup_free_ char *uid = NULL;
+    if (cache_lookup(r, ns, id, &uid)) {
+        if (target_from_uid(r, id, uid, false, out, err) == 0)
+            return 0;
+        api_invalidate(base, ns, id);
+    }
+    if (nonblock)
+        return -EWOULDBLOCK;
+    asb_client_options co = ASB_CLIENT_OPTIONS_INIT;
+    co.server = r->server;
+    co.token = r->token;
+    co.state_dir = r->state_dir;
+    co.timeout_ms = 10000;
+    asb_client *client = NULL;
+    if (asb_client_new(&client, &co) != ASB_OK) {
+        router_error_set(err, 502, "Could not reach the control plane for sandbox %s", id);
+        return -EIO;
+    }
+    char *text = NULL;
+    int ret = 0;
+    json_t *obj = NULL;
+    int rc = asb_object_get(&text, client, "Sandbox", ns, id);
+    if (rc == ASB_ENOTFOUND) {
+        router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
+        ret = -ENOENT;
+        goto out;
+    }
+    if (rc != ASB_OK || !(obj = json_loads(text, 0, NULL))) {
+        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+        ret = -EIO;
+        goto out;
+    }
+    const char *mode =
+        json_string_value(json_object_get(json_object_get(obj, "spec"), "operatingMode"));
+    bool suspended = mode && strcmp(mode, "Suspended") == 0;
+    if (suspended && asb_object_patch(NULL, client, "Sandbox", ns, id,
+                                      "{\"spec\":{\"operatingMode\":\"Running\"}}", 0) != ASB_OK) {
+        router_error_set(err, 502, "Could not resume the backend sandbox: %s", id);
+        ret = -EIO;
+        goto out;
+    }
+    if (suspended || !condition_true(obj, "Ready")) {
+        asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
+        wo.timeout_ms = r->resume_ms;
+        char *ready = NULL;
+        rc = asb_object_wait_condition(&ready, client, "Sandbox", ns, id, "Ready", "True", &wo);
+        if (rc != ASB_OK) {
+            asb_free(ready);
+            if (rc == ASB_ENOTFOUND)
+                router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
+            else if (rc == ASB_ETIMEOUT)
+                router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", id);
+            else
+                router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+            ret = rc == ASB_ETIMEOUT ? -ETIMEDOUT : -EIO;
+            goto out;
+        }
+        json_decref(obj);
+        obj = json_loads(ready, 0, NULL);
+        asb_free(ready);
+    }
+    const char *u = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (!u) {
+        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+        ret = -EIO;
+        goto out;
+    }
+    ret = target_from_uid(r, id, u, true, out, err);
+    if (ret == 0)
+        cache_store(r, ns, id, u);
+out:
+    json_decref(obj);
+    asb_free(text);
+    asb_client_free(client);
+    return ret;
+}
+
+static void api_free(router_resolver *base)
+{
+    api_resolver *r = (api_resolver *)base;
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].ns);
+        free(r->v[i].id);
+        free(r->v[i].uid);
+    }
+    free(r->v);
+    free(r->server);
+    free(r->token);
+    free(r->state_dir);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+int router_resolver_api_new(const char *server, const char *token, const char *state_dir,
+                            long cache_ms, long resume_timeout_ms, router_resolver **out)
+{
+    api_resolver *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->base = (router_resolver){api_resolve, api_invalidate, api_free};
+    pthread_mutex_init(&r->lock, NULL);
+    r->server = server ? strdup(server) : NULL;
+    r->token = token ? strdup(token) : NULL;
+    r->state_dir = strdup(state_dir);
+    r->cache_ms = cache_ms;
+    r->resume_ms = resume_timeout_ms > 0 ? resume_timeout_ms : 60000;
+    if (!r->state_dir || (server && !r->server) || (token && !r->token)) {
+        api_free(&r->base);
+        return -ENOMEM;
+    }
+    *out = &r->base;
+    return 0;
+}

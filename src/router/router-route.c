@@ -1,0 +1,260 @@
+/* Routing decisions on client input: header validation with upstream's messages (§3.1), the
+ * dispatch rule (DESIGN "Router dispatch"), bearer-token auth and header filtering. Pure
+ * functions, fuzzed by fuzz/fuzz-router-route.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "router/router-internal.h"
+
+void router_error_set(router_error *err, int status, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    err->http_status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
+    va_end(ap);
+}
+
+char *router_detail_json(const char *detail)
+{
+    json_t *o = json_pack("{s:s}", "detail", detail ? detail : "");
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+unsigned router_grpc_status_for_http(int http_status)
+{
+    switch (http_status) {
+    case 400:
+        return 3; /* INVALID_ARGUMENT */
+    case 401:
+        return 16; /* UNAUTHENTICATED */
+    case 403:
+        return 7; /* PERMISSION_DENIED */
+    case 404:
+        return 5; /* NOT_FOUND */
+    case 504:
+        return 4; /* DEADLINE_EXCEEDED */
+    case 502:
+    case 503:
+        return 14; /* UNAVAILABLE */
+    default:
+        return 13; /* INTERNAL */
+    }
+}
+
+bool router_valid_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && !(c == '-' && i > 0 && i < n - 1))
+            return false;
+    }
+    return true;
+}
+
+bool router_is_grpc_content_type(const char *ct)
+{
+    if (!ct)
+        return false;
+    static const char g[] = "application/grpc";
+    if (strncasecmp(ct, g, sizeof(g) - 1) != 0)
+        return false;
+    char c = ct[sizeof(g) - 1];
+    return c == '\0' || c == '+' || c == ';';
+}
+
+/* Strict decimal 1..65535 (no sign, no spaces), as upstream's int parse + range check. */
+static int parse_port(const char *s)
+{
+    if (!*s || strlen(s) > 5)
+        return -1;
+    long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v >= 1 && v <= 65535 ? (int)v : -1;
+}
+
+/* Pod IP: a literal, not loopback / link-local / multicast / unspecified. */
+static bool valid_pod_ip(const char *s)
+{
+    unsigned char b[16];
+    if (inet_pton(AF_INET, s, b) == 1) {
+        if (b[0] == 127 || b[0] == 0 || (b[0] == 169 && b[1] == 254) || b[0] >= 224)
+            return false;
+        return true;
+    }
+    if (inet_pton(AF_INET6, s, b) == 1) {
+        static const unsigned char zero[16];
+        if (memcmp(b, zero, 16) == 0)
+            return false; /* :: */
+        if (memcmp(b, zero, 15) == 0 && b[15] == 1)
+            return false; /* ::1 */
+        if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+            return false; /* fe80::/10 */
+        if (b[0] == 0xff)
+            return false; /* multicast */
+        return true;
+    }
+    return false;
+}
+
+static bool is_legacy_path(const char *path)
+{
+    return !(strncmp(path, "/v1/", 4) == 0 || strcmp(path, "/v1") == 0 ||
+             strncmp(path, "/v1?", 4) == 0);
+}
+
+int router_route_request(const router_request_info *in, router_route *out, router_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!in->sandbox_id || !*in->sandbox_id) {
+        router_error_set(err, 400, "X-Sandbox-ID header is required.");
+        return -EINVAL;
+    }
+    if (!router_valid_dns_label(in->sandbox_id)) {
+        router_error_set(err, 400, "Invalid sandbox ID format.");
+        return -EINVAL;
+    }
+    const char *ns = in->sandbox_ns && *in->sandbox_ns ? in->sandbox_ns : "default";
+    if (!router_valid_dns_label(ns)) {
+        router_error_set(err, 400, "Invalid namespace format.");
+        return -EINVAL;
+    }
+    int port = -1;
+    if (in->sandbox_port && *in->sandbox_port) {
+        port = parse_port(in->sandbox_port);
+        if (port < 0) {
+            router_error_set(err, 400, "Invalid port format.");
+            return -EINVAL;
+        }
+    }
+    if (in->pod_ip && *in->pod_ip && !valid_pod_ip(in->pod_ip)) {
+        router_error_set(err, 400, "Invalid target IP address.");
+        return -EINVAL;
+    }
+    snprintf(out->id, sizeof(out->id), "%s", in->sandbox_id);
+    snprintf(out->ns, sizeof(out->ns), "%s", ns);
+    if (port >= 0) {
+        switch (port) {
+        case 8888:
+            out->kind = ROUTER_KIND_LEGACY;
+            return 0;
+        case 8080:
+            out->kind = ROUTER_KIND_REST;
+            return 0;
+        case 9090:
+            out->kind = ROUTER_KIND_GRPC;
+            return 0;
+        default:
+            router_error_set(err, 502, "port %d is not served by sandbox %s", port, out->id);
+            return -ENXIO;
+        }
+    }
+    if (router_is_grpc_content_type(in->content_type))
+        out->kind = ROUTER_KIND_GRPC;
+    else if (in->path && !is_legacy_path(in->path))
+        out->kind = ROUTER_KIND_REST;
+    else
+        out->kind = ROUTER_KIND_LEGACY;
+    return 0;
+}
+
+/* Constant-time comparison of two strings (length leaks, content does not). */
+static bool secure_equal(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char d = na != nb;
+    for (size_t i = 0; i < na; i++)
+        d |= (unsigned char)a[i] ^ (unsigned char)b[i % (nb ? nb : 1)];
+    return d == 0;
+}
+
+int router_check_auth(const char *authorization, const char *token, bool allow_unauthenticated,
+                      bool peer_loopback, router_error *err)
+{
+    if (!token)
+        return 0;
+    if (!authorization || !*authorization) {
+        if (allow_unauthenticated && peer_loopback)
+            return 0;
+        router_error_set(err, 401, "Missing or invalid Authorization header.");
+        return -EACCES;
+    }
+    const char *p = authorization;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, "bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\t')) {
+        router_error_set(err, 401, "Missing or invalid Authorization header.");
+        return -EACCES;
+    }
+    p += 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strlen(p);
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    if (n == 0) {
+        router_error_set(err, 401, "Missing or invalid Authorization header.");
+        return -EACCES;
+    }
+    char *given = strndup(p, n);
+    if (!given) {
+        router_error_set(err, 500, "An internal error occurred in the proxy.");
+        return -ENOMEM;
+    }
+    bool ok = secure_equal(given, token);
+    free(given);
+    if (!ok) {
+        router_error_set(err, 401, "Invalid token.");
+        return -EACCES;
+    }
+    return 0;
+}
+
+static bool name_is(const char *name, size_t len, const char *want)
+{
+    return strlen(want) == len && strncasecmp(name, want, len) == 0;
+}
+
+bool router_response_header_dropped(const char *name, size_t len)
+{
+    static const char *const hop[] = {"connection",        "keep-alive",        "proxy-connection",
+                                      "transfer-encoding", "upgrade",           "te",
+                                      "trailer",           "proxy-authenticate"};
+    if (len > 0 && name[0] == ':')
+        return true;
+    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+        if (name_is(name, len, hop[i]))
+            return true;
+    return false;
+}
+
+bool router_header_dropped(const char *name, size_t len)
+{
+    if (router_response_header_dropped(name, len))
+        return true;
+    if (name_is(name, len, "host") || name_is(name, len, "authorization") ||
+        name_is(name, len, "expect") || name_is(name, len, "content-length") ||
+        name_is(name, len, "proxy-authorization"))
+        return true;
+    return len >= 10 && strncasecmp(name, "x-sandbox-", 10) == 0;
+}

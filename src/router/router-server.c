@@ -1,0 +1,394 @@
+/* The listener: accepts connections, tells HTTP/2 prior knowledge from HTTP/1.1 by the client
+ * preface, and hands each connection to its own thread. Also the upstream connect helper. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "router/router-internal.h"
+#include "shared/log.h"
+
+/* Open client connections, so router_stop can cut them and wait for their threads. */
+typedef struct conn_set {
+    pthread_mutex_t lock;
+    pthread_cond_t empty;
+    int *fds;
+    size_t n, cap;
+    bool stopping;
+} conn_set;
+
+struct router {
+    int fd;
+    int wake[2];
+    pthread_t thread;
+    router_ctx ctx;
+    conn_set conns;
+};
+
+static bool conn_add(conn_set *s, int fd)
+{
+    pthread_mutex_lock(&s->lock);
+    bool ok = !s->stopping;
+    if (ok && s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        int *v = realloc(s->fds, cap * sizeof(int));
+        if (v) {
+            s->fds = v;
+            s->cap = cap;
+        } else
+            ok = false;
+    }
+    if (ok)
+        s->fds[s->n++] = fd;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+static void conn_remove(conn_set *s, int fd)
+{
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->fds[i] == fd) {
+            s->fds[i] = s->fds[--s->n];
+            break;
+        }
+    if (s->n == 0)
+        pthread_cond_broadcast(&s->empty);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void router_target_done(router_target *t)
+{
+    if (!t)
+        return;
+    free(t->rest);
+    free(t->grpc);
+    free(t->legacy);
+    t->rest = t->grpc = t->legacy = NULL;
+}
+
+int router_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return -ETIMEDOUT;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int connect_unix(const char *path, long timeout_ms)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+static int connect_tcp(const char *hostport, long timeout_ms)
+{
+    _cleanup_free_ char *host = NULL;
+    const char *colon = strrchr(hostport, ':');
+    if (!colon)
+        return -EINVAL;
+    if (hostport[0] == '[') {
+        const char *end = strchr(hostport, ']');
+        if (!end || end + 1 != colon)
+            return -EINVAL;
+        host = strndup(hostport + 1, (size_t)(end - hostport - 1));
+    } else
+        host = strndup(hostport, (size_t)(colon - hostport));
+    if (!host)
+        return -ENOMEM;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int g = getaddrinfo(host, colon + 1, &hints, &res);
+    if (g != 0)
+        return -EHOSTUNREACH;
+    int r = -ECONNREFUSED;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            r = -errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+            r = -errno;
+            close(fd);
+            continue;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int pr = poll(&p, 1, (int)timeout_ms);
+        int soerr = 0;
+        socklen_t sl = sizeof(soerr);
+        if (pr <= 0) {
+            r = pr == 0 ? -ETIMEDOUT : -errno;
+            close(fd);
+            continue;
+        }
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (soerr) {
+            r = -soerr;
+            close(fd);
+            continue;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        freeaddrinfo(res);
+        return fd;
+    }
+    freeaddrinfo(res);
+    return r;
+}
+
+int router_connect(const char *addr, long timeout_ms)
+{
+    if (!addr)
+        return -EINVAL;
+    if (strncmp(addr, "unix:", 5) == 0)
+        return connect_unix(addr + 5, timeout_ms);
+    return connect_tcp(addr, timeout_ms > 0 ? timeout_ms : 5000);
+}
+
+static bool peer_is_loopback(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return false;
+    if (ss.ss_family == AF_UNIX)
+        return true;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        if (IN6_IS_ADDR_V4MAPPED(a))
+            return a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+typedef struct conn_arg {
+    router *r;
+    int fd;
+} conn_arg;
+
+static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+static void *conn_thread(void *p)
+{
+    conn_arg a = *(conn_arg *)p;
+    free(p);
+    router_ctx *ctx = &a.r->ctx;
+    bool loop = peer_is_loopback(a.fd);
+    int one = 1;
+    setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Sniff: read until the bytes can no longer be a prefix of the h2 preface, or all 24 are in. */
+    char pre[24];
+    size_t n = 0;
+    while (n < sizeof(pre)) {
+        ssize_t k = recv(a.fd, pre + n, sizeof(pre) - n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            goto out;
+        n += (size_t)k;
+        if (memcmp(pre, H2_PREFACE, n) != 0)
+            break;
+    }
+    if (n == sizeof(pre) && memcmp(pre, H2_PREFACE, n) == 0)
+        router_h2_serve(ctx, a.fd, loop, pre, n);
+    else
+        router_http1_serve(ctx, a.fd, loop, pre, n);
+out:
+    conn_remove(&a.r->conns, a.fd);
+    close(a.fd);
+    return NULL;
+}
+
+static void *accept_thread(void *p)
+{
+    router *r = p;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = r->fd, .events = POLLIN},
+                               {.fd = r->wake[0], .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pf[1].revents)
+            break;
+        int c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EMFILE || errno == ENFILE)
+                usleep(10000);
+            continue;
+        }
+        conn_arg *a = malloc(sizeof(*a));
+        pthread_t t;
+        if (!a) {
+            close(c);
+            continue;
+        }
+        *a = (conn_arg){r, c};
+        if (!conn_add(&r->conns, c)) {
+            free(a);
+            close(c);
+            continue;
+        }
+        if (pthread_create(&t, &attr, conn_thread, a) != 0) {
+            conn_remove(&r->conns, c);
+            free(a);
+            close(c);
+        }
+    }
+    pthread_attr_destroy(&attr);
+    return NULL;
+}
+
+static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_error)
+{
+    const char *colon = strrchr(listen_addr, ':');
+    if (!colon) {
+        if (asprintf(ret_error, "listen address \"%s\" is not HOST:PORT", listen_addr) < 0)
+            *ret_error = NULL;
+        return -EINVAL;
+    }
+    _cleanup_free_ char *host = NULL;
+    if (listen_addr[0] == '[')
+        host = strndup(listen_addr + 1, (size_t)(colon - listen_addr - 2));
+    else
+        host = strndup(listen_addr, (size_t)(colon - listen_addr));
+    if (!host)
+        return -ENOMEM;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *res = NULL;
+    if (getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res) != 0) {
+        if (asprintf(ret_error, "cannot resolve listen address \"%s\"", listen_addr) < 0)
+            *ret_error = NULL;
+        return -EINVAL;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+        int r = -errno;
+        if (asprintf(ret_error, "cannot listen on %s: %s", listen_addr, strerror(errno)) < 0)
+            *ret_error = NULL;
+        safe_close(fd);
+        freeaddrinfo(res);
+        return r;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                              : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+int router_start(const router_options *o, router **ret, uint16_t *ret_port, char **ret_error)
+{
+    *ret_error = NULL;
+    if (!o->resolver)
+        return -EINVAL;
+    uint16_t port = 0;
+    int fd = bind_listen(o->listen, &port, ret_error);
+    if (fd < 0)
+        return fd;
+    router *r = calloc(1, sizeof(*r));
+    if (!r) {
+        close(fd);
+        return -ENOMEM;
+    }
+    r->fd = fd;
+    pthread_mutex_init(&r->conns.lock, NULL);
+    pthread_cond_init(&r->conns.empty, NULL);
+    r->ctx.token = o->token ? strdup(o->token) : NULL;
+    r->ctx.allow_unauthenticated = o->allow_unauthenticated;
+    r->ctx.resolver = o->resolver;
+    r->ctx.proxy_timeout_ms = o->proxy_timeout_ms > 0 ? o->proxy_timeout_ms : 180000;
+    r->ctx.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;
+    if (pipe2(r->wake, O_CLOEXEC) < 0 || pthread_create(&r->thread, NULL, accept_thread, r) != 0) {
+        close(fd);
+        free(r->ctx.token);
+        free(r);
+        return -errno;
+    }
+    *ret = r;
+    *ret_port = port;
+    return 0;
+}
+
+void router_stop(router *r)
+{
+    if (!r)
+        return;
+    (void)!write(r->wake[1], "x", 1);
+    pthread_join(r->thread, NULL);
+    close(r->fd);
+    close(r->wake[0]);
+    close(r->wake[1]);
+    /* Cut every open connection and wait (bounded) for its thread to let go of ctx. */
+    pthread_mutex_lock(&r->conns.lock);
+    r->conns.stopping = true;
+    for (size_t i = 0; i < r->conns.n; i++)
+        shutdown(r->conns.fds[i], SHUT_RDWR);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    while (r->conns.n > 0)
+        if (pthread_cond_timedwait(&r->conns.empty, &r->conns.lock, &deadline) != 0)
+            break;
+    bool idle = r->conns.n == 0;
+    pthread_mutex_unlock(&r->conns.lock);
+    if (!idle)
+        return; /* a thread is stuck (e.g. resolving): leave its state allocated */
+    free(r->conns.fds);
+    pthread_mutex_destroy(&r->conns.lock);
+    pthread_cond_destroy(&r->conns.empty);
+    r->ctx.resolver->free(r->ctx.resolver);
+    free(r->ctx.token);
+    free(r);
+}

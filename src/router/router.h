@@ -1,0 +1,71 @@
+/* The data-plane router: one listener speaking HTTP/1.1 and HTTP/2 prior-knowledge (h2c),
+ * routing requests by X-Sandbox-ID / X-Sandbox-Namespace / X-Sandbox-Port to a sandbox's
+ * sandboxd (REST over HTTP/1.1, gRPC over HTTP/2) or to the legacy python-runtime layer.
+ *
+ * Threading: one accept thread; one thread per client connection. HTTP/1.1 connections use
+ * blocking I/O (the kernel's socket buffers are the back-pressure); an HTTP/2 connection runs a
+ * poll loop over the client socket and its upstream sockets, with nghttp2 flow-control windows
+ * released only as bytes are written on. Memory stays bounded whatever the body sizes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct router router;
+typedef struct router_resolver router_resolver;
+
+/* Where one sandbox is reached. Addresses are "unix:/path" or "host:port" ("[v6]:port"). */
+typedef struct router_target {
+    char *rest;   /* sandboxd REST (HTTP/1.1) */
+    char *grpc;   /* sandboxd gRPC (HTTP/2) */
+    char *legacy; /* a python-runtime style HTTP server to proxy port 8888 to; NULL: the router
+                     emulates the legacy endpoints on top of rest + grpc (unix sockets only) */
+} router_target;
+
+void router_target_done(router_target *t);
+
+/* Errors of a resolution: an HTTP status (404, 502, 504, ...) and a detail message. */
+typedef struct router_error {
+    int http_status;
+    char detail[512];
+} router_error;
+
+/* Resolves (namespace, sandbox id) to a target. May block (e.g. to resume a suspended sandbox)
+ * unless nonblock is set: then it answers only from what it knows at once and returns
+ * -EWOULDBLOCK otherwise (err untouched). Called concurrently from connection threads. Returns 0
+ * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set. */
+struct router_resolver {
+    int (*resolve)(router_resolver *r, const char *ns, const char *id, bool nonblock,
+                   router_target *out, router_error *err);
+    /* Tells the resolver that the target it gave for (ns, id) failed to connect: drop caches. */
+    void (*invalidate)(router_resolver *r, const char *ns, const char *id);
+    void (*free)(router_resolver *r);
+};
+
+/* Template resolver: `tmpl` is expanded with {id}, {namespace}, {port} (8080 REST, 9090 gRPC,
+ * 8888 legacy) and {socket} ("rest" / "grpc"). Examples:
+ *   "{id}.{namespace}.svc.cluster.local:{port}"   (upstream's DNS form; legacy proxied to :8888)
+ *   "unix:/var/lib/asb/run/{id}/{socket}.sock"    (legacy emulated on the sockets)
+ * *out owned (r->free). */
+int router_resolver_template_new(const char *tmpl, router_resolver **out);
+
+/* Control-plane resolver: looks the Sandbox up through the control-plane API (server URL and
+ * token), resumes it when spec.operatingMode is Suspended (and waits until Ready), and targets
+ * $state_dir/run/<metadata.uid>/{rest,grpc}.sock. Lookups are cached for cache_ms. */
+int router_resolver_api_new(const char *server, const char *token, const char *state_dir,
+                            long cache_ms, long resume_timeout_ms, router_resolver **out);
+
+typedef struct router_options {
+    const char *listen;         /* "HOST:PORT" (port 0: any free port) */
+    const char *token;          /* bearer token required on every request; NULL: none configured */
+    bool allow_unauthenticated; /* token-less requests admitted from loopback peers */
+    router_resolver *resolver;  /* owned by the router after a successful start */
+    long proxy_timeout_ms;      /* whole-request budget to first response byte; 0: 180 s */
+    long connect_timeout_ms;    /* 0: 5 s */
+} router_options;
+
+/* Starts listening and serving in background threads. *ret_port: the bound port. */
+int router_start(const router_options *o, router **ret, uint16_t *ret_port, char **ret_error);
+/* Stops accepting, waits for nothing (connection threads are detached and end with their
+ * clients), frees the listener. Accepts NULL. */
+void router_stop(router *r);
