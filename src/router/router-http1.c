@@ -762,18 +762,16 @@ static const http_parser_settings small_settings = {.on_body = sr_body,
 static int upload_finish(h1_conn *c)
 {
     router_error err;
-    if (c->body_err < 0) {
-        upstream_drop(c);
+    /* A failed body write usually means sandboxd answered early (403 for a path outside the
+     * root, before reading the body) and closed: its answer is still there to read. */
+    if (c->body_err < 0)
         c->keep_alive = false;
-        router_error_set(&err, 502, "Could not connect to the backend sandbox: %s", c->route.id);
-        return send_detail(c, &err) < 0 ? -1 : -1;
-    }
     small_resp sr = {0};
     http_parser p;
     http_parser_init(&p, HTTP_RESPONSE);
     p.data = &sr;
     char buf[16384];
-    while (!sr.done) {
+    while (!sr.done && c->up_fd >= 0) {
         ssize_t n = recv(c->up_fd, buf, sizeof(buf), 0);
         if (n < 0 && errno == EINTR)
             continue;
