@@ -16,6 +16,8 @@ static const struct verb {
     {"get", asb_get, "Show objects (table, -o json|yaml|wide|name)"},
     {"delete", asb_delete, "Delete objects"},
     {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
+    {"claim", asb_claim_main, "Claim a sandbox from a warm pool (prints the sandbox name)"},
+    {"release", asb_release, "Release (delete) sandbox claims"},
     {"exec", asb_exec, "Run a command in a sandbox (-i stdin, -t terminal)"},
     {"cp", asb_cp, "Copy a file into or out of a sandbox (NAME:PATH)"},
     {"ls", asb_ls, "List a directory of a sandbox (NAME[:PATH])"},

@@ -163,12 +163,12 @@ def test_get_other_kinds(asb, tmp_path):
     assert ok(asb, "apply", "-f", "-", input=json.dumps(pool)) == \
         "sandboxwarmpool.extensions.agents.x-k8s.io/pool created\n"
     lines = ok(asb, "get", "swp").splitlines()
-    assert lines[0].split() == ["NAME", "READY", "DESIRED", "AGE"]
-    assert lines[1].split()[:3] == ["pool", "<none>", "2"]
+    assert lines[0].split() == ["NAME", "READY", "DESIRED", "TEMPLATE", "AGE"]
+    assert lines[1].split()[:3] == ["pool", "0", "2"]
     claim = {"apiVersion": f"{EXT}/v1beta1", "kind": "SandboxClaim", "metadata": {"name": "c1"},
              "spec": {"warmPoolRef": {"name": "pool"}}}
     ok(asb, "apply", "-f", "-", input=json.dumps(claim))
-    assert ok(asb, "get", "claims").splitlines()[0].split() == ["NAME", "READY", "SANDBOX", "REASON", "AGE"]
+    assert ok(asb, "get", "claims").splitlines()[0].split() == ["NAME", "READY", "SANDBOX", "LATENCY", "REASON", "AGE"]
     assert ok(asb, "get", "sandboxclaim", "c1", "-o", "name") == "sandboxclaim.extensions.agents.x-k8s.io/c1\n"
 
 
