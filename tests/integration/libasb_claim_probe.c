@@ -4,7 +4,7 @@
  *   probe create POOL TIMEOUT_MS FLAGS     FLAGS: letters, any order:
  *       c close at the end (else disconnect), x run `echo` through the handle, f write and
  *       read a file through it,
- *       n no_connect, r data plane through the router, t ttl 3600 s, a auto_cleanup
+ *       n no_connect, r data plane through the router, t ttl 3600 s, e ttl 1 s, a auto_cleanup
  *   probe attach NAME TIMEOUT_MS FLAGS     same flags (t, a ignored)
  *   probe extend KIND NAME TTL             asb_lifecycle_extend
  *   probe hold POOL                        claim with auto_cleanup + the signal handler, print
@@ -66,7 +66,7 @@ static void set_opts(asb_claim_options *o, const char *flags, const char *timeou
     o->ready_timeout_ms = atol(timeout);
     o->no_connect = strchr(flags, 'n') != NULL;
     o->data_plane = strchr(flags, 'r') ? ASB_DATA_PLANE_ROUTER : ASB_DATA_PLANE_LOCAL;
-    o->ttl_seconds = strchr(flags, 't') ? 3600 : 0;
+    o->ttl_seconds = strchr(flags, 't') ? 3600 : strchr(flags, 'e') ? 1 : 0;
     o->auto_cleanup = strchr(flags, 'a') != NULL;
 }
 

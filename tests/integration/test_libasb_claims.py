@@ -1,11 +1,10 @@
 """libasb's claim client (tests/integration/libasb_claim_probe.c, linked with libasb.so) and the
 `asb claim` / `asb release` verbs against a real `asb serve`.
 
-The first group runs with ASB_RUNTIME=none and a stand-in controller (a thread of this test)
-that answers claims of a few pool names the way the claim reconciler does (§2.8: the
-sandbox-name annotation, status.sandbox.name, the Ready condition, terminal reasons), so the
-client's rules -- wait on a watch, rollback, attach, close vs disconnect, lifecycle, signals --
-are tested on their own. The data plane through a router is tested against stand-ins that
+They run with ASB_RUNTIME=none (no containers: fast) and the real claim and warm pool
+controllers of `asb serve`; a thread of this test stands in for the runtime by marking pool
+members Ready, so the client's rules -- wait on a watch, rollback, attach, close vs disconnect,
+lifecycle, signals -- are tested without runc. The data plane through a router is tested against stand-ins that
 check the routing headers: a grpcio server (gRPC over TCP h2c) and an HTTP/1.1 server (REST).
 End-to-end claims from real warm pools are in test_cli_claim.py."""
 import http.server
@@ -20,7 +19,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from asb_apiserver import CORE, EXT, SANITIZER_EXIT_CODES, asb, start_asb  # noqa: F401 (fixtures)
+from asb_apiserver import CORE, EXT, SANITIZER_EXIT_CODES, asb, asb_binary, start_asb  # noqa: F401 (fixtures)
 from asb_cli import cli_env, ok, run
 from grpc_helpers import pb
 from test_libasb_example import LIB, instrumented, pkg_config
@@ -66,70 +65,73 @@ def claims(asb):
     return {c["metadata"]["name"]: c for c in r.json()["items"]}
 
 
-class StandInController:
-    """Answers SandboxClaims by pool name: fake-pool -> a Ready sandbox named <claim>-warm (the
-    warm path: claim name != sandbox name), bad-pool -> InvalidMetadata (terminal), slow-pool ->
-    SandboxNotReady forever. Other claims are left alone."""
+class StandInKubelet:
+    """With ASB_RUNTIME=none nothing runs the sandboxes: this thread marks the members of the
+    pool "fake-pool" Ready (as the local runtime would once sandboxd answers), so the real claim
+    controller of `asb serve` adopts them. Members of "slow-pool" never get Ready."""
 
-    def __init__(self, asb, delay=0.0):
-        self.asb, self.delay = asb, delay
-        self.done = set()
+    def __init__(self, asb):
+        self.asb = asb
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
 
     def loop(self):
+        a = self.asb
         while not self.stop.is_set():
             try:
-                for name, c in claims(self.asb).items():
-                    if name not in self.done:
-                        self.answer(name, c)
+                r = a.get(a.path(CORE, "sandboxes", "default"))
+                for s in r.json()["items"]:
+                    name = s["metadata"]["name"]
+                    conds = (s.get("status") or {}).get("conditions") or []
+                    if name.startswith("fake-pool-") and not any(
+                            c["type"] == "Ready" and c["status"] == "True" for c in conds):
+                        a.merge_patch(a.path(CORE, "sandboxes", "default", name, sub="status"),
+                                      {"status": {"conditions": [{
+                                          "type": "Ready", "status": "True",
+                                          "reason": "DependenciesReady", "message": "",
+                                          "observedGeneration": s["metadata"].get("generation", 1),
+                                          "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]}})
             except Exception:  # noqa: BLE001 (server going away at teardown)
                 pass
             time.sleep(0.01)
-
-    def condition(self, c, status, reason, message=""):
-        return {"type": "Ready", "status": status, "reason": reason, "message": message,
-                "observedGeneration": c["metadata"].get("generation", 1),
-                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-    def answer(self, name, c):
-        pool = c["spec"]["warmPoolRef"]["name"]
-        a = self.asb
-        if pool == "fake-pool":
-            time.sleep(self.delay)
-            sbx = f"{name}-warm"
-            a.create_sandbox(sbx)
-            r = a.merge_patch(a.path(CORE, "sandboxes", "default", sbx, sub="status"),
-                              {"status": {"conditions": [self.condition(c, "True", "DependenciesReady")]}})
-            assert r.status_code == 200, r.text
-            now = time.time()
-            ready_at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e9):09d}Z"
-            r = a.merge_patch(claim_path(a, name),
-                              {"metadata": {"annotations": {"agents.x-k8s.io/sandbox-name": sbx,
-                                                            "agents.x-k8s.io/claim-first-ready-at": ready_at}}})
-            assert r.status_code == 200, r.text
-            status = {"sandbox": {"name": sbx}, "conditions": [self.condition(c, "True", "DependenciesReady")]}
-        elif pool == "bad-pool":
-            status = {"conditions": [self.condition(c, "False", "InvalidMetadata", "label key x is not allowed")]}
-        elif pool == "slow-pool":
-            status = {"conditions": [self.condition(c, "False", "SandboxNotReady", "Sandbox is not ready")]}
-        else:
-            return
-        r = a.merge_patch(claim_path(a, name, "status"), {"status": status})
-        assert r.status_code == 200, r.text
-        self.done.add(name)
 
     def close(self):
         self.stop.set()
         self.thread.join()
 
 
+TEMPLATE = {"apiVersion": f"{EXT}/v1beta1", "kind": "SandboxTemplate", "metadata": {"name": "t"},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}}
+
+
+def pool(name, replicas):
+    return {"apiVersion": f"{EXT}/v1beta1", "kind": "SandboxWarmPool", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "t"}}}
+
+
+def ready_members(asb, prefix="fake-pool-"):
+    r = asb.get(asb.path(CORE, "sandboxes", "default"))
+    return [s["metadata"]["name"] for s in r.json()["items"]
+            if s["metadata"]["name"].startswith(prefix)
+            and any(c["type"] == "Ready" and c["status"] == "True"
+                    for c in (s.get("status") or {}).get("conditions") or [])]
+
+
 @pytest.fixture
 def ctl(asb):
-    c = StandInController(asb)
-    yield c
-    c.close()
+    """Template t, pools fake-pool (2, Ready members) and slow-pool (1, never Ready)."""
+    for body, plural in ((TEMPLATE, "sandboxtemplates"), (pool("fake-pool", 2), "sandboxwarmpools"),
+                         (pool("slow-pool", 1), "sandboxwarmpools")):
+        r = asb.post(asb.path(EXT, plural, "default"), body)
+        assert r.status_code == 201, r.text
+    k = StandInKubelet(asb)
+    deadline = time.monotonic() + 10
+    while len(ready_members(asb)) < 2:
+        assert time.monotonic() < deadline, "warm pool not filled"
+        time.sleep(0.02)
+    yield k
+    k.close()
 
 
 def wait_gone(asb, name, timeout=10):
@@ -145,7 +147,7 @@ def test_claim_ready_then_close_deletes_the_claim(probe, asb, ctl):
     out = kv(run_probe(probe, asb, "create", "fake-pool", "10000", "nc").stdout)
     name = out["claim"]
     assert name.startswith("sandbox-claim-")
-    assert out["sandbox"] == f"{name}-warm"  # the bound sandbox, not the claim name
+    assert out["sandbox"].startswith("fake-pool-")  # adopted warm: not the claim name
     assert 0 < int(out["ready_usec"]) < 10_000_000
     assert out["has_handle"] == "0"
     assert out["close"] == "0"
@@ -155,6 +157,8 @@ def test_claim_ready_then_close_deletes_the_claim(probe, asb, ctl):
 def test_claim_object_shape(probe, asb, ctl):
     out = kv(run_probe(probe, asb, "create", "fake-pool", "10000", "nt").stdout)
     c = claims(asb)[out["claim"]]
+    assert c["metadata"]["annotations"]["agents.x-k8s.io/sandbox-name"] == out["sandbox"]
+    assert c["status"]["sandbox"]["name"] == out["sandbox"]
     assert c["spec"]["warmPoolRef"] == {"name": "fake-pool"}
     assert c["metadata"]["labels"]["agents.x-k8s.io/created-by"] == "libasb"
     req = c["metadata"]["annotations"]["agents.x-k8s.io/client-first-requested-at"]
@@ -170,7 +174,7 @@ def test_disconnect_keeps_the_claim_and_attach_finds_it(probe, asb, ctl):
     name = out["claim"]
     assert name in claims(asb)
     again = kv(run_probe(probe, asb, "attach", name, "10000", "nc").stdout)
-    assert again["sandbox"] == f"{name}-warm"
+    assert again["sandbox"] == out["sandbox"]
     assert again["close"] == "0"
     wait_gone(asb, name)
     gone = run_probe(probe, asb, "attach", name, "2000", "n", expect_ok=False)
@@ -178,11 +182,12 @@ def test_disconnect_keeps_the_claim_and_attach_finds_it(probe, asb, ctl):
 
 
 def test_terminal_reason_fails_fast_and_rolls_back(probe, asb, ctl):
+    """slow-pool never has a Ready member; a 1 s lifetime expires the claim first: ClaimExpired
+    is terminal, the client stops waiting and deletes its claim."""
     start = time.monotonic()
-    p = run_probe(probe, asb, "create", "bad-pool", "30000", "n", expect_ok=False)
-    assert time.monotonic() - start < 10
-    assert "error create -20 claim failed | InvalidMetadata |" in p.stdout
-    assert "label key x is not allowed" in p.stdout
+    p = run_probe(probe, asb, "create", "slow-pool", "30000", "ne", expect_ok=False)
+    assert time.monotonic() - start < 15
+    assert "error create -20 claim failed | ClaimExpired |" in p.stdout
     assert claims(asb) == {}  # rolled back
 
 
@@ -191,7 +196,7 @@ def test_timeout_reports_last_condition_and_rolls_back(probe, asb, ctl):
     p = run_probe(probe, asb, "create", "slow-pool", "1500", "n", expect_ok=False)
     assert 1.4 < time.monotonic() - start < 10
     assert "error create -14 timed out" in p.stdout
-    assert "SandboxNotReady" in p.stdout
+    assert "not ready after 1500 ms (last condition: " in p.stdout
     assert claims(asb) == {}
 
 
@@ -310,9 +315,9 @@ def test_router_data_plane_grpc_and_rest(probe, asb, ctl):
     try:
         env = cli_env(asb, ASB_ROUTER=f"http://127.0.0.1:{g.port}")
         out = kv(run_probe(probe, asb, "create", "fake-pool", "10000", "rxc", env=env).stdout)
-        assert out["exec"] == f"0 routed to {out['claim']}-warm port 9090"
+        assert out["exec"] == f"0 routed to {out['sandbox']} port 9090"
         md = g.seen[0]
-        assert md["x-sandbox-id"] == f"{out['claim']}-warm"
+        assert md["x-sandbox-id"] == out["sandbox"]
         assert md["x-sandbox-namespace"] == "default"
     finally:
         g.server.stop(0)
@@ -323,7 +328,7 @@ def test_router_data_plane_grpc_and_rest(probe, asb, ctl):
         assert out["read"] == "via-handle"
         assert rest.files == {"/v1/files/probe.txt": b"via-handle"}
         h = rest.seen[0]
-        assert h["X-Sandbox-ID"] == f"{out['claim']}-warm"
+        assert h["X-Sandbox-ID"] == out["sandbox"]
         assert h["X-Sandbox-Port"] == "8080"
         assert h["Authorization"] == f"Bearer {asb.token}"
     finally:
@@ -335,7 +340,6 @@ def test_router_missing_is_a_config_error_and_rolls_back(probe, asb, ctl):
     env.pop("ASB_ROUTER", None)
     p = run_probe(probe, asb, "create", "fake-pool", "10000", "rx", env=env, expect_ok=False)
     assert "error create -17" in p.stdout and "router" in p.stdout
-    assert not [n for n in claims(asb) if not n.endswith("-warm")] or claims(asb) == {}
     assert claims(asb) == {}
 
 
@@ -345,27 +349,28 @@ def test_cli_claim_prints_only_the_sandbox_name(asb, ctl):
     p = run(asb, "claim", "--pool", "fake-pool", "--ttl", "1h", "--timeout", "10s")
     assert p.returncode == 0, p.stderr
     sbx = p.stdout.strip()
-    assert p.stdout == f"{sbx}\n" and sbx.endswith("-warm")
-    claim = sbx[:-len("-warm")]
-    assert f"claim {claim} ready in " in p.stderr and " ms (sandbox " in p.stderr
-    assert claim in claims(asb)  # the CLI hands the claim over: it stays
+    assert p.stdout == f"{sbx}\n" and sbx.startswith("fake-pool-")
+    (claim,) = claims(asb)
+    assert f"claim {claim} ready in " in p.stderr and f" ms (sandbox {sbx})" in p.stderr
     table = ok(asb, "get", "claims").splitlines()
     assert table[0].split()[:4] == ["NAME", "READY", "SANDBOX", "LATENCY"]
     row = next(l.split() for l in table[1:] if l.startswith(claim))
     assert row[1] == "True" and row[2] == sbx
-    assert row[3].endswith("ms") or row[3].endswith("s")
-    # The sandbox verbs take the claim name (a claim named like no sandbox).
+    assert row[3].endswith("ms") or row[3].endswith("s"), row
+    pools = ok(asb, "get", "warmpools").splitlines()
+    assert pools[0].split()[:3] == ["NAME", "READY", "DESIRED"]
     assert ok(asb, "release", claim) == f'sandboxclaim.extensions.agents.x-k8s.io "{claim}" released\n'
     wait_gone(asb, claim)
 
 
 def test_cli_claim_named_and_failures(asb, ctl):
     p = run(asb, "claim", "--pool", "fake-pool", "--name", "mine")
-    assert p.returncode == 0 and p.stdout == "mine-warm\n", p.stderr
-    p = run(asb, "claim", "--pool", "bad-pool")
-    assert p.returncode == 1 and "InvalidMetadata" in p.stderr and p.stdout == ""
-    p = run(asb, "claim", "--pool", "slow-pool", "--timeout", "1s")
-    assert p.returncode == 1 and "not ready after 1000 ms" in p.stderr and "SandboxNotReady" in p.stderr
+    assert p.returncode == 0 and p.stdout.startswith("fake-pool-"), p.stderr
+    p = run(asb, "claim", "--pool", "slow-pool", "--ttl", "1s", "--timeout", "20s")
+    assert p.returncode == 1 and "ClaimExpired" in p.stderr and p.stdout == "", p.stderr
+    p = run(asb, "claim", "--pool", "no-such-pool", "--timeout", "1s")
+    assert p.returncode == 1 and "not ready after 1000 ms" in p.stderr, p.stderr
+    assert "WarmPoolNotFound" in p.stderr
     assert set(claims(asb)) == {"mine"}
     assert run(asb, "claim").returncode == 2
     assert run(asb, "claim", "--pool", "p", "--ttl", "bogus").returncode == 2
@@ -374,9 +379,7 @@ def test_cli_claim_named_and_failures(asb, ctl):
 
 
 def test_cli_claim_interrupted_deletes_the_claim(asb):
-    proc = subprocess.Popen([os.path.join(os.environ.get("ASB_BUILD", ""), "bin", "asb")
-                             if os.environ.get("ASB_BUILD") else "asb",
-                             "claim", "--pool", "nobody"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([asb_binary(), "claim", "--pool", "nobody"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=cli_env(asb))
     deadline = time.monotonic() + 10
     while not claims(asb):
