@@ -181,7 +181,8 @@ static int check_opts(const asb_claim_options *o)
 }
 
 /* Opens the data-plane handle of a ready claim. */
-static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_options *o)
+static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_options *o,
+                         long long deadline_usec)
 {
     if (o && o->no_connect)
         return ASB_OK;
@@ -192,8 +193,22 @@ static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_opti
                                                     cl->ns, cl->sandbox_name, so)
                           : asb_sandbox_open_via_router(&cl->sandbox, client, cl->ns,
                                                         cl->sandbox_name, so);
-    else
+    else {
         r = asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
+        if (r == ASB_ECONFLICT) {
+            /* The claim forwarded Ready, but the Sandbox's own condition is about an older
+             * generation (adoption rewrote its metadata): wait for it on a watch, as the Go SDK
+             * watches the Sandbox after the claim. */
+            long left = (long)((deadline_usec - mono_usec()) / 1000);
+            asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
+            wo.timeout_ms = left > 0 ? left : 1;
+            wo.cancel = o ? o->cancel : NULL;
+            r = asb_object_wait_condition(NULL, client, "Sandbox", cl->ns, cl->sandbox_name,
+                                          "Ready", "True", &wo);
+            if (r == ASB_OK)
+                r = asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
+        }
+    }
     if (r == ASB_OK)
         r = asb_handle_from_sandbox(&cl->handle, cl->sandbox, 0);
     return r;
@@ -268,7 +283,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;
-    r = claim_connect(cl, client, o);
+    r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);
     if (r != ASB_OK)
         goto rollback;
     *out = cl;
@@ -315,7 +330,7 @@ ASB_PUBLIC int asb_claim_attach(asb_claim **out, asb_client *client, const char 
         r = wait_ready(client, ns, name, tmo, o ? o->cancel : NULL, &cl->sandbox_name);
     if (r == ASB_OK) {
         cl->ready_usec = mono_usec() - t0;
-        r = claim_connect(cl, client, o);
+        r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);
     }
     if (r == ASB_OK && o && o->auto_cleanup)
         cl->registered = asbi_claims_register(client, ns, name) == ASB_OK;
