@@ -91,3 +91,16 @@ def test_libasb_claim_execute_and_close(pool, probe):  # noqa: F811
     again = kv(run_probe(probe, asb, "attach", out["claim"], "30000", "xc").stdout)
     assert again["sandbox"] == out["sandbox"] and again["exec"] == "0 hello-42"
     wait_gone(asb, out["claim"])
+
+
+def test_libasb_claim_through_the_router(pool, probe):  # noqa: F811
+    """The data plane through the router of `asb serve` (REST and gRPC on one TCP port), its URL
+    found in $ASB_STATE_DIR/router. Skipped when this build's `asb serve` has no router."""
+    asb = pool
+    if not os.path.exists(os.path.join(asb.state_dir, "router")):
+        pytest.skip("asb serve wrote no router URL (router not built in)")
+    wait_pool_full(asb)
+    out = kv(run_probe(probe, asb, "create", "python-pool", "30000", "rxfc").stdout)
+    assert out["exec"] == "0 hello-42"
+    assert out["read"] == "via-handle"
+    wait_gone(asb, out["claim"])
