@@ -124,6 +124,12 @@ def main():
         seq = [int(l[0]) / 1000 for l in client(state, "seq", "seq", N_SEQ, BENCH_POOL_FULL=str(SEQ_POOL),
                                                 BENCH_SETTLE_MS=os.environ.get("BENCH_SETTLE_MS", "50"))]
         rows.append((f"warm claim -> first Execute, {N_SEQ} sequential", len(seq), pct(seq, 50), pct(seq, 99)))
+        if os.path.exists(os.path.join(state, "router")):
+            n = max(1, N_SEQ // 4)
+            via = [int(l[0]) / 1000 for l in client(
+                state, "seq", "seq", n, BENCH_POOL_FULL=str(SEQ_POOL), BENCH_ROUTER="1",
+                BENCH_SETTLE_MS=os.environ.get("BENCH_SETTLE_MS", "50"))]
+            rows.append((f"  the same through the router, {n} sequential", len(via), pct(via, 50), pct(via, 99)))
         s.delete(f"{url}/apis/{EXT}/v1beta1/namespaces/default/sandboxwarmpools/seq", timeout=30)
 
         make_pool(s, url, "burst", N_BURST)
@@ -133,6 +139,7 @@ def main():
         names = {l[1] for l in out}
         rows.append((f"warm claim -> first Execute, burst of {N_BURST}", len(burst), pct(burst, 50), pct(burst, 99)))
         assert len(names) == N_BURST, f"{N_BURST} claims got {len(names)} distinct sandboxes"
+        print(f"burst: {N_BURST} claims got {len(names)} distinct sandboxes")
         refill = wait_full(s, url, "burst", N_BURST)
     finally:
         if proc:

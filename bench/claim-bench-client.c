@@ -6,6 +6,7 @@
  *                                      (second column: claim -> Ready alone); close (untimed)
  *   claim-bench-client burst POOL N    N threads claim at once (each: claim -> first result);
  *                                      the claims are closed once all are timed
+ * BENCH_ROUTER=1: the claims' data plane goes through the router instead of the sockets.
  *   claim-bench-client cold N          baseline: Sandbox create -> Ready (watch) -> first
  *                                      Execute result; then delete it (untimed) */
 #define _GNU_SOURCE
@@ -86,6 +87,8 @@ static long long claim_once(asb_client *c, const char *pool, asb_claim **ret)
     long long t0 = now_us();
     asb_claim_options o = ASB_CLAIM_OPTIONS_INIT;
     o.ready_timeout_ms = 120000;
+    if (getenv("BENCH_ROUTER") && *getenv("BENCH_ROUTER") == '1')
+        o.data_plane = ASB_DATA_PLANE_ROUTER; /* $ASB_STATE_DIR/router */
     int r = asb_claim_create(ret, c, NULL, pool, &o);
     if (r != ASB_OK)
         die("claim", r);
