@@ -18,6 +18,7 @@ static const struct verb {
     {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
     {"claim", asb_claim_main, "Claim a sandbox from a warm pool (prints the sandbox name)"},
     {"release", asb_release, "Release (delete) sandbox claims"},
+    {"extend", asb_extend, "Move the shutdown time of a claim or sandbox to now + DURATION"},
     {"exec", asb_exec, "Run a command in a sandbox (-i stdin, -t terminal)"},
     {"cp", asb_cp, "Copy a file into or out of a sandbox (NAME:PATH)"},
     {"ls", asb_ls, "List a directory of a sandbox (NAME[:PATH])"},

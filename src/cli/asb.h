@@ -15,3 +15,4 @@ int asb_resume(int argc, char **argv);
 int asb_logs(int argc, char **argv);
 int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
+int asb_extend(int argc, char **argv);

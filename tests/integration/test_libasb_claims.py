@@ -389,3 +389,23 @@ def test_cli_claim_interrupted_deletes_the_claim(asb):
     proc.communicate(timeout=20)
     assert proc.returncode == -signal.SIGINT
     assert claims(asb) == {}
+
+
+def test_cli_extend_claim_then_sandbox(asb):
+    asb.create_sandbox("plain2")
+    r = asb.post(claim_path(asb), {"apiVersion": f"{EXT}/v1beta1", "kind": "SandboxClaim",
+                                   "metadata": {"name": "c-cli"},
+                                   "spec": {"warmPoolRef": {"name": "nobody"}}})
+    assert r.status_code == 201, r.text
+    assert ok(asb, "extend", "c-cli", "--ttl", "10m", "--policy", "Delete") == \
+        "sandboxclaim.extensions.agents.x-k8s.io/c-cli extended by 600s\n"
+    assert ok(asb, "extend", "plain2", "--ttl", "90") == "sandbox.agents.x-k8s.io/plain2 extended by 90s\n"
+    now = time.mktime(time.gmtime())
+    lc = claims(asb)["c-cli"]["spec"]["lifecycle"]
+    assert lc["shutdownPolicy"] == "Delete"
+    assert 590 < time.mktime(time.strptime(lc["shutdownTime"], "%Y-%m-%dT%H:%M:%SZ")) - now < 700
+    s = asb.get(asb.path(CORE, "sandboxes", "default", "plain2")).json()
+    assert 80 < time.mktime(time.strptime(s["spec"]["shutdownTime"], "%Y-%m-%dT%H:%M:%SZ")) - now < 200
+    p = run(asb, "extend", "ghost", "--ttl", "1m")
+    assert p.returncode == 1 and "not found" in p.stderr
+    assert run(asb, "extend", "c-cli").returncode == 2
