@@ -144,6 +144,14 @@ def test_foreign_sandbox_with_the_claims_name(asb):
     ("sandboxtemplates", {"volumeClaimTemplatesPolicy": "x"}, "spec.volumeClaimTemplatesPolicy"),
     ("sandboxtemplates", {"networkPolicyManagement": "Self"}, "spec.networkPolicyManagement"),
     ("sandboxtemplates", {"networkPolicy": {"ingress": {}}}, "spec.networkPolicy.ingress"),
+    ("sandboxtemplates", {"networkPolicy": {"egress": [{"ports": [{"protocol": "ICMP"}]}]}},
+     "spec.networkPolicy.egress[0].ports[0].protocol"),
+    ("sandboxtemplates", {"networkPolicy": {"ingress": [{"ports": [{"port": 70000}]}]}},
+     "spec.networkPolicy.ingress[0].ports[0].port"),
+    ("sandboxtemplates", {"networkPolicy": {"egress": [{"to": [{"ipBlock": {"except": []}}]}]}},
+     "spec.networkPolicy.egress[0].to[0].ipBlock.cidr"),
+    ("sandboxtemplates", {"networkPolicy": {"ingress": [{"from": [{"podSelector": []}]}]}},
+     "spec.networkPolicy.ingress[0].from[0].podSelector"),
 ])
 def test_template_field_validation(asb, plural, body, field):
     t = template("v")
@@ -178,6 +186,17 @@ def test_claim_field_validation(asb, spec, field):
     r = asb.post(asb.path(EXT, "sandboxclaims"), c)
     assert r.status_code == 422, r.text
     assert any(x["field"] == field for x in r.json()["details"]["causes"]), r.text
+
+
+def test_valid_network_policy_is_stored(asb):
+    t = template("np")
+    t["spec"]["networkPolicy"] = {
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "x"}}}],
+                     "ports": [{"protocol": "TCP", "port": 8080}, {"port": "http"}]}],
+        "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}],
+                    "ports": [{"port": 1000, "endPort": 2000}]}]}
+    got = create(asb, EXT, "sandboxtemplates", t)
+    assert got["spec"]["networkPolicy"] == t["spec"]["networkPolicy"]
 
 
 def test_defaults(asb):
