@@ -33,9 +33,9 @@ typedef struct asb_claim_options {
                                     signal handler of asb_claims_cleanup_install() */
     int data_plane;              /* ASB_DATA_PLANE_LOCAL or ASB_DATA_PLANE_ROUTER */
     const char *router_url;      /* router mode: NULL means asb_client_router() */
-    int no_connect;              /* non-zero: do not open a data-plane handle (control plane only) */
+    int no_connect;              /* non-zero: no data-plane handle (control plane only) */
     const asb_sandbox_options *sandbox_options; /* for the handle; may be NULL */
-    const volatile int *cancel;  /* ends the wait with ASB_ECANCELLED (the claim is rolled back) */
+    const volatile int *cancel; /* ends the wait: ASB_ECANCELLED, the claim rolled back */
 } asb_claim_options;
 
 #define ASB_CLAIM_OPTIONS_VERSION 1

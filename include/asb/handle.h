@@ -28,8 +28,7 @@ typedef struct asb_handle_ops {
     int (*file_read)(char **out, size_t *out_len, void *impl, const char *path);
     int (*file_write)(void *impl, const char *path, unsigned int mode, const void *data,
                       size_t len);
-    int (*file_list)(asb_sandbox_file_entry **out, size_t *out_count, void *impl,
-                     const char *path);
+    int (*file_list)(asb_sandbox_file_entry **out, size_t *out_count, void *impl, const char *path);
     int (*file_exists)(int *out, void *impl, const char *path);
     int (*file_delete)(void *impl, const char *path, int recursive);
     void (*free)(void *impl); /* called by asb_handle_free(); may be NULL */

@@ -12,17 +12,18 @@
 
 static void claim_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb claim --pool POOL [--ttl DURATION] [--name NAME] [--timeout DURATION]\n\n"
-               "Claim a sandbox from the SandboxWarmPool POOL and print the sandbox name once it\n"
-               "is Ready (claim name and latency on stderr). Release it with `asb release CLAIM`.\n\n"
-               "Options:\n"
-               "  -p, --pool POOL          the SandboxWarmPool to claim from (required)\n"
-               "      --ttl DURATION       spec.lifecycle.shutdownTime = now + DURATION (30s, 1h)\n"
-               "      --policy POLICY      spec.lifecycle.shutdownPolicy with --ttl (Delete, "
-               "DeleteForeground, Retain)\n"
-               "      --name NAME          claim name (default: generated sandbox-claim-xxxxx)\n"
-               "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
-               "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f,
+            "Usage: asb claim --pool POOL [--ttl DURATION] [--name NAME] [--timeout DURATION]\n\n"
+            "Claim a sandbox from the SandboxWarmPool POOL and print the sandbox name once it\n"
+            "is Ready (claim name and latency on stderr). Release it with `asb release CLAIM`.\n\n"
+            "Options:\n"
+            "  -p, --pool POOL          the SandboxWarmPool to claim from (required)\n"
+            "      --ttl DURATION       spec.lifecycle.shutdownTime = now + DURATION (30s, 1h)\n"
+            "      --policy POLICY      spec.lifecycle.shutdownPolicy with --ttl (Delete, "
+            "DeleteForeground, Retain)\n"
+            "      --name NAME          claim name (default: generated sandbox-claim-xxxxx)\n"
+            "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
+            "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
 }
 
 int asb_claim_main(int argc, char **argv)
@@ -75,8 +76,8 @@ int asb_claim_main(int argc, char **argv)
         }
     }
     if (!pool || !*pool || optind != argc) {
-        fprintf(stderr, "error: %s\n", !pool || !*pool ? "--pool POOL is required"
-                                                       : "unexpected arguments");
+        fprintf(stderr, "error: %s\n",
+                !pool || !*pool ? "--pool POOL is required" : "unexpected arguments");
         claim_usage(stderr);
         return 2;
     }
@@ -114,10 +115,8 @@ out:
 
 int asb_release(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-                                         {"wait", no_argument, NULL, 'w'},
-                                         CLI_GLOBAL_LONG,
-                                         {0}};
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"wait", no_argument, NULL, 'w'}, CLI_GLOBAL_LONG, {0}};
     bool wait = false;
     int c;
     while ((c = getopt_long(argc, argv, "hw" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {

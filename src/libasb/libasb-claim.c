@@ -64,9 +64,9 @@ const char *asbi_claim_bound_sandbox(const json_t *claim)
         json_object_get(json_object_get(json_object_get(claim, "status"), "sandbox"), "name"));
     if (sn && *sn)
         return sn;
-    sn = json_string_value(json_object_get(
-        json_object_get(json_object_get(claim, "metadata"), "annotations"),
-        CLAIM_ANN_SANDBOX_NAME));
+    sn = json_string_value(
+        json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
+                        CLAIM_ANN_SANDBOX_NAME));
     return sn && *sn ? sn : NULL;
 }
 
@@ -94,7 +94,8 @@ int asbi_claim_check(const json_t *claim, char **ret_sandbox, char *last, size_t
     const char *st = json_string_value(json_object_get(c, "status"));
     const char *reason = json_string_value(json_object_get(c, "reason"));
     const char *msg = json_string_value(json_object_get(c, "message"));
-    const char *name = json_string_value(json_object_get(json_object_get(claim, "metadata"), "name"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(claim, "metadata"), "name"));
     if (last && c)
         snprintf(last, last_size, "Ready=%s %s: %s", st ? st : "?", reason ? reason : "",
                  msg ? msg : "");
@@ -189,10 +190,10 @@ static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_opti
     const asb_sandbox_options *so = o ? o->sandbox_options : NULL;
     int r;
     if (o && o->data_plane == ASB_DATA_PLANE_ROUTER)
-        r = o->router_url ? asb_sandbox_open_router(&cl->sandbox, o->router_url, client->token,
-                                                    cl->ns, cl->sandbox_name, so)
-                          : asb_sandbox_open_via_router(&cl->sandbox, client, cl->ns,
-                                                        cl->sandbox_name, so);
+        r = o->router_url
+                ? asb_sandbox_open_router(&cl->sandbox, o->router_url, client->token, cl->ns,
+                                          cl->sandbox_name, so)
+                : asb_sandbox_open_via_router(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
     else {
         r = asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
         if (r == ASB_ECONFLICT) {
@@ -234,9 +235,9 @@ static char *claim_manifest(const char *pool, const asb_claim_options *o)
             json_object_set_new(lc, "shutdownPolicy", json_string(o->shutdown_policy));
         json_object_set_new(spec, "lifecycle", lc);
     }
-    json_t *obj = json_pack("{s:s,s:s,s:o,s:o*}", "apiVersion",
-                            "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim",
-                            "metadata", md, "spec", spec);
+    json_t *obj =
+        json_pack("{s:s,s:s,s:o,s:o*}", "apiVersion", "extensions.agents.x-k8s.io/v1beta1", "kind",
+                  "SandboxClaim", "metadata", md, "spec", spec);
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     return s;
@@ -296,8 +297,8 @@ rollback:;
     int http = e ? e->http_status : 0;
     int d = asb_object_delete(NULL, client, "SandboxClaim", cl->ns, cl->name);
     if (d != ASB_OK && d != ASB_ENOTFOUND)
-        asbi_log(client, ASB_LOG_WARNING, "rolling back claim %s/%s failed; it is orphaned",
-                 cl->ns, cl->name);
+        asbi_log(client, ASB_LOG_WARNING, "rolling back claim %s/%s failed; it is orphaned", cl->ns,
+                 cl->name);
     if (cl->registered)
         asbi_claims_unregister(cl->ns, cl->name);
     asbi_error_set(r, http, reason, "%s", msg ? msg : asb_strerror(r));
@@ -373,8 +374,7 @@ ASB_PUBLIC asb_handle *asb_claim_handle(asb_claim *cl)
 }
 
 ASB_PUBLIC int asb_lifecycle_extend(asb_client *client, const char *kind, const char *ns,
-                                    const char *name, long ttl_seconds,
-                                    const char *shutdown_policy)
+                                    const char *name, long ttl_seconds, const char *shutdown_policy)
 {
     const asb_kind *k;
     if (!client || !kind || !name || !*name || ttl_seconds < 0)
@@ -391,8 +391,8 @@ ASB_PUBLIC int asb_lifecycle_extend(asb_client *client, const char *kind, const 
     json_t *lc = json_pack("{s:s}", "shutdownTime", when);
     if (lc && shutdown_policy)
         json_object_set_new(lc, "shutdownPolicy", json_string(shutdown_policy));
-    json_t *patch = is_claim ? json_pack("{s:{s:o}}", "spec", "lifecycle", lc)
-                             : json_pack("{s:o}", "spec", lc);
+    json_t *patch =
+        is_claim ? json_pack("{s:{s:o}}", "spec", "lifecycle", lc) : json_pack("{s:o}", "spec", lc);
     char *s = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (!s)

@@ -97,8 +97,7 @@ static int real_read(char **out, size_t *out_len, void *impl, const char *path)
 {
     return asb_sandbox_file_read_buffer(out, out_len, impl, path);
 }
-static int real_write(void *impl, const char *path, unsigned int mode, const void *data,
-                      size_t len)
+static int real_write(void *impl, const char *path, unsigned int mode, const void *data, size_t len)
 {
     return asb_sandbox_file_write_buffer(impl, path, mode, data, len);
 }
@@ -126,8 +125,13 @@ ASB_PUBLIC int asb_handle_from_sandbox(asb_handle **out, asb_sandbox *sandbox, i
             *out = NULL;
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_handle_from_sandbox: NULL sandbox");
     }
-    asb_handle_ops ops = {ASB_HANDLE_OPS_VERSION, real_execute, real_read, real_write,
-                          real_list, real_exists, real_delete,
+    asb_handle_ops ops = {ASB_HANDLE_OPS_VERSION,
+                          real_execute,
+                          real_read,
+                          real_write,
+                          real_list,
+                          real_exists,
+                          real_delete,
                           take_ownership ? real_free : NULL};
     return asb_handle_new(out, &ops, sandbox);
 }
@@ -241,8 +245,8 @@ static int fake_read(char **out, size_t *out_len, void *impl, const char *path)
     int dir = !ff && fake_is_dir(f, n);
     free(n);
     if (!ff)
-        return dir ? asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT",
-                                    "%s is a directory", path)
+        return dir ? asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT", "%s is a directory",
+                                    path)
                    : asbi_error_set(ASB_ENOTFOUND, 404, "NOT_FOUND", "%s: no such file", path);
     char *b = malloc(ff->len + 1);
     if (!b)
@@ -255,8 +259,7 @@ static int fake_read(char **out, size_t *out_len, void *impl, const char *path)
     return ASB_OK;
 }
 
-static int fake_write(void *impl, const char *path, unsigned int mode, const void *data,
-                      size_t len)
+static int fake_write(void *impl, const char *path, unsigned int mode, const void *data, size_t len)
 {
     fake *f = impl;
     char *n = fake_norm(path);
@@ -264,8 +267,7 @@ static int fake_write(void *impl, const char *path, unsigned int mode, const voi
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     if (!*n || fake_is_dir(f, n)) {
         free(n);
-        return asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT", "%s is a directory",
-                              path);
+        return asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT", "%s is a directory", path);
     }
     char *d = malloc(len ? len : 1);
     if (!d) {
@@ -302,8 +304,7 @@ static int entry_cmp(const void *a, const void *b)
                   ((const asb_sandbox_file_entry *)b)->name);
 }
 
-static int fake_list(asb_sandbox_file_entry **out, size_t *out_count, void *impl,
-                     const char *path)
+static int fake_list(asb_sandbox_file_entry **out, size_t *out_count, void *impl, const char *path)
 {
     fake *f = impl;
     char *n = fake_norm(path);
@@ -311,8 +312,7 @@ static int fake_list(asb_sandbox_file_entry **out, size_t *out_count, void *impl
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     int r = ASB_OK;
     if (fake_find(f, n))
-        r = asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT", "%s is not a directory",
-                           path);
+        r = asbi_error_set(ASB_EBADREQUEST, 400, "INVALID_ARGUMENT", "%s is not a directory", path);
     else if (!fake_is_dir(f, n))
         r = asbi_error_set(ASB_ENOTFOUND, 404, "NOT_FOUND", "%s: no such directory", path);
     if (r != ASB_OK) {
@@ -408,8 +408,7 @@ static void fake_free(void *impl)
     free(f);
 }
 
-ASB_PUBLIC int asb_handle_fake_new(asb_handle **out, asb_handle_fake_exec_cb exec_cb,
-                                   void *payload)
+ASB_PUBLIC int asb_handle_fake_new(asb_handle **out, asb_handle_fake_exec_cb exec_cb, void *payload)
 {
     if (!out)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_handle_fake_new: NULL out");
@@ -419,8 +418,14 @@ ASB_PUBLIC int asb_handle_fake_new(asb_handle **out, asb_handle_fake_exec_cb exe
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     f->exec_cb = exec_cb;
     f->payload = payload;
-    asb_handle_ops ops = {ASB_HANDLE_OPS_VERSION, fake_execute, fake_read, fake_write,
-                          fake_list, fake_exists, fake_delete, fake_free};
+    asb_handle_ops ops = {ASB_HANDLE_OPS_VERSION,
+                          fake_execute,
+                          fake_read,
+                          fake_write,
+                          fake_list,
+                          fake_exists,
+                          fake_delete,
+                          fake_free};
     int r = asb_handle_new(out, &ops, f);
     if (r != ASB_OK) {
         fake_free(f);

@@ -124,8 +124,8 @@ static void custom_free(void *impl)
 TEST(custom_ops_and_unsupported)
 {
     int state = 0;
-    asb_handle_ops ops = {.version = ASB_HANDLE_OPS_VERSION, .file_exists = custom_exists,
-                          .free = custom_free};
+    asb_handle_ops ops = {
+        .version = ASB_HANDLE_OPS_VERSION, .file_exists = custom_exists, .free = custom_free};
     asb_handle *h = NULL;
     CHECK_INT_EQ(asb_handle_new(&h, &ops, &state), ASB_OK);
     int ex = 0;
@@ -161,13 +161,13 @@ TEST(handle_over_a_sandbox_reports_its_errors)
 static json_t *claim(const char *status, const char *reason, const char *sandbox,
                      const char *annotation)
 {
-    json_t *c = json_pack("{s:{s:s,s:i,s:{}},s:{s:[]}}", "metadata", "name", "c1", "generation",
-                          1, "annotations", "status", "conditions");
+    json_t *c = json_pack("{s:{s:s,s:i,s:{}},s:{s:[]}}", "metadata", "name", "c1", "generation", 1,
+                          "annotations", "status", "conditions");
     if (status)
         json_array_append_new(json_object_get(json_object_get(c, "status"), "conditions"),
-                              json_pack("{s:s,s:s,s:s,s:s,s:i}", "type", "Ready", "status",
-                                        status, "reason", reason, "message", "msg",
-                                        "observedGeneration", 1));
+                              json_pack("{s:s,s:s,s:s,s:s,s:i}", "type", "Ready", "status", status,
+                                        "reason", reason, "message", "msg", "observedGeneration",
+                                        1));
     if (sandbox)
         json_object_set_new(json_object_get(c, "status"), "sandbox",
                             json_pack("{s:s}", "name", sandbox));
