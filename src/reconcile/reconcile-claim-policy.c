@@ -199,8 +199,11 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         json_t *cenv = json_object_get(c, "env");
         if (!json_is_array(cenv)) {
             cenv = json_array();
-            if (!cenv || json_object_set_new(c, "env", cenv) < 0)
+            if (!cenv || json_object_set_new(c, "env", cenv) < 0) {
+                *ret_reason = "ReconcilerError";
+                *ret_error = fmt_error("out of memory");
                 return -ENOMEM;
+            }
         }
         json_t *entry = json_pack("{s:s, s:s}", "name", name ? name : "", "value",
                                   json_string_value(json_object_get(e, "value")) ?: "");
