@@ -1,4 +1,4 @@
-/* Timing client for bench/bench-claims.py, on libasb (what an agent would use). Prints one
+/* Timing client for bench/bench-claim-exec.py, on libasb (what an agent would use). Prints one
  * latency in microseconds per line on stdout.
  *   claim-bench-client seq POOL N      N sequential claims: wait (untimed) until the pool has
  *                                      $BENCH_POOL_FULL (1) Ready members and $BENCH_SETTLE_MS
