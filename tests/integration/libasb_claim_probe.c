@@ -7,9 +7,13 @@
  *       n no_connect, r data plane through the router, t ttl 3600 s, e ttl 1 s, a auto_cleanup
  *   probe attach NAME TIMEOUT_MS FLAGS     same flags (t, a ignored)
  *   probe extend KIND NAME TTL             asb_lifecycle_extend
+ *   probe burst POOL N                     N threads, each with its own client, claim at once
+ *                                          (auto_cleanup, no_connect); prints `got SANDBOX`
+ *                                          lines, then closes every claim
  *   probe hold POOL                        claim with auto_cleanup + the signal handler, print
  *                                          the claim, then wait for a signal */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,66 @@ static void set_opts(asb_claim_options *o, const char *flags, const char *timeou
     o->auto_cleanup = strchr(flags, 'a') != NULL;
 }
 
+typedef struct burst_arg {
+    const char *pool;
+    pthread_barrier_t *barrier;
+    asb_claim *claim;
+    asb_client *client;
+    int r;
+} burst_arg;
+
+static void *burst_one(void *p)
+{
+    burst_arg *a = p;
+    a->r = asb_client_new(&a->client, NULL);
+    pthread_barrier_wait(a->barrier);
+    if (a->r == ASB_OK) {
+        asb_claim_options o = ASB_CLAIM_OPTIONS_INIT;
+        o.no_connect = 1;
+        o.auto_cleanup = 1;
+        o.ready_timeout_ms = 30000;
+        a->r = asb_claim_create(&a->claim, a->client, NULL, a->pool, &o);
+        if (a->r != ASB_OK)
+            fail("burst-create", a->r);
+    }
+    return NULL;
+}
+
+static int burst(const char *pool, int n)
+{
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, (unsigned)n);
+    burst_arg *a = calloc((size_t)n, sizeof(*a));
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        a[i].pool = pool;
+        a[i].barrier = &b;
+        pthread_create(&t[i], NULL, burst_one, &a[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++) {
+        if (a[i].r == ASB_OK)
+            printf("got %s\n", asb_claim_sandbox_name(a[i].claim));
+        else
+            failed++;
+    }
+    /* Half closed one by one, the rest by the cleanup registry. */
+    for (int i = 0; i < n / 2; i++)
+        if (a[i].claim && asb_claim_close(a[i].claim, a[i].client) != ASB_OK)
+            failed++;
+    printf("cleanup_failed %d\n", asb_claims_cleanup_run());
+    for (int i = n / 2; i < n; i++)
+        asb_claim_disconnect(a[i].claim); /* already deleted: frees only */
+    for (int i = 0; i < n; i++)
+        asb_client_free(a[i].client);
+    pthread_barrier_destroy(&b);
+    free(a);
+    free(t);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -94,6 +158,8 @@ int main(int argc, char **argv)
         r = asb_lifecycle_extend(c, argv[2], NULL, argv[3], atol(argv[4]), NULL);
         printf("extend %d\n", r);
         ret = r != ASB_OK ? fail("extend", r) : 0;
+    } else if (strcmp(argv[1], "burst") == 0 && argc == 4) {
+        ret = burst(argv[2], atoi(argv[3]));
     } else if (strcmp(argv[1], "hold") == 0) {
         if (asb_claims_cleanup_install() != ASB_OK)
             return fail("install", ASB_ERROR);

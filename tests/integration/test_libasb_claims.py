@@ -33,7 +33,8 @@ def probe(tmp_path_factory):
     san = ["-fsanitize=address,undefined"] if instrumented() else []
     subprocess.run(["cc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", *san,
                     os.path.join(HERE, "libasb_claim_probe.c"),
-                    *pkg_config("--cflags", "--libs"), f"-Wl,-rpath,{LIB}", "-o", out], check=True)
+                    *pkg_config("--cflags", "--libs"), "-lpthread", f"-Wl,-rpath,{LIB}", "-o", out],
+                   check=True)
     return out
 
 
@@ -234,6 +235,26 @@ def test_lifecycle_extend_claim_and_sandbox(probe, asb):
     assert "error extend -3" in p.stdout
     p = run_probe(probe, asb, "extend", "sandbox", "missing", "10", expect_ok=False)
     assert "error extend -4" in p.stdout
+
+
+def test_concurrent_claims_get_distinct_sandboxes(probe, asb, ctl):
+    """8 threads of one process (a client each) claim at once from a pool of 8: every claim gets
+    its own sandbox; half are closed, the rest deleted through the cleanup registry."""
+    r = asb.merge_patch(asb.path(EXT, "sandboxwarmpools", "default", "fake-pool"),
+                        {"spec": {"replicas": 8}})
+    assert r.status_code == 200, r.text
+    deadline = time.monotonic() + 20
+    while len(ready_members(asb)) < 8:
+        assert time.monotonic() < deadline, "pool of 8 not filled"
+        time.sleep(0.02)
+    p = run_probe(probe, asb, "burst", "fake-pool", "8", timeout=120)
+    got = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("got ")]
+    assert len(got) == 8 and len(set(got)) == 8, p.stdout
+    assert "cleanup_failed 0" in p.stdout
+    deadline = time.monotonic() + 10
+    while claims(asb):
+        assert time.monotonic() < deadline, claims(asb).keys()
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
