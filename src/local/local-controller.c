@@ -162,6 +162,7 @@ static int random_bytes(void *buf, size_t n)
 static int create_object(local_controller *c, const api_kind *k, json_t *obj)
 {
     json_t *md = json_object_get(obj, "metadata");
+    api_default(k, obj); /* CRD defaults, as the API server applies them on create */
     unsigned char b[16];
     int r = random_bytes(b, sizeof(b));
     if (r < 0)
