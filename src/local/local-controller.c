@@ -28,6 +28,10 @@ struct local_controller {
     bool started;
     usec_t grace;
     char **domains; /* NULL-terminated, or NULL */
+    /* An informer-style cache fed by the store's events: per kind (templates, pools, claims,
+     * sandboxes) "namespace/name" -> the object as last committed. Passes read it instead of
+     * listing and parsing every object; writes go to the store and come back as events. */
+    json_t *cache[4];
 };
 
 typedef struct pass {
@@ -162,6 +166,7 @@ static int random_bytes(void *buf, size_t n)
 static int create_object(local_controller *c, const api_kind *k, json_t *obj)
 {
     json_t *md = json_object_get(obj, "metadata");
+    api_default(k, obj); /* CRD defaults, as the API server applies them on create */
     unsigned char b[16];
     int r = random_bytes(b, sizeof(b));
     if (r < 0)
@@ -550,17 +555,79 @@ static void pass_free(pass *p)
     json_decref(p->sandboxes);
 }
 
-/* One level-triggered pass over everything. Returns the requeue delay (0 = none). */
+static int kind_index(const local_controller *c, const api_kind *k)
+{
+    return k == c->k_tpl ? 0 : k == c->k_pool ? 1 : k == c->k_claim ? 2 : k == c->k_sb ? 3 : -1;
+}
+
+static uint64_t obj_rv(const json_t *o)
+{
+    const char *rv = api_meta_string(o, "resourceVersion");
+    return rv ? strtoull(rv, NULL, 10) : 0;
+}
+
+static void cache_apply(local_controller *c, const store_event *e)
+{
+    int i = kind_index(c, e->kind);
+    if (i < 0)
+        return;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", api_meta_string(e->object, "namespace") ?: "",
+             api_meta_string(e->object, "name") ?: "");
+    json_t *cur = json_object_get(c->cache[i], key);
+    if (cur && obj_rv(cur) > e->rv)
+        return; /* a list taken after this event already has a newer state */
+    if (e->type == STORE_DELETED)
+        json_object_del(c->cache[i], key);
+    else
+        json_object_set(c->cache[i], key, e->object); /* shared, never modified */
+}
+
+/* Replaces the cache with fresh lists. */
+static int cache_reload(local_controller *c)
+{
+    const api_kind *kinds[4] = {c->k_tpl, c->k_pool, c->k_claim, c->k_sb};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *items = NULL, *map = json_object();
+        if (!map || relist(c, kinds[i], &items) < 0) {
+            json_decref(map);
+            return -ENOMEM;
+        }
+        size_t j;
+        json_t *o;
+        json_array_foreach(items, j, o) {
+            char key[512];
+            snprintf(key, sizeof(key), "%s/%s", api_meta_string(o, "namespace") ?: "",
+                     api_meta_string(o, "name") ?: "");
+            json_object_set(map, key, o);
+        }
+        json_decref(items);
+        json_decref(c->cache[i]);
+        c->cache[i] = map;
+    }
+    return 0;
+}
+
+static json_t *cache_items(const json_t *map)
+{
+    json_t *a = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach ((json_t *)map, k, v) json_array_append(a, v);
+    return a;
+}
+
+/* One level-triggered pass over everything, from the cache. Returns the requeue delay (0 =
+ * none). */
 static usec_t run_pass(local_controller *c)
 {
-    pass p = {0};
-    /* Owners are listed before the objects they own: a sandbox never looks orphaned because
-     * its owner was created after the owners' list. */
-    if (relist(c, c->k_tpl, &p.templates) < 0 || relist(c, c->k_pool, &p.pools) < 0 ||
-        relist(c, c->k_claim, &p.claims) < 0 || relist(c, c->k_sb, &p.sandboxes) < 0) {
+    pass p = {cache_items(c->cache[0]), cache_items(c->cache[1]), cache_items(c->cache[2]),
+              cache_items(c->cache[3]), 0};
+    if (!p.templates || !p.pools || !p.claims || !p.sandboxes) {
         pass_free(&p);
         return USEC_PER_SEC;
     }
+    /* Within a pass, after our own changes, sandboxes are read from the store again. */
     if (collect_garbage(c, &p))
         relist(c, c->k_sb, &p.sandboxes);
     reconcile_templates(c, &p);
@@ -572,16 +639,12 @@ static usec_t run_pass(local_controller *c)
     return rq;
 }
 
-static bool interesting(const local_controller *c, const store_event *e)
-{
-    return e->kind == c->k_sb || e->kind == c->k_tpl || e->kind == c->k_pool ||
-           e->kind == c->k_claim;
-}
-
 static void *controller_thread(void *arg)
 {
     local_controller *c = arg;
     uint64_t rv = local_store_current_rv(c->store);
+    while (cache_reload(c) < 0 && !local_store_is_shutdown(c->store))
+        usleep(100000);
     usec_t rq = run_pass(c);
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -591,11 +654,17 @@ static void *controller_thread(void *arg)
         if (n == -ESHUTDOWN)
             break;
         bool run = n == 0 || n == -ESTALE;
-        if (n == -ESTALE)
+        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= now + RESYNC_INTERVAL)) {
+            /* Fell behind the watch window, or a quiet resync: start from fresh lists. */
             rv = local_store_current_rv(c->store);
+            cache_reload(c);
+        }
         for (int i = 0; i < n; i++) {
             rv = MAX(rv, evs[i]->rv);
-            run |= interesting(c, evs[i]);
+            if (kind_index(c, evs[i]->kind) >= 0) {
+                cache_apply(c, evs[i]);
+                run = true;
+            }
         }
         if (n > 0)
             store_events_free(evs, (size_t)n);
@@ -677,6 +746,8 @@ local_controller *local_controller_stop(local_controller *c)
         pthread_join(c->thread, NULL);
     for (size_t i = 0; c->domains && c->domains[i]; i++)
         free(c->domains[i]);
+    for (size_t i = 0; i < 4; i++)
+        json_decref(c->cache[i]);
     free(c->domains);
     free(c);
     return NULL;
