@@ -2,7 +2,9 @@
 # `make demo`: the local control plane. Starts `asb serve` on a temporary state directory and a
 # free loopback port, creates a Sandbox from examples/sandbox-python.yaml (image `host`), waits for
 # Ready, runs Python code in it with `asb exec`, round-trips a file with `asb cp` and `asb ls`,
-# suspends and resumes it, deletes it, and stops the server. Sandboxes need root and runc: without
+# suspends and resumes it, deletes it; then a template and a warm pool of 2
+# (examples/warm-pool-python.yaml): a claim served warm with its latency, code run in it through
+# the claim name, the claim released and the pool refilled; and stops the server. Sandboxes need root and runc: without
 # them it says so and runs the standalone sandboxd demo (scripts/demo-sandboxd.sh) instead.
 # ASB_BIN (default build/bin) picks the binaries; ASB_SANDBOXD the sandboxd injected.
 set -euo pipefail
@@ -26,6 +28,7 @@ cleanup() {
   if [ -n "$server_pid" ]; then
     "$bin/asb" delete sandbox python-demo --ignore-not-found >/dev/null 2>&1
     "$bin/asb" wait --for=delete sandbox/python-demo --timeout 10s >/dev/null 2>&1
+    "$bin/asb" delete -f examples/warm-pool-python.yaml --ignore-not-found >/dev/null 2>&1
     kill "$server_pid" 2>/dev/null
     wait "$server_pid" 2>/dev/null
   fi
@@ -81,6 +84,32 @@ show exec python-demo -- cat notes/notes.txt
 
 show delete sandbox python-demo
 show wait --for=delete sandbox/python-demo --timeout 30s
+
+echo; echo "== Warm pool: a sandbox in milliseconds =="
+show apply -f examples/warm-pool-python.yaml
+# Wait until both pool members are Ready (the pool's READY column reaches 2).
+pool_ready() { "$bin/asb" get warmpool python-pool -o json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",{}).get("readyReplicas",0))'; }
+for _ in $(seq 600); do [ "$(pool_ready)" = 2 ] && break; sleep 0.05; done
+show get warmpools
+show get sandboxes
+echo; echo '$ sbx=$(asb claim --pool python-pool --ttl 10m)'
+sbx=$("$bin/asb" claim --pool python-pool --ttl 10m 2>"$work/claim.err")
+cat "$work/claim.err"
+claim=$(sed -n 's/^claim \([^ ]*\) ready.*/\1/p' "$work/claim.err")
+echo "sandbox: $sbx (claim $claim)"
+echo; echo "\$ asb exec $claim -- python3 -c \"...\""
+"$bin/asb" exec "$claim" -- python3 -c '
+import os, socket
+print("claimed sandbox", socket.gethostname(), "says:", os.environ["GREETING"])
+print("primes below 50:", [n for n in range(2, 50) if all(n % d for d in range(2, n))])'
+show get claims
+show release --wait "$claim"
+for _ in $(seq 600); do [ "$(pool_ready)" = 2 ] && break; sleep 0.05; done
+echo; echo "pool refilled:"
+show get warmpools
+show get sandboxes
+show delete -f examples/warm-pool-python.yaml
+
 kill "$server_pid"
 rc=0; wait "$server_pid" || rc=$?
 server_pid=

@@ -8,5 +8,7 @@
 #include "asb/manifest.h"
 #include "asb/client.h"
 #include "asb/sandbox.h"
+#include "asb/handle.h"
+#include "asb/claim.h"
 
 #endif

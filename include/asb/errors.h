@@ -31,6 +31,8 @@ typedef enum asb_error_code {
     ASB_ECONFIG = -17,      /* no server/token configured, state directory unreadable */
     ASB_EMANIFEST = -18,    /* a YAML/JSON manifest that cannot be parsed */
     ASB_EUNKNOWNKIND = -19, /* a kind name that is none of the four kinds */
+    ASB_ECLAIMFAILED = -20, /* a SandboxClaim ended in a terminal condition (reason says which:
+                               InvalidMetadata, ClaimExpired, ...) or was deleted while waiting */
 } asb_error_code;
 
 /* Details of the last error on this thread. */

@@ -58,10 +58,29 @@ ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_sock
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts);
 
+/* Opens a handle that reaches the sandbox `name` in ns (NULL: "default") through a router at
+ * router_url ("http://HOST:PORT"): file calls are REST requests to router_url with the headers
+ * X-Sandbox-ID, X-Sandbox-Namespace and X-Sandbox-Port: 8080, process calls gRPC over a TCP h2c
+ * connection with X-Sandbox-Port: 9090; token (may be NULL) is sent as a bearer token. No
+ * connection is made yet and the sandbox is not looked up. Returns ASB_OK, ASB_EINVAL (NULL
+ * argument, or a URL that is not plain http://) or ASB_ENOMEM. */
+ASB_PUBLIC int asb_sandbox_open_router(asb_sandbox **out, const char *router_url,
+                                       const char *token, const char *ns, const char *name,
+                                       const asb_sandbox_options *opts);
+
+/* The router URL for client: $ASB_ROUTER, else the first line of <state>/router (written by
+ * `asb serve`). *out is owned by the caller (asb_free). ASB_ECONFIG when neither exists. */
+ASB_PUBLIC int asb_client_router(char **out, asb_client *client);
+
+/* asb_sandbox_open_router() with the URL of asb_client_router() and the client's token. */
+ASB_PUBLIC int asb_sandbox_open_via_router(asb_sandbox **out, asb_client *client, const char *ns,
+                                           const char *name, const asb_sandbox_options *opts);
+
 /* Frees a handle. Accepts NULL. */
 ASB_PUBLIC void asb_sandbox_free(asb_sandbox *sandbox);
 
-/* The socket paths of a handle. Borrowed, valid while the handle lives. */
+/* The socket paths of a handle (NULL for a handle through a router). Borrowed, valid while the
+ * handle lives. */
 ASB_PUBLIC const char *asb_sandbox_rest_socket(const asb_sandbox *sandbox);
 ASB_PUBLIC const char *asb_sandbox_grpc_socket(const asb_sandbox *sandbox);
 

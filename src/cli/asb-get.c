@@ -103,6 +103,52 @@ static const json_t *path(const json_t *obj, const char *a, const char *b, const
     return v;
 }
 
+/* RFC3339 with optional fraction ("2026-01-02T03:04:05.123456789Z") -> seconds; -1 if not. */
+static double rfc3339_seconds(const char *ts)
+{
+    struct tm tm = {0};
+    const char *p = ts ? strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!p)
+        return -1;
+    double frac = 0, scale = 0.1;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+            frac += (*p - '0') * scale;
+    if (*p != 'Z')
+        return -1;
+    return (double)timegm(&tm) + frac;
+}
+
+static const char *annotation(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(path(obj, "metadata", "annotations", NULL), key));
+}
+
+/* A claim's latency: first Ready (claim-first-ready-at, else the Ready condition's transition)
+ * minus the first request (client-first-requested-at, else controller-first-observed-at, else
+ * creationTimestamp). "<none>" until Ready. Owned. */
+static char *claim_latency(const json_t *obj, const json_t *ready)
+{
+    double end = rfc3339_seconds(annotation(obj, "agents.x-k8s.io/claim-first-ready-at"));
+    const char *st = json_string_value(json_object_get(ready, "status"));
+    if (end < 0 && st && strcmp(st, "True") == 0)
+        end = rfc3339_seconds(json_string_value(json_object_get(ready, "lastTransitionTime")));
+    double start = rfc3339_seconds(annotation(obj, "agents.x-k8s.io/client-first-requested-at"));
+    if (start < 0)
+        start = rfc3339_seconds(annotation(obj, "agents.x-k8s.io/controller-first-observed-at"));
+    if (start < 0)
+        start = rfc3339_seconds(cli_meta(obj, "creationTimestamp"));
+    char *s = NULL;
+    double d = end - start;
+    if (end < 0 || start < 0 || d < 0)
+        return strdup("<none>");
+    if (d < 1 && asprintf(&s, "%.1fms", d * 1000) >= 0)
+        return s;
+    if (asprintf(&s, "%.2fs", d) >= 0)
+        return s;
+    return NULL;
+}
+
 #define MAX_COLS 10
 
 typedef struct table {
@@ -147,6 +193,18 @@ static void table_print(table *t)
     free(t->cells);
 }
 
+/* What a sandbox can reach. Until network policy is enforced locally a sandbox has a loopback
+ * interface only, whatever its template's networkPolicy says; a NetworkPolicyEnforced condition
+ * (when enforcement exists) says otherwise. */
+static char *network_cell(const json_t *obj)
+{
+    const json_t *c = condition(obj, "NetworkPolicyEnforced");
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (st && strcmp(st, "True") == 0)
+        return cell(json_object_get(c, "reason"));
+    return strdup("loopback-only");
+}
+
 /* Column headers and values per kind (upstream's additionalPrinterColumns, plus wide ones). */
 static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *obj, char *row[])
 {
@@ -160,12 +218,17 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
     const json_t *ready = hdr ? NULL : condition(obj, "Ready");
     if (strcmp(k->kind, "Sandbox") == 0 || strcmp(k->kind, "SandboxClaim") == 0) {
         COL("READY", cell(json_object_get(ready, "status")));
-        if (strcmp(k->kind, "SandboxClaim") == 0)
+        if (strcmp(k->kind, "SandboxClaim") == 0) {
             COL("SANDBOX", cell(path(obj, "status", "sandbox", "name")));
+            COL("LATENCY", claim_latency(obj, ready));
+        }
         COL("REASON", cell(json_object_get(ready, "reason")));
     } else if (strcmp(k->kind, "SandboxWarmPool") == 0) {
-        COL("READY", cell(path(obj, "status", "readyReplicas", NULL)));
-        COL("DESIRED", cell(path(obj, "spec", "replicas", NULL)));
+        const json_t *rr = path(obj, "status", "readyReplicas", NULL);
+        COL("READY", rr ? cell(rr) : strdup("0"));
+        const json_t *want = path(obj, "spec", "replicas", NULL);
+        COL("DESIRED", want ? cell(want) : strdup("1")); /* nil is 1 (§2.1) */
+        COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
     }
     age(buf, sizeof(buf), obj);
     COL("AGE", strdup(buf));
@@ -176,15 +239,19 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
         COL("SHUTDOWN-TIME", cell(path(obj, "spec", "shutdownTime", NULL)));
         const json_t *ip = json_array_get(path(obj, "status", "podIPs", NULL), 0);
         COL("IP", cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip));
+        COL("NETWORK", network_cell(obj));
     } else if (strcmp(k->kind, "SandboxClaim") == 0) {
         COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
         COL("WARMPOOL", cell(path(obj, "spec", "warmPoolRef", "name")));
     } else if (strcmp(k->kind, "SandboxWarmPool") == 0) {
-        COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
+        COL("REPLICAS", cell(path(obj, "status", "replicas", NULL)));
+        COL("STRATEGY", cell(path(obj, "spec", "updateStrategy", "type")));
     } else {
         json_t *cs =
             json_object_get((json_t *)path(obj, "spec", "podTemplate", "spec"), "containers");
         COL("IMAGE", cell(json_object_get(json_array_get(cs, 0), "image")));
+        if (strcmp(k->kind, "SandboxTemplate") == 0)
+            COL("NETWORK", network_cell(obj));
     }
 #undef COL
     return n;

@@ -1,5 +1,6 @@
 /* Name resolution shared by the sandbox verbs: a Sandbox of that name, else a SandboxClaim of that
- * name whose status.sandbox.name names the sandbox (DESIGN.md, Decisions: CLI). */
+ * name whose status.sandbox.name (or agents.x-k8s.io/sandbox-name annotation) names the sandbox
+ * (DESIGN.md, Decisions: CLI). */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -47,6 +48,10 @@ int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_
         asb_free(claim);
         const char *sn = json_string_value(
             json_object_get(json_object_get(json_object_get(cj, "status"), "sandbox"), "name"));
+        if (!sn || !*sn) /* adopted, status not written yet: the adoption annotation (§2.8) */
+            sn = json_string_value(
+                json_object_get(json_object_get(json_object_get(cj, "metadata"), "annotations"),
+                                "agents.x-k8s.io/sandbox-name"));
         if (!sn || !*sn) {
             fprintf(stderr, "error: sandbox claim \"%s\" has no sandbox yet (status.sandbox.name is "
                             "empty)\n",

@@ -18,6 +18,7 @@
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
+#include "local/local-controller.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
 #include "router/router.h"
@@ -341,6 +342,24 @@ int asb_serve(int argc, char **argv)
             return 1;
         }
     }
+    /* Templates, warm pools, claims and owner garbage collection. */
+    local_controller *ctl = NULL;
+    const char *cc = getenv("ASB_CLAIM_CONTROLLER");
+    bool controller_on = !cc || strcmp(cc, "off") != 0;
+    local_controller_options co = {
+        .store = store,
+        .readiness_grace = env_duration("ASB_WARM_POOL_READINESS_GRACE", 0),
+        .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
+    };
+    r = controller_on ? local_controller_start(&co, &ctl) : 0;
+    if (r < 0) {
+        fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
+        local_store_shutdown(store);
+        local_reconciler_stop(rec);
+        local_apiserver_stop(srv);
+        local_store_free(store);
+        return 1;
+    }
     /* The data-plane router: sandboxes resolved through this API, resumed on demand. */
     router *rt = NULL;
     _cleanup_free_ char *router_url = NULL;
@@ -375,6 +394,7 @@ int asb_serve(int argc, char **argv)
                 res->free(res);
             router_stop(rt);
             local_store_shutdown(store);
+            local_controller_stop(ctl);
             local_reconciler_stop(rec);
             local_apiserver_stop(srv);
             local_store_free(store);
@@ -392,6 +412,7 @@ int asb_serve(int argc, char **argv)
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     router_stop(rt);
     local_store_shutdown(store);
+    local_controller_stop(ctl);
     local_reconciler_stop(rec);
     local_apiserver_stop(srv);
     local_store_free(store);

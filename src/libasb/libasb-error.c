@@ -32,6 +32,7 @@ static const struct {
     {ASB_ECONFIG, "no server configured"},
     {ASB_EMANIFEST, "bad manifest"},
     {ASB_EUNKNOWNKIND, "unknown kind"},
+    {ASB_ECLAIMFAILED, "claim failed"},
 };
 
 ASB_PUBLIC const char *asb_strerror(int code)

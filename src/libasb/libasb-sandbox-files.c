@@ -122,15 +122,37 @@ static int error_from_curl(const asb_sandbox *s, CURLcode rc, const char *errbuf
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to sandboxd at %s timed out: %s",
-                              s->rest_socket, detail);
+                              s->router_url ? s->router_url : s->rest_socket, detail);
     case CURLE_ABORTED_BY_CALLBACK:
         return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled by the source callback");
     case CURLE_OUT_OF_MEMORY:
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     default:
         return asbi_error_set(ASB_ECONNECT, 0, NULL, "the connection to sandboxd at %s failed: %s",
-                              s->rest_socket, detail);
+                              s->router_url ? s->router_url : s->rest_socket, detail);
     }
+}
+
+/* The router's routing headers (REST port 8080) and the bearer token. */
+static int router_headers(const asb_sandbox *s, struct curl_slist **h)
+{
+    const char *fmt[] = {"X-Sandbox-ID: %s", "X-Sandbox-Namespace: %s", "X-Sandbox-Port: 8080",
+                         "Authorization: Bearer %s"};
+    const char *val[] = {s->sandbox_id, s->sandbox_ns, "", s->token};
+    for (size_t i = 0; i < 4; i++) {
+        if (i == 3 && (!s->token || !*s->token))
+            break;
+        char *line = NULL;
+        struct curl_slist *tmp;
+        if (asprintf(&line, fmt[i], val[i]) < 0)
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        tmp = curl_slist_append(*h, line);
+        free(line);
+        if (!tmp)
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        *h = tmp;
+    }
+    return ASB_OK;
 }
 
 /* One attempt. Returns ASB_OK with t->status set (any status), or an error (set). */
@@ -144,8 +166,8 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
     if (!c)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     t->curl = c;
-    if (asprintf(&url, "http://localhost%s%s%s", req->path, req->query ? "?" : "",
-                 req->query ? req->query : "") < 0) {
+    if (asprintf(&url, "%s%s%s%s", s->router_url ? s->router_url : "http://localhost", req->path,
+                 req->query ? "?" : "", req->query ? req->query : "") < 0) {
         url = NULL;
         ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto out;
@@ -156,8 +178,11 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
         ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto out;
     }
+    if (s->router_url && (ret = router_headers(s, &h)) != ASB_OK)
+        goto out;
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, s->rest_socket);
+    if (!s->router_url)
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, s->rest_socket);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);

@@ -3,6 +3,9 @@
  * are honoured within ~100 ms. Calls on different threads share nothing. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <stdio.h>
@@ -138,6 +141,42 @@ static int connect_unix(const char *path)
     return fd;
 }
 
+/* TCP connection to the router (blocking connect bounded by the kernel's timeout, then
+ * non-blocking like the unix socket). */
+static int connect_tcp(const char *host, const char *port)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int e = getaddrinfo(host, port, &hints, &res);
+    if (e != 0)
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "cannot resolve router host %s: %s", host,
+                              gai_strerror(e));
+    int fd = -1, err = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "the connection to the router at %s:%s failed: %s",
+                              host, port, strerror(err));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+        e = errno;
+        close(fd);
+        return asbi_error_set(ASB_ECONNECT, 0, NULL, "fcntl: %s", strerror(e));
+    }
+    return fd;
+}
+
 #define NV(n, v)                                                                                   \
     {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
 
@@ -198,7 +237,7 @@ static int run(nghttp2_session *s, call *c, long deadline, const volatile int *c
     return ASB_OK;
 }
 
-int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *req, size_t req_len,
+int asbi_grpc_call(const asb_sandbox *sbx, const char *method, const uint8_t *req, size_t req_len,
                    long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload)
 {
     call c = {.fd = -1, .grpc_status = -1, .cb = cb, .payload = payload};
@@ -218,7 +257,10 @@ int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *r
     if (req_len)
         memcpy(c.body + 5, req, req_len);
     long deadline = timeout_ms > 0 ? now_ms() + timeout_ms + DEADLINE_GRACE_MS : 0;
-    if ((c.fd = connect_unix(socket_path)) < 0) {
+    const char *socket_path = sbx->router_url ? sbx->router_url : sbx->grpc_socket;
+    c.fd = sbx->router_url ? connect_tcp(sbx->router_host, sbx->router_port)
+                           : connect_unix(sbx->grpc_socket);
+    if (c.fd < 0) {
         ret = c.fd;
         goto out;
     }
@@ -238,16 +280,30 @@ int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *r
                                          {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
     nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, 2);
     nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, 4 << 20);
-    char tmo[32];
+    char tmo[32], authority[300], auth[4096];
     snprintf(tmo, sizeof(tmo), "%ldm", timeout_ms > 0 ? timeout_ms : 0);
-    nghttp2_nv hdrs[] = {
+    nghttp2_nv hdrs[16] = {
         NV(":method", "POST"),          NV(":scheme", "http"),
         NV(":path", method),            NV(":authority", "localhost"),
         NV("content-type", "application/grpc"), NV("te", "trailers"),
-        NV("user-agent", "libasb/" ASB_VERSION), NV("grpc-timeout", tmo),
+        NV("user-agent", "libasb/" ASB_VERSION),
     };
+    size_t nh = 7;
+    if (timeout_ms > 0)
+        hdrs[nh++] = (nghttp2_nv)NV("grpc-timeout", tmo);
+    if (sbx->router_url) {
+        snprintf(authority, sizeof(authority), "%s:%s", sbx->router_host, sbx->router_port);
+        hdrs[3] = (nghttp2_nv)NV(":authority", authority);
+        hdrs[nh++] = (nghttp2_nv)NV("x-sandbox-id", sbx->sandbox_id);
+        hdrs[nh++] = (nghttp2_nv)NV("x-sandbox-namespace", sbx->sandbox_ns);
+        hdrs[nh++] = (nghttp2_nv)NV("x-sandbox-port", "9090");
+        if (sbx->token && *sbx->token) {
+            snprintf(auth, sizeof(auth), "Bearer %s", sbx->token);
+            hdrs[nh++] = (nghttp2_nv)NV("authorization", auth);
+        }
+    }
     nghttp2_data_provider prd = {.read_callback = on_body};
-    c.stream_id = nghttp2_submit_request(s, NULL, hdrs, timeout_ms > 0 ? 8 : 7, &prd, &c);
+    c.stream_id = nghttp2_submit_request(s, NULL, hdrs, nh, &prd, &c);
     if (c.stream_id < 0) {
         ret = asbi_error_set(ASB_ERROR, 0, NULL, "nghttp2_submit_request: %s",
                              nghttp2_strerror(c.stream_id));

@@ -8,7 +8,11 @@
 #include "asb/sandbox.h"
 
 struct asb_sandbox {
-    char *rest_socket, *grpc_socket;
+    char *rest_socket, *grpc_socket; /* local mode (NULL through the router) */
+    /* router mode: base URL "http://host:port" (no trailing slash), its host and port for the
+     * gRPC h2c connection, the X-Sandbox-ID / X-Sandbox-Namespace values and the bearer token */
+    char *router_url, *router_host, *router_port;
+    char *sandbox_id, *sandbox_ns, *token;
     long timeout_ms, connect_timeout_ms;
     int max_attempts;
     long retry_delay_ms;
@@ -50,9 +54,14 @@ int asbi_grpc_reader_feed(asbi_grpc_reader *r, const uint8_t *data, size_t len,
                           asbi_grpc_msg_cb cb, void *payload);
 void asbi_grpc_reader_done(asbi_grpc_reader *r);
 
-/* One gRPC call on a fresh connection to a unix socket: sends one request message (unframed
+/* Splits "http://HOST:PORT[/]" (HOST may be [v6]) into host and port (default 80), both owned
+ * by the caller. Other schemes and malformed URLs give ASB_EINVAL. */
+int asbi_router_url_split(const char *url, char **ret_host, char **ret_port);
+
+/* One gRPC call on a fresh connection to the sandbox's gRPC unix socket, or to the router over
+ * TCP (h2c prior knowledge, X-Sandbox-* headers) in router mode: sends one request message (unframed
  * protobuf bytes), delivers every response message to cb, and maps the final status. Returns
  * ASB_OK, cb's non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT,
  * ASB_ECONNECT, ASB_EPROTOCOL or the mapped gRPC status (error set). */
-int asbi_grpc_call(const char *socket_path, const char *method, const uint8_t *req, size_t req_len,
+int asbi_grpc_call(const asb_sandbox *s, const char *method, const uint8_t *req, size_t req_len,
                    long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload);

@@ -82,7 +82,7 @@ static int call_packed(asb_sandbox *s, const char *method, const ProtobufCMessag
     if (!buf)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     protobuf_c_message_pack(msg, buf);
-    int r = asbi_grpc_call(s->grpc_socket, method, buf, n, timeout_ms, cancel, cb, payload);
+    int r = asbi_grpc_call(s, method, buf, n, timeout_ms, cancel, cb, payload);
     free(buf);
     return r;
 }

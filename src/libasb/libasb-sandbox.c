@@ -15,13 +15,9 @@
 #define MAX_RETRY_DELAY_MS 8000
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 
-ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_socket,
-                                        const char *grpc_socket, const asb_sandbox_options *opts)
+/* Validates opts and allocates a handle with the tuning fields set. */
+static int sandbox_alloc(asb_sandbox **ret, const asb_sandbox_options *opts)
 {
-    if (!out || !rest_socket || !*rest_socket || !grpc_socket || !*grpc_socket)
-        return asbi_error_set(ASB_EINVAL, 0, NULL,
-                              "asb_sandbox_open_sockets: NULL out or empty socket path");
-    *out = NULL;
     if (opts && (opts->version == 0 || opts->version > ASB_SANDBOX_OPTIONS_VERSION))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_options: unknown version %u",
                               opts->version);
@@ -34,20 +30,159 @@ ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_sock
     asb_sandbox *s = calloc(1, sizeof(*s));
     if (!s)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    s->rest_socket = strdup(rest_socket);
-    s->grpc_socket = strdup(grpc_socket);
-    if (!s->rest_socket || !s->grpc_socket) {
-        asb_sandbox_free(s);
-        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    }
     s->timeout_ms = opts ? opts->timeout_ms : 0;
     s->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                                  : DEFAULT_CONNECT_TIMEOUT_MS;
     s->max_attempts = opts && opts->max_attempts > 0 ? opts->max_attempts : DEFAULT_MAX_ATTEMPTS;
     s->retry_delay_ms =
         opts && opts->retry_delay_ms > 0 ? opts->retry_delay_ms : DEFAULT_RETRY_DELAY_MS;
+    *ret = s;
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_socket,
+                                        const char *grpc_socket, const asb_sandbox_options *opts)
+{
+    if (!out || !rest_socket || !*rest_socket || !grpc_socket || !*grpc_socket)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_sockets: NULL out or empty socket path");
+    *out = NULL;
+    asb_sandbox *s = NULL;
+    int r = sandbox_alloc(&s, opts);
+    if (r != ASB_OK)
+        return r;
+    s->rest_socket = strdup(rest_socket);
+    s->grpc_socket = strdup(grpc_socket);
+    if (!s->rest_socket || !s->grpc_socket) {
+        asb_sandbox_free(s);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
     *out = s;
     return ASB_OK;
+}
+
+int asbi_router_url_split(const char *url, char **ret_host, char **ret_port)
+{
+    *ret_host = *ret_port = NULL;
+    if (!url || strncmp(url, "http://", 7) != 0)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "router URL \"%s\" is not http://HOST:PORT (gRPC needs h2c)",
+                              url ? url : "");
+    const char *h = url + 7, *end = h + strcspn(h, "/?#"), *colon;
+    const char *hs = h, *he;
+    if (*h == '[') {
+        he = memchr(h, ']', (size_t)(end - h));
+        if (!he)
+            return asbi_error_set(ASB_EINVAL, 0, NULL, "router URL \"%s\": bad IPv6 host", url);
+        hs = h + 1;
+        colon = he + 1 < end && he[1] == ':' ? he + 1 : NULL;
+    } else {
+        colon = memchr(h, ':', (size_t)(end - h));
+        he = colon ? colon : end;
+    }
+    if (he == hs || (colon && colon + 1 == end) || (*end && strcmp(end, "/") != 0))
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "router URL \"%s\" is not http://HOST[:PORT]", url);
+    *ret_host = strndup(hs, (size_t)(he - hs));
+    *ret_port = colon ? strndup(colon + 1, (size_t)(end - colon - 1)) : strdup("80");
+    if (!*ret_host || !*ret_port) {
+        free(*ret_host);
+        free(*ret_port);
+        *ret_host = *ret_port = NULL;
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    for (const char *p = *ret_port; *p; p++)
+        if (*p < '0' || *p > '9') {
+            free(*ret_host);
+            free(*ret_port);
+            *ret_host = *ret_port = NULL;
+            return asbi_error_set(ASB_EINVAL, 0, NULL, "router URL \"%s\": bad port", url);
+        }
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_sandbox_open_router(asb_sandbox **out, const char *router_url,
+                                       const char *token, const char *ns, const char *name,
+                                       const asb_sandbox_options *opts)
+{
+    if (!out || !router_url || !name || !*name)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_router: NULL out, router URL or name");
+    *out = NULL;
+    asb_sandbox *s = NULL;
+    int r = sandbox_alloc(&s, opts);
+    if (r != ASB_OK)
+        return r;
+    r = asbi_router_url_split(router_url, &s->router_host, &s->router_port);
+    if (r != ASB_OK) {
+        asb_sandbox_free(s);
+        return r;
+    }
+    size_t n = strlen(router_url);
+    while (n > 0 && router_url[n - 1] == '/')
+        n--;
+    s->router_url = strndup(router_url, n);
+    s->sandbox_id = strdup(name);
+    s->sandbox_ns = strdup(ns && *ns ? ns : "default");
+    s->token = token ? strdup(token) : NULL;
+    if (!s->router_url || !s->sandbox_id || !s->sandbox_ns || (token && !s->token)) {
+        asb_sandbox_free(s);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    *out = s;
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_client_router(char **out, asb_client *client)
+{
+    if (!out || !client)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_client_router: NULL out or client");
+    *out = NULL;
+    const char *env = getenv("ASB_ROUTER");
+    if (env && *env) {
+        if (!(*out = strdup(env)))
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        return ASB_OK;
+    }
+    char *path = NULL;
+    if (!client->state_dir || asprintf(&path, "%s/router", client->state_dir) < 0)
+        return asbi_error_set(ASB_ECONFIG, 0, NULL,
+                              "no router URL: $ASB_ROUTER is unset and there is no state directory");
+    FILE *f = fopen(path, "re");
+    char line[1024];
+    if (!f || !fgets(line, sizeof(line), f)) {
+        if (f)
+            fclose(f);
+        int r = asbi_error_set(ASB_ECONFIG, 0, NULL,
+                               "no router URL: $ASB_ROUTER is unset and %s is missing or empty "
+                               "(is `asb serve` running with its router?)",
+                               path);
+        free(path);
+        return r;
+    }
+    fclose(f);
+    free(path);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!*line)
+        return asbi_error_set(ASB_ECONFIG, 0, NULL, "empty router URL in the state directory");
+    if (!(*out = strdup(line)))
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    return ASB_OK;
+}
+
+ASB_PUBLIC int asb_sandbox_open_via_router(asb_sandbox **out, asb_client *client, const char *ns,
+                                           const char *name, const asb_sandbox_options *opts)
+{
+    if (!out || !client || !name || !*name)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_via_router: NULL out, client or name");
+    *out = NULL;
+    char *url = NULL;
+    int r = asb_client_router(&url, client);
+    if (r == ASB_OK)
+        r = asb_sandbox_open_router(out, url, client->token, ns, name, opts);
+    free(url);
+    return r;
 }
 
 int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret_rest,
@@ -113,6 +248,12 @@ ASB_PUBLIC void asb_sandbox_free(asb_sandbox *s)
         return;
     free(s->rest_socket);
     free(s->grpc_socket);
+    free(s->router_url);
+    free(s->router_host);
+    free(s->router_port);
+    free(s->sandbox_id);
+    free(s->sandbox_ns);
+    free(s->token);
     free(s);
 }
 
@@ -214,6 +355,8 @@ int asbi_sandbox_error_from_rest(int http_status, const char *body, size_t len)
     json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
     const char *name = json_string_value(json_object_get(j, "code"));
     const char *message = json_string_value(json_object_get(j, "message"));
+    if (!message) /* the router's (and upstream's) {"detail": ...} */
+        message = json_string_value(json_object_get(j, "detail"));
     int code = asbi_sandbox_code_from_name(name, http_status);
     if (code == ASB_OK)
         code = ASB_EPROTOCOL;

@@ -1,5 +1,5 @@
 """`make demo` (scripts/demo.sh) end to end: asb serve, a host-image Sandbox, exec/cp/ls,
-suspend/resume, cleanup. Without root it falls back to the sandboxd demo (tested too)."""
+suspend/resume, then a warm pool: claim, exec through the claim name, release, refill; cleanup. Without root it falls back to the sandboxd demo (tested too)."""
 import os
 import subprocess
 
@@ -28,6 +28,12 @@ def test_demo_script():
     assert "1267650600228229401496703205376" in p.stdout
     assert "round trip: LINE ONE LINE TWO" in p.stdout
     assert "exit code: 3" in p.stdout
+    # The warm pool part: a claim served from the pool, code run in it, released, refilled.
+    assert "claimed sandbox python-pool-" in p.stdout and "says: hello from a warm sandbox" in p.stdout
+    assert "primes below 50: [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47]" in p.stdout
+    assert " ready in " in p.stdout and "released" in p.stdout
+    refilled = p.stdout.split("pool refilled:")[1]
+    assert "python-pool   2       2" in refilled, out
     assert "demo finished" in p.stdout
     state = [line.split("state in ")[1].rstrip(")") for line in p.stdout.splitlines() if "state in " in line]
     assert state and not os.path.exists(state[0])

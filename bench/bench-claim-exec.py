@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""Warm pools end to end (bench-claims.py has the controller side: claim -> Ready): claim -> first
+Execute result, measured with libasb (bench/claim-bench-client.c:
+asb_claim_create, which watches the claim until Ready, then Execute(`true`) over the sandbox's
+gRPC socket), for BENCH_CLAIMS (200) sequential claims with the pool kept warm and a burst of
+BENCH_BURST (50) concurrent claims against a pool of that size; the pool's refill rate in
+sandboxes/s after the burst; and, as the baseline in the same run, a cold Sandbox create ->
+Ready -> first Execute result (BENCH_COLD, 10). Between sequential claims (untimed) the pool is
+full again and BENCH_SETTLE_MS (300) pass, so the server is not busy with the last refill's and
+deletion's runc calls. With a router in `asb serve`, a quarter of the sequential claims is
+repeated with the data plane through it. Needs root and runc."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
+RUNC = shutil.which("runc") or "/usr/sbin/runc"
+N_SEQ = int(os.environ.get("BENCH_CLAIMS", "200"))
+N_BURST = int(os.environ.get("BENCH_BURST", "50"))
+N_COLD = int(os.environ.get("BENCH_COLD", "10"))
+SEQ_POOL = int(os.environ.get("BENCH_SEQ_POOL", "5"))
+EXT = "extensions.agents.x-k8s.io"
+CLIENT = os.path.join(BUILD, "bench", "claim-bench-client")
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def build_client():
+    os.makedirs(os.path.dirname(CLIENT), exist_ok=True)
+    lib = os.path.join(BUILD, "lib")
+    env = {**os.environ, "PKG_CONFIG_PATH": os.path.join(lib, "pkgconfig")}
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libasb"], capture_output=True,
+                           text=True, env=env, check=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+                    os.path.join(ROOT, "bench", "claim-bench-client.c"), *flags, "-ljansson",
+                    "-lpthread", f"-Wl,-rpath,{lib}", "-o", CLIENT], check=True)
+
+
+def start_server(state):
+    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
+           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
+    log = open(os.path.join(state, "serve.log"), "wb")
+    proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    for _ in range(1000):
+        if os.path.exists(os.path.join(state, "server")):
+            break
+        time.sleep(0.01)
+    url = open(os.path.join(state, "server")).read().strip()
+    s = requests.Session()
+    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
+    for _ in range(500):
+        try:
+            if s.get(url + "/version", timeout=2).status_code == 200:
+                break
+        except requests.RequestException:
+            time.sleep(0.01)
+    return proc, url, s
+
+
+def post(s, url, plural, body):
+    r = s.post(f"{url}/apis/{EXT}/v1beta1/namespaces/default/{plural}", json=body, timeout=30)
+    r.raise_for_status()
+
+
+def make_pool(s, url, name, replicas):
+    post(s, url, "sandboxwarmpools", {
+        "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxWarmPool", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "bench"}}})
+
+
+def ready_replicas(s, url, name):
+    r = s.get(f"{url}/apis/{EXT}/v1beta1/namespaces/default/sandboxwarmpools/{name}", timeout=30)
+    r.raise_for_status()
+    return (r.json().get("status") or {}).get("readyReplicas") or 0
+
+
+def wait_full(s, url, name, n, timeout=600):
+    t0 = time.perf_counter()
+    while ready_replicas(s, url, name) < n:
+        if time.perf_counter() - t0 > timeout:
+            raise RuntimeError(f"pool {name} not full after {timeout}s")
+        time.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+def client(state, *args, **extra_env):
+    env = {**os.environ, "ASB_STATE_DIR": state, **extra_env}
+    env.pop("ASB_SERVER", None)
+    env.pop("ASB_TOKEN", None)
+    out = subprocess.run([CLIENT, *map(str, args)], capture_output=True, text=True, env=env,
+                         timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
+    return [line.split() for line in out.stdout.splitlines()]
+
+
+def main():
+    if os.geteuid() != 0 or not os.path.exists(RUNC):
+        print("bench-claims: skipped (needs root and runc)")
+        return 0
+    build_client()
+    state = tempfile.mkdtemp(prefix="asb-bc-", dir="/tmp")
+    proc = None
+    rows = []
+    try:
+        proc, url, s = start_server(state)
+        post(s, url, "sandboxtemplates", {
+            "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxTemplate", "metadata": {"name": "bench"},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
+        cold = [int(l[0]) / 1000 for l in client(state, "cold", N_COLD)]
+        rows.append(("cold Sandbox create -> first Execute (baseline)", len(cold), pct(cold, 50), pct(cold, 99)))
+
+        make_pool(s, url, "seq", SEQ_POOL)
+        wait_full(s, url, "seq", SEQ_POOL)
+        # Kept warm: before each claim (untimed) the pool is full again and the server has had
+        # BENCH_SETTLE_MS to finish the refill, so each claim meets a warm pool, not a refill.
+        seq = [int(l[0]) / 1000 for l in client(state, "seq", "seq", N_SEQ, BENCH_POOL_FULL=str(SEQ_POOL),
+                                                BENCH_SETTLE_MS=os.environ.get("BENCH_SETTLE_MS", "300"))]
+        rows.append((f"warm claim -> first Execute, {N_SEQ} sequential", len(seq), pct(seq, 50), pct(seq, 99)))
+        if os.path.exists(os.path.join(state, "router")):
+            n = max(1, N_SEQ // 4)
+            via = [int(l[0]) / 1000 for l in client(
+                state, "seq", "seq", n, BENCH_POOL_FULL=str(SEQ_POOL), BENCH_ROUTER="1",
+                BENCH_SETTLE_MS=os.environ.get("BENCH_SETTLE_MS", "300"))]
+            rows.append((f"  the same through the router, {n} sequential", len(via), pct(via, 50), pct(via, 99)))
+        s.delete(f"{url}/apis/{EXT}/v1beta1/namespaces/default/sandboxwarmpools/seq", timeout=30)
+
+        make_pool(s, url, "burst", N_BURST)
+        fill = wait_full(s, url, "burst", N_BURST)
+        out = client(state, "burst", "burst", N_BURST)
+        burst = [int(l[0]) / 1000 for l in out]
+        names = {l[1] for l in out}
+        rows.append((f"warm claim -> first Execute, burst of {N_BURST}", len(burst), pct(burst, 50), pct(burst, 99)))
+        assert len(names) == N_BURST, f"{N_BURST} claims got {len(names)} distinct sandboxes"
+        print(f"burst: {N_BURST} claims got {len(names)} distinct sandboxes")
+        refill = wait_full(s, url, "burst", N_BURST)
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=60)
+        ids = subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "list", "-q"],
+                             capture_output=True, text=True).stdout.split()
+        for i in ids:
+            subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", i],
+                           capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
+    print(f"{'measurement':<52} {'n':>5} {'p50 ms':>9} {'p99 ms':>9}")
+    for name, n, p50, p99 in rows:
+        print(f"{name:<52} {n:>5} {p50:>9.2f} {p99:>9.2f}")
+    print(f"{'pool fill from empty, ' + str(N_BURST) + ' sandboxes':<52} {N_BURST:>5} "
+          f"{N_BURST / fill:>9.1f} sandboxes/s ({fill:.2f} s)")
+    print(f"{'pool refill after the burst':<52} {N_BURST:>5} "
+          f"{N_BURST / refill:>9.1f} sandboxes/s ({refill:.2f} s)")
+    seq_p50 = rows[1][2]
+    print(f"warm claim p50 {seq_p50:.2f} ms vs cold {rows[0][2]:.2f} ms "
+          f"({rows[0][2] / seq_p50:.1f}x faster; target: under 5 ms)")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

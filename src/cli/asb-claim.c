@@ -1,0 +1,162 @@
+/* `asb claim --pool POOL [--ttl DURATION] [--name NAME] [--timeout DURATION]`: claims a sandbox
+ * from a warm pool and prints its name alone on stdout once Ready (the claim name and the
+ * latency go to stderr), so `sbx=$(asb claim --pool p)` works. Interrupted while waiting, the
+ * claim is deleted (libasb's auto-cleanup). `asb release CLAIM...` deletes claims. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "cli/asb-cli.h"
+#include "cli/asb.h"
+
+static void claim_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: asb claim --pool POOL [--ttl DURATION] [--name NAME] [--timeout DURATION]\n\n"
+            "Claim a sandbox from the SandboxWarmPool POOL and print the sandbox name once it\n"
+            "is Ready (claim name and latency on stderr). Release it with `asb release CLAIM`.\n\n"
+            "Options:\n"
+            "  -p, --pool POOL          the SandboxWarmPool to claim from (required)\n"
+            "      --ttl DURATION       spec.lifecycle.shutdownTime = now + DURATION (30s, 1h)\n"
+            "      --policy POLICY      spec.lifecycle.shutdownPolicy with --ttl (Delete, "
+            "DeleteForeground, Retain)\n"
+            "      --name NAME          claim name (default: generated sandbox-claim-xxxxx)\n"
+            "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
+            "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
+}
+
+int asb_claim_main(int argc, char **argv)
+{
+    enum { OPT_TTL = 0x2001, OPT_NAME, OPT_TIMEOUT, OPT_POLICY };
+    static const struct option opts[] = {{"pool", required_argument, NULL, 'p'},
+                                         {"ttl", required_argument, NULL, OPT_TTL},
+                                         {"policy", required_argument, NULL, OPT_POLICY},
+                                         {"name", required_argument, NULL, OPT_NAME},
+                                         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                         {"help", no_argument, NULL, 'h'},
+                                         CLI_GLOBAL_LONG,
+                                         {0}};
+    asb_claim_options co = ASB_CLAIM_OPTIONS_INIT;
+    const char *pool = NULL;
+    long long ms;
+    int c;
+    while ((c = getopt_long(argc, argv, "p:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+        if (cli_global_option(c, optarg))
+            continue;
+        switch (c) {
+        case 'p':
+            pool = optarg;
+            break;
+        case OPT_NAME:
+            co.name = optarg;
+            break;
+        case OPT_POLICY:
+            co.shutdown_policy = optarg;
+            break;
+        case OPT_TTL:
+        case OPT_TIMEOUT:
+            ms = cli_parse_timeout(optarg);
+            if (ms <= 0) {
+                fprintf(stderr, "error: invalid duration \"%s\" (use 30s, 5m, 1h or seconds)\n",
+                        optarg);
+                return 2;
+            }
+            if (c == OPT_TTL)
+                co.ttl_seconds = (long)((ms + 999) / 1000);
+            else
+                co.ready_timeout_ms = (long)ms;
+            break;
+        case 'h':
+            claim_usage(stdout);
+            return 0;
+        default:
+            claim_usage(stderr);
+            return 2;
+        }
+    }
+    if (!pool || !*pool || optind != argc) {
+        fprintf(stderr, "error: %s\n",
+                !pool || !*pool ? "--pool POOL is required" : "unexpected arguments");
+        claim_usage(stderr);
+        return 2;
+    }
+    if (co.shutdown_policy && co.ttl_seconds == 0) {
+        fprintf(stderr, "error: --policy needs --ttl\n");
+        return 2;
+    }
+    asb_client *cl = NULL;
+    int ret = cli_client(&cl);
+    if (ret)
+        return ret;
+    /* Ctrl-C while waiting deletes the claim; once we hand it over it is the user's. */
+    co.auto_cleanup = 1;
+    co.no_connect = 1;
+    if (asb_claims_cleanup_install() != ASB_OK) {
+        ret = cli_print_error(NULL);
+        goto out;
+    }
+    asb_claim *claim = NULL;
+    if (asb_claim_create(&claim, cl, cli_namespace(), pool, &co) != ASB_OK) {
+        const asb_error *e = asb_error_last();
+        ret = cli_print_error(e && e->code == ASB_ECLAIMFAILED ? "claim failed" : NULL);
+        goto out;
+    }
+    printf("%s\n", asb_claim_sandbox_name(claim));
+    fflush(stdout);
+    fprintf(stderr, "claim %s ready in %.1f ms (sandbox %s)\n", asb_claim_name(claim),
+            (double)asb_claim_ready_usec(claim) / 1000.0, asb_claim_sandbox_name(claim));
+    asb_claim_disconnect(claim);
+out:
+    asb_claims_cleanup_uninstall();
+    asb_client_free(cl);
+    return ret;
+}
+
+int asb_release(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"wait", no_argument, NULL, 'w'}, CLI_GLOBAL_LONG, {0}};
+    bool wait = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "hw" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+        if (cli_global_option(c, optarg))
+            continue;
+        if (c == 'w') {
+            wait = true;
+            continue;
+        }
+        FILE *f = c == 'h' ? stdout : stderr;
+        fprintf(f, "Usage: asb release CLAIM...\n\nDelete sandbox claims (their sandboxes go "
+                   "with them).\n\nOptions:\n"
+                   "  -w, --wait      wait until each claim is gone\n"
+                   "  -h, --help      show this help\n" CLI_GLOBAL_HELP);
+        return c == 'h' ? 0 : 2;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "error: expected claim names: asb release CLAIM...\n");
+        return 2;
+    }
+    asb_client *cl = NULL;
+    int ret = cli_client(&cl);
+    if (ret)
+        return ret;
+    for (int i = optind; i < argc; i++) {
+        if (asb_object_delete(NULL, cl, "sandboxclaim", cli_namespace(), argv[i]) != ASB_OK) {
+            ret |= cli_print_error(NULL);
+            continue;
+        }
+        if (wait) {
+            asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
+            wo.timeout_ms = 60000;
+            if (asb_object_wait_deleted(cl, "sandboxclaim", cli_namespace(), argv[i], &wo) !=
+                ASB_OK) {
+                ret |= cli_print_error(argv[i]);
+                continue;
+            }
+        }
+        printf("sandboxclaim.extensions.agents.x-k8s.io \"%s\" released\n", argv[i]);
+    }
+    asb_client_free(cl);
+    return ret;
+}
