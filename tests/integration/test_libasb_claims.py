@@ -356,8 +356,10 @@ def test_router_data_plane_grpc_and_rest(probe, asb, ctl):
         rest.shutdown()
 
 
-def test_router_missing_is_a_config_error_and_rolls_back(probe, asb, ctl):
-    env = cli_env(asb)
+def test_router_missing_is_a_config_error_and_rolls_back(probe, asb, ctl, tmp_path):
+    # The control plane found by ASB_SERVER/ASB_TOKEN, a state dir without a `router` file.
+    env = cli_env(asb, ASB_STATE_DIR=str(tmp_path), ASB_SERVER=asb.url,
+                  ASB_TOKEN=open(os.path.join(asb.state_dir, "token")).read().strip())
     env.pop("ASB_ROUTER", None)
     p = run_probe(probe, asb, "create", "fake-pool", "10000", "rx", env=env, expect_ok=False)
     assert "error create -17" in p.stdout and "router" in p.stdout
