@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 
 BUILD ?= release
-PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1
+PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1 libnftables
 
 ifeq ($(BUILD),release)
   OUT := build

@@ -28,13 +28,22 @@
 static void serve_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: asb serve [--listen HOST:PORT]\n\n"
+            "Usage: asb serve [--listen HOST:PORT] [--network bridge|none] [--pod-cidr CIDR]\n"
+            "                 [--bridge NAME] [--dns-upstream IP[:PORT]]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
             "Options:\n"
             "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
             "; port 0 picks a free one)\n"
+            "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
+            "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
+            "                      or none (loopback only); env ASB_NETWORK\n"
+            "  --pod-cidr CIDR     sandbox addresses (default 10.244.0.0/24); env ASB_POD_CIDR\n"
+            "  --bridge NAME       host bridge (default asb + a hash of the state dir); env\n"
+            "                      ASB_BRIDGE\n"
+            "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
+            "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -167,22 +176,43 @@ static char *sandboxd_path(void)
 
 typedef struct serve_opts {
     const char *listen;
+    const char *network, *pod_cidr, *bridge, *dns_upstream;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
+        {"network", required_argument, NULL, 'n'},
+        {"pod-cidr", required_argument, NULL, 'c'},
+        {"bridge", required_argument, NULL, 'b'},
+        {"dns-upstream", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
     o->listen = DEFAULT_LISTEN;
+    o->network = getenv("ASB_NETWORK");
+    o->pod_cidr = getenv("ASB_POD_CIDR");
+    o->bridge = getenv("ASB_BRIDGE");
+    o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
             o->listen = optarg;
+            break;
+        case 'n':
+            o->network = optarg;
+            break;
+        case 'c':
+            o->pod_cidr = optarg;
+            break;
+        case 'b':
+            o->bridge = optarg;
+            break;
+        case 'd':
+            o->dns_upstream = optarg;
             break;
         case 'h':
             serve_usage(stdout);
@@ -294,7 +324,9 @@ int asb_serve(int argc, char **argv)
         local_reconciler_options ro = {
             .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
             .runtime = runtime,
-            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC)};
+            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
+            .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
+                    .dns_upstream = o.dns_upstream}};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

@@ -47,6 +47,8 @@ typedef struct status_update {
     bool has_pod; /* a container exists: selector and pod-name annotation */
     bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
     bool only_conditions; /* Retain after expiry: status is reset to its conditions */
+    cond netpol;          /* NetworkPolicyEnforced, type NULL: none (no container) */
+    const char *pod_ip;   /* status.podIPs[0], NULL: none */
 } status_update;
 
 static void now_rfc3339(char out[32])
@@ -100,7 +102,8 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
     json_t *c;
     json_array_foreach(old_conds, i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
-        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0))
+        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0) ||
+            strcmp(t, "NetworkPolicyEnforced") == 0)
             continue;
         if (strcmp(t, "Finished") == 0 && !u->expired)
             continue; /* rewritten below when finished; preserved across expiry */
@@ -112,11 +115,17 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
     if (!u->expired && u->finished.type)
         json_array_append_new(conds, make_condition(old_conds, &u->finished, gen));
+    if (u->netpol.type)
+        json_array_append_new(conds, make_condition(old_conds, &u->netpol, gen));
     if (u->only_conditions) {
         status = json_object();
         json_object_set_new(new, "status", status);
     }
     json_object_set_new(status, "conditions", conds);
+    if (u->has_pod && u->pod_ip)
+        json_object_set_new(status, "podIPs", json_pack("[s]", u->pod_ip));
+    else
+        json_object_del(status, "podIPs");
     json_t *ann = json_object_get(md, "annotations");
     const char *name = api_meta_string(old, "name");
     if (u->has_pod && name) {
@@ -145,6 +154,18 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
 static void write_status(local_reconciler *r, const json_t *sb, status_update *u)
 {
     json_t *out = NULL;
+    _cleanup_free_ char *ip = NULL, *msg = NULL;
+    if (u->has_pod && r->net && u->uid) {
+        /* The sandbox's rules follow its template (re-applied after a restart, or when the
+         * template changed); the condition carries the blocked-connection counts. */
+        _cleanup_(json_decrefp) json_t *tpl = NULL;
+        local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
+        local_net_refresh(r->net, u->uid, nk, tpl);
+        const char *st, *reason;
+        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
+        u->netpol = (cond){"NetworkPolicyEnforced", st, reason, msg ? msg : ""};
+        u->pod_ip = ip;
+    }
     int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
                                api_meta_string(sb, "name"), status_fn, u, &out);
     if (k < 0 && k != -ENOENT)
@@ -501,6 +522,11 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
     }
 }
 
+static bool net_keep(const char *uid, void *userdata)
+{
+    return rec_find(userdata, uid) != NULL;
+}
+
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
  * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
 static uint64_t resync(local_reconciler *r, bool *ret_pending)
@@ -554,6 +580,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                 break;
             rec_teardown(r, uid, false);
         }
+        local_net_gc(r->net, net_keep, r);
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
@@ -749,6 +776,16 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         }
         fs_mkdir_p(runc_root, 0700);
     }
+    local_net_options no = o->net;
+    no.state_dir = o->state_dir;
+    char *nerr = NULL;
+    int nk = local_net_start(&no, &r->net, &nerr);
+    if (nk < 0) {
+        log_error("bad network options", "error", nerr ? nerr : strerror(-nk));
+        free(nerr);
+        local_reconciler_stop(r);
+        return nk;
+    }
     int k = pthread_create(&r->thread, NULL, reconcile_thread, r);
     if (k != 0) {
         r->thread = 0;
@@ -787,6 +824,7 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     }
     free(r->timers);
     oci_runtime_done(&r->rt);
+    local_net_stop(r->net);
     free(r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);
