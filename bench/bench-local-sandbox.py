@@ -25,7 +25,7 @@ def pct(v, p):
 
 
 def start_server(state):
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
+    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": "none",
            "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
     log = open(os.path.join(state, "serve.log"), "wb")
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <nftables/libnftables.h>
 #include <poll.h>
 #include <pthread.h>
@@ -317,7 +318,7 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
         in = NULL; /* only the router, which uses unix sockets */
     }
     _cleanup_free_ char *e = NULL, *en = NULL, *i = NULL, *inote = NULL;
-    int k = local_net_policy_rules(eg, true, "goto dst", &e, &en);
+    int k = local_net_policy_rules(eg, true, "goto c_dst", &e, &en);
     if (k < 0 || (k = local_net_policy_rules(in, false, "accept", &i, &inote)) < 0)
         return k;
     sbuf out = {0};
@@ -583,42 +584,42 @@ static const char *base_table_fmt =
     "table inet %1$s {}\n"
     "delete table inet %1$s\n"
     "table inet %1$s {\n"
-    "  map out { type ipv4_addr : verdict; }\n"
-    "  map in { type ipv4_addr : verdict; }\n"
-    "  map host { type ipv4_addr : verdict; }\n"
-    "  chain dst {\n"
-    "    ip daddr vmap @in\n"
+    "  map m_out { type ipv4_addr : verdict; }\n"
+    "  map m_in { type ipv4_addr : verdict; }\n"
+    "  map m_host { type ipv4_addr : verdict; }\n"
+    "  chain c_dst {\n"
+    "    ip daddr vmap @m_in\n"
     "    ip daddr %2$s drop\n"
     "    accept\n"
     "  }\n"
-    "  chain fwd {\n"
+    "  chain c_fwd {\n"
     "    type filter hook forward priority filter - 5; policy accept;\n"
     "    ct state established,related accept\n"
-    "    ip saddr vmap @out\n"
-    "    ip daddr vmap @in\n"
+    "    ip saddr vmap @m_out\n"
+    "    ip daddr vmap @m_in\n"
     "    ip saddr %2$s drop\n"
     "    ip daddr %2$s drop\n"
     "    iifname \"%3$s\" drop\n"
     "    oifname \"%3$s\" drop\n"
     "  }\n"
-    "  chain from_sandbox {\n"
+    "  chain c_from_sandbox {\n"
     "    ct state established,related accept\n"
     "    ip daddr %4$s udp dport 53 accept\n"
     "    ip daddr %4$s tcp dport 53 accept\n"
-    "    ip saddr vmap @host\n"
+    "    ip saddr vmap @m_host\n"
     "    drop\n"
     "  }\n"
-    "  chain inp {\n"
+    "  chain c_input {\n"
     "    type filter hook input priority filter - 5; policy accept;\n"
-    "    iifname \"%3$s\" jump from_sandbox\n"
+    "    iifname \"%3$s\" jump c_from_sandbox\n"
     "  }\n"
-    "  chain outp {\n"
+    "  chain c_output {\n"
     "    type filter hook output priority filter - 5; policy accept;\n"
     "    oifname \"%3$s\" ct state established,related accept\n"
-    "    oifname \"%3$s\" ip daddr vmap @in\n"
+    "    oifname \"%3$s\" ip daddr vmap @m_in\n"
     "    oifname \"%3$s\" ip daddr %2$s drop\n"
     "  }\n"
-    "  chain post {\n"
+    "  chain c_post {\n"
     "    type nat hook postrouting priority srcnat; policy accept;\n"
     "    ip saddr %2$s ip daddr != %2$s masquerade\n"
     "  }\n"
@@ -637,10 +638,8 @@ static int setup_host(local_net *n, char **ret_error)
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
-    bool exists = false;
-    char ifpath[128];
-    snprintf(ifpath, sizeof(ifpath), "/sys/class/net/%s", n->bridge);
-    exists = access(ifpath, F_OK) == 0;
+    /* if_nametoindex asks this network namespace (/sys may show another one's). */
+    bool exists = if_nametoindex(n->bridge) > 0;
     if (asprintf(&path, "%s/bridge.batch", n->net_dir) < 0 ||
         (exists ? asprintf(&cmds, "link set %1$s up\naddr replace %2$s/%3$d dev %1$s\n",
                            n->bridge, n->gw_s, n->prefix)
@@ -895,9 +894,9 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
                      "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
                      "flush chain inet %1$s h_%2$s\n"
                      "add rule inet %1$s h_%2$s counter name \"eg_%2$s\" drop\n%3$s"
-                     "add element inet %1$s out { %4$s : jump o_%2$s }\n"
-                     "add element inet %1$s in { %4$s : jump i_%2$s }\n"
-                     "add element inet %1$s host { %4$s : jump h_%2$s }\n",
+                     "add element inet %1$s m_out { %4$s : jump o_%2$s }\n"
+                     "add element inet %1$s m_in { %4$s : jump i_%2$s }\n"
+                     "add element inet %1$s m_host { %4$s : jump h_%2$s }\n",
                      t, id, rules, a);
     else
         k = asprintf(&cmd, "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n%3$s", t,
@@ -920,10 +919,14 @@ static void remove_rules(local_net *n, const net_sandbox *s)
     char a[16];
     ip_str(s->ip, a);
     const char *fmts[] = {
-        "delete element inet %1$s out { %3$s }", "delete element inet %1$s in { %3$s }",
-        "delete element inet %1$s host { %3$s }", "delete chain inet %1$s o_%2$s",
-        "delete chain inet %1$s i_%2$s",        "delete chain inet %1$s h_%2$s",
-        "delete counter inet %1$s eg_%2$s",     "delete counter inet %1$s ig_%2$s",
+        "delete element inet %1$s m_out { %3$s }%2$.0s",
+        "delete element inet %1$s m_in { %3$s }%2$.0s",
+        "delete element inet %1$s m_host { %3$s }%2$.0s",
+        "delete chain inet %1$s o_%2$s%3$.0s",
+        "delete chain inet %1$s i_%2$s%3$.0s",
+        "delete chain inet %1$s h_%2$s%3$.0s",
+        "delete counter inet %1$s eg_%2$s%3$.0s",
+        "delete counter inet %1$s ig_%2$s%3$.0s",
     };
     for (size_t i = 0; i < ELEMENTSOF(fmts); i++) {
         _cleanup_free_ char *cmd = NULL;
@@ -937,9 +940,7 @@ static void remove_namespace(local_net *n, const char *uid, const char *id)
     char veth[16];
     snprintf(veth, sizeof(veth), "asv%s", id);
     _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL);
-    char ifpath[64];
-    snprintf(ifpath, sizeof(ifpath), "/sys/class/net/%s", veth);
-    if (access(ifpath, F_OK) == 0) {
+    if (if_nametoindex(veth) > 0) {
         _cleanup_free_ char *batch = sb_path(n, uid, "del.batch"), *err = NULL, *cmd = NULL;
         if (batch && asprintf(&cmd, "link del %s\n", veth) >= 0 &&
             fs_write_file(batch, cmd, 0600) == 0 && run_ip(batch, NULL, true, &err) < 0)
@@ -1015,12 +1016,19 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
                                                                                        : k;
         }
         /* The rules first: the veth must never forward before they exist. */
+        usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
         if ((k = apply_rules(n, s, kind, tpl, true, ret_error)) < 0 ||
-            (k = run_ip(inb, ns, false, ret_error)) < 0 ||
-            (k = run_ip(hb, NULL, false, ret_error)) < 0) {
+            (t1 = now_usec(CLOCK_MONOTONIC), k = run_ip(inb, ns, false, ret_error)) < 0 ||
+            (t2 = now_usec(CLOCK_MONOTONIC), k = run_ip(hb, NULL, false, ret_error)) < 0) {
             local_net_detach(n, uid);
             return k;
         }
+        char ms[3][32];
+        snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
+        snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
+        snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
+        log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
+                  "netns_ms", ms[1], "bridge_ms", ms[2]);
     } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
         return k;
     *ret_netns = TAKE_PTR(ns);
