@@ -253,7 +253,8 @@ int local_net_policy_rules(const json_t *rules, bool egress, const char *verdict
                                              : strdup("");
                 if (!qm)
                     continue;
-                sb_printf(&out, "%s%s%s %s\n", pm, *pm && *qm ? " " : "", qm, verdict);
+                sb_printf(&out, "%s%s%s%s%s\n", pm, *pm && *qm ? " " : "", qm,
+                          *pm || *qm ? " " : "", verdict);
             }
         }
     }
