@@ -370,9 +370,15 @@ static const char *ip_binary(void)
     return NULL;
 }
 
-/* Runs `ip -batch file`; with ns_path the child first creates a new network namespace, binds it
- * at ns_path and turns IPv6 off in it. *ret_error: ip's stderr. */
-static int run_ip(const char *batch, const char *ns_path, bool force, char **ret_error)
+/* Starts `ip -batch file`; with ns_path the child first creates a new network namespace, binds
+ * it at ns_path and turns IPv6 off in it. run_ip_wait() collects it. */
+typedef struct ip_child {
+    pid_t pid;
+    int err_fd; /* ip's stderr */
+} ip_child;
+
+static int run_ip_start(const char *batch, const char *ns_path, bool force, ip_child *ret,
+                        char **ret_error)
 {
     const char *ip = ip_binary();
     if (!ip) {
@@ -413,22 +419,35 @@ static int run_ip(const char *batch, const char *ns_path, bool force, char **ret
         _exit(127);
     }
     close(pfd[1]);
+    *ret = (ip_child){pid, pfd[0]};
+    return 0;
+}
+
+static int run_ip_wait(ip_child *c, char **ret_error)
+{
     char buf[1024];
     size_t got = 0;
     ssize_t k;
-    while ((k = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0 && got < sizeof(buf) - 1)
+    while (got < sizeof(buf) - 1 && (k = read(c->err_fd, buf + got, sizeof(buf) - 1 - got)) > 0)
         got += (size_t)k;
     buf[got] = '\0';
-    close(pfd[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    close(c->err_fd);
+    int st = 0;
+    while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
     buf[strcspn(buf, "\n")] = '\0';
-    if (asprintf(ret_error, "ip: %s", *buf ? buf : "failed") < 0)
+    if (ret_error && asprintf(ret_error, "ip: %s", *buf ? buf : "failed") < 0)
         *ret_error = NULL;
     return -EIO;
+}
+
+static int run_ip(const char *batch, const char *ns_path, bool force, char **ret_error)
+{
+    ip_child c;
+    int k = run_ip_start(batch, ns_path, force, &c, ret_error);
+    return k < 0 ? k : run_ip_wait(&c, ret_error);
 }
 
 static int write_sysctl(const char *path, const char *v)
@@ -1016,20 +1035,29 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
             return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM
                                                                                        : k;
         }
-        /* The rules first: the veth must never forward before they exist. */
+        /* The namespace is made while the rules are added: until its rules exist, the base
+         * table drops everything from and to a pod address (fail closed), and no process of
+         * the sandbox runs before both are done. */
         usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
-        if ((k = apply_rules(n, s, kind, tpl, true, ret_error)) < 0 ||
-            (t1 = now_usec(CLOCK_MONOTONIC), k = run_ip(inb, ns, false, ret_error)) < 0 ||
-            (t2 = now_usec(CLOCK_MONOTONIC), k = run_ip(hb, NULL, false, ret_error)) < 0) {
+        ip_child child;
+        if ((k = run_ip_start(inb, ns, false, &child, ret_error)) < 0) {
             local_net_detach(n, uid);
             return k;
+        }
+        int kr = apply_rules(n, s, kind, tpl, true, ret_error);
+        t1 = now_usec(CLOCK_MONOTONIC);
+        k = run_ip_wait(&child, kr < 0 ? NULL : ret_error);
+        t2 = now_usec(CLOCK_MONOTONIC);
+        if (kr < 0 || k < 0 || (k = run_ip(hb, NULL, false, ret_error)) < 0) {
+            local_net_detach(n, uid);
+            return kr < 0 ? kr : k;
         }
         char ms[3][32];
         snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
         snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
         snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
         log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
-                  "netns_ms", ms[1], "bridge_ms", ms[2]);
+                  "netns_wait_ms", ms[1], "bridge_ms", ms[2]);
     } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
         return k;
     *ret_netns = TAKE_PTR(ns);
@@ -1091,16 +1119,24 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
     }
 }
 
-/* Packets counted by a named counter, or -1. */
-static long long counter_packets(local_net *n, const char *name)
+/* Packets counted by the sandbox's two named counters (egress, ingress); -1 when unknown. */
+static void counters(local_net *n, const char *id, long long *ret_eg, long long *ret_ig)
 {
     _cleanup_free_ char *cmd = NULL;
-    if (!n->nft || asprintf(&cmd, "list counter inet %s %s", n->table, name) < 0 ||
+    *ret_eg = *ret_ig = -1;
+    if (!n->nft ||
+        asprintf(&cmd, "list counter inet %1$s eg_%2$s\nlist counter inet %1$s ig_%2$s\n",
+                 n->table, id) < 0 ||
         nft_run_cmd_from_buffer(n->nft, cmd) != 0)
-        return -1;
+        return;
     const char *out = nft_ctx_get_output_buffer(n->nft);
     const char *p = out ? strstr(out, "packets ") : NULL;
-    return p ? strtoll(p + 8, NULL, 10) : -1;
+    if (!p)
+        return;
+    *ret_eg = strtoll(p + 8, NULL, 10);
+    p = strstr(p + 8, "packets ");
+    if (p)
+        *ret_ig = strtoll(p + 8, NULL, 10);
 }
 
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
@@ -1124,13 +1160,11 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
             *ret_message = NULL;
         return;
     }
-    char a[16], name[32];
+    char a[16];
     ip_str(s->ip, a);
     *ret_ip = strdup(a);
-    snprintf(name, sizeof(name), "eg_%s", s->id);
-    long long eg = counter_packets(n, name);
-    snprintf(name, sizeof(name), "ig_%s", s->id);
-    long long ig = counter_packets(n, name);
+    long long eg, ig;
+    counters(n, s->id, &eg, &ig);
     static const char *const what[] = {
         [NETPOL_DIRECT] = "no template: the secure default (egress to public addresses only, "
                           "no ingress)",
