@@ -48,8 +48,16 @@ def probe(asb, name, addr, port, timeout=1.0):
     return out.strip()
 
 
-def create_sb(asb, name, annotations=None, command=None):
-    body = sandbox(name)
+def name_hash(s):
+    """NameHash (UPSTREAM.md §2.3): FNV-1a 32, 8 lowercase hex digits."""
+    h = 0x811c9dc5
+    for b in s.encode():
+        h = ((h ^ b) * 0x01000193) & 0xffffffff
+    return f"{h:08x}"
+
+
+def create_sb(asb, name, annotations=None, command=None, labels=None):
+    body = sandbox(name, labels=labels)
     if annotations:
         body["metadata"]["annotations"] = annotations
     if command:
@@ -151,9 +159,19 @@ def test_custom_policy_exactly(lab, start_sbx):
     assert host_probe(ip, 8000, ns=pub) == "OK sandbox"
     assert host_probe(ip, 8000, ns=corp).startswith("FAIL")
 
-    # The template label (hash of the name) finds the template too.
+    # Editing the template re-applies the rules of its running sandbox.
+    r = asb.merge_patch(asb.path(EXT, "sandboxtemplates", "default", "corp-only"), {"spec": {
+        "networkPolicy": {"egress": [{"to": [{"ipBlock": {"cidr": "10.99.0.0/24"}}],
+                                      "ports": [{"port": 8081}]}], "ingress": []}}})
+    assert r.status_code == 200, r.text
+    wait_for(lambda: probe(asb, "netpol-custom", CORP, 8081) == "OK corporate",
+             what="the edited policy applied")
+    assert probe(asb, "netpol-custom", CORP, 8080).startswith("FAIL")
+    assert host_probe(ip, 8000, ns=pub).startswith("FAIL")  # ingress now an empty list
+
+    # The template label (NameHash of its name, as upstream's podSelector) finds it too.
     u = create_sb(asb, "netpol-unmanaged",
-                  annotations={"agents.x-k8s.io/sandbox-template-ref": "unmanaged"})
+                  labels={"agents.x-k8s.io/sandbox-template-ref-hash": name_hash("unmanaged")})
     c = condition(u, "NetworkPolicyEnforced")
     assert c and c["status"] == "False" and c["reason"] == "Unmanaged", c
     assert not (u.get("status") or {}).get("podIPs")
