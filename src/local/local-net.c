@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +57,7 @@ struct local_net {
     size_t n_sb;
     /* DNS forwarder */
     struct sockaddr_in upstream;
-    int dns_fd, dns_stop;
+    int dns_fd, dns_tcp_fd, dns_stop;
     pthread_t dns_thread;
     bool dns_started;
     dns_slot slots[DNS_SLOTS];
@@ -484,15 +486,113 @@ static void dns_forward_query(local_net *n, const char *buf, size_t len,
     s->deadline = now_usec(CLOCK_MONOTONIC) + DNS_TIMEOUT_USEC;
 }
 
+/* DNS over TCP: one detached thread per connection (at most DNS_SLOTS), relaying
+ * length-prefixed messages to the upstream over TCP. Uses no state of local_net. */
+static _Atomic int dns_tcp_threads;
+
+typedef struct dns_tcp_conn {
+    int fd;
+    struct sockaddr_in upstream;
+} dns_tcp_conn;
+
+static bool read_full(int fd, void *buf, size_t len)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t k = read(fd, (char *)buf + got, len - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        got += (size_t)k;
+    }
+    return true;
+}
+
+static bool write_full(int fd, const void *buf, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t k = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        done += (size_t)k;
+    }
+    return true;
+}
+
+static void set_timeouts(int fd)
+{
+    struct timeval tv = {.tv_sec = 3};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static void *dns_tcp_thread(void *arg)
+{
+    dns_tcp_conn *c = arg;
+    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    set_timeouts(c->fd);
+    if (up >= 0) {
+        set_timeouts(up);
+        if (connect(up, (struct sockaddr *)&c->upstream, sizeof(c->upstream)) == 0) {
+            unsigned char buf[2 + 65535];
+            for (;;) {
+                if (!read_full(c->fd, buf, 2))
+                    break;
+                size_t len = (size_t)buf[0] << 8 | buf[1];
+                if (!read_full(c->fd, buf + 2, len) || !write_full(up, buf, 2 + len) ||
+                    !read_full(up, buf, 2))
+                    break;
+                len = (size_t)buf[0] << 8 | buf[1];
+                if (!read_full(up, buf + 2, len) || !write_full(c->fd, buf, 2 + len))
+                    break;
+            }
+        }
+        close(up);
+    }
+    close(c->fd);
+    free(c);
+    dns_tcp_threads--;
+    return NULL;
+}
+
+static void dns_tcp_accept(local_net *n)
+{
+    int fd = accept4(n->dns_tcp_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    dns_tcp_conn *c = malloc(sizeof(*c));
+    pthread_attr_t attr;
+    pthread_t t;
+    if (!c || dns_tcp_threads >= DNS_SLOTS) {
+        free(c);
+        close(fd);
+        return;
+    }
+    *c = (dns_tcp_conn){fd, n->upstream};
+    dns_tcp_threads++;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    if (pthread_create(&t, &attr, dns_tcp_thread, c) != 0) {
+        dns_tcp_threads--;
+        close(fd);
+        free(c);
+    }
+    pthread_attr_destroy(&attr);
+}
+
 static void *dns_thread(void *arg)
 {
     local_net *n = arg;
     for (;;) {
-        struct pollfd p[2 + DNS_SLOTS];
-        dns_slot *owner[2 + DNS_SLOTS];
+        struct pollfd p[3 + DNS_SLOTS];
+        dns_slot *owner[3 + DNS_SLOTS];
         size_t np = 0;
         p[np++] = (struct pollfd){n->dns_stop, POLLIN, 0};
         p[np++] = (struct pollfd){n->dns_fd, POLLIN, 0};
+        p[np++] = (struct pollfd){n->dns_tcp_fd, POLLIN, 0};
         usec_t now = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; i < DNS_SLOTS; i++) {
             if (n->slots[i].fd < 0)
@@ -505,7 +605,7 @@ static void *dns_thread(void *arg)
             owner[np] = &n->slots[i];
             p[np++] = (struct pollfd){n->slots[i].fd, POLLIN, 0};
         }
-        int k = poll(p, np, np > 2 ? 500 : -1);
+        int k = poll(p, np, np > 3 ? 500 : -1);
         if (k < 0 && errno != EINTR)
             break;
         if (k <= 0)
@@ -520,7 +620,9 @@ static void *dns_thread(void *arg)
             if (got > 12 && fl == sizeof(from))
                 dns_forward_query(n, buf, (size_t)got, &from);
         }
-        for (size_t i = 2; i < np; i++) {
+        if (p[2].revents & POLLIN)
+            dns_tcp_accept(n);
+        for (size_t i = 3; i < np; i++) {
             if (!p[i].revents)
                 continue;
             dns_slot *s = owner[i];
@@ -593,6 +695,18 @@ static void dns_start(local_net *n, const char *upstream)
             close(n->dns_fd);
         n->dns_fd = -1;
         return;
+    }
+    /* TCP (truncated answers, large records); off when it cannot listen, UDP still works. */
+    n->dns_tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (n->dns_tcp_fd >= 0) {
+        setsockopt(n->dns_tcp_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        setsockopt(n->dns_tcp_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+        if (bind(n->dns_tcp_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            listen(n->dns_tcp_fd, 64) < 0) {
+            log_warn("DNS forwarder: no TCP", "address", n->gw_s, "error", strerror(errno));
+            close(n->dns_tcp_fd);
+            n->dns_tcp_fd = -1;
+        }
     }
     if (pthread_create(&n->dns_thread, NULL, dns_thread, n) == 0)
         n->dns_started = true;
@@ -698,7 +812,7 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     local_net *n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
-    n->dns_fd = n->dns_stop = -1;
+    n->dns_fd = n->dns_tcp_fd = n->dns_stop = -1;
     for (size_t i = 0; i < DNS_SLOTS; i++)
         n->slots[i].fd = -1;
     uint64_t h = fnv64(o->state_dir, "");
@@ -783,6 +897,8 @@ local_net *local_net_stop(local_net *n)
             close(n->slots[i].fd);
     if (n->dns_fd >= 0)
         close(n->dns_fd);
+    if (n->dns_tcp_fd >= 0)
+        close(n->dns_tcp_fd);
     if (n->dns_stop >= 0)
         close(n->dns_stop);
     if (n->nft)

@@ -40,21 +40,46 @@ threading.Event().wait()
 
 # A DNS server answering every A query with one fixed address (enough to prove forwarding).
 DNS_SERVER = r"""
-import socket, struct, sys
+import socket, struct, sys, threading
 addr, answer = sys.argv[1], socket.inet_aton(sys.argv[2])
+def reply(q):
+    end = 12
+    while q[end] != 0:
+        end += q[end] + 1
+    hdr = q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
+    return hdr + q[12:end + 5] + b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + answer
+def tcp():
+    t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.bind((addr, 53)); t.listen(8)
+    while True:
+        c, _ = t.accept()
+        n = struct.unpack(">H", c.recv(2))[0]
+        q = b""
+        while len(q) < n:
+            q += c.recv(n - len(q))
+        r = reply(q)
+        c.sendall(struct.pack(">H", len(r)) + r)
+        c.close()
+threading.Thread(target=tcp, daemon=True).start()
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, 53))
 print("ready", flush=True)
 while True:
     q, peer = s.recvfrom(512)
-    if len(q) < 12:
-        continue
-    end = 12
-    while q[end] != 0:
-        end += q[end] + 1
-    question = q[12:end + 5]
-    hdr = q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
-    rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + answer
-    s.sendto(hdr + question + rr, peer)
+    if len(q) >= 12:
+        s.sendto(reply(q), peer)
+"""
+
+# Run inside a sandbox: one A query over TCP to argv[1]:53, prints the answer's address.
+DNS_TCP_QUERY = r"""
+import socket, struct, sys
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x03tcp\x07example\x00" + struct.pack(">HH", 1, 1)
+s = socket.create_connection((sys.argv[1], 53), timeout=3)
+s.sendall(struct.pack(">H", len(q)) + q)
+n = struct.unpack(">H", s.recv(2))[0]
+r = b""
+while len(r) < n:
+    r += s.recv(n - len(r))
+print(socket.inet_ntoa(r[-4:]))
 """
 
 # Run inside a sandbox: connect and print the banner, or FAIL.

@@ -7,7 +7,7 @@ import subprocess
 import asb_cli
 from asb_apiserver import CORE, EXT, sandbox
 from local_sandbox import get_sandbox, condition, sbx_state, start_sbx, wait_ready  # noqa: F401
-from netpol_lab import PROBE, lab, run, wait_for  # noqa: F401
+from netpol_lab import DNS_TCP_QUERY, PROBE, lab, run, wait_for  # noqa: F401
 
 PUB, PUB_GW = "203.0.113.10", "203.0.113.1"
 CORP, CORP_GW = "10.99.0.10", "10.99.0.1"
@@ -125,6 +125,10 @@ def test_default_policy_public_only(lab, start_sbx):
     assert out.strip() == DNS_ANSWER
     assert asb_cli.ok(asb, "exec", "netpol-a", "--", "cat", "/etc/resolv.conf").strip() == \
         f"nameserver {BRIDGE_IP}"
+    out = asb_cli.ok(asb, "exec", "netpol-a", "--", "python3", "-c", DNS_TCP_QUERY, BRIDGE_IP)
+    assert out.strip() == DNS_ANSWER  # DNS over TCP through the forwarder too
+    # The test DNS server itself is private: not reachable from the sandbox directly.
+    assert probe(asb, "netpol-a", CORP, 53).startswith("FAIL")
 
     # Blocked connections are counted and shown by `asb get -o wide`.
     def blocked():
