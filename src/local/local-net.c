@@ -304,6 +304,32 @@ local_net_policy_kind local_net_policy_of(const json_t *tpl, bool names_template
                                                                   : NETPOL_DEFAULT;
 }
 
+/* Whether an egress rule list lets DNS out: a rule allowing UDP or TCP port 53, or all ports.
+ * Only then may the sandbox use the forwarder (an empty egress list means no DNS either). */
+static bool dns_allowed(const json_t *egress)
+{
+    size_t i, j;
+    json_t *rule, *port;
+    json_array_foreach(egress, i, rule) {
+        const json_t *ports = json_object_get(rule, "ports");
+        if (json_array_size(ports) == 0)
+            return true;
+        json_array_foreach(ports, j, port) {
+            const char *proto = json_string_value(json_object_get(port, "protocol"));
+            const json_t *pv = json_object_get(port, "port"), *ev = json_object_get(port, "endPort");
+            if (proto && strcmp(proto, "TCP") != 0 && strcmp(proto, "UDP") != 0)
+                continue;
+            if (!pv)
+                return true;
+            json_int_t lo = json_integer_value(pv),
+                       hi = json_is_integer(ev) ? json_integer_value(ev) : lo;
+            if (json_is_integer(pv) && lo <= 53 && 53 <= hi)
+                return true;
+        }
+    }
+    return false;
+}
+
 /* The per-sandbox chains' rules (no chain/counter declarations). */
 static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_kind kind,
                          const json_t *tpl, char **ret, char **ret_note)
@@ -337,6 +363,11 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
         sb_printf(&out, "add rule inet %s i_%s %s\n", n->table, s->id, line);
     }
     sb_printf(&out, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table, s->id, s->id);
+    /* Traffic to the host itself: only the DNS forwarder, and only when egress allows DNS. */
+    if (dns_allowed(eg))
+        sb_printf(&out, "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n",
+                  n->table, s->id, n->gw_s);
+    sb_printf(&out, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
     if (out.oom) {
         free(out.s);
         return -ENOMEM;
@@ -738,8 +769,6 @@ static const char *base_table_fmt =
     "  }\n"
     "  chain c_from_sandbox {\n"
     "    ct state established,related accept\n"
-    "    ip daddr %4$s udp dport 53 accept\n"
-    "    ip daddr %4$s tcp dport 53 accept\n"
     "    ip saddr vmap @m_host\n"
     "    drop\n"
     "  }\n"
@@ -1028,15 +1057,16 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
                      "add chain inet %1$s o_%2$s\nadd chain inet %1$s i_%2$s\n"
                      "add chain inet %1$s h_%2$s\n"
                      "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
-                     "flush chain inet %1$s h_%2$s\n"
-                     "add rule inet %1$s h_%2$s counter name \"eg_%2$s\" drop\n%3$s"
+                     "flush chain inet %1$s h_%2$s\n%3$s"
                      "add element inet %1$s m_out { %4$s : jump o_%2$s }\n"
                      "add element inet %1$s m_in { %4$s : jump i_%2$s }\n"
                      "add element inet %1$s m_host { %4$s : jump h_%2$s }\n",
                      t, id, rules, a);
     else
-        k = asprintf(&cmd, "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n%3$s", t,
-                     id, rules);
+        k = asprintf(&cmd,
+                     "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
+                     "flush chain inet %1$s h_%2$s\n%3$s",
+                     t, id, rules);
     if (k < 0)
         return -ENOMEM;
     if ((k = nft_run(n, cmd, ret_error)) < 0)
@@ -1177,7 +1207,10 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
     } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
         return k;
     *ret_netns = TAKE_PTR(ns);
-    *ret_nameserver = n->dns_started ? strdup(n->gw_s) : NULL;
+    bool dns = kind != NETPOL_CUSTOM ||
+               dns_allowed(json_object_get(
+                   json_object_get(json_object_get(tpl, "spec"), "networkPolicy"), "egress"));
+    *ret_nameserver = n->dns_started && dns ? strdup(n->gw_s) : NULL;
     return 0;
 }
 

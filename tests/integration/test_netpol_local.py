@@ -159,6 +159,10 @@ def test_custom_policy_exactly(lab, start_sbx):
     assert probe(asb, "netpol-custom", CORP, 8080) == "OK corporate"
     assert probe(asb, "netpol-custom", CORP, 8081).startswith("FAIL")
     assert probe(asb, "netpol-custom", PUB, 8080).startswith("FAIL")
+    # No egress rule allows port 53: no DNS, not even through the forwarder.
+    r = asb_cli.run(asb, "exec", "netpol-custom", "--", "python3", "-c", DNS_TCP_QUERY, BRIDGE_IP)
+    assert r.returncode != 0 and DNS_ANSWER not in r.stdout
+    assert "nameserver" not in asb_cli.ok(asb, "exec", "netpol-custom", "--", "cat", "/etc/resolv.conf")
     # Ingress: from the public range on port 8000 only.
     assert host_probe(ip, 8000, ns=pub) == "OK sandbox"
     assert host_probe(ip, 8000, ns=corp).startswith("FAIL")
