@@ -234,3 +234,15 @@ def test_network_none_keeps_loopback_only(lab, start_sbx):
     out = asb_cli.ok(asb, "exec", "netpol-none", "--", "cat", "/proc/net/dev")
     assert "eth0" not in out
     assert run("nft", "list", "tables").stdout.strip() == ""
+
+
+def test_bad_network_options_refused(tmp_path):
+    import os
+    from asb_apiserver import asb_binary
+    for args, msg in ((["--network", "bogus"], "want bridge or none"),
+                      (["--pod-cidr", "10.0.0.0/30"], "pod CIDR"),
+                      (["--bridge", "name;with;junk"], "bridge name")):
+        env = {**os.environ, "ASB_STATE_DIR": str(tmp_path / "s"), "ASB_RUNTIME": "runc"}
+        r = subprocess.run([asb_binary(), "serve", "--listen", "127.0.0.1:0", *args],
+                           capture_output=True, text=True, env=env, timeout=20)
+        assert r.returncode == 1 and msg in r.stderr, (args, r.stderr)
