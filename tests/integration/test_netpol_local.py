@@ -221,6 +221,9 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     wait_for(gone, what="the rules and veth of the deleted sandbox gone")
     out = run("nft", "list", "table", "inet", table).stdout
     assert pod_ip(a) not in out and pod_ip(b) in out
+    import os
+    assert not os.path.exists(os.path.join(asb2.state_dir, "net", a["metadata"]["uid"]))
+    assert os.path.ismount(os.path.join(asb2.state_dir, "net", b["metadata"]["uid"], "ns"))
     assert probe(asb2, "netpol-r2", PUB, 8080) == "OK public"
 
 
