@@ -1,9 +1,12 @@
 /* NetworkPolicy rules -> nft text (local-net.c): exact matches, fail-closed peers, no template
  * text copied verbatim. */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "local/local-bundle.h"
+#include "local/local-fs.h"
 #include "local/local-net.h"
 #include "unit.h"
 
@@ -87,4 +90,42 @@ TEST(policy_kind)
     json_decref(t);
     CHECK(local_net_policy_of(NULL, false) == NETPOL_DIRECT);
     CHECK(local_net_policy_of(NULL, true) == NETPOL_TEMPLATE_MISSING);
+}
+
+TEST(bundle_joins_the_namespace_and_names_the_forwarder)
+{
+    char tmpl[] = "/tmp/asb-net-unit-XXXXXX", bundle[256], path[512], buf[256];
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+    local_bundle_params p = {
+        .bundle_dir = bundle, .hostname = "net", .uid = 1000, .gid = 1000,
+        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 64,
+        .cgroups_path = "/asb/test", .netns_path = "/state/net/uid/ns", .nameserver = "10.244.0.1",
+    };
+    char *err = NULL;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    snprintf(path, sizeof(path), "%s/config.json", bundle);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    CHECK(cfg != NULL);
+    size_t i, found = 0;
+    json_t *ns;
+    json_array_foreach(json_object_get(json_object_get(cfg, "linux"), "namespaces"), i, ns) {
+        const char *t = json_string_value(json_object_get(ns, "type"));
+        if (t && strcmp(t, "network") == 0) {
+            CHECK_STR_EQ(json_string_value(json_object_get(ns, "path")), "/state/net/uid/ns");
+            found++;
+        }
+    }
+    CHECK(found == 1);
+    json_decref(cfg);
+    snprintf(path, sizeof(path), "%s/etc/resolv.conf", bundle);
+    FILE *f = fopen(path, "re");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    CHECK_STR_EQ(buf, "nameserver 10.244.0.1\n");
+    CHECK_INT_EQ(fs_rm_rf(dir), 0);
 }
