@@ -836,6 +836,29 @@ static bool valid_ifname(const char *s)
     return true;
 }
 
+static net_sandbox *add_sb(local_net *n, const char *uid);
+static uint32_t stored_ip(local_net *n, const char *uid);
+bool local_net_has_namespace(local_net *n, const char *uid);
+
+/* Reserves the addresses of namespaces that survived a restart before anything is allocated
+ * (their rules come back when the reconciler sees their containers; the rest is collected). */
+static void preload(local_net *n)
+{
+    _cleanup_closedir_ DIR *d = opendir(n->net_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || de->d_type != DT_DIR || !local_net_has_namespace(n, de->d_name))
+            continue;
+        uint32_t ip = stored_ip(n, de->d_name);
+        bool dup = false;
+        for (size_t i = 0; i < n->n_sb; i++)
+            dup |= n->sb[i].ip == ip;
+        net_sandbox *s = ip && !dup ? add_sb(n, de->d_name) : NULL;
+        if (s)
+            s->ip = ip;
+    }
+}
+
 int local_net_start(const local_net_options *o, local_net **ret, char **ret_error)
 {
     local_net *n = calloc(1, sizeof(*n));
@@ -895,8 +918,10 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
             free(err);
             if (!n->unavailable)
                 n->unavailable = strdup("networking unavailable");
-        } else
+        } else {
+            preload(n);
             dns_start(n, o->dns_upstream);
+        }
     }
     if (n->unavailable)
         log_warn("sandboxes get loopback only", "reason", n->unavailable);

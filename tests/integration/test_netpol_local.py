@@ -189,27 +189,40 @@ def test_custom_policy_exactly(lab, start_sbx):
 
 
 def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
+    import os
+    from local_sandbox import RUNC
     pub, corp = setup_hosts(lab)
     asb = start_sbx(net_env())
-    a = create_sb(asb, "netpol-r1")
+    a = create_sb(asb, "netpol-r1")     # first address
     b = create_sb(asb, "netpol-r2")
+    d = create_sb(asb, "netpol-a-dies")  # listed before the others at the restart
     table = nft_table()
     chains, _ = nft_sandbox_chains(table)
-    assert len(chains) == 6, chains  # o_/i_/h_ per sandbox
+    assert len(chains) == 9, chains  # o_/i_/h_ per sandbox
     asb.stop()
     # A stale rule left in the table while asb serve is down must not survive the restart.
     run("nft", "add", "chain", "inet", table, "o_deadbeef0000")
     run("nft", "add", "rule", "inet", table, "o_deadbeef0000", "accept")
+    # A container that died while asb serve was down: started anew at the restart, with an
+    # address that none of the surviving sandboxes holds (they are re-adopted later in the pass).
+    run(RUNC, "--root", os.path.join(asb.state_dir, "runc"), "delete", "--force", d["metadata"]["uid"])
     asb2 = start_sbx(net_env())
     assert get_sandbox(asb2, "netpol-r1")["metadata"]["uid"] == a["metadata"]["uid"]
+    d2 = wait_ready(asb2, "netpol-a-dies", timeout=30)
 
     def rebuilt():
         c, text = nft_sandbox_chains(table)
-        return c if c == chains and "deadbeef" not in text else None
-    wait_for(rebuilt, what="the rules of both sandboxes, and only those")
+        return c if len(c) == 9 and "deadbeef" not in text else None
+    after = wait_for(rebuilt, what="the rules of the three sandboxes, and only those")
+    assert [x for x in after if x in chains] == [x for x in chains if x in after]
+    ips = {pod_ip(get_sandbox(asb2, n)) for n in ("netpol-r1", "netpol-r2", "netpol-a-dies")}
+    assert len(ips) == 3, ips
     assert pod_ip(get_sandbox(asb2, "netpol-r1")) == pod_ip(a)
+    assert pod_ip(get_sandbox(asb2, "netpol-r2")) == pod_ip(b)
     assert probe(asb2, "netpol-r1", PUB, 8080) == "OK public"
     assert probe(asb2, "netpol-r1", CORP, 8080).startswith("FAIL")
+    assert probe(asb2, "netpol-a-dies", PUB, 8080) == "OK public"
+    assert pod_ip(d2)
 
     r = asb2.delete(asb2.path(CORE, "sandboxes", "default", "netpol-r1"))
     assert r.status_code == 200, r.text
@@ -217,11 +230,10 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     def gone():
         c, _ = nft_sandbox_chains(table)
         links = run("ip", "-br", "link").stdout
-        return len(c) == 3 and links.count("asv") == 1
+        return len(c) == 6 and links.count("asv") == 2
     wait_for(gone, what="the rules and veth of the deleted sandbox gone")
     out = run("nft", "list", "table", "inet", table).stdout
-    assert pod_ip(a) not in out and pod_ip(b) in out
-    import os
+    assert pod_ip(a) + " " not in out and pod_ip(b) + " " in out
     assert not os.path.exists(os.path.join(asb2.state_dir, "net", a["metadata"]["uid"]))
     assert os.path.ismount(os.path.join(asb2.state_dir, "net", b["metadata"]["uid"], "ns"))
     assert probe(asb2, "netpol-r2", PUB, 8080) == "OK public"
