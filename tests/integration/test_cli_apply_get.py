@@ -126,7 +126,7 @@ def test_get_table_and_wide(asb):
     for kind in ("sandbox", "sbx", "Sandbox", "sandboxes.agents.x-k8s.io"):
         assert ok(asb, "get", kind, "alpha").splitlines()[1].split()[0] == "alpha"
     wide = ok(asb, "get", "sbx", "-o", "wide").splitlines()
-    assert wide[0].split() == ["NAME", "READY", "REASON", "AGE", "MODE", "SHUTDOWN-TIME", "IP"]
+    assert wide[0].split() == ["NAME", "READY", "REASON", "AGE", "MODE", "SHUTDOWN-TIME", "IP", "BLOCKED"]
     assert "Running" in wide[1]
     sel = ok(asb, "get", "sbx", "-l", "app=db").splitlines()
     assert [l.split()[0] for l in sel[1:]] == ["beta"]
