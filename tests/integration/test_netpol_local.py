@@ -261,3 +261,24 @@ def test_bad_network_options_refused(tmp_path):
         r = subprocess.run([asb_binary(), "serve", "--listen", "127.0.0.1:0", *args],
                            capture_output=True, text=True, env=env, timeout=20)
         assert r.returncode == 1 and msg in r.stderr, (args, r.stderr)
+
+
+def test_sandboxes_reach_each_other_only_when_both_sides_allow(lab, start_sbx):
+    asb = start_sbx(net_env())
+    pods = {"ipBlock": {"cidr": POD_CIDR}}
+    create_template(asb, "peers", networkPolicy={
+        "egress": [{"to": [pods], "ports": [{"port": 8000}]}],
+        "ingress": [{"from": [pods], "ports": [{"port": 8000}]}]})
+    create_template(asb, "egress-only", networkPolicy={
+        "egress": [{"to": [pods], "ports": [{"port": 8000}]}], "ingress": []})
+    ref = "agents.x-k8s.io/sandbox-template-ref"
+    srv = create_sb(asb, "peer-server", annotations={ref: "peers"}, command=SERVE_8000)
+    create_sb(asb, "peer-client", annotations={ref: "peers"})
+    lone = create_sb(asb, "lone-server", annotations={ref: "egress-only"}, command=SERVE_8000)
+    create_sb(asb, "default-client")
+    # Both sides allow: routed through the host (isolated bridge ports, /32 addresses).
+    assert probe(asb, "peer-client", pod_ip(srv), 8000) == "OK sandbox"
+    # The receiver's ingress denies it.
+    assert probe(asb, "peer-client", pod_ip(lone), 8000).startswith("FAIL")
+    # The sender's egress (secure default: no private ranges) denies it.
+    assert probe(asb, "default-client", pod_ip(srv), 8000).startswith("FAIL")
