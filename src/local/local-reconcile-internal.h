@@ -34,6 +34,7 @@ typedef struct rec_timer {
 struct local_reconciler {
     local_store *store;
     const api_kind *kind;
+    const api_kind *template_kind; /* its events re-apply network rules */
     char *state_dir;
     char *inject_dir;
     char *inject_error; /* why sandboxd cannot be injected, or NULL */

@@ -593,8 +593,30 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     return rv;
 }
 
+/* A SandboxTemplate changed: its running sandboxes' network rules follow it now (write_status
+ * re-applies them), not at the next resync. */
+static void template_changed(local_reconciler *r, bool *pending)
+{
+    json_t *items = NULL;
+    uint64_t rv;
+    if (!r->n_entries || local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        if (uid && rec_find(r, uid))
+            *pending |= reconcile_one(r, sb, false);
+    }
+    json_decref(items);
+}
+
 static void handle_event(local_reconciler *r, const store_event *ev, bool *pending)
 {
+    if (ev->kind == r->template_kind) {
+        template_changed(r, pending);
+        return;
+    }
     if (ev->kind != r->kind)
         return;
     const char *uid = api_meta_string(ev->object, "uid");
@@ -753,6 +775,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         log_warn("cannot watch main processes: their exit is seen at the next resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
+    r->template_kind = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     _cleanup_free_ char *runc_root = NULL;
     if (!r->kind || !(r->state_dir = strdup(o->state_dir)) ||
         asprintf(&r->inject_dir, "%s/inject", o->state_dir) < 0 ||
