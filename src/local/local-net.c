@@ -60,6 +60,7 @@ struct local_net {
     int dns_fd, dns_tcp_fd, dns_stop;
     pthread_t dns_thread;
     bool dns_started;
+    const char *dns_off; /* why there is no forwarder, or NULL */
     dns_slot slots[DNS_SLOTS];
 };
 
@@ -708,6 +709,7 @@ static void dns_start(local_net *n, const char *upstream)
     if (k < 0) {
         log_warn("DNS forwarder off: no usable upstream resolver", "upstream",
                  upstream ? upstream : "/etc/resolv.conf");
+        n->dns_off = "no DNS forwarder (no usable upstream resolver)";
         return;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
@@ -722,6 +724,7 @@ static void dns_start(local_net *n, const char *upstream)
     if (n->dns_fd < 0 || bind(n->dns_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
         (n->dns_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         log_warn("DNS forwarder off: cannot listen", "address", n->gw_s, "error", strerror(errno));
+        n->dns_off = "no DNS forwarder (cannot listen on port 53 of the bridge address)";
         if (n->dns_fd >= 0)
             close(n->dns_fd);
         n->dns_fd = -1;
@@ -741,6 +744,8 @@ static void dns_start(local_net *n, const char *upstream)
     }
     if (pthread_create(&n->dns_thread, NULL, dns_thread, n) == 0)
         n->dns_started = true;
+    else
+        n->dns_off = "no DNS forwarder (cannot start its thread)";
 }
 
 /* ---- lifecycle ---- */
@@ -1350,8 +1355,8 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
     };
     *ret_status = "True";
     *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
-    if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s", what[kind],
+    if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
                  MAX(eg, 0) + MAX(ig, 0), MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
-                 s->note ? s->note : "") < 0)
+                 s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
         *ret_message = NULL;
 }
