@@ -5,33 +5,26 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
-#include <poll.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-dns.h"
 #include "local/local-fs.h"
 #include "local/local-net.h"
 #include "shared/log.h"
 
 #define DEFAULT_POD_CIDR "10.244.0.0/24"
 #define NSFS_MAGIC_ 0x6e736673
-#define DNS_SLOTS 64
-#define DNS_TIMEOUT_USEC (3 * USEC_PER_SEC)
 
 typedef struct net_sandbox {
     char *uid;
@@ -41,12 +34,6 @@ typedef struct net_sandbox {
     char *note;   /* peers that match nothing locally */
 } net_sandbox;
 
-typedef struct dns_slot {
-    int fd; /* socket connected to the upstream, -1 when free */
-    struct sockaddr_in client;
-    usec_t deadline;
-} dns_slot;
-
 struct local_net {
     char *state_dir, *net_dir, *bridge, *table, *unavailable;
     uint32_t pool, mask, gw; /* host byte order */
@@ -55,13 +42,8 @@ struct local_net {
     struct nft_ctx *nft;
     net_sandbox *sb;
     size_t n_sb;
-    /* DNS forwarder */
-    struct sockaddr_in upstream;
-    int dns_fd, dns_tcp_fd, dns_stop;
-    pthread_t dns_thread;
-    bool dns_started;
-    const char *dns_off; /* why there is no forwarder, or NULL */
-    dns_slot slots[DNS_SLOTS];
+    local_dns *dns;      /* the forwarder on the bridge address, or NULL */
+    const char *dns_off; /* why there is none, or NULL */
 };
 
 static uint64_t fnv64(const char *a, const char *b)
@@ -494,260 +476,6 @@ static int write_sysctl(const char *path, const char *v)
     return r;
 }
 
-/* ---- DNS forwarder ---- */
-
-static void dns_forward_query(local_net *n, const char *buf, size_t len,
-                              const struct sockaddr_in *client)
-{
-    dns_slot *s = NULL;
-    for (size_t i = 0; i < DNS_SLOTS && !s; i++)
-        if (n->slots[i].fd < 0)
-            s = &n->slots[i];
-    if (!s)
-        return; /* overloaded: the client retries */
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return;
-    if (connect(fd, (const struct sockaddr *)&n->upstream, sizeof(n->upstream)) < 0 ||
-        send(fd, buf, len, 0) < 0) {
-        close(fd);
-        return;
-    }
-    s->fd = fd;
-    s->client = *client;
-    s->deadline = now_usec(CLOCK_MONOTONIC) + DNS_TIMEOUT_USEC;
-}
-
-/* DNS over TCP: one detached thread per connection (at most DNS_SLOTS), relaying
- * length-prefixed messages to the upstream over TCP. Uses no state of local_net. */
-static _Atomic int dns_tcp_threads;
-
-typedef struct dns_tcp_conn {
-    int fd;
-    struct sockaddr_in upstream;
-} dns_tcp_conn;
-
-static bool read_full(int fd, void *buf, size_t len)
-{
-    for (size_t got = 0; got < len;) {
-        ssize_t k = read(fd, (char *)buf + got, len - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        got += (size_t)k;
-    }
-    return true;
-}
-
-static bool write_full(int fd, const void *buf, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t k = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        done += (size_t)k;
-    }
-    return true;
-}
-
-static void set_timeouts(int fd)
-{
-    struct timeval tv = {.tv_sec = 3};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-static void *dns_tcp_thread(void *arg)
-{
-    dns_tcp_conn *c = arg;
-    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    set_timeouts(c->fd);
-    if (up >= 0) {
-        set_timeouts(up);
-        if (connect(up, (struct sockaddr *)&c->upstream, sizeof(c->upstream)) == 0) {
-            unsigned char buf[2 + 65535];
-            for (;;) {
-                if (!read_full(c->fd, buf, 2))
-                    break;
-                size_t len = (size_t)buf[0] << 8 | buf[1];
-                if (!read_full(c->fd, buf + 2, len) || !write_full(up, buf, 2 + len) ||
-                    !read_full(up, buf, 2))
-                    break;
-                len = (size_t)buf[0] << 8 | buf[1];
-                if (!read_full(up, buf + 2, len) || !write_full(c->fd, buf, 2 + len))
-                    break;
-            }
-        }
-        close(up);
-    }
-    close(c->fd);
-    free(c);
-    dns_tcp_threads--;
-    return NULL;
-}
-
-static void dns_tcp_accept(local_net *n)
-{
-    int fd = accept4(n->dns_tcp_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
-    dns_tcp_conn *c = malloc(sizeof(*c));
-    pthread_attr_t attr;
-    pthread_t t;
-    if (!c || dns_tcp_threads >= DNS_SLOTS) {
-        free(c);
-        close(fd);
-        return;
-    }
-    *c = (dns_tcp_conn){fd, n->upstream};
-    dns_tcp_threads++;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (pthread_create(&t, &attr, dns_tcp_thread, c) != 0) {
-        dns_tcp_threads--;
-        close(fd);
-        free(c);
-    }
-    pthread_attr_destroy(&attr);
-}
-
-static void *dns_thread(void *arg)
-{
-    local_net *n = arg;
-    for (;;) {
-        struct pollfd p[3 + DNS_SLOTS];
-        dns_slot *owner[3 + DNS_SLOTS];
-        size_t np = 0;
-        p[np++] = (struct pollfd){n->dns_stop, POLLIN, 0};
-        p[np++] = (struct pollfd){n->dns_fd, POLLIN, 0};
-        p[np++] = (struct pollfd){n->dns_tcp_fd, POLLIN, 0};
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-        for (size_t i = 0; i < DNS_SLOTS; i++) {
-            if (n->slots[i].fd < 0)
-                continue;
-            if (n->slots[i].deadline <= now) {
-                close(n->slots[i].fd);
-                n->slots[i].fd = -1;
-                continue;
-            }
-            owner[np] = &n->slots[i];
-            p[np++] = (struct pollfd){n->slots[i].fd, POLLIN, 0};
-        }
-        int k = poll(p, np, np > 3 ? 500 : -1);
-        if (k < 0 && errno != EINTR)
-            break;
-        if (k <= 0)
-            continue;
-        if (p[0].revents)
-            break;
-        char buf[4096];
-        if (p[1].revents & POLLIN) {
-            struct sockaddr_in from;
-            socklen_t fl = sizeof(from);
-            ssize_t got = recvfrom(n->dns_fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
-            if (got > 12 && fl == sizeof(from))
-                dns_forward_query(n, buf, (size_t)got, &from);
-        }
-        if (p[2].revents & POLLIN)
-            dns_tcp_accept(n);
-        for (size_t i = 3; i < np; i++) {
-            if (!p[i].revents)
-                continue;
-            dns_slot *s = owner[i];
-            ssize_t got = recv(s->fd, buf, sizeof(buf), 0);
-            if (got > 0)
-                sendto(n->dns_fd, buf, (size_t)got, 0, (const struct sockaddr *)&s->client,
-                       sizeof(s->client));
-            close(s->fd);
-            s->fd = -1;
-        }
-    }
-    return NULL;
-}
-
-static int parse_upstream(const char *spec, struct sockaddr_in *ret)
-{
-    char buf[64];
-    _cleanup_free_ char *fromconf = NULL;
-    if (!spec) {
-        /* The first IPv4 nameserver of the host's resolv.conf. */
-        _cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
-        char line[256];
-        while (f && !fromconf && fgets(line, sizeof(line), f)) {
-            char a[64];
-            struct in_addr t;
-            if (sscanf(line, " nameserver %63s", a) == 1 && inet_pton(AF_INET, a, &t) == 1)
-                fromconf = strdup(a);
-        }
-        if (!fromconf)
-            return -ENOENT;
-        spec = fromconf;
-    }
-    if (strlen(spec) >= sizeof(buf))
-        return -EINVAL;
-    snprintf(buf, sizeof(buf), "%s", spec);
-    long port = 53;
-    char *colon = strchr(buf, ':');
-    if (colon) {
-        char *end;
-        *colon = '\0';
-        port = strtol(colon + 1, &end, 10);
-        if (*end || port < 1 || port > 65535)
-            return -EINVAL;
-    }
-    *ret = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    return inet_pton(AF_INET, buf, &ret->sin_addr) == 1 ? 0 : -EINVAL;
-}
-
-static void dns_start(local_net *n, const char *upstream)
-{
-    int k = parse_upstream(upstream, &n->upstream);
-    if (k < 0) {
-        log_warn("DNS forwarder off: no usable upstream resolver", "upstream",
-                 upstream ? upstream : "/etc/resolv.conf");
-        n->dns_off = "no DNS forwarder (no usable upstream resolver)";
-        return;
-    }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53),
-                             .sin_addr.s_addr = htonl(n->gw)};
-    n->dns_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
-    if (n->dns_fd >= 0)
-        setsockopt(n->dns_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    /* IP_FREEBIND: the bridge address may still be tentative. */
-    if (n->dns_fd >= 0)
-        setsockopt(n->dns_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
-    if (n->dns_fd < 0 || bind(n->dns_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        (n->dns_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        log_warn("DNS forwarder off: cannot listen", "address", n->gw_s, "error", strerror(errno));
-        n->dns_off = "no DNS forwarder (cannot listen on port 53 of the bridge address)";
-        if (n->dns_fd >= 0)
-            close(n->dns_fd);
-        n->dns_fd = -1;
-        return;
-    }
-    /* TCP (truncated answers, large records); off when it cannot listen, UDP still works. */
-    n->dns_tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (n->dns_tcp_fd >= 0) {
-        setsockopt(n->dns_tcp_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        setsockopt(n->dns_tcp_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
-        if (bind(n->dns_tcp_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            listen(n->dns_tcp_fd, 64) < 0) {
-            log_warn("DNS forwarder: no TCP", "address", n->gw_s, "error", strerror(errno));
-            close(n->dns_tcp_fd);
-            n->dns_tcp_fd = -1;
-        }
-    }
-    if (pthread_create(&n->dns_thread, NULL, dns_thread, n) == 0)
-        n->dns_started = true;
-    else
-        n->dns_off = "no DNS forwarder (cannot start its thread)";
-}
-
 /* ---- lifecycle ---- */
 
 static const char *base_table_fmt =
@@ -869,9 +597,6 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     local_net *n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
-    n->dns_fd = n->dns_tcp_fd = n->dns_stop = -1;
-    for (size_t i = 0; i < DNS_SLOTS; i++)
-        n->slots[i].fd = -1;
     uint64_t h = fnv64(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
@@ -925,7 +650,7 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
                 n->unavailable = strdup("networking unavailable");
         } else {
             preload(n);
-            dns_start(n, o->dns_upstream);
+            n->dns = local_dns_start(n->gw, o->dns_upstream, &n->dns_off);
         }
     }
     if (n->unavailable)
@@ -946,20 +671,7 @@ local_net *local_net_stop(local_net *n)
 {
     if (!n)
         return NULL;
-    if (n->dns_started) {
-        uint64_t one = 1;
-        if (write(n->dns_stop, &one, sizeof(one)) == sizeof(one))
-            pthread_join(n->dns_thread, NULL);
-    }
-    for (size_t i = 0; i < DNS_SLOTS; i++)
-        if (n->slots[i].fd >= 0)
-            close(n->slots[i].fd);
-    if (n->dns_fd >= 0)
-        close(n->dns_fd);
-    if (n->dns_tcp_fd >= 0)
-        close(n->dns_tcp_fd);
-    if (n->dns_stop >= 0)
-        close(n->dns_stop);
+    local_dns_stop(n->dns);
     if (n->nft)
         nft_ctx_free(n->nft);
     for (size_t i = 0; i < n->n_sb; i++) {
@@ -1240,7 +952,7 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
     bool dns = kind != NETPOL_CUSTOM ||
                dns_allowed(json_object_get(
                    json_object_get(json_object_get(tpl, "spec"), "networkPolicy"), "egress"));
-    *ret_nameserver = n->dns_started && dns ? strdup(n->gw_s) : NULL;
+    *ret_nameserver = n->dns && dns ? strdup(n->gw_s) : NULL;
     return 0;
 }
 
