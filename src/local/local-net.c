@@ -521,6 +521,7 @@ static const char *base_table_fmt =
     "  }\n"
     "}\n";
 
+/* The nft table first (no nftables: nothing is changed on the host), then the bridge. */
 static int setup_host(local_net *n, char **ret_error)
 {
     if (geteuid() != 0)
@@ -529,11 +530,15 @@ static int setup_host(local_net *n, char **ret_error)
         return asprintf(ret_error, "cannot initialise libnftables") < 0 ? -ENOMEM : -EIO;
     nft_ctx_buffer_output(n->nft);
     nft_ctx_buffer_error(n->nft);
-    _cleanup_free_ char *batch = NULL, *cmds = NULL, *sys = NULL, *path = NULL;
+    _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
     int k = fs_mkdir_p(n->net_dir, 0700);
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
+    if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->gw_s) < 0)
+        return -ENOMEM;
+    if ((k = nft_run(n, table, ret_error)) < 0)
+        return k;
     /* if_nametoindex asks this network namespace (/sys may show another one's). */
     bool exists = if_nametoindex(n->bridge) > 0;
     if (asprintf(&path, "%s/bridge.batch", n->net_dir) < 0 ||
@@ -551,10 +556,7 @@ static int setup_host(local_net *n, char **ret_error)
                    ? -ENOMEM : k;
     if (asprintf(&sys, "/proc/sys/net/ipv4/conf/%s/send_redirects", n->bridge) >= 0)
         write_sysctl(sys, "0");
-    _cleanup_free_ char *table = NULL;
-    if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->gw_s) < 0)
-        return -ENOMEM;
-    return nft_run(n, table, ret_error);
+    return 0;
 }
 
 static bool valid_ifname(const char *s)
@@ -641,6 +643,10 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     } else {
         char *err = NULL;
         int k = setup_host(n, &err);
+        if (k < 0 && n->nft) {
+            nft_ctx_free(n->nft);
+            n->nft = NULL;
+        }
         if (k < 0) {
             if (asprintf(&n->unavailable, "networking unavailable: %s",
                          err ? err : strerror(-k)) < 0)
