@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 
 BUILD ?= release
-PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1 libarchive
+PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1 libarchive \
+  libnftables
 
 ifeq ($(BUILD),release)
   OUT := build

@@ -24,8 +24,8 @@ def pct(v, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-def start_server(state):
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
+def start_server(state, network="none"):
+    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": network,
            "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
     log = open(os.path.join(state, "serve.log"), "wb")
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],

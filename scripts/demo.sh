@@ -36,13 +36,16 @@ cleanup() {
   for id in $("$runc" --root "$state/runc" list -q 2>/dev/null); do
     "$runc" --root "$state/runc" delete --force "$id" >/dev/null 2>&1
   done
+  for ns in "$state"/net/*/ns; do [ -e "$ns" ] && umount -l "$ns" 2>/dev/null; done
   rm -rf "$state" "$work"
 }
 work=$(mktemp -d)
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ASB_RUNTIME=$runc "$bin/asb" serve --listen 127.0.0.1:0 >"$work/asb-serve.log" 2>&1 &
+# Loopback-only sandboxes unless ASB_NETWORK=bridge: the demo leaves no bridge or nft table on the
+# machine (docs/network.md).
+ASB_NETWORK=${ASB_NETWORK:-none} ASB_RUNTIME=$runc "$bin/asb" serve --listen 127.0.0.1:0 >"$work/asb-serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do
   [ -s "$state/server" ] && "$bin/asb" get sandboxes >/dev/null 2>&1 && break

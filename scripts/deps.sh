@@ -11,6 +11,7 @@ PACKAGES=(
   python3-kubernetes
   curl valgrind procps util-linux
   runc umoci libhttp-parser-dev
+  iproute2 nftables libnftables-dev
   nodejs
 )
 

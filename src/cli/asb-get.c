@@ -240,6 +240,18 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
         const json_t *ip = json_array_get(path(obj, "status", "podIPs", NULL), 0);
         COL("IP", cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip));
         COL("NETWORK", network_cell(obj));
+        /* Blocked connections: the count in the NetworkPolicyEnforced condition's message. */
+        const json_t *np = hdr ? NULL : condition(obj, "NetworkPolicyEnforced");
+        const char *m = json_string_value(json_object_get(np, "message"));
+        const char *b = m ? strstr(m, "blocked: ") : NULL;
+        if (b)
+            snprintf(buf, sizeof(buf), "%lld", strtoll(b + 9, NULL, 10));
+        else
+            snprintf(buf, sizeof(buf), "%s",
+                     np && json_string_value(json_object_get(np, "reason"))
+                         ? json_string_value(json_object_get(np, "reason"))
+                         : "<none>");
+        COL("BLOCKED", strdup(buf));
     } else if (strcmp(k->kind, "SandboxClaim") == 0) {
         COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
         COL("WARMPOOL", cell(path(obj, "spec", "warmPoolRef", "name")));

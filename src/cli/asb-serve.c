@@ -31,7 +31,9 @@
 static void serve_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n\n"
+            "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
+            "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
+            "                 [--dns-upstream IP[:PORT]]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -44,6 +46,14 @@ static void serve_usage(FILE *f)
             "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
             "  --router-allow-unauthenticated\n"
             "                      the router admits token-less requests from loopback peers\n"
+            "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
+            "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
+            "                      or none (loopback only); env ASB_NETWORK\n"
+            "  --pod-cidr CIDR     sandbox addresses (default 10.244.0.0/24); env ASB_POD_CIDR\n"
+            "  --bridge NAME       host bridge (default asb + a hash of the state dir); env\n"
+            "                      ASB_BRIDGE\n"
+            "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
+            "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -183,6 +193,7 @@ typedef struct serve_opts {
     const char *router_listen;
     bool router_listen_given;
     bool router_allow_unauthenticated;
+    const char *network, *pod_cidr, *bridge, *dns_upstream;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
@@ -191,12 +202,20 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"listen", required_argument, NULL, 'l'},
         {"router-listen", required_argument, NULL, 'R'},
         {"router-allow-unauthenticated", no_argument, NULL, 'A'},
+        {"network", required_argument, NULL, 'n'},
+        {"pod-cidr", required_argument, NULL, 'c'},
+        {"bridge", required_argument, NULL, 'b'},
+        {"dns-upstream", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
     o->listen = DEFAULT_LISTEN;
     o->router_listen = DEFAULT_ROUTER_LISTEN;
     o->router_allow_unauthenticated = false;
+    o->network = getenv("ASB_NETWORK");
+    o->pod_cidr = getenv("ASB_POD_CIDR");
+    o->bridge = getenv("ASB_BRIDGE");
+    o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -210,6 +229,18 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'A':
             o->router_allow_unauthenticated = true;
+            break;
+        case 'n':
+            o->network = optarg;
+            break;
+        case 'c':
+            o->pod_cidr = optarg;
+            break;
+        case 'b':
+            o->bridge = optarg;
+            break;
+        case 'd':
+            o->dns_upstream = optarg;
             break;
         case 'h':
             serve_usage(stdout);
@@ -332,7 +363,9 @@ int asb_serve(int argc, char **argv)
             .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
-            .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC)};
+            .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
+            .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
+                    .dns_upstream = o.dns_upstream}};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

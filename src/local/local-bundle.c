@@ -173,7 +173,10 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
     static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
     json_t *namespaces = json_array();
     for (size_t i = 0; i < ELEMENTSOF(ns); i++)
-        json_array_append_new(namespaces, json_pack("{s:s}", "type", ns[i]));
+        json_array_append_new(namespaces,
+                              strcmp(ns[i], "network") == 0 && p->netns_path
+                                  ? json_pack("{s:s, s:s}", "type", ns[i], "path", p->netns_path)
+                                  : json_pack("{s:s}", "type", ns[i]));
     static const char *const args[] = {
         "/.asb/lib/ld-linux-x86-64.so.2", "--library-path", "/.asb/lib", "/.asb/bin/sandboxd",
         "--root-dir", "/workspace", "--listen-host", "127.0.0.1", "--rest-fd", "3", "--grpc-fd",
@@ -205,7 +208,7 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
 static int write_etc(const local_bundle_params *p, const char *etc, char **ret_error)
 {
-    _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL;
+    _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL, *resolv = NULL;
     if (asprintf(&passwd,
                  "root:x:0:0:root:/root:/usr/sbin/nologin\n"
                  "sandbox:x:%u:%u:sandbox:" SANDBOX_HOME ":/bin/sh\n"
@@ -213,8 +216,15 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
                  (unsigned)p->uid, (unsigned)p->gid) < 0 ||
         asprintf(&group, "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid) < 0 ||
         asprintf(&hosts, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-                 p->hostname) < 0)
+                 p->hostname) < 0 ||
+        asprintf(&resolv, "%s\n",
+                 p->nameserver ? "" : "# local sandbox: loopback only, no name servers") < 0)
         return -ENOMEM;
+    if (p->nameserver) {
+        free(resolv);
+        if (asprintf(&resolv, "nameserver %s\n", p->nameserver) < 0)
+            return -ENOMEM;
+    }
     const struct {
         const char *name, *content;
     } files[] = {
@@ -222,8 +232,10 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
         {"group", group},
         {"hosts", hosts},
         {"hostname", p->hostname},
-        {"resolv.conf", "# local sandbox: loopback only, no name servers\n"},
-        {"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"},
+        {"resolv.conf", resolv},
+        {"nsswitch.conf", p->nameserver
+                              ? "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                              : "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"},
     };
     int r = fs_mkdir_p(etc, 0755);
     for (size_t i = 0; r == 0 && i < ELEMENTSOF(files); i++) {
@@ -324,6 +336,20 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     add_bind(mounts, "/.asb/lib", p->inject_lib, true);
     if (p->main_argv && p->main_dir)
         add_bind(mounts, "/.asb/main", p->main_dir, false);
+    if (p->rootfs && p->nameserver) {
+        /* An image's /etc/resolv.conf (when it has one to mount over) names the forwarder. */
+        _cleanup_free_ char *target = NULL, *src = NULL, *line = NULL;
+        struct stat st;
+        if (asprintf(&target, "%s/etc/resolv.conf", p->rootfs) < 0 ||
+            asprintf(&src, "%s/resolv.conf", p->bundle_dir) < 0 ||
+            asprintf(&line, "nameserver %s\n", p->nameserver) < 0) {
+            json_decref(mounts);
+            return -ENOMEM;
+        }
+        if (lstat(target, &st) == 0 && S_ISREG(st.st_mode) &&
+            fs_write_file(src, line, 0644) == 0)
+            add_bind(mounts, "/etc/resolv.conf", src, true);
+    }
     json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);

@@ -38,6 +38,9 @@ typedef struct local_bundle_params {
     size_t n_volumes;
     const json_t *main_argv; /* container command+args (JSON array of strings) or NULL */
     const char *main_dir;    /* with main_argv: host dir bound at /.asb/main (log, exit) */
+    const char *netns_path;  /* network namespace to join (local-net.h), NULL: a new private
+                              * one with loopback only */
+    const char *nameserver;  /* resolver for /etc/resolv.conf, NULL: none */
 } local_bundle_params;
 
 /* The main process of a container: `command` followed by `args` (either may be absent), as a

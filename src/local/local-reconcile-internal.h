@@ -36,10 +36,12 @@ typedef struct rec_timer {
 struct local_reconciler {
     local_store *store;
     const api_kind *kind;
+    const api_kind *template_kind; /* its events re-apply network rules */
     char *state_dir;
     char *inject_dir;
     char *inject_error; /* why sandboxd cannot be injected, or NULL */
     const char *no_root;  /* set when running without root */
+    local_net *net;       /* never NULL once started; may be "unavailable" */
     oci_runtime rt; /* the default runtime: handler 0 */
     /* runtimeClassName -> handler binary, and the runtimes other than the default that are
      * in use (handler i > 0 is extra[i - 1]), each with its own state root. */
@@ -98,5 +100,8 @@ int rec_materialise(local_reconciler *r, const json_t *sandbox, rec_failure *f);
 void rec_teardown(local_reconciler *r, const char *uid, bool purge);
 /* Adopts an already running container found by runc list. */
 void rec_adopt(local_reconciler *r, const char *uid, pid_t pid);
+/* The network policy of a sandbox from its template (§2.2 labels/annotation); *ret_tpl the
+ * template as stored (owned) or NULL. */
+local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sandbox, json_t **ret_tpl);
 /* GET /v1/health on the sandbox's REST socket; true on 200 within timeout_ms. */
 bool rec_health(local_reconciler *r, const char *uid, int timeout_ms);

@@ -88,6 +88,8 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
     forget(r, uid);
+    if (r->net)
+        local_net_detach(r->net, uid);
     if (run)
         fs_rm_rf(run);
     if (purge && vols)
@@ -96,6 +98,62 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
         fs_rm_rf(base);
     else if (bundle)
         fs_rm_rf(bundle);
+}
+
+#define ANN_TEMPLATE_REF "agents.x-k8s.io/sandbox-template-ref"
+#define LABEL_TEMPLATE_REF_HASH "agents.x-k8s.io/sandbox-template-ref-hash"
+
+/* NameHash (§2.3): FNV-1a 32, 8 lowercase hex digits. */
+static void tpl_name_hash(const char *s, char out[9])
+{
+    uint32_t h = 0x811c9dc5u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x01000193u;
+    snprintf(out, 9, "%08x", h);
+}
+
+local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sb, json_t **ret_tpl)
+{
+    *ret_tpl = NULL;
+    const json_t *md = json_object_get(sb, "metadata");
+    const char *ns = api_meta_string(sb, "namespace");
+    const char *name = json_string_value(
+        json_object_get(json_object_get(md, "annotations"), ANN_TEMPLATE_REF));
+    const char *hash =
+        json_string_value(json_object_get(json_object_get(md, "labels"), LABEL_TEMPLATE_REF_HASH));
+    if (!hash)
+        hash = json_string_value(json_object_get(
+            json_object_get(
+                json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
+                                "metadata"),
+                "labels"),
+            LABEL_TEMPLATE_REF_HASH));
+    const api_kind *tk = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
+    if (!tk || (!name && !hash))
+        return local_net_policy_of(NULL, false);
+    if (name && local_store_get(r->store, tk, ns, name, ret_tpl) == 0)
+        return local_net_policy_of(*ret_tpl, true);
+    if (hash) {
+        /* The label names the template by hash only (a NetworkPolicy podSelector). */
+        json_t *items = NULL, *t;
+        uint64_t rv;
+        size_t i;
+        if (local_store_list(r->store, tk, ns, &items, &rv) == 0) {
+            json_array_foreach(items, i, t) {
+                char h[9];
+                const char *tn = api_meta_string(t, "name");
+                if (!tn)
+                    continue;
+                tpl_name_hash(tn, h);
+                if (strcmp(h, hash) == 0) {
+                    *ret_tpl = json_incref(t);
+                    break;
+                }
+            }
+            json_decref(items);
+        }
+    }
+    return local_net_policy_of(*ret_tpl, true);
 }
 
 static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ...)
@@ -360,12 +418,24 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         json_decref(main_argv);
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     }
+    /* The network: namespace, address and rules exist before the first process runs. */
+    _cleanup_(json_decrefp) json_t *tpl = NULL;
+    local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
+    _cleanup_free_ char *netns = NULL, *nameserver = NULL, *nerr = NULL;
+    k = local_net_attach(r->net, uid, nk, tpl, &netns, &nameserver, &nerr);
+    if (k < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
+        return fail(f, "NetworkSetupFailed", k, "Error seen: cannot set up the network: %s",
+                    nerr ? nerr : strerror(-k));
+    }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
         .env = json_object_get(ctr, "env"), .image_env = json_object_get(image, "env"), .working_dir = wd, .memory_limit = mem, .cpu_millis = cpu,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
-        .main_argv = main_argv, .main_dir = main_dir,
+        .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
+        .nameserver = nameserver,
     };
     k = local_bundle_write(&bp, &err);
     local_bundle_volumes_free(vv, nvv, vnames);

@@ -48,6 +48,8 @@ typedef struct status_update {
     bool has_pod; /* a container exists: selector and pod-name annotation */
     bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
     bool only_conditions; /* Retain after expiry: status is reset to its conditions */
+    cond netpol;          /* NetworkPolicyEnforced, type NULL: none (no container) */
+    const char *pod_ip;   /* status.podIPs[0], NULL: none */
 } status_update;
 
 static void now_rfc3339(char out[32])
@@ -101,7 +103,8 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
     json_t *c;
     json_array_foreach(old_conds, i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
-        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0))
+        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0) ||
+            strcmp(t, "NetworkPolicyEnforced") == 0)
             continue;
         if (strcmp(t, "Finished") == 0 && !u->expired)
             continue; /* rewritten below when finished; preserved across expiry */
@@ -113,11 +116,17 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
     if (!u->expired && u->finished.type)
         json_array_append_new(conds, make_condition(old_conds, &u->finished, gen));
+    if (u->netpol.type)
+        json_array_append_new(conds, make_condition(old_conds, &u->netpol, gen));
     if (u->only_conditions) {
         status = json_object();
         json_object_set_new(new, "status", status);
     }
     json_object_set_new(status, "conditions", conds);
+    if (u->has_pod && u->pod_ip)
+        json_object_set_new(status, "podIPs", json_pack("[s]", u->pod_ip));
+    else
+        json_object_del(status, "podIPs");
     json_t *ann = json_object_get(md, "annotations");
     const char *name = api_meta_string(old, "name");
     if (u->has_pod && name) {
@@ -146,6 +155,18 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
 static void write_status(local_reconciler *r, const json_t *sb, status_update *u)
 {
     json_t *out = NULL;
+    _cleanup_free_ char *ip = NULL, *msg = NULL;
+    if (u->has_pod && r->net && u->uid) {
+        /* The sandbox's rules follow its template (re-applied after a restart, or when the
+         * template changed); the condition carries the blocked-connection counts. */
+        _cleanup_(json_decrefp) json_t *tpl = NULL;
+        local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
+        local_net_refresh(r->net, u->uid, nk, tpl);
+        const char *st, *reason;
+        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
+        u->netpol = (cond){"NetworkPolicyEnforced", st, reason, msg ? msg : ""};
+        u->pod_ip = ip;
+    }
     int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
                                api_meta_string(sb, "name"), status_fn, u, &out);
     if (k < 0 && k != -ENOENT)
@@ -529,6 +550,11 @@ static void gc_images(local_reconciler *r)
     free(in_use);
 }
 
+static bool net_keep(const char *uid, void *userdata)
+{
+    return rec_find(userdata, uid) != NULL;
+}
+
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
  * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
 static uint64_t resync(local_reconciler *r, bool *ret_pending)
@@ -599,6 +625,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
             rec_teardown(r, uid, false);
         }
         gc_images(r);
+        local_net_gc(r->net, net_keep, r);
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
@@ -615,8 +642,30 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     return rv;
 }
 
+/* A SandboxTemplate changed: its running sandboxes' network rules follow it now (write_status
+ * re-applies them), not at the next resync. */
+static void template_changed(local_reconciler *r, bool *pending)
+{
+    json_t *items = NULL;
+    uint64_t rv;
+    if (!r->n_entries || local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        if (uid && rec_find(r, uid))
+            *pending |= reconcile_one(r, sb, false);
+    }
+    json_decref(items);
+}
+
 static void handle_event(local_reconciler *r, const store_event *ev, bool *pending)
 {
+    if (ev->kind == r->template_kind) {
+        template_changed(r, pending);
+        return;
+    }
     if (ev->kind != r->kind)
         return;
     const char *uid = api_meta_string(ev->object, "uid");
@@ -776,6 +825,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->image_gc_idle = o->image_gc_idle ? o->image_gc_idle : 10 * 60 * USEC_PER_SEC;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
+    r->template_kind = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     _cleanup_free_ char *runc_root = NULL;
     int k;
     if (!r->kind || !(r->state_dir = strdup(o->state_dir)) ||
@@ -799,6 +849,16 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
             log_warn("sandboxes unavailable", "reason", r->inject_error);
         }
         fs_mkdir_p(runc_root, 0700);
+    }
+    local_net_options no = o->net;
+    no.state_dir = o->state_dir;
+    char *nerr = NULL;
+    int nk = local_net_start(&no, &r->net, &nerr);
+    if (nk < 0) {
+        log_error("bad network options", "error", nerr ? nerr : strerror(-nk));
+        free(nerr);
+        local_reconciler_stop(r);
+        return nk;
     }
     k = runtime_classes_parse(getenv("ASB_RUNTIME_CLASSES"), &r->classes, &r->n_classes,
                               &r->class_error);
@@ -853,6 +913,7 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     free(r->extra);
     runtime_classes_free(r->classes, r->n_classes);
     free(r->class_error);
+    local_net_stop(r->net);
     free(r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);

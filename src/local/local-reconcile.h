@@ -4,6 +4,7 @@
 #pragma once
 
 #include "basic/time-util.h"
+#include "local/local-net.h"
 #include "local/local-store.h"
 
 typedef struct local_reconciler local_reconciler;
@@ -15,9 +16,10 @@ typedef struct local_reconciler_options {
     const char *runtime;   /* OCI runtime CLI ("runc") */
     usec_t resync_interval; /* full pass after this much quiet; 0 = 10 s */
     usec_t image_gc_idle;   /* unpacked images unused this long are removed; 0 = 10 min */
+    local_net_options net;  /* sandbox networking (mode, pod CIDR, bridge, DNS upstream) */
 } local_reconciler_options;
 
-/* Starts the thread. Problems that only affect sandboxes (no root, no sandboxd) are logged and
+/* Starts the thread (and sandbox networking). Problems that only affect sandboxes (no root, no sandboxd) are logged and
  * reported in each Sandbox's Ready condition, not returned. *ret owned (local_reconciler_stop). */
 int local_reconciler_start(const local_reconciler_options *o, local_reconciler **ret);
 /* Joins the thread (call local_store_shutdown first to wake it) and frees. Containers keep

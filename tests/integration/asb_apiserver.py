@@ -49,6 +49,7 @@ class AsbServer:
         # The API tests store Sandboxes without running them (ASB_RUNTIME=none); the
         # test_local_sandbox_* tests turn the runtime on.
         self.env = {**os.environ, "ASB_STATE_DIR": self.state_dir, "ASB_RUNTIME": "none",
+                    "ASB_NETWORK": "none",
                     **(env or {})}
         self.proc = None
         self.log = None

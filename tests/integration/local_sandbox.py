@@ -1,6 +1,7 @@
 """Helpers for the test_local_sandbox_* tests: an `asb serve` with the runc runtime on, a short
 state directory (unix socket paths must stay under 108 bytes), and clients for a sandbox's
 sockets. Imported explicitly, no conftest magic."""
+import glob
 import json
 import os
 import shutil
@@ -54,6 +55,9 @@ def cleanup_state(state_dir):
     for c in runc_list(state_dir):
         subprocess.run([RUNC, "--root", os.path.join(state_dir, "runc"), "delete", "--force", c["id"]],
                        capture_output=True)
+    # Network namespaces of sandboxes are bind mounts under net/<uid>/ns (docs/network.md).
+    for ns in glob.glob(os.path.join(state_dir, "net", "*", "ns")):
+        subprocess.run(["umount", "-l", ns], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 

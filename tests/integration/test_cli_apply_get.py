@@ -127,10 +127,10 @@ def test_get_table_and_wide(asb):
         assert ok(asb, "get", kind, "alpha").splitlines()[1].split()[0] == "alpha"
     wide = ok(asb, "get", "sbx", "-o", "wide").splitlines()
     assert wide[0].split() == ["NAME", "READY", "REASON", "AGE", "MODE", "SHUTDOWN-TIME", "IP",
-                               "NETWORK"]
+                               "NETWORK", "BLOCKED"]
     assert "Running" in wide[1]
-    # No network policy enforcement yet: a local sandbox has loopback only, and says so.
-    assert wide[1].split()[-1] == "loopback-only"
+    # Not running (ASB_RUNTIME=none): no network policy is enforced, loopback only, and it says so.
+    assert wide[1].split()[-2:] == ["loopback-only", "<none>"]
     sel = ok(asb, "get", "sbx", "-l", "app=db").splitlines()
     assert [l.split()[0] for l in sel[1:]] == ["beta"]
     assert ok(asb, "get", "sbx", "-o", "name") == \

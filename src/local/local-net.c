@@ -1,0 +1,1080 @@
+/* Networking of local sandboxes: see local-net.h and docs/network.md. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "local/local-dns.h"
+#include "local/local-fs.h"
+#include "local/local-net.h"
+#include "shared/log.h"
+
+#define DEFAULT_POD_CIDR "10.244.0.0/24"
+#define NSFS_MAGIC_ 0x6e736673
+
+typedef struct net_sandbox {
+    char *uid;
+    char id[13];
+    uint32_t ip;  /* host byte order; 0: loopback only */
+    char *rules;  /* the per-sandbox rule text applied (change detection) */
+    char *note;   /* peers that match nothing locally */
+} net_sandbox;
+
+struct local_net {
+    char *state_dir, *net_dir, *bridge, *table, *unavailable;
+    uint32_t pool, mask, gw; /* host byte order */
+    int prefix;
+    char pool_s[32], gw_s[16];
+    struct nft_ctx *nft;
+    net_sandbox *sb;
+    size_t n_sb;
+    local_dns *dns;      /* the forwarder on the bridge address, or NULL */
+    const char *dns_off; /* why there is none, or NULL */
+};
+
+static uint64_t fnv64(const char *a, const char *b)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *s = a; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    h = (h ^ '/') * 0x100000001b3ull;
+    for (const char *s = b; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void ip_str(uint32_t ip, char out[16])
+{
+    snprintf(out, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+}
+
+/* "a.b.c.d/n" (or a bare address as /32): network and prefix. -EINVAL otherwise. */
+static int parse_cidr4(const char *s, uint32_t *ret_net, int *ret_prefix)
+{
+    char buf[64];
+    if (!s || strlen(s) >= sizeof(buf))
+        return -EINVAL;
+    snprintf(buf, sizeof(buf), "%s", s);
+    char *slash = strchr(buf, '/');
+    long prefix = 32;
+    if (slash) {
+        char *end;
+        *slash = '\0';
+        errno = 0;
+        prefix = strtol(slash + 1, &end, 10);
+        if (errno || end == slash + 1 || *end || prefix < 0 || prefix > 32)
+            return -EINVAL;
+    }
+    struct in_addr a;
+    if (inet_pton(AF_INET, buf, &a) != 1)
+        return -EINVAL;
+    uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
+    *ret_net = ntohl(a.s_addr) & mask;
+    *ret_prefix = (int)prefix;
+    return 0;
+}
+
+static bool cidr4_contains(uint32_t net, int prefix, uint32_t inner, int inner_prefix)
+{
+    uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
+    return inner_prefix >= prefix && (inner & mask) == net;
+}
+
+/* ---- policy -> nft rule text ---- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) _printf_(2, 3);
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *add = NULL;
+    int n = vasprintf(&add, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = MAX(b->cap * 2, b->len + (size_t)n + 1);
+        char *v = realloc(b->s, cap);
+        if (!v) {
+            free(add);
+            b->oom = true;
+            return;
+        }
+        b->s = v;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, add, (size_t)n + 1);
+    b->len += (size_t)n;
+    free(add);
+}
+
+/* The address match of one peer ("" = any), or NULL when it matches nothing here. */
+static char *peer_match(const json_t *peer, const char *field, sbuf *note)
+{
+    const json_t *ipb = json_object_get(peer, "ipBlock");
+    if (!json_is_object(ipb)) {
+        sb_printf(note, "%s%s", note->len ? "; " : "",
+                  "podSelector/namespaceSelector peers match nothing locally");
+        return NULL;
+    }
+    const char *cidr = json_string_value(json_object_get(ipb, "cidr"));
+    uint32_t net;
+    int prefix;
+    if (cidr && strchr(cidr, ':'))
+        return NULL; /* IPv6: sandboxes have IPv4 only */
+    if (parse_cidr4(cidr, &net, &prefix) < 0) {
+        sb_printf(note, "%sipBlock.cidr \"%.64s\" is not an IPv4 CIDR: matches nothing",
+                  note->len ? "; " : "", cidr ? cidr : "");
+        return NULL;
+    }
+    char a[16];
+    ip_str(net, a);
+    sbuf ex = {0}, m = {0};
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(ipb, "except"), i, e) {
+        const char *es = json_string_value(e);
+        uint32_t en;
+        int ep;
+        if (es && strchr(es, ':'))
+            continue;
+        if (parse_cidr4(es, &en, &ep) < 0) {
+            sb_printf(note, "%sipBlock.except \"%.64s\" is not an IPv4 CIDR: the peer matches nothing",
+                      note->len ? "; " : "", es ? es : "");
+            free(ex.s);
+            return NULL;
+        }
+        char b[16];
+        ip_str(en, b);
+        sb_printf(&ex, "%s%s/%d", ex.len ? ", " : "", b, ep);
+    }
+    sb_printf(&m, "ip %s %s/%d", field, a, prefix);
+    if (ex.len)
+        sb_printf(&m, " ip %s != { %s }", field, ex.s);
+    free(ex.s);
+    if (m.oom) {
+        free(m.s);
+        return NULL;
+    }
+    return m.s;
+}
+
+/* The port match of one NetworkPolicyPort ("" = any), or NULL when it matches nothing. */
+static char *port_match(const json_t *port, sbuf *note)
+{
+    const char *proto = json_string_value(json_object_get(port, "protocol"));
+    if (!proto)
+        proto = "TCP";
+    const char *p = strcmp(proto, "TCP") == 0   ? "tcp"
+                    : strcmp(proto, "UDP") == 0 ? "udp"
+                    : strcmp(proto, "SCTP") == 0 ? "sctp"
+                                                 : NULL;
+    if (!p) {
+        sb_printf(note, "%sprotocol \"%.16s\" matches nothing", note->len ? "; " : "", proto);
+        return NULL;
+    }
+    const json_t *pv = json_object_get(port, "port"), *ev = json_object_get(port, "endPort");
+    char *out = NULL;
+    if (!pv) {
+        if (asprintf(&out, "meta l4proto %s", p) < 0)
+            return NULL;
+        return out;
+    }
+    if (!json_is_integer(pv) || json_integer_value(pv) < 1 || json_integer_value(pv) > 65535) {
+        sb_printf(note, "%snamed or invalid port matches nothing locally", note->len ? "; " : "");
+        return NULL;
+    }
+    json_int_t lo = json_integer_value(pv), hi = lo;
+    if (json_is_integer(ev) && json_integer_value(ev) >= lo && json_integer_value(ev) <= 65535)
+        hi = json_integer_value(ev);
+    int k = hi > lo ? asprintf(&out, "meta l4proto %s th dport %d-%d", p, (int)lo, (int)hi)
+                    : asprintf(&out, "meta l4proto %s th dport %d", p, (int)lo);
+    return k < 0 ? NULL : out;
+}
+
+int local_net_policy_rules(const json_t *rules, bool egress, const char *verdict, char **ret,
+                           char **ret_note)
+{
+    sbuf out = {0}, note = {0};
+    const char *peers_key = egress ? "to" : "from", *field = egress ? "daddr" : "saddr";
+    size_t i;
+    json_t *rule;
+    sb_printf(&out, "%s", "");
+    json_array_foreach(rules, i, rule) {
+        const json_t *peers = json_object_get(rule, peers_key),
+                     *ports = json_object_get(rule, "ports");
+        size_t np = json_array_size(peers), nq = json_array_size(ports);
+        for (size_t a = 0; a < MAX(np, (size_t)1); a++) {
+            _cleanup_free_ char *pm = np ? peer_match(json_array_get(peers, a), field, &note)
+                                         : strdup("");
+            if (!pm)
+                continue;
+            for (size_t b = 0; b < MAX(nq, (size_t)1); b++) {
+                _cleanup_free_ char *qm = nq ? port_match(json_array_get(ports, b), &note)
+                                             : strdup("");
+                if (!qm)
+                    continue;
+                sb_printf(&out, "%s%s%s%s%s\n", pm, *pm && *qm ? " " : "", qm,
+                          *pm || *qm ? " " : "", verdict);
+            }
+        }
+    }
+    if (out.oom || note.oom) {
+        free(out.s);
+        free(note.s);
+        return -ENOMEM;
+    }
+    *ret = out.s;
+    *ret_note = note.s;
+    return 0;
+}
+
+/* The secure default egress (UPSTREAM.md §2.5) plus what reaches this host locally. */
+static json_t *default_egress(const local_net *n)
+{
+    static const char *const blocked[] = {"10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16",
+                                          "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8",
+                                          "0.0.0.0/8"};
+    json_t *except = json_array();
+    bool pool_covered = false;
+    for (size_t i = 0; i < ELEMENTSOF(blocked); i++) {
+        uint32_t net;
+        int prefix;
+        json_array_append_new(except, json_string(blocked[i]));
+        if (parse_cidr4(blocked[i], &net, &prefix) == 0 &&
+            cidr4_contains(net, prefix, n->pool, n->prefix))
+            pool_covered = true;
+    }
+    if (!pool_covered)
+        json_array_append_new(except, json_string(n->pool_s));
+    return json_pack("[{s:[{s:{s:s, s:o}}]}]", "to", "ipBlock", "cidr", "0.0.0.0/0", "except",
+                     except);
+}
+
+local_net_policy_kind local_net_policy_of(const json_t *tpl, bool names_template)
+{
+    if (!tpl)
+        return names_template ? NETPOL_TEMPLATE_MISSING : NETPOL_DIRECT;
+    const json_t *spec = json_object_get(tpl, "spec");
+    const char *m = json_string_value(json_object_get(spec, "networkPolicyManagement"));
+    if (m && strcmp(m, "Unmanaged") == 0)
+        return NETPOL_UNMANAGED;
+    return json_is_object(json_object_get(spec, "networkPolicy")) ? NETPOL_CUSTOM
+                                                                  : NETPOL_DEFAULT;
+}
+
+/* Whether an egress rule list lets DNS out: a rule allowing UDP or TCP port 53, or all ports.
+ * Only then may the sandbox use the forwarder (an empty egress list means no DNS either). */
+static bool dns_allowed(const json_t *egress)
+{
+    size_t i, j;
+    json_t *rule, *port;
+    json_array_foreach(egress, i, rule) {
+        const json_t *ports = json_object_get(rule, "ports");
+        if (json_array_size(ports) == 0)
+            return true;
+        json_array_foreach(ports, j, port) {
+            const char *proto = json_string_value(json_object_get(port, "protocol"));
+            const json_t *pv = json_object_get(port, "port"), *ev = json_object_get(port, "endPort");
+            if (proto && strcmp(proto, "TCP") != 0 && strcmp(proto, "UDP") != 0)
+                continue;
+            if (!pv)
+                return true;
+            json_int_t lo = json_integer_value(pv),
+                       hi = json_is_integer(ev) ? json_integer_value(ev) : lo;
+            if (json_is_integer(pv) && lo <= 53 && 53 <= hi)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The per-sandbox chains' rules (no chain/counter declarations). */
+static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_kind kind,
+                         const json_t *tpl, char **ret, char **ret_note)
+{
+    _cleanup_(json_decrefp) json_t *def = NULL;
+    const json_t *eg, *in;
+    if (kind == NETPOL_CUSTOM) {
+        const json_t *np = json_object_get(json_object_get(tpl, "spec"), "networkPolicy");
+        eg = json_object_get(np, "egress");
+        in = json_object_get(np, "ingress");
+    } else {
+        if (!(def = default_egress(n)))
+            return -ENOMEM;
+        eg = def;
+        in = NULL; /* only the router, which uses unix sockets */
+    }
+    _cleanup_free_ char *e = NULL, *en = NULL, *i = NULL, *inote = NULL;
+    int k = local_net_policy_rules(eg, true, "goto c_dst", &e, &en);
+    if (k < 0 || (k = local_net_policy_rules(in, false, "accept", &i, &inote)) < 0)
+        return k;
+    sbuf out = {0};
+    for (char *line = e, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        *nl = '\0';
+        sb_printf(&out, "add rule inet %s o_%s %s\n", n->table, s->id, line);
+    }
+    sb_printf(&out, "add rule inet %s o_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
+    for (char *line = i, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        *nl = '\0';
+        sb_printf(&out, "add rule inet %s i_%s %s\n", n->table, s->id, line);
+    }
+    sb_printf(&out, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table, s->id, s->id);
+    /* Traffic to the host itself: only the DNS forwarder, and only when egress allows DNS. */
+    if (dns_allowed(eg))
+        sb_printf(&out, "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n",
+                  n->table, s->id, n->gw_s);
+    sb_printf(&out, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
+    if (out.oom) {
+        free(out.s);
+        return -ENOMEM;
+    }
+    *ret = out.s;
+    *ret_note = NULL;
+    if (en || inote) {
+        if (asprintf(ret_note, "%s%s%s", en ? en : "", en && inote ? "; " : "",
+                     inote ? inote : "") < 0)
+            *ret_note = NULL;
+    }
+    return 0;
+}
+
+/* ---- helpers: nft, ip ---- */
+
+static int nft_run(local_net *n, const char *cmd, char **ret_error)
+{
+    if (nft_run_cmd_from_buffer(n->nft, cmd) == 0)
+        return 0;
+    const char *e = nft_ctx_get_error_buffer(n->nft);
+    if (ret_error && asprintf(ret_error, "nft: %s", e && *e ? e : "failed") < 0)
+        *ret_error = NULL;
+    return -EIO;
+}
+
+static const char *ip_binary(void)
+{
+    static const char *const c[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"};
+    for (size_t i = 0; i < ELEMENTSOF(c); i++)
+        if (access(c[i], X_OK) == 0)
+            return c[i];
+    return NULL;
+}
+
+/* Starts `ip -batch file`; with ns_path the child first creates a new network namespace, binds
+ * it at ns_path and turns IPv6 off in it. run_ip_wait() collects it. */
+typedef struct ip_child {
+    pid_t pid;
+    int err_fd; /* ip's stderr */
+} ip_child;
+
+static int run_ip_start(const char *batch, const char *ns_path, bool force, ip_child *ret,
+                        char **ret_error)
+{
+    const char *ip = ip_binary();
+    if (!ip) {
+        *ret_error = strdup("iproute2 (ip) is not installed");
+        return -ENOENT;
+    }
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -errno;
+    char *argv[] = {(char *)ip, force ? "-force" : "-s", "-batch", (char *)batch, NULL};
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = -errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return e;
+    }
+    if (pid == 0) {
+        dup2(pfd[1], 2);
+        if (ns_path) {
+            if (unshare(CLONE_NEWNET) < 0 ||
+                mount("/proc/self/ns/net", ns_path, NULL, MS_BIND, NULL) < 0) {
+                static const char m[] = "cannot create the network namespace\n";
+                (void)!write(2, m, sizeof(m) - 1);
+                _exit(125);
+            }
+            static const char *const v6[] = {"/proc/sys/net/ipv6/conf/all/disable_ipv6",
+                                             "/proc/sys/net/ipv6/conf/default/disable_ipv6"};
+            for (size_t i = 0; i < 2; i++) {
+                int fd = open(v6[i], O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                    (void)!write(fd, "1", 1);
+                    close(fd);
+                }
+            }
+        }
+        execv(ip, argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    *ret = (ip_child){pid, pfd[0]};
+    return 0;
+}
+
+static int run_ip_wait(ip_child *c, char **ret_error)
+{
+    char buf[1024];
+    size_t got = 0;
+    ssize_t k;
+    while (got < sizeof(buf) - 1 && (k = read(c->err_fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)k;
+    buf[got] = '\0';
+    close(c->err_fd);
+    int st = 0;
+    while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    buf[strcspn(buf, "\n")] = '\0';
+    if (ret_error && asprintf(ret_error, "ip: %s", *buf ? buf : "failed") < 0)
+        *ret_error = NULL;
+    return -EIO;
+}
+
+static int run_ip(const char *batch, const char *ns_path, bool force, char **ret_error)
+{
+    ip_child c;
+    int k = run_ip_start(batch, ns_path, force, &c, ret_error);
+    return k < 0 ? k : run_ip_wait(&c, ret_error);
+}
+
+static int write_sysctl(const char *path, const char *v)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = write(fd, v, strlen(v)) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+/* ---- lifecycle ---- */
+
+static const char *base_table_fmt =
+    "table inet %1$s {}\n"
+    "delete table inet %1$s\n"
+    "table inet %1$s {\n"
+    "  map m_out { type ipv4_addr : verdict; }\n"
+    "  map m_in { type ipv4_addr : verdict; }\n"
+    "  map m_host { type ipv4_addr : verdict; }\n"
+    "  chain c_dst {\n"
+    "    ip daddr vmap @m_in\n"
+    "    ip daddr %2$s drop\n"
+    "    accept\n"
+    "  }\n"
+    "  chain c_fwd {\n"
+    "    type filter hook forward priority filter - 5; policy accept;\n"
+    "    ct state established,related accept\n"
+    "    ip saddr vmap @m_out\n"
+    "    ip daddr vmap @m_in\n"
+    "    ip saddr %2$s drop\n"
+    "    ip daddr %2$s drop\n"
+    "    iifname \"%3$s\" drop\n"
+    "    oifname \"%3$s\" drop\n"
+    "  }\n"
+    "  chain c_from_sandbox {\n"
+    "    ct state established,related accept\n"
+    "    ip saddr vmap @m_host\n"
+    "    drop\n"
+    "  }\n"
+    "  chain c_input {\n"
+    "    type filter hook input priority filter - 5; policy accept;\n"
+    "    iifname \"%3$s\" jump c_from_sandbox\n"
+    "  }\n"
+    "  chain c_output {\n"
+    "    type filter hook output priority filter - 5; policy accept;\n"
+    "    oifname \"%3$s\" ct state established,related accept\n"
+    "    oifname \"%3$s\" ip daddr vmap @m_in\n"
+    "    oifname \"%3$s\" ip daddr %2$s drop\n"
+    "  }\n"
+    "  chain c_post {\n"
+    "    type nat hook postrouting priority srcnat; policy accept;\n"
+    "    ip saddr %2$s ip daddr != %2$s masquerade\n"
+    "  }\n"
+    "}\n";
+
+/* The nft table first (no nftables: nothing is changed on the host), then the bridge. */
+static int setup_host(local_net *n, char **ret_error)
+{
+    if (geteuid() != 0)
+        return asprintf(ret_error, "asb serve runs without root") < 0 ? -ENOMEM : -EPERM;
+    if (!(n->nft = nft_ctx_new(NFT_CTX_DEFAULT)))
+        return asprintf(ret_error, "cannot initialise libnftables") < 0 ? -ENOMEM : -EIO;
+    nft_ctx_buffer_output(n->nft);
+    nft_ctx_buffer_error(n->nft);
+    _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
+    int k = fs_mkdir_p(n->net_dir, 0700);
+    if (k < 0)
+        return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
+                   ? -ENOMEM : k;
+    if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->gw_s) < 0)
+        return -ENOMEM;
+    if ((k = nft_run(n, table, ret_error)) < 0)
+        return k;
+    /* if_nametoindex asks this network namespace (/sys may show another one's). */
+    bool exists = if_nametoindex(n->bridge) > 0;
+    if (asprintf(&path, "%s/bridge.batch", n->net_dir) < 0 ||
+        (exists ? asprintf(&cmds, "link set %1$s up\naddr replace %2$s/%3$d dev %1$s\n",
+                           n->bridge, n->gw_s, n->prefix)
+                : asprintf(&cmds,
+                           "link add name %1$s type bridge\nlink set %1$s up\n"
+                           "addr replace %2$s/%3$d dev %1$s\n",
+                           n->bridge, n->gw_s, n->prefix)) < 0)
+        return -ENOMEM;
+    if ((k = fs_write_file(path, cmds, 0600)) < 0 || (k = run_ip(path, NULL, false, ret_error)) < 0)
+        return k < 0 ? k : -EIO;
+    if ((k = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0)
+        return asprintf(ret_error, "cannot enable IPv4 forwarding: %s", strerror(-k)) < 0
+                   ? -ENOMEM : k;
+    if (asprintf(&sys, "/proc/sys/net/ipv4/conf/%s/send_redirects", n->bridge) >= 0)
+        write_sysctl(sys, "0");
+    return 0;
+}
+
+static bool valid_ifname(const char *s)
+{
+    size_t l = strlen(s);
+    if (l == 0 || l > 15)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '_'))
+            return false;
+    return true;
+}
+
+static net_sandbox *add_sb(local_net *n, const char *uid);
+static uint32_t stored_ip(local_net *n, const char *uid);
+bool local_net_has_namespace(local_net *n, const char *uid);
+
+/* Reserves the addresses of namespaces that survived a restart before anything is allocated
+ * (their rules come back when the reconciler sees their containers; the rest is collected). */
+static void preload(local_net *n)
+{
+    _cleanup_closedir_ DIR *d = opendir(n->net_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || de->d_type != DT_DIR || !local_net_has_namespace(n, de->d_name))
+            continue;
+        uint32_t ip = stored_ip(n, de->d_name);
+        bool dup = false;
+        for (size_t i = 0; i < n->n_sb; i++)
+            dup |= n->sb[i].ip == ip;
+        net_sandbox *s = ip && !dup ? add_sb(n, de->d_name) : NULL;
+        if (s)
+            s->ip = ip;
+    }
+}
+
+int local_net_start(const local_net_options *o, local_net **ret, char **ret_error)
+{
+    local_net *n = calloc(1, sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    uint64_t h = fnv64(o->state_dir, "");
+    char hex[9];
+    snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
+    if (!(n->state_dir = strdup(o->state_dir)) ||
+        asprintf(&n->net_dir, "%s/net", o->state_dir) < 0 ||
+        asprintf(&n->table, "asb_%s", hex) < 0 ||
+        (o->bridge && *o->bridge ? !(n->bridge = strdup(o->bridge))
+                                 : asprintf(&n->bridge, "asb%s", hex) < 0))
+        n->bridge = NULL;
+    if (!n->state_dir || !n->net_dir || !n->table || !n->bridge) {
+        local_net_stop(n);
+        return -ENOMEM;
+    }
+    if (!valid_ifname(n->bridge)) {
+        if (asprintf(ret_error, "bridge name \"%s\": 1-15 characters of [A-Za-z0-9_-]",
+                     n->bridge) < 0)
+            *ret_error = NULL;
+        local_net_stop(n);
+        return -EINVAL;
+    }
+    const char *cidr = o->pod_cidr && *o->pod_cidr ? o->pod_cidr : DEFAULT_POD_CIDR;
+    if (parse_cidr4(cidr, &n->pool, &n->prefix) < 0 || n->prefix < 8 || n->prefix > 29) {
+        if (asprintf(ret_error, "pod CIDR \"%s\": want an IPv4 CIDR from /8 to /29", cidr) < 0)
+            *ret_error = NULL;
+        local_net_stop(n);
+        return -EINVAL;
+    }
+    n->mask = 0xffffffffu << (32 - n->prefix);
+    n->gw = n->pool + 1;
+    char a[16];
+    ip_str(n->pool, a);
+    snprintf(n->pool_s, sizeof(n->pool_s), "%s/%d", a, n->prefix);
+    ip_str(n->gw, n->gw_s);
+    const char *mode = o->mode && *o->mode ? o->mode : "bridge";
+    if (strcmp(mode, "none") == 0) {
+        n->unavailable = strdup("networking is off (asb serve --network=none)");
+    } else if (strcmp(mode, "bridge") != 0) {
+        if (asprintf(ret_error, "--network \"%s\": want bridge or none", mode) < 0)
+            *ret_error = NULL;
+        local_net_stop(n);
+        return -EINVAL;
+    } else {
+        char *err = NULL;
+        int k = setup_host(n, &err);
+        if (k < 0 && n->nft) {
+            nft_ctx_free(n->nft);
+            n->nft = NULL;
+        }
+        if (k < 0) {
+            if (asprintf(&n->unavailable, "networking unavailable: %s",
+                         err ? err : strerror(-k)) < 0)
+                n->unavailable = NULL;
+            free(err);
+            if (!n->unavailable)
+                n->unavailable = strdup("networking unavailable");
+        } else {
+            preload(n);
+            n->dns = local_dns_start(n->gw, o->dns_upstream, &n->dns_off);
+        }
+    }
+    if (n->unavailable)
+        log_warn("sandboxes get loopback only", "reason", n->unavailable);
+    else
+        log_info("sandbox networking on", "bridge", n->bridge, "pod_cidr", n->pool_s, "table",
+                 n->table);
+    *ret = n;
+    return 0;
+}
+
+const char *local_net_unavailable(const local_net *n)
+{
+    return n ? n->unavailable : "networking is off";
+}
+
+local_net *local_net_stop(local_net *n)
+{
+    if (!n)
+        return NULL;
+    local_dns_stop(n->dns);
+    if (n->nft)
+        nft_ctx_free(n->nft);
+    for (size_t i = 0; i < n->n_sb; i++) {
+        free(n->sb[i].uid);
+        free(n->sb[i].rules);
+        free(n->sb[i].note);
+    }
+    free(n->sb);
+    free(n->state_dir);
+    free(n->net_dir);
+    free(n->bridge);
+    free(n->table);
+    free(n->unavailable);
+    free(n);
+    return NULL;
+}
+
+/* ---- per sandbox ---- */
+
+static net_sandbox *find_sb(local_net *n, const char *uid)
+{
+    for (size_t i = 0; i < n->n_sb; i++)
+        if (strcmp(n->sb[i].uid, uid) == 0)
+            return &n->sb[i];
+    return NULL;
+}
+
+static net_sandbox *add_sb(local_net *n, const char *uid)
+{
+    net_sandbox *s = find_sb(n, uid);
+    if (s)
+        return s;
+    net_sandbox *v = realloc(n->sb, (n->n_sb + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    n->sb = v;
+    s = &v[n->n_sb];
+    *s = (net_sandbox){.uid = strdup(uid)};
+    if (!s->uid)
+        return NULL;
+    snprintf(s->id, sizeof(s->id), "%012llx",
+             (unsigned long long)(fnv64(n->state_dir, uid) & 0xffffffffffffull));
+    n->n_sb++;
+    return s;
+}
+
+static void drop_sb(local_net *n, const char *uid)
+{
+    net_sandbox *s = find_sb(n, uid);
+    if (!s)
+        return;
+    free(s->uid);
+    free(s->rules);
+    free(s->note);
+    *s = n->sb[--n->n_sb];
+}
+
+static char *sb_path(local_net *n, const char *uid, const char *leaf)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s%s%s", n->net_dir, uid, leaf ? "/" : "", leaf ? leaf : "") < 0)
+        return NULL;
+    return p;
+}
+
+static bool is_nsfs(const char *path)
+{
+    struct statfs st;
+    return statfs(path, &st) == 0 && (unsigned long)st.f_type == NSFS_MAGIC_;
+}
+
+bool local_net_has_namespace(local_net *n, const char *uid)
+{
+    _cleanup_free_ char *p = sb_path(n, uid, "ns");
+    return p && is_nsfs(p);
+}
+
+static uint32_t stored_ip(local_net *n, const char *uid)
+{
+    _cleanup_free_ char *p = sb_path(n, uid, "ip");
+    _cleanup_fclose_ FILE *f = p ? fopen(p, "re") : NULL;
+    char buf[32];
+    uint32_t ip;
+    int prefix;
+    if (!f || !fgets(buf, sizeof(buf), f))
+        return 0;
+    buf[strcspn(buf, "\n")] = '\0';
+    if (parse_cidr4(buf, &ip, &prefix) < 0 || prefix != 32 || (ip & n->mask) != n->pool)
+        return 0;
+    return ip;
+}
+
+static bool ip_used(local_net *n, uint32_t ip)
+{
+    for (size_t i = 0; i < n->n_sb; i++)
+        if (n->sb[i].ip == ip)
+            return true;
+    return false;
+}
+
+static uint32_t allocate_ip(local_net *n)
+{
+    uint32_t size = ~n->mask + 1;
+    for (uint32_t off = 2; off < size - 1; off++)
+        if (!ip_used(n, n->pool + off))
+            return n->pool + off;
+    return 0;
+}
+
+static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind, const json_t *tpl,
+                       bool fresh, char **ret_error)
+{
+    _cleanup_free_ char *rules = NULL, *note = NULL, *cmd = NULL;
+    int k = sandbox_rules(n, s, kind, tpl, &rules, &note);
+    if (k < 0)
+        return k;
+    if (!fresh && s->rules && strcmp(s->rules, rules) == 0)
+        return 0;
+    char a[16];
+    ip_str(s->ip, a);
+    const char *t = n->table, *id = s->id;
+    if (fresh)
+        k = asprintf(&cmd,
+                     "add counter inet %1$s eg_%2$s\nadd counter inet %1$s ig_%2$s\n"
+                     "add chain inet %1$s o_%2$s\nadd chain inet %1$s i_%2$s\n"
+                     "add chain inet %1$s h_%2$s\n"
+                     "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
+                     "flush chain inet %1$s h_%2$s\n%3$s"
+                     "add element inet %1$s m_out { %4$s : jump o_%2$s }\n"
+                     "add element inet %1$s m_in { %4$s : jump i_%2$s }\n"
+                     "add element inet %1$s m_host { %4$s : jump h_%2$s }\n",
+                     t, id, rules, a);
+    else
+        k = asprintf(&cmd,
+                     "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
+                     "flush chain inet %1$s h_%2$s\n%3$s",
+                     t, id, rules);
+    if (k < 0)
+        return -ENOMEM;
+    if ((k = nft_run(n, cmd, ret_error)) < 0)
+        return k;
+    free(s->rules);
+    s->rules = TAKE_PTR(rules);
+    free(s->note);
+    s->note = TAKE_PTR(note);
+    return 0;
+}
+
+static void remove_rules(local_net *n, const net_sandbox *s)
+{
+    if (!n->nft || !s->ip)
+        return;
+    char a[16];
+    ip_str(s->ip, a);
+    const char *fmts[] = {
+        "delete element inet %1$s m_out { %3$s }%2$.0s",
+        "delete element inet %1$s m_in { %3$s }%2$.0s",
+        "delete element inet %1$s m_host { %3$s }%2$.0s",
+        "delete chain inet %1$s o_%2$s%3$.0s",
+        "delete chain inet %1$s i_%2$s%3$.0s",
+        "delete chain inet %1$s h_%2$s%3$.0s",
+        "delete counter inet %1$s eg_%2$s%3$.0s",
+        "delete counter inet %1$s ig_%2$s%3$.0s",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(fmts); i++) {
+        _cleanup_free_ char *cmd = NULL;
+        if (asprintf(&cmd, fmts[i], n->table, s->id, a) >= 0)
+            nft_run(n, cmd, NULL);
+    }
+}
+
+static void remove_namespace(local_net *n, const char *uid, const char *id)
+{
+    char veth[16];
+    snprintf(veth, sizeof(veth), "asv%s", id);
+    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL);
+    if (if_nametoindex(veth) > 0) {
+        _cleanup_free_ char *batch = sb_path(n, uid, "del.batch"), *err = NULL, *cmd = NULL;
+        if (batch && asprintf(&cmd, "link del %s\n", veth) >= 0 &&
+            fs_write_file(batch, cmd, 0600) == 0 && run_ip(batch, NULL, true, &err) < 0)
+            log_warn("cannot delete veth", "veth", veth, "error", err ? err : "");
+    }
+    if (ns)
+        while (umount2(ns, MNT_DETACH) == 0)
+            ;
+    if (dir)
+        fs_rm_rf(dir);
+}
+
+int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
+                     const json_t *tpl, char **ret_netns, char **ret_nameserver,
+                     char **ret_error)
+{
+    *ret_netns = *ret_nameserver = NULL;
+    if (n->unavailable || kind == NETPOL_UNMANAGED) {
+        local_net_detach(n, uid);
+        return add_sb(n, uid) ? 0 : -ENOMEM;
+    }
+    net_sandbox *s = find_sb(n, uid);
+    bool adopt = local_net_has_namespace(n, uid);
+    if (!adopt || !s || !s->ip) {
+        uint32_t keep = adopt ? stored_ip(n, uid) : 0;
+        if (!adopt || !keep || (s && s->ip != keep) || (!s && ip_used(n, keep))) {
+            local_net_detach(n, uid);
+            adopt = false;
+            keep = 0;
+        }
+        if (!(s = add_sb(n, uid)))
+            return -ENOMEM;
+        s->ip = keep;
+    }
+    char a[16], veth[16];
+    snprintf(veth, sizeof(veth), "asv%s", s->id);
+    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL),
+                        *ipf = sb_path(n, uid, "ip"), *inb = sb_path(n, uid, "in.batch"),
+                        *hb = sb_path(n, uid, "host.batch"), *cmd = NULL, *hcmd = NULL,
+                        *ipline = NULL;
+    if (!ns || !dir || !ipf || !inb || !hb)
+        return -ENOMEM;
+    int k;
+    if (!adopt) {
+        if (!(s->ip = allocate_ip(n))) {
+            drop_sb(n, uid);
+            return asprintf(ret_error, "the pod CIDR %s has no free address", n->pool_s) < 0
+                       ? -ENOMEM : -ENOSPC;
+        }
+        ip_str(s->ip, a);
+        if (asprintf(&ipline, "%s/32\n", a) < 0 ||
+            asprintf(&cmd,
+                     "link set lo up\n"
+                     "link add eth0 type veth peer name %s netns %d\n"
+                     "addr add %s/32 dev eth0\n"
+                     "link set eth0 up\n"
+                     "route add %s dev eth0 scope link\n"
+                     "route add default via %s dev eth0\n",
+                     veth, (int)getpid(), a, n->gw_s, n->gw_s) < 0 ||
+            asprintf(&hcmd,
+                     "link set %s master %s\n"
+                     "link set dev %s type bridge_slave isolated on\n"
+                     "link set %s up\n",
+                     veth, n->bridge, veth, veth) < 0) {
+            drop_sb(n, uid);
+            return -ENOMEM;
+        }
+        if ((k = fs_mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
+            (k = fs_write_file(ns, "", 0600)) < 0 || (k = fs_write_file(inb, cmd, 0600)) < 0 ||
+            (k = fs_write_file(hb, hcmd, 0600)) < 0) {
+            local_net_detach(n, uid);
+            return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM
+                                                                                       : k;
+        }
+        /* The namespace is made while the rules are added: until its rules exist, the base
+         * table drops everything from and to a pod address (fail closed), and no process of
+         * the sandbox runs before both are done. */
+        usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
+        ip_child child;
+        if ((k = run_ip_start(inb, ns, false, &child, ret_error)) < 0) {
+            local_net_detach(n, uid);
+            return k;
+        }
+        int kr = apply_rules(n, s, kind, tpl, true, ret_error);
+        t1 = now_usec(CLOCK_MONOTONIC);
+        k = run_ip_wait(&child, kr < 0 ? NULL : ret_error);
+        t2 = now_usec(CLOCK_MONOTONIC);
+        if (kr < 0 || k < 0 || (k = run_ip(hb, NULL, false, ret_error)) < 0) {
+            local_net_detach(n, uid);
+            return kr < 0 ? kr : k;
+        }
+        char ms[3][32];
+        snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
+        snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
+        snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
+        log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
+                  "netns_wait_ms", ms[1], "bridge_ms", ms[2]);
+    } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
+        return k;
+    *ret_netns = TAKE_PTR(ns);
+    bool dns = kind != NETPOL_CUSTOM ||
+               dns_allowed(json_object_get(
+                   json_object_get(json_object_get(tpl, "spec"), "networkPolicy"), "egress"));
+    *ret_nameserver = n->dns && dns ? strdup(n->gw_s) : NULL;
+    return 0;
+}
+
+int local_net_refresh(local_net *n, const char *uid, local_net_policy_kind kind, const json_t *tpl)
+{
+    if (n->unavailable)
+        return 0;
+    net_sandbox *s = find_sb(n, uid);
+    if (kind == NETPOL_UNMANAGED || (s && !s->ip))
+        return 0; /* changes of management need a new container: not done under it */
+    if (!local_net_has_namespace(n, uid))
+        return 0;
+    _cleanup_free_ char *netns = NULL, *ns = NULL, *err = NULL;
+    int k = local_net_attach(n, uid, kind, tpl, &netns, &ns, &err);
+    if (k < 0)
+        log_warn("cannot apply the network policy", "uid", uid, "error", err ? err : strerror(-k));
+    return k;
+}
+
+void local_net_detach(local_net *n, const char *uid)
+{
+    net_sandbox *s = find_sb(n, uid);
+    char id[13];
+    if (s) {
+        remove_rules(n, s);
+        snprintf(id, sizeof(id), "%s", s->id);
+        drop_sb(n, uid);
+    } else
+        snprintf(id, sizeof(id), "%012llx",
+                 (unsigned long long)(fnv64(n->state_dir, uid) & 0xffffffffffffull));
+    remove_namespace(n, uid, id);
+}
+
+void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), void *userdata)
+{
+    _cleanup_closedir_ DIR *d = opendir(n->net_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+            continue;
+        if (!keep(de->d_name, userdata)) {
+            log_info("removing the network of a sandbox that is not running", "uid", de->d_name);
+            local_net_detach(n, de->d_name);
+        }
+    }
+    for (size_t i = 0; i < n->n_sb;) {
+        if (keep(n->sb[i].uid, userdata)) {
+            i++;
+            continue;
+        }
+        _cleanup_free_ char *uid = strdup(n->sb[i].uid);
+        if (!uid)
+            break;
+        local_net_detach(n, uid);
+    }
+}
+
+/* Packets counted by the sandbox's two named counters (egress, ingress); -1 when unknown. */
+static void counters(local_net *n, const char *id, long long *ret_eg, long long *ret_ig)
+{
+    _cleanup_free_ char *cmd = NULL;
+    *ret_eg = *ret_ig = -1;
+    if (!n->nft ||
+        asprintf(&cmd, "list counter inet %1$s eg_%2$s\nlist counter inet %1$s ig_%2$s\n",
+                 n->table, id) < 0 ||
+        nft_run_cmd_from_buffer(n->nft, cmd) != 0)
+        return;
+    const char *out = nft_ctx_get_output_buffer(n->nft);
+    const char *p = out ? strstr(out, "packets ") : NULL;
+    if (!p)
+        return;
+    *ret_eg = strtoll(p + 8, NULL, 10);
+    p = strstr(p + 8, "packets ");
+    if (p)
+        *ret_ig = strtoll(p + 8, NULL, 10);
+}
+
+void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
+                        const char **ret_status, const char **ret_reason, char **ret_message)
+{
+    *ret_ip = NULL;
+    *ret_message = NULL;
+    net_sandbox *s = find_sb(n, uid);
+    if (kind == NETPOL_UNMANAGED) {
+        *ret_status = "False";
+        *ret_reason = "Unmanaged";
+        *ret_message = strdup("networkPolicyManagement is Unmanaged: nothing enforces a policy "
+                              "locally, so the sandbox has loopback only");
+        return;
+    }
+    if (n->unavailable || !s || !s->ip) {
+        *ret_status = "False";
+        *ret_reason = "NetworkUnavailable";
+        if (asprintf(ret_message, "%s: the sandbox has loopback only",
+                     n->unavailable ? n->unavailable : "no network attached") < 0)
+            *ret_message = NULL;
+        return;
+    }
+    char a[16];
+    ip_str(s->ip, a);
+    *ret_ip = strdup(a);
+    long long eg, ig;
+    counters(n, s->id, &eg, &ig);
+    static const char *const what[] = {
+        [NETPOL_DIRECT] = "no template: the secure default (egress to public addresses only, "
+                          "no ingress)",
+        [NETPOL_TEMPLATE_MISSING] = "the template does not exist: the secure default (egress to "
+                                    "public addresses only, no ingress)",
+        [NETPOL_DEFAULT] = "the template's secure default (egress to public addresses only, no "
+                           "ingress)",
+        [NETPOL_CUSTOM] = "the template's networkPolicy",
+    };
+    *ret_status = "True";
+    *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
+    if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
+                 MAX(eg, 0) + MAX(ig, 0), MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
+                 s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
+        *ret_message = NULL;
+}

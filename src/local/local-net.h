@@ -1,0 +1,71 @@
+/* Networking of local sandboxes (docs/network.md): a network namespace per sandbox, a veth pair
+ * to a host bridge, an address from the pod CIDR, NAT for egress, a DNS forwarder on the bridge
+ * address, and the sandbox's NetworkPolicy enforced with nftables on the host. Built on iproute2
+ * (`ip -batch`) and libnftables; one nft table per state directory. Used by the reconciler
+ * thread only (the DNS forwarder has its own thread). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct local_net local_net;
+
+typedef struct local_net_options {
+    const char *state_dir;
+    const char *mode;         /* "bridge" (default) or "none" (loopback only) */
+    const char *pod_cidr;     /* IPv4 CIDR, default 10.244.0.0/24 */
+    const char *bridge;       /* bridge name, default "asb" + 8 hex digits of the state dir */
+    const char *dns_upstream; /* "IP" or "IP:PORT"; NULL: the first nameserver of /etc/resolv.conf */
+} local_net_options;
+
+/* Sets up the bridge, the nft table and the DNS forwarder. Never fails for lack of root or
+ * nftables: local_net_unavailable() then says why and every sandbox keeps loopback only.
+ * -ENOMEM, or -EINVAL for a bad option (*ret_error). */
+int local_net_start(const local_net_options *o, local_net **ret, char **ret_error);
+/* Stops the DNS forwarder; the bridge, the rules and the sandboxes' namespaces stay (running
+ * sandboxes keep their network; the next `asb serve` adopts them). */
+local_net *local_net_stop(local_net *n);
+/* Why sandboxes get loopback only, or NULL when networking is on. */
+const char *local_net_unavailable(const local_net *n);
+
+/* What a sandbox gets, from its template (NULL when created directly or the template is gone). */
+typedef enum local_net_policy_kind {
+    NETPOL_DIRECT,          /* no template: the secure default */
+    NETPOL_TEMPLATE_MISSING,/* names a template that does not exist: the secure default */
+    NETPOL_DEFAULT,         /* template without networkPolicy: the secure default */
+    NETPOL_CUSTOM,          /* template networkPolicy */
+    NETPOL_UNMANAGED,       /* networkPolicyManagement: Unmanaged: loopback only */
+} local_net_policy_kind;
+
+local_net_policy_kind local_net_policy_of(const json_t *tpl, bool names_template);
+
+/* Gives the sandbox (metadata.uid) its namespace, address and rules before its first process
+ * runs. *ret_netns: the namespace path for the OCI config (NULL: a private loopback-only
+ * namespace); *ret_nameserver: the resolver for its /etc/resolv.conf (NULL: none). Reuses the
+ * namespace and address when they exist already (adoption after a restart). Returns 0, or <0
+ * with *ret_error: the sandbox must not start. */
+int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
+                     const json_t *tpl, char **ret_netns, char **ret_nameserver,
+                     char **ret_error);
+/* Re-applies the rules of an adopted sandbox (its container runs, its namespace exists) after a
+ * restart, or after its template changed. No-op when nothing changed. */
+int local_net_refresh(local_net *n, const char *uid, local_net_policy_kind kind, const json_t *tpl);
+/* Removes the rules, the veth pair, the namespace and the address. Idempotent. */
+void local_net_detach(local_net *n, const char *uid);
+/* Detaches every namespace under the state dir whose uid `keep` rejects (orphans). */
+void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), void *userdata);
+/* Whether the sandbox has a namespace from an earlier run (adoption). */
+bool local_net_has_namespace(local_net *n, const char *uid);
+
+/* The NetworkPolicyEnforced condition and the address of a sandbox. Strings owned by the
+ * caller; *ret_ip NULL when the sandbox has none. */
+void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
+                        const char **ret_status, const char **ret_reason, char **ret_message);
+
+/* nft rule text of one direction of a NetworkPolicy (`rules`: the ingress or egress list; NULL
+ * or empty denies): one line per allowed (peer, port) ending in `verdict`. Peers other than
+ * ipBlock and IPv6 blocks match nothing (listed in *ret_note, owned, NULL if none). Every value
+ * is parsed and re-printed, never copied. Exposed for the unit test. */
+int local_net_policy_rules(const json_t *rules, bool egress, const char *verdict, char **ret,
+                           char **ret_note);
