@@ -395,6 +395,36 @@ static int relist(local_controller *c, const api_kind *k, json_t **items)
     return 0;
 }
 
+/* Ready=False with reason/message on the claim, other conditions kept (a transient state the
+ * core cannot see: its plan met a conflict in the store). */
+static void set_claim_ready(local_controller *c, const json_t *claim, const char *reason,
+                            const char *message)
+{
+    json_t *st = json_deep_copy(json_object_get(claim, "status"));
+    if (!json_is_object(st)) {
+        json_decref(st);
+        st = json_object();
+    }
+    json_t *conds = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach (json_object_get(st, "conditions"), i, x) {
+        if (!same_str(json_string_value(json_object_get(x, "type")), "Ready"))
+            json_array_append(conds, x);
+    }
+    char ts[40];
+    reconcile_format_time(wall_now(), 0, ts);
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", "Ready",
+                                           "status", "False", "reason", reason, "message", message,
+                                           "lastTransitionTime", ts, "observedGeneration",
+                                           json_integer_value(json_object_get(
+                                               json_object_get(claim, "metadata"), "generation"))));
+    json_object_set_new(st, "conditions", conds);
+    patch_ctx pc = {.status = st};
+    apply(c, c->k_claim, claim, &pc, NULL);
+    json_decref(st);
+}
+
 /* Executes one claim plan. -EAGAIN: a conflict, re-run from fresh objects. */
 static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                          reconcile_claim_out *out)
@@ -437,19 +467,8 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         r = create_object(c, c->k_sb, out->sandbox);
         if (r == -EEXIST) {
             requeue(p, CREATE_PENDING_REQUEUE);
-            json_t *st = json_deep_copy(json_object_get(claim, "status"));
-            if (!json_is_object(st)) {
-                json_decref(st);
-                st = json_object();
-            }
-            json_object_set_new(
-                st, "conditions",
-                json_pack("[{s:s, s:s, s:s, s:s}]", "type", "Ready", "status", "False", "reason",
-                          "SandboxCreatePending", "message",
-                          "Sandbox already created; waiting for cache to converge"));
-            patch_ctx pc = {.status = st};
-            apply(c, c->k_claim, claim, &pc, NULL);
-            json_decref(st);
+            set_claim_ready(c, claim, "SandboxCreatePending",
+                            "Sandbox already created; waiting for cache to converge");
             return 0;
         }
         if (r < 0)
@@ -534,6 +553,13 @@ static void reconcile_claims(local_controller *c, pass *p)
             reconcile_claim_out_done(&out);
             if (r != -EAGAIN)
                 break;
+            if (attempt + 1 == ADOPT_ATTEMPTS) {
+                set_claim_ready(c, claim, "AdoptionConflict",
+                                "the warm sandbox changed while it was being adopted; the next "
+                                "pass retries from a converged view");
+                requeue(p, CREATE_PENDING_REQUEUE);
+                break;
+            }
             /* Conflict: fresh sandboxes and claim, then again. */
             relist(c, c->k_sb, &p->sandboxes);
             json_t *fresh = NULL;
