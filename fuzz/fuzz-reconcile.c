@@ -29,13 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!json_is_array(sbs))
         sbs = NULL;
     json_t *empty = json_array();
-    reconcile_pool_in pin = {.pool = pool, .template = tpl, .sandboxes = sbs ? sbs : empty,
-                             .now = now};
+    reconcile_pool_in pin = {
+        .pool = pool, .template = tpl, .sandboxes = sbs ? sbs : empty, .now = now};
     reconcile_pool_out pout;
     if (pool && reconcile_pool(&pin, &pout) == 0)
         reconcile_pool_out_done(&pout);
-    reconcile_claim_in cin = {.claim = claim, .pool = pool, .template = tpl,
-                              .sandboxes = sbs ? sbs : empty, .now = now};
+    reconcile_claim_in cin = {
+        .claim = claim, .pool = pool, .template = tpl, .sandboxes = sbs ? sbs : empty, .now = now};
     reconcile_claim_out cout;
     if (claim && reconcile_claim(&cin, &cout) == 0)
         reconcile_claim_out_done(&cout);
@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tpl) {
         size_t i;
         json_t *sb;
-        json_array_foreach(sbs, i, sb) reconcile_sandbox_stale(sb, tpl);
+        json_array_foreach (sbs, i, sb)
+            reconcile_sandbox_stale(sb, tpl);
         json_decref(reconcile_template_network_policy(tpl));
         json_decref(reconcile_template_patch(tpl));
         json_t *ps = json_object();

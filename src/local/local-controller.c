@@ -56,7 +56,7 @@ static const json_t *find_obj(const json_t *items, const char *ns, const char *n
     json_t *o;
     if (!ns || !name)
         return NULL;
-    json_array_foreach(items, i, o) {
+    json_array_foreach (items, i, o) {
         const char *n = api_meta_string(o, "name"), *s = api_meta_string(o, "namespace");
         if (n && s && strcmp(n, name) == 0 && strcmp(s, ns) == 0)
             return o;
@@ -68,12 +68,12 @@ static const json_t *find_obj(const json_t *items, const char *ns, const char *n
 
 typedef struct patch_ctx {
     const char *uid;
-    const char *rv;         /* optimistic lock, or NULL */
-    const json_t *patch;    /* merge patch, or NULL */
-    const json_t *status;   /* replaces status, or NULL */
-    bool remove;            /* delete the object */
-    bool drop_finalizer;    /* remove FOREGROUND_FINALIZER (and delete when none is left) */
-    bool mark_foreground;   /* add FOREGROUND_FINALIZER and a deletionTimestamp */
+    const char *rv;       /* optimistic lock, or NULL */
+    const json_t *patch;  /* merge patch, or NULL */
+    const json_t *status; /* replaces status, or NULL */
+    bool remove;          /* delete the object */
+    bool drop_finalizer;  /* remove FOREGROUND_FINALIZER (and delete when none is left) */
+    bool mark_foreground; /* add FOREGROUND_FINALIZER and a deletionTimestamp */
 } patch_ctx;
 
 static bool same_str(const char *a, const char *b)
@@ -122,7 +122,8 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
     if (os && ns && !json_equal((json_t *)os, (json_t *)ns))
         json_object_set_new(md, "generation",
                             json_integer(json_integer_value(json_object_get(
-                                json_object_get(old, "metadata"), "generation")) + 1));
+                                             json_object_get(old, "metadata"), "generation")) +
+                                         1));
     if (json_equal(new, (json_t *)old)) {
         json_decref(new);
         return STORE_UPDATE_UNCHANGED;
@@ -210,7 +211,7 @@ static bool known_uid(const pass *p, const char *uid)
     for (size_t l = 0; l < 2; l++) {
         size_t i;
         json_t *o;
-        json_array_foreach(lists[l], i, o) {
+        json_array_foreach (lists[l], i, o) {
             if (same_str(api_meta_string(o, "uid"), uid))
                 return true;
         }
@@ -227,7 +228,7 @@ static bool orphaned(const pass *p, const json_t *sb)
         return false;
     size_t i;
     json_t *ref;
-    json_array_foreach(refs, i, ref) {
+    json_array_foreach (refs, i, ref) {
         const char *kind = json_string_value(json_object_get(ref, "kind"));
         if (!same_str(kind, "SandboxWarmPool") && !same_str(kind, "SandboxClaim"))
             return false;
@@ -241,8 +242,8 @@ static bool owned_by_uid(const json_t *obj, const char *uid)
 {
     size_t i;
     json_t *ref;
-    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
-                       ref) {
+    json_array_foreach (json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
+                        ref) {
         if (same_str(json_string_value(json_object_get(ref, "uid")), uid))
             return true;
     }
@@ -265,7 +266,7 @@ static bool collect_garbage(local_controller *c, pass *p)
     bool changed = false;
     size_t i;
     json_t *sb;
-    json_array_foreach(p->sandboxes, i, sb) {
+    json_array_foreach (p->sandboxes, i, sb) {
         if (orphaned(p, sb)) {
             delete_sandbox(c, sb, "owner deleted");
             changed = true;
@@ -273,18 +274,18 @@ static bool collect_garbage(local_controller *c, pass *p)
     }
     /* Foreground deletion: the claim goes once its sandboxes are gone. */
     json_t *claim;
-    json_array_foreach(p->claims, i, claim) {
+    json_array_foreach (p->claims, i, claim) {
         if (!reconcile_deleting(claim))
             continue;
         bool has_fg = false;
         size_t j;
         json_t *f;
-        json_array_foreach(json_object_get(json_object_get(claim, "metadata"), "finalizers"), j,
-                           f) has_fg |= same_str(json_string_value(f), FOREGROUND_FINALIZER);
+        json_array_foreach (json_object_get(json_object_get(claim, "metadata"), "finalizers"), j, f)
+            has_fg |= same_str(json_string_value(f), FOREGROUND_FINALIZER);
         if (!has_fg)
             continue;
         bool children = false;
-        json_array_foreach(p->sandboxes, j, sb) {
+        json_array_foreach (p->sandboxes, j, sb) {
             if (owned_by_uid(sb, api_meta_string(claim, "uid"))) {
                 children = true;
                 delete_sandbox(c, sb, "foreground deletion of its claim");
@@ -311,7 +312,7 @@ static void reconcile_templates(local_controller *c, pass *p)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(p->templates, i, t) {
+    json_array_foreach (p->templates, i, t) {
         json_t *patch = reconcile_template_patch(t);
         if (!patch)
             continue;
@@ -327,7 +328,7 @@ static bool reconcile_pools(local_controller *c, pass *p)
     bool changed = false;
     size_t i;
     json_t *pool;
-    json_array_foreach(p->pools, i, pool) {
+    json_array_foreach (p->pools, i, pool) {
         if (reconcile_deleting(pool))
             continue;
         const char *ns = api_meta_string(pool, "namespace");
@@ -343,18 +344,18 @@ static bool reconcile_pools(local_controller *c, pass *p)
             continue;
         size_t j;
         json_t *x;
-        json_array_foreach(out.patches, j, x) {
+        json_array_foreach (out.patches, j, x) {
             const json_t *m = json_object_get(x, "object");
             patch_ctx pc = {.rv = api_meta_string(m, "resourceVersion"),
                             .patch = json_object_get(x, "patch")};
             apply(c, c->k_sb, m, &pc, NULL);
             changed = true;
         }
-        json_array_foreach(out.remove, j, x) {
+        json_array_foreach (out.remove, j, x) {
             delete_sandbox(c, x, "warm pool");
             changed = true;
         }
-        json_array_foreach(out.create, j, x) {
+        json_array_foreach (out.create, j, x) {
             int r = create_object(c, c->k_sb, x);
             if (r < 0) {
                 log_warn("cannot create warm pool sandbox", "pool", api_meta_string(pool, "name"),
@@ -392,6 +393,36 @@ static int relist(local_controller *c, const api_kind *k, json_t **items)
     json_decref(*items);
     *items = n;
     return 0;
+}
+
+/* Ready=False with reason/message on the claim, other conditions kept (a transient state the
+ * core cannot see: its plan met a conflict in the store). */
+static void set_claim_ready(local_controller *c, const json_t *claim, const char *reason,
+                            const char *message)
+{
+    json_t *st = json_deep_copy(json_object_get(claim, "status"));
+    if (!json_is_object(st)) {
+        json_decref(st);
+        st = json_object();
+    }
+    json_t *conds = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach (json_object_get(st, "conditions"), i, x) {
+        if (!same_str(json_string_value(json_object_get(x, "type")), "Ready"))
+            json_array_append(conds, x);
+    }
+    char ts[40];
+    reconcile_format_time(wall_now(), 0, ts);
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", "Ready",
+                                           "status", "False", "reason", reason, "message", message,
+                                           "lastTransitionTime", ts, "observedGeneration",
+                                           json_integer_value(json_object_get(
+                                               json_object_get(claim, "metadata"), "generation"))));
+    json_object_set_new(st, "conditions", conds);
+    patch_ctx pc = {.status = st};
+    apply(c, c->k_claim, claim, &pc, NULL);
+    json_decref(st);
 }
 
 /* Executes one claim plan. -EAGAIN: a conflict, re-run from fresh objects. */
@@ -436,19 +467,8 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         r = create_object(c, c->k_sb, out->sandbox);
         if (r == -EEXIST) {
             requeue(p, CREATE_PENDING_REQUEUE);
-            json_t *st = json_deep_copy(json_object_get(claim, "status"));
-            if (!json_is_object(st)) {
-                json_decref(st);
-                st = json_object();
-            }
-            json_object_set_new(
-                st, "conditions",
-                json_pack("[{s:s, s:s, s:s, s:s}]", "type", "Ready", "status", "False", "reason",
-                          "SandboxCreatePending", "message",
-                          "Sandbox already created; waiting for cache to converge"));
-            patch_ctx pc = {.status = st};
-            apply(c, c->k_claim, claim, &pc, NULL);
-            json_decref(st);
+            set_claim_ready(c, claim, "SandboxCreatePending",
+                            "Sandbox already created; waiting for cache to converge");
             return 0;
         }
         if (r < 0)
@@ -533,11 +553,18 @@ static void reconcile_claims(local_controller *c, pass *p)
             reconcile_claim_out_done(&out);
             if (r != -EAGAIN)
                 break;
+            if (attempt + 1 == ADOPT_ATTEMPTS) {
+                set_claim_ready(c, claim, "AdoptionConflict",
+                                "the warm sandbox changed while it was being adopted; the next "
+                                "pass retries from a converged view");
+                requeue(p, CREATE_PENDING_REQUEUE);
+                break;
+            }
             /* Conflict: fresh sandboxes and claim, then again. */
             relist(c, c->k_sb, &p->sandboxes);
             json_t *fresh = NULL;
-            if (local_store_get(c->store, c->k_claim, ns, api_meta_string(claim, "name"),
-                                &fresh) < 0)
+            if (local_store_get(c->store, c->k_claim, ns, api_meta_string(claim, "name"), &fresh) <
+                0)
                 break;
             json_decref(claim);
             claim = fresh;
@@ -595,7 +622,7 @@ static int cache_reload(local_controller *c)
         }
         size_t j;
         json_t *o;
-        json_array_foreach(items, j, o) {
+        json_array_foreach (items, j, o) {
             char key[512];
             snprintf(key, sizeof(key), "%s/%s", api_meta_string(o, "namespace") ?: "",
                      api_meta_string(o, "name") ?: "");
@@ -613,7 +640,8 @@ static json_t *cache_items(const json_t *map)
     json_t *a = json_array();
     const char *k;
     json_t *v;
-    json_object_foreach ((json_t *)map, k, v) json_array_append(a, v);
+    json_object_foreach ((json_t *)map, k, v)
+        json_array_append(a, v);
     return a;
 }
 

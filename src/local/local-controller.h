@@ -10,8 +10,8 @@
 typedef struct local_controller local_controller;
 
 typedef struct local_controller_options {
-    local_store *store;      /* borrowed; must outlive the controller */
-    usec_t readiness_grace;  /* warm pool members not Ready after this are replaced; 0 = 5 min */
+    local_store *store;        /* borrowed; must outlive the controller */
+    usec_t readiness_grace;    /* warm pool members not Ready after this are replaced; 0 = 5 min */
     const char *label_domains; /* additionalPodMetadata label domains, comma separated; NULL =
                                 * sandbox.users.io */
 } local_controller_options;

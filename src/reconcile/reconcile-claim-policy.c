@@ -43,20 +43,23 @@ char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allo
         const char *val = json_string_value(v);
         if (strcasecmp(k, "app") == 0 && val && strcasecmp(val, "sandbox-router") == 0)
             return fmt_error("invalid additionalPodMetadata label \"%s=%s\": the label is "
-                             "reserved for the sandbox router", k, val);
+                             "reserved for the sandbox router",
+                             k, val);
         if (!api_is_qualified_name(k))
             return fmt_error("invalid additionalPodMetadata label key \"%s\": not a qualified name",
                              k);
         const char *slash = strchr(k, '/');
         if (!slash)
             return fmt_error("invalid additionalPodMetadata label key \"%s\": a domain prefix "
-                             "is required (allowed: %s)", k, allowed_domains[0] ? allowed_domains[0] : "none");
+                             "is required (allowed: %s)",
+                             k, allowed_domains[0] ? allowed_domains[0] : "none");
         bool ok = false;
         for (size_t i = 0; allowed_domains[i] && !ok; i++)
             ok = in_domain(k, (size_t)(slash - k), allowed_domains[i]);
         if (!ok)
             return fmt_error("invalid additionalPodMetadata label key \"%s\": domain \"%.*s\" is "
-                             "not in the allowed label domains", k, (int)(slash - k), k);
+                             "not in the allowed label domains",
+                             k, (int)(slash - k), k);
         if (!val || !api_is_label_value(val))
             return fmt_error("invalid additionalPodMetadata label value \"%s\" for key \"%s\": "
                              "must be 63 characters or less and a valid label value",
@@ -65,7 +68,8 @@ char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allo
     json_object_foreach ((json_t *)json_object_get(apm, "annotations"), k, v) {
         if (!api_is_qualified_name(k))
             return fmt_error("invalid additionalPodMetadata annotation key \"%s\": not a "
-                             "qualified name", k);
+                             "qualified name",
+                             k);
         if (strcmp(k, RECONCILE_ANN_SAFE_TO_EVICT) == 0)
             continue;
         const char *slash = strchr(k, '/');
@@ -75,7 +79,8 @@ char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allo
         if (in_domain(k, len, "kubernetes.io") || in_domain(k, len, "k8s.io") ||
             in_domain(k, len, "agents.x-k8s.io"))
             return fmt_error("invalid additionalPodMetadata annotation key \"%s\": domain "
-                             "\"%.*s\" is restricted", k, (int)len, k);
+                             "\"%.*s\" is restricted",
+                             k, (int)len, k);
     }
     return NULL;
 }
@@ -89,8 +94,8 @@ static char *merge_map(json_t *dst, const json_t *src, const char *what)
         json_t *cur = json_object_get(dst, k);
         if (cur && !json_equal(cur, v))
             return fmt_error("metadata override conflict: %s \"%s\" is \"%s\" in the template, "
-                             "\"%s\" in additionalPodMetadata", what, k,
-                             json_string_value(cur) ? json_string_value(cur) : "",
+                             "\"%s\" in additionalPodMetadata",
+                             what, k, json_string_value(cur) ? json_string_value(cur) : "",
                              json_string_value(v) ? json_string_value(v) : "");
         json_object_set(dst, k, v);
     }
@@ -121,7 +126,8 @@ json_t *rc_claim_pod_metadata(const json_t *template, const json_t *claim, char 
             json_object_set_new(labels, RECONCILE_LABEL_CLAIM_UID, json_string(uid));
         if (cb)
             json_object_set_new(labels, RECONCILE_LABEL_CREATED_BY, json_string(cb));
-        const json_t *apm = json_object_get(json_object_get(claim, "spec"), "additionalPodMetadata");
+        const json_t *apm =
+            json_object_get(json_object_get(claim, "spec"), "additionalPodMetadata");
         char *err = merge_map(labels, json_object_get(apm, "labels"), "label");
         if (!err)
             err = merge_map(anns, json_object_get(apm, "annotations"), "annotation");
@@ -153,7 +159,7 @@ static json_t *find_container(json_t *pod_spec, const char *name)
     for (size_t l = 0; l < 2; l++) {
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(pod_spec, lists[l]), i, c) {
+        json_array_foreach (json_object_get(pod_spec, lists[l]), i, c) {
             const char *n = json_string_value(json_object_get(c, "name"));
             if (n && strcmp(n, name) == 0)
                 return c;
@@ -177,7 +183,7 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
     }
     size_t i;
     json_t *e;
-    json_array_foreach(env, i, e) {
+    json_array_foreach (env, i, e) {
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *cname = json_string_value(json_object_get(e, "containerName"));
         json_t *c = cname && *cname ? find_container(pod_spec, cname)
@@ -185,15 +191,16 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         if (!json_is_object(c)) {
             *ret_reason = "ReconcilerError";
             *ret_error = fmt_error("target container \"%s\" not found in template for environment "
-                                   "variable \"%s\"", cname ? cname : "", name ? name : "");
+                                   "variable \"%s\"",
+                                   cname ? cname : "", name ? name : "");
             return -ENOENT;
         }
         if (!overrides && json_array_size(json_object_get(c, "envFrom")) > 0) {
             *ret_reason = "EnvVarsInjectionRejected";
-            *ret_error = fmt_error("environment variable injection rejected: container \"%s\" "
-                                   "uses envFrom, so an override of \"%s\" cannot be ruled out",
-                                   json_string_value(json_object_get(c, "name")) ?: "",
-                                   name ? name : "");
+            *ret_error =
+                fmt_error("environment variable injection rejected: container \"%s\" "
+                          "uses envFrom, so an override of \"%s\" cannot be ruled out",
+                          json_string_value(json_object_get(c, "name")) ?: "", name ? name : "");
             return -EPERM;
         }
         json_t *cenv = json_object_get(c, "env");
@@ -210,7 +217,7 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         size_t j;
         json_t *x;
         bool replaced = false;
-        json_array_foreach(cenv, j, x) {
+        json_array_foreach (cenv, j, x) {
             const char *xn = json_string_value(json_object_get(x, "name"));
             if (!xn || !name || strcmp(xn, name) != 0)
                 continue;
@@ -218,7 +225,8 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
                 json_decref(entry);
                 *ret_reason = "ReconcilerError";
                 *ret_error = fmt_error("environment variable override is not allowed by the "
-                                       "template policy for variable \"%s\"", name);
+                                       "template policy for variable \"%s\"",
+                                       name);
                 return -EPERM;
             }
             json_array_set(cenv, j, entry);
@@ -241,15 +249,17 @@ static char *check_vct_names(const json_t *list, const char *which)
 {
     size_t i, j;
     json_t *a, *b;
-    json_array_foreach(list, i, a) {
+    json_array_foreach (list, i, a) {
         const char *n = vct_name(a);
         if (!n || !*n)
             return fmt_error("invalid volume claim templates: %s volume claim template %zu has "
-                             "no name", which, i);
-        json_array_foreach(list, j, b) {
+                             "no name",
+                             which, i);
+        json_array_foreach (list, j, b) {
             if (j < i && vct_name(b) && strcmp(vct_name(b), n) == 0)
                 return fmt_error("invalid volume claim templates: duplicate %s volume claim "
-                                 "template name \"%s\"", which, n);
+                                 "template name \"%s\"",
+                                 which, n);
         }
     }
     return NULL;
@@ -259,7 +269,7 @@ static const json_t *vct_find(const json_t *list, const char *name)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v) {
+    json_array_foreach (list, i, v) {
         if (vct_name(v) && strcmp(vct_name(v), name) == 0)
             return v;
     }
@@ -276,7 +286,8 @@ int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_
     if (json_array_size(claim_vcts) == 0) {
         size_t i;
         json_t *v;
-        json_array_foreach(tv, i, v) json_array_append(out, v);
+        json_array_foreach (tv, i, v)
+            json_array_append(out, v);
         *ret = out;
         return 0;
     }
@@ -290,10 +301,11 @@ int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_
     size_t i;
     json_t *v;
     if (!err && !overrides) {
-        json_array_foreach(claim_vcts, i, v) {
+        json_array_foreach (claim_vcts, i, v) {
             if (vct_find(tv, vct_name(v))) {
                 err = fmt_error("overriding volume claim templates is forbidden by the template: "
-                                "cannot override template volume \"%s\"", vct_name(v));
+                                "cannot override template volume \"%s\"",
+                                vct_name(v));
                 break;
             }
         }
@@ -303,11 +315,11 @@ int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_
         *ret_error = err;
         return -EINVAL;
     }
-    json_array_foreach(tv, i, v) {
+    json_array_foreach (tv, i, v) {
         const json_t *c = overrides ? vct_find(claim_vcts, vct_name(v)) : NULL;
         json_array_append(out, (json_t *)(c ? c : v));
     }
-    json_array_foreach(claim_vcts, i, v) {
+    json_array_foreach (claim_vcts, i, v) {
         if (!vct_find(tv, vct_name(v)))
             json_array_append(out, v);
     }

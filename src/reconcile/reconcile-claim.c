@@ -46,7 +46,7 @@ static const json_t *find_sandbox(const claim_ctx *c, const char *name)
     json_t *sb;
     if (!name)
         return NULL;
-    json_array_foreach(c->in->sandboxes, i, sb) {
+    json_array_foreach (c->in->sandboxes, i, sb) {
         const char *n = api_meta_string(sb, "name"), *ns = api_meta_string(sb, "namespace");
         if (n && ns && strcmp(n, name) == 0 && strcmp(ns, c->ns) == 0)
             return sb;
@@ -77,7 +77,7 @@ static void set_conditions(claim_ctx *c, json_t *ready, const json_t *finished, 
     json_t *conds = json_array();
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(c->status, "conditions"), i, x) {
+    json_array_foreach (json_object_get(c->status, "conditions"), i, x) {
         const char *t = json_string_value(json_object_get(x, "type"));
         if (!t || strcmp(t, "Ready") == 0)
             continue;
@@ -93,9 +93,9 @@ static void set_conditions(claim_ctx *c, json_t *ready, const json_t *finished, 
 
 static void set_ready(claim_ctx *c, const char *status, const char *reason, const char *message)
 {
-    set_conditions(c, rc_condition(c->in->claim, "Ready", status, reason, message, c->generation,
-                                   c->in->now),
-                   NULL, true);
+    set_conditions(
+        c, rc_condition(c->in->claim, "Ready", status, reason, message, c->generation, c->in->now),
+        NULL, true);
 }
 
 static void set_error(claim_ctx *c, const char *reason, const char *message)
@@ -140,7 +140,7 @@ static void status_from_sandbox(claim_ctx *c, const json_t *sb)
     json_t *conds = json_array();
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(c->status, "conditions"), i, x) {
+    json_array_foreach (json_object_get(c->status, "conditions"), i, x) {
         const char *t = json_string_value(json_object_get(x, "type"));
         if (t && strcmp(t, "Ready") != 0 && strcmp(t, "Finished") != 0)
             json_array_append(conds, x);
@@ -219,7 +219,8 @@ static bool networked(const claim_ctx *c, const json_t *sb)
 static bool adoptable(const claim_ctx *c, const json_t *sb)
 {
     if (!c->in->pool || !reconcile_pool_member(c->in->pool, sb) || reconcile_deleting(sb) ||
-        !rc_label(sb, RECONCILE_LABEL_TEMPLATE_REF_HASH) || !reconcile_controlled_by(sb, c->in->pool))
+        !rc_label(sb, RECONCILE_LABEL_TEMPLATE_REF_HASH) ||
+        !reconcile_controlled_by(sb, c->in->pool))
         return false;
     const char *st = json_string_value(json_object_get(
         json_object_get(json_object_get(c->in->pool, "spec"), "updateStrategy"), "type"));
@@ -235,10 +236,9 @@ static int adopt(claim_ctx *c, const json_t *sb)
     const char *sname = api_meta_string(sb, "name");
     json_t *patch = json_pack(
         "{s:{s:{s:n, s:n, s:n, s:s, s:s}, s:[o], s:{s:s}}}", "metadata", "labels",
-        RECONCILE_LABEL_WARM_POOL, RECONCILE_LABEL_POD_TEMPLATE_HASH,
-        RECONCILE_LABEL_TEMPLATE_HASH, RECONCILE_LABEL_LAUNCH_TYPE, "warm",
-        RECONCILE_LABEL_CLAIM_UID, c->uid, "ownerReferences", reconcile_owner_ref(c->in->claim),
-        "annotations", RECONCILE_ANN_POD_NAME, sname);
+        RECONCILE_LABEL_WARM_POOL, RECONCILE_LABEL_POD_TEMPLATE_HASH, RECONCILE_LABEL_TEMPLATE_HASH,
+        RECONCILE_LABEL_LAUNCH_TYPE, "warm", RECONCILE_LABEL_CLAIM_UID, c->uid, "ownerReferences",
+        reconcile_owner_ref(c->in->claim), "annotations", RECONCILE_ANN_POD_NAME, sname);
     if (!patch)
         return -ENOMEM;
     json_t *md = json_object_get(patch, "metadata");
@@ -273,7 +273,7 @@ static int try_warm(claim_ctx *c, bool *pending)
     size_t i;
     json_t *sb;
     *pending = false;
-    json_array_foreach(c->in->sandboxes, i, sb) {
+    json_array_foreach (c->in->sandboxes, i, sb) {
         if (!adoptable(c, sb))
             continue;
         if (!networked(c, sb)) {
@@ -345,13 +345,13 @@ static int cold_create(claim_ctx *c)
     json_object_set_new(pt, "metadata", pmd);
     char th[9];
     reconcile_name_hash(api_meta_string(t, "name"), th);
-    json_t *sb = json_pack("{s:s, s:s, s:{s:s, s:s, s:[o], s:{s:s, s:s, s:s}, s:{s:s}}, s:o}",
-                           "apiVersion", API_GROUP_CORE "/" API_VERSION, "kind", "Sandbox",
-                           "metadata", "name", c->name, "namespace", c->ns, "ownerReferences",
-                           reconcile_owner_ref(c->in->claim), "labels", RECONCILE_LABEL_CLAIM_UID,
-                           c->uid, RECONCILE_LABEL_LAUNCH_TYPE, "cold",
-                           RECONCILE_LABEL_TEMPLATE_REF_HASH, th, "annotations",
-                           RECONCILE_ANN_TEMPLATE_REF, api_meta_string(t, "name"), "spec", sbspec);
+    json_t *sb =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:[o], s:{s:s, s:s, s:s}, s:{s:s}}, s:o}", "apiVersion",
+                  API_GROUP_CORE "/" API_VERSION, "kind", "Sandbox", "metadata", "name", c->name,
+                  "namespace", c->ns, "ownerReferences", reconcile_owner_ref(c->in->claim),
+                  "labels", RECONCILE_LABEL_CLAIM_UID, c->uid, RECONCILE_LABEL_LAUNCH_TYPE, "cold",
+                  RECONCILE_LABEL_TEMPLATE_REF_HASH, th, "annotations", RECONCILE_ANN_TEMPLATE_REF,
+                  api_meta_string(t, "name"), "spec", sbspec);
     if (!sb)
         return -ENOMEM;
     json_t *md = json_object_get(sb, "metadata");
@@ -386,7 +386,8 @@ static int claim_expiry(claim_ctx *c)
     const json_t *fin = reconcile_condition(c->in->claim, "Finished");
     const char *fs = json_string_value(json_object_get(fin, "status"));
     if (json_is_integer(ttl) && fs && strcmp(fs, "True") == 0 &&
-        reconcile_parse_time(json_string_value(json_object_get(fin, "lastTransitionTime")), &t) == 0) {
+        reconcile_parse_time(json_string_value(json_object_get(fin, "lastTransitionTime")), &t) ==
+            0) {
         int64_t e = t + json_integer_value(ttl) * 1000000LL;
         if (e < expire)
             expire = e;
@@ -524,7 +525,8 @@ static int claim_active(claim_ctx *c)
         snprintf(msg, sizeof(msg), "SandboxTemplate \"%s\" not found",
                  json_string_value(json_object_get(
                      json_object_get(json_object_get(c->in->pool, "spec"), "sandboxTemplateRef"),
-                     "name")) ?: "");
+                     "name"))
+                     ?: "");
         set_error(c, "TemplateNotFound", msg);
         set_requeue(c, NOT_FOUND_REQUEUE_USEC);
         return 0;
@@ -539,7 +541,8 @@ static int claim_active(claim_ctx *c)
         int64_t age = c->in->now - rc_creation_time(c->in->claim);
         if (pending && age < RECONCILE_COLD_GRACE_USEC) {
             int64_t left = RECONCILE_COLD_GRACE_USEC - age;
-            set_requeue(c, left < PENDING_NETWORK_REQUEUE_USEC ? left : PENDING_NETWORK_REQUEUE_USEC);
+            set_requeue(c,
+                        left < PENDING_NETWORK_REQUEUE_USEC ? left : PENDING_NETWORK_REQUEUE_USEC);
             return 1; /* no status write */
         }
     }
@@ -588,7 +591,7 @@ int reconcile_claim(const reconcile_claim_in *in, reconcile_claim_out *out)
     json_t *rc = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(c.status, "conditions"), i, x) {
+    json_array_foreach (json_object_get(c.status, "conditions"), i, x) {
         const char *t = json_string_value(json_object_get(x, "type"));
         if (t && strcmp(t, "Ready") == 0)
             rc = x;

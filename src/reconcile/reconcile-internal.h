@@ -17,8 +17,7 @@ int rc_cmp_age(const json_t *a, const json_t *b);
 /* A metav1.Condition keeping lastTransitionTime of old_obj's condition of that type while its
  * status is unchanged. Owned. */
 json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
-                     const char *reason, const char *message, json_int_t generation,
-                     int64_t now);
+                     const char *reason, const char *message, json_int_t generation, int64_t now);
 /* NameHash of the canonical (sorted, compact) JSON of v. */
 void rc_hash_json(const json_t *v, char out[9]);
 /* The pod template metadata of a sandbox built from template for a claim (§2.8 4h); owned, or

@@ -12,7 +12,8 @@ bool reconcile_pool_member(const json_t *pool, const json_t *sandbox)
     char h[9];
     reconcile_name_hash(api_meta_string(pool, "name"), h);
     const char *l = rc_label(sandbox, RECONCILE_LABEL_WARM_POOL);
-    const char *pns = api_meta_string(pool, "namespace"), *sns = api_meta_string(sandbox, "namespace");
+    const char *pns = api_meta_string(pool, "namespace"),
+               *sns = api_meta_string(sandbox, "namespace");
     return l && strcmp(l, h) == 0 && pns && sns && strcmp(pns, sns) == 0;
 }
 
@@ -33,16 +34,15 @@ json_t *reconcile_pool_new_sandbox(const json_t *pool, const json_t *template,
     reconcile_pod_template_hash(template, pth);
     snprintf(gen, sizeof(gen), "%s-", pname ? pname : "pool");
     json_t *spec = reconcile_template_blueprint(template);
-    json_t *sb = json_pack("{s:s, s:s, s:{s:s, s:s, s:[o], s:{s:s, s:s, s:s, s:s, s:s, s:s}, "
-                           "s:{s:s}}, s:o}",
-                           "apiVersion", API_GROUP_CORE "/" API_VERSION, "kind", "Sandbox",
-                           "metadata", "generateName", gen, "namespace", ns ? ns : "default",
-                           "ownerReferences", reconcile_owner_ref(pool), "labels",
-                           RECONCILE_LABEL_WARM_POOL, ph, RECONCILE_LABEL_TEMPLATE_REF_HASH, th,
-                           RECONCILE_LABEL_LAUNCH_TYPE, "warm", RECONCILE_LABEL_POD_TEMPLATE_HASH,
-                           pth, RECONCILE_LABEL_TEMPLATE_HASH, bh, RECONCILE_LABEL_CREATED_BY,
-                           "controller", "annotations", RECONCILE_ANN_TEMPLATE_REF,
-                           tname ? tname : "", "spec", spec);
+    json_t *sb = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:[o], s:{s:s, s:s, s:s, s:s, s:s, s:s}, "
+        "s:{s:s}}, s:o}",
+        "apiVersion", API_GROUP_CORE "/" API_VERSION, "kind", "Sandbox", "metadata", "generateName",
+        gen, "namespace", ns ? ns : "default", "ownerReferences", reconcile_owner_ref(pool),
+        "labels", RECONCILE_LABEL_WARM_POOL, ph, RECONCILE_LABEL_TEMPLATE_REF_HASH, th,
+        RECONCILE_LABEL_LAUNCH_TYPE, "warm", RECONCILE_LABEL_POD_TEMPLATE_HASH, pth,
+        RECONCILE_LABEL_TEMPLATE_HASH, bh, RECONCILE_LABEL_CREATED_BY, "controller", "annotations",
+        RECONCILE_ANN_TEMPLATE_REF, tname ? tname : "", "spec", spec);
     if (!sb)
         return NULL;
     json_t *pt = rc_object(json_object_get(sb, "spec"), "podTemplate");
@@ -99,8 +99,8 @@ static int add_patch(json_t *patches, const json_t *member, json_t *patch)
 {
     if (!patch)
         return -ENOMEM;
-    return json_array_append_new(patches, json_pack("{s:O, s:o}", "object", member, "patch",
-                                                    patch)) < 0
+    return json_array_append_new(patches,
+                                 json_pack("{s:O, s:o}", "object", member, "patch", patch)) < 0
                ? -ENOMEM
                : 0;
 }
@@ -131,14 +131,14 @@ static int classify(const reconcile_pool_in *in, const json_t *sb, reconcile_poo
     }
     const char *lt = rc_label(sb, RECONCILE_LABEL_LAUNCH_TYPE);
     if (orphan) {
-        json_t *p = json_pack("{s:{s:[o], s:{s:s}}}", "metadata", "ownerReferences",
-                              reconcile_owner_ref(in->pool), "labels",
-                              RECONCILE_LABEL_LAUNCH_TYPE, "warm");
+        json_t *p =
+            json_pack("{s:{s:[o], s:{s:s}}}", "metadata", "ownerReferences",
+                      reconcile_owner_ref(in->pool), "labels", RECONCILE_LABEL_LAUNCH_TYPE, "warm");
         if (add_patch(out->patches, sb, p) < 0)
             return -ENOMEM;
     } else if (!lt || strcmp(lt, "warm") != 0) {
-        json_t *p = json_pack("{s:{s:{s:s}}}", "metadata", "labels", RECONCILE_LABEL_LAUNCH_TYPE,
-                              "warm");
+        json_t *p =
+            json_pack("{s:{s:{s:s}}}", "metadata", "labels", RECONCILE_LABEL_LAUNCH_TYPE, "warm");
         if (add_patch(out->patches, sb, p) < 0)
             return -ENOMEM;
     }
@@ -168,9 +168,9 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
         goto oom;
     const json_t *spec = json_object_get(in->pool, "spec");
     const json_t *rep = json_object_get(spec, "replicas");
-    size_t desired = json_is_integer(rep) ? (size_t)(json_integer_value(rep) > 0
-                                                         ? json_integer_value(rep) : 0)
-                                          : 1;
+    size_t desired = json_is_integer(rep)
+                         ? (size_t)(json_integer_value(rep) > 0 ? json_integer_value(rep) : 0)
+                         : 1;
     const char *strategy =
         json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type"));
     bool recreate = strategy && strcmp(strategy, "Recreate") == 0;
@@ -201,8 +201,8 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
             if (want > max_batch)
                 want = max_batch;
             for (size_t i = 0; i < want; i++) {
-                json_t *sb = reconcile_pool_new_sandbox(in->pool, in->template,
-                                                        in->no_eviction_annotation);
+                json_t *sb =
+                    reconcile_pool_new_sandbox(in->pool, in->template, in->no_eviction_annotation);
                 if (!sb || json_array_append_new(out->create, sb) < 0) {
                     free(active);
                     goto oom;

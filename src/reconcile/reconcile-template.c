@@ -42,7 +42,8 @@ void reconcile_pod_template_hash(const json_t *template, char out[9])
 
 static bool template_managed(const json_t *template)
 {
-    const char *m = json_string_value(json_object_get(spec_of(template), "networkPolicyManagement"));
+    const char *m =
+        json_string_value(json_object_get(spec_of(template), "networkPolicyManagement"));
     return !m || !*m || strcmp(m, "Managed") == 0;
 }
 
@@ -82,7 +83,8 @@ json_t *reconcile_template_network_policy(const json_t *template)
 {
     if (!template_managed(template))
         return NULL;
-    const char *name = api_meta_string(template, "name"), *ns = api_meta_string(template, "namespace");
+    const char *name = api_meta_string(template, "name"),
+               *ns = api_meta_string(template, "namespace");
     char h[9], pname[300];
     reconcile_name_hash(name, h);
     snprintf(pname, sizeof(pname), "%s-network-policy", name ? name : "");
@@ -93,14 +95,13 @@ json_t *reconcile_template_network_policy(const json_t *template)
         ingress = json_is_array(i) ? json_deep_copy(i) : json_array();
         egress = json_is_array(e) ? json_deep_copy(e) : json_array();
     } else {
-        ingress = json_pack(
-            "[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]", "from", "namespaceSelector", "matchLabels",
-            "kubernetes.io/metadata.name", "agent-sandbox-system", "podSelector", "matchLabels",
-            "app", "sandbox-router");
+        ingress = json_pack("[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]", "from", "namespaceSelector",
+                            "matchLabels", "kubernetes.io/metadata.name", "agent-sandbox-system",
+                            "podSelector", "matchLabels", "app", "sandbox-router");
         egress = json_pack("[{s:[{s:{s:s, s:[s,s,s,s]}}, {s:{s:s, s:[s,s]}}]}]", "to", "ipBlock",
                            "cidr", "0.0.0.0/0", "except", "10.0.0.0/8", "172.16.0.0/12",
-                           "192.168.0.0/16", "169.254.0.0/16", "ipBlock", "cidr", "::/0",
-                           "except", "fc00::/7", "fe80::/10");
+                           "192.168.0.0/16", "169.254.0.0/16", "ipBlock", "cidr", "::/0", "except",
+                           "fc00::/7", "fe80::/10");
     }
     json_t *owner = reconcile_owner_ref(template);
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:[o]}, s:{s:{s:{s:s}}, s:[s,s], s:o, s:o}}",
@@ -149,8 +150,9 @@ bool rc_semantically_equal(const json_t *sandbox, const json_t *template)
     const json_t *have = json_object_get(json_object_get(sspec, "podTemplate"), "spec");
     bool eq = have && json_equal(want, (json_t *)have);
     json_decref(want);
-    return eq && vcts_equal(json_object_get(tspec, "volumeClaimTemplates"),
-                            json_object_get(sspec, "volumeClaimTemplates")) &&
+    return eq &&
+           vcts_equal(json_object_get(tspec, "volumeClaimTemplates"),
+                      json_object_get(sspec, "volumeClaimTemplates")) &&
            same_opt(json_object_get(tspec, "service"), json_object_get(sspec, "service"));
 }
 

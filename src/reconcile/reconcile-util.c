@@ -76,8 +76,12 @@ int reconcile_parse_time(const char *s, int64_t *ret_usec)
         return -EINVAL;
     if (*p)
         return -EINVAL;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
-                    .tm_hour = h,        .tm_min = m,     .tm_sec = sec};
+    struct tm tm = {.tm_year = Y - 1900,
+                    .tm_mon = M - 1,
+                    .tm_mday = D,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
     *ret_usec = ((int64_t)t - off) * 1000000LL + frac;
     return 0;
@@ -109,7 +113,7 @@ const json_t *reconcile_controller_ref(const json_t *obj)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, r)
+    json_array_foreach (json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, r)
         if (json_is_true(json_object_get(r, "controller")))
             return r;
     return NULL;
@@ -137,7 +141,7 @@ const json_t *reconcile_condition(const json_t *obj, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
+    json_array_foreach (json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         if (t && strcmp(t, type) == 0)
             return c;
@@ -147,8 +151,8 @@ const json_t *reconcile_condition(const json_t *obj, const char *type)
 
 bool reconcile_sandbox_ready(const json_t *sandbox)
 {
-    const char *s = json_string_value(json_object_get(reconcile_condition(sandbox, "Ready"),
-                                                      "status"));
+    const char *s =
+        json_string_value(json_object_get(reconcile_condition(sandbox, "Ready"), "status"));
     return s && strcmp(s, "True") == 0;
 }
 
@@ -199,8 +203,7 @@ int rc_cmp_age(const json_t *a, const json_t *b)
 }
 
 json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
-                     const char *reason, const char *message, json_int_t generation,
-                     int64_t now)
+                     const char *reason, const char *message, json_int_t generation, int64_t now)
 {
     const json_t *old = reconcile_condition(old_obj, type);
     const char *os = json_string_value(json_object_get(old, "status"));

@@ -38,9 +38,9 @@
 #define RECONCILE_ANN_TRACE "opentelemetry.io/trace-context"
 #define RECONCILE_ANN_SAFE_TO_EVICT "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
-#define RECONCILE_DEFAULT_GRACE_USEC (5LL * 60 * 1000000)  /* readiness grace of pool members */
+#define RECONCILE_DEFAULT_GRACE_USEC (5LL * 60 * 1000000) /* readiness grace of pool members */
 #define RECONCILE_DEFAULT_MAX_BATCH 300
-#define RECONCILE_COLD_GRACE_USEC (2LL * 1000000)         /* warm candidates pending network */
+#define RECONCILE_COLD_GRACE_USEC (2LL * 1000000) /* warm candidates pending network */
 #define RECONCILE_DEFAULT_LABEL_DOMAIN "sandbox.users.io"
 
 /* ---- small helpers ---- */
@@ -152,14 +152,14 @@ typedef enum reconcile_claim_action {
 
 typedef struct reconcile_claim_out {
     reconcile_claim_action action;
-    const json_t *target;  /* borrowed from in->sandboxes, or NULL */
-    json_t *sandbox;       /* CREATE: the new Sandbox, named like the claim */
-    json_t *sandbox_patch; /* ADOPT, PATCH_SANDBOX: merge patch for target */
-    json_t *claim_patch;   /* merge patch of the claim's metadata (annotations), or NULL */
-    json_t *status;        /* the claim's desired status, as it is once the action succeeded;
-                            * NULL while a claim waits (< 2 s) for a starting member */
-    bool status_changed;   /* status differs from the stored one */
-    int64_t requeue;       /* µs from now; 0 = none */
+    const json_t *target;     /* borrowed from in->sandboxes, or NULL */
+    json_t *sandbox;          /* CREATE: the new Sandbox, named like the claim */
+    json_t *sandbox_patch;    /* ADOPT, PATCH_SANDBOX: merge patch for target */
+    json_t *claim_patch;      /* merge patch of the claim's metadata (annotations), or NULL */
+    json_t *status;           /* the claim's desired status, as it is once the action succeeded;
+                               * NULL while a claim waits (< 2 s) for a starting member */
+    bool status_changed;      /* status differs from the stored one */
+    int64_t requeue;          /* µs from now; 0 = none */
     const char *event_reason; /* "SandboxAdopted", "SandboxProvisioned", "ClaimExpired" or NULL */
     char *message;            /* event message / error text, owned, or NULL */
 } reconcile_claim_out;

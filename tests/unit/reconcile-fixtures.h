@@ -84,7 +84,7 @@ static inline const char *fx_ready_reason(const json_t *status)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(status, "conditions"), i, c) {
+    json_array_foreach (json_object_get(status, "conditions"), i, c) {
         if (strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0)
             return json_string_value(json_object_get(c, "reason"));
     }

@@ -35,8 +35,11 @@ static void done(world *w)
 
 static reconcile_claim_out run(world *w, int64_t now)
 {
-    reconcile_claim_in in = {.claim = w->claim, .pool = w->pool, .template = w->tpl,
-                             .sandboxes = w->sandboxes, .now = now,
+    reconcile_claim_in in = {.claim = w->claim,
+                             .pool = w->pool,
+                             .template = w->tpl,
+                             .sandboxes = w->sandboxes,
+                             .now = now,
                              .networked = fx_ready_network};
     reconcile_claim_out o;
     CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
@@ -62,21 +65,22 @@ TEST(adopts_oldest_ready_member)
     CHECK(json_is_null(json_object_get(labels, RECONCILE_LABEL_TEMPLATE_HASH)));
     CHECK(json_is_null(json_object_get(labels, RECONCILE_LABEL_POD_TEMPLATE_HASH)));
     CHECK(json_is_null(json_object_get(labels, RECONCILE_LABEL_CREATED_BY)));
-    CHECK_STR_EQ(json_string_value(json_object_get(labels, RECONCILE_LABEL_CLAIM_UID)), "claim-uid");
+    CHECK_STR_EQ(json_string_value(json_object_get(labels, RECONCILE_LABEL_CLAIM_UID)),
+                 "claim-uid");
     CHECK_STR_EQ(json_string_value(json_object_get(labels, RECONCILE_LABEL_LAUNCH_TYPE)), "warm");
     json_t *refs = json_object_get(md, "ownerReferences");
     CHECK_INT_EQ(json_array_size(refs), 1);
     CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(refs, 0), "kind")),
                  "SandboxClaim");
-    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(md, "annotations"),
-                                                   RECONCILE_ANN_POD_NAME)),
+    CHECK_STR_EQ(json_string_value(
+                     json_object_get(json_object_get(md, "annotations"), RECONCILE_ANN_POD_NAME)),
                  "wp-r0");
     /* the pod template metadata drops the pool labels and safe-to-evict */
-    json_t *pmd = json_object_get(json_object_get(json_object_get(o.sandbox_patch, "spec"),
-                                                  "podTemplate"), "metadata");
+    json_t *pmd = json_object_get(
+        json_object_get(json_object_get(o.sandbox_patch, "spec"), "podTemplate"), "metadata");
     CHECK(json_is_null(json_object_get(json_object_get(pmd, "labels"), RECONCILE_LABEL_WARM_POOL)));
-    CHECK(json_is_null(json_object_get(json_object_get(pmd, "annotations"),
-                                       RECONCILE_ANN_SAFE_TO_EVICT)));
+    CHECK(json_is_null(
+        json_object_get(json_object_get(pmd, "annotations"), RECONCILE_ANN_SAFE_TO_EVICT)));
     CHECK_STR_EQ(ann_patch(&o, RECONCILE_ANN_SANDBOX_NAME), "wp-r0");
     CHECK(ann_patch(&o, RECONCILE_ANN_FIRST_OBSERVED) != NULL);
     CHECK(ann_patch(&o, RECONCILE_ANN_FIRST_READY) != NULL);
@@ -97,9 +101,9 @@ TEST(adoption_skips_foreign_deleting_and_other_pools)
     json_object_set_new(json_object_get(a, "metadata"), "deletionTimestamp", json_string("x"));
     json_array_append_new(w.sandboxes, a);
     json_t *b = fx_member(w.pool, w.tpl, "wp-foreign", T0 - 30 * SEC, true);
-    json_object_set_new(json_object_get(b, "metadata"), "ownerReferences",
-                        json_pack("[{s:s, s:s, s:b}]", "kind", "SandboxWarmPool", "uid", "x",
-                                  "controller", 1));
+    json_object_set_new(
+        json_object_get(b, "metadata"), "ownerReferences",
+        json_pack("[{s:s, s:s, s:b}]", "kind", "SandboxWarmPool", "uid", "x", "controller", 1));
     json_array_append_new(w.sandboxes, b);
     json_t *other = fx_pool("other", 1, NULL);
     json_array_append_new(w.sandboxes, fx_member(other, w.tpl, "other-a", T0 - 30 * SEC, true));
@@ -134,18 +138,20 @@ TEST(pending_members_grace_then_cold)
 TEST(fallback_adopts_networked_unready_member)
 {
     world w = mk(0, 1);
-    reconcile_claim_in in = {.claim = w.claim, .pool = w.pool, .template = w.tpl,
-                             .sandboxes = w.sandboxes, .now = T0};
+    reconcile_claim_in in = {
+        .claim = w.claim, .pool = w.pool, .template = w.tpl, .sandboxes = w.sandboxes, .now = T0};
     /* cluster semantics: podIPs = networked */
     json_object_set_new(json_object_get(json_array_get(w.sandboxes, 0), "status"), "podIPs",
                         json_pack("[s]", "10.0.0.1"));
     reconcile_claim_out o;
     CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_ADOPT);
-    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(o.status, "sandbox"), "podIPs")
-                                       ? json_array_get(json_object_get(json_object_get(o.status, "sandbox"), "podIPs"), 0)
-                                       : NULL),
-                 "10.0.0.1");
+    CHECK_STR_EQ(
+        json_string_value(
+            json_object_get(json_object_get(o.status, "sandbox"), "podIPs")
+                ? json_array_get(json_object_get(json_object_get(o.status, "sandbox"), "podIPs"), 0)
+                : NULL),
+        "10.0.0.1");
     reconcile_claim_out_done(&o);
     done(&w);
 }
@@ -163,16 +169,17 @@ TEST(cold_sandbox_shape)
     CHECK(reconcile_controlled_by(sb, w.claim));
     CHECK_STR_EQ(fx_label(sb, RECONCILE_LABEL_CREATED_BY), "python-client");
     CHECK_STR_EQ(fx_label(sb, RECONCILE_LABEL_CLAIM_UID), "claim-uid");
-    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(json_object_get(sb, "metadata"),
-                                                                   "annotations"),
-                                                   RECONCILE_ANN_TRACE)),
-                 "{\"traceparent\":\"x\"}");
+    CHECK_STR_EQ(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(sb, "metadata"), "annotations"), RECONCILE_ANN_TRACE)),
+        "{\"traceparent\":\"x\"}");
     json_t *pt = json_object_get(json_object_get(sb, "spec"), "podTemplate");
-    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(json_object_get(pt, "metadata"),
-                                                                   "labels"),
-                                                   RECONCILE_LABEL_CREATED_BY)),
+    CHECK_STR_EQ(json_string_value(
+                     json_object_get(json_object_get(json_object_get(pt, "metadata"), "labels"),
+                                     RECONCILE_LABEL_CREATED_BY)),
                  "python-client");
-    CHECK(json_is_false(json_object_get(json_object_get(pt, "spec"), "automountServiceAccountToken")));
+    CHECK(json_is_false(
+        json_object_get(json_object_get(pt, "spec"), "automountServiceAccountToken")));
     CHECK_STR_EQ(o.event_reason, "SandboxProvisioned");
     reconcile_claim_out_done(&o);
     done(&w);
@@ -194,10 +201,11 @@ TEST(env_forces_cold_and_policy_matrix)
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_CREATE); /* cold though members are Ready */
     reconcile_claim_out_done(&o);
     /* envFrom under Allowed: rejected */
-    json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(
-                                    json_object_get(w.tpl, "spec"), "podTemplate"), "spec"),
-                                                "containers"),
-                                0);
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(w.tpl, "spec"), "podTemplate"), "spec"),
+            "containers"),
+        0);
     json_object_set_new(c0, "envFrom", json_pack("[{}]"));
     o = run(&w, T0);
     CHECK_STR_EQ(fx_ready_reason(o.status), "EnvVarsInjectionRejected");
@@ -227,9 +235,12 @@ TEST(vct_merge_matrix)
                         json_string("Overrides"));
     CHECK_INT_EQ(reconcile_merge_vcts(t, cv, &out, &err), 0);
     CHECK_INT_EQ(json_array_size(out), 2);
-    CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(json_array_get(out, 0), "spec"), "v")), 2);
+    CHECK_INT_EQ(
+        json_integer_value(json_object_get(json_object_get(json_array_get(out, 0), "spec"), "v")),
+        2);
     json_decref(out);
-    json_t *dup = json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "x", "metadata", "name", "x");
+    json_t *dup =
+        json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "x", "metadata", "name", "x");
     CHECK(reconcile_merge_vcts(t, dup, &out, &err) < 0);
     CHECK(strstr(err, "invalid volume claim templates") != NULL);
     free(err);
@@ -252,7 +263,8 @@ TEST(additional_metadata_rules)
         {"{\"labels\":{\"evil.io/team\":\"a\"}}", NULL, false},
         {"{\"labels\":{\"APP\":\"Sandbox-Router\"}}", NULL, false},
         {"{\"labels\":{\"example.com/a\":\"b\"}}", custom, true},
-        {"{\"annotations\":{\"cluster-autoscaler.kubernetes.io/safe-to-evict\":\"true\"}}", NULL, true},
+        {"{\"annotations\":{\"cluster-autoscaler.kubernetes.io/safe-to-evict\":\"true\"}}", NULL,
+         true},
         {"{\"annotations\":{\"foo.kubernetes.io/x\":\"1\"}}", NULL, false},
         {"{\"annotations\":{\"k8s.io/x\":\"1\"}}", NULL, false},
         {"{\"annotations\":{\"agents.x-k8s.io/sandbox-name\":\"1\"}}", NULL, false},
@@ -295,9 +307,8 @@ TEST(not_found_and_not_controlled)
     CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
     CHECK_STR_EQ(fx_ready_reason(o.status), "TemplateNotFound");
     reconcile_claim_out_done(&o);
-    json_array_append_new(w.sandboxes,
-                          json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c", "namespace",
-                                    "default", "uid", "someone"));
+    json_array_append_new(w.sandboxes, json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c",
+                                                 "namespace", "default", "uid", "someone"));
     o = run(&w, T0);
     CHECK_STR_EQ(fx_ready_reason(o.status), "ReconcilerError");
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_NOTHING);
@@ -367,21 +378,20 @@ TEST(lifecycle_two_pass)
 TEST(retain_not_owned_skips_deletion)
 {
     world w = mk(0, 0);
-    json_array_append_new(w.sandboxes,
-                          json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c", "namespace",
-                                    "default", "uid", "someone"));
+    json_array_append_new(w.sandboxes, json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c",
+                                                 "namespace", "default", "uid", "someone"));
     json_object_set_new(json_object_get(w.claim, "spec"), "lifecycle",
                         json_pack("{s:s}", "shutdownTime", "2027-01-15T07:00:00Z"));
     json_object_set_new(w.claim, "status",
-                        json_pack("{s:[{s:s, s:s, s:s}]}", "conditions", "type", "Ready",
-                                  "status", "False", "reason", "ClaimExpired"));
+                        json_pack("{s:[{s:s, s:s, s:s}]}", "conditions", "type", "Ready", "status",
+                                  "False", "reason", "ClaimExpired"));
     reconcile_claim_out o = run(&w, T0);
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_NOTHING);
     const char *msg = NULL;
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(o.status, "conditions"), i, c) msg =
-        json_string_value(json_object_get(c, "message"));
+    json_array_foreach (json_object_get(o.status, "conditions"), i, c)
+        msg = json_string_value(json_object_get(c, "message"));
     CHECK(msg && strstr(msg, "deletion skipped") != NULL);
     reconcile_claim_out_done(&o);
     done(&w);
@@ -394,8 +404,8 @@ TEST(ttl_after_finished)
     bind(&w, sb);
     json_object_set_new(json_object_get(w.claim, "spec"), "lifecycle",
                         json_pack("{s:i}", "ttlSecondsAfterFinished", 5));
-    json_t *fin = json_pack("{s:s, s:s, s:s, s:s}", "type", "Finished", "status", "True",
-                            "reason", "PodSucceeded", "lastTransitionTime", "2027-01-15T08:00:00Z");
+    json_t *fin = json_pack("{s:s, s:s, s:s, s:s}", "type", "Finished", "status", "True", "reason",
+                            "PodSucceeded", "lastTransitionTime", "2027-01-15T08:00:00Z");
     json_array_append(json_object_get(json_object_get(sb, "status"), "conditions"), fin);
     /* first pass mirrors Finished */
     reconcile_claim_out o = run(&w, T0 + SEC);
@@ -416,10 +426,11 @@ TEST(recreate_pool_skips_stale_candidates)
     world w = mk(1, 0);
     json_decref(w.pool);
     w.pool = fx_pool("wp", 1, "Recreate");
-    json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(
-                                    json_object_get(w.tpl, "spec"), "podTemplate"), "spec"),
-                                                "containers"),
-                                0);
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(w.tpl, "spec"), "podTemplate"), "spec"),
+            "containers"),
+        0);
     json_object_set_new(c0, "image", json_string("v2"));
     reconcile_claim_out o = run(&w, T0 + 5 * SEC);
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_CREATE);

@@ -120,8 +120,9 @@ TEST(new_warm_sandbox)
     CHECK(!reconcile_sandbox_stale(sb, t));
     json_decref(sb);
     /* the template's own safe-to-evict wins; eviction off: none */
-    json_object_set_new(json_object_get(json_object_get(t, "spec"), "podTemplate"), "metadata",
-                        json_pack("{s:{s:s}}", "annotations", RECONCILE_ANN_SAFE_TO_EVICT, "false"));
+    json_object_set_new(
+        json_object_get(json_object_get(t, "spec"), "podTemplate"), "metadata",
+        json_pack("{s:{s:s}}", "annotations", RECONCILE_ANN_SAFE_TO_EVICT, "false"));
     sb = reconcile_pool_new_sandbox(p, t, false);
     pt = json_object_get(json_object_get(sb, "spec"), "podTemplate");
     CHECK_STR_EQ(json_string_value(json_object_get(
@@ -148,10 +149,11 @@ TEST(staleness_matrix)
                         json_pack("{s:{s:s}}", "labels", "x", "y"));
     CHECK(!reconcile_sandbox_stale(sb, t));
     /* image change: stale */
-    json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(
-                                    json_object_get(t, "spec"), "podTemplate"), "spec"),
-                                                "containers"),
-                                0);
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(t, "spec"), "podTemplate"), "spec"),
+            "containers"),
+        0);
     json_object_set_new(c0, "image", json_string("other"));
     CHECK(reconcile_sandbox_stale(sb, t));
     json_object_set_new(c0, "image", json_string("host"));
@@ -166,14 +168,14 @@ TEST(staleness_matrix)
     json_decref(t2);
     json_decref(sb);
     /* VCT reorder: stale */
-    json_object_set_new(json_object_get(t, "spec"), "volumeClaimTemplates",
-                        json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "a", "metadata",
-                                  "name", "b"));
+    json_object_set_new(
+        json_object_get(t, "spec"), "volumeClaimTemplates",
+        json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "a", "metadata", "name", "b"));
     sb = reconcile_pool_new_sandbox(p, t, false);
     CHECK(!reconcile_sandbox_stale(sb, t));
-    json_object_set_new(json_object_get(t, "spec"), "volumeClaimTemplates",
-                        json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "b", "metadata",
-                                  "name", "a"));
+    json_object_set_new(
+        json_object_get(t, "spec"), "volumeClaimTemplates",
+        json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "b", "metadata", "name", "a"));
     CHECK(reconcile_sandbox_stale(sb, t));
     json_decref(sb);
     json_decref(p);
@@ -223,8 +225,8 @@ TEST(pool_scale_up_counts_terminating)
     CHECK_INT_EQ(json_integer_value(json_object_get(o.status, "readyReplicas")), 1);
     reconcile_pool_out_done(&o);
     /* expectations pending: nothing */
-    reconcile_pool_in in = {.pool = p, .template = t, .sandboxes = m, .now = T0,
-                            .expectations_pending = true};
+    reconcile_pool_in in = {
+        .pool = p, .template = t, .sandboxes = m, .now = T0, .expectations_pending = true};
     CHECK_INT_EQ(reconcile_pool(&in, &o), 0);
     CHECK_INT_EQ(json_array_size(o.create), 0);
     reconcile_pool_out_done(&o);
@@ -288,8 +290,9 @@ TEST(pool_orphans_foreign_and_launch_type)
     CHECK_INT_EQ(json_array_size(o.patches), 2); /* adopt the orphan, launch-type on nolt */
     json_t *adopt = json_object_get(json_array_get(o.patches, 0), "patch");
     CHECK_STR_EQ(json_string_value(json_object_get(
-                     json_array_get(json_object_get(json_object_get(adopt, "metadata"),
-                                                    "ownerReferences"), 0), "uid")),
+                     json_array_get(
+                         json_object_get(json_object_get(adopt, "metadata"), "ownerReferences"), 0),
+                     "uid")),
                  "pool-uid");
     CHECK_INT_EQ(json_array_size(o.remove), 1); /* the stale orphan, under OnReplenish too */
     /* 2 active (orphan + nolt) + 1 terminating = 3: nothing to create, foreign ignored */
@@ -306,10 +309,11 @@ TEST(pool_recreate_vs_on_replenish)
     json_t *t = fx_template("tpl"), *m = json_array();
     json_t *pr = fx_pool("wp", 1, "Recreate"), *po = fx_pool("wp", 1, NULL);
     json_array_append_new(m, fx_member(pr, t, "wp-a", T0, true));
-    json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(
-                                    json_object_get(t, "spec"), "podTemplate"), "spec"),
-                                                "containers"),
-                                0);
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(t, "spec"), "podTemplate"), "spec"),
+            "containers"),
+        0);
     json_object_set_new(c0, "image", json_string("v2"));
     reconcile_pool_out o = run_pool(pr, t, m, T0);
     CHECK_INT_EQ(json_array_size(o.remove), 1);
