@@ -18,6 +18,7 @@
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
+#include "local/local-controller.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
 #include "shared/log.h"
@@ -304,6 +305,22 @@ int asb_serve(int argc, char **argv)
             return 1;
         }
     }
+    /* Templates, warm pools, claims and owner garbage collection. */
+    local_controller *ctl = NULL;
+    local_controller_options co = {
+        .store = store,
+        .readiness_grace = env_duration("ASB_WARM_POOL_READINESS_GRACE", 0),
+        .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
+    };
+    r = local_controller_start(&co, &ctl);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
+        local_store_shutdown(store);
+        local_reconciler_stop(rec);
+        local_apiserver_stop(srv);
+        local_store_free(store);
+        return 1;
+    }
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));
     log_info("asb serve listening", "url", url, "state", dir, "resourceVersion", rvbuf);
@@ -313,6 +330,7 @@ int asb_serve(int argc, char **argv)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     local_store_shutdown(store);
+    local_controller_stop(ctl);
     local_reconciler_stop(rec);
     local_apiserver_stop(srv);
     local_store_free(store);

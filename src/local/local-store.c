@@ -291,10 +291,10 @@ static int write_locked(local_store *s, const api_kind *k, const char *ns, const
     return r;
 }
 
-static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
-                            json_t *obj, bool insert_only)
+/* One row statement inside an open transaction, at resourceVersion rv. */
+static int write_row(local_store *s, const api_kind *k, const char *ns, const char *name,
+                     json_t *obj, bool insert_only, uint64_t rv)
 {
-    uint64_t rv = s->rv + 1;
     _cleanup_free_ char *data = NULL;
     if (obj) {
         if (set_rv(obj, rv) < 0)
@@ -303,19 +303,14 @@ static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, c
         if (!data)
             return -ENOMEM;
     }
-    int r = exec_simple(s, "BEGIN IMMEDIATE");
-    if (r < 0)
-        return r;
     sqlite3_stmt *st = NULL;
     const char *sql = !obj ? "DELETE FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3"
                       : insert_only ? "INSERT INTO objects(resource,namespace,name,rv,data) "
                                       "VALUES(?1,?2,?3,?4,?5)"
                                     : "UPDATE objects SET rv=?4, data=?5 WHERE resource=?1 AND "
                                       "namespace=?2 AND name=?3";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        r = db_error(s, "prepare write");
-        goto rollback;
-    }
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, "prepare write");
     sqlite3_bind_text(st, 1, k->plural, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
@@ -324,41 +319,47 @@ static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, c
         sqlite3_bind_text(st, 5, data, -1, SQLITE_STATIC);
     }
     int step = sqlite3_step(st);
-    if (step == SQLITE_CONSTRAINT) {
+    int r = 0;
+    if (step == SQLITE_CONSTRAINT)
         r = -EEXIST;
-        goto rollback;
-    }
-    if (step != SQLITE_DONE) {
+    else if (step != SQLITE_DONE)
         r = db_error(s, "write");
-        goto rollback;
-    }
-    if (sqlite3_changes(s->db) != 1) {
+    else if (sqlite3_changes(s->db) != 1)
         r = -ENOENT;
-        goto rollback;
-    }
     sqlite3_finalize(st);
-    st = NULL;
+    return r;
+}
+
+static int commit_rv(local_store *s, uint64_t rv)
+{
+    sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "UPDATE meta SET value=?1 WHERE key='rv'", -1, &st, NULL) !=
-        SQLITE_OK) {
-        r = db_error(s, "prepare rv");
-        goto rollback;
-    }
+        SQLITE_OK)
+        return db_error(s, "prepare rv");
     sqlite3_bind_int64(st, 1, (sqlite3_int64)rv);
-    if (sqlite3_step(st) != SQLITE_DONE) {
-        r = db_error(s, "rv");
-        goto rollback;
-    }
+    int r = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, "rv");
     sqlite3_finalize(st);
-    st = NULL;
-    r = exec_simple(s, "COMMIT");
+    if (r == 0)
+        r = exec_simple(s, "COMMIT");
+    return r;
+}
+
+static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            json_t *obj, bool insert_only)
+{
+    uint64_t rv = s->rv + 1;
+    int r = exec_simple(s, "BEGIN IMMEDIATE");
     if (r < 0)
-        goto rollback;
+        return r;
+    r = write_row(s, k, ns, name, obj, insert_only, rv);
+    if (r == 0)
+        r = commit_rv(s, rv);
+    if (r < 0) {
+        exec_simple(s, "ROLLBACK");
+        return r;
+    }
     s->rv = rv;
     return 0;
-rollback:
-    sqlite3_finalize(st);
-    exec_simple(s, "ROLLBACK");
-    return r;
 }
 
 int local_store_create(local_store *s, const api_kind *k, json_t *obj)
@@ -443,6 +444,74 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
     }
     pthread_mutex_unlock(&s->lock);
     json_decref(old);
+    return r;
+}
+
+int local_store_update_many(local_store *s, store_op *ops, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    json_t **olds = calloc(n ? n : 1, sizeof(*olds)), **news = calloc(n ? n : 1, sizeof(*news));
+    int *res = calloc(n ? n : 1, sizeof(*res));
+    int r = olds && news && res ? 0 : -ENOMEM;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        ops[i].result = NULL;
+        r = get_locked(s, ops[i].kind, ops[i].ns, ops[i].name, &olds[i]);
+        if (r == 0) {
+            int k = ops[i].fn(olds[i], &news[i], ops[i].payload);
+            if (k < 0)
+                r = k;
+            else
+                res[i] = k;
+        }
+    }
+    uint64_t rv = s->rv;
+    bool began = false;
+    if (r >= 0) {
+        r = exec_simple(s, "BEGIN IMMEDIATE");
+        began = r == 0;
+    }
+    for (size_t i = 0; r >= 0 && i < n; i++) {
+        if (res[i] == STORE_UPDATE_UNCHANGED)
+            continue;
+        if (res[i] == STORE_UPDATE_DELETE) {
+            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, NULL, false, ++rv);
+            if (r == 0) {
+                json_t *gone = json_deep_copy(news[i] ? news[i] : olds[i]);
+                json_decref(news[i]);
+                news[i] = gone;
+                r = gone ? set_rv(gone, rv) : -ENOMEM;
+            }
+        } else
+            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, news[i], false, ++rv);
+    }
+    if (r >= 0 && rv != s->rv)
+        r = commit_rv(s, rv);
+    else if (r >= 0 && began)
+        r = exec_simple(s, "COMMIT");
+    if (r < 0 && began)
+        exec_simple(s, "ROLLBACK");
+    if (r >= 0) {
+        uint64_t base = s->rv;
+        for (size_t i = 0; i < n; i++) {
+            if (res[i] == STORE_UPDATE_UNCHANGED) {
+                ops[i].result = TAKE_PTR(olds[i]);
+                continue;
+            }
+            s->rv = ++base;
+            ops[i].result = json_incref(news[i]);
+            publish_locked(s, res[i] == STORE_UPDATE_DELETE ? STORE_DELETED : STORE_MODIFIED,
+                           ops[i].kind, json_deep_copy(news[i]), TAKE_PTR(olds[i]));
+        }
+        r = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; olds && i < n; i++)
+        json_decref(olds[i]);
+    for (size_t i = 0; news && i < n; i++)
+        json_decref(news[i]);
+    free(olds);
+    free(news);
+    free(res);
     return r;
 }
 

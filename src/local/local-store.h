@@ -58,6 +58,18 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj);
 typedef int (*store_update_fn)(const json_t *old, json_t **ret_new, void *payload);
 int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
                        store_update_fn fn, void *payload, json_t **ret);
+/* Several read-modify-writes in ONE transaction: every fn runs under the store lock on its
+ * object as stored; if any fn or write fails nothing is written. Each changed object gets its own
+ * resourceVersion and event, published together, so a watcher never sees one without the others.
+ * On success ops[i].result is owned (as for local_store_update). */
+typedef struct store_op {
+    const api_kind *kind;
+    const char *ns, *name;
+    store_update_fn fn;
+    void *payload;
+    json_t *result;
+} store_op;
+int local_store_update_many(local_store *s, store_op *ops, size_t n);
 /* *ret: the deleted object with the deletion's resourceVersion (owned). */
 int local_store_delete(local_store *s, const api_kind *k, const char *ns, const char *name,
                        json_t **ret);

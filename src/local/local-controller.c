@@ -1,0 +1,671 @@
+/* The template / warm pool / claim controller of `asb serve` (see local-controller.h). Each pass
+ * is level-triggered: it lists every object and runs the reconcile core; the store is
+ * synchronous, so a pass always sees its own earlier writes (no expectations bookkeeping). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "local/local-controller.h"
+#include "reconcile/reconcile.h"
+#include "shared/log.h"
+
+#define RESYNC_INTERVAL (30 * USEC_PER_SEC)
+#define CREATE_PENDING_REQUEUE (200 * USEC_PER_MSEC)
+#define ADOPT_ATTEMPTS 3
+#define FOREGROUND_FINALIZER "foregroundDeletion"
+
+struct local_controller {
+    local_store *store;
+    const api_kind *k_sb, *k_tpl, *k_pool, *k_claim;
+    pthread_t thread;
+    bool started;
+    usec_t grace;
+    char **domains; /* NULL-terminated, or NULL */
+};
+
+typedef struct pass {
+    json_t *templates, *pools, *claims, *sandboxes;
+    usec_t requeue; /* µs from now, 0 = none */
+} pass;
+
+static void requeue(pass *p, int64_t after)
+{
+    if (after > 0 && (!p->requeue || (usec_t)after < p->requeue))
+        p->requeue = (usec_t)after;
+}
+
+static int64_t wall_now(void)
+{
+    return (int64_t)now_usec(CLOCK_REALTIME);
+}
+
+static const json_t *find_obj(const json_t *items, const char *ns, const char *name)
+{
+    size_t i;
+    json_t *o;
+    if (!ns || !name)
+        return NULL;
+    json_array_foreach(items, i, o) {
+        const char *n = api_meta_string(o, "name"), *s = api_meta_string(o, "namespace");
+        if (n && s && strcmp(n, name) == 0 && strcmp(s, ns) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* ---- store writes ---- */
+
+typedef struct patch_ctx {
+    const char *uid;
+    const char *rv;         /* optimistic lock, or NULL */
+    const json_t *patch;    /* merge patch, or NULL */
+    const json_t *status;   /* replaces status, or NULL */
+    bool remove;            /* delete the object */
+    bool drop_finalizer;    /* remove FOREGROUND_FINALIZER (and delete when none is left) */
+    bool mark_foreground;   /* add FOREGROUND_FINALIZER and a deletionTimestamp */
+} patch_ctx;
+
+static bool same_str(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
+{
+    const patch_ctx *p = payload;
+    if (!same_str(api_meta_string(old, "uid"), p->uid))
+        return -ESTALE;
+    if (p->rv && !same_str(api_meta_string(old, "resourceVersion"), p->rv))
+        return -EAGAIN;
+    if (p->remove)
+        return STORE_UPDATE_DELETE;
+    json_t *new = p->patch ? api_merge_patch(old, p->patch) : json_deep_copy(old);
+    if (!new)
+        return -ENOMEM;
+    json_t *md = json_object_get(new, "metadata");
+    if (p->status)
+        json_object_set(new, "status", (json_t *)p->status);
+    if (p->mark_foreground) {
+        json_t *f = json_object_get(md, "finalizers");
+        if (!json_is_array(f)) {
+            f = json_array();
+            json_object_set_new(md, "finalizers", f);
+        }
+        json_array_append_new(f, json_string(FOREGROUND_FINALIZER));
+        char ts[40];
+        reconcile_format_time(wall_now(), 0, ts);
+        json_object_set_new(md, "deletionTimestamp", json_string(ts));
+        json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0));
+    }
+    if (p->drop_finalizer) {
+        json_t *f = json_object_get(md, "finalizers");
+        for (size_t i = json_array_size(f); i-- > 0;)
+            if (same_str(json_string_value(json_array_get(f, i)), FOREGROUND_FINALIZER))
+                json_array_remove(f, i);
+        if (json_array_size(f) == 0) {
+            json_decref(new);
+            return STORE_UPDATE_DELETE;
+        }
+    }
+    const json_t *os = json_object_get(old, "spec"), *ns = json_object_get(new, "spec");
+    if (os && ns && !json_equal((json_t *)os, (json_t *)ns))
+        json_object_set_new(md, "generation",
+                            json_integer(json_integer_value(json_object_get(
+                                json_object_get(old, "metadata"), "generation")) + 1));
+    if (json_equal(new, (json_t *)old)) {
+        json_decref(new);
+        return STORE_UPDATE_UNCHANGED;
+    }
+    *ret_new = new;
+    return 0;
+}
+
+static int apply(local_controller *c, const api_kind *k, const json_t *obj, patch_ctx *p,
+                 json_t **ret)
+{
+    json_t *out = NULL;
+    p->uid = api_meta_string(obj, "uid");
+    int r = local_store_update(c->store, k, api_meta_string(obj, "namespace"),
+                               api_meta_string(obj, "name"), patch_fn, p, &out);
+    if (ret && r == 0)
+        *ret = out;
+    else
+        json_decref(out);
+    return r;
+}
+
+static int random_bytes(void *buf, size_t n)
+{
+    unsigned char *b = buf;
+    while (n > 0) {
+        ssize_t k = getrandom(b, n, 0);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Server-set metadata as the API server does it (uid, creationTimestamp, generation, a name for
+ * generateName), then create. */
+static int create_object(local_controller *c, const api_kind *k, json_t *obj)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    unsigned char b[16];
+    int r = random_bytes(b, sizeof(b));
+    if (r < 0)
+        return r;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    char uid[37], ts[40];
+    snprintf(uid, sizeof(uid),
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    reconcile_format_time(wall_now(), 0, ts);
+    json_object_set_new(md, "uid", json_string(uid));
+    json_object_set_new(md, "creationTimestamp", json_string(ts));
+    json_object_set_new(md, "generation", json_integer(1));
+    const char *gen = json_string_value(json_object_get(md, "generateName"));
+    bool generate = gen && !api_meta_string(obj, "name");
+    for (unsigned attempt = 0; attempt < 8; attempt++) {
+        if (generate) {
+            unsigned char rnd[5];
+            if ((r = random_bytes(rnd, sizeof(rnd))) < 0)
+                return r;
+            char *n = api_generate_name(gen, rnd);
+            if (!n)
+                return -ENOMEM;
+            json_object_set_new(md, "name", json_string(n));
+            free(n);
+        }
+        r = local_store_create(c->store, k, obj);
+        if (r != -EEXIST || !generate)
+            break;
+    }
+    return r;
+}
+
+/* ---- garbage collection (ownerReferences) and foreground deletion ---- */
+
+static bool known_uid(const pass *p, const char *uid)
+{
+    const json_t *lists[] = {p->pools, p->claims};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(lists[l], i, o) {
+            if (same_str(api_meta_string(o, "uid"), uid))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A Sandbox all of whose owners (warm pools, claims) are gone is deleted, as kube's garbage
+ * collector does with background propagation. */
+static bool orphaned(const pass *p, const json_t *sb)
+{
+    const json_t *refs = json_object_get(json_object_get(sb, "metadata"), "ownerReferences");
+    if (json_array_size(refs) == 0)
+        return false;
+    size_t i;
+    json_t *ref;
+    json_array_foreach(refs, i, ref) {
+        const char *kind = json_string_value(json_object_get(ref, "kind"));
+        if (!same_str(kind, "SandboxWarmPool") && !same_str(kind, "SandboxClaim"))
+            return false;
+        if (known_uid(p, json_string_value(json_object_get(ref, "uid"))))
+            return false;
+    }
+    return true;
+}
+
+static bool owned_by_uid(const json_t *obj, const char *uid)
+{
+    size_t i;
+    json_t *ref;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
+                       ref) {
+        if (same_str(json_string_value(json_object_get(ref, "uid")), uid))
+            return true;
+    }
+    return false;
+}
+
+static void delete_sandbox(local_controller *c, const json_t *sb, const char *why)
+{
+    patch_ctx p = {.remove = true};
+    int r = apply(c, c->k_sb, sb, &p, NULL);
+    if (r == 0)
+        log_info("deleting sandbox", "sandbox", api_meta_string(sb, "name"), "reason", why);
+    else if (r != -ENOENT && r != -ESTALE)
+        log_warn("cannot delete sandbox", "sandbox", api_meta_string(sb, "name"), "error",
+                 strerror(-r));
+}
+
+static bool collect_garbage(local_controller *c, pass *p)
+{
+    bool changed = false;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(p->sandboxes, i, sb) {
+        if (orphaned(p, sb)) {
+            delete_sandbox(c, sb, "owner deleted");
+            changed = true;
+        }
+    }
+    /* Foreground deletion: the claim goes once its sandboxes are gone. */
+    json_t *claim;
+    json_array_foreach(p->claims, i, claim) {
+        if (!reconcile_deleting(claim))
+            continue;
+        bool has_fg = false;
+        size_t j;
+        json_t *f;
+        json_array_foreach(json_object_get(json_object_get(claim, "metadata"), "finalizers"), j,
+                           f) has_fg |= same_str(json_string_value(f), FOREGROUND_FINALIZER);
+        if (!has_fg)
+            continue;
+        bool children = false;
+        json_array_foreach(p->sandboxes, j, sb) {
+            if (owned_by_uid(sb, api_meta_string(claim, "uid"))) {
+                children = true;
+                delete_sandbox(c, sb, "foreground deletion of its claim");
+            }
+        }
+        if (!children) {
+            patch_ctx pc = {.drop_finalizer = true};
+            apply(c, c->k_claim, claim, &pc, NULL);
+        }
+        changed = true;
+    }
+    return changed;
+}
+
+/* ---- templates and pools ---- */
+
+static void reconcile_templates(local_controller *c, pass *p)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(p->templates, i, t) {
+        json_t *patch = reconcile_template_patch(t);
+        if (!patch)
+            continue;
+        patch_ctx pc = {.patch = patch};
+        apply(c, c->k_tpl, t, &pc, NULL);
+        json_decref(patch);
+    }
+}
+
+/* Returns true when it changed Sandboxes. */
+static bool reconcile_pools(local_controller *c, pass *p)
+{
+    bool changed = false;
+    size_t i;
+    json_t *pool;
+    json_array_foreach(p->pools, i, pool) {
+        if (reconcile_deleting(pool))
+            continue;
+        const char *ns = api_meta_string(pool, "namespace");
+        const char *tname = json_string_value(json_object_get(
+            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        reconcile_pool_in in = {.pool = pool,
+                                .template = find_obj(p->templates, ns, tname),
+                                .sandboxes = p->sandboxes,
+                                .now = wall_now(),
+                                .grace = (int64_t)c->grace};
+        reconcile_pool_out out;
+        if (reconcile_pool(&in, &out) < 0)
+            continue;
+        size_t j;
+        json_t *x;
+        json_array_foreach(out.patches, j, x) {
+            const json_t *m = json_object_get(x, "object");
+            patch_ctx pc = {.rv = api_meta_string(m, "resourceVersion"),
+                            .patch = json_object_get(x, "patch")};
+            apply(c, c->k_sb, m, &pc, NULL);
+            changed = true;
+        }
+        json_array_foreach(out.remove, j, x) {
+            delete_sandbox(c, x, "warm pool");
+            changed = true;
+        }
+        json_array_foreach(out.create, j, x) {
+            int r = create_object(c, c->k_sb, x);
+            if (r < 0) {
+                log_warn("cannot create warm pool sandbox", "pool", api_meta_string(pool, "name"),
+                         "error", strerror(-r));
+                break;
+            }
+            changed = true;
+        }
+        if (out.status_changed) {
+            patch_ctx pc = {.status = out.status};
+            apply(c, c->k_pool, pool, &pc, NULL);
+        }
+        requeue(p, out.requeue);
+        reconcile_pool_out_done(&out);
+    }
+    return changed;
+}
+
+/* ---- claims ---- */
+
+static bool local_networked(const json_t *sb, void *userdata)
+{
+    (void)userdata;
+    /* Locally a sandbox is reachable when sandboxd answers health: that is its Ready. */
+    return reconcile_sandbox_ready(sb);
+}
+
+static int relist(local_controller *c, const api_kind *k, json_t **items)
+{
+    json_t *n = NULL;
+    uint64_t rv;
+    int r = local_store_list(c->store, k, NULL, &n, &rv);
+    if (r < 0)
+        return r;
+    json_decref(*items);
+    *items = n;
+    return 0;
+}
+
+/* Executes one claim plan. -EAGAIN: a conflict, re-run from fresh objects. */
+static int execute_claim(local_controller *c, pass *p, const json_t *claim,
+                         reconcile_claim_out *out)
+{
+    const char *cname = api_meta_string(claim, "name");
+    patch_ctx cp = {.patch = out->claim_patch, .status = out->status_changed ? out->status : NULL};
+    int r = 0;
+    switch (out->action) {
+    case RECONCILE_CLAIM_ADOPT: {
+        /* One transaction: the sandbox changes hands and the claim names it and says Ready. */
+        patch_ctx sp = {.uid = api_meta_string(out->target, "uid"),
+                        .rv = api_meta_string(out->target, "resourceVersion"),
+                        .patch = out->sandbox_patch};
+        cp.uid = api_meta_string(claim, "uid");
+        store_op ops[2] = {
+            {c->k_sb, api_meta_string(out->target, "namespace"),
+             api_meta_string(out->target, "name"), patch_fn, &sp, NULL},
+            {c->k_claim, api_meta_string(claim, "namespace"), cname, patch_fn, &cp, NULL},
+        };
+        r = local_store_update_many(c->store, ops, 2);
+        json_decref(ops[0].result);
+        json_decref(ops[1].result);
+        if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
+            return -EAGAIN;
+        if (r == 0)
+            log_info("claim adopted a warm sandbox", "claim", cname, "sandbox",
+                     api_meta_string(out->target, "name"));
+        return r;
+    }
+    case RECONCILE_CLAIM_CREATE:
+        r = create_object(c, c->k_sb, out->sandbox);
+        if (r == -EEXIST) {
+            requeue(p, CREATE_PENDING_REQUEUE);
+            json_t *st = json_deep_copy(json_object_get(claim, "status"));
+            if (!json_is_object(st)) {
+                json_decref(st);
+                st = json_object();
+            }
+            json_object_set_new(
+                st, "conditions",
+                json_pack("[{s:s, s:s, s:s, s:s}]", "type", "Ready", "status", "False", "reason",
+                          "SandboxCreatePending", "message",
+                          "Sandbox already created; waiting for cache to converge"));
+            patch_ctx pc = {.status = st};
+            apply(c, c->k_claim, claim, &pc, NULL);
+            json_decref(st);
+            return 0;
+        }
+        if (r < 0)
+            return r;
+        log_info("claim created a sandbox (cold)", "claim", cname);
+        relist(c, c->k_sb, &p->sandboxes);
+        break;
+    case RECONCILE_CLAIM_PATCH_SANDBOX: {
+        patch_ctx sp = {.rv = api_meta_string(out->target, "resourceVersion"),
+                        .patch = out->sandbox_patch};
+        r = apply(c, c->k_sb, out->target, &sp, NULL);
+        if (r == -EAGAIN)
+            return -EAGAIN;
+        break;
+    }
+    case RECONCILE_CLAIM_DELETE_SANDBOX:
+        delete_sandbox(c, out->target, "claim expired (Retain)");
+        break;
+    case RECONCILE_CLAIM_DELETE: {
+        patch_ctx dp = {.remove = true};
+        apply(c, c->k_claim, claim, &dp, NULL);
+        log_info("claim expired: deleted (Delete)", "claim", cname);
+        return 0; /* its sandbox goes with the garbage collection of the next pass */
+    }
+    case RECONCILE_CLAIM_DELETE_FOREGROUND: {
+        patch_ctx fp = {.mark_foreground = true};
+        apply(c, c->k_claim, claim, &fp, NULL);
+        log_info("claim expired: deleting (DeleteForeground)", "claim", cname);
+        return 0;
+    }
+    case RECONCILE_CLAIM_NOTHING:
+        break;
+    }
+    if (out->claim_patch || cp.status)
+        apply(c, c->k_claim, claim, &cp, NULL);
+    return 0;
+}
+
+static int cmp_claims(const void *a, const void *b)
+{
+    const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+    const char *tx = api_meta_string(x, "creationTimestamp") ?: "",
+               *ty = api_meta_string(y, "creationTimestamp") ?: "";
+    int k = strcmp(tx, ty);
+    return k ? k : strcmp(api_meta_string(x, "name") ?: "", api_meta_string(y, "name") ?: "");
+}
+
+static void reconcile_claims(local_controller *c, pass *p)
+{
+    size_t n = json_array_size(p->claims);
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(p->claims, i);
+    qsort(v, n, sizeof(*v), cmp_claims);
+    for (size_t i = 0; i < n; i++) {
+        json_t *claim = json_incref(v[i]);
+        if (reconcile_deleting(claim)) {
+            json_decref(claim);
+            continue;
+        }
+        const char *ns = api_meta_string(claim, "namespace");
+        const char *pname = json_string_value(json_object_get(
+            json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
+        const json_t *pool = find_obj(p->pools, ns, pname);
+        const char *tname = json_string_value(json_object_get(
+            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        for (unsigned attempt = 0; attempt < ADOPT_ATTEMPTS; attempt++) {
+            reconcile_claim_in in = {.claim = claim,
+                                     .pool = pool,
+                                     .template = pool ? find_obj(p->templates, ns, tname) : NULL,
+                                     .sandboxes = p->sandboxes,
+                                     .now = wall_now(),
+                                     .allowed_label_domains = (const char *const *)c->domains,
+                                     .networked = local_networked};
+            reconcile_claim_out out;
+            if (reconcile_claim(&in, &out) < 0)
+                break;
+            int r = execute_claim(c, p, claim, &out);
+            requeue(p, out.requeue);
+            bool adopted = r == 0 && out.action == RECONCILE_CLAIM_ADOPT;
+            reconcile_claim_out_done(&out);
+            if (adopted)
+                relist(c, c->k_sb, &p->sandboxes);
+            if (r != -EAGAIN)
+                break;
+            /* Conflict: fresh sandboxes and claim, then again. */
+            relist(c, c->k_sb, &p->sandboxes);
+            json_t *fresh = NULL;
+            if (local_store_get(c->store, c->k_claim, ns, api_meta_string(claim, "name"),
+                                &fresh) < 0)
+                break;
+            json_decref(claim);
+            claim = fresh;
+        }
+        json_decref(claim);
+    }
+    free(v);
+}
+
+static void pass_free(pass *p)
+{
+    json_decref(p->templates);
+    json_decref(p->pools);
+    json_decref(p->claims);
+    json_decref(p->sandboxes);
+}
+
+/* One level-triggered pass over everything. Returns the requeue delay (0 = none). */
+static usec_t run_pass(local_controller *c)
+{
+    pass p = {0};
+    /* Owners are listed before the objects they own: a sandbox never looks orphaned because
+     * its owner was created after the owners' list. */
+    if (relist(c, c->k_tpl, &p.templates) < 0 || relist(c, c->k_pool, &p.pools) < 0 ||
+        relist(c, c->k_claim, &p.claims) < 0 || relist(c, c->k_sb, &p.sandboxes) < 0) {
+        pass_free(&p);
+        return USEC_PER_SEC;
+    }
+    if (collect_garbage(c, &p))
+        relist(c, c->k_sb, &p.sandboxes);
+    reconcile_templates(c, &p);
+    if (reconcile_pools(c, &p))
+        relist(c, c->k_sb, &p.sandboxes);
+    reconcile_claims(c, &p);
+    usec_t rq = p.requeue;
+    pass_free(&p);
+    return rq;
+}
+
+static bool interesting(const local_controller *c, const store_event *e)
+{
+    return e->kind == c->k_sb || e->kind == c->k_tpl || e->kind == c->k_pool ||
+           e->kind == c->k_claim;
+}
+
+static void *controller_thread(void *arg)
+{
+    local_controller *c = arg;
+    uint64_t rv = local_store_current_rv(c->store);
+    usec_t rq = run_pass(c);
+    for (;;) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t deadline = now + (rq ? MIN(rq, RESYNC_INTERVAL) : RESYNC_INTERVAL);
+        store_event **evs = NULL;
+        int n = local_store_wait(c->store, rv, deadline, &evs);
+        if (n == -ESHUTDOWN)
+            break;
+        bool run = n == 0 || n == -ESTALE;
+        if (n == -ESTALE)
+            rv = local_store_current_rv(c->store);
+        for (int i = 0; i < n; i++) {
+            rv = MAX(rv, evs[i]->rv);
+            run |= interesting(c, evs[i]);
+        }
+        if (n > 0)
+            store_events_free(evs, (size_t)n);
+        if (n < 0 && n != -ESTALE) {
+            usleep(10000);
+            continue;
+        }
+        if (run) {
+            /* Our own writes wake us again; a pass over a converged state writes nothing. */
+            rq = run_pass(c);
+        }
+    }
+    return NULL;
+}
+
+static char **split_domains(const char *s)
+{
+    if (!s || !*s)
+        return NULL;
+    size_t n = 1;
+    for (const char *q = s; *q; q++)
+        n += *q == ',' || *q == '\n';
+    char **v = calloc(n + 1, sizeof(*v));
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    const char *q = s;
+    while (*q) {
+        size_t len = strcspn(q, ",\n");
+        while (len > 0 && (*q == ' ' || *q == '\t')) {
+            q++;
+            len--;
+        }
+        while (len > 0 && (q[len - 1] == ' ' || q[len - 1] == '\t'))
+            len--;
+        if (len > 0 && (v[k] = strndup(q, len))) {
+            for (char *x = v[k]; *x; x++)
+                *x = (char)(*x >= 'A' && *x <= 'Z' ? *x + 32 : *x);
+            k++;
+        }
+        q += strcspn(q, ",\n");
+        if (*q)
+            q++;
+    }
+    return v;
+}
+
+int local_controller_start(const local_controller_options *o, local_controller **ret)
+{
+    local_controller *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->store = o->store;
+    c->grace = o->readiness_grace;
+    c->domains = split_domains(o->label_domains);
+    c->k_sb = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
+    c->k_tpl = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
+    c->k_pool = api_kind_by_plural(API_GROUP_EXT, "sandboxwarmpools");
+    c->k_claim = api_kind_by_plural(API_GROUP_EXT, "sandboxclaims");
+    if (!c->k_sb || !c->k_tpl || !c->k_pool || !c->k_claim) {
+        local_controller_stop(c);
+        return -EINVAL;
+    }
+    int k = pthread_create(&c->thread, NULL, controller_thread, c);
+    if (k != 0) {
+        local_controller_stop(c);
+        return -k;
+    }
+    c->started = true;
+    *ret = c;
+    return 0;
+}
+
+local_controller *local_controller_stop(local_controller *c)
+{
+    if (!c)
+        return NULL;
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    for (size_t i = 0; c->domains && c->domains[i]; i++)
+        free(c->domains[i]);
+    free(c->domains);
+    free(c);
+    return NULL;
+}

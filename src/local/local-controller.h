@@ -1,0 +1,22 @@
+/* The template / warm pool / claim controller of `asb serve`: one thread woken by the store's
+ * watch window on every commit, that runs the reconcile core (src/reconcile) over the stored
+ * objects and executes its plans through the store, plus garbage collection of objects whose
+ * owner is gone (ownerReferences) and foreground deletion. docs/claims.md. */
+#pragma once
+
+#include "basic/time-util.h"
+#include "local/local-store.h"
+
+typedef struct local_controller local_controller;
+
+typedef struct local_controller_options {
+    local_store *store;      /* borrowed; must outlive the controller */
+    usec_t readiness_grace;  /* warm pool members not Ready after this are replaced; 0 = 5 min */
+    const char *label_domains; /* additionalPodMetadata label domains, comma separated; NULL =
+                                * sandbox.users.io */
+} local_controller_options;
+
+/* Starts the thread. *ret owned (local_controller_stop). */
+int local_controller_start(const local_controller_options *o, local_controller **ret);
+/* Joins the thread (call local_store_shutdown first) and frees. */
+local_controller *local_controller_stop(local_controller *c);

@@ -1,0 +1,223 @@
+/* Helpers of the reconcile core: NameHash, times, owner references, conditions. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "reconcile/reconcile-internal.h"
+
+void reconcile_name_hash(const char *s, char out[9])
+{
+    uint32_t h = 0x811c9dc5u;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x01000193u;
+    snprintf(out, 9, "%08x", h);
+}
+
+static int digits(const char **p, int n, int *ret)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (!isdigit((unsigned char)**p))
+            return -EINVAL;
+        v = v * 10 + (**p - '0');
+    }
+    *ret = v;
+    return 0;
+}
+
+static int expect(const char **p, const char *chars)
+{
+    if (!**p || !strchr(chars, **p))
+        return -EINVAL;
+    (*p)++;
+    return 0;
+}
+
+int reconcile_parse_time(const char *s, int64_t *ret_usec)
+{
+    if (!s)
+        return -EINVAL;
+    const char *p = s;
+    int Y, M, D, h, m, sec;
+    if (digits(&p, 4, &Y) < 0 || expect(&p, "-") < 0 || digits(&p, 2, &M) < 0 ||
+        expect(&p, "-") < 0 || digits(&p, 2, &D) < 0 || expect(&p, "Tt ") < 0 ||
+        digits(&p, 2, &h) < 0 || expect(&p, ":") < 0 || digits(&p, 2, &m) < 0 ||
+        expect(&p, ":") < 0 || digits(&p, 2, &sec) < 0)
+        return -EINVAL;
+    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return -EINVAL;
+    int64_t frac = 0;
+    if (*p == '.') {
+        p++;
+        int64_t scale = 100000;
+        if (!isdigit((unsigned char)*p))
+            return -EINVAL;
+        for (; isdigit((unsigned char)*p); p++) {
+            if (scale > 0)
+                frac += (*p - '0') * scale;
+            scale /= 10;
+        }
+    }
+    int64_t off = 0;
+    if (*p == 'Z' || *p == 'z')
+        p++;
+    else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, oh, om;
+        p++;
+        if (digits(&p, 2, &oh) < 0 || expect(&p, ":") < 0 || digits(&p, 2, &om) < 0 || oh > 23 ||
+            om > 59)
+            return -EINVAL;
+        off = sign * (oh * 3600 + om * 60);
+    } else
+        return -EINVAL;
+    if (*p)
+        return -EINVAL;
+    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
+                    .tm_hour = h,        .tm_min = m,     .tm_sec = sec};
+    time_t t = timegm(&tm);
+    *ret_usec = ((int64_t)t - off) * 1000000LL + frac;
+    return 0;
+}
+
+void reconcile_format_time(int64_t usec, int digits_wanted, char out[40])
+{
+    time_t t = (time_t)(usec / 1000000);
+    int64_t frac = usec % 1000000;
+    if (frac < 0) {
+        frac += 1000000;
+        t--;
+    }
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (digits_wanted > 0 && frac > 0) {
+        char f[16];
+        snprintf(f, sizeof(f), digits_wanted >= 9 ? "%06lld000" : "%06lld", (long long)frac);
+        size_t l = strlen(f);
+        while (l > 0 && f[l - 1] == '0')
+            f[--l] = '\0';
+        n += (size_t)snprintf(out + n, 40 - n, ".%s", f);
+    }
+    snprintf(out + n, 40 - n, "Z");
+}
+
+const json_t *reconcile_controller_ref(const json_t *obj)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, r)
+        if (json_is_true(json_object_get(r, "controller")))
+            return r;
+    return NULL;
+}
+
+bool reconcile_controlled_by(const json_t *obj, const json_t *owner)
+{
+    const json_t *ref = reconcile_controller_ref(obj);
+    const char *uid = json_string_value(json_object_get(ref, "uid"));
+    const char *ouid = api_meta_string(owner, "uid");
+    return uid && ouid && strcmp(uid, ouid) == 0;
+}
+
+json_t *reconcile_owner_ref(const json_t *owner)
+{
+    const char *av = json_string_value(json_object_get(owner, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(owner, "kind"));
+    const char *name = api_meta_string(owner, "name"), *uid = api_meta_string(owner, "uid");
+    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", av ? av : "", "kind",
+                     kind ? kind : "", "name", name ? name : "", "uid", uid ? uid : "",
+                     "controller", 1, "blockOwnerDeletion", 1);
+}
+
+const json_t *reconcile_condition(const json_t *obj, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+bool reconcile_sandbox_ready(const json_t *sandbox)
+{
+    const char *s = json_string_value(json_object_get(reconcile_condition(sandbox, "Ready"),
+                                                      "status"));
+    return s && strcmp(s, "True") == 0;
+}
+
+bool reconcile_deleting(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
+}
+
+const char *rc_label(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+}
+
+const char *rc_annotation(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
+json_t *rc_object(json_t *parent, const char *key)
+{
+    json_t *o = json_object_get(parent, key);
+    if (json_is_object(o))
+        return o;
+    o = json_object();
+    if (json_object_set_new(parent, key, o) < 0)
+        return NULL;
+    return o;
+}
+
+int64_t rc_creation_time(const json_t *obj)
+{
+    int64_t t = 0;
+    if (reconcile_parse_time(api_meta_string(obj, "creationTimestamp"), &t) < 0)
+        return 0;
+    return t;
+}
+
+/* Older first; ties by name, so "oldest" is deterministic with second-precision timestamps. */
+int rc_cmp_age(const json_t *a, const json_t *b)
+{
+    int64_t ta = rc_creation_time(a), tb = rc_creation_time(b);
+    if (ta != tb)
+        return ta < tb ? -1 : 1;
+    const char *na = api_meta_string(a, "name"), *nb = api_meta_string(b, "name");
+    return strcmp(na ? na : "", nb ? nb : "");
+}
+
+json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
+                     const char *reason, const char *message, json_int_t generation,
+                     int64_t now)
+{
+    const json_t *old = reconcile_condition(old_obj, type);
+    const char *os = json_string_value(json_object_get(old, "status"));
+    const char *ltt = json_string_value(json_object_get(old, "lastTransitionTime"));
+    char ts[40];
+    reconcile_format_time(now, 0, ts);
+    if (!(os && ltt && strcmp(os, status) == 0))
+        ltt = ts;
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", type, "status", status, "reason",
+                     reason, "message", message ? message : "", "lastTransitionTime", ltt,
+                     "observedGeneration", generation);
+}
+
+/* Canonical serialisation for hashing: sorted keys, compact. */
+void rc_hash_json(const json_t *v, char out[9])
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    reconcile_name_hash(s ? s : "null", out);
+    free(s);
+}
