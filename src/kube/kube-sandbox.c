@@ -548,6 +548,17 @@ static json_t *service_ports(const json_t *pod_spec)
     return ports;
 }
 
+/* A merge patch value that turns map cur into want (extra keys -> null). Owned. */
+static json_t *map_patch(const json_t *cur, const json_t *want)
+{
+    json_t *p = json_deep_copy(want);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)cur, k, v) if (!json_object_get(want, k))
+        json_object_set_new(p, k, json_null());
+    return p;
+}
+
 /* Returns whether a Service is tracked. */
 static bool reconcile_service(sbx *c)
 {
@@ -574,8 +585,9 @@ static bool reconcile_service(sbx *c)
                          strcmp(label(svc, RECONCILE_LABEL_NAME_HASH), c->hash) != 0;
             if (drift) {
                 _cleanup_json_ json_t *patch = json_pack(
-                    "{s:{s:O},s:{s:O,s:O}}", "metadata", "labels", sel, "spec", "selector", sel,
-                    "ports", json_array_size(ports) ? ports : json_null());
+                    "{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec", "selector",
+                    map_patch(jget(svc, "spec", "selector"), sel), "ports",
+                    json_array_size(ports) ? ports : json_null());
                 e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
             }
         } else if (reconcile_controller_ref(svc)) {
@@ -587,8 +599,8 @@ static bool reconcile_service(sbx *c)
                 add_error(c, "cannot adopt unowned service %s", c->name);
                 return false;
             }
-            json_t *patch = json_pack("{s:{s:O},s:{s:O,s:O}}", "metadata", "labels", sel, "spec",
-                                      "selector", sel, "ports",
+            json_t *patch = json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
+                                      "selector", map_patch(jget(svc, "spec", "selector"), sel), "ports",
                                       json_array_size(ports) ? ports : json_null());
             e = adopt(c, KR_SERVICE, svc, patch);
         }
@@ -609,8 +621,9 @@ static bool reconcile_service(sbx *c)
     /* nil: keep an owned Service, repair label and selector (ports untouched). */
     const char *h = label(svc, RECONCILE_LABEL_NAME_HASH);
     if (!json_equal(jget(svc, "spec", "selector"), sel) || !h || strcmp(h, c->hash) != 0) {
-        _cleanup_json_ json_t *patch = json_pack("{s:{s:O},s:{s:O}}", "metadata", "labels", sel,
-                                                 "spec", "selector", sel);
+        _cleanup_json_ json_t *patch = json_pack("{s:{s:O},s:{s:o}}", "metadata", "labels", sel,
+                                                 "spec", "selector",
+                                                 map_patch(jget(svc, "spec", "selector"), sel));
         e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
         if (e < 0)
             add_error(c, "service %s: %s", c->name, strerror(-e));

@@ -196,10 +196,12 @@ class Controller:
         """The bound address the controller logged for 'metrics' or 'health'."""
         def find():
             for line in self.log_text().splitlines():
-                if f"{which} listening" in line:
-                    for part in line.split():
-                        if part.startswith("address="):
-                            return part.split("=", 1)[1]
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("msg") == f"{which} listening":
+                    return rec["address"]
             return None
         return wait_for(find, 10, what=f"{which} address")
 
