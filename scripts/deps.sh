@@ -11,7 +11,20 @@ PACKAGES=(
   python3-kubernetes
   curl valgrind procps util-linux
   runc umoci
+  nodejs npm
 )
+
+# npm packages pinned by lock files (offline manifest validation: tests/kube).
+npm_deps() {
+  local d
+  for d in tests/kube; do
+    [ -f "$d/package-lock.json" ] || continue
+    [ -d "$d/node_modules" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ] && continue
+    command -v npm >/dev/null || return 0
+    (cd "$d" && npm ci --no-audit --no-fund --silent) || echo "deps: npm ci in $d failed" >&2
+  done
+}
+trap npm_deps EXIT
 
 missing=()
 for p in "${PACKAGES[@]}"; do
