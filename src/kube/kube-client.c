@@ -291,14 +291,46 @@ static size_t collect(char *ptr, size_t size, size_t n, void *ud)
     return add;
 }
 
-static CURL *easy_new(kube_client *c, const char *path, struct curl_slist **hdrs, char **tokbuf)
+/* One easy handle per thread for plain requests: curl_easy_reset keeps its connection cache, so
+ * a worker reuses its keep-alive connection to the API server instead of connecting (and
+ * handshaking TLS) per request. */
+static pthread_key_t handle_key;
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+
+static void handle_free(void *h)
 {
-    CURL *h = curl_easy_init();
+    curl_easy_cleanup(h);
+}
+
+static void handle_key_init(void)
+{
+    pthread_key_create(&handle_key, handle_free);
+}
+
+static CURL *thread_handle(void)
+{
+    pthread_once(&handle_once, handle_key_init);
+    CURL *h = pthread_getspecific(handle_key);
+    if (h) {
+        curl_easy_reset(h);
+        return h;
+    }
+    h = curl_easy_init();
+    if (h)
+        pthread_setspecific(handle_key, h);
+    return h;
+}
+
+static CURL *easy_new(kube_client *c, const char *path, struct curl_slist **hdrs, char **tokbuf,
+                      bool reuse)
+{
+    CURL *h = reuse ? thread_handle() : curl_easy_init();
     if (!h)
         return NULL;
     _cleanup_free_ char *url = NULL;
     if (asprintf(&url, "%s%s", c->server, path) < 0) {
-        curl_easy_cleanup(h);
+        if (!reuse)
+            curl_easy_cleanup(h);
         return NULL;
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -350,7 +382,7 @@ int kube_request(kube_client *c, const char *method, const char *path, const cha
     _cleanup_free_ char *tok = NULL;
     _cleanup_free_ char *payload = NULL;
     membuf out = {0};
-    CURL *h = easy_new(c, path, &hdrs, &tok);
+    CURL *h = easy_new(c, path, &hdrs, &tok, true);
     if (!h)
         return -ENOMEM;
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
@@ -358,7 +390,6 @@ int kube_request(kube_client *c, const char *method, const char *path, const cha
     if (body) {
         payload = json_dumps(body, JSON_COMPACT);
         if (!payload) {
-            curl_easy_cleanup(h);
             curl_slist_free_all(hdrs);
             return -ENOMEM;
         }
@@ -374,7 +405,9 @@ int kube_request(kube_client *c, const char *method, const char *path, const cha
     CURLcode rc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(h);
+    /* The handle stays with the thread; drop references to this call's buffers. */
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
     curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {
         free(out.data);
@@ -459,7 +492,7 @@ int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload
     struct curl_slist *hdrs = NULL;
     _cleanup_free_ char *tok = NULL;
     streamer s = {.fn = fn, .payload = payload, .stop = stop};
-    CURL *h = easy_new(c, path, &hdrs, &tok);
+    CURL *h = easy_new(c, path, &hdrs, &tok, false);
     if (!h)
         return -ENOMEM;
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);

@@ -10,6 +10,8 @@ import time
 
 import pytest
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -56,6 +58,11 @@ class FakeApi:
         scheme = "https" if tls else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.s = requests.Session()
+        # A keep-alive connection closed under load by the server is retried for idempotent
+        # methods, as client-go does; POSTs are never retried.
+        retry = Retry(total=3, connect=3, read=2, status=0, backoff_factor=0.05)
+        self.s.mount("http://", HTTPAdapter(max_retries=retry))
+        self.s.mount("https://", HTTPAdapter(max_retries=retry))
         self.s.headers["Authorization"] = f"Bearer {token}"
         if tls:
             self.s.verify = tls[2]

@@ -468,6 +468,9 @@ def strip_typed(res, o):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-apiserver/1"
+    # One write per response and no Nagle: keep-alive clients otherwise wait out delayed ACKs.
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         pass
