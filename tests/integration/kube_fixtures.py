@@ -66,6 +66,7 @@ class FakeApi:
         self.s.headers["Authorization"] = f"Bearer {token}"
         if tls:
             self.s.verify = tls[2]
+            self.s.trust_env = False  # REQUESTS_CA_BUNDLE would override verify
         self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
         cluster = {"server": self.url}
         if tls:
@@ -182,18 +183,20 @@ def condition(obj, typ):
 
 
 class Controller:
-    def __init__(self, fake, tmp, name="ctl", args=()):
+    def __init__(self, fake, tmp, name="ctl", args=(), kubeconfig=True, env=None):
         self.fake = fake
         binary = os.path.join(BUILD, "bin", "asb-controller")
         if not os.path.exists(binary):
             pytest.fail(f"{binary} missing: run make first")
         self.log_path = os.path.join(str(tmp), f"{name}.log")
         self.log = open(self.log_path, "ab")
-        self.cmd = [binary, "--kubeconfig", fake.kubeconfig, "--metrics-bind-address", "127.0.0.1:0",
+        self.cmd = [binary, *(["--kubeconfig", fake.kubeconfig] if kubeconfig else []),
+                    "--metrics-bind-address", "127.0.0.1:0",
                     "--health-probe-bind-address", "127.0.0.1:0", "--extensions",
                     "--leader-elect=false", "--sandbox-warm-pool-readiness-grace-period", "1h",
                     "--zap-log-level", "debug", *args]
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self.log,
+                                     env={**os.environ, **(env or {})})
 
     def log_text(self):
         with open(self.log_path, errors="replace") as f:
