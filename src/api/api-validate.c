@@ -350,6 +350,82 @@ void api_validate_sandbox_spec(const json_t *spec, const json_t *old, api_errors
     }
 }
 
+/* networking.k8s.io/v1 NetworkPolicyPort: protocol TCP|UDP|SCTP, port int or name, endPort. */
+static void check_np_ports(api_errors *e, const char *field, const json_t *ports)
+{
+    static const char *const protocols[] = {"TCP", "UDP", "SCTP", NULL};
+    if (!want(e, field, ports, JSON_ARRAY))
+        return;
+    size_t i;
+    json_t *p;
+    json_array_foreach (ports, i, p) {
+        fpath f = fp(field, "[%zu]", i);
+        if (!want(e, f.s, p, JSON_OBJECT))
+            continue;
+        if (get(p, "protocol"))
+            check_enum(e, fp(f.s, ".protocol").s, get(p, "protocol"), protocols);
+        const json_t *port = get(p, "port");
+        fpath fport = fp(f.s, ".port");
+        if (json_is_integer(port)) {
+            if (json_integer_value(port) < 1 || json_integer_value(port) > 65535)
+                api_errors_add(e, API_FIELD_INVALID, fport.s, port,
+                               "must be between 1 and 65535, inclusive");
+        } else if (port && !json_is_string(port))
+            api_errors_add(e, API_FIELD_TYPE, fport.s, port,
+                           "%s in body must be of type int-or-string: \"%s\"", fport.s,
+                           type_name(port));
+        const json_t *end = get(p, "endPort");
+        if (end && want(e, fp(f.s, ".endPort").s, end, JSON_INTEGER) &&
+            (!json_is_integer(port) || json_integer_value(end) < json_integer_value(port)))
+            api_errors_add(e, API_FIELD_INVALID, fp(f.s, ".endPort").s, end,
+                           "must be greater than or equal to port, and port must be a number");
+    }
+}
+
+/* NetworkPolicyPeer: podSelector / namespaceSelector objects, or an ipBlock with a cidr. */
+static void check_np_peers(api_errors *e, const char *field, const json_t *peers)
+{
+    if (!want(e, field, peers, JSON_ARRAY))
+        return;
+    size_t i;
+    json_t *p;
+    json_array_foreach (peers, i, p) {
+        fpath f = fp(field, "[%zu]", i);
+        if (!want(e, f.s, p, JSON_OBJECT))
+            continue;
+        if (get(p, "podSelector"))
+            want(e, fp(f.s, ".podSelector").s, get(p, "podSelector"), JSON_OBJECT);
+        if (get(p, "namespaceSelector"))
+            want(e, fp(f.s, ".namespaceSelector").s, get(p, "namespaceSelector"), JSON_OBJECT);
+        const json_t *ib = get(p, "ipBlock");
+        if (ib && want(e, fp(f.s, ".ipBlock").s, ib, JSON_OBJECT)) {
+            check_required_string(e, fp(f.s, ".ipBlock.cidr").s, get(ib, "cidr"));
+            if (get(ib, "except"))
+                check_string_array(e, fp(f.s, ".ipBlock.except").s, get(ib, "except"));
+            if (get(p, "podSelector") || get(p, "namespaceSelector"))
+                api_errors_add(e, API_FIELD_FORBIDDEN, f.s, NULL,
+                               "may not specify both ipBlock and another peer");
+        }
+    }
+}
+
+static void check_np_rules(api_errors *e, const char *field, const json_t *rules, const char *peers)
+{
+    if (!want(e, field, rules, JSON_ARRAY))
+        return;
+    size_t i;
+    json_t *r;
+    json_array_foreach (rules, i, r) {
+        fpath f = fp(field, "[%zu]", i);
+        if (!want(e, f.s, r, JSON_OBJECT))
+            continue;
+        if (get(r, "ports"))
+            check_np_ports(e, fp(f.s, ".ports").s, get(r, "ports"));
+        if (get(r, peers))
+            check_np_peers(e, fp(f.s, ".%s", peers).s, get(r, peers));
+    }
+}
+
 void api_validate_template_spec(const json_t *spec, const json_t *old, api_errors *e)
 {
     static const char *const mgmt[] = {"Managed", "Unmanaged", NULL};
@@ -360,9 +436,9 @@ void api_validate_template_spec(const json_t *spec, const json_t *old, api_error
     const json_t *np = get(spec, "networkPolicy");
     if (np && want(e, "spec.networkPolicy", np, JSON_OBJECT)) {
         if (get(np, "ingress"))
-            want(e, "spec.networkPolicy.ingress", get(np, "ingress"), JSON_ARRAY);
+            check_np_rules(e, "spec.networkPolicy.ingress", get(np, "ingress"), "from");
         if (get(np, "egress"))
-            want(e, "spec.networkPolicy.egress", get(np, "egress"), JSON_ARRAY);
+            check_np_rules(e, "spec.networkPolicy.egress", get(np, "egress"), "to");
     }
     if (get(spec, "networkPolicyManagement"))
         check_enum(e, "spec.networkPolicyManagement", get(spec, "networkPolicyManagement"), mgmt);

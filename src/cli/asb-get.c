@@ -147,6 +147,18 @@ static void table_print(table *t)
     free(t->cells);
 }
 
+/* What a sandbox can reach. Until network policy is enforced locally a sandbox has a loopback
+ * interface only, whatever its template's networkPolicy says; a NetworkPolicyEnforced condition
+ * (when enforcement exists) says otherwise. */
+static char *network_cell(const json_t *obj)
+{
+    const json_t *c = condition(obj, "NetworkPolicyEnforced");
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (st && strcmp(st, "True") == 0)
+        return cell(json_object_get(c, "reason"));
+    return strdup("loopback-only");
+}
+
 /* Column headers and values per kind (upstream's additionalPrinterColumns, plus wide ones). */
 static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *obj, char *row[])
 {
@@ -176,6 +188,7 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
         COL("SHUTDOWN-TIME", cell(path(obj, "spec", "shutdownTime", NULL)));
         const json_t *ip = json_array_get(path(obj, "status", "podIPs", NULL), 0);
         COL("IP", cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip));
+        COL("NETWORK", network_cell(obj));
     } else if (strcmp(k->kind, "SandboxClaim") == 0) {
         COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
         COL("WARMPOOL", cell(path(obj, "spec", "warmPoolRef", "name")));
@@ -185,6 +198,8 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
         json_t *cs =
             json_object_get((json_t *)path(obj, "spec", "podTemplate", "spec"), "containers");
         COL("IMAGE", cell(json_object_get(json_array_get(cs, 0), "image")));
+        if (strcmp(k->kind, "SandboxTemplate") == 0)
+            COL("NETWORK", network_cell(obj));
     }
 #undef COL
     return n;

@@ -307,12 +307,14 @@ int asb_serve(int argc, char **argv)
     }
     /* Templates, warm pools, claims and owner garbage collection. */
     local_controller *ctl = NULL;
+    const char *cc = getenv("ASB_CLAIM_CONTROLLER");
+    bool controller_on = !cc || strcmp(cc, "off") != 0;
     local_controller_options co = {
         .store = store,
         .readiness_grace = env_duration("ASB_WARM_POOL_READINESS_GRACE", 0),
         .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
     };
-    r = local_controller_start(&co, &ctl);
+    r = controller_on ? local_controller_start(&co, &ctl) : 0;
     if (r < 0) {
         fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
         local_store_shutdown(store);

@@ -287,7 +287,13 @@ static bool collect_garbage(local_controller *c, pass *p)
         }
         if (!children) {
             patch_ctx pc = {.drop_finalizer = true};
-            apply(c, c->k_claim, claim, &pc, NULL);
+            int r = apply(c, c->k_claim, claim, &pc, NULL);
+            if (r < 0 && r != -ENOENT)
+                log_warn("cannot finish the foreground deletion of a claim", "claim",
+                         api_meta_string(claim, "name"), "error", strerror(-r));
+            else
+                log_info("claim deleted after its sandboxes (foreground)", "claim",
+                         api_meta_string(claim, "name"));
         }
         changed = true;
     }

@@ -2,8 +2,11 @@
 lookups and waits against an `asb serve` (fixtures from local_sandbox.py / asb_apiserver.py).
 Imported explicitly, no conftest magic."""
 import json
+import socket
 import threading
 import time
+
+import requests
 
 from asb_apiserver import CORE, EXT, V
 
@@ -120,23 +123,34 @@ class Watcher:
 
     def __init__(self, asb, group, plural, ns="default"):
         self.events = []
+        self.error = None
         self.asb = asb
         r = asb.get(asb.path(group, plural, ns))
         rv = r.json()["metadata"]["resourceVersion"]
-        self.resp = asb.session.get(asb.url + asb.path(group, plural, ns),
-                                    params={"watch": "true", "resourceVersion": rv}, stream=True,
-                                    timeout=60)
+        self.session = requests.Session()
+        self.session.headers.update(asb.session.headers)
+        self.resp = self.session.get(asb.url + asb.path(group, plural, ns),
+                                     params={"watch": "true", "resourceVersion": rv}, stream=True,
+                                     timeout=60)
+        assert self.resp.status_code == 200, self.resp.text
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
         try:
-            for line in self.resp.iter_lines():
+            for line in self.resp.iter_lines(chunk_size=None):
                 if line:
                     e = json.loads(line)
                     self.events.append((time.monotonic(), e["type"], e["object"]))
-        except Exception:  # closed by close()
-            pass
+                    self.last_rv = int(e["object"]["metadata"]["resourceVersion"])
+        except Exception as e:  # closed by close()
+            self.error = e
 
     def close(self):
+        try:  # unblock the reader thread at once
+            self.resp.raw.connection.sock.shutdown(socket.SHUT_RDWR)
+        except Exception:
+            pass
         self.resp.close()
+        self.thread.join(5)
+        self.session.close()

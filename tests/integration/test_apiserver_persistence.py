@@ -21,7 +21,9 @@ def snapshot(server):
 
 def test_kill9_then_restart_keeps_everything(start_asb, tmp_path):
     state = tmp_path / "state"
-    first = start_asb(state_dir=state)
+    # Objects exactly as written: no claim controller adding status between snapshot and kill.
+    off = {"ASB_CLAIM_CONTROLLER": "off"}
+    first = start_asb(state_dir=state, env=off)
     for i in range(10):
         first.create_sandbox(f"sb{i}", ns="default" if i % 2 else "team", labels={"i": str(i)})
     first.merge_patch(first.path(CORE, "sandboxes", "team", "sb0", "status"), {"status": {"podIPs": ["1.1.1.1"]}})
@@ -32,7 +34,7 @@ def test_kill9_then_restart_keeps_everything(start_asb, tmp_path):
     token = first.token
     first.kill9()
 
-    second = start_asb(state_dir=state)
+    second = start_asb(state_dir=state, env=off)
     assert second.token == token
     assert snapshot(second) == before
     assert second.get(second.path(CORE, "sandboxes", ns=None)).json()["metadata"]["resourceVersion"] == list_rv

@@ -1,5 +1,6 @@
 /* The SQLite store: resourceVersions, read-modify-write, deletes, the watch window and reopen. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,4 +172,75 @@ TEST(watch_window)
     CHECK_INT_EQ(local_store_wait(s, 6, later, &ev), -ESHUTDOWN);
     local_store_free(s);
     remove_db(path);
+}
+
+static int delete_it(const json_t *old, json_t **ret_new, void *payload)
+{
+    (void)old;
+    (void)ret_new;
+    (void)payload;
+    return STORE_UPDATE_DELETE;
+}
+
+TEST(update_many_is_atomic)
+{
+    char *db = temp_db();
+    local_store *s = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    const char *names[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *o = object(names[i]);
+        CHECK_INT_EQ(local_store_create(s, sbx(), o), 0);
+        json_decref(o);
+    }
+    uint64_t rv0 = local_store_current_rv(s);
+    /* one failing op: nothing is written, no event */
+    store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL},
+                       {sbx(), "default", "b", failing, NULL, NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, bad, 2), -EPROTO);
+    CHECK_INT_EQ(local_store_current_rv(s), rv0);
+    json_t *a = NULL;
+    CHECK_INT_EQ(local_store_get(s, sbx(), "default", "a", &a), 0);
+    CHECK(!json_object_get(json_object_get(a, "metadata"), "labels"));
+    json_decref(a);
+    /* a missing object fails the whole batch */
+    store_op missing[2] = {{sbx(), "default", "a", set_label, "x", NULL},
+                           {sbx(), "default", "zz", set_label, "x", NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, missing, 2), -ENOENT);
+    CHECK_INT_EQ(local_store_current_rv(s), rv0);
+    /* modify + unchanged + delete: two events, consecutive resourceVersions */
+    store_op ok[3] = {{sbx(), "default", "a", set_label, "y", NULL},
+                      {sbx(), "default", "b", unchanged, NULL, NULL},
+                      {sbx(), "default", "c", delete_it, NULL, NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, ok, 3), 0);
+    CHECK_INT_EQ(local_store_current_rv(s), rv0 + 2);
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(ok[0].result, "metadata"), "labels"), "k")),
+                 "y");
+    CHECK(ok[1].result != NULL);
+    CHECK(ok[2].result != NULL);
+    for (size_t i = 0; i < 3; i++)
+        json_decref(ok[i].result);
+    store_event **evs = NULL;
+    int n = local_store_wait(s, rv0, 0, &evs);
+    CHECK_INT_EQ(n, 2);
+    if (n == 2) {
+        CHECK_INT_EQ(evs[0]->type, STORE_MODIFIED);
+        CHECK_INT_EQ(evs[0]->rv, rv0 + 1);
+        CHECK_INT_EQ(evs[1]->type, STORE_DELETED);
+        CHECK_INT_EQ(evs[1]->rv, rv0 + 2);
+        char want[32];
+        snprintf(want, sizeof(want), "%llu", (unsigned long long)(rv0 + 2));
+        CHECK_STR_EQ(api_meta_string(evs[1]->object, "resourceVersion"), want);
+    }
+    store_events_free(evs, n > 0 ? (size_t)n : 0);
+    json_t *c = NULL;
+    CHECK_INT_EQ(local_store_get(s, sbx(), "default", "c", &c), -ENOENT);
+    /* survives reopen: the rv counter was committed */
+    local_store_free(s);
+    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    CHECK_INT_EQ(local_store_current_rv(s), rv0 + 2);
+    local_store_free(s);
+    remove_db(db);
 }
