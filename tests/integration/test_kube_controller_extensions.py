@@ -149,3 +149,25 @@ def test_claim_pool_not_found_and_lifecycle(fake, controller):  # noqa: F811
     wait_for(lambda: fake.get("sandboxclaims", "life") is None, timeout=10, what="claim deleted at expiry")
     wait_for(lambda: fake.get("sandboxes", "life") is None, what="sandbox garbage-collected")
     assert fake.get("pods", "life") is None
+
+
+def _soon(seconds=2):
+    return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_claim_lifecycle_retain_and_foreground(fake, controller):  # noqa: F811
+    controller()
+    fake.create("sandboxtemplates", template_obj("t4"))
+    fake.create("sandboxwarmpools", pool_obj("p4", "t4", replicas=0))
+    fake.create("sandboxclaims", claim_obj("keep", "p4", lifecycle={"shutdownTime": _soon(), "shutdownPolicy": "Retain"}))
+    fake.create("sandboxclaims", claim_obj("fg", "p4", lifecycle={"shutdownTime": _soon(), "shutdownPolicy": "DeleteForeground"}))
+    wait_for(lambda: fake.get("sandboxes", "keep") and fake.get("sandboxes", "fg"), what="cold sandboxes")
+    # Retain: the claim stays, expired; its sandbox is deleted.
+    c = wait_for(lambda: (lambda c: c if c and c["reason"] == "ClaimExpired" else None)(
+        condition(fake.get("sandboxclaims", "keep"), "Ready")), timeout=10, what="ClaimExpired")
+    assert c["status"] == "False"
+    wait_for(lambda: fake.get("sandboxes", "keep") is None, what="retained claim's sandbox deleted")
+    assert fake.get("sandboxclaims", "keep") is not None
+    # DeleteForeground: the claim goes after its sandbox and pod.
+    wait_for(lambda: fake.get("sandboxclaims", "fg") is None, timeout=10, what="foreground deletion done")
+    assert fake.get("sandboxes", "fg") is None and fake.get("pods", "fg") is None

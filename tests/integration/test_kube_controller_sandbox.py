@@ -192,3 +192,21 @@ def test_adoption_rules(fake, controller):  # noqa: F811
                  what="ReconcilerError")
     assert "cannot adopt unowned pod foreign" in c["message"]
     assert "ownerReferences" not in fake.get("pods", "foreign")["metadata"]
+
+
+def test_multiple_owned_pods_refuse_to_choose(fake, controller):  # noqa: F811
+    sb = fake.create("sandboxes", sandbox_obj("mp"))
+    ref = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "name": "mp",
+           "uid": sb["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    for n in ("mp-a", "mp-b"):
+        fake.create("pods", {"metadata": {"name": n, "labels": {HASH: name_hash("mp")}, "ownerReferences": [ref]},
+                             "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    controller()
+    c = wait_for(lambda: ready(fake, "mp"), what="Ready condition")
+    assert c["reason"] == "MultiplePods"
+    assert c["message"] == "multiple Pods (2) are controlled by this Sandbox; refusing to choose or create a Pod"
+    assert fake.get("pods", "mp") is None, "no pod created"
+    fake.delete("pods", "mp-b")
+    wait_for(lambda: (ready(fake, "mp") or {}).get("reason") == "DependenciesNotReady", what="single pod used")
+    assert fake.get("pods", "mp") is None
+    assert fake.get("sandboxes", "mp")["metadata"]["annotations"]["agents.x-k8s.io/pod-name"] == "mp-a"
