@@ -149,8 +149,14 @@ static int from_kubeconfig(const char *path, const char *context, kube_client **
         set_error(ret_error, "cannot read kubeconfig %s: %m", path);
         return -errno;
     }
+    return kube_client_from_kubeconfig_text(text, strlen(text), path, context, ret, ret_error);
+}
+
+int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *path,
+                                     const char *context, kube_client **ret, char **ret_error)
+{
     char *jtext = NULL;
-    if (asb_manifest_parse(&jtext, text, strlen(text)) != 0) {
+    if (asb_manifest_parse(&jtext, text, len) != 0) {
         set_error(ret_error, "cannot parse kubeconfig %s", path);
         return -EINVAL;
     }

@@ -29,6 +29,9 @@ typedef struct kube_client {
  * On failure *ret_error (owned) says why. */
 int kube_client_load(const char *kubeconfig, const char *context, kube_client **ret,
                      char **ret_error);
+/* The kubeconfig parser on its own (fuzz/fuzz-kubeconfig.c); path only names the file in errors. */
+int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *path,
+                                     const char *context, kube_client **ret, char **ret_error);
 /* In-cluster configuration from the service account directory (tests pass another root). */
 int kube_client_in_cluster(const char *sa_dir, kube_client **ret, char **ret_error);
 kube_client *kube_client_free(kube_client *c);
