@@ -276,5 +276,7 @@ void kube_ctl_stop(kube_ctl *ctl)
     ctl->q_sandbox = ctl->q_template = ctl->q_pool = ctl->q_claim = NULL;
     json_decref(ctl->expectations);
     json_decref(ctl->seen_ready);
+    json_decref(ctl->metrics.claim_creation);
+    ctl->metrics.claim_creation = NULL;
     ctl->expectations = ctl->seen_ready = NULL;
 }

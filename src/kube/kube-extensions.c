@@ -243,7 +243,11 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
         if (err == 0)
             err = kube_patch(ctl, KR_SANDBOX, out.target, NULL, out.sandbox_patch, true, NULL);
         if (err == 0) {
-            atomic_fetch_add(&ctl->metrics.claim_creation_total_warm, 1);
+            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
+                                       "warm", pn, reconcile_sandbox_ready(out.target),
+                                       json_string_value(json_object_get(
+                                           json_object_get(json_object_get(claim, "metadata"), "labels"),
+                                           RECONCILE_LABEL_CREATED_BY)));
             log_info("adopted warm sandbox", "namespace", ns, "claim", name, "sandbox",
                      kube_str(out.target, "metadata.name"));
         }
@@ -254,7 +258,11 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
             err = 0;
             *ret_requeue = 200000;
         } else if (err == 0) {
-            atomic_fetch_add(&ctl->metrics.claim_creation_total_cold, 1);
+            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
+                                       "cold", pn, false,
+                                       json_string_value(json_object_get(
+                                           json_object_get(json_object_get(claim, "metadata"), "labels"),
+                                           RECONCILE_LABEL_CREATED_BY)));
             log_info("created sandbox for claim", "namespace", ns, "claim", name);
         }
         if (err == 0 && out.claim_patch) {

@@ -38,6 +38,26 @@ void kube_metrics_observe_claim(kube_ctl *ctl, double ms)
             &ctl->metrics.claim_count, &ctl->metrics.claim_sum, ms);
 }
 
+void kube_metrics_claim_created(kube_ctl *ctl, const char *ns, const char *tmpl,
+                                const char *launch_type, const char *pool, bool ready,
+                                const char *created_by)
+{
+    char *key = NULL;
+    if (asprintf(&key,
+                 "namespace=\"%s\",sandbox_template=\"%s\",launch_type=\"%s\",warmpool_name=\"%s\","
+                 "pod_condition=\"%s\",created_by=\"%s\"",
+                 ns ?: "", tmpl ?: "", launch_type, pool ?: "", ready ? "ready" : "not_ready",
+                 created_by ?: "") < 0)
+        return;
+    pthread_mutex_lock(&ctl->metrics.lock);
+    if (!ctl->metrics.claim_creation)
+        ctl->metrics.claim_creation = json_object();
+    json_t *m = ctl->metrics.claim_creation;
+    json_object_set_new(m, key, json_integer(json_integer_value(json_object_get(m, key)) + 1));
+    pthread_mutex_unlock(&ctl->metrics.lock);
+    free(key);
+}
+
 static void histogram(FILE *f, kube_ctl *ctl, const char *name, const char *help,
                       const unsigned long long *b, const double *bounds, size_t n,
                       unsigned long long count, double sum)
@@ -111,12 +131,10 @@ char *kube_metrics_render(kube_ctl *ctl)
     json_object_foreach(groups, k, v)
         fprintf(f, "agent_sandboxes{%s} %lld\n", k, (long long)json_integer_value(v));
     fprintf(f, "# HELP agent_sandbox_claim_creation_total Sandboxes bound to claims.\n"
-               "# TYPE agent_sandbox_claim_creation_total counter\n"
-               "agent_sandbox_claim_creation_total{launch_type=\"warm\"} %llu\n"
-               "agent_sandbox_claim_creation_total{launch_type=\"cold\"} %llu\n",
-            (unsigned long long)atomic_load(&ctl->metrics.claim_creation_total_warm),
-            (unsigned long long)atomic_load(&ctl->metrics.claim_creation_total_cold));
+               "# TYPE agent_sandbox_claim_creation_total counter\n");
     pthread_mutex_lock(&ctl->metrics.lock);
+    json_object_foreach(ctl->metrics.claim_creation, k, v)
+        fprintf(f, "agent_sandbox_claim_creation_total{%s} %lld\n", k, (long long)json_integer_value(v));
     histogram(f, ctl, "agent_sandbox_creation_latency_ms",
               "Sandbox creation to Ready, in milliseconds.", ctl->metrics.creation_buckets,
               creation_bounds, ELEMENTSOF(creation_bounds), ctl->metrics.creation_count,

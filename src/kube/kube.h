@@ -142,8 +142,8 @@ typedef struct kube_options {
 
 typedef struct kube_metrics {
     atomic_ullong reconciles[4], reconcile_errors[4], conflicts;
-    atomic_ullong claim_creation_total_warm, claim_creation_total_cold;
     pthread_mutex_t lock;
+    json_t *claim_creation; /* label set text -> count (agent_sandbox_claim_creation_total) */
     /* agent_sandbox_creation_latency_ms histogram */
     unsigned long long creation_buckets[16];
     unsigned long long creation_count;
@@ -198,6 +198,11 @@ void kube_leader_release(kube_ctl *ctl, const char *ns, const char *name);
 char *kube_metrics_render(kube_ctl *ctl);
 void kube_metrics_observe_creation(kube_ctl *ctl, double ms);
 void kube_metrics_observe_claim(kube_ctl *ctl, double ms);
+/* agent_sandbox_claim_creation_total{namespace, sandbox_template, launch_type, warmpool_name,
+ * pod_condition, created_by} += 1. */
+void kube_metrics_claim_created(kube_ctl *ctl, const char *ns, const char *tmpl,
+                                const char *launch_type, const char *pool, bool ready,
+                                const char *created_by);
 
 /* Small helpers (kube-util.c). */
 int64_t kube_now_usec(void);

@@ -171,3 +171,18 @@ def test_claim_lifecycle_retain_and_foreground(fake, controller):  # noqa: F811
     # DeleteForeground: the claim goes after its sandbox and pod.
     wait_for(lambda: fake.get("sandboxclaims", "fg") is None, timeout=10, what="foreground deletion done")
     assert fake.get("sandboxes", "fg") is None and fake.get("pods", "fg") is None
+
+
+def test_claim_metrics(fake, controller):  # noqa: F811
+    import requests
+    ctl = controller()
+    fake.create("sandboxtemplates", template_obj("tm"))
+    fake.create("sandboxwarmpools", pool_obj("pm", "tm", replicas=0))
+    c = claim_obj("cm", "pm")
+    c["metadata"]["labels"] = {"agents.x-k8s.io/created-by": "python-client"}
+    fake.create("sandboxclaims", c)
+    wait_for(lambda: fake.get("sandboxes", "cm"), what="cold sandbox")
+    m = wait_for(lambda: (lambda t: t if "agent_sandbox_claim_creation_total{" in t else None)(
+        requests.get(f"http://{ctl.addr('metrics')}/metrics").text), what="claim metric")
+    assert ('agent_sandbox_claim_creation_total{namespace="default",sandbox_template="tm",launch_type="cold",'
+            'warmpool_name="pm",pod_condition="not_ready",created_by="python-client"} 1') in m
