@@ -249,6 +249,8 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
 
     static kube_ctl ctl;
+    pthread_mutex_init(&ctl.exp_lock, NULL);
+    pthread_mutex_init(&ctl.metrics.lock, NULL);
     char *err = NULL;
     int r = kube_client_load(opt_kubeconfig, opt_context, &ctl.client, &err);
     if (r < 0) {
@@ -309,11 +311,11 @@ int main(int argc, char **argv)
     log_info("shutting down");
     atomic_store(&ctl.stop, true);
     pthread_join(runner, NULL);
+    kube_http_stop(health);
+    kube_http_stop(metrics);
     kube_ctl_stop(&ctl);
     if (ctl.opt.leader_elect)
         kube_leader_release(&ctl, ctl.opt.leader_election_namespace, opt_le_id);
-    kube_http_stop(health);
-    kube_http_stop(metrics);
     kube_client_free(ctl.client);
     curl_global_cleanup();
     return atomic_load(&run_failed) ? 1 : 0;

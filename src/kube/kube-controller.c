@@ -192,8 +192,8 @@ bool kube_ctl_synced(kube_ctl *ctl)
 
 int kube_ctl_start(kube_ctl *ctl)
 {
-    pthread_mutex_init(&ctl->exp_lock, NULL);
-    pthread_mutex_init(&ctl->metrics.lock, NULL);
+    /* exp_lock and metrics.lock are initialised by the owner of ctl (the HTTP endpoints may
+     * already be rendering metrics). */
     ctl->expectations = json_object();
     ctl->seen_ready = json_object();
     ctl->q_sandbox = kube_queue_new("sandbox");

@@ -27,6 +27,12 @@ static char *cache_key(const json_t *obj)
 /* List items of built-in kinds carry no kind/apiVersion: the cache always has them. */
 static void stamp(kube_informer *inf, json_t *obj)
 {
+    /* Objects already in the cache are shared with readers: never touch them again. */
+    const char *k = json_string_value(json_object_get(obj, "kind"));
+    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    if (k && av && strcmp(k, kube_resources[inf->res].kind) == 0 &&
+        strcmp(av, kube_resources[inf->res].api_version) == 0)
+        return;
     json_object_set_new(obj, "kind", json_string(kube_resources[inf->res].kind));
     json_object_set_new(obj, "apiVersion", json_string(kube_resources[inf->res].api_version));
 }
