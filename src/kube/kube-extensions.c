@@ -213,7 +213,8 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
         if (np && reconcile_controlled_by(np, claim))
             kube_delete(ctl, KR_NETPOL, np, NULL);
     }
-    const char *pn = kube_str(claim, "spec.warmPoolRef.name");
+    /* A copy: claim is replaced by the answer of its patch below. */
+    _cleanup_free_ char *pn = kube_str(claim, "spec.warmPoolRef.name") ? strdup(kube_str(claim, "spec.warmPoolRef.name")) : NULL;
     _cleanup_json_ json_t *pool = pn ? kube_informer_get(&ctl->inf[KR_POOL], ns, pn) : NULL;
     _cleanup_json_ json_t *tmpl = pool ? get_template_of_pool(ctl, ns, pool) : NULL;
     _cleanup_json_ json_t *sbs = kube_informer_list(&ctl->inf[KR_SANDBOX], ns, NULL, NULL);
