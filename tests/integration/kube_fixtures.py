@@ -43,7 +43,7 @@ def wait_for(fn, timeout=10.0, interval=0.05, what="condition"):
 class FakeApi:
     """The test API server process plus a REST client for it."""
 
-    def __init__(self, tmp, token="test-token", tls=None):
+    def __init__(self, tmp, token="test-token", tls=None, rbac=None):
         self.tmp = str(tmp)
         self.token = token
         port_file = os.path.join(self.tmp, "fake.port")
@@ -51,6 +51,11 @@ class FakeApi:
                FAKE, "--port", "0", "--port-file", port_file, "--token", token]
         if tls:
             cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        if rbac is not None:
+            rbac_file = os.path.join(self.tmp, "rbac.json")
+            with open(rbac_file, "w") as f:
+                json.dump(rbac, f)
+            cmd += ["--rbac", rbac_file, "--admin-token", "admin-" + token]
         self.log = open(os.path.join(self.tmp, "fake.log"), "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
         wait_for(lambda: os.path.exists(port_file), 10, what="fake apiserver port")
@@ -63,7 +68,7 @@ class FakeApi:
         retry = Retry(total=3, connect=3, read=2, status=0, backoff_factor=0.05)
         self.s.mount("http://", HTTPAdapter(max_retries=retry))
         self.s.mount("https://", HTTPAdapter(max_retries=retry))
-        self.s.headers["Authorization"] = f"Bearer {token}"
+        self.s.headers["Authorization"] = f"Bearer {'admin-' + token if rbac is not None else token}"
         if tls:
             self.s.verify = tls[2]
             self.s.trust_env = False  # REQUESTS_CA_BUNDLE would override verify

@@ -505,11 +505,15 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data)
                 return
             auth = self.server.token
-            if auth and self.headers.get("Authorization") != f"Bearer {auth}":
+            given = self.headers.get("Authorization")
+            admin = self.server.admin_token and given == f"Bearer {self.server.admin_token}"
+            if auth and not admin and given != f"Bearer {auth}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if STORE.slow_ms:
                 time.sleep(STORE.slow_ms / 1000)
             res, ns, name, sub = parse_path(u.path)
+            if self.server.rbac is not None and not admin:
+                self._authorize(method, res, ns, name, sub, q)
             with STORE.lock:
                 STORE.count("WATCH" if q.get("watch", "").lower() in ("true", "1") else method, res[2])
             if method == "GET" and name is None:
@@ -543,6 +547,31 @@ class Handler(BaseHTTPRequestHandler):
             self._send(e.code, status_obj(e.code, e.reason, e.message))
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _authorize(self, method, res, ns, name, sub, q):
+        """RBAC for the one user of the token: ClusterRole rules everywhere, Role rules in their
+        namespace; resourceNames restrict named requests (and never allow list/watch/create)."""
+        watching = q.get("watch", "").lower() in ("true", "1")
+        verb = {"GET": "watch" if watching else ("get" if name else "list"), "POST": "create",
+                "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+        resource = res[2] + (f"/{sub}" if sub else "")
+        for rule in self.server.rbac:
+            if rule.get("namespace") and rule["namespace"] != ns:
+                continue
+            if res[0] not in rule.get("apiGroups", []) and "*" not in rule.get("apiGroups", []):
+                continue
+            if resource not in rule.get("resources", []) and "*" not in rule.get("resources", []):
+                continue
+            if verb not in rule.get("verbs", []) and "*" not in rule.get("verbs", []):
+                continue
+            names = rule.get("resourceNames")
+            if names and (not name or name not in names):
+                continue
+            return
+        with STORE.lock:
+            STORE.count("FORBIDDEN " + verb, resource)
+        raise ApiError(403, "Forbidden", f'{resource} is forbidden: cannot {verb} resource "{resource}"'
+                       f' in API group "{res[0]}"' + (f' in the namespace "{ns}"' if ns else ""))
 
     def _scale(self, method, res, ns, name):
         o = STORE.get(res, ns, name)
@@ -691,9 +720,17 @@ def main():
     ap.add_argument("--token", default="")
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
+    ap.add_argument("--admin-token", default="", help="a token RBAC does not restrict (the tests)")
+    ap.add_argument("--rbac", help="JSON list of rules ({apiGroups, resources, verbs, "
+                    "resourceNames?, namespace?}) the token is limited to")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", a.port), Handler)
     srv.token = a.token
+    srv.admin_token = a.admin_token
+    srv.rbac = None
+    if a.rbac:
+        with open(a.rbac) as f:
+            srv.rbac = json.load(f)
     if a.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.tls_cert, a.tls_key)
