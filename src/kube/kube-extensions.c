@@ -317,6 +317,8 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
         if (obs && reconcile_parse_time(obs, &t0) == 0)
             kube_metrics_observe_claim(ctl, (double)(kube_now_usec() - t0) / 1000.0);
     }
+    if (err == 0 && out.event_reason && ctl->opt.claim_events)
+        kube_event(ctl, claim, "Normal", out.event_reason, out.message);
     if (!*ret_requeue)
         *ret_requeue = out.requeue;
     reconcile_claim_out_done(&out);

@@ -914,6 +914,16 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     err = write_status(&c, st);
     if (err == -ENOENT)
         err = 0;
+    if (ps == POD_MULTIPLE && err == 0) {
+        const char *was = json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
+        if (!was || strcmp(was, "MultiplePods") != 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create a Pod",
+                     n_pods);
+            kube_event(ctl, sb, "Warning", "MultiplePods", msg);
+        }
+    }
     /* Creation latency: first time this sandbox is seen Ready. */
     const char *rstatus = NULL;
     size_t i;

@@ -9,6 +9,8 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "reconcile/reconcile.h"
+#include "shared/log.h"
 
 int64_t kube_now_usec(void)
 {
@@ -100,4 +102,34 @@ int kube_create(kube_ctl *ctl, kube_res r, const char *ns, const json_t *obj, js
     else
         json_decref(ans);
     return e;
+}
+
+void kube_event(kube_ctl *ctl, const json_t *obj, const char *type, const char *reason,
+                const char *message)
+{
+    const char *ns = kube_str(obj, "metadata.namespace");
+    const char *name = kube_str(obj, "metadata.name");
+    if (!ns || !name || !reason)
+        return;
+    char ts[40];
+    reconcile_format_time(kube_now_usec(), 0, ts);
+    char mts[40];
+    reconcile_format_time(kube_now_usec(), 6, mts);
+    _cleanup_free_ char *gen = NULL;
+    if (asprintf(&gen, "%s.", name) < 0)
+        return;
+    _cleanup_json_ json_t *ev = json_pack(
+        "{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s},s:s,s:s,s:I,s:s,s:s}",
+        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", ns,
+        "involvedObject", "apiVersion", kube_str(obj, "apiVersion") ?: "", "kind",
+        kube_str(obj, "kind") ?: "", "name", name, "namespace", ns, "uid",
+        kube_str(obj, "metadata.uid") ?: "", "reason", reason, "message", message ? message : "",
+        "type", type, "source", "component", "agent-sandbox-controller", "firstTimestamp", ts,
+        "lastTimestamp", ts, "count", (json_int_t)1, "reportingComponent",
+        "agent-sandbox-controller", "eventTime", mts);
+    if (!ev)
+        return;
+    int e = kube_create(ctl, KR_EVENT, ns, ev, NULL);
+    if (e < 0)
+        log_debug("event not recorded", "reason", reason, "error", strerror(-e));
 }

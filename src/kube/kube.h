@@ -136,6 +136,7 @@ typedef struct kube_options {
     bool warm_pool_eviction;
     int64_t lease_duration_usec, renew_deadline_usec, retry_period_usec;
     bool leader_elect;
+    bool claim_events; /* !--disable-claim-events */
     const char *leader_election_namespace;
     const char *identity;
 } kube_options;
@@ -188,6 +189,9 @@ int kube_patch(kube_ctl *ctl, kube_res r, const json_t *obj, const char *sub, co
  * missing object is success. */
 int kube_delete(kube_ctl *ctl, kube_res r, const json_t *obj, const char *propagation);
 int kube_create(kube_ctl *ctl, kube_res r, const char *ns, const json_t *obj, json_t **ret_obj);
+/* Records a core/v1 Event about obj (type "Normal" or "Warning"); failures are only logged. */
+void kube_event(kube_ctl *ctl, const json_t *obj, const char *type, const char *reason,
+                const char *message);
 
 /* Leader election (kube-leader.c): blocks until this process holds the Lease (or stop); then a
  * renew thread keeps it and calls lost() when it cannot renew within the deadline. */

@@ -119,6 +119,9 @@ def test_claim_adopts_warm_sandbox_then_cold(fake, controller):  # noqa: F811
                                                   "blockOwnerDeletion": True}]
     assert WARM not in sb["metadata"]["labels"]
     assert sb["metadata"]["labels"]["agents.x-k8s.io/launch-type"] == "warm"
+    evs = wait_for(lambda: [e for e in fake.list("events") if e["reason"] == "SandboxAdopted"], what="event")
+    assert evs[0]["involvedObject"]["name"] == "c1" and evs[0]["involvedObject"]["kind"] == "SandboxClaim"
+    assert evs[0]["type"] == "Normal" and warm in evs[0]["message"]
     # The pod is not restarted; its pool label goes away.
     wait_for(lambda: WARM not in fake.get("pods", warm)["metadata"]["labels"], what="pod relabelled")
     wait_for(lambda: (condition(fake.get("sandboxclaims", "c1"), "Ready") or {}).get("status") == "True",

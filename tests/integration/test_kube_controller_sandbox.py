@@ -206,6 +206,8 @@ def test_multiple_owned_pods_refuse_to_choose(fake, controller):  # noqa: F811
     assert c["reason"] == "MultiplePods"
     assert c["message"] == "multiple Pods (2) are controlled by this Sandbox; refusing to choose or create a Pod"
     assert fake.get("pods", "mp") is None, "no pod created"
+    evs = wait_for(lambda: [e for e in fake.list("events") if e["reason"] == "MultiplePods"], what="event")
+    assert len(evs) == 1 and evs[0]["type"] == "Warning" and evs[0]["involvedObject"]["name"] == "mp"
     fake.delete("pods", "mp-b")
     wait_for(lambda: (ready(fake, "mp") or {}).get("reason") == "DependenciesNotReady", what="single pod used")
     assert fake.get("pods", "mp") is None
