@@ -162,6 +162,7 @@ static int random_bytes(void *buf, size_t n)
 static int create_object(local_controller *c, const api_kind *k, json_t *obj)
 {
     json_t *md = json_object_get(obj, "metadata");
+    api_default(k, obj); /* CRD defaults, as the API server applies them on create */
     unsigned char b[16];
     int r = random_bytes(b, sizeof(b));
     if (r < 0)
@@ -403,19 +404,28 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                         .rv = api_meta_string(out->target, "resourceVersion"),
                         .patch = out->sandbox_patch};
         cp.uid = api_meta_string(claim, "uid");
+        _cleanup_free_ char *sname = strdup(api_meta_string(out->target, "name") ?: "");
         store_op ops[2] = {
             {c->k_sb, api_meta_string(out->target, "namespace"),
              api_meta_string(out->target, "name"), patch_fn, &sp, NULL},
             {c->k_claim, api_meta_string(claim, "namespace"), cname, patch_fn, &cp, NULL},
         };
         r = local_store_update_many(c->store, ops, 2);
+        if (r == 0) {
+            /* The pass goes on with the member as adopted: later claims cannot pick it. */
+            for (size_t i = 0; i < json_array_size(p->sandboxes); i++)
+                if (json_array_get(p->sandboxes, i) == out->target) {
+                    json_array_set(p->sandboxes, i, ops[0].result);
+                    out->target = NULL;
+                    break;
+                }
+        }
         json_decref(ops[0].result);
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
         if (r == 0)
-            log_info("claim adopted a warm sandbox", "claim", cname, "sandbox",
-                     api_meta_string(out->target, "name"));
+            log_info("claim adopted a warm sandbox", "claim", cname, "sandbox", sname);
         return r;
     }
     case RECONCILE_CLAIM_CREATE:
@@ -440,7 +450,7 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         if (r < 0)
             return r;
         log_info("claim created a sandbox (cold)", "claim", cname);
-        relist(c, c->k_sb, &p->sandboxes);
+        json_array_append(p->sandboxes, out->sandbox);
         break;
     case RECONCILE_CLAIM_PATCH_SANDBOX: {
         patch_ctx sp = {.rv = api_meta_string(out->target, "resourceVersion"),
@@ -516,10 +526,7 @@ static void reconcile_claims(local_controller *c, pass *p)
                 break;
             int r = execute_claim(c, p, claim, &out);
             requeue(p, out.requeue);
-            bool adopted = r == 0 && out.action == RECONCILE_CLAIM_ADOPT;
             reconcile_claim_out_done(&out);
-            if (adopted)
-                relist(c, c->k_sb, &p->sandboxes);
             if (r != -EAGAIN)
                 break;
             /* Conflict: fresh sandboxes and claim, then again. */

@@ -561,7 +561,11 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     json_decref(ctrs);
     size_t i;
     json_t *sb;
-    json_array_foreach(items, i, sb) *ret_pending |= reconcile_one(r, sb, true);
+    json_array_foreach(items, i, sb) {
+        if (local_store_is_shutdown(r->store))
+            break; /* SIGTERM: do not start more containers */
+        *ret_pending |= reconcile_one(r, sb, true);
+    }
     json_decref(items);
     return rv;
 }
@@ -695,7 +699,7 @@ static void *reconcile_thread(void *arg)
             continue;
         }
         bool p = false;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && !local_store_is_shutdown(r->store); i++) {
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }

@@ -593,6 +593,14 @@ void local_store_shutdown(local_store *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+bool local_store_is_shutdown(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool r = s->shutting_down;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
 void local_store_nudge(local_store *s)
 {
     pthread_mutex_lock(&s->lock);

@@ -84,6 +84,8 @@ int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_even
 void store_events_free(store_event **v, size_t n);
 /* Wakes every waiter; later waits return -ESHUTDOWN immediately. */
 void local_store_shutdown(local_store *s);
+/* True once local_store_shutdown was called: long loops stop early. */
+bool local_store_is_shutdown(local_store *s);
 /* Makes a current or the next local_store_wait return 0 at once (before its deadline): lets
  * another thread wake the reconciler without a store change. */
 void local_store_nudge(local_store *s);

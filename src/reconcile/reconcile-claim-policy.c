@@ -182,7 +182,7 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         const char *cname = json_string_value(json_object_get(e, "containerName"));
         json_t *c = cname && *cname ? find_container(pod_spec, cname)
                                     : json_array_get(json_object_get(pod_spec, "containers"), 0);
-        if (!c) {
+        if (!json_is_object(c)) {
             *ret_reason = "ReconcilerError";
             *ret_error = fmt_error("target container \"%s\" not found in template for environment "
                                    "variable \"%s\"", cname ? cname : "", name ? name : "");
@@ -199,7 +199,11 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         json_t *cenv = json_object_get(c, "env");
         if (!json_is_array(cenv)) {
             cenv = json_array();
-            json_object_set_new(c, "env", cenv);
+            if (!cenv || json_object_set_new(c, "env", cenv) < 0) {
+                *ret_reason = "ReconcilerError";
+                *ret_error = fmt_error("out of memory");
+                return -ENOMEM;
+            }
         }
         json_t *entry = json_pack("{s:s, s:s}", "name", name ? name : "", "value",
                                   json_string_value(json_object_get(e, "value")) ?: "");

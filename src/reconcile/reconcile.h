@@ -102,10 +102,11 @@ typedef struct reconcile_pool_in {
 
 typedef struct reconcile_pool_out {
     json_t *create;  /* array of new Sandboxes (metadata.generateName "<pool>-", no name) */
-    json_t *remove;  /* array of member Sandboxes (copies) to delete: stale under Recreate,
+    json_t *remove;  /* array of member Sandboxes (the input objects, referenced) to delete:
+                      * stale under Recreate,
                       * stale orphans, past the grace period not Ready, scale down (not-Ready
                       * first, then newest) */
-    json_t *patches; /* array of {"object": member (copy), "patch": merge patch}: orphan
+    json_t *patches; /* array of {"object": member (input object), "patch": merge patch}: orphan
                       * adoption (controller ref + launch-type=warm), launch-type=warm if missing */
     json_t *status;  /* desired status {replicas, readyReplicas, selector, observedGeneration} */
     bool status_changed;
@@ -155,7 +156,8 @@ typedef struct reconcile_claim_out {
     json_t *sandbox;       /* CREATE: the new Sandbox, named like the claim */
     json_t *sandbox_patch; /* ADOPT, PATCH_SANDBOX: merge patch for target */
     json_t *claim_patch;   /* merge patch of the claim's metadata (annotations), or NULL */
-    json_t *status;        /* the claim's desired status, as it is once the action succeeded */
+    json_t *status;        /* the claim's desired status, as it is once the action succeeded;
+                            * NULL while a claim waits (< 2 s) for a starting member */
     bool status_changed;   /* status differs from the stored one */
     int64_t requeue;       /* µs from now; 0 = none */
     const char *event_reason; /* "SandboxAdopted", "SandboxProvisioned", "ClaimExpired" or NULL */

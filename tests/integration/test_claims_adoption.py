@@ -82,6 +82,9 @@ def test_cold_creation_when_pool_is_empty(start_sbx):
     assert sb["metadata"]["annotations"]["agents.x-k8s.io/sandbox-template-ref"] == "tpl"
     assert sb["spec"]["podTemplate"]["spec"]["automountServiceAccountToken"] is False
     assert sb["metadata"]["labels"]["agents.x-k8s.io/sandbox-template-ref-hash"] == name_hash("tpl")
+    # CRD defaults as for any created Sandbox; the claim's lifecycle is not copied.
+    assert sb["spec"]["operatingMode"] == "Running" and sb["spec"]["shutdownPolicy"] == "Retain"
+    assert "shutdownTime" not in sb["spec"]
 
 
 def test_missing_pool_and_template_reasons(start_sbx):

@@ -102,3 +102,16 @@ def test_extending_shutdown_time_postpones_expiry(start_sbx):
     time.sleep(3.5)
     c = get(asb, EXT, "sandboxclaims", "x")
     assert condition(c)["status"] == "True", c
+
+
+def test_deleting_a_claim_collects_its_sandbox(start_sbx, sbx_state):
+    asb = start_sbx()
+    make_pool(asb)
+    create(asb, EXT, "sandboxclaims", claim("gone", "wp"))
+    sname = wait_claim(asb, "gone")["status"]["sandbox"]["name"]
+    wait_pool_ready(asb, "wp", 1)
+    r = asb.delete(asb.path(EXT, "sandboxclaims", "default", "gone"))
+    assert r.status_code == 200, r.text
+    wait_for("sandbox collected", lambda: get(asb, CORE, "sandboxes", sname) is None, 15, asb=asb)
+    # Only the pool's member is left running.
+    wait_for("one container", lambda: len(runc_ids(sbx_state)) == 1, 15, asb=asb)

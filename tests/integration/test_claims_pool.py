@@ -124,3 +124,21 @@ def test_members_not_ready_after_grace_are_replaced(start_sbx):
     wait_for("a replacement", lambda: (lambda ms: len(ms) == 1 and ms[0]["metadata"]["name"] != first)(
         members(asb, "wp")), 15, 0.05, asb)
     assert get(asb, CORE, "sandboxes", first) is None
+
+
+def test_restart_keeps_pool_and_claims(start_sbx, sbx_state):
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=2))
+    wait_pool_ready(asb, "wp", 2)
+    create(asb, EXT, "sandboxclaims", claim("c", "wp"))
+    bound = wait_claim(asb, "c")["status"]["sandbox"]["name"]
+    members_before = names(wait_pool_ready(asb, "wp", 2))
+    asb.stop()
+    asb = start_sbx()
+    # Same members (re-adopted containers), nothing created on top, the claim still bound.
+    time.sleep(1)
+    assert names(wait_pool_ready(asb, "wp", 2)) == members_before
+    c = wait_claim(asb, "c")
+    assert c["status"]["sandbox"]["name"] == bound
+    assert len(runc_ids(sbx_state)) == 3
