@@ -333,6 +333,12 @@ class Store:
             meta["resourceVersion"] = self._next_rv()
             self.objects[key] = o
             self._emit(res, "ADDED", o)
+            refs = meta.get("ownerReferences") or []
+            if refs and not any(x["metadata"].get("uid") == r.get("uid")
+                                for r in refs for x in self.objects.values()):
+                # The garbage collector removes a dependent whose owners are all gone, also when
+                # it was created after them (a controller acting on a stale cache).
+                self._delete_obj(res, key, o, "Background")
             return o
 
     def get(self, res, ns, name):
