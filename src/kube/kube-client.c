@@ -132,8 +132,7 @@ static const json_t *named(const json_t *list, const char *name, const char *fie
 {
     size_t i;
     const json_t *e;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach (list, i, e) {
         const char *n = json_string_value(json_object_get(e, "name"));
         if (n && name && strcmp(n, name) == 0)
             return json_object_get(e, field);
@@ -168,7 +167,8 @@ int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *p
         set_error(ret_error, "kubeconfig %s: not a mapping", path);
         return -EINVAL;
     }
-    const char *ctxname = context ? context : json_string_value(json_object_get(cfg, "current-context"));
+    const char *ctxname =
+        context ? context : json_string_value(json_object_get(cfg, "current-context"));
     const json_t *ctx = named(json_object_get(cfg, "contexts"), ctxname, "context");
     if (!ctx) {
         set_error(ret_error, "kubeconfig %s: context \"%s\" not found", path,
@@ -186,8 +186,10 @@ int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *p
         return -EINVAL;
     }
     if (user && json_object_get(user, "exec")) {
-        set_error(ret_error, "kubeconfig %s: user \"%s\" uses exec credentials, which "
-                  "asb-controller does not run; use a token or a client certificate", path, user_name);
+        set_error(ret_error,
+                  "kubeconfig %s: user \"%s\" uses exec credentials, which "
+                  "asb-controller does not run; use a token or a client certificate",
+                  path, user_name);
         return -EOPNOTSUPP;
     }
     kube_client *c = calloc(1, sizeof *c);
@@ -261,8 +263,8 @@ int kube_client_load(const char *kubeconfig, const char *context, kube_client **
         }
         if (getenv("KUBERNETES_SERVICE_HOST")) {
             const char *sa = getenv("ASB_SERVICEACCOUNT_DIR"); /* tests */
-            return kube_client_in_cluster(sa && *sa ? sa : "/var/run/secrets/kubernetes.io/serviceaccount",
-                                          ret, ret_error);
+            return kube_client_in_cluster(
+                sa && *sa ? sa : "/var/run/secrets/kubernetes.io/serviceaccount", ret, ret_error);
         }
         const char *home = getenv("HOME");
         _cleanup_free_ char *p = NULL;
@@ -494,8 +496,8 @@ static int stream_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c2, 
     return s->stop && atomic_load(s->stop) ? 1 : 0;
 }
 
-int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload,
-                atomic_bool *stop, long *ret_status)
+int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload, atomic_bool *stop,
+                long *ret_status)
 {
     struct curl_slist *hdrs = NULL;
     _cleanup_free_ char *tok = NULL;

@@ -38,8 +38,7 @@ static void enqueue_claims(kube_ctl *ctl, const char *ns, const char *pool, bool
     _cleanup_json_ json_t *claims = kube_informer_list(&ctl->inf[KR_CLAIM], ns, NULL, NULL);
     size_t i;
     json_t *c;
-    json_array_foreach(claims, i, c)
-    {
+    json_array_foreach (claims, i, c) {
         const char *pn = kube_str(c, "spec.warmPoolRef.name");
         if (pool && (!pn || strcmp(pn, pool) != 0))
             continue;
@@ -49,7 +48,8 @@ static void enqueue_claims(kube_ctl *ctl, const char *ns, const char *pool, bool
     }
 }
 
-static void on_event(kube_res r, kube_event_type t, const json_t *obj, const json_t *old, void *payload)
+static void on_event(kube_res r, kube_event_type t, const json_t *obj, const json_t *old,
+                     void *payload)
 {
     kube_ctl *ctl = payload;
     const char *ns = kube_str(obj, "metadata.namespace");
@@ -80,8 +80,9 @@ static void on_event(kube_res r, kube_event_type t, const json_t *obj, const jso
             _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
             size_t i;
             json_t *p;
-            json_array_foreach(pools, i, p) if (reconcile_pool_member(p, obj))
-                enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
+            json_array_foreach (pools, i, p)
+                if (reconcile_pool_member(p, obj))
+                    enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
         }
         break;
     }
@@ -104,8 +105,7 @@ static void on_event(kube_res r, kube_event_type t, const json_t *obj, const jso
         _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
         size_t i;
         json_t *p;
-        json_array_foreach(pools, i, p)
-        {
+        json_array_foreach (pools, i, p) {
             const char *tn = kube_str(p, "spec.sandboxTemplateRef.name");
             if (tn && strcmp(tn, name) == 0) {
                 enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));

@@ -81,23 +81,23 @@ static bool exp_pending(kube_ctl *ctl, const char *key, const json_t *members)
     const char *k;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(cr, tmp, k, v)
-    {
+    json_object_foreach_safe (cr, tmp, k, v) {
         bool seen = false;
         size_t i;
         json_t *m;
-        json_array_foreach(members, i, m) if (strcmp(kube_str(m, "metadata.name") ?: "", k) == 0)
-            seen = true;
+        json_array_foreach (members, i, m)
+            if (strcmp(kube_str(m, "metadata.name") ?: "", k) == 0)
+                seen = true;
         if (seen || json_integer_value(v) < now)
             json_object_del(cr, k);
     }
-    json_object_foreach_safe(dl, tmp, k, v)
-    {
+    json_object_foreach_safe (dl, tmp, k, v) {
         bool still = false;
         size_t i;
         json_t *m;
-        json_array_foreach(members, i, m) if (strcmp(kube_str(m, "metadata.uid") ?: "", k) == 0 &&
-                                              !reconcile_deleting(m)) still = true;
+        json_array_foreach (members, i, m)
+            if (strcmp(kube_str(m, "metadata.uid") ?: "", k) == 0 && !reconcile_deleting(m))
+                still = true;
         if (!still || json_integer_value(v) < now)
             json_object_del(dl, k);
     }
@@ -138,7 +138,9 @@ int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t
     _cleanup_json_ json_t *members = json_array();
     size_t i;
     json_t *s;
-    json_array_foreach(sbs, i, s) if (reconcile_pool_member(pool, s)) json_array_append(members, s);
+    json_array_foreach (sbs, i, s)
+        if (reconcile_pool_member(pool, s))
+            json_array_append(members, s);
     reconcile_pool_in in = {
         .pool = pool,
         .template = tmpl,
@@ -172,16 +174,14 @@ int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t
     }
     if (n)
         log_info("warm pool created sandboxes", "namespace", ns, "pool", name);
-    json_array_foreach(out.remove, i, o)
-    {
+    json_array_foreach (out.remove, i, o) {
         int e = kube_delete(ctl, KR_SANDBOX, o, NULL);
         if (e == 0)
             exp_add(ctl, key, "delete", kube_str(o, "metadata.uid"));
         else if (!err)
             err = e;
     }
-    json_array_foreach(out.patches, i, o)
-    {
+    json_array_foreach (out.patches, i, o) {
         int e = kube_patch(ctl, KR_SANDBOX, json_object_get(o, "object"), NULL,
                            json_object_get(o, "patch"), true, NULL);
         if (e < 0 && !err)
@@ -214,12 +214,18 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
             kube_delete(ctl, KR_NETPOL, np, NULL);
     }
     /* A copy: claim is replaced by the answer of its patch below. */
-    _cleanup_free_ char *pn = kube_str(claim, "spec.warmPoolRef.name") ? strdup(kube_str(claim, "spec.warmPoolRef.name")) : NULL;
+    _cleanup_free_ char *pn = kube_str(claim, "spec.warmPoolRef.name")
+                                  ? strdup(kube_str(claim, "spec.warmPoolRef.name"))
+                                  : NULL;
     _cleanup_json_ json_t *pool = pn ? kube_informer_get(&ctl->inf[KR_POOL], ns, pn) : NULL;
     _cleanup_json_ json_t *tmpl = pool ? get_template_of_pool(ctl, ns, pool) : NULL;
     _cleanup_json_ json_t *sbs = kube_informer_list(&ctl->inf[KR_SANDBOX], ns, NULL, NULL);
     reconcile_claim_in in = {
-        .claim = claim, .pool = pool, .template = tmpl, .sandboxes = sbs, .now = kube_now_usec(),
+        .claim = claim,
+        .pool = pool,
+        .template = tmpl,
+        .sandboxes = sbs,
+        .now = kube_now_usec(),
     };
     reconcile_claim_out out = {0};
     int r = reconcile_claim(&in, &out);
@@ -244,11 +250,12 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
         if (err == 0)
             err = kube_patch(ctl, KR_SANDBOX, out.target, NULL, out.sandbox_patch, true, NULL);
         if (err == 0) {
-            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
-                                       "warm", pn, reconcile_sandbox_ready(out.target),
-                                       json_string_value(json_object_get(
-                                           json_object_get(json_object_get(claim, "metadata"), "labels"),
-                                           RECONCILE_LABEL_CREATED_BY)));
+            kube_metrics_claim_created(
+                ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"), "warm", pn,
+                reconcile_sandbox_ready(out.target),
+                json_string_value(
+                    json_object_get(json_object_get(json_object_get(claim, "metadata"), "labels"),
+                                    RECONCILE_LABEL_CREATED_BY)));
             log_info("adopted warm sandbox", "namespace", ns, "claim", name, "sandbox",
                      kube_str(out.target, "metadata.name"));
         }
@@ -259,11 +266,11 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
             err = 0;
             *ret_requeue = 200000;
         } else if (err == 0) {
-            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
-                                       "cold", pn, false,
-                                       json_string_value(json_object_get(
-                                           json_object_get(json_object_get(claim, "metadata"), "labels"),
-                                           RECONCILE_LABEL_CREATED_BY)));
+            kube_metrics_claim_created(
+                ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"), "cold", pn, false,
+                json_string_value(
+                    json_object_get(json_object_get(json_object_get(claim, "metadata"), "labels"),
+                                    RECONCILE_LABEL_CREATED_BY)));
             log_info("created sandbox for claim", "namespace", ns, "claim", name);
         }
         if (err == 0 && out.claim_patch) {
@@ -311,9 +318,9 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
     }
     if (first_ready) {
         int64_t t0;
-        const char *obs = json_string_value(json_object_get(
-            json_object_get(json_object_get(claim, "metadata"), "annotations"),
-            RECONCILE_ANN_FIRST_OBSERVED));
+        const char *obs = json_string_value(
+            json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
+                            RECONCILE_ANN_FIRST_OBSERVED));
         if (obs && reconcile_parse_time(obs, &t0) == 0)
             kube_metrics_observe_claim(ctl, (double)(kube_now_usec() - t0) / 1000.0);
     }

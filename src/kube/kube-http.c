@@ -37,8 +37,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (strcmp(url, "/readyz") == 0) {
         /* Ready once the caches synced; a standby (not leading) is ready too, as
          * controller-runtime's ping check: readiness gates traffic, not leadership. */
-        bool ok = !atomic_load(&ctl->stop) &&
-                  (!atomic_load(&ctl->leading) || kube_ctl_synced(ctl));
+        bool ok = !atomic_load(&ctl->stop) && (!atomic_load(&ctl->leading) || kube_ctl_synced(ctl));
         return reply(conn, ok ? 200 : 503, "text/plain", strdup(ok ? "ok" : "caches not synced"));
     }
     if (strcmp(url, "/metrics") == 0) {
@@ -62,7 +61,8 @@ static int listen_on(const char *addr, int *ret_fd, char **ret_bound)
         memmove(host, host + 1, strlen(host));
         host[strcspn(host, "]")] = 0;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     if (getaddrinfo(*host ? host : NULL, colon + 1, &hints, &ai) != 0 || !ai)
@@ -82,7 +82,8 @@ static int listen_on(const char *addr, int *ret_fd, char **ret_bound)
     socklen_t sl = sizeof ss;
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     char h[INET6_ADDRSTRLEN] = "", p[16] = "";
-    getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV);
+    getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, p, sizeof p,
+                NI_NUMERICHOST | NI_NUMERICSERV);
     if (asprintf(ret_bound, "%s%s%s:%s", ss.ss_family == AF_INET6 ? "[" : "", h,
                  ss.ss_family == AF_INET6 ? "]" : "", p) < 0)
         *ret_bound = NULL;

@@ -72,7 +72,8 @@ static char *query(kube_informer *inf, bool watch)
     int r;
     if (watch)
         /* The server ends a watch after timeoutSeconds; a jitter spreads the re-watches. */
-        r = asprintf(&q, "watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d%s",
+        r = asprintf(&q,
+                     "watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d%s",
                      inf->rv, 240 + rand() % 120, sel ? sel : "");
     else
         r = asprintf(&q, "limit=0%s", sel ? sel : "");
@@ -88,8 +89,7 @@ static int do_list(kube_informer *inf)
         return -ENOMEM;
     int r = kube_call(inf->client, "GET", path, NULL, NULL, &ans);
     if (r < 0) {
-        log_warn("list failed", "resource", kube_resources[inf->res].plural, "error",
-                 strerror(-r));
+        log_warn("list failed", "resource", kube_resources[inf->res].plural, "error", strerror(-r));
         json_decref(ans);
         return r;
     }
@@ -100,8 +100,7 @@ static int do_list(kube_informer *inf)
     json_t *seen = json_object();
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         char *k = cache_key(it);
         if (k)
             json_object_set_new(seen, k, json_true());
@@ -111,19 +110,19 @@ static int do_list(kube_informer *inf)
     json_t *gone = json_array();
     const char *k;
     json_t *v;
-    json_object_foreach(inf->cache, k, v)
-    {
+    json_object_foreach (inf->cache, k, v) {
         if (!json_object_get(seen, k))
             json_array_append(gone, v);
     }
     pthread_mutex_unlock(&inf->lock);
-    json_array_foreach(gone, i, it) apply(inf, KUBE_DELETED, it);
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (gone, i, it)
+        apply(inf, KUBE_DELETED, it);
+    json_array_foreach (items, i, it) {
         _cleanup_free_ char *key = cache_key(it);
         pthread_mutex_lock(&inf->lock);
         json_t *old = key ? json_object_get(inf->cache, key) : NULL;
-        bool same = old && json_equal(json_object_get(old, "metadata"), json_object_get(it, "metadata"));
+        bool same =
+            old && json_equal(json_object_get(old, "metadata"), json_object_get(it, "metadata"));
         pthread_mutex_unlock(&inf->lock);
         if (!same)
             apply(inf, KUBE_ADDED, it);
@@ -279,16 +278,15 @@ json_t *kube_informer_list(kube_informer *inf, const char *ns, const char *key, 
     pthread_mutex_lock(&inf->lock);
     const char *k;
     json_t *v;
-    json_object_foreach(inf->cache, k, v)
-    {
+    json_object_foreach (inf->cache, k, v) {
         if (ns) {
             const char *ons = kube_str(v, "metadata.namespace");
             if (!ons || strcmp(ons, ns) != 0)
                 continue;
         }
         if (key) {
-            const char *lv = json_string_value(json_object_get(
-                json_object_get(json_object_get(v, "metadata"), "labels"), key));
+            const char *lv = json_string_value(
+                json_object_get(json_object_get(json_object_get(v, "metadata"), "labels"), key));
             if (!lv || (value && strcmp(lv, value) != 0))
                 continue;
         }

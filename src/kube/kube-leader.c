@@ -112,10 +112,10 @@ int kube_leader_acquire(kube_ctl *ctl, const char *ns, const char *name)
         int e = kube_call(ctl->client, "GET", path, NULL, NULL, &lease);
         if (e == -ENOENT) {
             json_decref(lease);
-            _cleanup_json_ json_t *nl = json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion",
-                                                  "coordination.k8s.io/v1", "kind", "Lease",
-                                                  "metadata", "name", name, "namespace", ns,
-                                                  "spec", lease_spec(ctl, NULL, true));
+            _cleanup_json_ json_t *nl =
+                json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion", "coordination.k8s.io/v1",
+                          "kind", "Lease", "metadata", "name", name, "namespace", ns, "spec",
+                          lease_spec(ctl, NULL, true));
             e = kube_call(ctl->client, "POST", coll, NULL, nl, NULL);
             if (e == 0)
                 break;

@@ -67,8 +67,7 @@ static json_t *refs_with_controller(const json_t *obj, const json_t *owner)
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(jget(obj, "metadata", "ownerReferences"), i, r)
-    {
+    json_array_foreach (jget(obj, "metadata", "ownerReferences"), i, r) {
         if (!json_is_true(json_object_get(r, "controller")))
             json_array_append(out, r);
     }
@@ -95,8 +94,7 @@ static void reconcile_pvcs(sbx *c)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(jget(c->sb, "spec", "volumeClaimTemplates"), i, t)
-    {
+    json_array_foreach (jget(c->sb, "spec", "volumeClaimTemplates"), i, t) {
         const char *tn = kube_str(t, "metadata.name");
         if (!tn)
             continue;
@@ -108,11 +106,11 @@ static void reconcile_pvcs(sbx *c)
         if (!pvc) {
             json_t *labels = json_deep_copy(jget(t, "metadata", "labels")) ?: json_object();
             json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
-            _cleanup_json_ json_t *o = json_pack(
-                "{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:O}", "apiVersion", "v1", "kind",
-                "PersistentVolumeClaim", "metadata", "name", pname, "namespace", c->ns, "labels",
-                labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
-                json_object_get(t, "spec") ?: json_object());
+            _cleanup_json_ json_t *o =
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:O}", "apiVersion", "v1", "kind",
+                          "PersistentVolumeClaim", "metadata", "name", pname, "namespace", c->ns,
+                          "labels", labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
+                          json_object_get(t, "spec") ?: json_object());
             json_t *ann = jget(t, "metadata", "annotations");
             if (o && ann)
                 json_object_set(json_object_get(o, "metadata"), "annotations", ann);
@@ -174,8 +172,7 @@ static char *key_list(const json_t *m)
     const char **keys = calloc(json_object_size(m) + 1, sizeof *keys);
     if (!keys)
         return NULL;
-    json_object_foreach((json_t *)m, k, v)
-    {
+    json_object_foreach ((json_t *)m, k, v) {
         if (!kube_is_system_key(k)) {
             keys[n++] = k;
             len += strlen(k) + 1;
@@ -200,8 +197,12 @@ static void desired_pod_meta(sbx *c, json_t **ret_labels, json_t **ret_ann)
     json_t *labels = json_object(), *ann = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(tl, k, v) if (!kube_is_system_key(k)) json_object_set(labels, k, v);
-    json_object_foreach(ta, k, v) if (!kube_is_system_key(k)) json_object_set(ann, k, v);
+    json_object_foreach (tl, k, v)
+        if (!kube_is_system_key(k))
+            json_object_set(labels, k, v);
+    json_object_foreach (ta, k, v)
+        if (!kube_is_system_key(k))
+            json_object_set(ann, k, v);
     _cleanup_free_ char *pl = key_list(tl);
     _cleanup_free_ char *pa = key_list(ta);
     json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
@@ -228,7 +229,8 @@ static json_t *build_pod(sbx *c)
         json_object_del(ann, "agents.x-k8s.io/propagated-labels");
     if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-annotations")))
         json_object_del(ann, "agents.x-k8s.io/propagated-annotations");
-    json_t *spec = json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
+    json_t *spec =
+        json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
     /* A volume per volumeClaimTemplate, replacing a template volume of the same name. */
     json_t *vcts = jget(c->sb, "spec", "volumeClaimTemplates");
     if (json_array_size(vcts) > 0) {
@@ -239,22 +241,20 @@ static json_t *build_pod(sbx *c)
         }
         size_t i;
         json_t *t;
-        json_array_foreach(vcts, i, t)
-        {
+        json_array_foreach (vcts, i, t) {
             const char *tn = kube_str(t, "metadata.name");
             if (!tn)
                 continue;
             char *claim = NULL;
             if (asprintf(&claim, "%s-%s", tn, c->name) < 0)
                 continue;
-            json_t *vol = json_pack("{s:s,s:{s:s}}", "name", tn, "persistentVolumeClaim",
-                                    "claimName", claim);
+            json_t *vol =
+                json_pack("{s:s,s:{s:s}}", "name", tn, "persistentVolumeClaim", "claimName", claim);
             free(claim);
             size_t j;
             json_t *ov;
             bool replaced = false;
-            json_array_foreach(vols, j, ov)
-            {
+            json_array_foreach (vols, j, ov) {
                 const char *on = json_string_value(json_object_get(ov, "name"));
                 if (on && strcmp(on, tn) == 0) {
                     json_array_set(vols, j, vol);
@@ -272,8 +272,8 @@ static json_t *build_pod(sbx *c)
     if (json_object_size(ann))
         json_object_set(md, "annotations", ann);
     json_decref(ann);
-    return json_pack("{s:s,s:s,s:o,s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", md,
-                     "spec", spec);
+    return json_pack("{s:s,s:s,s:o,s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
+                     spec);
 }
 
 static void scrub_listed(json_t *patch_map, const json_t *cur, const char *list, const json_t *want,
@@ -300,10 +300,12 @@ static void reconcile_pod_meta(sbx *c, const json_t *pod)
     _cleanup_json_ json_t *pl = json_object(), *pa = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(labels, k, v) if (!json_equal(json_object_get(cl, k), v))
-        json_object_set(pl, k, v);
-    json_object_foreach(ann, k, v) if (!json_equal(json_object_get(ca, k), v))
-        json_object_set(pa, k, v);
+    json_object_foreach (labels, k, v)
+        if (!json_equal(json_object_get(cl, k), v))
+            json_object_set(pl, k, v);
+    json_object_foreach (ann, k, v)
+        if (!json_equal(json_object_get(ca, k), v))
+            json_object_set(pa, k, v);
     scrub_listed(pl, cl, annotation(pod, "agents.x-k8s.io/propagated-labels"), labels,
                  RECONCILE_LABEL_NAME_HASH, NULL);
     scrub_listed(pa, ca, annotation(pod, "agents.x-k8s.io/propagated-annotations"), ann,
@@ -315,8 +317,8 @@ static void reconcile_pod_meta(sbx *c, const json_t *pod)
             json_object_set_new(pl, ext[i], json_null());
     if (!json_object_size(pl) && !json_object_size(pa))
         return;
-    _cleanup_json_ json_t *patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", pl,
-                                             "annotations", pa);
+    _cleanup_json_ json_t *patch =
+        json_pack("{s:{s:O,s:O}}", "metadata", "labels", pl, "annotations", pa);
     int e = kube_patch(c->ctl, KR_POD, pod, NULL, patch, false, NULL);
     if (e < 0)
         add_error(c, "patch pod %s metadata: %s", kube_str(pod, "metadata.name"), strerror(-e));
@@ -333,12 +335,14 @@ typedef enum pod_state {
 /* Returns the owned pod (new reference) or NULL, and the state. */
 static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_t *ret_n)
 {
-    _cleanup_json_ json_t *all = kube_informer_list(&c->ctl->inf[KR_POD], c->ns,
-                                                    RECONCILE_LABEL_NAME_HASH, c->hash);
+    _cleanup_json_ json_t *all =
+        kube_informer_list(&c->ctl->inf[KR_POD], c->ns, RECONCILE_LABEL_NAME_HASH, c->hash);
     _cleanup_json_ json_t *owned = json_array();
     size_t i;
     json_t *p;
-    json_array_foreach(all, i, p) if (reconcile_controlled_by(p, c->sb)) json_array_append(owned, p);
+    json_array_foreach (all, i, p)
+        if (reconcile_controlled_by(p, c->sb))
+            json_array_append(owned, p);
     *ret_n = json_array_size(owned);
     *ret_state = POD_NONE;
     if (json_array_size(owned) > 1) {
@@ -377,7 +381,8 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
     if (pod) {
         if (!reconcile_controlled_by(pod, c->sb)) {
             if (reconcile_controller_ref(pod)) {
-                add_error(c, "pod %s is controlled by another object", kube_str(pod, "metadata.name"));
+                add_error(c, "pod %s is controlled by another object",
+                          kube_str(pod, "metadata.name"));
                 if (annotated)
                     json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
                 json_decref(pod);
@@ -427,15 +432,13 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
 {
     size_t i, j;
     json_t *ctr, *p;
-    json_array_foreach(containers, i, ctr)
-    {
+    json_array_foreach (containers, i, ctr) {
         if (sidecars_only) {
             const char *rp = json_string_value(json_object_get(ctr, "restartPolicy"));
             if (!rp || strcmp(rp, "Always") != 0)
                 continue;
         }
-        json_array_foreach(json_object_get(ctr, "ports"), j, p)
-        {
+        json_array_foreach (json_object_get(ctr, "ports"), j, p) {
             json_int_t port = json_integer_value(json_object_get(p, "containerPort"));
             const char *proto = json_string_value(json_object_get(p, "protocol"));
             if (!proto || !*proto)
@@ -445,8 +448,7 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
             size_t k;
             json_t *q;
             bool dup = false;
-            json_array_foreach(out, k, q)
-            {
+            json_array_foreach (out, k, q) {
                 if (json_integer_value(json_object_get(q, "port")) == port &&
                     strcmp(json_string_value(json_object_get(q, "protocol")), proto) == 0) {
                     dup = true;
@@ -459,7 +461,8 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
             }
             if (dup)
                 continue;
-            json_t *e = json_pack("{s:I,s:s,s:I}", "port", port, "protocol", proto, "targetPort", port);
+            json_t *e =
+                json_pack("{s:I,s:s,s:I}", "port", port, "protocol", proto, "targetPort", port);
             const char *name = json_string_value(json_object_get(p, "name"));
             if (name && *name)
                 json_object_set_new(e, "name", json_string(name));
@@ -483,8 +486,7 @@ static bool name_used(const json_t *ports, const char *name, const json_t *self)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(ports, i, p)
-    {
+    json_array_foreach (ports, i, p) {
         const char *n = json_string_value(json_object_get(p, "name"));
         if (p != self && n && strcmp(n, name) == 0)
             return true;
@@ -510,15 +512,13 @@ static json_t *service_ports(const json_t *pod_spec)
     /* A name already used by another port is dropped; unnamed ports get p-<port>-<proto>. */
     size_t i;
     json_t *p;
-    json_array_foreach(ports, i, p)
-    {
+    json_array_foreach (ports, i, p) {
         const char *n0 = json_string_value(json_object_get(p, "name"));
         if (n0 && name_used(ports, n0, p)) {
             /* keep it on the first port that uses the name */
             size_t j;
             json_t *q;
-            json_array_foreach(ports, j, q)
-            {
+            json_array_foreach (ports, j, q) {
                 if (q == p)
                     break;
                 const char *qn = json_string_value(json_object_get(q, "name"));
@@ -529,8 +529,7 @@ static json_t *service_ports(const json_t *pod_spec)
             }
         }
     }
-    json_array_foreach(ports, i, p)
-    {
+    json_array_foreach (ports, i, p) {
         if (json_object_get(p, "name"))
             continue;
         char base[64], name[80];
@@ -554,8 +553,9 @@ static json_t *map_patch(const json_t *cur, const json_t *want)
     json_t *p = json_deep_copy(want);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)cur, k, v) if (!json_object_get(want, k))
-        json_object_set_new(p, k, json_null());
+    json_object_foreach ((json_t *)cur, k, v)
+        if (!json_object_get(want, k))
+            json_object_set_new(p, k, json_null());
     return p;
 }
 
@@ -570,11 +570,11 @@ static bool reconcile_service(sbx *c)
     int e = 0;
     if (json_is_true(flag)) {
         if (!svc) {
-            _cleanup_json_ json_t *o = json_pack(
-                "{s:s,s:s,s:{s:s,s:s,s:O,s:[o]},s:{s:s,s:O,s:O}}", "apiVersion", "v1", "kind",
-                "Service", "metadata", "name", c->name, "namespace", c->ns, "labels", sel,
-                "ownerReferences", reconcile_owner_ref(c->sb), "spec", "clusterIP", "None",
-                "selector", sel, "ports", ports);
+            _cleanup_json_ json_t *o =
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:[o]},s:{s:s,s:O,s:O}}", "apiVersion", "v1",
+                          "kind", "Service", "metadata", "name", c->name, "namespace", c->ns,
+                          "labels", sel, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
+                          "clusterIP", "None", "selector", sel, "ports", ports);
             e = kube_create(c->ctl, KR_SERVICE, c->ns, o, NULL);
             if (e == -EEXIST)
                 e = 0;
@@ -584,10 +584,10 @@ static bool reconcile_service(sbx *c)
                          !label(svc, RECONCILE_LABEL_NAME_HASH) ||
                          strcmp(label(svc, RECONCILE_LABEL_NAME_HASH), c->hash) != 0;
             if (drift) {
-                _cleanup_json_ json_t *patch = json_pack(
-                    "{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec", "selector",
-                    map_patch(jget(svc, "spec", "selector"), sel), "ports",
-                    json_array_size(ports) ? ports : json_null());
+                _cleanup_json_ json_t *patch =
+                    json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
+                              "selector", map_patch(jget(svc, "spec", "selector"), sel), "ports",
+                              json_array_size(ports) ? ports : json_null());
                 e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
             }
         } else if (reconcile_controller_ref(svc)) {
@@ -600,8 +600,8 @@ static bool reconcile_service(sbx *c)
                 return false;
             }
             json_t *patch = json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
-                                      "selector", map_patch(jget(svc, "spec", "selector"), sel), "ports",
-                                      json_array_size(ports) ? ports : json_null());
+                                      "selector", map_patch(jget(svc, "spec", "selector"), sel),
+                                      "ports", json_array_size(ports) ? ports : json_null());
             e = adopt(c, KR_SERVICE, svc, patch);
         }
         if (e < 0) {
@@ -621,9 +621,9 @@ static bool reconcile_service(sbx *c)
     /* nil: keep an owned Service, repair label and selector (ports untouched). */
     const char *h = label(svc, RECONCILE_LABEL_NAME_HASH);
     if (!json_equal(jget(svc, "spec", "selector"), sel) || !h || strcmp(h, c->hash) != 0) {
-        _cleanup_json_ json_t *patch = json_pack("{s:{s:O},s:{s:o}}", "metadata", "labels", sel,
-                                                 "spec", "selector",
-                                                 map_patch(jget(svc, "spec", "selector"), sel));
+        _cleanup_json_ json_t *patch =
+            json_pack("{s:{s:O},s:{s:o}}", "metadata", "labels", sel, "spec", "selector",
+                      map_patch(jget(svc, "spec", "selector"), sel));
         e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
         if (e < 0)
             add_error(c, "service %s: %s", c->name, strerror(-e));
@@ -663,8 +663,7 @@ static json_t *pod_ips(const json_t *pod)
     json_t *out = json_array();
     size_t i;
     json_t *ip;
-    json_array_foreach(jget(pod, "status", "podIPs"), i, ip)
-    {
+    json_array_foreach (jget(pod, "status", "podIPs"), i, ip) {
         const char *s = json_string_value(json_object_get(ip, "ip"));
         if (s)
             json_array_append_new(out, json_string(s));
@@ -680,10 +679,12 @@ static int write_status(sbx *c, json_t *status)
     _cleanup_json_ json_t *diff = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(status, k, v) if (!json_equal(json_object_get(old, k), v))
-        json_object_set(diff, k, v);
-    json_object_foreach(old, k, v) if (!json_object_get(status, k))
-        json_object_set_new(diff, k, json_null());
+    json_object_foreach (status, k, v)
+        if (!json_equal(json_object_get(old, k), v))
+            json_object_set(diff, k, v);
+    json_object_foreach (old, k, v)
+        if (!json_object_get(status, k))
+            json_object_set_new(diff, k, json_null());
     if (!json_object_size(diff))
         return 0;
     /* A change of nodeName alone waits while the Sandbox is not Ready (§2.4.4). */
@@ -704,17 +705,18 @@ static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, 
     const char *rs = "False", *reason, *message;
     json_t *flag = jget(c->sb, "spec", "service");
     bool svc_required = json_is_true(flag) || ((!flag || json_is_null(flag)) && svc_tracked);
-    const char *svc_suffix = svc_required ? (svc_tracked ? "; Service Exists" : "; Service does not exist") : "";
+    const char *svc_suffix =
+        svc_required ? (svc_tracked ? "; Service Exists" : "; Service does not exist") : "";
     _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : json_array();
     if (json_array_size(c->errors) > 0) {
         reason = "ReconcilerError";
         _cleanup_free_ char *joined = NULL;
         size_t i, len = 0;
         json_t *e;
-        json_array_foreach(c->errors, i, e) len += strlen(json_string_value(e)) + 2;
+        json_array_foreach (c->errors, i, e)
+            len += strlen(json_string_value(e)) + 2;
         joined = calloc(1, len + 1);
-        json_array_foreach(c->errors, i, e)
-        {
+        json_array_foreach (c->errors, i, e) {
             if (i)
                 strcat(joined, ", ");
             strcat(joined, json_string_value(e));
@@ -724,7 +726,8 @@ static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, 
     } else if (ps == POD_MULTIPLE) {
         reason = "MultiplePods";
         snprintf(msg, sizeof msg,
-                 "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create a Pod",
+                 "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create "
+                 "a Pod",
                  n_pods);
         message = msg;
     } else if (suspended) {
@@ -739,11 +742,13 @@ static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, 
     } else {
         reason = "DependenciesNotReady";
         const json_t *rc = pod_condition(pod, "Ready");
-        bool pready = rc && strcmp(json_string_value(json_object_get(rc, "status")) ?: "", "True") == 0;
+        bool pready =
+            rc && strcmp(json_string_value(json_object_get(rc, "status")) ?: "", "True") == 0;
         if (!pod)
             snprintf(msg, sizeof msg, "Pod does not exist%s", svc_suffix);
         else if (!phase || strcmp(phase, "Running") != 0)
-            snprintf(msg, sizeof msg, "Pod exists with phase: %s%s", phase ? phase : "", svc_suffix);
+            snprintf(msg, sizeof msg, "Pod exists with phase: %s%s", phase ? phase : "",
+                     svc_suffix);
         else if (!pready)
             snprintf(msg, sizeof msg, "Pod is Running but not Ready%s", svc_suffix);
         else if (!json_array_size(ips))
@@ -765,8 +770,8 @@ static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, 
         json_array_append_new(conds, cond(c->sb, "Suspended", "False", "PodNotOwned",
                                           "Pod is not owned by this Sandbox", gen));
     else if (pod)
-        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "PodTerminating",
-                                          "Pod is terminating", gen));
+        json_array_append_new(
+            conds, cond(c->sb, "Suspended", "False", "PodTerminating", "Pod is terminating", gen));
     else
         json_array_append_new(conds, cond(c->sb, "Suspended", "True", "PodTerminated",
                                           "Pod has been terminated. Sandbox is suspended", gen));
@@ -777,16 +782,18 @@ static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, 
             const char *r = json_string_value(json_object_get(psc, "reason"));
             if (!r || !*r)
                 r = strcmp(s, "True") == 0 ? "PodScheduled" : "PodSchedulingUnknown";
-            json_array_append_new(conds, cond(c->sb, "PodScheduled", s, r,
-                                              json_string_value(json_object_get(psc, "message")) ?: "", gen));
+            json_array_append_new(
+                conds, cond(c->sb, "PodScheduled", s, r,
+                            json_string_value(json_object_get(psc, "message")) ?: "", gen));
         } else
-            json_array_append_new(conds, cond(c->sb, "PodScheduled", "Unknown",
-                                              "PodSchedulingUnknown", "", gen));
+            json_array_append_new(
+                conds, cond(c->sb, "PodScheduled", "Unknown", "PodSchedulingUnknown", "", gen));
         if (phase && strcmp(phase, "Succeeded") == 0)
             json_array_append_new(conds, cond(c->sb, "Finished", "True", "PodSucceeded",
                                               "Pod completed successfully", gen));
         else if (phase && strcmp(phase, "Failed") == 0)
-            json_array_append_new(conds, cond(c->sb, "Finished", "True", "PodFailed", "Pod failed", gen));
+            json_array_append_new(conds,
+                                  cond(c->sb, "Finished", "True", "PodFailed", "Pod failed", gen));
     }
     json_object_set_new(st, "conditions", conds);
     if (pod) {
@@ -825,18 +832,18 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
     const char *reason = json_string_value(json_object_get(ready, "reason"));
     json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
     if (!reason || strcmp(reason, "SandboxExpired") != 0) {
-        _cleanup_json_ json_t *status = json_deep_copy(json_object_get(c->sb, "status")) ?: json_object();
+        _cleanup_json_ json_t *status =
+            json_deep_copy(json_object_get(c->sb, "status")) ?: json_object();
         json_t *conds = json_array();
         size_t i;
         json_t *x;
-        json_array_foreach(json_object_get(status, "conditions"), i, x)
-        {
+        json_array_foreach (json_object_get(status, "conditions"), i, x) {
             const char *ty = json_string_value(json_object_get(x, "type"));
             if (ty && strcmp(ty, "Ready") != 0 && strcmp(ty, "PodScheduled") != 0)
                 json_array_append(conds, x);
         }
-        json_array_insert_new(conds, 0, cond(c->sb, "Ready", "False", "SandboxExpired",
-                                             "Sandbox has expired", gen));
+        json_array_insert_new(
+            conds, 0, cond(c->sb, "Ready", "False", "SandboxExpired", "Sandbox has expired", gen));
         json_object_set_new(status, "conditions", conds);
         *ret_err = write_status(c, status);
         *ret_requeue = 1000;
@@ -844,7 +851,8 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
     }
     /* Second pass: the pod (only if owned) and the Service named after the sandbox (if owned). */
     const char *pn = annotation(c->sb, RECONCILE_ANN_POD_NAME);
-    _cleanup_json_ json_t *pod = kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pn && *pn ? pn : c->name);
+    _cleanup_json_ json_t *pod =
+        kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pn && *pn ? pn : c->name);
     int e = 0;
     if (pod && reconcile_controlled_by(pod, c->sb) && !reconcile_deleting(pod))
         e = kube_delete(c->ctl, KR_POD, pod, NULL);
@@ -861,8 +869,8 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
         *ret_err = kube_delete(c->ctl, KR_SANDBOX, c->sb, NULL);
         return true;
     }
-    _cleanup_json_ json_t *status = json_pack("{s:O}", "conditions",
-                                              jget(c->sb, "status", "conditions") ?: json_array());
+    _cleanup_json_ json_t *status =
+        json_pack("{s:O}", "conditions", jget(c->sb, "status", "conditions") ?: json_array());
     *ret_err = write_status(c, status);
     return true;
 }
@@ -872,7 +880,8 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     _cleanup_json_ json_t *sb = kube_informer_get(&ctl->inf[KR_SANDBOX], ns, name);
     if (!sb || reconcile_deleting(sb))
         return 0;
-    sbx c = {.ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = json_array(), .ann = json_object()};
+    sbx c = {
+        .ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = json_array(), .ann = json_object()};
     reconcile_name_hash(name, c.hash);
     int err = 0;
     if (reconcile_expiry(&c, ret_requeue, &err)) {
@@ -885,7 +894,8 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     reconcile_pvcs(&c);
     pod_state ps = POD_NONE;
     size_t n_pods = 0;
-    _cleanup_json_ json_t *pod = json_array_size(c.errors) ? NULL : reconcile_pod(&c, suspended, &ps, &n_pods);
+    _cleanup_json_ json_t *pod =
+        json_array_size(c.errors) ? NULL : reconcile_pod(&c, suspended, &ps, &n_pods);
     if (json_array_size(c.errors) && !pod)
         ps = POD_NONE;
     bool svc = ps == POD_MULTIPLE ? false : reconcile_service(&c);
@@ -898,9 +908,9 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     const char *k;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(c.ann, tmp, k, v)
-    {
-        if (json_equal(json_object_get(cur_ann, k), v) || (json_is_null(v) && !json_object_get(cur_ann, k)))
+    json_object_foreach_safe (c.ann, tmp, k, v) {
+        if (json_equal(json_object_get(cur_ann, k), v) ||
+            (json_is_null(v) && !json_object_get(cur_ann, k)))
             json_object_del(c.ann, k);
     }
     if (json_object_size(c.ann)) {
@@ -915,11 +925,13 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     if (err == -ENOENT)
         err = 0;
     if (ps == POD_MULTIPLE && err == 0) {
-        const char *was = json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
+        const char *was =
+            json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
         if (!was || strcmp(was, "MultiplePods") != 0) {
             char msg[160];
             snprintf(msg, sizeof msg,
-                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create a Pod",
+                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or "
+                     "create a Pod",
                      n_pods);
             kube_event(ctl, sb, "Warning", "MultiplePods", msg);
         }
@@ -928,8 +940,7 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     const char *rstatus = NULL;
     size_t i;
     json_t *cc;
-    json_array_foreach(json_object_get(st, "conditions"), i, cc)
-    {
+    json_array_foreach (json_object_get(st, "conditions"), i, cc) {
         if (strcmp(json_string_value(json_object_get(cc, "type")), "Ready") == 0)
             rstatus = json_string_value(json_object_get(cc, "status"));
     }
@@ -941,7 +952,8 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
             json_object_set_new(ctl->seen_ready, uid, json_true());
         pthread_mutex_unlock(&ctl->exp_lock);
         int64_t created;
-        if (first && reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
+        if (first &&
+            reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
             kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
     }
     if (json_array_size(c.errors) > 0 && err == 0) {

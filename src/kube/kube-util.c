@@ -79,9 +79,9 @@ int kube_delete(kube_ctl *ctl, kube_res r, const json_t *obj, const char *propag
 {
     _cleanup_free_ char *path = kube_path(r, kube_str(obj, "metadata.namespace"),
                                           kube_str(obj, "metadata.name"), NULL, NULL);
-    _cleanup_json_ json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "kind", "DeleteOptions",
-                                            "apiVersion", "v1", "preconditions", "uid",
-                                            kube_str(obj, "metadata.uid") ?: "");
+    _cleanup_json_ json_t *body =
+        json_pack("{s:s,s:s,s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "preconditions",
+                  "uid", kube_str(obj, "metadata.uid") ?: "");
     if (!path || !body)
         return -ENOMEM;
     if (propagation)

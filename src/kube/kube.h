@@ -12,11 +12,11 @@
 
 /* ---------------- API client (kube-client.c) ---------------- */
 typedef struct kube_client {
-    char *server;    /* "https://host:port", no trailing slash */
-    char *token;     /* bearer token or NULL */
-    char *token_file;/* re-read on every request when set (bound service-account tokens rotate) */
-    char *ca_file;   /* PEM file or NULL */
-    char *ca_pem;    /* inline PEM (certificate-authority-data) or NULL */
+    char *server;     /* "https://host:port", no trailing slash */
+    char *token;      /* bearer token or NULL */
+    char *token_file; /* re-read on every request when set (bound service-account tokens rotate) */
+    char *ca_file;    /* PEM file or NULL */
+    char *ca_pem;     /* inline PEM (certificate-authority-data) or NULL */
     char *cert_file, *key_file;
     char *cert_pem, *key_pem;
     bool insecure;   /* insecure-skip-tls-verify: true in the kubeconfig */
@@ -49,8 +49,8 @@ int kube_call(kube_client *c, const char *method, const char *path, const char *
 /* Line-delimited streaming GET (watch). fn returns < 0 to stop. *stop is polled. Returns 0 when
  * the server ended the stream, or a negative errno; *ret_status is the HTTP status. */
 typedef int (*kube_line_fn)(const char *line, size_t len, void *payload);
-int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload,
-                atomic_bool *stop, long *ret_status);
+int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload, atomic_bool *stop,
+                long *ret_status);
 
 /* ---------------- resources ---------------- */
 typedef enum kube_res {
@@ -68,7 +68,7 @@ typedef enum kube_res {
 } kube_res;
 
 typedef struct kube_res_info {
-    const char *prefix;      /* "/api/v1", "/apis/agents.x-k8s.io/v1beta1" */
+    const char *prefix; /* "/api/v1", "/apis/agents.x-k8s.io/v1beta1" */
     const char *plural;
     const char *kind;
     const char *api_version;
