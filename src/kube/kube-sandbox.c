@@ -428,6 +428,18 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
 }
 
 /* ---- Service (§2.4.3) ---- */
+static bool name_used(const json_t *ports, const char *name, const json_t *self)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach (ports, i, p) {
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (p != self && n && strcmp(n, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
 {
     size_t i, j;
@@ -445,6 +457,10 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
                 proto = "TCP";
             if (port <= 0)
                 continue;
+            /* The first explicit name wins: a name another port already has is not reused. */
+            const char *pname = json_string_value(json_object_get(p, "name"));
+            if (pname && (!*pname || name_used(out, pname, NULL)))
+                pname = NULL;
             size_t k;
             json_t *q;
             bool dup = false;
@@ -452,10 +468,8 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
                 if (json_integer_value(json_object_get(q, "port")) == port &&
                     strcmp(json_string_value(json_object_get(q, "protocol")), proto) == 0) {
                     dup = true;
-                    /* the first explicit name wins */
-                    const char *name = json_string_value(json_object_get(p, "name"));
-                    if (name && *name && !json_object_get(q, "name"))
-                        json_object_set_new(q, "name", json_string(name));
+                    if (pname && !json_object_get(q, "name"))
+                        json_object_set_new(q, "name", json_string(pname));
                     break;
                 }
             }
@@ -463,9 +477,8 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
                 continue;
             json_t *e =
                 json_pack("{s:I,s:s,s:I}", "port", port, "protocol", proto, "targetPort", port);
-            const char *name = json_string_value(json_object_get(p, "name"));
-            if (name && *name)
-                json_object_set_new(e, "name", json_string(name));
+            if (pname)
+                json_object_set_new(e, "name", json_string(pname));
             json_array_append_new(out, e);
         }
     }
@@ -480,18 +493,6 @@ static int cmp_port(const void *a, const void *b)
         return px < py ? -1 : 1;
     return strcmp(json_string_value(json_object_get(x, "protocol")),
                   json_string_value(json_object_get(y, "protocol")));
-}
-
-static bool name_used(const json_t *ports, const char *name, const json_t *self)
-{
-    size_t i;
-    json_t *p;
-    json_array_foreach (ports, i, p) {
-        const char *n = json_string_value(json_object_get(p, "name"));
-        if (p != self && n && strcmp(n, name) == 0)
-            return true;
-    }
-    return false;
 }
 
 static json_t *service_ports(const json_t *pod_spec)
@@ -509,26 +510,9 @@ static json_t *service_ports(const json_t *pod_spec)
     for (size_t i = 0; v && i < n; i++)
         json_array_append_new(ports, v[i]);
     free(v);
-    /* A name already used by another port is dropped; unnamed ports get p-<port>-<proto>. */
+    /* Unnamed ports get p-<port>-<proto>, with -2, -3, ... on a collision. */
     size_t i;
     json_t *p;
-    json_array_foreach (ports, i, p) {
-        const char *n0 = json_string_value(json_object_get(p, "name"));
-        if (n0 && name_used(ports, n0, p)) {
-            /* keep it on the first port that uses the name */
-            size_t j;
-            json_t *q;
-            json_array_foreach (ports, j, q) {
-                if (q == p)
-                    break;
-                const char *qn = json_string_value(json_object_get(q, "name"));
-                if (qn && strcmp(qn, n0) == 0) {
-                    json_object_del(p, "name");
-                    break;
-                }
-            }
-        }
-    }
     json_array_foreach (ports, i, p) {
         if (json_object_get(p, "name"))
             continue;

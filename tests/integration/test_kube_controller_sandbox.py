@@ -212,3 +212,28 @@ def test_multiple_owned_pods_refuse_to_choose(fake, controller):  # noqa: F811
     wait_for(lambda: (ready(fake, "mp") or {}).get("reason") == "DependenciesNotReady", what="single pod used")
     assert fake.get("pods", "mp") is None
     assert fake.get("sandboxes", "mp")["metadata"]["annotations"]["agents.x-k8s.io/pod-name"] == "mp-a"
+
+
+def test_service_ports_sidecars_and_names(fake, controller):  # noqa: F811
+    controller()
+    sb = sandbox_obj("ports", service=True)
+    spec = sb["spec"]["podTemplate"]["spec"]
+    spec["containers"][0]["ports"] = [{"containerPort": 9000, "name": "api"},
+                                      {"containerPort": 53, "protocol": "UDP"},
+                                      {"containerPort": 53}]
+    spec["initContainers"] = [
+        {"name": "side", "image": "i", "restartPolicy": "Always",
+         "ports": [{"containerPort": 7000, "name": "api"}, {"containerPort": 9000, "name": "other"}]},
+        {"name": "init", "image": "i", "ports": [{"containerPort": 6000}]}]
+    fake.create("sandboxes", sb)
+    svc = wait_for(lambda: fake.get("services", "ports"), what="service")
+    got = [(p["port"], p["protocol"], p["name"]) for p in svc["spec"]["ports"]]
+    assert got == [(53, "TCP", "p-53-tcp"), (53, "UDP", "p-53-udp"), (7000, "TCP", "p-7000-tcp"),
+                   (9000, "TCP", "api")]
+    # Conditions never accumulate over many reconciles.
+    for i in range(5):
+        fake.patch("sandboxes", "ports", {"metadata": {"labels": {"n": str(i)}}})
+    fake.set_pod_ready("ports")
+    wait_for(lambda: (condition(fake.get("sandboxes", "ports"), "Ready") or {}).get("status") == "True", what="ready")
+    types = [c["type"] for c in fake.get("sandboxes", "ports")["status"]["conditions"]]
+    assert sorted(types) == ["PodScheduled", "Ready", "Suspended"]
