@@ -25,7 +25,7 @@ typedef struct flag {
 } flag;
 
 static bool opt_version, opt_help, opt_extensions, opt_leader_elect = true, opt_eviction = true;
-static bool opt_zap_devel, opt_disable_claim_events;
+static bool opt_zap_devel, opt_disable_claim_events, opt_cache_selectors;
 static const char *opt_kubeconfig, *opt_context, *opt_cluster_domain = "cluster.local";
 static const char *opt_metrics = ":8080", *opt_health = ":8081", *opt_le_ns = "";
 static const char *opt_le_id = "agent-sandbox-controller", *opt_zap_level = "info";
@@ -90,7 +90,7 @@ static const flag flags[] = {
     {"sandbox-warm-pool-replenish-delay", F_IGNORED, &opt_ignored_str, NULL},
     {"sandbox-warm-pool-max-refill-rate", F_IGNORED, &opt_ignored_str, NULL},
     {"sandbox-warm-pool-unschedulable-recheck-interval", F_IGNORED, &opt_ignored_str, NULL},
-    {"cache-label-selectors", F_BOOL, &opt_ignored_bool, NULL},
+    {"cache-label-selectors", F_BOOL, &opt_cache_selectors, "cache only labelled Pods/Services/PVCs"},
     {"disable-claim-events", F_BOOL, &opt_disable_claim_events, "no Event objects for claims"},
     {"disable-claim-observability-annotations", F_BOOL, &opt_ignored_bool, NULL},
     {"sandbox-write-behind-window", F_IGNORED, &opt_ignored_str, NULL},
@@ -285,6 +285,7 @@ int main(int argc, char **argv)
         .retry_period_usec = opt_retry,
         .leader_elect = opt_leader_elect,
         .claim_events = !opt_disable_claim_events,
+        .cache_label_selectors = opt_cache_selectors,
         .leader_election_namespace = *opt_le_ns ? opt_le_ns : ctl.client->namespace,
         .identity = identity,
     };

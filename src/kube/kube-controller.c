@@ -211,10 +211,14 @@ int kube_ctl_start(kube_ctl *ctl)
             if ((e = kube_informer_start(&ctl->inf[exts[i]], ctl->client, exts[i], NULL, on_event,
                                          ctl, &ctl->stop)) < 0)
                 return e;
-    for (size_t i = 0; i < ELEMENTSOF(core); i++)
-        if ((e = kube_informer_start(&ctl->inf[core[i]], ctl->client, core[i], NULL, on_event, ctl,
+    for (size_t i = 0; i < ELEMENTSOF(core); i++) {
+        const char *sel = ctl->opt.cache_label_selectors && core[i] != KR_SANDBOX
+                              ? RECONCILE_LABEL_NAME_HASH
+                              : NULL;
+        if ((e = kube_informer_start(&ctl->inf[core[i]], ctl->client, core[i], sel, on_event, ctl,
                                      &ctl->stop)) < 0)
             return e;
+    }
     /* Workers start once every cache has synced (a reconcile on a partial cache would create
      * what already exists). */
     while (!atomic_load(&ctl->stop)) {

@@ -136,7 +136,8 @@ typedef struct kube_options {
     bool warm_pool_eviction;
     int64_t lease_duration_usec, renew_deadline_usec, retry_period_usec;
     bool leader_elect;
-    bool claim_events; /* !--disable-claim-events */
+    bool claim_events;          /* !--disable-claim-events */
+    bool cache_label_selectors; /* cache only Pods/Services/PVCs with the sandbox-name-hash label */
     const char *leader_election_namespace;
     const char *identity;
 } kube_options;

@@ -237,3 +237,15 @@ def test_service_ports_sidecars_and_names(fake, controller):  # noqa: F811
     wait_for(lambda: (condition(fake.get("sandboxes", "ports"), "Ready") or {}).get("status") == "True", what="ready")
     types = [c["type"] for c in fake.get("sandboxes", "ports")["status"]["conditions"]]
     assert sorted(types) == ["PodScheduled", "Ready", "Suspended"]
+
+
+def test_cache_label_selectors(fake, controller):  # noqa: F811
+    for i in range(3):
+        fake.create("pods", {"metadata": {"name": f"unrelated-{i}"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    ctl = controller(args=["--cache-label-selectors"])
+    fake.create("sandboxes", sandbox_obj("cls"))
+    wait_for(lambda: fake.get("pods", "cls"), what="pod")
+    fake.set_pod_ready("cls")
+    wait_for(lambda: (ready(fake, "cls") or {}).get("status") == "True", what="Ready via filtered watch")
+    m = requests.get(f"http://{ctl.addr('metrics')}/metrics").text
+    assert 'asb_controller_cache_objects{resource="pods"} 1' in m
