@@ -81,7 +81,7 @@ FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
 BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS)
 
-.PHONY: all deps test unit fuzz fuzz-build bench demo clean format
+.PHONY: all deps test unit fuzz fuzz-build bench demo clean format images
 all: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) binaries
 
@@ -217,6 +217,11 @@ test: deps
 	@$(MAKE) --no-print-directory BUILD=asan binaries
 	@$(MAKE) --no-print-directory fuzz-build
 	@/usr/bin/python3 tests/run-tests.py --build build/asan
+
+# OCI image layouts (no container daemon) of sandboxd, asb-controller and sandbox-router in
+# build/images/<name> (tag 0.1.0) and oci-archive tarballs build/images/<name>.tar.
+images: all
+	@bash scripts/make-images.sh $(OUT)/bin $(OUT)/images
 
 bench: all
 	@bash bench/run.sh

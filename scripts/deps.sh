@@ -15,6 +15,22 @@ PACKAGES=(
   nodejs
 )
 
+# npm packages pinned by lock files (offline manifest validation: tests/kube).
+npm_deps() {
+  local d
+  for d in tests/kube; do
+    [ -f "$d/package-lock.json" ] || continue
+    [ -d "$d/node_modules" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ] && continue
+    # Debian's npm package, unless nodejs already brings npm (nodesource builds do).
+    if ! command -v npm >/dev/null; then
+      if [ "$(id -u)" -eq 0 ]; then apt-get install -y -qq --no-install-recommends npm >/dev/null || true; fi
+      command -v npm >/dev/null || { echo "deps: npm missing: tests/kube manifest validation will fail" >&2; return 0; }
+    fi
+    (cd "$d" && npm ci --no-audit --no-fund --silent) || echo "deps: npm ci in $d failed" >&2
+  done
+}
+trap npm_deps EXIT
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

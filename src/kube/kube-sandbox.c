@@ -1,0 +1,951 @@
+/* The Sandbox reconciler on a cluster (shared/spec/UPSTREAM.md §2.4): PVCs from
+ * volumeClaimTemplates, the Pod, the headless Service, then status and conditions. Children carry
+ * a controller ownerReference (blockOwnerDeletion) so the cluster's garbage collector removes
+ * them with the Sandbox. Reads come from the informer caches; writes go to the API server and
+ * are level-triggered: the next event re-runs the whole reconcile. */
+#include "kube/kube.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "reconcile/reconcile.h"
+#include "shared/log.h"
+
+typedef struct sbx {
+    kube_ctl *ctl;
+    json_t *sb; /* borrowed from the cache; never modified */
+    const char *ns, *name;
+    char hash[9];
+    json_t *errors; /* array of strings */
+    json_t *ann;    /* merge patch of the Sandbox's annotations (key -> value|null) */
+} sbx;
+
+static void add_error(sbx *c, const char *fmt, ...) _printf_(2, 3);
+static void add_error(sbx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        json_array_append_new(c->errors, json_string(s));
+        free(s);
+    }
+    va_end(ap);
+}
+
+static json_t *jget(const json_t *o, const char *a, const char *b)
+{
+    json_t *x = json_object_get(o, a);
+    return b ? json_object_get(x, b) : x;
+}
+
+static const char *label(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(jget(obj, "metadata", "labels"), key));
+}
+
+static const char *annotation(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(jget(obj, "metadata", "annotations"), key));
+}
+
+static bool adoptable(const json_t *obj, const char *hash)
+{
+    const char *a = label(obj, "agents.x-k8s.io/adoptable");
+    const char *h = label(obj, RECONCILE_LABEL_NAME_HASH);
+    return (a && strcmp(a, "true") == 0) || (h && strcmp(h, hash) == 0);
+}
+
+/* ownerReferences of obj with its controller replaced by one pointing at owner. */
+static json_t *refs_with_controller(const json_t *obj, const json_t *owner)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach (jget(obj, "metadata", "ownerReferences"), i, r) {
+        if (!json_is_true(json_object_get(r, "controller")))
+            json_array_append(out, r);
+    }
+    json_array_append_new(out, reconcile_owner_ref(owner));
+    return out;
+}
+
+static int adopt(sbx *c, kube_res r, const json_t *obj, json_t *extra_patch)
+{
+    json_t *patch = extra_patch ? extra_patch : json_object();
+    json_t *md = json_object_get(patch, "metadata");
+    if (!md) {
+        md = json_object();
+        json_object_set_new(patch, "metadata", md);
+    }
+    json_object_set_new(md, "ownerReferences", refs_with_controller(obj, c->sb));
+    int e = kube_patch(c->ctl, r, obj, NULL, patch, true, NULL);
+    json_decref(patch);
+    return e;
+}
+
+/* ---- PVCs (§2.4.1) ---- */
+static void reconcile_pvcs(sbx *c)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach (jget(c->sb, "spec", "volumeClaimTemplates"), i, t) {
+        const char *tn = kube_str(t, "metadata.name");
+        if (!tn)
+            continue;
+        _cleanup_free_ char *pname = NULL;
+        if (asprintf(&pname, "%s-%s", tn, c->name) < 0)
+            return;
+        _cleanup_json_ json_t *pvc = kube_informer_get(&c->ctl->inf[KR_PVC], c->ns, pname);
+        int e = 0;
+        if (!pvc) {
+            json_t *labels = json_deep_copy(jget(t, "metadata", "labels")) ?: json_object();
+            json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
+            _cleanup_json_ json_t *o =
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:O}", "apiVersion", "v1", "kind",
+                          "PersistentVolumeClaim", "metadata", "name", pname, "namespace", c->ns,
+                          "labels", labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
+                          json_object_get(t, "spec") ?: json_object());
+            json_t *ann = jget(t, "metadata", "annotations");
+            if (o && ann)
+                json_object_set(json_object_get(o, "metadata"), "annotations", ann);
+            e = o ? kube_create(c->ctl, KR_PVC, c->ns, o, NULL) : -ENOMEM;
+            if (e == -EEXIST)
+                e = 0;
+        } else if (reconcile_controlled_by(pvc, c->sb)) {
+            continue;
+        } else if (reconcile_controller_ref(pvc)) {
+            add_error(c, "PVC %s is controlled by another object", pname);
+            return;
+        } else if (adoptable(pvc, c->hash)) {
+            e = adopt(c, KR_PVC, pvc, NULL);
+        } else {
+            add_error(c, "cannot adopt unowned PVC %s: it is not labelled adoptable", pname);
+            return;
+        }
+        if (e < 0) {
+            add_error(c, "PVC %s: %s", pname, strerror(-e));
+            return;
+        }
+    }
+}
+
+/* ---- Pod (§2.4.2) ---- */
+static const char *normalize_created_by(const char *v)
+{
+    if (!v)
+        return NULL;
+    if (strcmp(v, "go-client") == 0 || strcmp(v, "python-client") == 0 ||
+        strcmp(v, "controller") == 0)
+        return v;
+    return "unknown";
+}
+
+static bool controller_is(const json_t *obj, const char *group, const char *kind)
+{
+    const json_t *ref = reconcile_controller_ref(obj);
+    if (!ref)
+        return false;
+    const char *av = json_string_value(json_object_get(ref, "apiVersion"));
+    const char *k = json_string_value(json_object_get(ref, "kind"));
+    if (!av || strncmp(av, group, strlen(group)) != 0 || av[strlen(group)] != '/')
+        return false;
+    return !kind || (k && strcmp(k, kind) == 0);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted comma list of the non-system keys of m. Owned. */
+static char *key_list(const json_t *m)
+{
+    size_t n = 0, len = 1;
+    const char *k;
+    json_t *v;
+    const char **keys = calloc(json_object_size(m) + 1, sizeof *keys);
+    if (!keys)
+        return NULL;
+    json_object_foreach ((json_t *)m, k, v) {
+        if (!kube_is_system_key(k)) {
+            keys[n++] = k;
+            len += strlen(k) + 1;
+        }
+    }
+    qsort(keys, n, sizeof *keys, cmp_str);
+    char *out = calloc(1, len);
+    for (size_t i = 0; out && i < n; i++) {
+        if (i)
+            strcat(out, ",");
+        strcat(out, keys[i]);
+    }
+    free(keys);
+    return out;
+}
+
+/* Desired labels and annotations of the pod (§2.4.2). */
+static void desired_pod_meta(sbx *c, json_t **ret_labels, json_t **ret_ann)
+{
+    json_t *tl = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "labels");
+    json_t *ta = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "annotations");
+    json_t *labels = json_object(), *ann = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach (tl, k, v)
+        if (!kube_is_system_key(k))
+            json_object_set(labels, k, v);
+    json_object_foreach (ta, k, v)
+        if (!kube_is_system_key(k))
+            json_object_set(ann, k, v);
+    _cleanup_free_ char *pl = key_list(tl);
+    _cleanup_free_ char *pa = key_list(ta);
+    json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
+    const char *wp = label(c->sb, RECONCILE_LABEL_WARM_POOL);
+    if (wp && controller_is(c->sb, API_GROUP_EXT, "SandboxWarmPool"))
+        json_object_set_new(labels, RECONCILE_LABEL_WARM_POOL, json_string(wp));
+    const char *th = label(c->sb, RECONCILE_LABEL_TEMPLATE_REF_HASH);
+    if (th && controller_is(c->sb, API_GROUP_EXT, NULL))
+        json_object_set_new(labels, RECONCILE_LABEL_TEMPLATE_REF_HASH, json_string(th));
+    const char *cb = normalize_created_by(label(c->sb, RECONCILE_LABEL_CREATED_BY));
+    if (cb)
+        json_object_set_new(labels, RECONCILE_LABEL_CREATED_BY, json_string(cb));
+    json_object_set_new(ann, "agents.x-k8s.io/propagated-labels", json_string(pl ? pl : ""));
+    json_object_set_new(ann, "agents.x-k8s.io/propagated-annotations", json_string(pa ? pa : ""));
+    *ret_labels = labels;
+    *ret_ann = ann;
+}
+
+static json_t *build_pod(sbx *c)
+{
+    json_t *labels, *ann;
+    desired_pod_meta(c, &labels, &ann);
+    if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-labels")))
+        json_object_del(ann, "agents.x-k8s.io/propagated-labels");
+    if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-annotations")))
+        json_object_del(ann, "agents.x-k8s.io/propagated-annotations");
+    json_t *spec =
+        json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
+    /* A volume per volumeClaimTemplate, replacing a template volume of the same name. */
+    json_t *vcts = jget(c->sb, "spec", "volumeClaimTemplates");
+    if (json_array_size(vcts) > 0) {
+        json_t *vols = json_object_get(spec, "volumes");
+        if (!json_is_array(vols)) {
+            vols = json_array();
+            json_object_set_new(spec, "volumes", vols);
+        }
+        size_t i;
+        json_t *t;
+        json_array_foreach (vcts, i, t) {
+            const char *tn = kube_str(t, "metadata.name");
+            if (!tn)
+                continue;
+            char *claim = NULL;
+            if (asprintf(&claim, "%s-%s", tn, c->name) < 0)
+                continue;
+            json_t *vol =
+                json_pack("{s:s,s:{s:s}}", "name", tn, "persistentVolumeClaim", "claimName", claim);
+            free(claim);
+            size_t j;
+            json_t *ov;
+            bool replaced = false;
+            json_array_foreach (vols, j, ov) {
+                const char *on = json_string_value(json_object_get(ov, "name"));
+                if (on && strcmp(on, tn) == 0) {
+                    json_array_set(vols, j, vol);
+                    replaced = true;
+                    break;
+                }
+            }
+            if (!replaced)
+                json_array_append(vols, vol);
+            json_decref(vol);
+        }
+    }
+    json_t *md = json_pack("{s:s,s:s,s:o,s:[o]}", "name", c->name, "namespace", c->ns, "labels",
+                           labels, "ownerReferences", reconcile_owner_ref(c->sb));
+    if (json_object_size(ann))
+        json_object_set(md, "annotations", ann);
+    json_decref(ann);
+    return json_pack("{s:s,s:s,s:o,s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
+                     spec);
+}
+
+static void scrub_listed(json_t *patch_map, const json_t *cur, const char *list, const json_t *want,
+                         const char *keep1, const char *keep2)
+{
+    if (!list)
+        return;
+    _cleanup_free_ char *dup = strdup(list);
+    char *save = NULL;
+    for (char *k = dup ? strtok_r(dup, ",", &save) : NULL; k; k = strtok_r(NULL, ",", &save)) {
+        if (json_object_get(want, k) || !json_object_get(cur, k))
+            continue;
+        if ((keep1 && strcmp(k, keep1) == 0) || (keep2 && strcmp(k, keep2) == 0))
+            continue;
+        json_object_set_new(patch_map, k, json_null());
+    }
+}
+
+static void reconcile_pod_meta(sbx *c, const json_t *pod)
+{
+    _cleanup_json_ json_t *labels = NULL, *ann = NULL;
+    desired_pod_meta(c, &labels, &ann);
+    json_t *cl = jget(pod, "metadata", "labels"), *ca = jget(pod, "metadata", "annotations");
+    _cleanup_json_ json_t *pl = json_object(), *pa = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach (labels, k, v)
+        if (!json_equal(json_object_get(cl, k), v))
+            json_object_set(pl, k, v);
+    json_object_foreach (ann, k, v)
+        if (!json_equal(json_object_get(ca, k), v))
+            json_object_set(pa, k, v);
+    scrub_listed(pl, cl, annotation(pod, "agents.x-k8s.io/propagated-labels"), labels,
+                 RECONCILE_LABEL_NAME_HASH, NULL);
+    scrub_listed(pa, ca, annotation(pod, "agents.x-k8s.io/propagated-annotations"), ann,
+                 "agents.x-k8s.io/propagated-labels", "agents.x-k8s.io/propagated-annotations");
+    static const char *const ext[] = {RECONCILE_LABEL_WARM_POOL, RECONCILE_LABEL_TEMPLATE_REF_HASH,
+                                      RECONCILE_LABEL_CREATED_BY};
+    for (size_t i = 0; i < ELEMENTSOF(ext); i++)
+        if (json_object_get(cl, ext[i]) && !json_object_get(labels, ext[i]))
+            json_object_set_new(pl, ext[i], json_null());
+    if (!json_object_size(pl) && !json_object_size(pa))
+        return;
+    _cleanup_json_ json_t *patch =
+        json_pack("{s:{s:O,s:O}}", "metadata", "labels", pl, "annotations", pa);
+    int e = kube_patch(c->ctl, KR_POD, pod, NULL, patch, false, NULL);
+    if (e < 0)
+        add_error(c, "patch pod %s metadata: %s", kube_str(pod, "metadata.name"), strerror(-e));
+}
+
+typedef enum pod_state {
+    POD_NONE,
+    POD_OWNED,
+    POD_MULTIPLE,
+    POD_TERMINATING, /* suspended, owned pod still present */
+    POD_NOT_OWNED,   /* suspended, pod not owned by us */
+} pod_state;
+
+/* Returns the owned pod (new reference) or NULL, and the state. */
+static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_t *ret_n)
+{
+    _cleanup_json_ json_t *all =
+        kube_informer_list(&c->ctl->inf[KR_POD], c->ns, RECONCILE_LABEL_NAME_HASH, c->hash);
+    _cleanup_json_ json_t *owned = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach (all, i, p)
+        if (reconcile_controlled_by(p, c->sb))
+            json_array_append(owned, p);
+    *ret_n = json_array_size(owned);
+    *ret_state = POD_NONE;
+    if (json_array_size(owned) > 1) {
+        *ret_state = POD_MULTIPLE;
+        return NULL;
+    }
+    const char *annotated = annotation(c->sb, RECONCILE_ANN_POD_NAME);
+    const char *pod_name = annotated && *annotated ? annotated : c->name;
+    json_t *pod = kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pod_name);
+    if (!pod && annotated && *annotated) {
+        json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+        annotated = NULL;
+    }
+    if (!pod && json_array_size(owned) == 1)
+        pod = json_incref(json_array_get(owned, 0));
+
+    if (suspended) {
+        if (annotated)
+            json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+        if (!pod)
+            return NULL;
+        if (!reconcile_controlled_by(pod, c->sb)) {
+            *ret_state = POD_NOT_OWNED;
+            json_decref(pod);
+            return NULL;
+        }
+        *ret_state = POD_TERMINATING;
+        if (!reconcile_deleting(pod)) {
+            int e = kube_delete(c->ctl, KR_POD, pod, NULL);
+            if (e < 0)
+                add_error(c, "delete pod %s: %s", pod_name, strerror(-e));
+        }
+        return pod;
+    }
+
+    if (pod) {
+        if (!reconcile_controlled_by(pod, c->sb)) {
+            if (reconcile_controller_ref(pod)) {
+                add_error(c, "pod %s is controlled by another object",
+                          kube_str(pod, "metadata.name"));
+                if (annotated)
+                    json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+                json_decref(pod);
+                return NULL;
+            }
+            if (!adoptable(pod, c->hash)) {
+                add_error(c, "cannot adopt unowned pod %s: it is not labelled adoptable",
+                          kube_str(pod, "metadata.name"));
+                json_decref(pod);
+                return NULL;
+            }
+            int e = adopt(c, KR_POD, pod, NULL);
+            if (e < 0) {
+                add_error(c, "adopt pod %s: %s", kube_str(pod, "metadata.name"), strerror(-e));
+                json_decref(pod);
+                return NULL;
+            }
+        }
+        reconcile_pod_meta(c, pod);
+        *ret_state = POD_OWNED;
+        if (!annotated)
+            json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME,
+                                json_string(kube_str(pod, "metadata.name")));
+        return pod;
+    }
+
+    _cleanup_json_ json_t *np = build_pod(c);
+    json_t *created = NULL;
+    int e = np ? kube_create(c->ctl, KR_POD, c->ns, np, &created) : -ENOMEM;
+    if (e == -EEXIST) {
+        /* The cache lags: the next event on the pod re-runs this reconcile. */
+        return NULL;
+    }
+    if (e < 0) {
+        add_error(c, "create pod %s: %s", c->name, strerror(-e));
+        return NULL;
+    }
+    log_info("created pod", "namespace", c->ns, "sandbox", c->name);
+    json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_string(c->name));
+    *ret_state = POD_OWNED;
+    *ret_n = 1;
+    return created;
+}
+
+/* ---- Service (§2.4.3) ---- */
+static bool name_used(const json_t *ports, const char *name, const json_t *self)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach (ports, i, p) {
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (p != self && n && strcmp(n, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
+{
+    size_t i, j;
+    json_t *ctr, *p;
+    json_array_foreach (containers, i, ctr) {
+        if (sidecars_only) {
+            const char *rp = json_string_value(json_object_get(ctr, "restartPolicy"));
+            if (!rp || strcmp(rp, "Always") != 0)
+                continue;
+        }
+        json_array_foreach (json_object_get(ctr, "ports"), j, p) {
+            json_int_t port = json_integer_value(json_object_get(p, "containerPort"));
+            const char *proto = json_string_value(json_object_get(p, "protocol"));
+            if (!proto || !*proto)
+                proto = "TCP";
+            if (port <= 0)
+                continue;
+            /* The first explicit name wins: a name another port already has is not reused. */
+            const char *pname = json_string_value(json_object_get(p, "name"));
+            if (pname && (!*pname || name_used(out, pname, NULL)))
+                pname = NULL;
+            size_t k;
+            json_t *q;
+            bool dup = false;
+            json_array_foreach (out, k, q) {
+                if (json_integer_value(json_object_get(q, "port")) == port &&
+                    strcmp(json_string_value(json_object_get(q, "protocol")), proto) == 0) {
+                    dup = true;
+                    if (pname && !json_object_get(q, "name"))
+                        json_object_set_new(q, "name", json_string(pname));
+                    break;
+                }
+            }
+            if (dup)
+                continue;
+            json_t *e =
+                json_pack("{s:I,s:s,s:I}", "port", port, "protocol", proto, "targetPort", port);
+            if (pname)
+                json_object_set_new(e, "name", json_string(pname));
+            json_array_append_new(out, e);
+        }
+    }
+}
+
+static int cmp_port(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t px = json_integer_value(json_object_get(x, "port"));
+    json_int_t py = json_integer_value(json_object_get(y, "port"));
+    if (px != py)
+        return px < py ? -1 : 1;
+    return strcmp(json_string_value(json_object_get(x, "protocol")),
+                  json_string_value(json_object_get(y, "protocol")));
+}
+
+static json_t *service_ports(const json_t *pod_spec)
+{
+    json_t *ports = json_array();
+    add_ports(ports, json_object_get(pod_spec, "containers"), false);
+    add_ports(ports, json_object_get(pod_spec, "initContainers"), true);
+    size_t n = json_array_size(ports);
+    json_t **v = calloc(n + 1, sizeof *v);
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_incref(json_array_get(ports, i));
+    if (v)
+        qsort(v, n, sizeof *v, cmp_port);
+    json_array_clear(ports);
+    for (size_t i = 0; v && i < n; i++)
+        json_array_append_new(ports, v[i]);
+    free(v);
+    /* Unnamed ports get p-<port>-<proto>, with -2, -3, ... on a collision. */
+    size_t i;
+    json_t *p;
+    json_array_foreach (ports, i, p) {
+        if (json_object_get(p, "name"))
+            continue;
+        char base[64], name[80];
+        char proto[16];
+        snprintf(proto, sizeof proto, "%s", json_string_value(json_object_get(p, "protocol")));
+        for (char *s = proto; *s; s++)
+            *s = (char)(*s >= 'A' && *s <= 'Z' ? *s + 32 : *s);
+        snprintf(base, sizeof base, "p-%lld-%s",
+                 (long long)json_integer_value(json_object_get(p, "port")), proto);
+        snprintf(name, sizeof name, "%s", base);
+        for (int k = 2; name_used(ports, name, p); k++)
+            snprintf(name, sizeof name, "%s-%d", base, k);
+        json_object_set_new(p, "name", json_string(name));
+    }
+    return ports;
+}
+
+/* A merge patch value that turns map cur into want (extra keys -> null). Owned. */
+static json_t *map_patch(const json_t *cur, const json_t *want)
+{
+    json_t *p = json_deep_copy(want);
+    const char *k;
+    json_t *v;
+    json_object_foreach ((json_t *)cur, k, v)
+        if (!json_object_get(want, k))
+            json_object_set_new(p, k, json_null());
+    return p;
+}
+
+/* Returns whether a Service is tracked. */
+static bool reconcile_service(sbx *c)
+{
+    json_t *flag = jget(c->sb, "spec", "service");
+    _cleanup_json_ json_t *svc = kube_informer_get(&c->ctl->inf[KR_SERVICE], c->ns, c->name);
+    _cleanup_json_ json_t *ports =
+        service_ports(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL));
+    _cleanup_json_ json_t *sel = json_pack("{s:s}", RECONCILE_LABEL_NAME_HASH, c->hash);
+    int e = 0;
+    if (json_is_true(flag)) {
+        if (!svc) {
+            _cleanup_json_ json_t *o =
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:[o]},s:{s:s,s:O,s:O}}", "apiVersion", "v1",
+                          "kind", "Service", "metadata", "name", c->name, "namespace", c->ns,
+                          "labels", sel, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
+                          "clusterIP", "None", "selector", sel, "ports", ports);
+            e = kube_create(c->ctl, KR_SERVICE, c->ns, o, NULL);
+            if (e == -EEXIST)
+                e = 0;
+        } else if (reconcile_controlled_by(svc, c->sb)) {
+            bool drift = !json_equal(jget(svc, "spec", "selector"), sel) ||
+                         !json_equal(jget(svc, "spec", "ports") ?: ports, ports) ||
+                         !label(svc, RECONCILE_LABEL_NAME_HASH) ||
+                         strcmp(label(svc, RECONCILE_LABEL_NAME_HASH), c->hash) != 0;
+            if (drift) {
+                _cleanup_json_ json_t *patch =
+                    json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
+                              "selector", map_patch(jget(svc, "spec", "selector"), sel), "ports",
+                              json_array_size(ports) ? ports : json_null());
+                e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
+            }
+        } else if (reconcile_controller_ref(svc)) {
+            add_error(c, "service %s is controlled by another object", c->name);
+            return false;
+        } else {
+            const char *cip = kube_str(svc, "spec.clusterIP");
+            if (!adoptable(svc, c->hash) || (cip && *cip && strcmp(cip, "None") != 0)) {
+                add_error(c, "cannot adopt unowned service %s", c->name);
+                return false;
+            }
+            json_t *patch = json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
+                                      "selector", map_patch(jget(svc, "spec", "selector"), sel),
+                                      "ports", json_array_size(ports) ? ports : json_null());
+            e = adopt(c, KR_SERVICE, svc, patch);
+        }
+        if (e < 0) {
+            add_error(c, "service %s: %s", c->name, strerror(-e));
+            return svc != NULL;
+        }
+        return true;
+    }
+    if (!svc || !reconcile_controlled_by(svc, c->sb))
+        return false;
+    if (json_is_false(flag)) {
+        e = kube_delete(c->ctl, KR_SERVICE, svc, NULL);
+        if (e < 0)
+            add_error(c, "delete service %s: %s", c->name, strerror(-e));
+        return false;
+    }
+    /* nil: keep an owned Service, repair label and selector (ports untouched). */
+    const char *h = label(svc, RECONCILE_LABEL_NAME_HASH);
+    if (!json_equal(jget(svc, "spec", "selector"), sel) || !h || strcmp(h, c->hash) != 0) {
+        _cleanup_json_ json_t *patch =
+            json_pack("{s:{s:O},s:{s:o}}", "metadata", "labels", sel, "spec", "selector",
+                      map_patch(jget(svc, "spec", "selector"), sel));
+        e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
+        if (e < 0)
+            add_error(c, "service %s: %s", c->name, strerror(-e));
+    }
+    return true;
+}
+
+/* ---- status (§2.4.4, §2.4.5) ---- */
+static void now_rfc3339(char out[40])
+{
+    reconcile_format_time(kube_now_usec(), 0, out);
+}
+
+static json_t *cond(const json_t *old_sb, const char *type, const char *status, const char *reason,
+                    const char *message, json_int_t gen)
+{
+    const json_t *old = reconcile_condition(old_sb, type);
+    char ts[40];
+    const char *lt = NULL;
+    if (old && strcmp(json_string_value(json_object_get(old, "status")) ?: "", status) == 0)
+        lt = json_string_value(json_object_get(old, "lastTransitionTime"));
+    if (!lt) {
+        now_rfc3339(ts);
+        lt = ts;
+    }
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", "type", type, "status", status, "reason", reason,
+                     "message", message, "observedGeneration", gen, "lastTransitionTime", lt);
+}
+
+static const json_t *pod_condition(const json_t *pod, const char *type)
+{
+    return reconcile_condition(pod, type);
+}
+
+static json_t *pod_ips(const json_t *pod)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *ip;
+    json_array_foreach (jget(pod, "status", "podIPs"), i, ip) {
+        const char *s = json_string_value(json_object_get(ip, "ip"));
+        if (s)
+            json_array_append_new(out, json_string(s));
+    }
+    if (!json_array_size(out) && kube_str(pod, "status.podIP"))
+        json_array_append_new(out, json_string(kube_str(pod, "status.podIP")));
+    return out;
+}
+
+static int write_status(sbx *c, json_t *status)
+{
+    json_t *old = json_object_get(c->sb, "status");
+    _cleanup_json_ json_t *diff = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach (status, k, v)
+        if (!json_equal(json_object_get(old, k), v))
+            json_object_set(diff, k, v);
+    json_object_foreach (old, k, v)
+        if (!json_object_get(status, k))
+            json_object_set_new(diff, k, json_null());
+    if (!json_object_size(diff))
+        return 0;
+    /* A change of nodeName alone waits while the Sandbox is not Ready (§2.4.4). */
+    if (json_object_size(diff) == 1 && json_object_get(diff, "nodeName") &&
+        !reconcile_sandbox_ready(c->sb))
+        return 0;
+    _cleanup_json_ json_t *patch = json_pack("{s:O}", "status", diff);
+    return kube_patch(c->ctl, KR_SANDBOX, c->sb, "status", patch, false, NULL);
+}
+
+static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, size_t n_pods,
+                           bool suspended, bool svc_tracked)
+{
+    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
+    json_t *conds = json_array();
+    const char *phase = kube_str(pod, "status.phase");
+    char msg[512];
+    const char *rs = "False", *reason, *message;
+    json_t *flag = jget(c->sb, "spec", "service");
+    bool svc_required = json_is_true(flag) || ((!flag || json_is_null(flag)) && svc_tracked);
+    const char *svc_suffix =
+        svc_required ? (svc_tracked ? "; Service Exists" : "; Service does not exist") : "";
+    _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : json_array();
+    if (json_array_size(c->errors) > 0) {
+        reason = "ReconcilerError";
+        _cleanup_free_ char *joined = NULL;
+        size_t i, len = 0;
+        json_t *e;
+        json_array_foreach (c->errors, i, e)
+            len += strlen(json_string_value(e)) + 2;
+        joined = calloc(1, len + 1);
+        json_array_foreach (c->errors, i, e) {
+            if (i)
+                strcat(joined, ", ");
+            strcat(joined, json_string_value(e));
+        }
+        snprintf(msg, sizeof msg, "Error seen: %s", joined ? joined : "");
+        message = msg;
+    } else if (ps == POD_MULTIPLE) {
+        reason = "MultiplePods";
+        snprintf(msg, sizeof msg,
+                 "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create "
+                 "a Pod",
+                 n_pods);
+        message = msg;
+    } else if (suspended) {
+        reason = "SandboxSuspended";
+        message = pod ? "Sandbox is suspending" : "Sandbox is suspended";
+    } else if (phase && strcmp(phase, "Succeeded") == 0) {
+        reason = "PodSucceeded";
+        message = "Pod completed successfully";
+    } else if (phase && strcmp(phase, "Failed") == 0) {
+        reason = "PodFailed";
+        message = "Pod failed";
+    } else {
+        reason = "DependenciesNotReady";
+        const json_t *rc = pod_condition(pod, "Ready");
+        bool pready =
+            rc && strcmp(json_string_value(json_object_get(rc, "status")) ?: "", "True") == 0;
+        if (!pod)
+            snprintf(msg, sizeof msg, "Pod does not exist%s", svc_suffix);
+        else if (!phase || strcmp(phase, "Running") != 0)
+            snprintf(msg, sizeof msg, "Pod exists with phase: %s%s", phase ? phase : "",
+                     svc_suffix);
+        else if (!pready)
+            snprintf(msg, sizeof msg, "Pod is Running but not Ready%s", svc_suffix);
+        else if (!json_array_size(ips))
+            snprintf(msg, sizeof msg, "Pod is Ready but has no podIPs yet%s", svc_suffix);
+        else if (svc_required && !svc_tracked)
+            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
+        else {
+            rs = "True";
+            reason = "DependenciesReady";
+            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
+        }
+        message = msg;
+    }
+    json_array_append_new(conds, cond(c->sb, "Ready", rs, reason, message, gen));
+    if (!suspended)
+        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "NotSuspended",
+                                          "Sandbox is not suspended", gen));
+    else if (ps == POD_NOT_OWNED)
+        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "PodNotOwned",
+                                          "Pod is not owned by this Sandbox", gen));
+    else if (pod)
+        json_array_append_new(
+            conds, cond(c->sb, "Suspended", "False", "PodTerminating", "Pod is terminating", gen));
+    else
+        json_array_append_new(conds, cond(c->sb, "Suspended", "True", "PodTerminated",
+                                          "Pod has been terminated. Sandbox is suspended", gen));
+    if (pod) {
+        const json_t *psc = pod_condition(pod, "PodScheduled");
+        if (psc) {
+            const char *s = json_string_value(json_object_get(psc, "status")) ?: "Unknown";
+            const char *r = json_string_value(json_object_get(psc, "reason"));
+            if (!r || !*r)
+                r = strcmp(s, "True") == 0 ? "PodScheduled" : "PodSchedulingUnknown";
+            json_array_append_new(
+                conds, cond(c->sb, "PodScheduled", s, r,
+                            json_string_value(json_object_get(psc, "message")) ?: "", gen));
+        } else
+            json_array_append_new(
+                conds, cond(c->sb, "PodScheduled", "Unknown", "PodSchedulingUnknown", "", gen));
+        if (phase && strcmp(phase, "Succeeded") == 0)
+            json_array_append_new(conds, cond(c->sb, "Finished", "True", "PodSucceeded",
+                                              "Pod completed successfully", gen));
+        else if (phase && strcmp(phase, "Failed") == 0)
+            json_array_append_new(conds,
+                                  cond(c->sb, "Finished", "True", "PodFailed", "Pod failed", gen));
+    }
+    json_object_set_new(st, "conditions", conds);
+    if (pod) {
+        char sel[64];
+        snprintf(sel, sizeof sel, "%s=%s", RECONCILE_LABEL_NAME_HASH, c->hash);
+        json_object_set_new(st, "selector", json_string(sel));
+        if (json_array_size(ips))
+            json_object_set(st, "podIPs", ips);
+        const char *node = kube_str(pod, "spec.nodeName");
+        if (node && *node)
+            json_object_set_new(st, "nodeName", json_string(node));
+    } else if (kube_str(c->sb, "status.selector"))
+        json_object_set_new(st, "selector", json_string(kube_str(c->sb, "status.selector")));
+    if (svc_tracked) {
+        char fqdn[512];
+        snprintf(fqdn, sizeof fqdn, "%s.%s.svc.%s", c->name, c->ns, c->ctl->opt.cluster_domain);
+        json_object_set_new(st, "service", json_string(c->name));
+        json_object_set_new(st, "serviceFQDN", json_string(fqdn));
+    }
+}
+
+/* ---- expiry (§2.4.6) ---- */
+/* Returns true when the reconcile is over (expired). */
+static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
+{
+    const char *st = kube_str(c->sb, "spec.shutdownTime");
+    int64_t t;
+    if (!st || reconcile_parse_time(st, &t) < 0)
+        return false;
+    int64_t now = kube_now_usec();
+    if (now < t) {
+        *ret_requeue = MAX(t - now, 2000000);
+        return false;
+    }
+    const json_t *ready = reconcile_condition(c->sb, "Ready");
+    const char *reason = json_string_value(json_object_get(ready, "reason"));
+    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
+    if (!reason || strcmp(reason, "SandboxExpired") != 0) {
+        _cleanup_json_ json_t *status =
+            json_deep_copy(json_object_get(c->sb, "status")) ?: json_object();
+        json_t *conds = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach (json_object_get(status, "conditions"), i, x) {
+            const char *ty = json_string_value(json_object_get(x, "type"));
+            if (ty && strcmp(ty, "Ready") != 0 && strcmp(ty, "PodScheduled") != 0)
+                json_array_append(conds, x);
+        }
+        json_array_insert_new(
+            conds, 0, cond(c->sb, "Ready", "False", "SandboxExpired", "Sandbox has expired", gen));
+        json_object_set_new(status, "conditions", conds);
+        *ret_err = write_status(c, status);
+        *ret_requeue = 1000;
+        return true;
+    }
+    /* Second pass: the pod (only if owned) and the Service named after the sandbox (if owned). */
+    const char *pn = annotation(c->sb, RECONCILE_ANN_POD_NAME);
+    _cleanup_json_ json_t *pod =
+        kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pn && *pn ? pn : c->name);
+    int e = 0;
+    if (pod && reconcile_controlled_by(pod, c->sb) && !reconcile_deleting(pod))
+        e = kube_delete(c->ctl, KR_POD, pod, NULL);
+    _cleanup_json_ json_t *svc = kube_informer_get(&c->ctl->inf[KR_SERVICE], c->ns, c->name);
+    if (e == 0 && svc && reconcile_controlled_by(svc, c->sb))
+        e = kube_delete(c->ctl, KR_SERVICE, svc, NULL);
+    if (e < 0) {
+        *ret_err = e;
+        return true;
+    }
+    const char *policy = kube_str(c->sb, "spec.shutdownPolicy");
+    if (policy && strcmp(policy, "Delete") == 0) {
+        log_info("sandbox expired: deleting", "namespace", c->ns, "sandbox", c->name);
+        *ret_err = kube_delete(c->ctl, KR_SANDBOX, c->sb, NULL);
+        return true;
+    }
+    _cleanup_json_ json_t *status =
+        json_pack("{s:O}", "conditions", jget(c->sb, "status", "conditions") ?: json_array());
+    *ret_err = write_status(c, status);
+    return true;
+}
+
+int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue)
+{
+    _cleanup_json_ json_t *sb = kube_informer_get(&ctl->inf[KR_SANDBOX], ns, name);
+    if (!sb || reconcile_deleting(sb))
+        return 0;
+    sbx c = {
+        .ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = json_array(), .ann = json_object()};
+    reconcile_name_hash(name, c.hash);
+    int err = 0;
+    if (reconcile_expiry(&c, ret_requeue, &err)) {
+        json_decref(c.errors);
+        json_decref(c.ann);
+        return err;
+    }
+    const char *mode = kube_str(sb, "spec.operatingMode");
+    bool suspended = mode && strcmp(mode, "Suspended") == 0;
+    reconcile_pvcs(&c);
+    pod_state ps = POD_NONE;
+    size_t n_pods = 0;
+    _cleanup_json_ json_t *pod =
+        json_array_size(c.errors) ? NULL : reconcile_pod(&c, suspended, &ps, &n_pods);
+    if (json_array_size(c.errors) && !pod)
+        ps = POD_NONE;
+    bool svc = ps == POD_MULTIPLE ? false : reconcile_service(&c);
+    if (ps == POD_MULTIPLE) {
+        _cleanup_json_ json_t *s = kube_informer_get(&ctl->inf[KR_SERVICE], ns, name);
+        svc = s && reconcile_controlled_by(s, sb);
+    }
+    /* Sandbox annotations (pod-name) before status. */
+    json_t *cur_ann = jget(sb, "metadata", "annotations");
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe (c.ann, tmp, k, v) {
+        if (json_equal(json_object_get(cur_ann, k), v) ||
+            (json_is_null(v) && !json_object_get(cur_ann, k)))
+            json_object_del(c.ann, k);
+    }
+    if (json_object_size(c.ann)) {
+        _cleanup_json_ json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", c.ann);
+        int e = kube_patch(ctl, KR_SANDBOX, sb, NULL, patch, false, NULL);
+        if (e < 0 && e != -ENOENT)
+            add_error(&c, "annotate sandbox: %s", strerror(-e));
+    }
+    _cleanup_json_ json_t *st = json_object();
+    compute_status(&c, st, ps == POD_MULTIPLE ? NULL : pod, ps, n_pods, suspended, svc);
+    err = write_status(&c, st);
+    if (err == -ENOENT)
+        err = 0;
+    if (ps == POD_MULTIPLE && err == 0) {
+        const char *was =
+            json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
+        if (!was || strcmp(was, "MultiplePods") != 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or "
+                     "create a Pod",
+                     n_pods);
+            kube_event(ctl, sb, "Warning", "MultiplePods", msg);
+        }
+    }
+    /* Creation latency: first time this sandbox is seen Ready. */
+    const char *rstatus = NULL;
+    size_t i;
+    json_t *cc;
+    json_array_foreach (json_object_get(st, "conditions"), i, cc) {
+        if (strcmp(json_string_value(json_object_get(cc, "type")), "Ready") == 0)
+            rstatus = json_string_value(json_object_get(cc, "status"));
+    }
+    if (rstatus && strcmp(rstatus, "True") == 0 && err == 0) {
+        const char *uid = kube_str(sb, "metadata.uid");
+        pthread_mutex_lock(&ctl->exp_lock);
+        bool first = uid && !json_object_get(ctl->seen_ready, uid);
+        if (first)
+            json_object_set_new(ctl->seen_ready, uid, json_true());
+        pthread_mutex_unlock(&ctl->exp_lock);
+        int64_t created;
+        if (first &&
+            reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
+            kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
+    }
+    if (json_array_size(c.errors) > 0 && err == 0) {
+        log_warn("sandbox reconcile error", "namespace", ns, "sandbox", name, "error",
+                 json_string_value(json_array_get(c.errors, 0)));
+        err = -EAGAIN;
+    }
+    json_decref(c.errors);
+    json_decref(c.ann);
+    return err;
+}
