@@ -29,7 +29,7 @@ PATHS = {
 }
 
 
-def wait_for(fn, timeout=10.0, interval=0.05, what="condition"):
+def wait_for(fn, timeout=30.0, interval=0.05, what="condition"):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
