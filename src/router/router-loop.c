@@ -166,7 +166,7 @@ static const char *lhdrs_get(const lhdrs *h, const char *name)
     return NULL;
 }
 
-enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_CLOSING };
+enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
 
 typedef struct lworker lworker;
 
@@ -202,6 +202,8 @@ typedef struct lconn {
     long long deadline, last_io;
     router_route route;
     bool dead;
+    bool ev_out, up_ev_out; /* EPOLLOUT registered (only while a write is blocked) */
+    bool rdhup, up_rdhup;   /* the peer's FIN was seen: read until EOF */
 } lconn;
 
 struct lworker {
@@ -210,6 +212,8 @@ struct lworker {
     pthread_t thread;
     lconn *conns;
     lconn *dead; /* closed during this batch of events, freed after it */
+    pthread_mutex_t lock;
+    struct resolve_job *done; /* finished resolutions (under lock) */
     char rd[RD_CAP];
 };
 
@@ -230,6 +234,10 @@ static long long now_ms(void)
 }
 
 #define TAG_UP 1UL
+
+/* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the
+ * peer consumes would be an extra event (a wake-up) per request. */
+static void want_out(lconn *c, bool up, bool on);
 
 static void conn_release(lconn *c)
 {
@@ -279,12 +287,25 @@ static void conn_close(lconn *c)
     close(fd);
 }
 
+static void want_out(lconn *c, bool up, bool on)
+{
+    bool *cur = up ? &c->up_ev_out : &c->ev_out;
+    int fd = up ? c->up_fd : c->fd;
+    if (*cur == on || fd < 0)
+        return;
+    void *ptr = up ? (void *)((uintptr_t)c | TAG_UP) : (void *)c;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0),
+                             .data.ptr = ptr};
+    if (epoll_ctl(c->w->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+        *cur = on;
+}
+
 static void upstream_drop(lconn *c)
 {
     c->up_fd = safe_close(c->up_fd);
     free(c->up_addr);
     c->up_addr = NULL;
-    c->up_can_read = c->up_can_write = c->up_eof = false;
+    c->up_can_read = c->up_can_write = c->up_eof = c->up_ev_out = c->up_rdhup = false;
 }
 
 /* Gives the connection to a thread running the blocking code: it gets every byte the loop has
@@ -343,14 +364,18 @@ static int client_flush(lconn *c)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 c->can_write = false;
+                want_out(c, false, true);
                 break;
             }
             return -errno;
         }
         c->out_off += (size_t)n;
     }
-    if (c->out_off == c->out.len)
+    if (c->out_off == c->out.len) {
         c->out.len = c->out_off = 0;
+        if (c->ev_out)
+            want_out(c, false, false);
+    }
     return 0;
 }
 
@@ -547,7 +572,7 @@ static int upstream_connect(lconn *c, const char *addr)
         close(fd);
         return r; /* -EAGAIN: backlog full, the caller hands the connection off */
     }
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.ptr = (void *)((uintptr_t)c | TAG_UP)};
     if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int r = -errno;
@@ -559,6 +584,8 @@ static int upstream_connect(lconn *c, const char *addr)
     c->up_can_read = false;
     c->up_can_write = true;
     c->up_eof = false;
+    c->up_ev_out = false;
+    c->up_rdhup = false;
     return c->up_addr ? 0 : -ENOMEM;
 }
 
@@ -622,12 +649,15 @@ static int upstream_flush(lconn *c)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 c->up_can_write = false;
+                want_out(c, true, true);
                 break;
             }
             return -errno;
         }
         c->up_req_off += (size_t)n;
     }
+    if (c->up_req_off == c->up_req.len && c->up_ev_out)
+        want_out(c, true, false);
     return 0;
 }
 
@@ -673,6 +703,9 @@ static void answer_error(lconn *c, int status, const char *fmt)
     c->st = ST_CLOSING;
 }
 
+static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
+static int resolve_async(lconn *c);
+
 /* A finished request (no body) is in c->url / c->h. Returns 1 when the connection was handed
  * off (c is gone), else 0. */
 static int request_dispatch(lconn *c)
@@ -683,8 +716,11 @@ static int request_dispatch(lconn *c)
     http_parser *p = &c->p;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = c->url.p ? c->url.p : "/";
-    if (p->upgrade || lhdrs_get(&c->h, "expect"))
-        goto handoff;
+    if (p->upgrade || lhdrs_get(&c->h, "expect")) {
+        upstream_drop(c);
+        conn_handoff(c, false);
+        return 1;
+    }
     if (p->method == HTTP_GET && path_is(url, "/healthz")) {
         static const char ok[] = "{\"status\":\"ok\"}";
         return out_simple(c, 200, "application/json", ok, sizeof(ok) - 1) < 0 ? -1 : 0;
@@ -710,12 +746,19 @@ static int request_dispatch(lconn *c)
     router_target t = {0};
     int r = ctx->resolver->resolve(ctx->resolver, c->route.ns, c->route.id, true, &t, &err);
     if (r == -EWOULDBLOCK)
-        goto handoff;
+        return resolve_async(c);
+    return dispatch_target(c, r, &t, &err);
+}
+
+/* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
+static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
+{
+    router_ctx *ctx = c->w->L->ctx;
     if (r < 0)
-        return out_detail(c, &err) < 0 ? -1 : 0;
-    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t.legacy : t.rest;
+        return out_detail(c, err) < 0 ? -1 : 0;
+    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
     if (!addr || strncmp(addr, "unix:", 5) != 0) {
-        router_target_done(&t);
+        router_target_done(t);
         goto handoff;
     }
     r = build_request(c);
@@ -723,16 +766,16 @@ static int request_dispatch(lconn *c)
         c->up_retried = false;
         r = upstream_send(c, addr);
     }
-    router_target_done(&t);
+    router_target_done(t);
     if (r == -EAGAIN)
         goto handoff;
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
-        router_error_set(&err, r == -ETIMEDOUT ? 504 : 502,
+        router_error_set(err, r == -ETIMEDOUT ? 504 : 502,
                          r == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
                                          : "Could not connect to the backend sandbox: %s",
                          c->route.id);
-        return out_detail(c, &err) < 0 ? -1 : 0;
+        return out_detail(c, err) < 0 ? -1 : 0;
     }
     c->st = ST_UPSTREAM;
     c->deadline = now_ms() + ctx->proxy_timeout_ms;
@@ -741,6 +784,88 @@ handoff:
     upstream_drop(c);
     conn_handoff(c, false);
     return 1;
+}
+
+/* A resolution that may block (cache miss, resume, waiting for Ready) runs on a thread of its
+ * own; the connection waits in ST_RESOLVING (its events ignored) and the worker picks the
+ * result up from its done list when the thread signals the worker's eventfd. */
+typedef struct resolve_job {
+    struct resolve_job *next;
+    lconn *c;
+    router_route route;
+    router_target t;
+    router_error err;
+    int r;
+} resolve_job;
+
+static void *resolve_thread(void *p)
+{
+    resolve_job *j = p;
+    lworker *w = j->c->w;
+    router_resolver *res = w->L->ctx->resolver;
+    j->r = res->resolve(res, j->route.ns, j->route.id, false, &j->t, &j->err);
+    pthread_mutex_lock(&w->lock);
+    j->next = w->done;
+    w->done = j;
+    pthread_mutex_unlock(&w->lock);
+    uint64_t one = 1;
+    (void)!write(w->ev, &one, sizeof(one));
+    return NULL;
+}
+
+static int resolve_async(lconn *c)
+{
+    resolve_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -1;
+    j->c = c;
+    j->route = c->route;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t th;
+    int e = pthread_create(&th, &attr, resolve_thread, j);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        free(j);
+        upstream_drop(c);
+        conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
+        return 1;
+    }
+    c->st = ST_RESOLVING;
+    return 0;
+}
+
+static void conn_run(lconn *c);
+
+static void resolve_done(lworker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    resolve_job *list = w->done;
+    w->done = NULL;
+    pthread_mutex_unlock(&w->lock);
+    while (list) {
+        resolve_job *j = list;
+        list = j->next;
+        lconn *c = j->c;
+        c->st = ST_READ;
+        int r = dispatch_target(c, j->r, &j->t, &j->err);
+        router_target_done(&j->t);
+        free(j);
+        if (r == 1)
+            continue;
+        if (r < 0) {
+            c->keep_alive = false;
+            c->st = ST_CLOSING;
+        } else if (c->st == ST_READ) { /* answered by the router */
+            c->in_start += c->req_len;
+            request_reset(c);
+            if (!c->keep_alive)
+                c->st = ST_CLOSING;
+        }
+        conn_run(c);
+    }
 }
 
 /* The upstream response is complete or failed: go on with the next request or close. */
@@ -798,6 +923,8 @@ static void relay_step(lconn *c)
             }
         }
         int rerr = n < 0 ? -errno : 0;
+        if (n > 0 && n < RD_CAP && !c->up_rdhup)
+            c->up_can_read = false; /* a short read: edge-triggered, more bytes make an event */
         if (n > 0) {
             c->r_got = true;
             c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
@@ -898,6 +1025,8 @@ static int parse_step(lconn *c)
             c->rd_eof = true;
             continue;
         }
+        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
+            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
         c->last_io = now_ms();
         c->in_len += (size_t)n;
     }
@@ -909,6 +1038,8 @@ static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /* Runs the connection's state machine as far as it goes. */
 static void conn_run(lconn *c)
 {
+    if (c->st == ST_RESOLVING)
+        return; /* resolve_done picks it up */
     for (;;) {
         if (c->st == ST_SNIFF) {
             while (c->in_len < 24 && c->can_read) {
@@ -989,7 +1120,7 @@ static void conn_new(lworker *w, int fd)
     w->conns = c;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
     if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
         conn_close(c);
         return;
@@ -1048,6 +1179,7 @@ static void *worker_main(void *p)
             if (ptr == (void *)w) { /* the eventfd */
                 uint64_t v;
                 (void)!read(w->ev, &v, sizeof(v));
+                resolve_done(w);
                 continue;
             }
             /* A connection closed earlier in this batch could have been freed: events of this
@@ -1058,6 +1190,8 @@ static void *worker_main(void *p)
             if ((uintptr_t)ptr & TAG_UP) {
                 if (e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
                     c->up_can_read = true;
+                if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->up_rdhup = true;
                 if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
                     c->up_can_write = true;
                 if (c->st != ST_UPSTREAM) {
@@ -1069,6 +1203,8 @@ static void *worker_main(void *p)
             } else {
                 if (e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
                     c->can_read = true;
+                if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->rdhup = true;
                 if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
                     c->can_write = true;
             }
@@ -1112,6 +1248,7 @@ int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *h
     for (size_t i = 0; i < nw; i++) {
         lworker *w = &L->w[i];
         w->L = L;
+        pthread_mutex_init(&w->lock, NULL);
         w->ep = epoll_create1(EPOLL_CLOEXEC);
         w->ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         struct epoll_event le = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
