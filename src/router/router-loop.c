@@ -317,11 +317,10 @@ static void conn_handoff(lconn *c, bool h2)
     epoll_ctl(c->w->ep, EPOLL_CTL_DEL, fd, NULL);
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    int r = 0;
-    if (c->out.len > c->out_off)
-        r = router_write_all(fd, c->out.p + c->out_off, c->out.len - c->out_off);
-    if (r < 0 || L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2, c->in + c->in_start,
-                                  c->in_len - c->in_start) < 0) {
+    size_t nout = c->out.len - c->out_off;
+    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2,
+                         nout ? c->out.p + c->out_off : "", nout, c->in + c->in_start,
+                         c->in_len - c->in_start) < 0) {
         conn_close(c);
         return;
     }

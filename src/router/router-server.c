@@ -204,8 +204,9 @@ typedef struct conn_arg {
     router *r;
     int fd;
     bool loopback, h2;
-    size_t npre;
-    char pre[];
+    size_t nout, npre;
+    char *pre;
+    char out[];
 } conn_arg;
 
 /* A connection handed off by the event loop: served by the blocking code on its own thread. */
@@ -213,10 +214,13 @@ static void *conn_thread(void *p)
 {
     conn_arg *a = p;
     router_ctx *ctx = &a->r->ctx;
+    if (a->nout > 0 && router_write_all(a->fd, a->out, a->nout) < 0)
+        goto out;
     if (a->h2)
         router_h2_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
     else
         router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
+out:
     conn_remove(&a->r->conns, a->fd);
     close(a->fd);
     free(a);
@@ -235,15 +239,19 @@ static void hook_closed(void *payload, int fd)
     conn_remove(&r->conns, fd);
 }
 
-static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *pre,
-                        size_t npre)
+static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out,
+                        size_t nout, const char *pre, size_t npre)
 {
     router *r = payload;
-    conn_arg *a = malloc(sizeof(*a) + npre + 1);
+    conn_arg *a = malloc(sizeof(*a) + nout + npre + 1);
     if (!a)
         return -ENOMEM;
-    *a = (conn_arg){.r = r, .fd = fd, .loopback = loopback, .h2 = h2, .npre = npre};
-    memcpy(a->pre, pre, npre);
+    *a = (conn_arg){.r = r, .fd = fd, .loopback = loopback, .h2 = h2, .nout = nout, .npre = npre};
+    a->pre = a->out + nout;
+    if (nout)
+        memcpy(a->out, out, nout);
+    if (npre)
+        memcpy(a->pre, pre, npre);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
