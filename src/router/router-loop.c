@@ -318,9 +318,8 @@ static void conn_handoff(lconn *c, bool h2)
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     size_t nout = c->out.len - c->out_off;
-    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2,
-                         nout ? c->out.p + c->out_off : "", nout, c->in + c->in_start,
-                         c->in_len - c->in_start) < 0) {
+    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2, nout ? c->out.p + c->out_off : "",
+                         nout, c->in + c->in_start, c->in_len - c->in_start) < 0) {
         conn_close(c);
         return;
     }
@@ -332,10 +331,9 @@ static void conn_handoff(lconn *c, bool h2)
 static int out_simple(lconn *c, int status, const char *ctype, const char *body, size_t len)
 {
     char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-                     http_status_str(status), ctype, len,
-                     c->keep_alive ? "" : "Connection: close\r\n");
+    int n = snprintf(
+        head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+        status, http_status_str(status), ctype, len, c->keep_alive ? "" : "Connection: close\r\n");
     if (n < 0 || (size_t)n >= sizeof(head))
         return -E2BIG;
     if (lbuf_put(&c->out, head, (size_t)n) < 0)
@@ -513,8 +511,7 @@ static int rq_headers_complete(http_parser *p)
 {
     lconn *c = p->data;
     c->head_done = true;
-    c->has_body =
-        (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
+    c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
     if (lhdrs_end(&c->h) < 0)
         return -1;
     if (c->has_body) {
@@ -610,8 +607,8 @@ static int build_request(lconn *c)
     const char *m = http_method_str(c->p.method);
     if (lbuf_reserve(b, 64 + c->url.len + c->h.a.len + 4 * c->h.n) < 0)
         return -ENOMEM;
-    b->len += (size_t)sprintf(b->p, "%s %s HTTP/1.1\r\nHost: sandbox\r\n", m,
-                              c->url.p ? c->url.p : "/");
+    b->len +=
+        (size_t)sprintf(b->p, "%s %s HTTP/1.1\r\nHost: sandbox\r\n", m, c->url.p ? c->url.p : "/");
     const char *cl = NULL;
     for (size_t i = 0; i < c->h.n; i++) {
         const char *name = lh_name(&c->h, i);
@@ -724,8 +721,8 @@ static int request_dispatch(lconn *c)
         static const char ok[] = "{\"status\":\"ok\"}";
         return out_simple(c, 200, "application/json", ok, sizeof(ok) - 1) < 0 ? -1 : 0;
     }
-    if (router_check_auth(lhdrs_get(&c->h, "authorization"), ctx->token,
-                          ctx->allow_unauthenticated, c->loopback, &err) < 0)
+    if (router_check_auth(lhdrs_get(&c->h, "authorization"), ctx->token, ctx->allow_unauthenticated,
+                          c->loopback, &err) < 0)
         return out_detail(c, &err) < 0 ? -1 : 0;
     router_request_info in = {
         .method = http_method_str(p->method),

@@ -239,8 +239,8 @@ static void hook_closed(void *payload, int fd)
     conn_remove(&r->conns, fd);
 }
 
-static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out,
-                        size_t nout, const char *pre, size_t npre)
+static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
+                        const char *pre, size_t npre)
 {
     router *r = payload;
     conn_arg *a = malloc(sizeof(*a) + nout + npre + 1);
