@@ -694,8 +694,7 @@ static void answer_error(lconn *c, int status, const char *fmt)
     router_error err;
     router_error_set(&err, status, fmt, c->route.id);
     c->keep_alive = false;
-    if (out_detail(c, &err) < 0)
-        c->out.len = c->out_off = 0;
+    out_detail(c, &err); /* on ENOMEM the connection is just closed */
     c->st = ST_CLOSING;
 }
 
@@ -846,6 +845,7 @@ static void resolve_done(lworker *w)
         list = j->next;
         lconn *c = j->c;
         c->st = ST_READ;
+        c->last_io = now_ms();
         int r = dispatch_target(c, j->r, &j->t, &j->err);
         router_target_done(&j->t);
         free(j);
@@ -871,6 +871,7 @@ static void relay_end(lconn *c, int err)
         c->in_start += c->req_len;
         request_reset(c);
         c->st = c->keep_alive ? ST_READ : ST_CLOSING;
+        c->last_io = now_ms(); /* the client's idle time starts now */
         return;
     }
     upstream_drop(c);
@@ -880,7 +881,7 @@ static void relay_end(lconn *c, int err)
         c->st = ST_CLOSING;
         return;
     }
-    c->out.len = c->out_off = 0;
+    /* nothing of this response is in c->out (earlier pipelined responses may be) */
     answer_error(c, err == -ETIMEDOUT ? 504 : 502,
                  err == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
                                    : "Could not connect to the backend sandbox: %s");

@@ -194,3 +194,42 @@ def test_slow_client_back_pressure(setup):
     s.sendall(request("/v1/after"))
     assert Reader(s).response()[2] == b"GET /v1/after"
     s.close()
+
+
+def test_pipelined_timeout_and_stale_upstream():
+    f = Fakes()
+    srv = UnixHTTP(f.path("echo"), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    f.raw("hang", "hang")
+    f.raw("shut", "close")
+    r = Router("--token", TOKEN, "--target-template", f"unix:{f.dir}/{{id}}/{{socket}}.sock",
+               "--proxy-timeout", "1")
+    try:
+        s = socket.create_connection(("127.0.0.1", r.port))
+        rd = Reader(s)
+        # an upstream that closes without answering: 502, the connection is closed after it
+        s.sendall(request("/v1/a") + request("/v1/x", sid="shut"))
+        assert rd.response()[2] == b"GET /v1/a"
+        status, hdrs, body = rd.response()
+        assert status == 502 and hdrs.get("connection") == "close"
+        assert b"Could not connect to the backend sandbox: shut" in body
+        assert s.recv(1) == b""
+        s.close()
+        # an upstream that never answers: 504 after --proxy-timeout, earlier answers intact
+        s = socket.create_connection(("127.0.0.1", r.port))
+        rd = Reader(s)
+        t0 = time.monotonic()
+        s.sendall(request("/v1/b") + request("/v1/y", sid="hang") + request("/v1/never"))
+        assert rd.response()[2] == b"GET /v1/b"
+        status, _, body = rd.response()
+        assert status == 504, body
+        assert body == b'{"detail": "Timed out waiting for the backend sandbox: hang"}' or \
+            b"Timed out waiting for the backend sandbox: hang" in body
+        assert time.monotonic() - t0 >= 0.9
+        assert s.recv(1) == b""
+        s.close()
+    finally:
+        r.stop()
+        srv.shutdown()
+        srv.server_close()
+        f.close()
