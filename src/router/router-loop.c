@@ -158,14 +158,6 @@ static inline const char *lh_value(const lhdrs *h, size_t i)
     return n + strlen(n) + 1;
 }
 
-static const char *lhdrs_get(const lhdrs *h, const char *name)
-{
-    for (size_t i = 0; i < h->n; i++)
-        if (strcasecmp(lh_name(h, i), name) == 0)
-            return lh_value(h, i);
-    return NULL;
-}
-
 enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
 
 typedef struct lworker lworker;
@@ -411,8 +403,17 @@ static int rs_headers_complete(http_parser *p)
         c->r_err = -ENOMEM;
         return -1;
     }
-    o->len += (size_t)sprintf(o->p + o->len, "HTTP/1.1 %u %s\r\n", p->status_code,
-                              c->reason.p ? c->reason.p : "");
+    unsigned sc = p->status_code % 1000;
+    char line[16] = "HTTP/1.1 000 ";
+    line[9] = (char)('0' + sc / 100);
+    line[10] = (char)('0' + sc / 10 % 10);
+    line[11] = (char)('0' + sc % 10);
+    memcpy(o->p + o->len, line, 13);
+    o->len += 13;
+    memcpy(o->p + o->len, c->reason.p ? c->reason.p : "", c->reason.len);
+    o->len += c->reason.p ? c->reason.len : 0;
+    memcpy(o->p + o->len, "\r\n", 2);
+    o->len += 2;
     for (size_t i = 0; i < c->rh.n; i++) {
         const char *name = lh_name(&c->rh, i);
         size_t nl = strlen(name);
@@ -431,11 +432,13 @@ static int rs_headers_complete(http_parser *p)
         memcpy(o->p + o->len, "\r\n", 2);
         o->len += 2;
     }
+#define PUT_LIT(lit) (memcpy(o->p + o->len, lit, sizeof(lit) - 1), o->len += sizeof(lit) - 1)
     if (c->r_chunked_out)
-        o->len += (size_t)sprintf(o->p + o->len, "Transfer-Encoding: chunked\r\n");
+        PUT_LIT("Transfer-Encoding: chunked\r\n");
     if (!c->keep_alive)
-        o->len += (size_t)sprintf(o->p + o->len, "Connection: close\r\n");
-    o->len += (size_t)sprintf(o->p + o->len, "\r\n");
+        PUT_LIT("Connection: close\r\n");
+    PUT_LIT("\r\n");
+#undef PUT_LIT
     c->r_head_sent = true;
     return c->p.method == HTTP_HEAD ? 1 : 0;
 }
@@ -607,8 +610,15 @@ static int build_request(lconn *c)
     const char *m = http_method_str(c->p.method);
     if (lbuf_reserve(b, 64 + c->url.len + c->h.a.len + 4 * c->h.n) < 0)
         return -ENOMEM;
-    b->len +=
-        (size_t)sprintf(b->p, "%s %s HTTP/1.1\r\nHost: sandbox\r\n", m, c->url.p ? c->url.p : "/");
+    size_t ml = strlen(m);
+    const char *url = c->url.len ? c->url.p : "/";
+    size_t ul = c->url.len ? c->url.len : 1;
+    static const char tail[] = " HTTP/1.1\r\nHost: sandbox\r\n";
+    memcpy(b->p, m, ml);
+    b->p[ml] = ' ';
+    memcpy(b->p + ml + 1, url, ul);
+    memcpy(b->p + ml + 1 + ul, tail, sizeof(tail) - 1);
+    b->len = ml + 1 + ul + sizeof(tail) - 1;
     const char *cl = NULL;
     for (size_t i = 0; i < c->h.n; i++) {
         const char *name = lh_name(&c->h, i);
@@ -711,7 +721,25 @@ static int request_dispatch(lconn *c)
     http_parser *p = &c->p;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = c->url.p ? c->url.p : "/";
-    if (p->upgrade || lhdrs_get(&c->h, "expect")) {
+    /* the headers the router looks at, first occurrence, in one pass */
+    enum { H_AUTH, H_ID, H_NS, H_PORT, H_IP, H_CT, H_EXPECT, H_N };
+    static const struct {
+        const char *name;
+        size_t len;
+    } want[H_N] = {{"authorization", 13},  {"x-sandbox-id", 12},     {"x-sandbox-namespace", 19},
+                   {"x-sandbox-port", 14}, {"x-sandbox-pod-ip", 16}, {"content-type", 12},
+                   {"expect", 6}};
+    const char *hv[H_N] = {0};
+    for (size_t i = 0; i < c->h.n; i++) {
+        const char *name = lh_name(&c->h, i);
+        size_t nl = strlen(name);
+        for (int k = 0; k < H_N; k++)
+            if (!hv[k] && nl == want[k].len && strcasecmp(name, want[k].name) == 0) {
+                hv[k] = name + nl + 1;
+                break;
+            }
+    }
+    if (p->upgrade || hv[H_EXPECT]) {
         upstream_drop(c);
         conn_handoff(c, false);
         return 1;
@@ -720,17 +748,17 @@ static int request_dispatch(lconn *c)
         static const char ok[] = "{\"status\":\"ok\"}";
         return out_simple(c, 200, "application/json", ok, sizeof(ok) - 1) < 0 ? -1 : 0;
     }
-    if (router_check_auth(lhdrs_get(&c->h, "authorization"), ctx->token, ctx->allow_unauthenticated,
-                          c->loopback, &err) < 0)
+    if (router_check_auth(hv[H_AUTH], ctx->token, ctx->allow_unauthenticated, c->loopback, &err) <
+        0)
         return out_detail(c, &err) < 0 ? -1 : 0;
     router_request_info in = {
         .method = http_method_str(p->method),
         .path = url,
-        .sandbox_id = lhdrs_get(&c->h, "x-sandbox-id"),
-        .sandbox_ns = lhdrs_get(&c->h, "x-sandbox-namespace"),
-        .sandbox_port = lhdrs_get(&c->h, "x-sandbox-port"),
-        .pod_ip = lhdrs_get(&c->h, "x-sandbox-pod-ip"),
-        .content_type = lhdrs_get(&c->h, "content-type"),
+        .sandbox_id = hv[H_ID],
+        .sandbox_ns = hv[H_NS],
+        .sandbox_port = hv[H_PORT],
+        .pod_ip = hv[H_IP],
+        .content_type = hv[H_CT],
     };
     if (router_route_request(&in, &c->route, &err) < 0)
         return out_detail(c, &err) < 0 ? -1 : 0;
