@@ -152,12 +152,6 @@ static inline const char *lh_name(const lhdrs *h, size_t i)
     return h->a.p + h->off[i];
 }
 
-static inline const char *lh_value(const lhdrs *h, size_t i)
-{
-    const char *n = h->a.p + h->off[i];
-    return n + strlen(n) + 1;
-}
-
 enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
 
 typedef struct lworker lworker;
