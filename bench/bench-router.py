@@ -43,11 +43,21 @@ def wait_for(path, timeout=10):
         time.sleep(0.01)
 
 
-def run(target, *headers):
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return int(v[11]) + int(v[12])  # utime + stime
+
+
+def run(target, pids, *headers):
+    """req/s, errors, p50, p99 and the CPU time (us) the serving processes spent per request."""
+    t0 = [cpu_ticks(p) for p in pids]
     out = subprocess.run([CLIENT, target, str(CONNS), str(SECONDS), "/v1/health", *headers],
                          capture_output=True, text=True, check=True).stdout.split()
+    ticks = sum(cpu_ticks(p) - t for p, t in zip(pids, t0))
     n, secs, errors, p50, p99 = int(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4])
-    return n / secs, errors, p50, p99
+    cpu_us = ticks * 1e6 / os.sysconf("SC_CLK_TCK") / max(n, 1)
+    return n / secs, errors, p50, p99, cpu_us
 
 
 def main():
@@ -72,17 +82,21 @@ def main():
         port = int(r.stdout.readline())
         rows = []
         for i in range(ROUNDS):
-            rows.append(("direct (unix socket)", *run(f"unix:{rest}")))
-            rows.append(("router (tcp, h1)", *run(f"tcp:127.0.0.1:{port}", "X-Sandbox-ID: bench",
+            rows.append(("direct (unix socket)", *run(f"unix:{rest}", [d.pid])))
+            rows.append(("router (tcp, h1)", *run(f"tcp:127.0.0.1:{port}", [d.pid, r.pid],
+                                                  "X-Sandbox-ID: bench",
                                                   "Authorization: Bearer bench-token")))
         best = {}
-        for name, rps, errors, p50, p99 in rows:
+        for name, rps, errors, p50, p99, cpu in rows:
             if name not in best or rps > best[name][0]:
-                best[name] = (rps, errors, p50, p99)
+                best[name] = (rps, errors, p50, p99, cpu)
         print(f"GET /v1/health, {CONNS} keep-alive connections, {SECONDS:g} s x {ROUNDS} rounds (best)")
-        print(f"{'path':<24}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
-        for name, (rps, errors, p50, p99) in best.items():
-            print(f"{name:<24}{rps:>10.0f}{p50 / 1000:>9.2f}{p99 / 1000:>9.2f}{errors:>8}")
+        print(f"{'path':<24}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'cpu us/req':>12}")
+        for name, (rps, errors, p50, p99, cpu) in best.items():
+            print(f"{name:<24}{rps:>10.0f}{p50 / 1000:>9.2f}{p99 / 1000:>9.2f}{errors:>8}{cpu:>12.1f}")
+        print("(cpu: CPU time of the serving processes per request: sandboxd, plus the router)")
+        ratios = [a[1] / b[1] for a, b in zip(rows[0::2], rows[1::2])]
+        print("direct/router ratio per round: " + " ".join(f"{x:.2f}x" for x in ratios))
         ratio = best["direct (unix socket)"][0] / best["router (tcp, h1)"][0]
         print(f"direct/router throughput ratio: {ratio:.2f}x (target <= 1.5x)")
     finally:

@@ -99,3 +99,25 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
 
 /* Writes all of buf (blocking socket). Returns 0 or a negative errno. */
 int router_write_all(int fd, const void *buf, size_t len);
+
+/* The event-driven HTTP/1.1 path (router-loop.c). The server supplies the hooks: accepted (track
+ * the fd; <0 refuses it), closed (untrack; the loop closes the fd), loopback (peer check) and
+ * handoff (serve fd on a thread with the blocking code, h2 or HTTP/1.1: the thread first writes
+ * out[0..nout) (responses the loop made and could not send yet), then parses starting with the
+ * bytes pre[0..npre); both copied; <0: not taken, the loop closes it). */
+typedef struct router_loop router_loop;
+typedef struct router_loop_hooks {
+    void *payload;
+    int (*accepted)(void *payload, int fd);
+    void (*closed)(void *payload, int fd);
+    bool (*loopback)(int fd);
+    int (*handoff)(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
+                   const char *pre, size_t npre);
+} router_loop_hooks;
+
+/* Starts one worker per CPU (ASB_ROUTER_WORKERS overrides) accepting on listen_fd. */
+int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *hooks,
+                      router_loop **ret);
+/* phase 1: stop accepting (returns at once); phase 2: close every connection still on a loop,
+ * join the workers and free L. */
+void router_loop_stop(router_loop *L, int phase);

@@ -151,8 +151,12 @@ int router_route_request(const router_request_info *in, router_route *out, route
         router_error_set(err, 400, "Invalid target IP address.");
         return -EINVAL;
     }
-    snprintf(out->id, sizeof(out->id), "%s", in->sandbox_id);
-    snprintf(out->ns, sizeof(out->ns), "%s", ns);
+    size_t n = strnlen(in->sandbox_id, sizeof(out->id) - 1);
+    memcpy(out->id, in->sandbox_id, n);
+    out->id[n] = '\0';
+    n = strnlen(ns, sizeof(out->ns) - 1);
+    memcpy(out->ns, ns, n);
+    out->ns[n] = '\0';
     if (port >= 0) {
         switch (port) {
         case 8888:

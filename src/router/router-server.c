@@ -1,5 +1,6 @@
-/* The listener: accepts connections, tells HTTP/2 prior knowledge from HTTP/1.1 by the client
- * preface, and hands each connection to its own thread. Also the upstream connect helper. */
+/* The listener and its connections: the event-loop workers (router-loop.c) accept and serve the
+ * HTTP/1.1 hot path; connections they hand off (HTTP/2, request bodies, legacy emulation, ...)
+ * get a thread of their own here. Also the upstream connect helper. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +32,7 @@ typedef struct conn_set {
 
 struct router {
     int fd;
-    int wake[2];
-    pthread_t thread;
+    router_loop *loop;
     router_ctx ctx;
     conn_set conns;
 };
@@ -203,84 +203,67 @@ static bool peer_is_loopback(int fd)
 typedef struct conn_arg {
     router *r;
     int fd;
+    bool loopback, h2;
+    size_t nout, npre;
+    char *pre;
+    char out[];
 } conn_arg;
 
-static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
+/* A connection handed off by the event loop: served by the blocking code on its own thread. */
 static void *conn_thread(void *p)
 {
-    conn_arg a = *(conn_arg *)p;
-    free(p);
-    router_ctx *ctx = &a.r->ctx;
-    bool loop = peer_is_loopback(a.fd);
-    int one = 1;
-    setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* Sniff: read until the bytes can no longer be a prefix of the h2 preface, or all 24 are in. */
-    char pre[24];
-    size_t n = 0;
-    while (n < sizeof(pre)) {
-        ssize_t k = recv(a.fd, pre + n, sizeof(pre) - n, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            goto out;
-        n += (size_t)k;
-        if (memcmp(pre, H2_PREFACE, n) != 0)
-            break;
-    }
-    if (n == sizeof(pre) && memcmp(pre, H2_PREFACE, n) == 0)
-        router_h2_serve(ctx, a.fd, loop, pre, n);
+    conn_arg *a = p;
+    router_ctx *ctx = &a->r->ctx;
+    if (a->nout > 0 && router_write_all(a->fd, a->out, a->nout) < 0)
+        goto out;
+    if (a->h2)
+        router_h2_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
     else
-        router_http1_serve(ctx, a.fd, loop, pre, n);
+        router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
 out:
-    conn_remove(&a.r->conns, a.fd);
-    close(a.fd);
+    conn_remove(&a->r->conns, a->fd);
+    close(a->fd);
+    free(a);
     return NULL;
 }
 
-static void *accept_thread(void *p)
+static int hook_accepted(void *payload, int fd)
 {
-    router *r = p;
+    router *r = payload;
+    return conn_add(&r->conns, fd) ? 0 : -ECANCELED;
+}
+
+static void hook_closed(void *payload, int fd)
+{
+    router *r = payload;
+    conn_remove(&r->conns, fd);
+}
+
+static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
+                        const char *pre, size_t npre)
+{
+    router *r = payload;
+    conn_arg *a = malloc(sizeof(*a) + nout + npre + 1);
+    if (!a)
+        return -ENOMEM;
+    *a = (conn_arg){.r = r, .fd = fd, .loopback = loopback, .h2 = h2, .nout = nout, .npre = npre};
+    a->pre = a->out + nout;
+    if (nout)
+        memcpy(a->out, out, nout);
+    if (npre)
+        memcpy(a->pre, pre, npre);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    for (;;) {
-        struct pollfd pf[2] = {{.fd = r->fd, .events = POLLIN},
-                               {.fd = r->wake[0], .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (pf[1].revents)
-            break;
-        int c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            if (errno == EMFILE || errno == ENFILE)
-                usleep(10000);
-            continue;
-        }
-        conn_arg *a = malloc(sizeof(*a));
-        pthread_t t;
-        if (!a) {
-            close(c);
-            continue;
-        }
-        *a = (conn_arg){r, c};
-        if (!conn_add(&r->conns, c)) {
-            free(a);
-            close(c);
-            continue;
-        }
-        if (pthread_create(&t, &attr, conn_thread, a) != 0) {
-            conn_remove(&r->conns, c);
-            free(a);
-            close(c);
-        }
-    }
+    pthread_t t;
+    int e = pthread_create(&t, &attr, conn_thread, a);
     pthread_attr_destroy(&attr);
-    return NULL;
+    if (e != 0) {
+        free(a);
+        return -e;
+    }
+    return 0;
 }
 
 static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_error)
@@ -350,11 +333,17 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, char
     r->ctx.resolver = o->resolver;
     r->ctx.proxy_timeout_ms = o->proxy_timeout_ms > 0 ? o->proxy_timeout_ms : 180000;
     r->ctx.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;
-    if (pipe2(r->wake, O_CLOEXEC) < 0 || pthread_create(&r->thread, NULL, accept_thread, r) != 0) {
+    router_loop_hooks hooks = {.payload = r,
+                               .accepted = hook_accepted,
+                               .closed = hook_closed,
+                               .loopback = peer_is_loopback,
+                               .handoff = hook_handoff};
+    int e = router_loop_start(&r->ctx, fd, &hooks, &r->loop);
+    if (e < 0) {
         close(fd);
         free(r->ctx.token);
         free(r);
-        return -errno;
+        return e;
     }
     *ret = r;
     *ret_port = port;
@@ -365,11 +354,7 @@ void router_stop(router *r)
 {
     if (!r)
         return;
-    (void)!write(r->wake[1], "x", 1);
-    pthread_join(r->thread, NULL);
-    close(r->fd);
-    close(r->wake[0]);
-    close(r->wake[1]);
+    router_loop_stop(r->loop, 1);
     /* Cut every open connection and wait (bounded) for its thread to let go of ctx. */
     pthread_mutex_lock(&r->conns.lock);
     r->conns.stopping = true;
@@ -385,6 +370,8 @@ void router_stop(router *r)
     pthread_mutex_unlock(&r->conns.lock);
     if (!idle)
         return; /* a thread is stuck (e.g. resolving): leave its state allocated */
+    router_loop_stop(r->loop, 2);
+    close(r->fd);
     free(r->conns.fds);
     pthread_mutex_destroy(&r->conns.lock);
     pthread_cond_destroy(&r->conns.empty);

@@ -1,0 +1,1319 @@
+/* The event-driven HTTP/1.1 hot path. A fixed pool of worker threads (one per CPU), each with
+ * its own epoll loop (edge-triggered, every fd registered once), accepts connections from the
+ * shared listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves the common request shape
+ * without a thread of its own: a request without a body, routed to a sandbox whose REST (or
+ * proxied legacy) endpoint is a unix socket and whose target the resolver knows at once. The
+ * upstream connection is non-blocking and kept alive per client connection; the response is
+ * relayed with back-pressure (the upstream socket is not read while bytes for the client are
+ * pending). Router-made answers (healthz, 401, 400, 404, 502, 504) are written by the loop too.
+ *
+ * Everything else is handed off, at a request boundary and before any of that request was
+ * answered, to a thread running the blocking code (router_http1_serve / router_h2_serve) with
+ * the bytes not yet consumed: request bodies (chunked, 100-continue, 1 GiB streams), the legacy
+ * emulation, resolutions that may block (resume, waiting for Ready), TCP upstreams, HTTP/2,
+ * protocol upgrades, malformed or oversized heads. The connection stays on that thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "router/router-internal.h"
+
+#define IN_CAP 65536
+#define RD_CAP 65536
+#define OUT_HIGH 65536 /* the upstream is not read while more than this waits for the client */
+#define CLIENT_IDLE_MS 120000
+
+typedef struct lbuf {
+    char *p;
+    size_t len, cap;
+} lbuf;
+
+static int lbuf_reserve(lbuf *b, size_t n)
+{
+    if (b->len + n + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int lbuf_put(lbuf *b, const void *d, size_t n)
+{
+    if (lbuf_reserve(b, n) < 0)
+        return -ENOMEM;
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static int lbuf_puts(lbuf *b, const char *s)
+{
+    return lbuf_put(b, s, strlen(s));
+}
+
+static void lbuf_free(lbuf *b)
+{
+    free(b->p);
+    *b = (lbuf){0};
+}
+
+/* Headers as "name\0value\0" runs in one reused buffer (no allocation per header). */
+typedef struct lhdrs {
+    lbuf a;
+    size_t *off;
+    size_t n, cap;
+    int st; /* 0 none, 1 in a name, 2 in a value */
+    size_t bytes;
+} lhdrs;
+
+static void lhdrs_reset(lhdrs *h)
+{
+    h->a.len = 0;
+    h->n = 0;
+    h->st = 0;
+    h->bytes = 0;
+}
+
+static void lhdrs_free(lhdrs *h)
+{
+    lbuf_free(&h->a);
+    free(h->off);
+    *h = (lhdrs){0};
+}
+
+static int lhdrs_field(lhdrs *h, const char *at, size_t n)
+{
+    h->bytes += n;
+    if (h->bytes > IN_CAP)
+        return -E2BIG;
+    if (h->st == 2 && lbuf_put(&h->a, "", 1) < 0)
+        return -ENOMEM;
+    if (h->st != 1) {
+        if (h->n == h->cap) {
+            size_t c = h->cap ? 2 * h->cap : 32;
+            size_t *v = realloc(h->off, c * sizeof(*v));
+            if (!v)
+                return -ENOMEM;
+            h->off = v;
+            h->cap = c;
+        }
+        h->off[h->n++] = h->a.len;
+    }
+    h->st = 1;
+    return lbuf_put(&h->a, at, n);
+}
+
+static int lhdrs_value(lhdrs *h, const char *at, size_t n)
+{
+    h->bytes += n;
+    if (h->bytes > IN_CAP || h->n == 0)
+        return -E2BIG;
+    if (h->st == 1 && lbuf_put(&h->a, "", 1) < 0)
+        return -ENOMEM;
+    h->st = 2;
+    return lbuf_put(&h->a, at, n);
+}
+
+static int lhdrs_end(lhdrs *h)
+{
+    if (h->st == 1 && lbuf_put(&h->a, "", 1) < 0)
+        return -ENOMEM;
+    if (h->st != 0 && lbuf_put(&h->a, "", 1) < 0)
+        return -ENOMEM;
+    h->st = 0;
+    return 0;
+}
+
+static inline const char *lh_name(const lhdrs *h, size_t i)
+{
+    return h->a.p + h->off[i];
+}
+
+enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
+
+typedef struct lworker lworker;
+
+typedef struct lconn {
+    lworker *w;
+    struct lconn *prev, *next;
+    int fd;
+    bool loopback;
+    int st;
+    /* client input: [start, len) not consumed by finished requests; [start, parsed) parsed */
+    char *in;
+    size_t in_start, in_parsed, in_len;
+    bool rd_eof, can_read, can_write;
+    http_parser p;
+    lbuf url;
+    lhdrs h;
+    bool head_done, msg_done, has_body, keep_alive;
+    size_t req_len; /* bytes of the finished request */
+    /* to the client */
+    lbuf out;
+    size_t out_off;
+    /* upstream */
+    int up_fd;
+    char *up_addr;
+    bool up_reused, up_retried, up_can_read, up_can_write, up_eof;
+    lbuf up_req;
+    size_t up_req_off;
+    http_parser rp;
+    lhdrs rh;
+    lbuf reason;
+    bool r_head_sent, r_done, r_chunked_out, r_no_body, r_got;
+    int r_err;
+    long long deadline, last_io;
+    router_route route;
+    bool dead;
+    bool ev_out, up_ev_out; /* EPOLLOUT registered (only while a write is blocked) */
+    bool rdhup, up_rdhup;   /* the peer's FIN was seen: read until EOF */
+} lconn;
+
+struct lworker {
+    router_loop *L;
+    int ep, ev;
+    pthread_t thread;
+    lconn *conns;
+    lconn *dead; /* closed during this batch of events, freed after it */
+    pthread_mutex_t lock;
+    struct resolve_job *done; /* finished resolutions (under lock) */
+    char rd[RD_CAP];
+};
+
+struct router_loop {
+    router_ctx *ctx;
+    int listen_fd;
+    size_t nw;
+    lworker *w;
+    atomic_int phase; /* 0 serving, 1 not accepting, 2 exit */
+    router_loop_hooks hooks;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define TAG_UP 1UL
+
+/* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the
+ * peer consumes would be an extra event (a wake-up) per request. */
+static void want_out(lconn *c, bool up, bool on);
+
+static void conn_release(lconn *c)
+{
+    free(c->up_addr);
+    free(c->in);
+    lbuf_free(&c->url);
+    lhdrs_free(&c->h);
+    lbuf_free(&c->out);
+    lbuf_free(&c->up_req);
+    lhdrs_free(&c->rh);
+    lbuf_free(&c->reason);
+    free(c);
+}
+
+/* Unlinks c; its memory lives until the end of the current batch of events. */
+static void conn_free(lconn *c)
+{
+    lworker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->up_fd = safe_close(c->up_fd);
+    c->dead = true;
+    c->next = w->dead;
+    c->prev = NULL;
+    w->dead = c;
+}
+
+static void reap(lworker *w)
+{
+    while (w->dead) {
+        lconn *c = w->dead;
+        w->dead = c->next;
+        conn_release(c);
+    }
+}
+
+static void conn_close(lconn *c)
+{
+    int fd = c->fd;
+    router_loop *L = c->w->L;
+    conn_free(c);
+    L->hooks.closed(L->hooks.payload, fd);
+    close(fd);
+}
+
+static void want_out(lconn *c, bool up, bool on)
+{
+    bool *cur = up ? &c->up_ev_out : &c->ev_out;
+    int fd = up ? c->up_fd : c->fd;
+    if (*cur == on || fd < 0)
+        return;
+    void *ptr = up ? (void *)((uintptr_t)c | TAG_UP) : (void *)c;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0),
+                             .data.ptr = ptr};
+    if (epoll_ctl(c->w->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+        *cur = on;
+}
+
+static void upstream_drop(lconn *c)
+{
+    c->up_fd = safe_close(c->up_fd);
+    free(c->up_addr);
+    c->up_addr = NULL;
+    c->up_can_read = c->up_can_write = c->up_eof = c->up_ev_out = c->up_rdhup = false;
+}
+
+/* Gives the connection to a thread running the blocking code: it gets every byte the loop has
+ * not answered yet (pending response bytes first, then the unconsumed request bytes). */
+static void conn_handoff(lconn *c, bool h2)
+{
+    router_loop *L = c->w->L;
+    int fd = c->fd;
+    epoll_ctl(c->w->ep, EPOLL_CTL_DEL, fd, NULL);
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    size_t nout = c->out.len - c->out_off;
+    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2, nout ? c->out.p + c->out_off : "",
+                         nout, c->in + c->in_start, c->in_len - c->in_start) < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_free(c);
+}
+
+/* ---- writing to the client ---- */
+
+static int out_simple(lconn *c, int status, const char *ctype, const char *body, size_t len)
+{
+    char head[256];
+    int n = snprintf(
+        head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+        status, http_status_str(status), ctype, len, c->keep_alive ? "" : "Connection: close\r\n");
+    if (n < 0 || (size_t)n >= sizeof(head))
+        return -E2BIG;
+    if (lbuf_put(&c->out, head, (size_t)n) < 0)
+        return -ENOMEM;
+    if (c->p.method != HTTP_HEAD && len > 0 && lbuf_put(&c->out, body, len) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int out_detail(lconn *c, const router_error *err)
+{
+    _cleanup_free_ char *body = router_detail_json(err->detail);
+    if (!body)
+        return -ENOMEM;
+    return out_simple(c, err->http_status, "application/json", body, strlen(body));
+}
+
+/* Sends what is pending. Returns 0 (all sent or the socket is full) or a negative errno. */
+static int client_flush(lconn *c)
+{
+    while (c->out_off < c->out.len && c->can_write) {
+        ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->can_write = false;
+                want_out(c, false, true);
+                break;
+            }
+            return -errno;
+        }
+        c->out_off += (size_t)n;
+    }
+    if (c->out_off == c->out.len) {
+        c->out.len = c->out_off = 0;
+        if (c->ev_out)
+            want_out(c, false, false);
+    }
+    return 0;
+}
+
+/* ---- the response relay ---- */
+
+static int rs_status(http_parser *p, const char *at, size_t n)
+{
+    lconn *c = p->data;
+    return lbuf_put(&c->reason, at, n) < 0;
+}
+static int rs_field(http_parser *p, const char *at, size_t n)
+{
+    return lhdrs_field(&((lconn *)p->data)->rh, at, n) < 0;
+}
+static int rs_value(http_parser *p, const char *at, size_t n)
+{
+    return lhdrs_value(&((lconn *)p->data)->rh, at, n) < 0;
+}
+
+static int rs_headers_complete(http_parser *p)
+{
+    lconn *c = p->data;
+    if (p->status_code < 200)
+        return 0;
+    if (lhdrs_end(&c->rh) < 0) {
+        c->r_err = -ENOMEM;
+        return -1;
+    }
+    bool has_len = (p->flags & F_CONTENTLENGTH) && !(p->flags & F_CHUNKED);
+    c->r_no_body = c->p.method == HTTP_HEAD || p->status_code == 204 || p->status_code == 304;
+    c->r_chunked_out = !c->r_no_body && !has_len;
+    if (c->r_chunked_out && c->p.http_major == 1 && c->p.http_minor == 0)
+        c->keep_alive = false, c->r_chunked_out = false;
+    lbuf *o = &c->out;
+    if (lbuf_reserve(o, 128 + c->reason.len + c->rh.a.len + 4 * c->rh.n) < 0) {
+        c->r_err = -ENOMEM;
+        return -1;
+    }
+    unsigned sc = p->status_code % 1000;
+    char line[16] = "HTTP/1.1 000 ";
+    line[9] = (char)('0' + sc / 100);
+    line[10] = (char)('0' + sc / 10 % 10);
+    line[11] = (char)('0' + sc % 10);
+    memcpy(o->p + o->len, line, 13);
+    o->len += 13;
+    memcpy(o->p + o->len, c->reason.p ? c->reason.p : "", c->reason.len);
+    o->len += c->reason.p ? c->reason.len : 0;
+    memcpy(o->p + o->len, "\r\n", 2);
+    o->len += 2;
+    for (size_t i = 0; i < c->rh.n; i++) {
+        const char *name = lh_name(&c->rh, i);
+        size_t nl = strlen(name);
+        if (router_response_header_dropped(name, nl))
+            continue;
+        if (!has_len && !c->r_no_body && strcasecmp(name, "content-length") == 0)
+            continue;
+        const char *v = name + nl + 1;
+        size_t vl = strlen(v);
+        memcpy(o->p + o->len, name, nl);
+        o->len += nl;
+        memcpy(o->p + o->len, ": ", 2);
+        o->len += 2;
+        memcpy(o->p + o->len, v, vl);
+        o->len += vl;
+        memcpy(o->p + o->len, "\r\n", 2);
+        o->len += 2;
+    }
+#define PUT_LIT(lit) (memcpy(o->p + o->len, lit, sizeof(lit) - 1), o->len += sizeof(lit) - 1)
+    if (c->r_chunked_out)
+        PUT_LIT("Transfer-Encoding: chunked\r\n");
+    if (!c->keep_alive)
+        PUT_LIT("Connection: close\r\n");
+    PUT_LIT("\r\n");
+#undef PUT_LIT
+    c->r_head_sent = true;
+    return c->p.method == HTTP_HEAD ? 1 : 0;
+}
+
+static int rs_body(http_parser *p, const char *at, size_t n)
+{
+    lconn *c = p->data;
+    if (c->r_no_body)
+        return 0;
+    if (c->r_chunked_out) {
+        char pre[32];
+        int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
+        if (lbuf_put(&c->out, pre, (size_t)k) < 0 || lbuf_put(&c->out, at, n) < 0 ||
+            lbuf_put(&c->out, "\r\n", 2) < 0) {
+            c->r_err = -ENOMEM;
+            return -1;
+        }
+        return 0;
+    }
+    if (lbuf_put(&c->out, at, n) < 0) {
+        c->r_err = -ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+static int rs_complete(http_parser *p)
+{
+    lconn *c = p->data;
+    if (p->status_code < 200) {
+        lhdrs_reset(&c->rh);
+        c->reason.len = 0;
+        if (c->reason.p)
+            c->reason.p[0] = '\0';
+        return 0;
+    }
+    if (c->r_chunked_out && lbuf_put(&c->out, "0\r\n\r\n", 5) < 0) {
+        c->r_err = -ENOMEM;
+        return -1;
+    }
+    c->r_done = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings relay_settings = {
+    .on_status = rs_status,
+    .on_header_field = rs_field,
+    .on_header_value = rs_value,
+    .on_headers_complete = rs_headers_complete,
+    .on_body = rs_body,
+    .on_message_complete = rs_complete,
+};
+
+/* ---- request parsing ---- */
+
+static int rq_url(http_parser *p, const char *at, size_t n)
+{
+    lconn *c = p->data;
+    if (c->url.len + n > IN_CAP)
+        return 1;
+    return lbuf_put(&c->url, at, n) < 0;
+}
+static int rq_field(http_parser *p, const char *at, size_t n)
+{
+    return lhdrs_field(&((lconn *)p->data)->h, at, n) < 0;
+}
+static int rq_value(http_parser *p, const char *at, size_t n)
+{
+    return lhdrs_value(&((lconn *)p->data)->h, at, n) < 0;
+}
+static int rq_headers_complete(http_parser *p)
+{
+    lconn *c = p->data;
+    c->head_done = true;
+    c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
+    if (lhdrs_end(&c->h) < 0)
+        return -1;
+    if (c->has_body) {
+        http_parser_pause(p, 1); /* handed off: the thread parses the body */
+        return 0;
+    }
+    return 0;
+}
+static int rq_complete(http_parser *p)
+{
+    lconn *c = p->data;
+    c->msg_done = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings request_settings = {
+    .on_url = rq_url,
+    .on_header_field = rq_field,
+    .on_header_value = rq_value,
+    .on_headers_complete = rq_headers_complete,
+    .on_message_complete = rq_complete,
+};
+
+static bool path_is(const char *url, const char *want)
+{
+    size_t n = strlen(want);
+    return strncmp(url, want, n) == 0 && (url[n] == '\0' || url[n] == '?');
+}
+
+static void request_reset(lconn *c)
+{
+    c->url.len = 0;
+    if (c->url.p)
+        c->url.p[0] = '\0';
+    lhdrs_reset(&c->h);
+    c->head_done = c->msg_done = c->has_body = false;
+}
+
+/* ---- upstream ---- */
+
+static int upstream_connect(lconn *c, const char *addr)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *path = addr + 5;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int r = -errno;
+        close(fd);
+        return r; /* -EAGAIN: backlog full, the caller hands the connection off */
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = (void *)((uintptr_t)c | TAG_UP)};
+    if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    c->up_fd = fd;
+    c->up_addr = strdup(addr);
+    c->up_can_read = false;
+    c->up_can_write = true;
+    c->up_eof = false;
+    c->up_ev_out = false;
+    c->up_rdhup = false;
+    return c->up_addr ? 0 : -ENOMEM;
+}
+
+static int upstream_get(lconn *c, const char *addr)
+{
+    c->up_reused = false;
+    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0 && !c->up_eof) {
+        c->up_reused = true;
+        return 0;
+    }
+    upstream_drop(c);
+    int r = upstream_connect(c, addr);
+    if (r < 0)
+        upstream_drop(c);
+    return r;
+}
+
+static int build_request(lconn *c)
+{
+    lbuf *b = &c->up_req;
+    b->len = 0;
+    c->up_req_off = 0;
+    const char *m = http_method_str(c->p.method);
+    if (lbuf_reserve(b, 64 + c->url.len + c->h.a.len + 4 * c->h.n) < 0)
+        return -ENOMEM;
+    size_t ml = strlen(m);
+    const char *url = c->url.len ? c->url.p : "/";
+    size_t ul = c->url.len ? c->url.len : 1;
+    static const char tail[] = " HTTP/1.1\r\nHost: sandbox\r\n";
+    memcpy(b->p, m, ml);
+    b->p[ml] = ' ';
+    memcpy(b->p + ml + 1, url, ul);
+    memcpy(b->p + ml + 1 + ul, tail, sizeof(tail) - 1);
+    b->len = ml + 1 + ul + sizeof(tail) - 1;
+    const char *cl = NULL;
+    for (size_t i = 0; i < c->h.n; i++) {
+        const char *name = lh_name(&c->h, i);
+        size_t nl = strlen(name);
+        if (router_header_dropped(name, nl)) {
+            if (nl == 14 && strcasecmp(name, "content-length") == 0)
+                cl = name + nl + 1;
+            continue;
+        }
+        const char *v = name + nl + 1;
+        size_t vl = strlen(v);
+        memcpy(b->p + b->len, name, nl);
+        b->len += nl;
+        memcpy(b->p + b->len, ": ", 2);
+        b->len += 2;
+        memcpy(b->p + b->len, v, vl);
+        b->len += vl;
+        memcpy(b->p + b->len, "\r\n", 2);
+        b->len += 2;
+    }
+    if (cl && lbuf_puts(b, "Content-Length: ") == 0 && lbuf_puts(b, cl) == 0)
+        lbuf_puts(b, "\r\n");
+    return lbuf_puts(b, "\r\n");
+}
+
+/* Writes the pending request head. Returns 0 (sent or waiting for EPOLLOUT) or -errno. */
+static int upstream_flush(lconn *c)
+{
+    while (c->up_req_off < c->up_req.len && c->up_can_write) {
+        ssize_t n = send(c->up_fd, c->up_req.p + c->up_req_off, c->up_req.len - c->up_req_off,
+                         MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->up_can_write = false;
+                want_out(c, true, true);
+                break;
+            }
+            return -errno;
+        }
+        c->up_req_off += (size_t)n;
+    }
+    if (c->up_req_off == c->up_req.len && c->up_ev_out)
+        want_out(c, true, false);
+    return 0;
+}
+
+static void relay_start(lconn *c)
+{
+    http_parser_init(&c->rp, HTTP_RESPONSE);
+    c->rp.data = c;
+    lhdrs_reset(&c->rh);
+    c->reason.len = 0;
+    if (c->reason.p)
+        c->reason.p[0] = '\0';
+    c->r_head_sent = c->r_done = c->r_chunked_out = c->r_no_body = c->r_got = false;
+    c->r_err = 0;
+}
+
+/* (Re)sends the built request on a (new) upstream connection. */
+static int upstream_send(lconn *c, const char *addr)
+{
+    int r = upstream_get(c, addr);
+    if (r < 0)
+        return r;
+    c->up_req_off = 0;
+    relay_start(c);
+    r = upstream_flush(c);
+    if (r < 0 && c->up_reused) {
+        upstream_drop(c);
+        if ((r = upstream_get(c, addr)) < 0)
+            return r;
+        r = upstream_flush(c);
+    }
+    if (r < 0)
+        upstream_drop(c);
+    return r;
+}
+
+static void answer_error(lconn *c, int status, const char *fmt)
+{
+    router_error err;
+    router_error_set(&err, status, fmt, c->route.id);
+    c->keep_alive = false;
+    out_detail(c, &err); /* on ENOMEM the connection is just closed */
+    c->st = ST_CLOSING;
+}
+
+static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
+static int resolve_async(lconn *c);
+
+/* A finished request (no body) is in c->url / c->h. Returns 1 when the connection was handed
+ * off (c is gone), else 0. */
+static int request_dispatch(lconn *c)
+{
+    router_loop *L = c->w->L;
+    router_ctx *ctx = L->ctx;
+    router_error err = {0};
+    http_parser *p = &c->p;
+    c->keep_alive = http_should_keep_alive(p);
+    const char *url = c->url.p ? c->url.p : "/";
+    /* the headers the router looks at, first occurrence, in one pass */
+    enum { H_AUTH, H_ID, H_NS, H_PORT, H_IP, H_CT, H_EXPECT, H_N };
+    static const struct {
+        const char *name;
+        size_t len;
+    } want[H_N] = {{"authorization", 13},  {"x-sandbox-id", 12},     {"x-sandbox-namespace", 19},
+                   {"x-sandbox-port", 14}, {"x-sandbox-pod-ip", 16}, {"content-type", 12},
+                   {"expect", 6}};
+    const char *hv[H_N] = {0};
+    for (size_t i = 0; i < c->h.n; i++) {
+        const char *name = lh_name(&c->h, i);
+        size_t nl = strlen(name);
+        for (int k = 0; k < H_N; k++)
+            if (!hv[k] && nl == want[k].len && strcasecmp(name, want[k].name) == 0) {
+                hv[k] = name + nl + 1;
+                break;
+            }
+    }
+    if (p->upgrade || hv[H_EXPECT]) {
+        upstream_drop(c);
+        conn_handoff(c, false);
+        return 1;
+    }
+    if (p->method == HTTP_GET && path_is(url, "/healthz")) {
+        static const char ok[] = "{\"status\":\"ok\"}";
+        return out_simple(c, 200, "application/json", ok, sizeof(ok) - 1) < 0 ? -1 : 0;
+    }
+    if (router_check_auth(hv[H_AUTH], ctx->token, ctx->allow_unauthenticated, c->loopback, &err) <
+        0)
+        return out_detail(c, &err) < 0 ? -1 : 0;
+    router_request_info in = {
+        .method = http_method_str(p->method),
+        .path = url,
+        .sandbox_id = hv[H_ID],
+        .sandbox_ns = hv[H_NS],
+        .sandbox_port = hv[H_PORT],
+        .pod_ip = hv[H_IP],
+        .content_type = hv[H_CT],
+    };
+    if (router_route_request(&in, &c->route, &err) < 0)
+        return out_detail(c, &err) < 0 ? -1 : 0;
+    if (c->route.kind == ROUTER_KIND_GRPC) {
+        router_error_set(&err, 400, "gRPC requests need HTTP/2 (h2c prior knowledge).");
+        return out_detail(c, &err) < 0 ? -1 : 0;
+    }
+    router_target t = {0};
+    int r = ctx->resolver->resolve(ctx->resolver, c->route.ns, c->route.id, true, &t, &err);
+    if (r == -EWOULDBLOCK)
+        return resolve_async(c);
+    return dispatch_target(c, r, &t, &err);
+}
+
+/* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
+static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
+{
+    router_ctx *ctx = c->w->L->ctx;
+    if (r < 0)
+        return out_detail(c, err) < 0 ? -1 : 0;
+    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
+    if (!addr || strncmp(addr, "unix:", 5) != 0) {
+        router_target_done(t);
+        goto handoff;
+    }
+    r = build_request(c);
+    if (r == 0) {
+        c->up_retried = false;
+        r = upstream_send(c, addr);
+    }
+    router_target_done(t);
+    if (r == -EAGAIN)
+        goto handoff;
+    if (r < 0) {
+        ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
+        router_error_set(err, r == -ETIMEDOUT ? 504 : 502,
+                         r == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
+                                         : "Could not connect to the backend sandbox: %s",
+                         c->route.id);
+        return out_detail(c, err) < 0 ? -1 : 0;
+    }
+    c->st = ST_UPSTREAM;
+    c->deadline = now_ms() + ctx->proxy_timeout_ms;
+    return 0;
+handoff:
+    upstream_drop(c);
+    conn_handoff(c, false);
+    return 1;
+}
+
+/* A resolution that may block (cache miss, resume, waiting for Ready) runs on a thread of its
+ * own; the connection waits in ST_RESOLVING (its events ignored) and the worker picks the
+ * result up from its done list when the thread signals the worker's eventfd. */
+typedef struct resolve_job {
+    struct resolve_job *next;
+    lconn *c;
+    router_route route;
+    router_target t;
+    router_error err;
+    int r;
+} resolve_job;
+
+static void *resolve_thread(void *p)
+{
+    resolve_job *j = p;
+    lworker *w = j->c->w;
+    router_resolver *res = w->L->ctx->resolver;
+    j->r = res->resolve(res, j->route.ns, j->route.id, false, &j->t, &j->err);
+    pthread_mutex_lock(&w->lock);
+    j->next = w->done;
+    w->done = j;
+    pthread_mutex_unlock(&w->lock);
+    uint64_t one = 1;
+    (void)!write(w->ev, &one, sizeof(one));
+    return NULL;
+}
+
+static int resolve_async(lconn *c)
+{
+    resolve_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -1;
+    j->c = c;
+    j->route = c->route;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t th;
+    int e = pthread_create(&th, &attr, resolve_thread, j);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        free(j);
+        upstream_drop(c);
+        conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
+        return 1;
+    }
+    c->st = ST_RESOLVING;
+    return 0;
+}
+
+static void conn_run(lconn *c);
+
+static void resolve_done(lworker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    resolve_job *list = w->done;
+    w->done = NULL;
+    pthread_mutex_unlock(&w->lock);
+    while (list) {
+        resolve_job *j = list;
+        list = j->next;
+        lconn *c = j->c;
+        c->st = ST_READ;
+        c->last_io = now_ms();
+        int r = dispatch_target(c, j->r, &j->t, &j->err);
+        router_target_done(&j->t);
+        free(j);
+        if (r == 1)
+            continue;
+        if (r < 0) {
+            c->keep_alive = false;
+            c->st = ST_CLOSING;
+        } else if (c->st == ST_READ) { /* answered by the router */
+            c->in_start += c->req_len;
+            request_reset(c);
+            if (!c->keep_alive)
+                c->st = ST_CLOSING;
+        }
+        conn_run(c);
+    }
+}
+
+/* The upstream response is complete or failed: go on with the next request or close. */
+static void relay_end(lconn *c, int err)
+{
+    if (err == 0) {
+        c->in_start += c->req_len;
+        request_reset(c);
+        c->st = c->keep_alive ? ST_READ : ST_CLOSING;
+        c->last_io = now_ms(); /* the client's idle time starts now */
+        return;
+    }
+    upstream_drop(c);
+    if (c->r_head_sent) {
+        /* the response started: cut the connection (whatever was relayed is flushed) */
+        c->keep_alive = false;
+        c->st = ST_CLOSING;
+        return;
+    }
+    /* nothing of this response is in c->out (earlier pipelined responses may be) */
+    answer_error(c, err == -ETIMEDOUT ? 504 : 502,
+                 err == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
+                                   : "Could not connect to the backend sandbox: %s");
+}
+
+/* Reads and relays upstream bytes while the client keeps up. */
+static void relay_step(lconn *c)
+{
+    lworker *w = c->w;
+    while (c->st == ST_UPSTREAM && c->up_fd >= 0) {
+        if (c->up_req_off < c->up_req.len && c->up_can_write) {
+            int r = upstream_flush(c);
+            if (r < 0) {
+                if (!c->r_got && c->up_reused && !c->up_retried) {
+                    c->up_retried = true;
+                    _cleanup_free_ char *addr = strdup(c->up_addr);
+                    upstream_drop(c);
+                    if (addr && upstream_send(c, addr) == 0)
+                        continue;
+                }
+                relay_end(c, -ECONNRESET);
+                return;
+            }
+        }
+        if (c->out.len - c->out_off > OUT_HIGH)
+            return; /* back-pressure: wait for the client */
+        if (!c->up_can_read)
+            return;
+        ssize_t n = recv(c->up_fd, w->rd, RD_CAP, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->up_can_read = false;
+                return;
+            }
+        }
+        int rerr = n < 0 ? -errno : 0;
+        if (n > 0 && n < RD_CAP && !c->up_rdhup)
+            c->up_can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        if (n > 0) {
+            c->r_got = true;
+            c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
+        }
+        size_t len = n > 0 ? (size_t)n : 0;
+        size_t k = rerr ? 0 : http_parser_execute(&c->rp, &relay_settings, w->rd, len);
+        if (c->r_done) {
+            if (k != len || !http_should_keep_alive(&c->rp))
+                upstream_drop(c);
+            relay_end(c, 0);
+            return;
+        }
+        if (rerr == 0 && n == 0)
+            rerr = -ECONNRESET;
+        if (rerr == 0 && (HTTP_PARSER_ERRNO(&c->rp) != HPE_OK || k != len))
+            rerr = c->r_err < 0 ? c->r_err : -EPROTO;
+        if (rerr < 0) {
+            if (!c->r_got && c->up_reused && !c->up_retried &&
+                (rerr == -ECONNRESET || rerr == -EPIPE)) {
+                /* a stale kept-alive connection: once more on a fresh one */
+                c->up_retried = true;
+                _cleanup_free_ char *addr = strdup(c->up_addr);
+                upstream_drop(c);
+                if (addr && upstream_send(c, addr) == 0)
+                    continue;
+            }
+            relay_end(c, rerr);
+            return;
+        }
+    }
+}
+
+/* Parses buffered client bytes and dispatches finished requests. Returns 1 when c is gone. */
+static int parse_step(lconn *c)
+{
+    while (c->st == ST_READ) {
+        if (c->out.len - c->out_off > OUT_HIGH)
+            return 0;
+        if (c->in_parsed < c->in_len) {
+            size_t k = http_parser_execute(&c->p, &request_settings, c->in + c->in_parsed,
+                                           c->in_len - c->in_parsed);
+            c->in_parsed += k;
+            enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+            if (c->msg_done) {
+                http_parser_pause(&c->p, 0);
+                c->req_len = c->in_parsed - c->in_start;
+                int r = request_dispatch(c);
+                if (r == 1)
+                    return 1;
+                if (r < 0) {
+                    c->keep_alive = false;
+                    c->st = ST_CLOSING;
+                    return 0;
+                }
+                if (c->st == ST_READ) { /* answered by the router */
+                    c->in_start += c->req_len;
+                    request_reset(c);
+                    if (!c->keep_alive)
+                        c->st = ST_CLOSING;
+                }
+                continue;
+            }
+            if ((c->head_done && c->has_body) || e != HPE_OK) {
+                conn_handoff(c, false);
+                return 1;
+            }
+        }
+        /* need more bytes */
+        if (c->in_start > 0) {
+            memmove(c->in, c->in + c->in_start, c->in_len - c->in_start);
+            c->in_len -= c->in_start;
+            c->in_parsed -= c->in_start;
+            c->in_start = 0;
+        }
+        if (c->in_len == IN_CAP) {
+            conn_handoff(c, false); /* a head larger than the buffer */
+            return 1;
+        }
+        if (c->rd_eof) {
+            c->st = ST_CLOSING;
+            return 0;
+        }
+        if (!c->can_read)
+            return 0;
+        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->can_read = false;
+                return 0;
+            }
+            c->st = ST_CLOSING;
+            c->out.len = c->out_off = 0;
+            return 0;
+        }
+        if (n == 0) {
+            c->rd_eof = true;
+            continue;
+        }
+        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
+            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        c->last_io = now_ms();
+        c->in_len += (size_t)n;
+    }
+    return 0;
+}
+
+static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* Runs the connection's state machine as far as it goes. */
+static void conn_run(lconn *c)
+{
+    if (c->st == ST_RESOLVING)
+        return; /* resolve_done picks it up */
+    for (;;) {
+        if (c->st == ST_SNIFF) {
+            while (c->in_len < 24 && c->can_read) {
+                ssize_t n = recv(c->fd, c->in + c->in_len, 24 - c->in_len, 0);
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                    c->can_read = false;
+                    break;
+                }
+                if (n <= 0) {
+                    conn_close(c);
+                    return;
+                }
+                c->last_io = now_ms();
+                c->in_len += (size_t)n;
+                if (memcmp(c->in, H2_PREFACE, c->in_len) != 0)
+                    break;
+            }
+            if (memcmp(c->in, H2_PREFACE, c->in_len) == 0) {
+                if (c->in_len < 24)
+                    return;
+                conn_handoff(c, true);
+                return;
+            }
+            c->st = ST_READ;
+        }
+        if (c->st == ST_READ && parse_step(c) == 1)
+            return;
+        if (c->st == ST_UPSTREAM)
+            relay_step(c);
+        if (client_flush(c) < 0) {
+            conn_close(c);
+            return;
+        }
+        if (c->st == ST_CLOSING) {
+            if (c->out.len == 0) {
+                conn_close(c);
+                return;
+            }
+            return; /* waiting for EPOLLOUT */
+        }
+        /* progress possible? */
+        bool more = false;
+        if (c->st == ST_READ && c->out.len - c->out_off <= OUT_HIGH &&
+            (c->in_parsed < c->in_len || c->can_read || c->rd_eof))
+            more = true;
+        if (c->st == ST_UPSTREAM && c->out.len - c->out_off <= OUT_HIGH &&
+            (c->up_can_read || (c->up_req_off < c->up_req.len && c->up_can_write)))
+            more = true;
+        if (!more)
+            return;
+    }
+}
+
+static void conn_new(lworker *w, int fd)
+{
+    lconn *c = calloc(1, sizeof(*c));
+    if (c)
+        c->in = malloc(IN_CAP);
+    if (!c || !c->in) {
+        free(c);
+        w->L->hooks.closed(w->L->hooks.payload, fd);
+        close(fd);
+        return;
+    }
+    c->w = w;
+    c->fd = fd;
+    c->up_fd = -1;
+    c->loopback = w->L->hooks.loopback(fd);
+    c->can_write = true;
+    c->last_io = now_ms();
+    http_parser_init(&c->p, HTTP_REQUEST);
+    c->p.data = c;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        conn_close(c);
+        return;
+    }
+    c->can_read = true; /* try at once: the request is often there already */
+    conn_run(c);
+}
+
+static void sweep(lworker *w, long long now)
+{
+    for (lconn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->st == ST_UPSTREAM && now >= c->deadline) {
+            relay_end(c, -ETIMEDOUT);
+            conn_run(c);
+        } else if ((c->st == ST_READ || c->st == ST_SNIFF) && c->out.len == 0 &&
+                   now - c->last_io >= CLIENT_IDLE_MS)
+            conn_close(c);
+    }
+}
+
+static void *worker_main(void *p)
+{
+    lworker *w = p;
+    router_loop *L = w->L;
+    struct epoll_event evs[128];
+    bool listening = true;
+    long long last_sweep = now_ms();
+    for (;;) {
+        int ph = atomic_load(&L->phase);
+        if (ph >= 1 && listening) {
+            epoll_ctl(w->ep, EPOLL_CTL_DEL, L->listen_fd, NULL);
+            listening = false;
+        }
+        if (ph >= 2)
+            break;
+        int n = epoll_wait(w->ep, evs, 128, w->conns ? 1000 : -1);
+        if (n < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < n; i++) {
+            void *ptr = evs[i].data.ptr;
+            uint32_t e = evs[i].events;
+            if (ptr == NULL) { /* the listener */
+                for (int k = 0; k < 64 && atomic_load(&L->phase) == 0; k++) {
+                    int fd = accept4(L->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                    if (fd < 0)
+                        break;
+                    if (L->hooks.accepted(L->hooks.payload, fd) < 0) {
+                        close(fd);
+                        continue;
+                    }
+                    conn_new(w, fd);
+                }
+                continue;
+            }
+            if (ptr == (void *)w) { /* the eventfd */
+                uint64_t v;
+                (void)!read(w->ev, &v, sizeof(v));
+                resolve_done(w);
+                continue;
+            }
+            /* A connection closed earlier in this batch could have been freed: events of this
+             * batch for it are skipped by checking membership. */
+            lconn *c = (lconn *)((uintptr_t)ptr & ~TAG_UP);
+            if (c->dead)
+                continue;
+            if ((uintptr_t)ptr & TAG_UP) {
+                if (e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->up_can_read = true;
+                if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->up_rdhup = true;
+                if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+                    c->up_can_write = true;
+                if (c->st != ST_UPSTREAM) {
+                    /* an idle kept-alive upstream went away: forget it */
+                    if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                        c->up_eof = true;
+                    continue;
+                }
+            } else {
+                if (e & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->can_read = true;
+                if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+                    c->rdhup = true;
+                if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+                    c->can_write = true;
+            }
+            conn_run(c);
+        }
+        long long now = now_ms();
+        if (now - last_sweep >= 1000) {
+            last_sweep = now;
+            sweep(w, now);
+        }
+        reap(w);
+    }
+    while (w->conns)
+        conn_close(w->conns);
+    reap(w);
+    return NULL;
+}
+
+int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *hooks,
+                      router_loop **ret)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("ASB_ROUTER_WORKERS");
+    if (env && atoi(env) > 0)
+        ncpu = atoi(env);
+    size_t nw = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (size_t)ncpu;
+    router_loop *L = calloc(1, sizeof(*L));
+    if (!L)
+        return -ENOMEM;
+    L->ctx = ctx;
+    L->listen_fd = listen_fd;
+    L->hooks = *hooks;
+    L->w = calloc(nw, sizeof(*L->w));
+    if (!L->w) {
+        free(L);
+        return -ENOMEM;
+    }
+    int fl = fcntl(listen_fd, F_GETFL);
+    fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+    int r = 0;
+    for (size_t i = 0; i < nw; i++) {
+        lworker *w = &L->w[i];
+        w->L = L;
+        pthread_mutex_init(&w->lock, NULL);
+        w->ep = epoll_create1(EPOLL_CLOEXEC);
+        w->ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        struct epoll_event le = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
+        struct epoll_event ee = {.events = EPOLLIN, .data.ptr = w};
+        if (w->ep < 0 || w->ev < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, listen_fd, &le) < 0 ||
+            epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ev, &ee) < 0) {
+            r = -errno;
+            safe_close(w->ep);
+            safe_close(w->ev);
+            break;
+        }
+        if ((r = -pthread_create(&w->thread, NULL, worker_main, w)) < 0) {
+            close(w->ep);
+            close(w->ev);
+            break;
+        }
+        L->nw++;
+    }
+    if (r < 0) {
+        router_loop_stop(L, 2);
+        return r;
+    }
+    *ret = L;
+    return 0;
+}
+
+static void wake_all(router_loop *L)
+{
+    uint64_t one = 1;
+    for (size_t i = 0; i < L->nw; i++)
+        (void)!write(L->w[i].ev, &one, sizeof(one));
+}
+
+void router_loop_stop(router_loop *L, int phase)
+{
+    if (!L)
+        return;
+    atomic_store(&L->phase, phase);
+    wake_all(L);
+    if (phase < 2)
+        return;
+    for (size_t i = 0; i < L->nw; i++) {
+        pthread_join(L->w[i].thread, NULL);
+        close(L->w[i].ep);
+        close(L->w[i].ev);
+    }
+    free(L->w);
+    free(L);
+}
