@@ -10,8 +10,8 @@ from local_sandbox import create, sbx_state, start_sbx, wait_ready  # noqa: F401
 SCRIPT = "echo hello; echo err >&2; sleep 1; echo bye"
 
 
-def main_sandbox(start_sbx, name="lg", script=SCRIPT, ready=True):
-    asb = start_sbx()
+def main_sandbox(start_sbx, name="lg", script=SCRIPT, ready=True, env=None):
+    asb = start_sbx(env)
     create(asb, name, container={"command": ["sh", "-c", script]})
     if ready:
         wait_ready(asb, name, timeout=20)
@@ -33,7 +33,9 @@ def test_logs_and_follow(start_sbx):
 
 
 def test_logs_while_running_and_claim(start_sbx):
-    asb = main_sandbox(start_sbx, script="echo hello; echo err >&2; sleep 3; echo bye")
+    # The claim below is bound by hand: no claim controller to overwrite its status.
+    asb = main_sandbox(start_sbx, script="echo hello; echo err >&2; sleep 3; echo bye",
+                       env={"ASB_CLAIM_CONTROLLER": "off"})
     out = ok(asb, "logs", "lg")
     assert "hello\n" in out and "err\n" in out and "bye" not in out
     # A claim resolves to its sandbox.
