@@ -168,3 +168,85 @@ def test_upstream_python_flow(start_sbx):
     r = s.get(router + "/v1/files/sdk/hello.txt", timeout=10)
     assert r.status_code in (404, 502), (r.status_code, r.text)
     assert "detail" in r.json()
+
+
+def test_sdk_wire_details(start_sbx):
+    """What upstream's Python SDK actually sends (UPSTREAM.md §5.2): a claim named
+    sandbox-claim-<8 hex> with created-by=python-client, an isoformat client-first-requested-at
+    annotation, a Delete lifecycle; files with %2F-encoded paths and X-Sandbox-Timeout; HEAD for
+    exists; legacy upload with a nested multipart filename."""
+    import datetime
+    import uuid
+    from asb_cli import ok
+    asb = start_sbx()
+    api = api_for(asb)
+    api.create_namespaced_custom_object(EXT, V, "default", "sandboxtemplates", yaml.safe_load(TEMPLATE))
+    api.create_namespaced_custom_object(EXT, V, "default", "sandboxwarmpools", yaml.safe_load(POOL))
+    watch_until(api, "sandboxwarmpools", "python-sdk-warmpool",
+                lambda o: (o.get("status") or {}).get("readyReplicas") == 2)
+    name = f"sandbox-claim-{uuid.uuid4().hex[:8]}"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    body = {"apiVersion": f"{EXT}/{V}", "kind": "SandboxClaim",
+            "metadata": {"name": name, "labels": {"agents.x-k8s.io/created-by": "python-client"},
+                         "annotations": {"agents.x-k8s.io/client-first-requested-at": now.isoformat()}},
+            "spec": {"warmPoolRef": {"name": "python-sdk-warmpool"},
+                     "lifecycle": {"shutdownTime": (now + datetime.timedelta(seconds=600)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                   "shutdownPolicy": "Delete"}}}
+    created = api.create_namespaced_custom_object(EXT, V, "default", "sandboxclaims", body)
+    # One watch from the create's resourceVersion, as the SDK does.
+    w = watch.Watch()
+    c = None
+    for ev in w.stream(api.list_namespaced_custom_object, EXT, V, "default", "sandboxclaims",
+                       field_selector=f"metadata.name={name}",
+                       resource_version=created["metadata"]["resourceVersion"], timeout_seconds=30):
+        o = ev["object"]
+        if (o.get("status") or {}).get("sandbox", {}).get("name") and ready(o):
+            c = o
+            w.stop()
+    assert c, "claim never Ready on the watch"
+    sname = c["status"]["sandbox"]["name"]
+    sb = api.get_namespaced_custom_object(CORE, V, "default", "sandboxes", sname)
+    assert sb["metadata"]["labels"]["agents.x-k8s.io/created-by"] == "python-client"
+    assert sb["spec"]["podTemplate"]["metadata"]["labels"]["agents.x-k8s.io/created-by"] == "python-client"
+    assert sb["metadata"]["annotations"]["agents.x-k8s.io/pod-name"] == sname
+    # asb get claims understands the SDK's isoformat timestamp (+00:00, microseconds).
+    out = ok(asb, "get", "claims")
+    row = [ln.split() for ln in out.splitlines() if ln.startswith(name)][0]
+    assert row[3] != "<none>" and (row[3].endswith("ms") or row[3].endswith("s")), out
+
+    router = open(os.path.join(asb.state_dir, "router")).read().strip()
+    s = requests.Session()
+    s.headers.update({"Authorization": f"Bearer {asb.token}", "X-Sandbox-ID": sname,
+                      "X-Sandbox-Namespace": "default", "X-Sandbox-Timeout": "60"})
+    r = s.put(router + "/v1/files/" + requests.utils.quote("dir/sub/f.txt", safe=""), data=b"abc",
+              headers={"X-Sandbox-Port": "8080", "Content-Type": "application/octet-stream"}, timeout=10)
+    assert r.status_code in (200, 201, 204), (r.status_code, r.text)
+    r = s.get(router + "/v1/files/dir%2Fsub%2Ff.txt", headers={"X-Sandbox-Port": "8080"}, timeout=10)
+    assert r.status_code == 200 and r.content == b"abc", (r.status_code, r.text)
+    r = s.head(router + "/v1/files/dir%2Fsub%2Ff.txt", headers={"X-Sandbox-Port": "8080"}, timeout=10)
+    assert r.status_code == 200, r.status_code
+    r = s.head(router + "/v1/files/dir%2Fnope", headers={"X-Sandbox-Port": "8080"}, timeout=10)
+    assert r.status_code == 404, r.status_code
+    # Legacy runtime (port 8888, the SDKs' default): nested upload, encoded download/list/exists.
+    legacy = {"X-Sandbox-Port": "8888"}
+    r = s.post(router + "/upload", files={"file": ("up/nested/u.txt", b"legacy bytes")}, headers=legacy, timeout=10)
+    assert r.status_code == 200 and r.json() == {"message": "File 'up/nested/u.txt' uploaded successfully."}, r.text
+    r = s.get(router + "/download/up%2Fnested%2Fu%2Etxt", headers=legacy, timeout=10)
+    assert r.status_code == 200 and r.content == b"legacy bytes", (r.status_code, r.text)
+    r = s.get(router + "/list/up%2Fnested", headers=legacy, timeout=10)
+    assert r.status_code == 200 and [e["name"] for e in r.json()] == ["u.txt"], r.text
+    assert set(r.json()[0]) >= {"name", "size", "type", "mod_time"} and r.json()[0]["type"] == "file"
+    r = s.get(router + "/exists/up%2Fnested%2Fu.txt", headers=legacy, timeout=10)
+    assert r.json() == {"path": "up/nested/u.txt", "exists": True}, r.text
+    r = s.get(router + "/exists/%2E%2E%2Fetc", headers=legacy, timeout=10)
+    assert r.status_code == 403 and r.json() == {"message": "Access denied"}, r.text
+    # gRPC Run as the SDK does it: /bin/sh -c with a deadline.
+    g = Client(router[len("http://"):].rstrip("/"))
+    try:
+        res = g.execute(["/bin/sh", "-c", "cat dir/sub/f.txt up/nested/u.txt"], timeout=60,
+                        metadata=[("x-sandbox-id", sname), ("x-sandbox-namespace", "default"),
+                                  ("authorization", f"Bearer {asb.token}")])
+        assert res.stdout == b"abclegacy bytes" and res.exit_code == 0, res
+    finally:
+        g.close()
+    api.delete_namespaced_custom_object(EXT, V, "default", "sandboxclaims", name)
