@@ -209,6 +209,45 @@ static int extend(agent_box *b, const char *when, char **ret_error)
     return 0;
 }
 
+/* A claim's Ready reasons on which upstream's SDKs stop waiting (UPSTREAM.md §5.2: the missing
+ * template or pool, and the terminal reasons of §2.8). */
+static bool claim_reason_fatal(const char *reason)
+{
+    static const char *const fatal[] = {"TemplateNotFound",         "WarmPoolNotFound",
+                                        "InvalidMetadata",          "EnvVarsInjectionRejected",
+                                        "VolumeClaimTemplatesError", "ClaimExpired",
+                                        "SandboxExpired"};
+    for (size_t i = 0; reason && i < sizeof(fatal) / sizeof(fatal[0]); i++)
+        if (strcmp(reason, fatal[i]) == 0)
+            return true;
+    return false;
+}
+
+/* -EINVAL with a message when the claim's Ready condition is False with a fatal reason. */
+static int claim_check_fatal(agent_box *b, char **ret_error)
+{
+    char *text = NULL;
+    if (asb_object_get(&text, b->client, "SandboxClaim", b->ns, b->session) != ASB_OK)
+        return 0;
+    json_t *o = json_loads(text, 0, NULL);
+    asb_free(text);
+    json_t *conds = json_object_get(json_object_get(o, "status"), "conditions");
+    int r = 0;
+    for (size_t i = 0; i < json_array_size(conds); i++) {
+        json_t *c = json_array_get(conds, i);
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        const char *msg = json_string_value(json_object_get(c, "message"));
+        if (type && strcmp(type, "Ready") == 0 && st && strcmp(st, "False") == 0 &&
+            claim_reason_fatal(reason))
+            r = agent_fail(ret_error, -EINVAL, "claim %s/%s failed: %s: %s", b->ns, b->session,
+                           reason, msg ? msg : "");
+    }
+    json_decref(o);
+    return r;
+}
+
 static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error)
 {
     asb_wait_options w = ASB_WAIT_OPTIONS_INIT;
@@ -216,7 +255,22 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
     w.cancel = cancel;
     char *obj = NULL;
     const char *kind = b->cfg->pool ? "SandboxClaim" : "Sandbox";
-    int r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
+    int r;
+    if (b->cfg->pool) {
+        /* Wait in slices and fail fast on a missing pool or template or a terminal reason, as
+         * upstream's SDKs do, instead of sitting out the whole timeout. */
+        w.timeout_ms = 1000;
+        for (long waited = 0;; waited += w.timeout_ms) {
+            r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready",
+                                          NULL, &w);
+            if (r != ASB_ETIMEOUT || waited + w.timeout_ms >= READY_TIMEOUT_MS)
+                break;
+            int f = claim_check_fatal(b, ret_error);
+            if (f < 0)
+                return f;
+        }
+    } else
+        r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
     if (r != ASB_OK)
         return asb_fail(ret_error, r, b->cfg->pool ? "wait for the claim" : "wait for the sandbox");
     free(b->name);
