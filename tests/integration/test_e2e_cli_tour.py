@@ -91,3 +91,39 @@ def test_claim_errors_documented(start_sbx):
     p = run(asb, "exec", "ghost", "--", "true")
     assert p.returncode == 1
     assert 'error: sandbox "ghost" not found in namespace "default" (no Sandbox or SandboxClaim of that name)' in p.stderr, p.stderr
+
+
+def test_claim_verbs(start_sbx):
+    import signal
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+    from asb_apiserver import asb_binary
+    from asb_cli import cli_env
+    asb = start_sbx()
+    ok(asb, "apply", "-f", os.path.join(EX, "warm-pool-python.yaml"))
+    # Concurrent CLI claims against a pool of 2: every one gets its own sandbox.
+    with ThreadPoolExecutor(5) as ex:
+        ps = list(ex.map(lambda i: run(asb, "claim", "--pool", "python-pool", "--name", f"cc{i}"), range(5)))
+    names = [p.stdout.strip() for p in ps]
+    assert all(p.returncode == 0 for p in ps), [p.stderr for p in ps]
+    assert len(set(names)) == 5, names
+    out = ok(asb, "wait", "--for=condition=Ready", "claim/cc0")
+    assert "cc0 condition met" in out, out
+    out = ok(asb, "extend", "cc0", "--ttl", "10m")
+    assert out.strip() == "sandboxclaim.extensions.agents.x-k8s.io/cc0 extended by 600s", out
+    head, rows = table(ok(asb, "get", "warmpools", "-o", "wide"))
+    assert head[-2:] == ["REPLICAS", "STRATEGY"] and rows[0][-1] == "OnReplenish", (head, rows)
+    out = ok(asb, "release", "-w", *[f"cc{i}" for i in range(5)])
+    assert out.count("released") == 5, out
+    left = ok(asb, "get", "sandboxes", "-o", "name")
+    assert not any(n in left for n in names), left
+    # Ctrl-C while waiting rolls the claim back.
+    p = subprocess.Popen([asb_binary(), "claim", "--pool", "nope", "--name", "intr"], env=cli_env(asb),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "intr" not in ok(asb, "get", "claims", "-o", "name"):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=10)
+    assert p.returncode == -signal.SIGINT, p.returncode
+    assert "intr" not in ok(asb, "get", "claims", "-o", "name")
