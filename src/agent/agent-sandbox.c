@@ -32,6 +32,7 @@ struct agent_box {
     char *session;
     char *image;
     char *homedir;
+    bool home_checked; /* pool_fix_homedir() ran for this sandbox */
     char *ns;
     char *backup_dir;
     char *name; /* the Sandbox's name (differs from the session with a pool) */
@@ -339,6 +340,43 @@ static int restore(agent_box *b, const volatile int *cancel)
     return r;
 }
 
+/* With -pool the sandbox comes from the pool's template, which may have nothing at the home
+ * directory (no `home` volume) and a read-only root where it cannot be created: agent_box_exec's
+ * `cd "$HOME"` would then fail silently, tools would run in sandboxd's root and every snapshot
+ * fail. Use the home directory when it is a writable directory after the wrapper's mkdir, else
+ * sandboxd's root directory (where the tools ran anyway), and say so. */
+static void pool_fix_homedir(agent_box *b, const volatile int *cancel)
+{
+    if (!b->cfg->pool || b->home_checked)
+        return;
+    const char *argv[] = {"/bin/sh", "-c",
+                          "if [ -d \"$HOME\" ] && [ -w \"$HOME\" ]; then printf %s \"$HOME\"; "
+                          "else pwd | tr -d '\\n'; fi",
+                          NULL};
+    agent_exec_result res = {0};
+    _cleanup_free_ char *err = NULL;
+    if (agent_box_exec(b, argv, NULL, 0, 0, cancel, &res, &err) == 0 && res.exit_code == 0 &&
+        res.out && res.out[0] == '/' && !strchr(res.out, '\n')) {
+        b->home_checked = true;
+        if (strcmp(res.out, b->homedir) != 0) {
+            box_log(b, AGENT_LOG_WARNING,
+                    "home directory %s is not writable in sandbox %s (pool %s); using %s", b->homedir,
+                    b->name ? b->name : "", b->cfg->pool, res.out);
+            char *h = strdup(res.out);
+            if (h) {
+                free(b->homedir);
+                b->homedir = h;
+            }
+        }
+    }
+    agent_exec_result_clear(&res);
+}
+
+const char *agent_box_homedir(const agent_box *b)
+{
+    return b->homedir;
+}
+
 int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
 {
     int r = ensure_client(b, ret_error);
@@ -353,6 +391,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             asb_sandbox_free(b->sb);
             b->sb = NULL;
             b->toolbox_uploaded = false;
+            b->home_checked = false;
             r = create_object(b, when, ret_error);
             created = true;
         }
@@ -360,8 +399,10 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             return r;
         if (b->sb && !created)
             return 0;
-        if (!created && b->cfg->pool && open_bound(b) == 0)
+        if (!created && b->cfg->pool && open_bound(b) == 0) {
+            pool_fix_homedir(b, cancel);
             return 0;
+        }
         r = wait_ready(b, cancel, ret_error);
         if (r == -ENOENT)
             continue; /* expired and deleted while we waited: create a new one */
@@ -371,6 +412,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         int ar = asb_sandbox_open(&b->sb, b->client, b->ns, b->name, &so);
         if (ar != ASB_OK)
             return asb_fail(ret_error, ar, "open sandbox");
+        pool_fix_homedir(b, cancel);
         if (created) {
             box_log(b, AGENT_LOG_INFO, "created sandbox %s", b->name);
             restore(b, cancel);

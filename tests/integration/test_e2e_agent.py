@@ -75,12 +75,6 @@ def test_repl_shapes_from_a_pipe(start_sbx, sbx_state, tmp_path):
                                "User> run: echo hi\nAgent> I ran `echo hi` with run_command."), repr(p.stdout)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with -pool the sandbox comes from the pool's template, which has no volume at -homedir "
-    "(/home/clawtainer): agent_box_exec's `mkdir -p $HOME; cd $HOME` fails silently on the host "
-    "image's read-only rootfs, tools run in sandboxd's root instead, and every snapshot fails "
-    "(`tar: /home/clawtainer: Cannot open`), so nothing is restored after the claim is lost "
-    "(src/agent/agent-sandbox.c agent_box_exec/agent_box_snapshot)"))
 def test_pool_claim_deleted_between_runs_restores_backup(start_sbx, sbx_state, tmp_path):
     asb = start_sbx()
     create(asb, EXT, "sandboxtemplates", template("agtpl"))
@@ -88,6 +82,9 @@ def test_pool_claim_deleted_between_runs_restores_backup(start_sbx, sbx_state, t
     wait_pool_ready(asb, "agpool", 1)
     a = Agent(tmp_path, sbx_state, session="lost", args=["-pool", "agpool"])
     p = a.run("run: echo precious > keep.txt")
+    # The pool's template has no volume at /home/clawtainer and the host image's root is
+    # read-only: the agent says so and uses the sandbox's root directory for tools and snapshots.
+    assert "home directory /home/clawtainer is not writable" in p.stderr, p.stderr
     assert a.backups(), p.stderr
     first = get(asb, EXT, "sandboxclaims", "lost")["status"]["sandbox"]["name"]
     r = asb.delete(asb.path(EXT, "sandboxclaims", "default", "lost"))
