@@ -126,3 +126,27 @@ def test_cli_claim_ttl_expires(start_sbx):
     c = get(asb, EXT, "sandboxclaims", "kept")
     assert c is not None and condition(c)["reason"] == "ClaimExpired", c
     wait_pool_ready(asb, "wp", 2)
+
+
+def test_ttl_after_finished(start_sbx):
+    """A cold claim whose main process exits: Finished mirrored on the claim, then
+    ttlSecondsAfterFinished with Delete removes the claim and its sandbox."""
+    asb = start_sbx()
+    t = template("job")
+    t["spec"]["podTemplate"]["spec"]["containers"][0]["command"] = ["sh", "-c", "sleep 1; exit 0"]
+    create(asb, EXT, "sandboxtemplates", t)
+    create(asb, EXT, "sandboxwarmpools", pool("jobs", "job", replicas=0))
+    create(asb, EXT, "sandboxclaims",
+           claim("run1", "jobs", lifecycle={"ttlSecondsAfterFinished": 2, "shutdownPolicy": "Delete"}))
+
+    def finished():
+        c = get(asb, EXT, "sandboxclaims", "run1")
+        f = condition(c, "Finished")
+        return c if f and f["status"] == "True" else None
+    c = wait_for("Finished on the claim", finished, 30, 0.05, asb)
+    assert condition(c, "Finished")["reason"] == "PodSucceeded", c["status"]
+    t0 = time.monotonic()
+    wait_for("claim and sandbox gone after the TTL",
+             lambda: get(asb, EXT, "sandboxclaims", "run1") is None and get(asb, CORE, "sandboxes", "run1") is None,
+             30, 0.05, asb)
+    assert time.monotonic() - t0 >= 0.5

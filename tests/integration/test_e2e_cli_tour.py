@@ -127,3 +127,41 @@ def test_claim_verbs(start_sbx):
     p.communicate(timeout=10)
     assert p.returncode == -signal.SIGINT, p.returncode
     assert "intr" not in ok(asb, "get", "claims", "-o", "name")
+
+
+CLAIM_YAML = """\
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxClaim
+metadata:
+  name: applied
+  labels:
+    team: qa
+spec:
+  warmPoolRef:
+    name: python-pool
+"""
+
+
+def test_reapply_claim_manifest_keeps_binding(start_sbx, tmp_path):
+    """kubectl-style GitOps: the same claim manifest applied twice must not re-adopt or lose the
+    bound sandbox (the controller's annotations are not in the manifest)."""
+    asb = start_sbx()
+    ok(asb, "apply", "-f", os.path.join(EX, "warm-pool-python.yaml"))
+    f = tmp_path / "claim.yaml"
+    f.write_text(CLAIM_YAML)
+    ok(asb, "apply", "-f", str(f))
+    ok(asb, "wait", "--for=condition=Ready", "claim/applied", "--timeout", "60s")
+    import json
+    c1 = json.loads(ok(asb, "get", "claim", "applied", "-o", "json"))
+    sbx = c1["status"]["sandbox"]["name"]
+    out = ok(asb, "apply", "-f", str(f))
+    assert "applied" in out
+    time.sleep(1.5)
+    c2 = json.loads(ok(asb, "get", "claim", "applied", "-o", "json"))
+    assert c2["status"]["sandbox"]["name"] == sbx
+    assert c2["metadata"]["annotations"].get("agents.x-k8s.io/sandbox-name") == sbx, c2["metadata"]
+    head, rows = table(ok(asb, "get", "claims"))
+    assert rows[0][1] == "True" and rows[0][2] == sbx
+    sbs = json.loads(ok(asb, "get", "sandboxes", "-o", "json"))["items"]
+    owned = [s for s in sbs if any(r["kind"] == "SandboxClaim" for r in s["metadata"].get("ownerReferences") or [])]
+    assert [s["metadata"]["name"] for s in owned] == [sbx]
