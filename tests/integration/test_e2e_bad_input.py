@@ -153,3 +153,53 @@ def test_router_bad_requests(start_sbx):
     r = requests.get(router + "/healthz", timeout=5)
     assert r.status_code == 200 and r.json() == {"status": "ok"}
     still_serving(asb)
+
+
+def test_more_invalid_specs(start_sbx):
+    asb = start_sbx()
+
+    def post(plural, body):
+        r = asb.post(asb.path(EXT, plural), body)
+        return r.status_code, r.json()
+    for replicas in (2 ** 31, 1.5, None):
+        code, st = post("sandboxwarmpools", pool("big", "tpl", replicas=replicas))
+        if replicas is None:
+            assert code == 422, st  # null is not an integer
+        else:
+            assert code == 422 and "spec.replicas" in st["message"], (replicas, st)
+    code, st = post("sandboxwarmpools", pool("strat", "tpl", strategy="Sideways"))
+    assert code == 422 and "spec.updateStrategy.type" in st["message"], st
+    b = pool("noref", "tpl")
+    del b["spec"]["sandboxTemplateRef"]
+    code, st = post("sandboxwarmpools", b)
+    assert code == 422 and "spec.sandboxTemplateRef" in st["message"], st
+    b = claim("noref", "wp")
+    del b["spec"]["warmPoolRef"]
+    code, st = post("sandboxclaims", b)
+    assert code == 422 and "spec.warmPoolRef" in st["message"], st
+    code, st = post("sandboxclaims", claim("pol", "wp", lifecycle={"shutdownPolicy": "Explode"}))
+    assert code == 422 and "spec.lifecycle.shutdownPolicy" in st["message"], st
+    code, st = post("sandboxclaims", claim("when", "wp", lifecycle={"shutdownTime": "tomorrow"}))
+    assert code == 422 and "spec.lifecycle.shutdownTime" in st["message"], st
+    code, st = post("sandboxclaims", claim("ttl", "wp", lifecycle={"ttlSecondsAfterFinished": -1}))
+    assert code == 422 and "ttlSecondsAfterFinished" in st["message"], st
+    code, st = post("sandboxclaims", claim("Bad_Name", "wp"))
+    assert code == 422 and st["reason"] == "Invalid", st
+    code, st = post("sandboxtemplates", template("pol", envVarsInjectionPolicy="Sometimes"))
+    assert code == 422 and "spec.envVarsInjectionPolicy" in st["message"], st
+    # CLI flags.
+    p = run(asb, "claim", "--pool", "wp", "--ttl", "soon")
+    assert p.returncode != 0 and "soon" in p.stderr, p.stderr
+    p = run(asb, "claim", "--pool", "wp", "--ttl", "1m", "--policy", "Explode")
+    assert p.returncode != 0 and "Explode" in p.stderr, p.stderr
+    p = run(asb, "claim")
+    assert p.returncode != 0 and "--pool" in p.stderr, p.stderr
+    p = run(asb, "claim", "--pool", "Bad_Pool", "--timeout", "1s")
+    assert p.returncode == 1, p.stderr
+    assert not items_of(asb, "sandboxclaims")
+    still_serving(asb)
+
+
+def items_of(asb, plural):
+    r = asb.get(asb.path(EXT, plural))
+    return r.json()["items"]
