@@ -203,3 +203,34 @@ def test_more_invalid_specs(start_sbx):
 def items_of(asb, plural):
     r = asb.get(asb.path(EXT, plural))
     return r.json()["items"]
+
+
+def test_router_allow_unauthenticated_for_tokenless_sdks(sbx_state, tmp_path):
+    """Upstream SDKs send no token: with --router-allow-unauthenticated a loopback client without
+    one is served, a wrong token is still refused (docs/router.md, Auth)."""
+    from asb_apiserver import AsbServer, stop_servers, asb_binary
+    from local_sandbox import RUNC, injected_sandboxd
+
+    class Unauth(AsbServer):
+        def command(self):
+            return ["sh", "-c", 'exec "$0" "$@" --router-allow-unauthenticated', asb_binary()]
+    s = Unauth(sbx_state, tmp_path / "unauth.log", {"ASB_RUNTIME": RUNC, "ASB_SANDBOXD": injected_sandboxd()})
+    try:
+        s.start()
+        s.create_sandbox("open")
+        from local_sandbox import wait_ready
+        wait_ready(s, "open")
+        router = open(os.path.join(s.state_dir, "router")).read().strip()
+        r = requests.post(router + "/execute", json={"command": "echo no token"},
+                          headers={"X-Sandbox-ID": "open"}, timeout=30)
+        assert r.status_code == 200 and r.json()["stdout"] == "no token\n", r.text
+        r = requests.get(router + "/v1/files/", headers={"X-Sandbox-ID": "open",
+                                                         "Authorization": "Bearer wrong"}, timeout=10)
+        assert r.status_code == 401 and r.json() == {"detail": "Invalid token."}
+        g = Client(router[len("http://"):].rstrip("/"))
+        try:
+            assert g.execute(["true"], metadata=[("x-sandbox-id", "open")]).exit_code == 0
+        finally:
+            g.close()
+    finally:
+        stop_servers([s])

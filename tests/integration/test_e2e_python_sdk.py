@@ -250,3 +250,33 @@ def test_sdk_wire_details(start_sbx):
     finally:
         g.close()
     api.delete_namespaced_custom_object(EXT, V, "default", "sandboxclaims", name)
+
+
+def test_watch_sees_claim_deletion_by_field_selector(start_sbx):
+    """The SDK's wait ends with SandboxMetadataError when the claim is deleted under it: the
+    field-selected watch must deliver DELETED (and nothing for other claims)."""
+    import threading
+    asb = start_sbx()
+    api = api_for(asb)
+    body = yaml.safe_load(CLAIM)
+    api.create_namespaced_custom_object(EXT, V, "default", "sandboxclaims", body)  # pool missing
+    other = dict(body, metadata={"name": "other-claim"})
+    created = api.create_namespaced_custom_object(EXT, V, "default", "sandboxclaims", other)
+    events = []
+    w = watch.Watch()
+
+    def consume():
+        for ev in w.stream(api.list_namespaced_custom_object, EXT, V, "default", "sandboxclaims",
+                           field_selector="metadata.name=sdk-claim",
+                           resource_version=created["metadata"]["resourceVersion"], timeout_seconds=20):
+            events.append((ev["type"], ev["object"]["metadata"]["name"]))
+            if ev["type"] == "DELETED":
+                w.stop()
+    t = threading.Thread(target=consume, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    api.delete_namespaced_custom_object(EXT, V, "default", "sandboxclaims", "other-claim")
+    api.delete_namespaced_custom_object(EXT, V, "default", "sandboxclaims", "sdk-claim")
+    t.join(25)
+    assert ("DELETED", "sdk-claim") in events, events
+    assert all(n == "sdk-claim" for _, n in events), events
