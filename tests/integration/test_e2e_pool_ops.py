@@ -95,3 +95,32 @@ def test_delete_foreground_claim(start_sbx):
              30, 0.05, asb)
     wait_pool_ready(asb, "wp", 1)
     assert all(s["metadata"]["name"] != sname for s in items(asb, CORE, "sandboxes"))
+
+
+def test_pool_with_unrunnable_image_does_not_churn(start_sbx):
+    """A template whose image cannot run locally: members report ImageNotSupported, the pool
+    does not recreate them in a hot loop, a claim reports the forwarded reason, and the server
+    keeps serving."""
+    from claims_helpers import Watcher
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("badimg", image="registry.example.com/nope:1"))
+    w = Watcher(asb, CORE, "sandboxes")
+    try:
+        create(asb, EXT, "sandboxwarmpools", pool("badpool", "badimg", replicas=2))
+        time.sleep(4)
+        added = [o["metadata"]["name"] for _, typ, o in w.events if typ == "ADDED"]
+        assert len(added) <= 4, f"pool churns: {len(added)} sandboxes created in 4 s"
+    finally:
+        w.close()
+    ms = members(asb, "badpool")
+    assert len(ms) == 2
+    for m in ms:
+        assert condition(m)["reason"] == "ImageNotSupported", m["status"]
+    p = get(asb, EXT, "sandboxwarmpools", "badpool")
+    assert p["status"].get("readyReplicas", 0) == 0
+    create(asb, EXT, "sandboxclaims", claim("bc", "badpool"))
+    c = wait_for("the claim to report the image problem",
+                 lambda: (lambda c: c if condition(c) and condition(c)["reason"] == "ImageNotSupported" else None)(
+                     get(asb, EXT, "sandboxclaims", "bc")), 20, 0.1, asb)
+    assert condition(c)["status"] == "False"
+    assert asb.get("/version").status_code == 200
