@@ -124,3 +124,25 @@ def test_pool_with_unrunnable_image_does_not_churn(start_sbx):
                      get(asb, EXT, "sandboxclaims", "bc")), 20, 0.1, asb)
     assert condition(c)["status"] == "False"
     assert asb.get("/version").status_code == 200
+
+
+def test_template_deleted_under_a_pool(start_sbx):
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
+    warm = wait_pool_ready(asb, "wp", 1)[0]["metadata"]["name"]
+    r = asb.delete(asb.path(EXT, "sandboxtemplates", "default", "tpl"))
+    assert r.status_code == 200, r.text
+    # A warm member is still adoptable; the next claim has nothing to build from.
+    create(asb, EXT, "sandboxclaims", claim("a", "wp"))
+    c = wait_claim(asb, "a", timeout=30)
+    assert c["status"]["sandbox"]["name"] == warm
+    create(asb, EXT, "sandboxclaims", claim("b", "wp"))
+    c = wait_claim(asb, "b", reason="TemplateNotFound", timeout=15)
+    assert condition(c)["message"] == 'SandboxTemplate "tpl" not found'
+    time.sleep(1)
+    assert members(asb, "wp") == []
+    # The template comes back: the pool refills and the waiting claim binds.
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    wait_claim(asb, "b", timeout=60)
+    wait_pool_ready(asb, "wp", 1)
