@@ -167,11 +167,13 @@ def test_upstream_python_flow(start_sbx):
     # The adopted sandbox's data plane goes too: within the router's 1 s lookup cache and the
     # container teardown (as a terminating Pod, it may answer briefly after the object is gone).
     deadline = time.monotonic() + 10
+    t_gone = time.monotonic()
     while True:
         r = s.get(router + "/v1/files/sdk/hello.txt", timeout=10)
         if r.status_code in (404, 502) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
+    print("router stopped serving the released sandbox after", round(time.monotonic() - t_gone, 2), "s")
     assert r.status_code in (404, 502), (r.status_code, r.text)
     assert "detail" in r.json()
 
