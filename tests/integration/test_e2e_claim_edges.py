@@ -205,3 +205,49 @@ def test_suspend_claimed_sandbox_forwards_ready(start_sbx):
     ok(asb, "resume", "c")
     wait_claim(asb, "c", timeout=15)
     assert ok(asb, "exec", "c", "--", "echo", "back") == "back\n"
+
+
+def test_release_while_exec_runs(start_sbx):
+    """A claim released under a running `asb exec` (and a gRPC stream through the router): both
+    end promptly with an error instead of hanging."""
+    import os
+    import subprocess
+    import threading
+    from asb_apiserver import asb_binary
+    from asb_cli import cli_env
+    from grpc_helpers import Client
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
+    wait_pool_ready(asb, "wp", 1)
+    create(asb, EXT, "sandboxclaims", claim("busy", "wp"))
+    sname = wait_claim(asb, "busy")["status"]["sandbox"]["name"]
+    p = subprocess.Popen([asb_binary(), "exec", "busy", "--", "sleep", "60"], env=cli_env(asb),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    router = open(os.path.join(asb.state_dir, "router")).read().strip()
+    g = Client(router[len("http://"):].rstrip("/"))
+    result = {}
+
+    def stream():
+        try:
+            result["events"] = list(g.start(["sleep", "60"], timeout=60,
+                                            metadata=[("x-sandbox-id", sname),
+                                                      ("authorization", f"Bearer {asb.token}")]))
+        except Exception as e:  # grpc.RpcError expected
+            result["error"] = e
+    t = threading.Thread(target=stream, daemon=True)
+    t.start()
+    time.sleep(1)
+    t0 = time.monotonic()
+    assert asb.delete(asb.path(EXT, "sandboxclaims", "default", "busy")).status_code == 200
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("asb exec still running 20 s after its claim was released")
+    assert p.returncode != 0, err
+    t.join(20)
+    g.close()
+    assert not t.is_alive(), "gRPC stream through the router still open after the sandbox went"
+    assert time.monotonic() - t0 < 20
+    assert "error" in result or result.get("events") is not None
