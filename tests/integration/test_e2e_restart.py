@@ -33,6 +33,7 @@ def test_restart_keeps_pool_and_claims(start_sbx):
     create(asb2, EXT, "sandboxclaims", claim("after", "wp"))
     after = wait_claim(asb2, "after", timeout=30)["status"]["sandbox"]["name"]
     assert after in warm, (after, warm)  # adopted warm after the restart, not created cold
+    wait_pool_ready(asb2, "wp", 2)  # refilled behind the new claim
     assert len(items(asb2, CORE, "sandboxes")) == 4
 
 
