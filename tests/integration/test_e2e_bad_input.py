@@ -234,3 +234,27 @@ def test_router_allow_unauthenticated_for_tokenless_sdks(sbx_state, tmp_path):
             g.close()
     finally:
         stop_servers([s])
+
+
+def test_router_sdk_headers_on_a_claimed_sandbox(start_sbx):
+    """Headers upstream SDKs send: X-Sandbox-Pod-IP validated then ignored, X-Sandbox-Timeout
+    accepted, an unserved X-Sandbox-Port refused with 502."""
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
+    wait_pool_ready(asb, "wp", 1)
+    create(asb, EXT, "sandboxclaims", claim("h", "wp"))
+    sname = wait_claim(asb, "h")["status"]["sandbox"]["name"]
+    router = open(os.path.join(asb.state_dir, "router")).read().strip()
+    base = {"Authorization": f"Bearer {asb.token}", "X-Sandbox-ID": sname}
+    r = requests.post(router + "/execute", json={"command": "echo a && echo b"},
+                      headers={**base, "X-Sandbox-Pod-IP": "10.1.2.3", "X-Sandbox-Timeout": "30"}, timeout=30)
+    assert r.status_code == 200 and r.json() == {"stdout": "a && echo b\n", "stderr": "", "exit_code": 0}, r.text
+    for ip in ("127.0.0.1", "169.254.1.1", "224.0.0.1", "0.0.0.0", "fe80::1"):
+        r = requests.get(router + "/v1/files/", headers={**base, "X-Sandbox-Pod-IP": ip}, timeout=10)
+        assert r.status_code == 400 and r.json()["detail"].startswith("Invalid target IP address"), (ip, r.text)
+    r = requests.get(router + "/", headers={**base, "X-Sandbox-Port": "1234"}, timeout=10)
+    assert r.status_code == 502 and r.json() == {"detail": f"port 1234 is not served by sandbox {sname}"}, r.text
+    r = requests.get(router + "/", headers={**base, "X-Sandbox-Port": "8888"}, timeout=10)
+    assert r.json() == {"status": "ok", "message": "Sandbox Runtime is active."}, r.text
+    still_serving(asb)
