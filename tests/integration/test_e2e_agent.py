@@ -114,3 +114,20 @@ def test_pool_that_does_not_exist_fails_clearly(start_sbx, sbx_state, tmp_path):
     # The REPL goes on after the tool error and answers the next line.
     assert agent_replies(p.stdout)[-1] == "What do you think it means when you say 'hello'?", p.stdout
     assert took < 15, took
+
+
+def test_two_clis_same_session_share_one_claim(start_sbx, sbx_state, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("agtpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("agpool", "agtpl", replicas=2))
+    wait_pool_ready(asb, "agpool", 2)
+    a = Agent(tmp_path, sbx_state, session="twin", args=["-pool", "agpool"])
+    with ThreadPoolExecutor(2) as ex:
+        ps = list(ex.map(lambda i: a.run(f"run: hostname; echo {i} >> both.txt"), range(2)))
+    hosts = {agent_replies(p.stdout)[-1].split("stdout:\n", 1)[1].split("\n", 1)[0] for p in ps}
+    assert len(hosts) == 1, [p.stdout for p in ps]
+    c = get(asb, EXT, "sandboxclaims", "twin")
+    assert c["status"]["sandbox"]["name"] in hosts
+    p = a.run("run: sort both.txt")
+    assert "stdout:\n0\n1\n" in agent_replies(p.stdout)[-1], p.stdout
