@@ -43,7 +43,7 @@ static json_t *update_body(const json_t *manifest, const json_t *current)
         json_t *cur = json_object_get(cmd, maps[i]);
         const char *key;
         json_t *v;
-        json_object_foreach(cur, key, v) {
+        json_object_foreach (cur, key, v) {
             const char *slash = strchr(key, '/');
             if (!slash)
                 continue;

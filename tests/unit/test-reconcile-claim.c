@@ -426,8 +426,12 @@ TEST(template_deleted_warm_member_still_adopted)
     /* Upstream adopts before looking the template up: a deleted template does not strand
      * Ready members; only a cold create (or additionalPodMetadata) needs it. */
     world w = mk(1, 0);
-    reconcile_claim_in in = {.claim = w.claim, .pool = w.pool, .template = NULL,
-                             .sandboxes = w.sandboxes, .now = T0, .networked = fx_ready_network};
+    reconcile_claim_in in = {.claim = w.claim,
+                             .pool = w.pool,
+                             .template = NULL,
+                             .sandboxes = w.sandboxes,
+                             .now = T0,
+                             .networked = fx_ready_network};
     reconcile_claim_out o;
     CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
     CHECK_INT_EQ(o.action, RECONCILE_CLAIM_ADOPT);
