@@ -214,9 +214,12 @@ static int extend(agent_box *b, const char *when, char **ret_error)
  * template or pool, and the terminal reasons of §2.8). */
 static bool claim_reason_fatal(const char *reason)
 {
-    static const char *const fatal[] = {"TemplateNotFound",         "WarmPoolNotFound",
-                                        "InvalidMetadata",          "EnvVarsInjectionRejected",
-                                        "VolumeClaimTemplatesError", "ClaimExpired",
+    static const char *const fatal[] = {"TemplateNotFound",
+                                        "WarmPoolNotFound",
+                                        "InvalidMetadata",
+                                        "EnvVarsInjectionRejected",
+                                        "VolumeClaimTemplatesError",
+                                        "ClaimExpired",
                                         "SandboxExpired"};
     for (size_t i = 0; reason && i < sizeof(fatal) / sizeof(fatal[0]); i++)
         if (strcmp(reason, fatal[i]) == 0)
@@ -262,8 +265,8 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
          * upstream's SDKs do, instead of sitting out the whole timeout. */
         w.timeout_ms = 1000;
         for (long waited = 0;; waited += w.timeout_ms) {
-            r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready",
-                                          NULL, &w);
+            r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL,
+                                          &w);
             if (r != ASB_ETIMEOUT || waited + w.timeout_ms >= READY_TIMEOUT_MS)
                 break;
             int f = claim_check_fatal(b, ret_error);
@@ -360,8 +363,8 @@ static void pool_fix_homedir(agent_box *b, const volatile int *cancel)
         b->home_checked = true;
         if (strcmp(res.out, b->homedir) != 0) {
             box_log(b, AGENT_LOG_WARNING,
-                    "home directory %s is not writable in sandbox %s (pool %s); using %s", b->homedir,
-                    b->name ? b->name : "", b->cfg->pool, res.out);
+                    "home directory %s is not writable in sandbox %s (pool %s); using %s",
+                    b->homedir, b->name ? b->name : "", b->cfg->pool, res.out);
             char *h = strdup(res.out);
             if (h) {
                 free(b->homedir);
