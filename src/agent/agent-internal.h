@@ -69,6 +69,9 @@ int agent_box_new(agent_box **ret, const agent_config *cfg, const char *session,
                   const char *image, const char *backup_dir, char **ret_error);
 agent_box *agent_box_free(agent_box *b);
 const char *agent_box_name(const agent_box *b);
+/* The home directory tools run in (-homedir; with -pool, the sandbox's root directory when the
+ * pool's template has no writable home directory). */
+const char *agent_box_homedir(const agent_box *b);
 
 /* Makes sure the sandbox exists and is Ready (creating or claiming it, restoring the newest
  * backup into a new one) and pushes its shutdownTime to now+5 min. */

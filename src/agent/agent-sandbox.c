@@ -32,6 +32,7 @@ struct agent_box {
     char *session;
     char *image;
     char *homedir;
+    bool home_checked; /* pool_fix_homedir() ran for this sandbox */
     char *ns;
     char *backup_dir;
     char *name; /* the Sandbox's name (differs from the session with a pool) */
@@ -209,6 +210,48 @@ static int extend(agent_box *b, const char *when, char **ret_error)
     return 0;
 }
 
+/* A claim's Ready reasons on which upstream's SDKs stop waiting (UPSTREAM.md §5.2: the missing
+ * template or pool, and the terminal reasons of §2.8). */
+static bool claim_reason_fatal(const char *reason)
+{
+    static const char *const fatal[] = {"TemplateNotFound",
+                                        "WarmPoolNotFound",
+                                        "InvalidMetadata",
+                                        "EnvVarsInjectionRejected",
+                                        "VolumeClaimTemplatesError",
+                                        "ClaimExpired",
+                                        "SandboxExpired"};
+    for (size_t i = 0; reason && i < sizeof(fatal) / sizeof(fatal[0]); i++)
+        if (strcmp(reason, fatal[i]) == 0)
+            return true;
+    return false;
+}
+
+/* -EINVAL with a message when the claim's Ready condition is False with a fatal reason. */
+static int claim_check_fatal(agent_box *b, char **ret_error)
+{
+    char *text = NULL;
+    if (asb_object_get(&text, b->client, "SandboxClaim", b->ns, b->session) != ASB_OK)
+        return 0;
+    json_t *o = json_loads(text, 0, NULL);
+    asb_free(text);
+    json_t *conds = json_object_get(json_object_get(o, "status"), "conditions");
+    int r = 0;
+    for (size_t i = 0; i < json_array_size(conds); i++) {
+        json_t *c = json_array_get(conds, i);
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        const char *msg = json_string_value(json_object_get(c, "message"));
+        if (type && strcmp(type, "Ready") == 0 && st && strcmp(st, "False") == 0 &&
+            claim_reason_fatal(reason))
+            r = agent_fail(ret_error, -EINVAL, "claim %s/%s failed: %s: %s", b->ns, b->session,
+                           reason, msg ? msg : "");
+    }
+    json_decref(o);
+    return r;
+}
+
 static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error)
 {
     asb_wait_options w = ASB_WAIT_OPTIONS_INIT;
@@ -216,7 +259,22 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
     w.cancel = cancel;
     char *obj = NULL;
     const char *kind = b->cfg->pool ? "SandboxClaim" : "Sandbox";
-    int r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
+    int r;
+    if (b->cfg->pool) {
+        /* Wait in slices and fail fast on a missing pool or template or a terminal reason, as
+         * upstream's SDKs do, instead of sitting out the whole timeout. */
+        w.timeout_ms = 1000;
+        for (long waited = 0;; waited += w.timeout_ms) {
+            r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL,
+                                          &w);
+            if (r != ASB_ETIMEOUT || waited + w.timeout_ms >= READY_TIMEOUT_MS)
+                break;
+            int f = claim_check_fatal(b, ret_error);
+            if (f < 0)
+                return f;
+        }
+    } else
+        r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
     if (r != ASB_OK)
         return asb_fail(ret_error, r, b->cfg->pool ? "wait for the claim" : "wait for the sandbox");
     free(b->name);
@@ -285,6 +343,43 @@ static int restore(agent_box *b, const volatile int *cancel)
     return r;
 }
 
+/* With -pool the sandbox comes from the pool's template, which may have nothing at the home
+ * directory (no `home` volume) and a read-only root where it cannot be created: agent_box_exec's
+ * `cd "$HOME"` would then fail silently, tools would run in sandboxd's root and every snapshot
+ * fail. Use the home directory when it is a writable directory after the wrapper's mkdir, else
+ * sandboxd's root directory (where the tools ran anyway), and say so. */
+static void pool_fix_homedir(agent_box *b, const volatile int *cancel)
+{
+    if (!b->cfg->pool || b->home_checked)
+        return;
+    const char *argv[] = {"/bin/sh", "-c",
+                          "if [ -d \"$HOME\" ] && [ -w \"$HOME\" ]; then printf %s \"$HOME\"; "
+                          "else pwd | tr -d '\\n'; fi",
+                          NULL};
+    agent_exec_result res = {0};
+    _cleanup_free_ char *err = NULL;
+    if (agent_box_exec(b, argv, NULL, 0, 0, cancel, &res, &err) == 0 && res.exit_code == 0 &&
+        res.out && res.out[0] == '/' && !strchr(res.out, '\n')) {
+        b->home_checked = true;
+        if (strcmp(res.out, b->homedir) != 0) {
+            box_log(b, AGENT_LOG_WARNING,
+                    "home directory %s is not writable in sandbox %s (pool %s); using %s",
+                    b->homedir, b->name ? b->name : "", b->cfg->pool, res.out);
+            char *h = strdup(res.out);
+            if (h) {
+                free(b->homedir);
+                b->homedir = h;
+            }
+        }
+    }
+    agent_exec_result_clear(&res);
+}
+
+const char *agent_box_homedir(const agent_box *b)
+{
+    return b->homedir;
+}
+
 int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
 {
     int r = ensure_client(b, ret_error);
@@ -299,6 +394,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             asb_sandbox_free(b->sb);
             b->sb = NULL;
             b->toolbox_uploaded = false;
+            b->home_checked = false;
             r = create_object(b, when, ret_error);
             created = true;
         }
@@ -306,8 +402,10 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             return r;
         if (b->sb && !created)
             return 0;
-        if (!created && b->cfg->pool && open_bound(b) == 0)
+        if (!created && b->cfg->pool && open_bound(b) == 0) {
+            pool_fix_homedir(b, cancel);
             return 0;
+        }
         r = wait_ready(b, cancel, ret_error);
         if (r == -ENOENT)
             continue; /* expired and deleted while we waited: create a new one */
@@ -317,6 +415,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         int ar = asb_sandbox_open(&b->sb, b->client, b->ns, b->name, &so);
         if (ar != ASB_OK)
             return asb_fail(ret_error, ar, "open sandbox");
+        pool_fix_homedir(b, cancel);
         if (created) {
             box_log(b, AGENT_LOG_INFO, "created sandbox %s", b->name);
             restore(b, cancel);

@@ -394,7 +394,8 @@ static int run_gemini(agent_box *box, const agent_config *cfg, const char *name,
                       bool *ret_failed)
 {
     _cleanup_free_ char *err = NULL;
-    const char *home = cfg->homedir && *cfg->homedir ? cfg->homedir : AGENT_DEFAULT_HOMEDIR;
+    const char *home = agent_box_homedir(box);
+    (void)cfg;
     /* Injected by the control plane (like sandboxd, run through its loader); otherwise the
      * host's binary is copied in once per sandbox. */
     const char *injected[] = {"sh", "-c",

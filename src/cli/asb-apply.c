@@ -35,6 +35,34 @@ static json_t *update_body(const json_t *manifest, const json_t *current)
     for (size_t i = 0; i < ELEMENTSOF(kept); i++)
         if (!json_object_get(md, kept[i]) && json_object_get(cmd, kept[i]))
             json_object_set(md, kept[i], json_object_get(cmd, kept[i]));
+    /* Labels and annotations in the agents.x-k8s.io domain are the controllers' (the claim's
+     * sandbox-name and first-observed/ready stamps, a pool member's labels): a manifest that does
+     * not set them does not remove them (kubectl's three-way merge would not either). */
+    static const char *const maps[] = {"labels", "annotations"};
+    for (size_t i = 0; i < ELEMENTSOF(maps); i++) {
+        json_t *cur = json_object_get(cmd, maps[i]);
+        const char *key;
+        json_t *v;
+        json_object_foreach (cur, key, v) {
+            const char *slash = strchr(key, '/');
+            if (!slash)
+                continue;
+            size_t dl = (size_t)(slash - key), sl = strlen("agents.x-k8s.io");
+            bool ours = (dl == sl && strncmp(key, "agents.x-k8s.io", sl) == 0) ||
+                        (dl > sl && key[dl - sl - 1] == '.' &&
+                         strncmp(key + dl - sl, "agents.x-k8s.io", sl) == 0);
+            if (!ours)
+                continue;
+            json_t *m = json_object_get(md, maps[i]);
+            if (!json_is_object(m)) {
+                m = json_object();
+                if (!m || json_object_set_new(md, maps[i], m) < 0)
+                    continue;
+            }
+            if (!json_object_get(m, key))
+                json_object_set(m, key, v);
+        }
+    }
     json_object_set(md, "resourceVersion", json_object_get(cmd, "resourceVersion"));
     return body;
 }

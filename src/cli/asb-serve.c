@@ -344,10 +344,8 @@ int asb_serve(int argc, char **argv)
     }
     url = server_url(o.listen, port);
     _cleanup_free_ char *line = NULL;
-    if (!url || asprintf(&line, "%s\n", url) < 0 ||
-        (r = write_file_atomic(dir, "server", line, 0644)) < 0) {
-        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir,
-                strerror(r < 0 ? -r : ENOMEM));
+    if (!url || asprintf(&line, "%s\n", url) < 0) {
+        fprintf(stderr, "asb serve: %s\n", strerror(ENOMEM));
         local_apiserver_stop(srv);
         local_store_free(store);
         return 1;
@@ -433,6 +431,19 @@ int asb_serve(int argc, char **argv)
             local_store_free(store);
             return 1;
         }
+    }
+    /* $ASB_STATE_DIR/server is what clients wait for (`asb serve &` then use it): written last,
+     * so whoever sees it also finds $ASB_STATE_DIR/router. */
+    r = write_file_atomic(dir, "server", line, 0644);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir, strerror(-r));
+        router_stop(rt);
+        local_store_shutdown(store);
+        local_controller_stop(ctl);
+        local_reconciler_stop(rec);
+        local_apiserver_stop(srv);
+        local_store_free(store);
+        return 1;
     }
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));

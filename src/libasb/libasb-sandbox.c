@@ -1,6 +1,8 @@
 /* The sandbox handle (by socket paths or by Sandbox name) and the pure helpers shared by the
  * file and process halves: path encoding, the one error-code table, backoff, gRPC framing. */
 #include <errno.h>
+#include <stdbool.h>
+#include <strings.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +211,30 @@ int asbi_sandbox_socket_paths(const char *state_dir, const char *uid, char **ret
     return ASB_OK;
 }
 
+/* Ready=True, but observed at an older generation than metadata.generation: a spec change (for
+ * example a warm adoption rewriting the pod template's labels) the controller has not looked at
+ * yet. */
+static bool ready_true_but_stale(const json_t *obj)
+{
+    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+    json_t *gen = json_object_get(json_object_get(obj, "metadata"), "generation");
+    for (size_t i = 0; i < json_array_size(conds); i++) {
+        json_t *cd = json_array_get(conds, i);
+        const char *t = json_string_value(json_object_get(cd, "type"));
+        const char *s = json_string_value(json_object_get(cd, "status"));
+        if (!t || strcasecmp(t, "Ready") != 0)
+            continue;
+        json_t *og = json_object_get(cd, "observedGeneration");
+        return s && strcasecmp(s, "True") == 0 && json_is_integer(og) && json_is_integer(gen) &&
+               json_integer_value(og) < json_integer_value(gen);
+    }
+    return false;
+}
+
+/* How long asb_sandbox_open waits for the controller to re-observe a Sandbox that was Ready
+ * before its latest spec change (a claim just adopted it from a warm pool). */
+#define SANDBOX_OPEN_STALE_WAIT_MS 10000
+
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts)
 {
@@ -221,6 +247,24 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
         return r;
     json_t *obj = json_loads(text, 0, NULL);
     asb_free(text);
+    if (ready_true_but_stale(obj)) {
+        /* A warm-adopted sandbox: its claim is Ready (the Sandbox's Ready condition, copied),
+         * but the adoption bumped the Sandbox's generation. Wait for the controller to confirm
+         * instead of failing the first command run right after `asb claim`. */
+        asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
+        wo.timeout_ms = SANDBOX_OPEN_STALE_WAIT_MS;
+        char *fresh = NULL;
+        if (asb_object_wait_condition(&fresh, client, "Sandbox", ns, name, "Ready", "True", &wo) ==
+                ASB_OK &&
+            fresh) {
+            json_t *o2 = json_loads(fresh, 0, NULL);
+            if (o2) {
+                json_decref(obj);
+                obj = o2;
+            }
+        }
+        asb_free(fresh);
+    }
     char *rest = NULL, *grpc = NULL;
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!uid) {

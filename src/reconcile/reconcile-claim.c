@@ -521,19 +521,15 @@ static int claim_active(claim_ctx *c)
         set_requeue(c, NOT_FOUND_REQUEUE_USEC);
         return 0;
     }
-    if (!c->in->template) {
-        snprintf(msg, sizeof(msg), "SandboxTemplate \"%s\" not found",
-                 json_string_value(json_object_get(
-                     json_object_get(json_object_get(c->in->pool, "spec"), "sandboxTemplateRef"),
-                     "name"))
-                     ?: "");
-        set_error(c, "TemplateNotFound", msg);
-        set_requeue(c, NOT_FOUND_REQUEUE_USEC);
-        return 0;
-    }
     bool cold = json_array_size(json_object_get(spec, "env")) > 0 ||
                 json_array_size(json_object_get(spec, "volumeClaimTemplates")) > 0;
-    if (!cold) {
+    /* As upstream, warm adoption comes before the template lookup: a Ready member is served
+     * even when its template has been deleted. Only additionalPodMetadata needs the template
+     * (merged into the pod metadata), so such a claim waits for it. */
+    const json_t *apm = json_object_get(spec, "additionalPodMetadata");
+    bool needs_template = json_object_size(json_object_get(apm, "labels")) > 0 ||
+                          json_object_size(json_object_get(apm, "annotations")) > 0;
+    if (!cold && (c->in->template || !needs_template)) {
         bool pending;
         int r = try_warm(c, &pending);
         if (r != 0)
@@ -545,6 +541,16 @@ static int claim_active(claim_ctx *c)
                         left < PENDING_NETWORK_REQUEUE_USEC ? left : PENDING_NETWORK_REQUEUE_USEC);
             return 1; /* no status write */
         }
+    }
+    if (!c->in->template) {
+        snprintf(msg, sizeof(msg), "SandboxTemplate \"%s\" not found",
+                 json_string_value(json_object_get(
+                     json_object_get(json_object_get(c->in->pool, "spec"), "sandboxTemplateRef"),
+                     "name"))
+                     ?: "");
+        set_error(c, "TemplateNotFound", msg);
+        set_requeue(c, NOT_FOUND_REQUEUE_USEC);
+        return 0;
     }
     return cold_create(c);
 }

@@ -421,6 +421,35 @@ TEST(ttl_after_finished)
     done(&w);
 }
 
+TEST(template_deleted_warm_member_still_adopted)
+{
+    /* Upstream adopts before looking the template up: a deleted template does not strand
+     * Ready members; only a cold create (or additionalPodMetadata) needs it. */
+    world w = mk(1, 0);
+    reconcile_claim_in in = {.claim = w.claim,
+                             .pool = w.pool,
+                             .template = NULL,
+                             .sandboxes = w.sandboxes,
+                             .now = T0,
+                             .networked = fx_ready_network};
+    reconcile_claim_out o;
+    CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
+    CHECK_INT_EQ(o.action, RECONCILE_CLAIM_ADOPT);
+    reconcile_claim_out_done(&o);
+    json_object_set_new(json_object_get(w.claim, "spec"), "additionalPodMetadata",
+                        json_pack("{s:{s:s}}", "labels", "sandbox.users.io/team", "b"));
+    CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
+    CHECK_STR_EQ(fx_ready_reason(o.status), "TemplateNotFound");
+    CHECK_INT_EQ(o.action, RECONCILE_CLAIM_NOTHING);
+    reconcile_claim_out_done(&o);
+    json_array_clear(w.sandboxes);
+    json_object_del(json_object_get(w.claim, "spec"), "additionalPodMetadata");
+    CHECK_INT_EQ(reconcile_claim(&in, &o), 0);
+    CHECK_STR_EQ(fx_ready_reason(o.status), "TemplateNotFound");
+    reconcile_claim_out_done(&o);
+    done(&w);
+}
+
 TEST(recreate_pool_skips_stale_candidates)
 {
     world w = mk(1, 0);
