@@ -766,14 +766,14 @@ static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
     bool pending = false;
-    uint64_t rv = resync(r, &pending);
+    uint64_t rv = resync(r, &pending), nudges = 0;
     usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t wake = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
         usec_t deadline = MIN(wake, timer_earliest(r));
         store_event **evs = NULL;
-        int n = local_store_wait(r->store, rv, deadline, &evs);
+        int n = local_store_wait_nudged(r->store, rv, deadline, &nudges, &evs);
         if (n == -ESHUTDOWN)
             break;
         if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {

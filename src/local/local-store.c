@@ -19,7 +19,7 @@ struct local_store {
     store_event **ring;
     size_t window, head, count; /* ring[head] is the oldest */
     bool shutting_down;
-    bool nudged; /* local_store_nudge: wake a waiter without a change */
+    uint64_t nudges; /* local_store_nudge calls: wake waiters without a change */
 };
 
 static const char schema[] =
@@ -553,6 +553,12 @@ static int collect_locked(local_store *s, uint64_t after, store_event ***ret)
 
 int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_event ***ret)
 {
+    return local_store_wait_nudged(s, after, deadline, NULL, ret);
+}
+
+int local_store_wait_nudged(local_store *s, uint64_t after, usec_t deadline, uint64_t *nudges_seen,
+                            store_event ***ret)
+{
     struct timespec ts = {(time_t)(deadline / USEC_PER_SEC),
                           (long)(deadline % USEC_PER_SEC) * 1000};
     int r;
@@ -570,8 +576,8 @@ int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_even
             r = collect_locked(s, after, ret);
             break;
         }
-        if (s->nudged) {
-            s->nudged = false;
+        if (nudges_seen && s->nudges != *nudges_seen) {
+            *nudges_seen = s->nudges;
             r = 0;
             break;
         }
@@ -604,7 +610,7 @@ bool local_store_is_shutdown(local_store *s)
 void local_store_nudge(local_store *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->nudged = true;
+    s->nudges++;
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->lock);
 }

@@ -81,11 +81,16 @@ int local_store_watch_check(local_store *s, uint64_t after, uint64_t *ret_oldest
  * store shuts down (-ESHUTDOWN). Returns the number of events stored in *ret (owned array of
  * owned references; free with store_events_free). -ESTALE if the watcher fell behind. */
 int local_store_wait(local_store *s, uint64_t after, usec_t deadline, store_event ***ret);
+/* local_store_wait that also returns 0 once local_store_nudge was called after the nudge count
+ * in *nudges_seen (updated): a nudge wakes every waiter that asks for nudges, and one that
+ * happened while the waiter was busy is not lost. */
+int local_store_wait_nudged(local_store *s, uint64_t after, usec_t deadline, uint64_t *nudges_seen,
+                            store_event ***ret);
 void store_events_free(store_event **v, size_t n);
 /* Wakes every waiter; later waits return -ESHUTDOWN immediately. */
 void local_store_shutdown(local_store *s);
 /* True once local_store_shutdown was called: long loops stop early. */
 bool local_store_is_shutdown(local_store *s);
-/* Makes a current or the next local_store_wait return 0 at once (before its deadline): lets
- * another thread wake the reconciler without a store change. */
+/* Makes current and next local_store_wait_nudged calls return 0 at once (before their
+ * deadline): lets another thread wake the reconciler without a store change. */
 void local_store_nudge(local_store *s);
