@@ -14,3 +14,7 @@ usec_t now_usec(clockid_t clock);
 /* Parses Go time.ParseDuration syntax ("10s", "1m30s", "500ms", "1.5h", "0").
  * Negative durations are rejected. Returns 0 or -EINVAL/-ERANGE. */
 int parse_go_duration(const char *s, usec_t *ret);
+
+/* Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", fractional seconds and +hh:mm offsets
+ * allowed) into microseconds since the epoch. 0 or -EINVAL. */
+int parse_rfc3339(const char *s, int64_t *ret_usec);
