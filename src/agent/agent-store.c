@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent-internal.h"
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 
 int agent_session_name_valid(const char *name)
@@ -37,24 +38,6 @@ int agent_store_session_dir(const agent_config *cfg, const char *session, char *
         r = asprintf(ret, "%s/.local/sandboxed-tools/%s", home, session);
     }
     return r < 0 ? -ENOMEM : 0;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-    _cleanup_free_ char *p = strdup(path);
-    if (!p)
-        return -ENOMEM;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(p, mode) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
 }
 
 int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "asb/client.h"
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "basic/time-util.h"
@@ -66,26 +67,6 @@ static void serve_usage(FILE *f)
             "crun, runsc, gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running\n"
             "sandbox uses are removed after this long, default 10m).\n",
             DEFAULT_WATCH_WINDOW);
-}
-
-static int mkdir_p(const char *path, mode_t last_mode)
-{
-    _cleanup_free_ char *p = strdup(path);
-    if (!p)
-        return -ENOMEM;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(p, last_mode) < 0 && errno != EEXIST)
-        return -errno;
-    if (chmod(p, last_mode) < 0)
-        return -errno;
-    return 0;
 }
 
 /* The one default-state-dir rule, shared with every libasb client. */
@@ -302,6 +283,8 @@ int asb_serve(int argc, char **argv)
     if (!dir)
         return 1;
     r = mkdir_p(dir, 0700);
+    if (r == 0 && chmod(dir, 0700) < 0) /* an existing state dir is tightened too */
+        r = -errno;
     if (r < 0) {
         fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
         return 1;

@@ -9,28 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 
 int fs_mkdir_p(const char *path, mode_t mode)
 {
-    _cleanup_free_ char *p = strdup(path);
-    if (!p)
-        return -ENOMEM;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(p, mode) < 0) {
-        if (errno != EEXIST)
-            return -errno;
-        return 0;
-    }
-    return chmod(p, mode) < 0 ? -errno : 0;
+    return mkdir_p(path, mode);
 }
 
 int fs_write_file(const char *path, const char *content, mode_t mode)

@@ -7,24 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "toolbox/toolbox.h"
-
-static int mkdir_parents(const char *path)
-{
-    _cleanup_free_ char *p = strdup(path);
-    if (!p)
-        return -ENOMEM;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    return 0;
-}
 
 int toolbox_write_content(const char *abs, const char *data, size_t len)
 {
