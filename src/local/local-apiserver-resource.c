@@ -8,41 +8,11 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/random-util.h"
 #include "local/local-apiserver-internal.h"
 #include "shared/log.h"
 
 #define GENERATE_NAME_TRIES 8
-
-static int random_bytes(void *p, size_t n)
-{
-    unsigned char *b = p;
-    while (n > 0) {
-        ssize_t k = getrandom(b, n, 0);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* UUID v4 from getrandom. */
-static int make_uuid(char out[37])
-{
-    unsigned char b[16];
-    int r = random_bytes(b, sizeof(b));
-    if (r < 0)
-        return r;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
-    return 0;
-}
 
 static void format_now(char out[32])
 {
@@ -267,7 +237,7 @@ static enum MHD_Result handle_create(api_request *rq)
     api_default(k, obj);
 
     char uid[37], now[32];
-    int r = make_uuid(uid);
+    int r = uuid_v4(uid);
     if (r < 0)
         return reply_store_error(rq, r, "");
     format_now(now);

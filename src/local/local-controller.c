@@ -12,6 +12,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/random-util.h"
 #include "local/local-controller.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -146,39 +147,16 @@ static int apply(local_controller *c, const api_kind *k, const json_t *obj, patc
     return r;
 }
 
-static int random_bytes(void *buf, size_t n)
-{
-    unsigned char *b = buf;
-    while (n > 0) {
-        ssize_t k = getrandom(b, n, 0);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Server-set metadata as the API server does it (uid, creationTimestamp, generation, a name for
  * generateName), then create. */
 static int create_object(local_controller *c, const api_kind *k, json_t *obj)
 {
     json_t *md = json_object_get(obj, "metadata");
     api_default(k, obj); /* CRD defaults, as the API server applies them on create */
-    unsigned char b[16];
-    int r = random_bytes(b, sizeof(b));
+    char uid[37], ts[40];
+    int r = uuid_v4(uid);
     if (r < 0)
         return r;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    char uid[37], ts[40];
-    snprintf(uid, sizeof(uid),
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
     reconcile_format_time(wall_now(), 0, ts);
     json_object_set_new(md, "uid", json_string(uid));
     json_object_set_new(md, "creationTimestamp", json_string(ts));
