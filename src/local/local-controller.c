@@ -75,6 +75,8 @@ typedef struct patch_ctx {
     bool remove;          /* delete the object */
     bool drop_finalizer;  /* remove FOREGROUND_FINALIZER (and delete when none is left) */
     bool mark_foreground; /* add FOREGROUND_FINALIZER and a deletionTimestamp */
+    bool carry_conditions; /* a spec change that leaves the running sandbox as it is (adoption:
+                            * pod-template metadata only): its conditions stay current */
 } patch_ctx;
 
 static bool same_str(const char *a, const char *b)
@@ -120,11 +122,21 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
         }
     }
     const json_t *os = json_object_get(old, "spec"), *ns = json_object_get(new, "spec");
-    if (os && ns && !json_equal((json_t *)os, (json_t *)ns))
-        json_object_set_new(md, "generation",
-                            json_integer(json_integer_value(json_object_get(
-                                             json_object_get(old, "metadata"), "generation")) +
-                                         1));
+    if (os && ns && !json_equal((json_t *)os, (json_t *)ns)) {
+        json_int_t gen =
+            json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation")) + 1;
+        json_object_set_new(md, "generation", json_integer(gen));
+        /* The container is not restarted for new pod-template labels, so a Ready sandbox is
+         * still Ready at the new generation: say so in the same write, or a client opening
+         * the adopted sandbox would wait for the reconciler to restate it. */
+        size_t i;
+        json_t *cond;
+        if (p->carry_conditions)
+            json_array_foreach (json_object_get(json_object_get(new, "status"), "conditions"), i,
+                                cond)
+                if (json_object_get(cond, "observedGeneration"))
+                    json_object_set_new(cond, "observedGeneration", json_integer(gen));
+    }
     if (json_equal(new, (json_t *)old)) {
         json_decref(new);
         return STORE_UPDATE_UNCHANGED;
@@ -415,7 +427,8 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         /* One transaction: the sandbox changes hands and the claim names it and says Ready. */
         patch_ctx sp = {.uid = api_meta_string(out->target, "uid"),
                         .rv = api_meta_string(out->target, "resourceVersion"),
-                        .patch = out->sandbox_patch};
+                        .patch = out->sandbox_patch,
+                        .carry_conditions = true};
         cp.uid = api_meta_string(claim, "uid");
         _cleanup_free_ char *sname = strdup(api_meta_string(out->target, "name") ?: "");
         store_op ops[2] = {
