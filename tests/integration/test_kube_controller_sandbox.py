@@ -33,8 +33,10 @@ def test_minimal_sandbox_creates_pod_without_service(fake, controller):  # noqa:
     c = wait_for(lambda: ready(fake, "s1"), what="Ready condition")
     assert c["status"] == "False" and c["reason"] == "DependenciesNotReady"
     assert fake.get("services", "s1") is None
-    s = fake.get("sandboxes", "s1")
-    assert s["metadata"]["annotations"]["agents.x-k8s.io/pod-name"] == "s1"
+    # The annotation and the status are separate writes: either may land first.
+    s = wait_for(lambda: (lambda o: o if (o["metadata"].get("annotations") or {}).get(
+        "agents.x-k8s.io/pod-name") == "s1" else None)(fake.get("sandboxes", "s1")),
+        what="pod-name annotation")
     # Pod goes Running + Ready with an IP: Ready=True, podIPs, nodeName, selector.
     fake.set_pod_ready("s1", ip="10.0.0.7")
     wait_for(lambda: (ready(fake, "s1") or {}).get("status") == "True", what="Ready=True")
