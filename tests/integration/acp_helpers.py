@@ -109,7 +109,11 @@ class RawClient:
         self.sock.close()
 
 
-_npm_done = False
+def npm_ci():
+    """The pinned SDK (tests/acp/package-lock.json) is installed by scripts/deps.sh, once, for
+    the whole run; a missing or stale node_modules fails at once instead of reinstalling per test."""
+    if not _installed_matches_lock():
+        pytest.fail("tests/acp/node_modules does not match package-lock.json: run `make deps`")
 
 
 def _installed_matches_lock():
@@ -126,22 +130,6 @@ def _installed_matches_lock():
         return True
     except (OSError, ValueError, KeyError):
         return False
-
-
-def npm_ci():
-    """Installs the pinned SDK (tests/acp/package-lock.json) once per test run, unless
-    node_modules already matches the lock file."""
-    global _npm_done
-    if _npm_done or _installed_matches_lock():
-        _npm_done = True
-        return
-    for tool in ("node", "npm"):
-        if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
-            pytest.fail(f"{tool} is not installed (scripts/deps.sh installs nodejs and npm)")
-    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ACP_DIR,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"npm ci failed:\n{r.stdout}\n{r.stderr}"
-    _npm_done = True
 
 
 def drive(scenario, server, token=None, env=None, timeout=120):

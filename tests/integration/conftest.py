@@ -13,6 +13,21 @@ BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 SANITIZER_EXIT_CODES = {86: "AddressSanitizer/LeakSanitizer report", 87: "UBSan report"}
 
 
+def _default_signal_dispositions():
+    """A shell that starts `make test` in the background or under nohup hands us SIGINT/SIGQUIT/
+    SIGHUP ignored (and maybe blocked), and an ignored signal stays ignored across exec: the
+    processes the tests start and then signal would shrug the signal off. Ignored dispositions
+    become defaults here (a Python handler resets to SIG_DFL in every exec'd child) and the mask is
+    emptied, so every child starts with the dispositions the tests assume."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+_default_signal_dispositions()
+
+
 def binary(name):
     path = os.path.join(BUILD, "bin", name)
     if not os.path.exists(path):
