@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/state-files.h"
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
@@ -42,8 +44,7 @@ static void serve_usage(FILE *f)
             "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
             "; port 0 picks a free one)\n"
             "  --router-listen HOST:PORT\n"
-            "                      data-plane router address (default " DEFAULT_ROUTER_LISTEN
-            ";\n"
+            "                      data-plane router address (default " DEFAULT_ROUTER_LISTEN ";\n"
             "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
             "  --router-allow-unauthenticated\n"
             "                      the router admits token-less requests from loopback peers\n"
@@ -95,6 +96,65 @@ static int write_file_atomic(const char *dir, const char *name, const char *cont
     if (rename(tmp, dst) < 0)
         return -errno;
     return 0;
+}
+
+/* Takes the state directory's lock for the life of this process (the fd is kept open, close-on-exec
+ * so no child inherits it) and writes our pid into it. A second `asb serve` on the same directory
+ * is refused: two servers over one store and one set of containers would fight. Then the URL files
+ * of an earlier run are removed, so clients wait for this run's instead of dialling a dead one. */
+static int take_state_lock(const char *dir, int *ret_fd)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/" STATE_FILE_LOCK, dir) < 0)
+        return -ENOMEM;
+    _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "asb serve: cannot open %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        if (e == EWOULDBLOCK)
+            fprintf(
+                stderr,
+                "asb serve: another asb serve%s%s%s is running with state dir %s (it holds %s); "
+                "stop it or use another ASB_STATE_DIR\n",
+                *pid ? " (pid " : "", pid, *pid ? ")" : "", dir, path);
+        else
+            fprintf(stderr, "asb serve: cannot lock %s: %s\n", path, strerror(e));
+        return -e;
+    }
+    char line[32];
+    int len = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)len, 0) != len) {
+        fprintf(stderr, "asb serve: cannot write %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    const char *stale[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
+    for (size_t i = 0; i < ELEMENTSOF(stale); i++) {
+        _cleanup_free_ char *f = NULL;
+        if (asprintf(&f, "%s/%s", dir, stale[i]) < 0)
+            return -ENOMEM;
+        if (unlink(f) < 0 && errno != ENOENT)
+            return -errno;
+    }
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+/* At a clean stop: the URL files go, so no client dials a server that is gone. */
+static void remove_url_files(const char *dir)
+{
+    const char *files[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
+    for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+        _cleanup_free_ char *f = NULL;
+        if (asprintf(&f, "%s/%s", dir, files[i]) >= 0)
+            (void)unlink(f);
+    }
 }
 
 /* Reads the token, creating it (32 random bytes, hex) at first start. Owned result. */
@@ -289,6 +349,9 @@ int asb_serve(int argc, char **argv)
         fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
         return 1;
     }
+    _cleanup_close_ int lock_fd = -1;
+    if (take_state_lock(dir, &lock_fd) < 0)
+        return 1;
     r = load_token(dir, &token);
     if (r < 0) {
         fprintf(stderr, "asb serve: token in %s: %s\n", dir, strerror(-r));
@@ -341,11 +404,15 @@ int asb_serve(int argc, char **argv)
     _cleanup_free_ char *sandboxd = sandboxd_path();
     if (strcmp(runtime, "none") != 0) {
         local_reconciler_options ro = {
-            .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
+            .store = store,
+            .state_dir = dir,
+            .sandboxd = sandboxd ? sandboxd : "sandboxd",
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
-            .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
+            .net = {.mode = o.network,
+                    .pod_cidr = o.pod_cidr,
+                    .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream}};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
@@ -437,6 +504,7 @@ int asb_serve(int argc, char **argv)
     while (sigwait(&mask, &sig) != 0)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    remove_url_files(dir);
     router_stop(rt);
     local_store_shutdown(store);
     local_controller_stop(ctl);
