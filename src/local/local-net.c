@@ -656,7 +656,7 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
                 n->unavailable = strdup("networking unavailable");
         } else {
             preload(n);
-            n->dns = local_dns_start(n->gw, o->dns_upstream, &n->dns_off);
+            n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
         }
     }
     if (n->unavailable)
