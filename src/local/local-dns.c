@@ -44,6 +44,7 @@ typedef struct dns_limits {
     _Atomic int refs;
     local_dns_limits opt;
     struct sockaddr_in upstream;
+    usec_t full_logged; /* when "too many sandboxes" was last logged */
     dns_client clients[DNS_CLIENTS];
 } dns_limits;
 
@@ -115,9 +116,12 @@ static bool budget_take(dns_limits *l, uint32_t addr, bool udp)
             c->logged = now;
             log = true;
         }
+    } else if (now - l->full_logged >= DNS_LOG_EVERY_USEC) {
+        l->full_logged = now;
+        log = true;
     }
     pthread_mutex_unlock(&l->lock);
-    if (log || !c) {
+    if (log) {
         char a[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &addr, a, sizeof(a));
         log_warn("DNS: queries of a sandbox dropped", "source", a, "reason",
