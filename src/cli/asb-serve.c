@@ -36,7 +36,8 @@ static void serve_usage(FILE *f)
     fprintf(f,
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
-            "                 [--dns-upstream IP[:PORT]]\n\n"
+            "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
+            "                 [--dns-inflight N]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -51,11 +52,19 @@ static void serve_usage(FILE *f)
             "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
             "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
             "                      or none (loopback only); env ASB_NETWORK\n"
-            "  --pod-cidr CIDR     sandbox addresses (default 10.244.0.0/24); env ASB_POD_CIDR\n"
+            "  --pod-cidr CIDR     sandbox addresses; refused when it overlaps a route, another\n"
+            "                      asb serve's bridge or nft table (default: the first free /24\n"
+            "                      of 10.244.0.0/16, kept in the state dir); env ASB_POD_CIDR\n"
             "  --bridge NAME       host bridge (default asb + a hash of the state dir); env\n"
             "                      ASB_BRIDGE\n"
             "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
             "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
+            "  --dns-rate QPS      DNS queries per second of one sandbox (default 50); env\n"
+            "                      ASB_DNS_RATE\n"
+            "  --dns-burst N       DNS queries of one sandbox at once after a quiet time\n"
+            "                      (default 100); env ASB_DNS_BURST\n"
+            "  --dns-inflight N    DNS queries of one sandbox waiting for the upstream at once\n"
+            "                      (default 32); env ASB_DNS_INFLIGHT\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -235,7 +244,25 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
+    local_dns_limits dns_limits;
 } serve_opts;
+
+/* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
+static int parse_dns_limit(const char *what, const char *v, unsigned *ret)
+{
+    char *end;
+    if (!v || !*v)
+        return 0;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || n < 1 || n > 1000000 || *v == '-' || *v == '+') {
+        fprintf(stderr, "asb serve: --%s wants a number from 1 to 1000000, got \"%s\"\n", what,
+                v);
+        return -EINVAL;
+    }
+    *ret = (unsigned)n;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
@@ -247,6 +274,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
         {"dns-upstream", required_argument, NULL, 'd'},
+        {"dns-rate", required_argument, NULL, 'q'},
+        {"dns-burst", required_argument, NULL, 'B'},
+        {"dns-inflight", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -257,6 +287,10 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->pod_cidr = getenv("ASB_POD_CIDR");
     o->bridge = getenv("ASB_BRIDGE");
     o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
+    if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
+        parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
+        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0)
+        return -EINVAL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -282,6 +316,18 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'd':
             o->dns_upstream = optarg;
+            break;
+        case 'q':
+            if (parse_dns_limit("dns-rate", optarg, &o->dns_limits.rate) < 0)
+                return -EINVAL;
+            break;
+        case 'B':
+            if (parse_dns_limit("dns-burst", optarg, &o->dns_limits.burst) < 0)
+                return -EINVAL;
+            break;
+        case 'I':
+            if (parse_dns_limit("dns-inflight", optarg, &o->dns_limits.inflight) < 0)
+                return -EINVAL;
             break;
         case 'h':
             serve_usage(stdout);
@@ -410,10 +456,8 @@ int asb_serve(int argc, char **argv)
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
-            .net = {.mode = o.network,
-                    .pod_cidr = o.pod_cidr,
-                    .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream}};
+            .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
+                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits}};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));
