@@ -11,7 +11,9 @@ import subprocess
 
 import pytest
 
-from escape_sandbox import escape  # noqa: F401
+from asb_apiserver import CORE, sandbox
+from escape_sandbox import Box, escape, start_escape_server  # noqa: F401
+from local_sandbox import RUNC, wait_ready
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -187,3 +189,40 @@ def test_control_attack_works_outside_the_sandbox(escape, attack):
         pytest.skip(f"the host itself refuses {attack} (errno {res['errno']})")
     inside = escape.sandbox("attacker").probe(*attack)
     assert inside["ret"] == -1 and inside["errno"] in (errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT)
+
+
+def test_every_runtime_handler_gets_the_profile(tmp_path_factory, tmp_path):
+    """A sandbox of another RuntimeClass gets the same filter. The handler here is a `runsc`
+    stand-in that logs its arguments (gVisor applies config.json's profile only with
+    --oci-seccomp) and hands the call to runc without that flag."""
+    log = tmp_path / "runsc.log"
+    fake = tmp_path / "bin" / "runsc"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n"
+                    f"echo \"$*\" >> {log}\n"
+                    "for a; do shift; [ \"$a\" = --oci-seccomp ] || set -- \"$@\" \"$a\"; done\n"
+                    f"exec {RUNC} \"$@\"\n")
+    fake.chmod(0o755)
+    esc, cleanup = start_escape_server(tmp_path_factory,
+                                       env={"ASB_RUNTIME_CLASSES": f"gvisor={fake}"})
+    try:
+        body = sandbox("gvisor-box")
+        body["spec"]["podTemplate"]["spec"]["runtimeClassName"] = "gvisor"
+        r = esc.asb.post(esc.asb.path(CORE, "sandboxes", "default"), body)
+        assert r.status_code == 201, r.text
+        uid = r.json()["metadata"]["uid"]
+        wait_ready(esc.asb, "gvisor-box", timeout=30)
+        run_calls = [line for line in log.read_text().splitlines() if " run " in f" {line} "]
+        assert run_calls and all("--oci-seccomp run" in c for c in run_calls), log.read_text()
+        box = Box(esc.asb, esc.state_dir, "gvisor-box", uid)
+        esc.boxes["gvisor-box"] = box
+        box.install_probe(esc.probe_path)
+        status = box.run("grep", "^Seccomp:", "/proc/self/status")[1]
+        assert status.split() == ["Seccomp:", "2"]
+        assert denied(box.probe("clone", hex(CLONE_NEWUSER | CLONE_NEWNET)), errno.EPERM)
+        assert denied(box.probe("clone3", "0"), errno.ENOSYS)
+        assert denied(box.probe("socket", AF_VSOCK, SOCK_STREAM, 0), errno.EAFNOSUPPORT)
+        esc.assert_healthy()
+    finally:
+        esc.close()
+        cleanup()
