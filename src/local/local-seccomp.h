@@ -24,8 +24,9 @@ typedef struct local_seccomp_arg {
 } local_seccomp_arg;
 
 /* One rule: `names` (NULL-terminated) get `errno_ret` (0 = allowed) when every argument
- * comparison holds (a rule without comparisons always applies). Rules for the same name with
- * comparisons on the same argument are alternatives (runc adds them as separate filters). */
+ * comparison holds (a rule without comparisons always applies). Comparisons must be on distinct
+ * arguments: runc turns several comparisons on one argument into alternatives, so the table
+ * spells alternatives as separate rules instead. */
 typedef struct local_seccomp_rule {
     const char *group; /* short name, for tests and docs */
     const char *const *names;
