@@ -174,6 +174,20 @@ TEST(no_name_is_both_allowed_and_refused)
     }
 }
 
+TEST(comparisons_are_on_distinct_arguments)
+{
+    size_t n;
+    const local_seccomp_rule *r = local_seccomp_rules(&n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i].n_args <= 3);
+        for (unsigned a = 0; a < r[i].n_args; a++) {
+            CHECK(r[i].args[a].index < 6 && r[i].args[a].op != NULL);
+            for (unsigned b = a + 1; b < r[i].n_args; b++)
+                CHECK(r[i].args[a].index != r[i].args[b].index);
+        }
+    }
+}
+
 TEST(oci_json_shape)
 {
     json_t *p = local_seccomp_profile();
