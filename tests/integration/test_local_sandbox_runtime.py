@@ -248,9 +248,17 @@ def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
         except OSError:
             return False
     assert wait_for(answers, timeout=15), asb.output()
-    new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
-    assert new_pid != pid
-    assert condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True"
+    pid_file = os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")
+
+    def new_pid():
+        # runc writes the pid file of the new container as it starts it: it may lag the socket.
+        try:
+            return int(open(pid_file).read()) != pid
+        except (OSError, ValueError):
+            return False
+    assert wait_for(new_pid, timeout=15), asb.output()
+    assert wait_for(lambda: condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True",
+                    timeout=15), asb.output()
 
 
 def test_ready_false_while_starting_then_true(start_sbx, sbx_state):
