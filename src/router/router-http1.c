@@ -63,6 +63,7 @@ typedef struct h1_conn {
     char *upload_name;
     router_target target;
     router_route route;
+    router_cl_dup cl_dup;
 } h1_conn;
 
 static void hdrs_clear(hdrs *h)
@@ -418,7 +419,13 @@ static int rq_url(http_parser *p, const char *at, size_t n)
 }
 static int rq_field(http_parser *p, const char *at, size_t n)
 {
-    return hdrs_field(&((h1_conn *)p->data)->h, at, n) < 0;
+    h1_conn *c = p->data;
+    bool new_header = c->h.n == 0 || c->h.in_value;
+    if (hdrs_field(&c->h, at, n) < 0)
+        return 1;
+    const char *name = c->h.v[c->h.n - 1].name;
+    router_cl_dup_field(p, &c->cl_dup, name, strlen(name), new_header);
+    return 0;
 }
 static int rq_value(http_parser *p, const char *at, size_t n)
 {
@@ -445,10 +452,33 @@ static bool path_is(const char *url, const char *want)
     return strncmp(url, want, n) == 0 && (url[n] == '\0' || url[n] == '?');
 }
 
+/* Refuses the request-smuggling shapes as Go does (400/501, connection closed). Returns 0 when
+ * the request may proceed, -1 when it was answered (or could not be). */
+static int refuse_bad_framing(h1_conn *c)
+{
+    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < c->h.n; i++)
+        f[i] = (http_field){c->h.v[i].name, strlen(c->h.v[i].name), c->h.v[i].value,
+                            strlen(c->h.v[i].value)};
+    http_framing_error e;
+    int r = router_framing_check(&c->p, f, c->h.n, &e);
+    free(f);
+    if (r == 0)
+        return 0;
+    c->keep_alive = false;
+    c->mode = MODE_LOCAL;
+    send_simple(c, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body));
+    return -1;
+}
+
 static int rq_headers_complete(http_parser *p)
 {
     h1_conn *c = p->data;
     router_error err = {0};
+    if (refuse_bad_framing(c) < 0)
+        return -1;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = c->url ? c->url : "/";
     if (p->method == HTTP_GET && path_is(url, "/healthz")) {
@@ -874,6 +904,7 @@ static void request_reset(h1_conn *c)
     c->message_done = false;
     c->mode = MODE_LOCAL;
     c->close_after = false;
+    c->cl_dup = (router_cl_dup){0};
     router_target_done(&c->target);
 }
 

@@ -169,6 +169,7 @@ typedef struct lconn {
     http_parser p;
     lbuf url;
     lhdrs h;
+    router_cl_dup cl_dup;
     bool head_done, msg_done, has_body, keep_alive;
     size_t req_len; /* bytes of the finished request */
     /* to the client */
@@ -498,7 +499,30 @@ static int rq_url(http_parser *p, const char *at, size_t n)
 }
 static int rq_field(http_parser *p, const char *at, size_t n)
 {
-    return lhdrs_field(&((lconn *)p->data)->h, at, n) < 0;
+    lconn *c = p->data;
+    bool new_header = c->h.st != 1;
+    if (lhdrs_field(&c->h, at, n) < 0)
+        return 1;
+    size_t off = c->h.off[c->h.n - 1];
+    router_cl_dup_field(p, &c->cl_dup, c->h.a.p + off, c->h.a.len - off, new_header);
+    return 0;
+}
+
+/* The request-smuggling shapes (router_framing_check): the blocking code answers them. */
+static bool bad_framing(lconn *c)
+{
+    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
+    if (!f)
+        return true;
+    for (size_t i = 0; i < c->h.n; i++) {
+        const char *name = lh_name(&c->h, i);
+        size_t nl = strlen(name);
+        f[i] = (http_field){name, nl, name + nl + 1, strlen(name + nl + 1)};
+    }
+    http_framing_error e;
+    int r = router_framing_check(&c->p, f, c->h.n, &e);
+    free(f);
+    return r < 0;
 }
 static int rq_value(http_parser *p, const char *at, size_t n)
 {
@@ -511,6 +535,8 @@ static int rq_headers_complete(http_parser *p)
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
     if (lhdrs_end(&c->h) < 0)
         return -1;
+    if (bad_framing(c))
+        return -1; /* a parse error: handed off, the blocking code re-parses and answers */
     if (c->has_body) {
         http_parser_pause(p, 1); /* handed off: the thread parses the body */
         return 0;
@@ -545,6 +571,7 @@ static void request_reset(lconn *c)
     if (c->url.p)
         c->url.p[0] = '\0';
     lhdrs_reset(&c->h);
+    c->cl_dup = (router_cl_dup){0};
     c->head_done = c->msg_done = c->has_body = false;
 }
 

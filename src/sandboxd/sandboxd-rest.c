@@ -15,6 +15,7 @@
 
 #include "basic/macro.h"
 #include "sandboxd/sandboxd-rest-internal.h"
+#include "shared/http-framing.h"
 #include "shared/log.h"
 
 #define FILES_PREFIX "/v1/files/"
@@ -247,6 +248,63 @@ static enum MHD_Result dispatch(rest_request *req, struct MHD_Connection *c, con
     return rest_queue_text(req, c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
 }
 
+typedef struct field_list {
+    http_field *v;
+    size_t n, cap;
+    bool oom;
+} field_list;
+
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    field_list *l = cls;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        http_field *v = realloc(l->v, cap * sizeof(*v));
+        if (!v) {
+            l->oom = true;
+            return MHD_NO;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (http_field){key, key_size, value ? value : "", value ? value_size : 0};
+    return MHD_YES;
+}
+
+/* libmicrohttpd lets the request-smuggling shapes through (it takes the first of two different
+ * Content-Lengths, keeps "Content-Length " as another header, reads a non-chunked
+ * Transfer-Encoding body until EOF, serves HTTP/1.1 without Host): refuse them as Go does,
+ * before any body is read. Returns false when the request may proceed; true when it was refused,
+ * with *ret the result of queueing the refusal. */
+static bool refuse_bad_framing(rest_request *req, struct MHD_Connection *c, const char *version,
+                               enum MHD_Result *ret)
+{
+    field_list l = {0};
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, collect_field, &l);
+    if (l.oom) {
+        free(l.v);
+        *ret = MHD_NO;
+        return true;
+    }
+    bool http11 = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+    http_framing_error e;
+    int r = http_framing_check(l.v, l.n, http11, &e);
+    free(l.v);
+    if (r == 0)
+        return false;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(e.body), (void *)e.body, MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        *ret = MHD_NO;
+        return true;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    *ret = rest_queue_response(req, c, (unsigned)e.status, resp);
+    return true;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -259,6 +317,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
      * validates early: an error then spares the upload (and closes the connection). */
     if (!req->seen) {
         req->seen = true;
+        enum MHD_Result refused;
+        if (refuse_bad_framing(req, c, version, &refused)) {
+            req->dispatched = true;
+            return refused;
+        }
         if (strcmp(method, "PUT") != 0)
             return MHD_YES;
         req->dispatched = true;
