@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -64,7 +65,16 @@ typedef struct h1_conn {
     router_target target;
     router_route route;
     router_cl_dup cl_dup;
+    long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
+    long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
 } h1_conn;
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void hdrs_clear(hdrs *h)
 {
@@ -410,6 +420,14 @@ static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 
 /* ---- request callbacks ---- */
 
+static int rq_begin(http_parser *p)
+{
+    h1_conn *c = p->data;
+    if (c->ctx->header_timeout_ms > 0)
+        c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
+    return 0;
+}
+
 static int rq_url(http_parser *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
@@ -477,6 +495,7 @@ static int rq_headers_complete(http_parser *p)
 {
     h1_conn *c = p->data;
     router_error err = {0};
+    c->head_deadline = 0;
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
@@ -619,6 +638,7 @@ static int rq_complete(http_parser *p)
 }
 
 static const http_parser_settings request_settings = {
+    .on_message_begin = rq_begin,
     .on_url = rq_url,
     .on_header_field = rq_field,
     .on_header_value = rq_value,
@@ -914,6 +934,7 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
     http_parser_init(&c.p, HTTP_REQUEST);
     c.p.data = &c;
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
+    c.rcv_timeout_ms = CLIENT_IDLE_MS;
     char *buf = malloc(65536);
     if (!buf)
         goto out;
@@ -921,6 +942,18 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
     size_t have = npre, off = 0;
     for (;;) {
         if (off == have) {
+            /* Reading a request head: Go's ReadHeaderTimeout bounds it as a whole. */
+            long want = CLIENT_IDLE_MS;
+            if (c.head_deadline) {
+                long long left = c.head_deadline - mono_ms();
+                if (left <= 0)
+                    break;
+                want = left < want ? (long)left : want;
+            }
+            if (want != c.rcv_timeout_ms) {
+                set_timeout(fd, SO_RCVTIMEO, want);
+                c.rcv_timeout_ms = want;
+            }
             ssize_t n = recv(fd, buf, 65536, 0);
             if (n < 0 && errno == EINTR)
                 continue;

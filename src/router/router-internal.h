@@ -109,6 +109,7 @@ typedef struct router_ctx {
     router_resolver *resolver;
     long proxy_timeout_ms;
     long connect_timeout_ms;
+    long header_timeout_ms; /* 0: none */
 } router_ctx;
 
 /* Serves one client connection until it closes. The caller closes fd afterwards. `pre` holds bytes
@@ -120,7 +121,9 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
 int router_write_all(int fd, const void *buf, size_t len);
 
 /* The event-driven HTTP/1.1 path (router-loop.c). The server supplies the hooks: accepted (track
- * the fd; <0 refuses it), closed (untrack; the loop closes the fd), loopback (peer check) and
+ * the fd; <0 refuses it; >0: tracked, but over the connection cap: the worker closes its oldest
+ * connection still sending a request head or idle to make room, or refuses the new one when it
+ * has none), closed (untrack; the loop closes the fd), loopback (peer check) and
  * handoff (serve fd on a thread with the blocking code, h2 or HTTP/1.1: the thread first writes
  * out[0..nout) (responses the loop made and could not send yet), then parses starting with the
  * bytes pre[0..npre); both copied; <0: not taken, the loop closes it). */

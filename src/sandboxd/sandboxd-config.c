@@ -27,8 +27,8 @@ static const flag_def flag_defs[] = {
      "time a REST client has to send a request's headers (Go's ReadHeaderTimeout)", "10s"},
     {"listen-host", FLAG_STRING, "interface both listeners bind to", "\"0.0.0.0\""},
     {"max-connections", FLAG_INT,
-     "open REST connections per listener; at the cap the oldest one still sending its headers "
-     "(or idle) is closed for a new one",
+     "open REST connections (all listeners); at the cap a new connection closes the oldest one "
+     "still sending its request head or idle",
      "512"},
     {"max-execute-output", FLAG_INT,
      "bytes of Execute stdout+stderr kept in the reply; the rest is read and dropped (<=0: "

@@ -19,7 +19,7 @@ typedef struct sandboxd_config {
     usec_t http_idle_timeout;   /* default 60s */
     int stream_chunk_size;      /* <=0 means 4096 */
     usec_t header_timeout;      /* REST request head deadline; default 10s, 0: none */
-    int max_connections;        /* REST connections per listener; <=0: the default */
+    int max_connections;        /* open REST connections, all listeners; <=0: the default */
     int max_execute_output;     /* Execute stdout+stderr bytes kept; <=0: the default */
     char *rest_socket;          /* optional unix socket path for REST */
     char *grpc_socket;          /* optional unix socket path for gRPC */
