@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -63,7 +64,17 @@ typedef struct h1_conn {
     char *upload_name;
     router_target target;
     router_route route;
+    router_cl_dup cl_dup;
+    long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
+    long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
 } h1_conn;
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void hdrs_clear(hdrs *h)
 {
@@ -409,6 +420,14 @@ static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 
 /* ---- request callbacks ---- */
 
+static int rq_begin(http_parser *p)
+{
+    h1_conn *c = p->data;
+    if (c->ctx->header_timeout_ms > 0)
+        c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
+    return 0;
+}
+
 static int rq_url(http_parser *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
@@ -418,7 +437,13 @@ static int rq_url(http_parser *p, const char *at, size_t n)
 }
 static int rq_field(http_parser *p, const char *at, size_t n)
 {
-    return hdrs_field(&((h1_conn *)p->data)->h, at, n) < 0;
+    h1_conn *c = p->data;
+    bool new_header = c->h.n == 0 || c->h.in_value;
+    if (hdrs_field(&c->h, at, n) < 0)
+        return 1;
+    const char *name = c->h.v[c->h.n - 1].name;
+    router_cl_dup_field(p, &c->cl_dup, name, strlen(name), new_header);
+    return 0;
 }
 static int rq_value(http_parser *p, const char *at, size_t n)
 {
@@ -445,10 +470,34 @@ static bool path_is(const char *url, const char *want)
     return strncmp(url, want, n) == 0 && (url[n] == '\0' || url[n] == '?');
 }
 
+/* Refuses the request-smuggling shapes as Go does (400/501, connection closed). Returns 0 when
+ * the request may proceed, -1 when it was answered (or could not be). */
+static int refuse_bad_framing(h1_conn *c)
+{
+    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < c->h.n; i++)
+        f[i] = (http_field){c->h.v[i].name, strlen(c->h.v[i].name), c->h.v[i].value,
+                            strlen(c->h.v[i].value)};
+    http_framing_error e;
+    int r = router_framing_check(&c->p, f, c->h.n, &e);
+    free(f);
+    if (r == 0)
+        return 0;
+    c->keep_alive = false;
+    c->mode = MODE_LOCAL;
+    send_simple(c, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body));
+    return -1;
+}
+
 static int rq_headers_complete(http_parser *p)
 {
     h1_conn *c = p->data;
     router_error err = {0};
+    c->head_deadline = 0;
+    if (refuse_bad_framing(c) < 0)
+        return -1;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = c->url ? c->url : "/";
     if (p->method == HTTP_GET && path_is(url, "/healthz")) {
@@ -589,6 +638,7 @@ static int rq_complete(http_parser *p)
 }
 
 static const http_parser_settings request_settings = {
+    .on_message_begin = rq_begin,
     .on_url = rq_url,
     .on_header_field = rq_field,
     .on_header_value = rq_value,
@@ -874,6 +924,7 @@ static void request_reset(h1_conn *c)
     c->message_done = false;
     c->mode = MODE_LOCAL;
     c->close_after = false;
+    c->cl_dup = (router_cl_dup){0};
     router_target_done(&c->target);
 }
 
@@ -883,6 +934,7 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
     http_parser_init(&c.p, HTTP_REQUEST);
     c.p.data = &c;
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
+    c.rcv_timeout_ms = CLIENT_IDLE_MS;
     char *buf = malloc(65536);
     if (!buf)
         goto out;
@@ -890,6 +942,18 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
     size_t have = npre, off = 0;
     for (;;) {
         if (off == have) {
+            /* Reading a request head: Go's ReadHeaderTimeout bounds it as a whole. */
+            long want = CLIENT_IDLE_MS;
+            if (c.head_deadline) {
+                long long left = c.head_deadline - mono_ms();
+                if (left <= 0)
+                    break;
+                want = left < want ? (long)left : want;
+            }
+            if (want != c.rcv_timeout_ms) {
+                set_timeout(fd, SO_RCVTIMEO, want);
+                c.rcv_timeout_ms = want;
+            }
             ssize_t n = recv(fd, buf, 65536, 0);
             if (n < 0 && errno == EINTR)
                 continue;

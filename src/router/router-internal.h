@@ -8,6 +8,9 @@
 #include <sys/types.h>
 
 #include "router/router.h"
+#include "shared/http-framing.h"
+
+struct http_parser;
 
 typedef enum router_kind { ROUTER_KIND_REST, ROUTER_KIND_GRPC, ROUTER_KIND_LEGACY } router_kind;
 
@@ -47,6 +50,22 @@ void router_error_set(router_error *err, int status, const char *fmt, ...)
 char *router_detail_json(const char *detail);
 /* HTTP status -> gRPC status number, for errors answered to gRPC clients. */
 unsigned router_grpc_status_for_http(int http_status);
+
+/* http_parser refuses every second Content-Length header, Go's net/http accepts identical ones
+ * (different ones are refused by router_framing_check once the headers are in). Call from
+ * on_header_field with the name of the current header accumulated so far; new_header: this
+ * callback starts a new header. Clears the parser's Content-Length flag for a repeated
+ * Content-Length (restores it if the name turns out longer). */
+typedef struct router_cl_dup {
+    bool cleared;
+    uint64_t saved;
+} router_cl_dup;
+void router_cl_dup_field(struct http_parser *p, router_cl_dup *st, const char *name, size_t len,
+                         bool new_header);
+/* http_framing_check for a parsed request head (HTTP version from the parser). Returns 0 or
+ * -EINVAL with *ret (status 400/501 and Go's body). */
+int router_framing_check(const struct http_parser *p, const http_field *fields, size_t n,
+                         http_framing_error *ret);
 
 /* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
  * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
@@ -90,6 +109,7 @@ typedef struct router_ctx {
     router_resolver *resolver;
     long proxy_timeout_ms;
     long connect_timeout_ms;
+    long header_timeout_ms; /* 0: none */
 } router_ctx;
 
 /* Serves one client connection until it closes. The caller closes fd afterwards. `pre` holds bytes
@@ -101,7 +121,9 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
 int router_write_all(int fd, const void *buf, size_t len);
 
 /* The event-driven HTTP/1.1 path (router-loop.c). The server supplies the hooks: accepted (track
- * the fd; <0 refuses it), closed (untrack; the loop closes the fd), loopback (peer check) and
+ * the fd; <0 refuses it; >0: tracked, but over the connection cap: the worker closes its oldest
+ * connection still sending a request head or idle to make room, or refuses the new one when it
+ * has none), closed (untrack; the loop closes the fd), loopback (peer check) and
  * handoff (serve fd on a thread with the blocking code, h2 or HTTP/1.1: the thread first writes
  * out[0..nout) (responses the loop made and could not send yet), then parses starting with the
  * bytes pre[0..npre); both copied; <0: not taken, the loop closes it). */

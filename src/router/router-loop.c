@@ -169,6 +169,7 @@ typedef struct lconn {
     http_parser p;
     lbuf url;
     lhdrs h;
+    router_cl_dup cl_dup;
     bool head_done, msg_done, has_body, keep_alive;
     size_t req_len; /* bytes of the finished request */
     /* to the client */
@@ -186,6 +187,7 @@ typedef struct lconn {
     bool r_head_sent, r_done, r_chunked_out, r_no_body, r_got;
     int r_err;
     long long deadline, last_io;
+    long long head_start; /* when the request head being read began (0: none) */
     router_route route;
     bool dead;
     bool ev_out, up_ev_out; /* EPOLLOUT registered (only while a write is blocked) */
@@ -498,7 +500,30 @@ static int rq_url(http_parser *p, const char *at, size_t n)
 }
 static int rq_field(http_parser *p, const char *at, size_t n)
 {
-    return lhdrs_field(&((lconn *)p->data)->h, at, n) < 0;
+    lconn *c = p->data;
+    bool new_header = c->h.st != 1;
+    if (lhdrs_field(&c->h, at, n) < 0)
+        return 1;
+    size_t off = c->h.off[c->h.n - 1];
+    router_cl_dup_field(p, &c->cl_dup, c->h.a.p + off, c->h.a.len - off, new_header);
+    return 0;
+}
+
+/* The request-smuggling shapes (router_framing_check): the blocking code answers them. */
+static bool bad_framing(lconn *c)
+{
+    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
+    if (!f)
+        return true;
+    for (size_t i = 0; i < c->h.n; i++) {
+        const char *name = lh_name(&c->h, i);
+        size_t nl = strlen(name);
+        f[i] = (http_field){name, nl, name + nl + 1, strlen(name + nl + 1)};
+    }
+    http_framing_error e;
+    int r = router_framing_check(&c->p, f, c->h.n, &e);
+    free(f);
+    return r < 0;
 }
 static int rq_value(http_parser *p, const char *at, size_t n)
 {
@@ -511,6 +536,8 @@ static int rq_headers_complete(http_parser *p)
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
     if (lhdrs_end(&c->h) < 0)
         return -1;
+    if (bad_framing(c))
+        return -1; /* a parse error: handed off, the blocking code re-parses and answers */
     if (c->has_body) {
         http_parser_pause(p, 1); /* handed off: the thread parses the body */
         return 0;
@@ -545,7 +572,10 @@ static void request_reset(lconn *c)
     if (c->url.p)
         c->url.p[0] = '\0';
     lhdrs_reset(&c->h);
+    c->cl_dup = (router_cl_dup){0};
     c->head_done = c->msg_done = c->has_body = false;
+    /* a pipelined next request is already under way */
+    c->head_start = c->in_len > c->in_start ? now_ms() : 0;
 }
 
 /* ---- upstream ---- */
@@ -1047,6 +1077,8 @@ static int parse_step(lconn *c)
         if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
             c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
         c->last_io = now_ms();
+        if (!c->head_start)
+            c->head_start = c->last_io;
         c->in_len += (size_t)n;
     }
     return 0;
@@ -1131,6 +1163,7 @@ static void conn_new(lworker *w, int fd)
     c->loopback = w->L->hooks.loopback(fd);
     c->can_write = true;
     c->last_io = now_ms();
+    c->head_start = c->last_io; /* the header deadline runs from accept */
     http_parser_init(&c->p, HTTP_REQUEST);
     c->p.data = c;
     c->next = w->conns;
@@ -1148,17 +1181,52 @@ static void conn_new(lworker *w, int fd)
     conn_run(c);
 }
 
+/* Still sending a request head (or its HTTP/2 preface), with nothing of ours to send. */
+static bool in_head(const lconn *c)
+{
+    return (c->st == ST_READ || c->st == ST_SNIFF) && !c->head_done && c->head_start &&
+           c->out.len == 0;
+}
+
+static bool idle(const lconn *c)
+{
+    return (c->st == ST_READ || c->st == ST_SNIFF) && !c->head_done && c->out.len == 0;
+}
+
 static void sweep(lworker *w, long long now)
 {
+    long header_ms = w->L->ctx->header_timeout_ms;
     for (lconn *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->st == ST_UPSTREAM && now >= c->deadline) {
             relay_end(c, -ETIMEDOUT);
             conn_run(c);
-        } else if ((c->st == ST_READ || c->st == ST_SNIFF) && c->out.len == 0 &&
-                   now - c->last_io >= CLIENT_IDLE_MS)
+        } else if (header_ms > 0 && in_head(c) && now - c->head_start >= header_ms) {
+            conn_close(c); /* Go's ReadHeaderTimeout: the connection just closes */
+        } else if (idle(c) && now - c->last_io >= CLIENT_IDLE_MS)
             conn_close(c);
     }
+}
+
+/* Over the connection cap: closes this worker's connection that has been sending its head or
+ * idle the longest. Returns false when there is none (every one carries a request). */
+static bool make_room(lworker *w)
+{
+    lconn *victim = NULL;
+    long long victim_since = 0;
+    for (lconn *c = w->conns; c; c = c->next) {
+        if (!idle(c))
+            continue;
+        long long since = c->head_start ? c->head_start : c->last_io;
+        if (!victim || since < victim_since) {
+            victim = c;
+            victim_since = since;
+        }
+    }
+    if (!victim)
+        return false;
+    conn_close(victim);
+    return true;
 }
 
 static void *worker_main(void *p)
@@ -1187,7 +1255,13 @@ static void *worker_main(void *p)
                     int fd = accept4(L->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                     if (fd < 0)
                         break;
-                    if (L->hooks.accepted(L->hooks.payload, fd) < 0) {
+                    int r = L->hooks.accepted(L->hooks.payload, fd);
+                    if (r < 0) {
+                        close(fd);
+                        continue;
+                    }
+                    if (r > 0 && !make_room(w)) {
+                        L->hooks.closed(L->hooks.payload, fd);
                         close(fd);
                         continue;
                     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -27,6 +28,7 @@ typedef struct conn_set {
     pthread_cond_t empty;
     int *fds;
     size_t n, cap;
+    size_t max; /* the connection cap */
     bool stopping;
 } conn_set;
 
@@ -230,7 +232,22 @@ out:
 static int hook_accepted(void *payload, int fd)
 {
     router *r = payload;
-    return conn_add(&r->conns, fd) ? 0 : -ECANCELED;
+    if (!conn_add(&r->conns, fd))
+        return -ECANCELED;
+    pthread_mutex_lock(&r->conns.lock);
+    bool over = r->conns.n > r->conns.max;
+    pthread_mutex_unlock(&r->conns.lock);
+    return over ? 1 : 0;
+}
+
+/* Half the fd limit (each client connection may hold an upstream socket), within [64, 4096]. */
+static size_t default_max_connections(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 4096;
+    size_t n = rl.rlim_cur > 128 ? (size_t)(rl.rlim_cur - 64) / 2 : 64;
+    return n < 64 ? 64 : n > 4096 ? 4096 : n;
 }
 
 static void hook_closed(void *payload, int fd)
@@ -333,6 +350,10 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, char
     r->ctx.resolver = o->resolver;
     r->ctx.proxy_timeout_ms = o->proxy_timeout_ms > 0 ? o->proxy_timeout_ms : 180000;
     r->ctx.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;
+    r->ctx.header_timeout_ms = o->header_timeout_ms == 0  ? 10000
+                               : o->header_timeout_ms < 0 ? 0
+                                                          : o->header_timeout_ms;
+    r->conns.max = o->max_connections > 0 ? o->max_connections : default_max_connections();
     router_loop_hooks hooks = {.payload = r,
                                .accepted = hook_accepted,
                                .closed = hook_closed,

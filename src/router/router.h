@@ -64,6 +64,11 @@ typedef struct router_options {
     router_resolver *resolver;  /* owned by the router after a successful start */
     long proxy_timeout_ms;      /* whole-request budget to first response byte; 0: 180 s */
     long connect_timeout_ms;    /* 0: 5 s */
+    long header_timeout_ms;     /* a request head must be in this long after it began (Go's
+                                   ReadHeaderTimeout); 0: 10 s, <0: none */
+    unsigned max_connections;   /* open client connections; at the cap a new one closes the
+                                   oldest one still sending its head or idle; 0: half the fd
+                                   limit (upstream sockets need fds too), at most 4096 */
 } router_options;
 
 /* Starts listening and serving in background threads. *ret_port: the bound port. */

@@ -41,6 +41,11 @@ static void usage(FILE *f)
         "  --proxy-timeout SECONDS      time allowed for the first response byte (default\n"
         "                               $PROXY_TIMEOUT_SECONDS or 180)\n"
         "  --resume-timeout SECONDS     wait for a resumed sandbox to be Ready (default 60)\n"
+        "  --header-timeout SECONDS     a request head must be complete this long after it\n"
+        "                               began, else the connection closes (default 10; 0: none)\n"
+        "  --max-connections N          open client connections; at the cap a new connection\n"
+        "                               closes the oldest one still sending its request head\n"
+        "                               or idle (default: half the fd limit, at most 4096)\n"
         "  -h, --help                   show this help\n");
 }
 
@@ -93,13 +98,16 @@ int main(int argc, char **argv)
         {"router-allow-unauthenticated", no_argument, NULL, 'a'},
         {"proxy-timeout", required_argument, NULL, 'p'},
         {"resume-timeout", required_argument, NULL, 'r'},
+        {"header-timeout", required_argument, NULL, 'H'},
+        {"max-connections", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
     const char *listen = "0.0.0.0:8080", *state_dir = NULL, *tmpl = NULL, *domain = NULL;
     _cleanup_free_ char *token = NULL;
     bool allow = truthy(getenv("ALLOW_UNAUTHENTICATED_ROUTER"));
-    double proxy_timeout = 0, resume_timeout = 60;
+    double proxy_timeout = 0, resume_timeout = 60, header_timeout = 10;
+    long max_connections = 0;
     const char *pt = getenv("PROXY_TIMEOUT_SECONDS");
     if (pt && *pt)
         proxy_timeout = strtod(pt, NULL);
@@ -138,6 +146,16 @@ int main(int argc, char **argv)
             break;
         case 'r':
             resume_timeout = strtod(optarg, NULL);
+            break;
+        case 'H':
+            header_timeout = strtod(optarg, NULL);
+            break;
+        case 'm':
+            max_connections = strtol(optarg, NULL, 10);
+            if (max_connections < 1) {
+                fprintf(stderr, "sandbox-router: --max-connections must be at least 1\n");
+                return 2;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -207,6 +225,8 @@ int main(int argc, char **argv)
         .allow_unauthenticated = allow,
         .resolver = res,
         .proxy_timeout_ms = (long)(proxy_timeout * 1000),
+        .header_timeout_ms = header_timeout > 0 ? (long)(header_timeout * 1000) : -1,
+        .max_connections = (unsigned)max_connections,
     };
     router *rt = NULL;
     uint16_t port = 0;

@@ -23,7 +23,17 @@ static const flag_def flag_defs[] = {
     {"grpc-port", FLAG_INT, "gRPC listen port", "9090"},
     {"grpc-socket", FLAG_STRING, "also serve gRPC on this unix socket path", NULL},
     {"http-idle-timeout", FLAG_DURATION, "HTTP keep-alive idle timeout", "1m0s"},
+    {"header-timeout", FLAG_DURATION,
+     "time a REST client has to send a request's headers (Go's ReadHeaderTimeout)", "10s"},
     {"listen-host", FLAG_STRING, "interface both listeners bind to", "\"0.0.0.0\""},
+    {"max-connections", FLAG_INT,
+     "open REST connections (all listeners); at the cap a new connection closes the oldest one "
+     "still sending its request head or idle",
+     "512"},
+    {"max-execute-output", FLAG_INT,
+     "bytes of Execute stdout+stderr kept in the reply; the rest is read and dropped (<=0: "
+     "default, which fits a default gRPC client's 4 MiB message limit)",
+     "4194240"},
     {"metadata-env-prefix", FLAG_STRING, "environment prefix exposed by /v1/metadata", "\"SANDBOX_\""},
     {"rest-fd", FLAG_INT, "inherited listening socket fd for REST (set by the host)", NULL},
     {"rest-port", FLAG_INT, "REST listen port", "8080"},
@@ -93,8 +103,11 @@ static int set_flag(sandboxd_config *cfg, const flag_def *d, const char *value, 
     if (!strcmp(name, "grpc-fd")) cfg->grpc_fd = (int)n;
     else if (!strcmp(name, "grpc-port")) cfg->grpc_port = (int)n;
     else if (!strcmp(name, "grpc-socket")) r = replace_string(&cfg->grpc_socket, value);
+    else if (!strcmp(name, "header-timeout")) cfg->header_timeout = u;
     else if (!strcmp(name, "http-idle-timeout")) cfg->http_idle_timeout = u;
     else if (!strcmp(name, "listen-host")) r = replace_string(&cfg->listen_host, value);
+    else if (!strcmp(name, "max-connections")) cfg->max_connections = (int)n;
+    else if (!strcmp(name, "max-execute-output")) cfg->max_execute_output = (int)n;
     else if (!strcmp(name, "metadata-env-prefix")) r = replace_string(&cfg->metadata_env_prefix, value);
     else if (!strcmp(name, "rest-fd")) cfg->rest_fd = (int)n;
     else if (!strcmp(name, "rest-port")) cfg->rest_port = (int)n;
@@ -122,6 +135,9 @@ static int config_defaults(sandboxd_config *cfg)
         .rest_port = 8080,
         .shutdown_timeout = 10 * USEC_PER_SEC,
         .http_idle_timeout = 60 * USEC_PER_SEC,
+        .header_timeout = 10 * USEC_PER_SEC,
+        .max_connections = SANDBOXD_DEFAULT_MAX_CONNECTIONS,
+        .max_execute_output = SANDBOXD_DEFAULT_MAX_EXECUTE_OUTPUT,
         .rest_fd = -1,
         .grpc_fd = -1,
     };

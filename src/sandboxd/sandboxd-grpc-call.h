@@ -33,6 +33,9 @@ typedef struct grpc_method {
     void (*on_drain)(grpc_call *c);
 } grpc_method;
 
+/* Extra trailing metadata a handler may add (grpc_call_add_trailer). */
+#define GRPC_CALL_MAX_TRAILERS 4
+
 /* Output flow control: handlers pause their producers above the high mark. */
 #define GRPC_CALL_HIGH_WATER (256u * 1024)
 #define GRPC_CALL_LOW_WATER (64u * 1024)
@@ -61,6 +64,9 @@ struct grpc_call {
     bool deferred;        /* data provider returned DEFERRED */
     status_code status;
     char *status_msg;
+    /* extra trailing metadata, "name\0value\0" pairs (owned), see grpc_call_add_trailer */
+    char *trailer_md[GRPC_CALL_MAX_TRAILERS];
+    size_t n_trailer_md;
 
     char *path;     /* :path from the request headers */
     bool grpc_ct;   /* content-type application/grpc[+...] */
@@ -78,6 +84,9 @@ int grpc_call_send_framed(grpc_call *c, uint8_t *buf, size_t off, size_t len);
 /* Ends the call with `code` (message may be NULL). The handler must not use `c` afterwards. */
 void grpc_call_finish(grpc_call *c, status_code code, const char *msg);
 void grpc_call_finish_error(grpc_call *c, const api_error *e);
+/* Adds one trailing-metadata field (lower-case name, not "grpc-*"), sent with grpc-status. Call
+ * before grpc_call_finish. Both strings are copied. Returns 0, -ENOMEM or -E2BIG. */
+int grpc_call_add_trailer(grpc_call *c, const char *name, const char *value);
 static inline size_t grpc_call_pending(const grpc_call *c)
 {
     return c->out_pending;

@@ -78,6 +78,8 @@ static void call_free(grpc_call *c)
     free(c->req);
     free(c->path);
     free(c->status_msg);
+    for (size_t i = 0; i < c->n_trailer_md; i++)
+        free(c->trailer_md[i]);
     free(c);
 }
 
@@ -98,7 +100,9 @@ static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t
         (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vlen), NGHTTP2_NV_FLAG_NONE                \
     }
 
-/* Fills trailer fields; *owned receives a buffer to free after submission. */
+/* Fills trailer fields (at most TRAILER_NV); *owned receives a buffer to free after
+ * submission. */
+#define TRAILER_NV (2 + GRPC_CALL_MAX_TRAILERS)
 static size_t trailer_nv(grpc_call *c, nghttp2_nv *nv, char statusbuf[16], char **owned)
 {
     size_t n = 0;
@@ -110,7 +114,26 @@ static size_t trailer_nv(grpc_call *c, nghttp2_nv *nv, char statusbuf[16], char 
         if (*owned)
             nv[n++] = (nghttp2_nv)MAKE_NV("grpc-message", *owned, strlen(*owned));
     }
+    for (size_t i = 0; i < c->n_trailer_md; i++) {
+        char *name = c->trailer_md[i], *value = name + strlen(name) + 1;
+        nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                               NGHTTP2_NV_FLAG_NONE};
+    }
     return n;
+}
+
+int grpc_call_add_trailer(grpc_call *c, const char *name, const char *value)
+{
+    if (c->n_trailer_md == GRPC_CALL_MAX_TRAILERS)
+        return -E2BIG;
+    size_t nl = strlen(name), vl = strlen(value);
+    char *md = malloc(nl + vl + 2);
+    if (!md)
+        return -ENOMEM;
+    memcpy(md, name, nl + 1);
+    memcpy(md + nl + 1, value, vl + 1);
+    c->trailer_md[c->n_trailer_md++] = md;
+    return 0;
 }
 
 static void call_submit_headers(grpc_call *c)
@@ -127,8 +150,8 @@ static void call_submit_headers(grpc_call *c)
 static void call_submit_trailers_only(grpc_call *c)
 {
     /* Like grpc-go, a request that is not gRPC at all is answered HTTP 415. */
-    nghttp2_nv nv[4] = {MAKE_NV(":status", c->grpc_ct ? "200" : "415", 3),
-                        MAKE_NV("content-type", "application/grpc", 16)};
+    nghttp2_nv nv[2 + TRAILER_NV] = {MAKE_NV(":status", c->grpc_ct ? "200" : "415", 3),
+                                     MAKE_NV("content-type", "application/grpc", 16)};
     char statusbuf[16];
     char *owned;
     size_t n = 2 + trailer_nv(c, nv + 2, statusbuf, &owned);
@@ -238,7 +261,7 @@ static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t
     }
     c->out_pending -= n;
     if (!c->out_head && c->finished) {
-        nghttp2_nv nv[2];
+        nghttp2_nv nv[TRAILER_NV];
         char statusbuf[16];
         char *owned;
         size_t k = trailer_nv(c, nv, statusbuf, &owned);

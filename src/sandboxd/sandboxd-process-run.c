@@ -1,6 +1,8 @@
 #include "sandboxd/sandboxd-process-run.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 #define EXECUTE_WAIT_DELAY_MS 10000 /* same for Execute (then "WaitDelay expired") */
 #define PTY_GRACE_MS 25             /* a silent pty after reaping counts as drained after this */
 #define PAUSED_RECHECK_MS 250       /* the drain bound does not run out while paused */
-#define READS_PER_WAKEUP 16
+#define READS_PER_WAKEUP 16         /* then the loop serves other calls */
 #define EXECUTE_READ (64 * 1024)
 #define CHUNK_HEADROOM 11 /* 5-byte gRPC prefix + field tag + up to 5 varint bytes */
 
@@ -55,8 +57,12 @@ struct proc {
     unsigned handles; /* open libuv handles */
     bool done;
     size_t chunk;
+    /* Execute capture: at most cap_limit bytes of stdout+stderr are kept; seen counts every
+     * byte the command wrote (the rest is drained to /dev/null so it never blocks on a pipe). */
     uint8_t *cap[2];
     size_t cap_len[2], cap_size[2];
+    size_t cap_limit;
+    uint64_t seen[2];
 };
 
 static void proc_check_done(proc *p);
@@ -264,10 +270,22 @@ static void send_chunk(proc *p, int kind, uint8_t *buf, size_t n)
     }
 }
 
+static size_t capture_room(const proc *p)
+{
+    size_t used = p->cap_len[0] + p->cap_len[1];
+    return used < p->cap_limit ? p->cap_limit - used : 0;
+}
+
+/* Keeps what fits under cap_limit of data[0..n) and counts all of it. */
 static int capture(proc *p, int kind, const uint8_t *data, size_t n)
 {
+    p->seen[kind] += n;
+    n = MIN(n, capture_room(p));
+    if (n == 0)
+        return 0;
     if (p->cap_len[kind] + n > p->cap_size[kind]) {
         size_t sz = MAX(p->cap_size[kind] * 2, p->cap_len[kind] + n);
+        sz = MIN(sz, p->cap_len[kind] + capture_room(p));
         uint8_t *b = realloc(p->cap[kind], sz);
         if (!b)
             return -ENOMEM;
@@ -290,6 +308,21 @@ static bool pty_grace_over(const proc *p)
     return p->ch.reaped && now_usec(CLOCK_MONOTONIC) - p->reaped_at >= PTY_GRACE_MS * USEC_PER_MSEC;
 }
 
+/* Output past the Execute cap: moved from the pipe to /dev/null without a copy (splice), or read
+ * and dropped where splice is refused. Loop thread only. */
+static ssize_t discard(int fd, uint8_t *scratch, size_t size)
+{
+    static int devnull = -2;
+    if (devnull == -2)
+        devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+        ssize_t n = splice(fd, NULL, devnull, NULL, 1u << 20, SPLICE_F_NONBLOCK);
+        if (n >= 0 || errno != EINVAL)
+            return n;
+    }
+    return read(fd, scratch, size);
+}
+
 static void read_pump(proc *p, proc_io *io)
 {
     static uint8_t xbuf[EXECUTE_READ];
@@ -297,7 +330,12 @@ static void read_pump(proc *p, proc_io *io)
         uint8_t *buf = NULL;
         ssize_t n;
         if (p->execute) {
-            n = read(io->fd, xbuf, sizeof(xbuf));
+            if (capture_room(p) > 0)
+                n = read(io->fd, xbuf, sizeof(xbuf));
+            else if ((n = discard(io->fd, xbuf, sizeof(xbuf))) > 0) {
+                p->seen[io->kind] += (uint64_t)n;
+                continue;
+            }
         } else {
             buf = malloc(CHUNK_HEADROOM + p->chunk);
             if (!buf)
@@ -407,10 +445,25 @@ static void proc_release(proc *p)
         uv_close((uv_handle_t *)&p->timer, handle_closed);
 }
 
+/* Output past the cap is reported in trailing metadata: sandboxd-output-truncated: true and the
+ * byte counts the command wrote, sandboxd-stdout-bytes / sandboxd-stderr-bytes. */
+static void report_truncation(proc *p, grpc_call *c)
+{
+    if (p->seen[0] == p->cap_len[0] && p->seen[1] == p->cap_len[1])
+        return;
+    char out[24], err[24];
+    snprintf(out, sizeof(out), "%" PRIu64, p->seen[0]);
+    snprintf(err, sizeof(err), "%" PRIu64, p->seen[1]);
+    (void)grpc_call_add_trailer(c, "sandboxd-output-truncated", "true");
+    (void)grpc_call_add_trailer(c, "sandboxd-stdout-bytes", out);
+    (void)grpc_call_add_trailer(c, "sandboxd-stderr-bytes", err);
+}
+
 static void finish_execute(proc *p)
 {
     grpc_call *c = p->call;
     int code = process_exit_code(p->status);
+    report_truncation(p, c);
     if (p->wait_expired && code == 0) {
         grpc_call_finish(c, STATUS_INTERNAL,
                          "failed to execute command: exec: WaitDelay expired before I/O complete");
@@ -500,6 +553,7 @@ proc *proc_new(grpc_server *s, grpc_call *call, spawned *sp, bool pty, bool exec
     p->execute = execute;
     p->pty = pty;
     p->chunk = (size_t)sandboxd_chunk_size(s->sd->config);
+    p->cap_limit = sandboxd_max_execute_output(s->sd->config);
     process_table_add(t, &p->ch);
     uv_timer_init(s->loop, &p->timer);
     p->timer.data = p;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "sandboxd/sandboxd-rest.h"
@@ -16,10 +17,18 @@
 
 #define REST_MAX_DAEMONS 3
 
-/* One client connection (for closing idle keep-alive connections at shutdown). */
+/* Where a connection is (sandboxd-rest-conns.c): sending a request head (cut at the header
+ * timeout), carrying a request whose head is complete (never cut), or idle between requests
+ * (cut at the idle timeout). */
+typedef enum rest_conn_phase { REST_CONN_HEAD, REST_CONN_BUSY, REST_CONN_IDLE } rest_conn_phase;
+
+/* One client connection. Every field is guarded by rest_server.conns_lock. */
 typedef struct rest_conn {
     int fd;
-    bool busy; /* a request is in flight; guarded by rest_server.conns_lock */
+    bool busy; /* a request is in flight (closed after its response when draining) */
+    rest_conn_phase phase;
+    usec_t since; /* CLOCK_MONOTONIC when the phase began */
+    bool cut;     /* shut down by the watchdog or to make room; closing */
     struct rest_conn *prev, *next;
 } rest_conn;
 
@@ -31,7 +40,14 @@ struct rest_server {
     atomic_uint active;
     atomic_bool stopping;
     pthread_mutex_t conns_lock;
-    rest_conn *conns; /* open connections */
+    rest_conn *conns;        /* open connections, all listeners */
+    unsigned n_conns, n_cut; /* open / of which cut and closing */
+    unsigned max_conns;      /* --max-connections */
+    usec_t header_timeout;   /* --header-timeout, 0: none */
+    usec_t idle_timeout;     /* --http-idle-timeout, 0: none */
+    pthread_t watchdog;      /* cuts connections past their deadline */
+    pthread_cond_t watchdog_cond;
+    bool watchdog_running, watchdog_stop;
 };
 
 typedef struct rest_put rest_put;
@@ -48,6 +64,21 @@ typedef struct rest_request {
     rest_put *put;   /* owned: PUT upload state */
     rest_conn *conn; /* borrowed: the connection carrying the request, or NULL */
 } rest_request;
+
+/* --- sandboxd-rest-conns.c: header deadline, connection cap --- */
+
+/* Initialises conns_lock and starts the watchdog. Returns 0 or a negative errno. */
+int rest_conns_init(rest_server *s);
+/* Stops the watchdog (the lock stays usable until the server is freed). */
+void rest_conns_done(rest_server *s);
+/* libmicrohttpd callbacks (cls: the rest_server): accept policy (makes room at the cap) and
+ * connection start/close. */
+enum MHD_Result rest_conns_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+/* Moves rc (may be NULL) to `phase`; REST_CONN_HEAD only restarts the clock of an idle
+ * connection (a fresh connection's head began at accept). */
+void rest_conn_set_phase(rest_server *s, rest_conn *rc, rest_conn_phase phase);
 
 /* --- sandboxd-rest-mux.c: Go ServeMux behaviour, pure helpers --- */
 

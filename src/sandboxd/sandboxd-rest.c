@@ -15,11 +15,14 @@
 
 #include "basic/macro.h"
 #include "sandboxd/sandboxd-rest-internal.h"
+#include "shared/http-framing.h"
 #include "shared/log.h"
 
 #define FILES_PREFIX "/v1/files/"
 #define CONNECTION_MEMORY_LIMIT (512 * 1024)
-#define CONNECTION_LIMIT 4096
+/* libmicrohttpd's own per-listener limit: --max-connections plus room for connections cut to
+ * make room that are still closing (the cap itself is enforced by rest_conns_on_accept). */
+#define CONNECTION_LIMIT_SLACK 64
 
 /* Absolute-form request targets ("http://host/path") address the path, as in Go. */
 static void strip_absolute_form(char *uri)
@@ -65,46 +68,10 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         pthread_mutex_lock(&s->conns_lock);
         req->conn->busy = true;
         pthread_mutex_unlock(&s->conns_lock);
+        rest_conn_set_phase(s, req->conn, REST_CONN_HEAD);
     }
     atomic_fetch_add(&s->active, 1);
     return req;
-}
-
-/* Tracks connections so that stop_accepting can close the idle ones. */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    rest_server *s = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        rest_conn *rc = ci ? calloc(1, sizeof(*rc)) : NULL;
-        if (!rc)
-            return;
-        rc->fd = ci->connect_fd;
-        pthread_mutex_lock(&s->conns_lock);
-        rc->next = s->conns;
-        if (s->conns)
-            s->conns->prev = rc;
-        s->conns = rc;
-        pthread_mutex_unlock(&s->conns_lock);
-        *socket_context = rc;
-        return;
-    }
-    rest_conn *rc = *socket_context;
-    if (!rc)
-        return;
-    /* Called before libmicrohttpd closes the fd: under the lock the fd is never a reused one. */
-    pthread_mutex_lock(&s->conns_lock);
-    if (rc->prev)
-        rc->prev->next = rc->next;
-    else
-        s->conns = rc->next;
-    if (rc->next)
-        rc->next->prev = rc->prev;
-    pthread_mutex_unlock(&s->conns_lock);
-    free(rc);
-    *socket_context = NULL;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -122,6 +89,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         if (atomic_load(&s->stopping))
             shutdown(req->conn->fd, SHUT_RDWR);
         pthread_mutex_unlock(&s->conns_lock);
+        rest_conn_set_phase(s, req->conn, REST_CONN_IDLE);
     }
     rest_put_free(req->put);
     free(req->file_path);
@@ -247,6 +215,63 @@ static enum MHD_Result dispatch(rest_request *req, struct MHD_Connection *c, con
     return rest_queue_text(req, c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
 }
 
+typedef struct field_list {
+    http_field *v;
+    size_t n, cap;
+    bool oom;
+} field_list;
+
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    field_list *l = cls;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        http_field *v = realloc(l->v, cap * sizeof(*v));
+        if (!v) {
+            l->oom = true;
+            return MHD_NO;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (http_field){key, key_size, value ? value : "", value ? value_size : 0};
+    return MHD_YES;
+}
+
+/* libmicrohttpd lets the request-smuggling shapes through (it takes the first of two different
+ * Content-Lengths, keeps "Content-Length " as another header, reads a non-chunked
+ * Transfer-Encoding body until EOF, serves HTTP/1.1 without Host): refuse them as Go does,
+ * before any body is read. Returns false when the request may proceed; true when it was refused,
+ * with *ret the result of queueing the refusal. */
+static bool refuse_bad_framing(rest_request *req, struct MHD_Connection *c, const char *version,
+                               enum MHD_Result *ret)
+{
+    field_list l = {0};
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, collect_field, &l);
+    if (l.oom) {
+        free(l.v);
+        *ret = MHD_NO;
+        return true;
+    }
+    bool http11 = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+    http_framing_error e;
+    int r = http_framing_check(l.v, l.n, http11, &e);
+    free(l.v);
+    if (r == 0)
+        return false;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(e.body), (void *)e.body, MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        *ret = MHD_NO;
+        return true;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    *ret = rest_queue_response(req, c, (unsigned)e.status, resp);
+    return true;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -259,6 +284,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
      * validates early: an error then spares the upload (and closes the connection). */
     if (!req->seen) {
         req->seen = true;
+        rest_conn_set_phase(req->srv, req->conn, REST_CONN_BUSY); /* the head is in */
+        enum MHD_Result refused;
+        if (refuse_bad_framing(req, c, version, &refused)) {
+            req->dispatched = true;
+            return refused;
+        }
         if (strcmp(method, "PUT") != 0)
             return MHD_YES;
         req->dispatched = true;
@@ -336,12 +367,13 @@ static int start_daemon(rest_server *s, int listen_fd)
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CONNECTION_MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+        flags, 0, rest_conns_on_accept, s, on_access, s, MHD_OPTION_LISTEN_SOCKET,
+        (MHD_socket)listen_fd, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
+        MHD_OPTION_CONNECTION_LIMIT, s->max_conns + CONNECTION_LIMIT_SLACK,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s, MHD_OPTION_NOTIFY_CONNECTION,
+        rest_conns_notify, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_END);
     if (!d)
         return -EIO;
     s->daemons[s->n_daemons++] = d;
@@ -357,7 +389,11 @@ int rest_server_new(rest_server **ret, sandboxd *sd)
     s->sd = sd;
     atomic_init(&s->active, 0);
     atomic_init(&s->stopping, false);
-    pthread_mutex_init(&s->conns_lock, NULL);
+    int r = rest_conns_init(s);
+    if (r < 0) {
+        free(s);
+        return r;
+    }
     *ret = s;
 
     int fd = tcp_listen(cfg->listen_host, cfg->rest_port);
@@ -368,7 +404,7 @@ int rest_server_new(rest_server **ret, sandboxd *sd)
                   strerror(-fd));
         return fd;
     }
-    int r = start_daemon(s, fd);
+    r = start_daemon(s, fd);
     if (r < 0) {
         close(fd);
         log_error("rest: cannot start HTTP server");
@@ -437,9 +473,11 @@ rest_server *rest_server_free(rest_server *s)
     if (!s)
         return NULL;
     rest_server_stop_accepting(s);
+    rest_conns_done(s);
     for (size_t i = 0; i < s->n_daemons; i++)
         MHD_stop_daemon(s->daemons[i]);
     free(s->socket_path);
+    pthread_cond_destroy(&s->watchdog_cond);
     pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return NULL;

@@ -3,6 +3,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "basic/time-util.h"
 
@@ -17,6 +18,9 @@ typedef struct sandboxd_config {
     usec_t shutdown_timeout;    /* default 10s */
     usec_t http_idle_timeout;   /* default 60s */
     int stream_chunk_size;      /* <=0 means 4096 */
+    usec_t header_timeout;      /* REST request head deadline; default 10s, 0: none */
+    int max_connections;        /* open REST connections, all listeners; <=0: the default */
+    int max_execute_output;     /* Execute stdout+stderr bytes kept; <=0: the default */
     char *rest_socket;          /* optional unix socket path for REST */
     char *grpc_socket;          /* optional unix socket path for gRPC */
     int rest_fd;                /* inherited listening socket for REST, -1 if none */
@@ -42,6 +46,23 @@ typedef struct sandboxd {
  * code to use (>=0); returns -1 when the daemon should run. *cfg is filled with owned strings. */
 int sandboxd_config_parse(sandboxd_config *cfg, int argc, char **argv);
 void sandboxd_config_done(sandboxd_config *cfg);
+
+/* A gRPC client's default receive limit is 4 MiB per message; an ExecuteResponse carrying this
+ * much stdout+stderr stays under it (field tags and lengths take at most 18 bytes). */
+#define SANDBOXD_DEFAULT_MAX_EXECUTE_OUTPUT (4 * 1024 * 1024 - 64)
+#define SANDBOXD_DEFAULT_MAX_CONNECTIONS 512
+
+static inline size_t sandboxd_max_execute_output(const sandboxd_config *cfg)
+{
+    return cfg->max_execute_output > 0 ? (size_t)cfg->max_execute_output
+                                       : SANDBOXD_DEFAULT_MAX_EXECUTE_OUTPUT;
+}
+
+static inline unsigned sandboxd_max_connections(const sandboxd_config *cfg)
+{
+    return cfg->max_connections > 0 ? (unsigned)cfg->max_connections
+                                    : SANDBOXD_DEFAULT_MAX_CONNECTIONS;
+}
 
 /* Effective chunk size for Start output reads. */
 static inline int sandboxd_chunk_size(const sandboxd_config *cfg)
