@@ -20,6 +20,7 @@
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
 #include "local/local-controller.h"
+#include "local/local-limits.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
 #include "router/router.h"
@@ -34,7 +35,8 @@ static void serve_usage(FILE *f)
     fprintf(f,
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
-            "                 [--dns-upstream IP[:PORT]]\n\n"
+            "                 [--dns-upstream IP[:PORT]] [--default-memory Q] [--default-cpu Q]\n"
+            "                 [--default-ephemeral-storage Q]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -55,6 +57,19 @@ static void serve_usage(FILE *f)
             "                      ASB_BRIDGE\n"
             "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
             "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
+            "  --default-memory Q  memory limit of a container that sets none (a Kubernetes\n"
+            "                      quantity, default " LOCAL_LIMITS_DEFAULT_MEMORY
+            "; 0 or none: no limit); env\n"
+            "                      ASB_DEFAULT_MEMORY\n"
+            "  --default-cpu Q     CPU limit (CFS quota) of a container that sets none (default " LOCAL_LIMITS_DEFAULT_CPU
+            ";\n"
+            "                      0 or none: no limit); env ASB_DEFAULT_CPU\n"
+            "  --default-ephemeral-storage Q\n"
+            "                      size of the filesystem that holds the workspace, home and /tmp\n"
+            "                      of a sandbox whose container sets no\n"
+            "                      resources.limits.ephemeral-storage (default " LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE
+            ";\n"
+            "                      0 or none: no limit); env ASB_DEFAULT_EPHEMERAL_STORAGE\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -175,6 +190,8 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
+    const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
+    local_limits defaults;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
@@ -187,6 +204,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
         {"dns-upstream", required_argument, NULL, 'd'},
+        {"default-memory", required_argument, NULL, 'M'},
+        {"default-cpu", required_argument, NULL, 'C'},
+        {"default-ephemeral-storage", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -197,6 +217,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->pod_cidr = getenv("ASB_POD_CIDR");
     o->bridge = getenv("ASB_BRIDGE");
     o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
+    o->default_memory = getenv("ASB_DEFAULT_MEMORY");
+    o->default_cpu = getenv("ASB_DEFAULT_CPU");
+    o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -223,6 +246,15 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         case 'd':
             o->dns_upstream = optarg;
             break;
+        case 'M':
+            o->default_memory = optarg;
+            break;
+        case 'C':
+            o->default_cpu = optarg;
+            break;
+        case 'E':
+            o->default_ephemeral = optarg;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -247,6 +279,12 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     }
     if (!strrchr(o->listen, ':')) {
         fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *lerr = NULL;
+    if (local_limits_parse_defaults(o->default_memory, o->default_cpu, o->default_ephemeral,
+                                    &o->defaults, &lerr) < 0) {
+        fprintf(stderr, "asb serve: %s\n", lerr ? lerr : strerror(EINVAL));
         return -EINVAL;
     }
     return 1;
@@ -346,7 +384,8 @@ int asb_serve(int argc, char **argv)
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream}};
+                    .dns_upstream = o.dns_upstream},
+            .defaults = o.defaults};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

@@ -18,7 +18,9 @@
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
+#include "local/local-limits.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-scratch.h"
 #include "shared/log.h"
 
 #define DEFAULT_UID 1000
@@ -94,8 +96,13 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
         fs_rm_rf(run);
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
-    if (purge && base)
+    if (purge && base) {
+        int rk = local_scratch_release(base); /* the container is gone: nothing holds it */
+        if (rk < 0)
+            log_warn("cannot release the sandbox filesystem", "uid", uid, "error",
+                     strerror(-rk));
         fs_rm_rf(base);
+    }
     else if (bundle)
         fs_rm_rf(bundle);
 }
@@ -240,23 +247,19 @@ static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *ima
     *ret_gid = (gid_t)gid;
 }
 
-static int limit_of(const json_t *limits, const char *name, bool millis, int64_t *ret,
-                    rec_failure *f)
+json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
 {
-    json_t *v = json_object_get(limits, name);
-    *ret = 0;
-    if (!v)
-        return 0;
-    char buf[64];
-    const char *s = json_string_value(v);
-    if (json_is_number(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_number_value(v));
-        s = buf;
-    }
-    if (local_parse_quantity(s, millis, ret) < 0)
-        return fail(f, "ReconcilerError", -EINVAL,
-                    "Error seen: resources.limits.%s: cannot parse quantity", name);
-    return 0;
+    const json_t *ctr = json_array_get(
+        json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
+                                                        "podTemplate"),
+                                        "spec"),
+                        "containers"),
+        0);
+    local_limits l;
+    _cleanup_free_ char *err = NULL;
+    if (local_limits_effective(&r->defaults, ctr, &l, &err) < 0)
+        return NULL;
+    return local_limits_to_json(&l);
 }
 
 static int listen_unix(const char *path, int *ret_fd)
@@ -284,25 +287,22 @@ static pid_t read_pid(const char *path)
     return (pid_t)pid;
 }
 
-/* Per-sandbox host directories; workspace and home belong to the sandbox user. */
-static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, rec_failure *f)
+/* Per-sandbox host directories: the socket dir, and the workspace, home and scratch the
+ * sandbox writes (local-scratch.h: on a filesystem of `ephemeral` bytes when > 0), which
+ * belong to the sandbox user. The one place that prepares what the sandbox may write. */
+static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int64_t ephemeral,
+                     local_scratch *ret, rec_failure *f)
 {
-    const char *owned[] = {"workspace", "home"};
-    _cleanup_free_ char *run = path_of(r, "run", uid, NULL);
-    if (!run)
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
+                        *base = path_of(r, "sandboxes", uid, NULL), *err = NULL;
+    if (!run || !base)
         return -ENOMEM;
     int k = fs_mkdir_p(run, 0700);
-    for (size_t i = 0; k == 0 && i < ELEMENTSOF(owned); i++) {
-        _cleanup_free_ char *d = path_of(r, "sandboxes", uid, owned[i]);
-        if (!d)
-            return -ENOMEM;
-        k = fs_mkdir_p(d, 0755);
-        if (k == 0 && chown(d, u, g) < 0)
-            k = -errno;
-    }
+    if (k == 0)
+        k = local_scratch_prepare(r->state_dir, base, ephemeral, u, g, ret, &err);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot create the sandbox directories: %s",
-                    strerror(-k));
+                    err ? err : strerror(-k));
     return 0;
 }
 
@@ -339,16 +339,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (wd && wd[0] != '/')
         return fail(f, "ReconcilerError", -EINVAL,
                     "Error seen: workingDir \"%s\" must be an absolute path", wd);
-    json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
-    int64_t mem = 0, cpu = 0;
-    if ((k = limit_of(limits, "memory", false, &mem, f)) < 0 ||
-        (k = limit_of(limits, "cpu", true, &cpu, f)) < 0)
-        return k;
+    local_limits lim;
+    _cleanup_free_ char *lerr = NULL;
+    if ((k = local_limits_effective(&r->defaults, ctr, &lim, &lerr)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", lerr ? lerr : strerror(-k));
     uid_t u;
     gid_t g;
     sandbox_user(pod, ctr, image, &u, &g);
     usec_t t_prep = now_usec(CLOCK_MONOTONIC);
-    if ((k = make_dirs(r, uid, u, g, f)) < 0)
+    _cleanup_(local_scratch_done) local_scratch sc = {0};
+    if ((k = make_dirs(r, uid, u, g, lim.ephemeral, &sc, f)) < 0)
         return k;
 
     /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
@@ -404,13 +404,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     char hostname[64];
     snprintf(hostname, sizeof(hostname), "%s", name);
     _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
-                        *ws = path_of(r, "sandboxes", uid, "workspace"),
-                        *home = path_of(r, "sandboxes", uid, "home"),
                         *log = path_of(r, "sandboxes", uid, "sandboxd.log"),
                         *rest = path_of(r, "run", uid, "rest.sock"),
                         *grpc = path_of(r, "run", uid, "grpc.sock"), *ibin = NULL, *ilib = NULL,
                         *cg = NULL, *err = NULL, *pidfile = NULL;
-    if (!bundle || !ws || !home || !log || !rest || !grpc ||
+    if (!bundle || !log || !rest || !grpc ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
         asprintf(&pidfile, "%s/pid", bundle) < 0) {
@@ -431,8 +429,10 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
-        .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
-        .env = json_object_get(ctr, "env"), .image_env = json_object_get(image, "env"), .working_dir = wd, .memory_limit = mem, .cpu_millis = cpu,
+        .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
+        .inject_bin = ibin, .inject_lib = ilib, .env = json_object_get(ctr, "env"),
+        .image_env = json_object_get(image, "env"), .working_dir = wd,
+        .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver,

@@ -58,6 +58,10 @@ def cleanup_state(state_dir):
     # Network namespaces of sandboxes are bind mounts under net/<uid>/ns (docs/network.md).
     for ns in glob.glob(os.path.join(state_dir, "net", "*", "ns")):
         subprocess.run(["umount", "-l", ns], capture_output=True)
+    # Each sandbox's ephemeral storage is an ext4 image loop-mounted at sandboxes/<uid>/disk
+    # (docs/local-sandboxes.md); its loop device detaches with the mount.
+    for disk in glob.glob(os.path.join(state_dir, "sandboxes", "*", "disk")):
+        subprocess.run(["umount", disk], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
