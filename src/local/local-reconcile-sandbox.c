@@ -350,6 +350,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     _cleanup_(local_scratch_done) local_scratch sc = {0};
     if ((k = make_dirs(r, uid, u, g, lim.ephemeral, &sc, f)) < 0)
         return k;
+    usec_t t_storage = now_usec(CLOCK_MONOTONIC);
 
     /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
     _cleanup_free_ char *vols = path_of(r, "volumes", uid, NULL), *verr = NULL;
@@ -462,11 +463,12 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     rec_entry *e = rec_find(r, uid);
     if (e)
         e->handler = handler;
-    char ms[32], prep[32];
+    char ms[32], prep[32], storage[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
+    snprintf(storage, sizeof(storage), "%.1f", (double)(t_storage - t_prep) / 1000.0);
     log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
-             "runc_ms", ms);
+             "storage_ms", storage, "runc_ms", ms);
     return 0;
 }
 

@@ -241,12 +241,14 @@ def test_ephemeral_storage_is_enforced_and_nothing_is_left(serve, sbx_state):
     assert mounts_under(sbx_state) and loops_under(sbx_state)  # the mechanism is in place
     assert asb.delete(asb.path(CORE, "sandboxes", "default", "filler")).status_code == 200
     wait_gone(asb, "filler")
+    base = os.path.join(sbx_state, "sandboxes", uid)
     deadline = time.monotonic() + 10
-    while (mounts_under(sbx_state) or loops_under(sbx_state)) and time.monotonic() < deadline:
+    while (mounts_under(sbx_state) or loops_under(sbx_state) or os.path.exists(base)) and \
+            time.monotonic() < deadline:
         time.sleep(0.05)
     assert mounts_under(sbx_state) == []
     assert loops_under(sbx_state) == []
-    assert not os.path.exists(os.path.join(sbx_state, "sandboxes", uid))
+    assert not os.path.exists(base), list(os.walk(base))
 
 
 def test_storage_survives_restart_and_suspend(serve, sbx_state):
