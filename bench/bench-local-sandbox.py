@@ -51,7 +51,8 @@ def start_server(state, network="none"):
     return proc, url, s
 
 
-LIMITS = {"memory": "1Gi", "cpu": "2", "ephemeral-storage": "10Gi"}
+CGROUP_LIMITS = {"memory": "1Gi", "cpu": "2"}
+LIMITS = {**CGROUP_LIMITS, "ephemeral-storage": "10Gi"}
 
 
 def create_to_ready(url, s, name, limits=None):
@@ -117,14 +118,16 @@ def main():
         create_to_ready(url, s, "warmup")
         # The first sandbox of a size makes its ext4 template (mke2fs): measured on its own.
         first = create_to_ready(url, s, "warmup-limited", LIMITS)
-        ready, limited = [], []
+        ready, cgroup, limited = [], [], []
         for i in range(N):
             ready.append(create_to_ready(url, s, f"bench-{i}"))
+            cgroup.append(create_to_ready(url, s, f"bench-cg-{i}", CGROUP_LIMITS))
             limited.append(create_to_ready(url, s, f"bench-lim-{i}", LIMITS))
         bare = bare_runc(tmp, N)
         w = 54
         print(f"{'metric':<{w}} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}")
         print(f"{'Sandbox create -> Ready (asb serve, runc, no limits)':<{w}} {pct(ready, 50):8.1f} {pct(ready, 99):8.1f} {N:>4}")
+        print(f"{'  ... with memory 1Gi + cpu 2 limits':<{w}} {pct(cgroup, 50):8.1f} {pct(cgroup, 99):8.1f} {N:>4}")
         print(f"{'  ... with memory+cpu+ephemeral-storage 10Gi limits':<{w}} {pct(limited, 50):8.1f} {pct(limited, 99):8.1f} {N:>4}")
         print(f"{'  ... first 10Gi sandbox (mke2fs template, once)':<{w}} {first:8.1f} {'':>8} {1:>4}")
         print(f"{'bare runc run /usr/bin/true (baseline)':<{w}} {pct(bare, 50):8.1f} {pct(bare, 99):8.1f} {N:>4}")

@@ -211,7 +211,7 @@ def test_bad_default_is_a_startup_error(sbx_state, flag, env):
 
 def test_ephemeral_storage_is_enforced_and_nothing_is_left(serve, sbx_state):
     limit = 64 * MiB
-    asb = serve("--default-ephemeral-storage", "64Mi")
+    asb = serve(env={"ASB_DEFAULT_EPHEMERAL_STORAGE": "64Mi"})
     base_usage = host_usage(sbx_state)
     free0 = free_bytes(sbx_state)
     uid = create(asb, "filler")["metadata"]["uid"]
@@ -252,13 +252,13 @@ def test_ephemeral_storage_is_enforced_and_nothing_is_left(serve, sbx_state):
 
 
 def test_storage_survives_restart_and_suspend(serve, sbx_state):
-    asb = serve("--default-ephemeral-storage", "32Mi")
+    asb = serve(env={"ASB_DEFAULT_EPHEMERAL_STORAGE": "32Mi"})
     uid = create(asb, "keeper")["metadata"]["uid"]
     wait_ready(asb, "keeper")
     rest_sock, grpc_sock = sockets(sbx_state, uid)
     assert rest(rest_sock, "PUT", "/v1/files/kept.txt", b"kept")[0] == 204
     assert asb.stop() == 0
-    asb = serve("--default-ephemeral-storage", "32Mi")  # re-adopts the running container
+    asb = serve(env={"ASB_DEFAULT_EPHEMERAL_STORAGE": "32Mi"})  # re-adopts the running container
     wait_ready(asb, "keeper")
     disk = os.path.join(sbx_state, "sandboxes", uid, "disk")
     assert mounts_under(sbx_state).count(disk) == 1
