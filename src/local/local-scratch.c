@@ -162,6 +162,10 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
         unlink(tmp);
         if (out)
             out[strcspn(out, "\n")] = '\0';
+        if (k == 127)
+            return failf(ret_error, -ENOENT,
+                         "mke2fs not found: install e2fsprogs (ephemeral storage needs it)%s%s", "",
+                         "");
         return failf(ret_error, k < 0 ? k : -EIO, "mke2fs (e2fsprogs) failed: %s%s",
                      k < 0 ? strerror(-k) : (out && *out ? out : "no output"), "");
     }
@@ -238,7 +242,10 @@ static int mount_image(const char *image, const char *mnt, char **ret_error)
         return failf(ret_error, k, "cannot create %s: %s", mnt, strerror(-k));
     k = loop_attach(image, &fd, dev, sizeof(dev));
     if (k < 0)
-        return failf(ret_error, k, "cannot attach %s to a loop device: %s", image, strerror(-k));
+        return failf(ret_error, k,
+                     "cannot attach %s to a loop device (%s): ephemeral storage limits need loop "
+                     "devices; asb serve --default-ephemeral-storage=0 runs sandboxes without one",
+                     image, strerror(-k));
     /* discard: deleted files' blocks are punched out of the sparse image again; noinit_itable:
      * the image reads as zeros where mke2fs wrote nothing, no background zeroing. */
     if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard,noinit_itable") < 0)
