@@ -104,8 +104,8 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid);
 /* The network policy of a sandbox from its template (§2.2 labels/annotation); *ret_tpl the
  * template as stored (owned) or NULL. */
 local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sandbox, json_t **ret_tpl);
-/* The effective limits of a Sandbox for status.resources (local_limits_to_json), owned;
- * NULL when its container's limits do not parse. */
+/* The limits a Sandbox's container runs with, for status.resources (local_limits_to_json),
+ * read from its bundle and filesystem image; owned, NULL when there is no bundle. */
 json_t *rec_effective_resources(local_reconciler *r, const json_t *sandbox);
 /* GET /v1/health on the sandbox's REST socket; true on 200 within timeout_ms. */
 bool rec_health(local_reconciler *r, const char *uid, int timeout_ms);

@@ -249,16 +249,36 @@ static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *ima
 
 json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
 {
+    /* What the container got, from its bundle (a restart with other defaults does not change a
+     * running container) and its filesystem image; "defaulted" where the spec sets none. */
+    const char *uid = api_meta_string(sb, "uid");
     const json_t *ctr = json_array_get(
         json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
                                                         "podTemplate"),
                                         "spec"),
                         "containers"),
         0);
-    local_limits l;
-    _cleanup_free_ char *err = NULL;
-    if (local_limits_effective(&r->defaults, ctr, &l, &err) < 0)
+    const json_t *spec = json_object_get(json_object_get(ctr, "resources"), "limits");
+    _cleanup_free_ char *cfg_path = uid ? path_of(r, "sandboxes", uid, "bundle/config.json") : NULL,
+                        *img = uid ? path_of(r, "sandboxes", uid, "disk.img") : NULL;
+    if (!cfg_path || !img)
         return NULL;
+    _cleanup_(json_decrefp) json_t *cfg = json_load_file(cfg_path, 0, NULL);
+    const json_t *res = json_object_get(json_object_get(cfg, "linux"), "resources");
+    if (!res)
+        return NULL;
+    const json_t *cpu = json_object_get(res, "cpu");
+    json_int_t quota = json_integer_value(json_object_get(cpu, "quota")),
+               period = json_integer_value(json_object_get(cpu, "period"));
+    struct stat st;
+    local_limits l = {
+        .memory = json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")),
+        .cpu_millis = quota > 0 && period > 0 ? quota * 1000 / period : 0,
+        .ephemeral = stat(img, &st) == 0 ? (int64_t)st.st_size : 0,
+    };
+    l.memory_defaulted = l.memory > 0 && !json_object_get(spec, "memory");
+    l.cpu_defaulted = l.cpu_millis > 0 && !json_object_get(spec, "cpu");
+    l.ephemeral_defaulted = l.ephemeral > 0 && !json_object_get(spec, "ephemeral-storage");
     return local_limits_to_json(&l);
 }
 

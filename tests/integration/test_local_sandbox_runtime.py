@@ -248,7 +248,10 @@ def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
         except OSError:
             return False
     assert wait_for(answers, timeout=15), asb.output()
-    new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
+    # runc writes --pid-file after the container's process runs: it may answer first.
+    pid_file = os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")
+    assert wait_for(lambda: os.path.exists(pid_file)), asb.output()
+    new_pid = int(open(pid_file).read())
     assert new_pid != pid
     assert condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True"
 
