@@ -1,5 +1,6 @@
 # Front door: `make` (release binaries in build/bin), `make test` (ASan+UBSan build + all tests),
-# `make bench`, `make demo`, `make fuzz`, `make clean`.
+# `make bench`, `make demo`, `make fuzz`, `make fresh-check` (demo + test in a pristine root),
+# `make clean`.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 
@@ -81,7 +82,7 @@ FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
 BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS)
 
-.PHONY: all deps test unit fuzz fuzz-build bench demo clean format images
+.PHONY: all deps test unit fuzz fuzz-build bench demo clean format images fresh-check
 all: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) binaries
 
@@ -228,6 +229,10 @@ bench: all
 
 demo: all
 	@bash scripts/demo.sh
+
+# README's two commands on a brand-new machine: a debootstrapped bookworm root, the committed tree.
+fresh-check:
+	@bash scripts/fresh-check.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

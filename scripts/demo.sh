@@ -93,8 +93,7 @@ show wait --for=delete sandbox/python-demo --timeout 30s
 echo; echo "== Warm pool: a sandbox in milliseconds =="
 show apply -f examples/warm-pool-python.yaml
 # Wait until both pool members are Ready (the pool's READY column reaches 2).
-pool_ready() { "$bin/asb" get warmpool python-pool -o json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",{}).get("readyReplicas",0))'; }
-for _ in $(seq 600); do [ "$(pool_ready)" = 2 ] && break; sleep 0.05; done
+show wait --for=jsonpath='{.status.readyReplicas}'=2 sandboxwarmpool/python-pool --timeout 60s
 show get warmpools
 show get sandboxes
 echo; echo '$ sbx=$(asb claim --pool python-pool --ttl 10m)'
@@ -109,7 +108,7 @@ print("claimed sandbox", socket.gethostname(), "says:", os.environ["GREETING"])
 print("primes below 50:", [n for n in range(2, 50) if all(n % d for d in range(2, n))])'
 show get claims
 show release --wait "$claim"
-for _ in $(seq 600); do [ "$(pool_ready)" = 2 ] && break; sleep 0.05; done
+"$bin/asb" wait --for=jsonpath='{.status.readyReplicas}'=2 sandboxwarmpool/python-pool --timeout 60s >/dev/null
 echo; echo "pool refilled:"
 show get warmpools
 show get sandboxes

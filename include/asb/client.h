@@ -151,6 +151,14 @@ ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *client, const c
                                          const char *ns, const char *name, const char *condition,
                                          const char *status, const asb_wait_options *opts);
 
+/* Waits until the value at `path`, a simple JSONPath as kubectl's `wait --for=jsonpath` takes it
+ * ("{.status.readyReplicas}": dotted keys and [N] indices, braces optional), exists and, when
+ * `value` is not NULL, prints as `value` (strings as they are, numbers in decimal, booleans as
+ * true/false). Built on watch like asb_object_wait_condition, with the same results. */
+ASB_PUBLIC int asb_object_wait_jsonpath(char **out, asb_client *client, const char *kind,
+                                        const char *ns, const char *name, const char *path,
+                                        const char *value, const asb_wait_options *opts);
+
 /* Waits until the object is gone (ASB_OK at once when it does not exist). */
 ASB_PUBLIC int asb_object_wait_deleted(asb_client *client, const char *kind, const char *ns,
                                        const char *name, const asb_wait_options *opts);

@@ -3,6 +3,7 @@
  * latency go to stderr), so `sbx=$(asb claim --pool p)` works. Interrupted while waiting, the
  * claim is deleted (libasb's auto-cleanup). `asb release CLAIM...` deletes claims. */
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,49 @@ static void claim_usage(FILE *f)
             "      --name NAME          claim name (default: generated sandbox-claim-xxxxx)\n"
             "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
             "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
+}
+
+/* How the claim was served, from the launch-type label the claim controller puts on the sandbox
+ * ("warm": adopted from the pool; "cold": created because no Ready member was free). NULL when
+ * it cannot be told. Owned. */
+static char *claim_launch_type(asb_client *cl, const char *sandbox)
+{
+    char *obj = NULL;
+    if (asb_object_get(&obj, cl, "Sandbox", cli_namespace(), sandbox) != ASB_OK)
+        return NULL;
+    json_t *o = json_loads(obj, 0, NULL);
+    asb_free(obj);
+    const char *lt = json_string_value(json_object_get(
+        json_object_get(json_object_get(o, "metadata"), "labels"), "agents.x-k8s.io/launch-type"));
+    char *ret = lt ? strdup(lt) : NULL;
+    json_decref(o);
+    return ret;
+}
+
+/* The claim that owns sandbox `name` (its controller ownerReference of kind SandboxClaim), so that
+ * `asb release "$sbx"` works with the name `asb claim` printed. NULL when there is none. Owned. */
+static char *claim_of_sandbox(asb_client *cl, const char *name)
+{
+    char *obj = NULL;
+    if (asb_object_get(&obj, cl, "Sandbox", cli_namespace(), name) != ASB_OK)
+        return NULL;
+    json_t *o = json_loads(obj, 0, NULL);
+    asb_free(obj);
+    char *ret = NULL;
+    size_t i;
+    json_t *ref;
+    json_array_foreach (json_object_get(json_object_get(o, "metadata"), "ownerReferences"), i,
+                        ref) {
+        const char *kind = json_string_value(json_object_get(ref, "kind"));
+        const char *owner = json_string_value(json_object_get(ref, "name"));
+        if (kind && owner && strcmp(kind, "SandboxClaim") == 0 &&
+            json_is_true(json_object_get(ref, "controller"))) {
+            ret = strdup(owner);
+            break;
+        }
+    }
+    json_decref(o);
+    return ret;
 }
 
 int asb_claim_main(int argc, char **argv)
@@ -104,8 +148,13 @@ int asb_claim_main(int argc, char **argv)
     }
     printf("%s\n", asb_claim_sandbox_name(claim));
     fflush(stdout);
-    fprintf(stderr, "claim %s ready in %.1f ms (sandbox %s)\n", asb_claim_name(claim),
-            (double)asb_claim_ready_usec(claim) / 1000.0, asb_claim_sandbox_name(claim));
+    char *lt = claim_launch_type(cl, asb_claim_sandbox_name(claim));
+    fprintf(stderr, "claim %s ready in %.1f ms (sandbox %s), %s\n", asb_claim_name(claim),
+            (double)asb_claim_ready_usec(claim) / 1000.0, asb_claim_sandbox_name(claim),
+            !lt                       ? "served from the pool"
+            : strcmp(lt, "warm") == 0 ? "served warm from a Ready pool member"
+                                      : "served cold: no Ready pool member was free");
+    free(lt);
     asb_claim_disconnect(claim);
 out:
     asb_claims_cleanup_uninstall();
@@ -127,8 +176,9 @@ int asb_release(int argc, char **argv)
             continue;
         }
         FILE *f = c == 'h' ? stdout : stderr;
-        fprintf(f, "Usage: asb release CLAIM...\n\nDelete sandbox claims (their sandboxes go "
-                   "with them).\n\nOptions:\n"
+        fprintf(f, "Usage: asb release CLAIM|SANDBOX...\n\nDelete sandbox claims (their sandboxes "
+                   "go with them); a\nclaimed sandbox's name releases the claim that holds it.\n\n"
+                   "Options:\n"
                    "  -w, --wait      wait until each claim is gone\n"
                    "  -h, --help      show this help\n" CLI_GLOBAL_HELP);
         return c == 'h' ? 0 : 2;
@@ -142,20 +192,30 @@ int asb_release(int argc, char **argv)
     if (ret)
         return ret;
     for (int i = optind; i < argc; i++) {
-        if (asb_object_delete(NULL, cl, "sandboxclaim", cli_namespace(), argv[i]) != ASB_OK) {
+        const char *claim = argv[i];
+        char *owner = NULL;
+        int r = asb_object_delete(NULL, cl, "sandboxclaim", cli_namespace(), claim);
+        if (r == ASB_ENOTFOUND && (owner = claim_of_sandbox(cl, argv[i]))) {
+            claim = owner; /* a sandbox name: release the claim that holds it */
+            r = asb_object_delete(NULL, cl, "sandboxclaim", cli_namespace(), claim);
+        }
+        if (r != ASB_OK) {
             ret |= cli_print_error(NULL);
+            free(owner);
             continue;
         }
         if (wait) {
             asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
             wo.timeout_ms = 60000;
-            if (asb_object_wait_deleted(cl, "sandboxclaim", cli_namespace(), argv[i], &wo) !=
+            if (asb_object_wait_deleted(cl, "sandboxclaim", cli_namespace(), claim, &wo) !=
                 ASB_OK) {
-                ret |= cli_print_error(argv[i]);
+                ret |= cli_print_error(claim);
+                free(owner);
                 continue;
             }
         }
-        printf("sandboxclaim.extensions.agents.x-k8s.io \"%s\" released\n", argv[i]);
+        printf("sandboxclaim.extensions.agents.x-k8s.io \"%s\" released\n", claim);
+        free(owner);
     }
     asb_client_free(cl);
     return ret;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,9 +36,18 @@ const char *cli_namespace(void)
     return cli_global.ns && *cli_global.ns ? cli_global.ns : "default";
 }
 
+/* What libasb has to say to a person (it never writes to stderr itself): warnings, and notes such
+ * as waiting for a server that is starting. Debug chatter stays quiet. */
+static void cli_log(int level, const char *message, void *payload)
+{
+    if (level <= ASB_LOG_INFO)
+        fprintf(stderr, "asb: %s\n", message);
+}
+
 int cli_client(asb_client **ret)
 {
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.log_cb = cli_log;
     o.server = cli_global.server;
     o.token = cli_global.token;
     if (asb_client_new(ret, &o) != ASB_OK)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/state-files.h"
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
@@ -35,7 +37,8 @@ static void serve_usage(FILE *f)
     fprintf(f,
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
-            "                 [--dns-upstream IP[:PORT]] [--default-memory Q] [--default-cpu Q]\n"
+            "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
+            "                 [--dns-inflight N] [--default-memory Q] [--default-cpu Q]\n"
             "                 [--default-ephemeral-storage Q]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
@@ -44,19 +47,26 @@ static void serve_usage(FILE *f)
             "  --listen HOST:PORT  API address (default " DEFAULT_LISTEN
             "; port 0 picks a free one)\n"
             "  --router-listen HOST:PORT\n"
-            "                      data-plane router address (default " DEFAULT_ROUTER_LISTEN
-            ";\n"
+            "                      data-plane router address (default " DEFAULT_ROUTER_LISTEN ";\n"
             "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
             "  --router-allow-unauthenticated\n"
             "                      the router admits token-less requests from loopback peers\n"
             "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
             "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
             "                      or none (loopback only); env ASB_NETWORK\n"
-            "  --pod-cidr CIDR     sandbox addresses (default 10.244.0.0/24); env ASB_POD_CIDR\n"
+            "  --pod-cidr CIDR     sandbox addresses; refused when it overlaps a route, another\n"
+            "                      asb serve's bridge or nft table (default: the first free /24\n"
+            "                      of 10.244.0.0/16, kept in the state dir); env ASB_POD_CIDR\n"
             "  --bridge NAME       host bridge (default asb + a hash of the state dir); env\n"
             "                      ASB_BRIDGE\n"
             "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
             "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
+            "  --dns-rate QPS      DNS queries per second of one sandbox (default 50); env\n"
+            "                      ASB_DNS_RATE\n"
+            "  --dns-burst N       DNS queries of one sandbox at once after a quiet time\n"
+            "                      (default 100); env ASB_DNS_BURST\n"
+            "  --dns-inflight N    DNS queries of one sandbox waiting for the upstream at once\n"
+            "                      (default 32); env ASB_DNS_INFLIGHT\n"
             "  --default-memory Q  memory limit of a container that sets none (a Kubernetes\n"
             "                      quantity, default " LOCAL_LIMITS_DEFAULT_MEMORY
             "; 0 or none: no limit); env\n"
@@ -110,6 +120,65 @@ static int write_file_atomic(const char *dir, const char *name, const char *cont
     if (rename(tmp, dst) < 0)
         return -errno;
     return 0;
+}
+
+/* Takes the state directory's lock for the life of this process (the fd is kept open, close-on-exec
+ * so no child inherits it) and writes our pid into it. A second `asb serve` on the same directory
+ * is refused: two servers over one store and one set of containers would fight. Then the URL files
+ * of an earlier run are removed, so clients wait for this run's instead of dialling a dead one. */
+static int take_state_lock(const char *dir, int *ret_fd)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/" STATE_FILE_LOCK, dir) < 0)
+        return -ENOMEM;
+    _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "asb serve: cannot open %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        if (e == EWOULDBLOCK)
+            fprintf(
+                stderr,
+                "asb serve: another asb serve%s%s%s is running with state dir %s (it holds %s); "
+                "stop it or use another ASB_STATE_DIR\n",
+                *pid ? " (pid " : "", pid, *pid ? ")" : "", dir, path);
+        else
+            fprintf(stderr, "asb serve: cannot lock %s: %s\n", path, strerror(e));
+        return -e;
+    }
+    char line[32];
+    int len = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)len, 0) != len) {
+        fprintf(stderr, "asb serve: cannot write %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    const char *stale[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
+    for (size_t i = 0; i < ELEMENTSOF(stale); i++) {
+        _cleanup_free_ char *f = NULL;
+        if (asprintf(&f, "%s/%s", dir, stale[i]) < 0)
+            return -ENOMEM;
+        if (unlink(f) < 0 && errno != ENOENT)
+            return -errno;
+    }
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+/* At a clean stop: the URL files go, so no client dials a server that is gone. */
+static void remove_url_files(const char *dir)
+{
+    const char *files[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
+    for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+        _cleanup_free_ char *f = NULL;
+        if (asprintf(&f, "%s/%s", dir, files[i]) >= 0)
+            (void)unlink(f);
+    }
 }
 
 /* Reads the token, creating it (32 random bytes, hex) at first start. Owned result. */
@@ -190,9 +259,27 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
+    local_dns_limits dns_limits;
     const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
     local_limits defaults;
 } serve_opts;
+
+/* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
+static int parse_dns_limit(const char *what, const char *v, unsigned *ret)
+{
+    char *end;
+    if (!v || !*v)
+        return 0;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || n < 1 || n > 1000000 || *v == '-' || *v == '+') {
+        fprintf(stderr, "asb serve: --%s wants a number from 1 to 1000000, got \"%s\"\n", what,
+                v);
+        return -EINVAL;
+    }
+    *ret = (unsigned)n;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
@@ -204,6 +291,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
         {"dns-upstream", required_argument, NULL, 'd'},
+        {"dns-rate", required_argument, NULL, 'q'},
+        {"dns-burst", required_argument, NULL, 'B'},
+        {"dns-inflight", required_argument, NULL, 'I'},
         {"default-memory", required_argument, NULL, 'M'},
         {"default-cpu", required_argument, NULL, 'C'},
         {"default-ephemeral-storage", required_argument, NULL, 'E'},
@@ -217,6 +307,10 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->pod_cidr = getenv("ASB_POD_CIDR");
     o->bridge = getenv("ASB_BRIDGE");
     o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
+    if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
+        parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
+        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0)
+        return -EINVAL;
     o->default_memory = getenv("ASB_DEFAULT_MEMORY");
     o->default_cpu = getenv("ASB_DEFAULT_CPU");
     o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
@@ -245,6 +339,18 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'd':
             o->dns_upstream = optarg;
+            break;
+        case 'q':
+            if (parse_dns_limit("dns-rate", optarg, &o->dns_limits.rate) < 0)
+                return -EINVAL;
+            break;
+        case 'B':
+            if (parse_dns_limit("dns-burst", optarg, &o->dns_limits.burst) < 0)
+                return -EINVAL;
+            break;
+        case 'I':
+            if (parse_dns_limit("dns-inflight", optarg, &o->dns_limits.inflight) < 0)
+                return -EINVAL;
             break;
         case 'M':
             o->default_memory = optarg;
@@ -327,6 +433,9 @@ int asb_serve(int argc, char **argv)
         fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
         return 1;
     }
+    _cleanup_close_ int lock_fd = -1;
+    if (take_state_lock(dir, &lock_fd) < 0)
+        return 1;
     r = load_token(dir, &token);
     if (r < 0) {
         fprintf(stderr, "asb serve: token in %s: %s\n", dir, strerror(-r));
@@ -379,12 +488,14 @@ int asb_serve(int argc, char **argv)
     _cleanup_free_ char *sandboxd = sandboxd_path();
     if (strcmp(runtime, "none") != 0) {
         local_reconciler_options ro = {
-            .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
+            .store = store,
+            .state_dir = dir,
+            .sandboxd = sandboxd ? sandboxd : "sandboxd",
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream},
+                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits},
             .defaults = o.defaults};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
@@ -476,6 +587,7 @@ int asb_serve(int argc, char **argv)
     while (sigwait(&mask, &sig) != 0)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    remove_url_files(dir);
     router_stop(rt);
     local_store_shutdown(store);
     local_controller_stop(ctl);

@@ -1,5 +1,6 @@
-/* `asb wait --for=condition=Ready[=VALUE] KIND/NAME [--timeout 30s]` and `--for=delete`: block on
- * a watch until the condition holds (no polling interval), as kubectl wait. */
+/* `asb wait --for=condition=Ready[=VALUE] KIND/NAME [--timeout 30s]`, `--for=jsonpath='{.a.b}'=V`
+ * and `--for=delete`: block on a watch until the condition holds (no polling interval), as
+ * kubectl wait. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,14 @@
 
 static void wait_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb wait --for=condition=COND[=VALUE]|--for=delete KIND/NAME|KIND NAME\n"
-               "                [--timeout DURATION]\n\n"
+    fprintf(f, "Usage: asb wait --for=condition=COND[=VALUE]|--for=jsonpath='{PATH}'[=VALUE]|\n"
+               "                --for=delete KIND/NAME|KIND NAME [--timeout DURATION]\n\n"
                "Options:\n"
                "  --for=condition=COND[=VALUE]  until status.conditions has COND with status\n"
                "                                VALUE (default true, any case)\n"
+               "  --for=jsonpath='{PATH}'[=VALUE]\n"
+               "                                until the field at PATH (.status.readyReplicas,\n"
+               "                                .items[0].x) exists, or equals VALUE\n"
                "  --for=delete                  until the object is gone\n"
                "  --timeout DURATION            give up after this long (default 30s; 0: check\n"
                "                                once; negative: a week)\n"
@@ -55,7 +59,24 @@ int asb_wait(int argc, char **argv)
     _cleanup_free_ char *cond = NULL;
     const char *value = "true";
     bool del = strcmp(for_arg, "delete") == 0;
-    if (!del) {
+    bool jsonpath = strncmp(for_arg, "jsonpath=", 9) == 0;
+    if (jsonpath) {
+        /* PATH[=VALUE]: the path ends at its closing brace when braced, else at the first '=' */
+        cond = strdup(for_arg + 9);
+        if (!cond)
+            return 1;
+        char *end = cond[0] == '{' ? strchr(cond, '}') : NULL;
+        char *eq = strchr(end ? end : cond, '=');
+        value = NULL;
+        if (eq) {
+            *eq = '\0';
+            value = eq + 1;
+        }
+        if (!*cond || (cond[0] == '{' && !end) || (value && !*value)) {
+            fprintf(stderr, "error: unrecognized JSONPath: \"%s\"\n", for_arg);
+            return 2;
+        }
+    } else if (!del) {
         if (strncmp(for_arg, "condition=", 10) != 0 || !for_arg[10]) {
             fprintf(stderr, "error: unrecognized condition: \"%s\"\n", for_arg);
             return 2;
@@ -115,9 +136,11 @@ int asb_wait(int argc, char **argv)
         return ret;
     asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
     wo.timeout_ms = (long)timeout_ms;
-    int r = del ? asb_object_wait_deleted(cl, k->plural, cli_namespace(), name, &wo)
-                : asb_object_wait_condition(NULL, cl, k->plural, cli_namespace(), name, cond, value,
-                                            &wo);
+    int r = del        ? asb_object_wait_deleted(cl, k->plural, cli_namespace(), name, &wo)
+            : jsonpath ? asb_object_wait_jsonpath(NULL, cl, k->plural, cli_namespace(), name, cond,
+                                                  value, &wo)
+                       : asb_object_wait_condition(NULL, cl, k->plural, cli_namespace(), name, cond,
+                                                   value, &wo);
     char ref[600];
     if (r == ASB_OK) {
         printf("%s condition met\n", cli_ref(ref, sizeof(ref), k, name));

@@ -4,12 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "basic/state-files.h"
 #include "libasb/libasb-internal.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
@@ -106,6 +110,46 @@ static int read_trimmed(const char *dir, const char *name, char **ret)
     return *ret ? 0 : -ENOMEM;
 }
 
+/* True while an `asb serve` holds the state directory's lock: a server is running or starting. */
+static bool server_lock_held(const char *state)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/" STATE_FILE_LOCK, state) < 0)
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+    free(path);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+/* `asb serve &` followed at once by a client: the server file appears when the server is ready.
+ * A server that was just started may not even hold its lock yet (both processes are starting), so
+ * a missing file is looked at again for up to SERVER_LOCK_GRACE_MS; once the directory's lock
+ * says a server is starting, the client waits for the file (bounded), saying so. */
+#define SERVER_LOCK_GRACE_MS 1000
+#define SERVER_START_WAIT_MS 15000
+#define SERVER_POLL_MS 20
+static int read_server_file(asb_client *c, const char *state, char **ret)
+{
+    int r = read_trimmed(state, STATE_FILE_SERVER, ret);
+    bool told = false;
+    for (int waited = 0; r == -ENOENT; waited += SERVER_POLL_MS) {
+        bool starting = server_lock_held(state);
+        if (waited >= (starting ? SERVER_START_WAIT_MS : SERVER_LOCK_GRACE_MS))
+            break;
+        if (starting && !told) {
+            asbi_log(c, ASB_LOG_INFO, "waiting for asb serve to start (state dir %s)", state);
+            told = true;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = SERVER_POLL_MS * 1000 * 1000}, NULL);
+        r = read_trimmed(state, STATE_FILE_SERVER, ret);
+    }
+    return r;
+}
+
 static const char *nonempty_env(const char *name)
 {
     const char *v = getenv(name);
@@ -122,7 +166,7 @@ static int configure(asb_client *c, const asb_client_options *o)
     if (server) {
         c->server = strdup(server);
     } else {
-        int r = read_trimmed(state, "server", &c->server);
+        int r = read_server_file(c, state, &c->server);
         if (r == -ENOMEM) {
             ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
             goto out;

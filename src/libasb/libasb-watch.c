@@ -1,6 +1,7 @@
 /* Watch (newline-delimited {"type","object"} events over one long HTTP response) and the waits
  * built on it: get the object, check, then watch from its resourceVersion, so a change is seen
  * the moment it is committed and nothing between the get and the watch is missed. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,10 +247,84 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-typedef struct waiter {
-    const char *condition, *status; /* NULL condition: waiting for deletion */
+typedef struct waiter waiter;
+struct waiter {
+    /* NULL: waiting for deletion; else true when obj satisfies what is waited for */
+    bool (*met)(const json_t *obj, const waiter *wt);
+    const char *condition, *status; /* condition type and status, or JSONPath and value */
     json_t *found;                  /* the object that satisfied the condition */
-} waiter;
+};
+
+static bool condition_met(const json_t *obj, const waiter *wt)
+{
+    return asbi_condition_met(obj, wt->condition, wt->status);
+}
+
+/* The value at a simple JSONPath as kubectl's --for=jsonpath takes it: "{.status.readyReplicas}"
+ * (braces optional), dotted keys and [N] array indices. Borrowed; NULL when absent or malformed. */
+static const json_t *jsonpath_value(const json_t *obj, const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= 2 && path[0] == '{' && path[n - 1] == '}') {
+        path++;
+        n -= 2;
+    }
+    const json_t *v = obj;
+    size_t i = 0;
+    if (i < n && path[i] == '.' && (i + 1 == n || path[i + 1] == '['))
+        i++; /* "{.}" / "{.[0]}" */
+    /* kubectl's relaxed form: "status.phase" is ".status.phase" */
+    bool relaxed = n > 0 && path[0] != '.' && path[0] != '[';
+    while (i < n && v) {
+        if (path[i] == '.' || relaxed) {
+            size_t j = relaxed ? i : ++i;
+            relaxed = false;
+            while (j < n && path[j] != '.' && path[j] != '[')
+                j++;
+            if (j == i)
+                return NULL;
+            char key[256];
+            if (j - i >= sizeof(key))
+                return NULL;
+            memcpy(key, path + i, j - i);
+            key[j - i] = '\0';
+            v = json_object_get(v, key);
+            i = j;
+        } else if (path[i] == '[') {
+            char *end = NULL;
+            long idx = strtol(path + i + 1, &end, 10);
+            if (end == path + i + 1 || (size_t)(end - path) >= n || *end != ']')
+                return NULL;
+            if (idx < 0)
+                idx += (long)json_array_size(v);
+            v = idx < 0 ? NULL : json_array_get(v, (size_t)idx);
+            i = (size_t)(end - path) + 1;
+        } else
+            return NULL;
+    }
+    return i == n ? v : NULL;
+}
+
+/* True when the JSONPath exists and, with a value given, its scalar prints as that value. */
+static bool jsonpath_met(const json_t *obj, const waiter *wt)
+{
+    const json_t *v = jsonpath_value(obj, wt->condition);
+    if (!v)
+        return false;
+    if (!wt->status)
+        return true;
+    char buf[64];
+    const char *text = NULL;
+    if (json_is_string(v))
+        text = json_string_value(v);
+    else if (json_is_integer(v))
+        snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), text = buf;
+    else if (json_is_real(v))
+        snprintf(buf, sizeof(buf), "%g", json_real_value(v)), text = buf;
+    else if (json_is_boolean(v))
+        text = json_is_true(v) ? "true" : "false";
+    return text && strcmp(text, wt->status) == 0;
+}
 
 enum { WAIT_MET = 1, WAIT_DELETED = 2 };
 
@@ -258,8 +333,8 @@ static int wait_event(const char *type, json_t *object, void *payload)
     waiter *wt = payload;
     if (strcmp(type, "DELETED") == 0)
         return WAIT_DELETED;
-    if (wt->condition && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) &&
-        asbi_condition_met(object, wt->condition, wt->status)) {
+    if (wt->met && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) &&
+        wt->met(object, wt)) {
         wt->found = json_incref(object);
         return WAIT_MET;
     }
@@ -285,7 +360,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
         char *s = NULL;
         r = asb_object_get(&s, c, k->plural, ns, name);
-        if (r == ASB_ENOTFOUND && !wt->condition)
+        if (r == ASB_ENOTFOUND && !wt->met)
             return ASB_OK;
         if (r != ASB_OK)
             return r;
@@ -293,7 +368,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
         free(s);
         if (!obj)
             return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-        if (wt->condition && asbi_condition_met(obj, wt->condition, wt->status)) {
+        if (wt->met && wt->met(obj, wt)) {
             r = ASB_OK;
             if (out && !(*out = json_dumps(obj, JSON_COMPACT)))
                 r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -323,7 +398,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             wt->found = NULL;
             return r;
         case WAIT_DELETED:
-            if (!wt->condition)
+            if (!wt->met)
                 return ASB_OK;
             return asbi_error_set(ASB_ENOTFOUND, 0, "NotFound",
                                   "%s.%s \"%s\" was deleted while waiting", k->plural, k->group,
@@ -346,13 +421,23 @@ ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *c, const char *
 {
     if (!condition || !*condition)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty condition");
-    waiter wt = {condition, status ? status : "True", NULL};
+    waiter wt = {condition_met, condition, status ? status : "True", NULL};
+    return wait_common(out, c, kind, ns, name, &wt, opts);
+}
+
+ASB_PUBLIC int asb_object_wait_jsonpath(char **out, asb_client *c, const char *kind, const char *ns,
+                                        const char *name, const char *path, const char *value,
+                                        const asb_wait_options *opts)
+{
+    if (!path || !*path)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty JSONPath");
+    waiter wt = {jsonpath_met, path, value, NULL};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
 ASB_PUBLIC int asb_object_wait_deleted(asb_client *c, const char *kind, const char *ns,
                                        const char *name, const asb_wait_options *opts)
 {
-    waiter wt = {NULL, NULL, NULL};
+    waiter wt = {NULL, NULL, NULL, NULL};
     return wait_common(NULL, c, kind, ns, name, &wt, opts);
 }

@@ -11,6 +11,7 @@
 #include "basic/macro.h"
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
+#include "local/local-seccomp.h"
 
 #define SANDBOX_HOME "/home/sandbox"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -27,20 +28,6 @@ static const char *const masked_paths[] = {
 };
 static const char *const readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-};
-
-/* Denied with EPERM; everything else is allowed. Kernel-level escapes (modules, kexec, bpf),
- * namespace and mount manipulation, tracing, keyrings, clock and swap changes. */
-static const char *const denied_syscalls[] = {
-    "mount",          "umount",          "umount2",      "move_mount",      "open_tree",
-    "fsopen",         "fsconfig",        "fsmount",      "fspick",          "pivot_root",
-    "chroot",         "unshare",         "setns",        "ptrace",          "process_vm_readv",
-    "process_vm_writev", "kexec_load",   "kexec_file_load", "init_module",  "finit_module",
-    "delete_module",  "bpf",             "perf_event_open", "keyctl",       "add_key",
-    "request_key",    "swapon",          "swapoff",      "reboot",          "open_by_handle_at",
-    "name_to_handle_at", "userfaultfd",  "acct",         "settimeofday",    "clock_settime",
-    "clock_adjtime",  "adjtimex",        "iopl",         "ioperm",          "quotactl",
-    "lookup_dcookie", "syslog",          "uselib",       "vhangup",         "nfsservctl",
 };
 
 static json_t *str_array(const char *const *v, size_t n)
@@ -89,14 +76,6 @@ static json_t *base_mounts(bool tmpfs_tmp)
     if (tmpfs_tmp)
         json_array_append_new(m, mount_entry("/tmp", "tmpfs", "tmpfs", tmp, ELEMENTSOF(tmp)));
     return m;
-}
-
-static json_t *seccomp_profile(void)
-{
-    return json_pack("{s:s, s:[sss], s:[{s:o, s:s, s:i}]}", "defaultAction", "SCMP_ACT_ALLOW",
-                     "architectures", "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32",
-                     "syscalls", "names", str_array(denied_syscalls, ELEMENTSOF(denied_syscalls)),
-                     "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM);
 }
 
 /* Sets "K=V" in env, replacing an earlier entry for K (later sources win). */
@@ -200,7 +179,7 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                                "maskedPaths", str_array(masked_paths, ELEMENTSOF(masked_paths)),
                                "readonlyPaths",
                                str_array(readonly_paths, ELEMENTSOF(readonly_paths)), "seccomp",
-                               seccomp_profile());
+                               local_seccomp_profile());
     return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
                      process, "root", "path", root, "readonly", 1, "hostname", p->hostname,
                      "mounts", mounts, "linux", linux_);

@@ -20,6 +20,7 @@
 #include "basic/time-util.h"
 #include "local/local-dns.h"
 #include "local/local-fs.h"
+#include "local/local-net-cidr.h"
 #include "local/local-net.h"
 #include "shared/log.h"
 
@@ -594,6 +595,123 @@ static void preload(local_net *n)
     }
 }
 
+static void set_pool(local_net *n, uint32_t net, int prefix)
+{
+    char a[16];
+    n->pool = net;
+    n->prefix = prefix;
+    n->mask = 0xffffffffu << (32 - n->prefix);
+    n->gw = n->pool + 1;
+    ip_str(n->pool, a);
+    snprintf(n->pool_s, sizeof(n->pool_s), "%s/%d", a, n->prefix);
+    ip_str(n->gw, n->gw_s);
+}
+
+static char *cidr_file(local_net *n)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/pod-cidr", n->net_dir) < 0 ? NULL : p;
+}
+
+/* The pod CIDR of an earlier run of this state dir ($ASB_STATE_DIR/net/pod-cidr), if any. */
+static bool recorded_cidr(local_net *n, uint32_t *ret_net, int *ret_prefix)
+{
+    _cleanup_free_ char *path = cidr_file(n);
+    _cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
+    char line[64];
+    if (!f || !fgets(line, sizeof(line), f))
+        return false;
+    line[strcspn(line, "\n")] = '\0';
+    return parse_cidr4(line, ret_net, ret_prefix) == 0 && *ret_prefix >= 8 && *ret_prefix <= 29;
+}
+
+/* Claims the pod CIDR (docs/network.md, "Pod CIDR ownership"): the given one (explicit), else the
+ * one this state dir recorded, else the first free /24 of LOCAL_NET_CIDR_POOL; refused
+ * (-EADDRINUSE, *ret_error) when it overlaps a route or address of this network namespace or
+ * another asb serve's table. Our own bridge and table (same state dir) do not count. */
+static int claim_cidr(local_net *n, bool explicit, char **ret_error)
+{
+    struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+    local_net_cidr_uses uses = {0};
+    if (nft) {
+        nft_ctx_buffer_output(nft);
+        nft_ctx_buffer_error(nft);
+    }
+    int k = local_net_cidr_uses_load(nft, n->bridge, n->table, &uses);
+    if (nft)
+        nft_ctx_free(nft);
+    if (k < 0)
+        return k;
+    uint32_t net = n->pool;
+    int prefix = n->prefix;
+    const char *source = "--pod-cidr";
+    if (!explicit && recorded_cidr(n, &net, &prefix))
+        source = "the state directory";
+    else if (!explicit) {
+        prefix = LOCAL_NET_CIDR_PICK_PREFIX;
+        if (local_net_cidr_pick(&uses, &net) < 0) {
+            local_net_cidr_uses_clear(&uses);
+            return asprintf(ret_error,
+                            "no free /%d in %s for the pod CIDR (every one overlaps a route, an "
+                            "address or another asb serve); give one with --pod-cidr",
+                            LOCAL_NET_CIDR_PICK_PREFIX, LOCAL_NET_CIDR_POOL) < 0
+                       ? -ENOMEM
+                       : -EADDRNOTAVAIL;
+        }
+        source = "picked";
+    }
+    set_pool(n, net, prefix);
+    const char *what = local_net_cidr_conflict(&uses, net, prefix);
+    k = 0;
+    if (what)
+        k = asprintf(ret_error,
+                     "pod CIDR %s (%s) overlaps %s in this network namespace; choose another "
+                     "--pod-cidr",
+                     n->pool_s, source, what) < 0
+                ? -ENOMEM
+                : -EADDRINUSE;
+    else if (strcmp(source, "picked") == 0)
+        log_info("pod CIDR picked", "pod_cidr", n->pool_s, "pool", LOCAL_NET_CIDR_POOL);
+    local_net_cidr_uses_clear(&uses);
+    return k;
+}
+
+/* Bridge networking: claims the pod CIDR and sets up the host under a machine-wide lock, so two
+ * `asb serve`s starting at once never pick the same one. -EADDRINUSE/-EADDRNOTAVAIL: refused;
+ * any other failure only turns networking off (n->unavailable). */
+static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
+{
+    int lock = geteuid() == 0 ? local_net_cidr_lock() : -EPERM;
+    int k = geteuid() == 0 ? claim_cidr(n, explicit_cidr, ret_error) : 0;
+    if (k < 0) {
+        if (lock >= 0)
+            close(lock);
+        return k;
+    }
+    char *err = NULL;
+    k = setup_host(n, &err);
+    if (k == 0) {
+        _cleanup_free_ char *path = cidr_file(n), *line = NULL;
+        if (!path || asprintf(&line, "%s\n", n->pool_s) < 0 || fs_write_file(path, line, 0600) < 0)
+            log_warn("cannot record the pod CIDR", "path", path ? path : n->net_dir);
+    }
+    if (lock >= 0)
+        close(lock);
+    if (k < 0 && n->nft) {
+        nft_ctx_free(n->nft);
+        n->nft = NULL;
+    }
+    if (k < 0) {
+        if (asprintf(&n->unavailable, "networking unavailable: %s", err ? err : strerror(-k)) < 0)
+            n->unavailable = NULL;
+        free(err);
+        if (!n->unavailable)
+            n->unavailable = strdup("networking unavailable");
+        return 0;
+    }
+    return 1;
+}
+
 int local_net_start(const local_net_options *o, local_net **ret, char **ret_error)
 {
     local_net *n = calloc(1, sizeof(*n));
@@ -619,19 +737,17 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
         local_net_stop(n);
         return -EINVAL;
     }
-    const char *cidr = o->pod_cidr && *o->pod_cidr ? o->pod_cidr : DEFAULT_POD_CIDR;
-    if (parse_cidr4(cidr, &n->pool, &n->prefix) < 0 || n->prefix < 8 || n->prefix > 29) {
+    bool explicit_cidr = o->pod_cidr && *o->pod_cidr;
+    const char *cidr = explicit_cidr ? o->pod_cidr : DEFAULT_POD_CIDR;
+    uint32_t net;
+    int prefix;
+    if (parse_cidr4(cidr, &net, &prefix) < 0 || prefix < 8 || prefix > 29) {
         if (asprintf(ret_error, "pod CIDR \"%s\": want an IPv4 CIDR from /8 to /29", cidr) < 0)
             *ret_error = NULL;
         local_net_stop(n);
         return -EINVAL;
     }
-    n->mask = 0xffffffffu << (32 - n->prefix);
-    n->gw = n->pool + 1;
-    char a[16];
-    ip_str(n->pool, a);
-    snprintf(n->pool_s, sizeof(n->pool_s), "%s/%d", a, n->prefix);
-    ip_str(n->gw, n->gw_s);
+    set_pool(n, net, prefix);
     const char *mode = o->mode && *o->mode ? o->mode : "bridge";
     if (strcmp(mode, "none") == 0) {
         n->unavailable = strdup("networking is off (asb serve --network=none)");
@@ -641,22 +757,15 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
         local_net_stop(n);
         return -EINVAL;
     } else {
-        char *err = NULL;
-        int k = setup_host(n, &err);
-        if (k < 0 && n->nft) {
-            nft_ctx_free(n->nft);
-            n->nft = NULL;
-        }
+        int k = start_bridge(n, explicit_cidr, ret_error);
         if (k < 0) {
-            if (asprintf(&n->unavailable, "networking unavailable: %s",
-                         err ? err : strerror(-k)) < 0)
-                n->unavailable = NULL;
-            free(err);
-            if (!n->unavailable)
-                n->unavailable = strdup("networking unavailable");
-        } else {
+            log_error("pod CIDR refused", "error", *ret_error ? *ret_error : strerror(-k));
+            local_net_stop(n);
+            return k;
+        }
+        if (k > 0) {
             preload(n);
-            n->dns = local_dns_start(n->gw, o->dns_upstream, &n->dns_off);
+            n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
         }
     }
     if (n->unavailable)

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "local/local-dns.h"
+
 typedef struct local_net local_net;
 
 typedef struct local_net_options {
@@ -17,6 +19,7 @@ typedef struct local_net_options {
     const char *pod_cidr;     /* IPv4 CIDR, default 10.244.0.0/24 */
     const char *bridge;       /* bridge name, default "asb" + 8 hex digits of the state dir */
     const char *dns_upstream; /* "IP" or "IP:PORT"; NULL: the first nameserver of /etc/resolv.conf */
+    local_dns_limits dns_limits; /* per sandbox; zeros: the defaults (local-dns.h) */
 } local_net_options;
 
 /* Sets up the bridge, the nft table and the DNS forwarder. Never fails for lack of root or

@@ -184,9 +184,21 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     _cleanup_free_ char *pidfile = NULL;
     if (asprintf(&pidfile, "%s/pid", bundle) < 0)
         return -ENOMEM;
-    char *argv[] = {rt->binary, (char *)"--root", rt->root, (char *)"run", (char *)"--detach",
-                    (char *)"--preserve-fds", (char *)"2", (char *)"--bundle", (char *)bundle,
-                    (char *)"--pid-file", pidfile, (char *)id, NULL};
+    char *argv[16];
+    size_t k = 0;
+    argv[k++] = rt->binary;
+    argv[k++] = (char *)"--root";
+    argv[k++] = rt->root;
+    /* gVisor applies config.json's seccomp profile (inside its sandbox, on top of its own
+     * filters) only when asked, with a global flag. */
+    const char *base = strrchr(rt->binary, '/');
+    if (strcmp(base ? base + 1 : rt->binary, "runsc") == 0)
+        argv[k++] = (char *)"--oci-seccomp";
+    const char *const rest[] = {"run",  "--detach",   "--preserve-fds", "2", "--bundle",
+                                bundle, "--pid-file", pidfile,          id};
+    for (size_t i = 0; i < ELEMENTSOF(rest); i++)
+        argv[k++] = (char *)rest[i];
+    argv[k] = NULL;
     pid_t pid = -1;
     int r = spawn(argv, log, r3, g4, &pid);
     if (r < 0) {

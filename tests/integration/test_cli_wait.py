@@ -63,7 +63,10 @@ def test_wait_not_found_and_usage(asb):
     assert p.returncode == 1
     assert p.stderr == 'Error from server (NotFound): sandboxes.agents.x-k8s.io "missing" not found\n'
     assert run(asb, "wait", "sbx/x").returncode == 2
-    assert run(asb, "wait", "--for=jsonpath=x", "sbx/x").returncode == 2
+    assert run(asb, "wait", "--for=jsonpath-ish=x", "sbx/x").returncode == 2
+    # --for=jsonpath is a real wait (kubectl's relaxed "x" is ".x"): a missing object is NotFound.
+    p = run(asb, "wait", "--for=jsonpath=x", "sbx/x")
+    assert p.returncode == 1 and 'sandboxes.agents.x-k8s.io "x" not found' in p.stderr, p.stderr
     assert run(asb, "wait", "--for=condition=Ready", "pods/x").returncode == 2
     assert run(asb, "wait", "--for=condition=Ready", "sbx/x", "--timeout", "soon").returncode == 2
 

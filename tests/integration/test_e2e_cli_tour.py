@@ -46,10 +46,14 @@ def test_readme_tour(start_sbx, tmp_path):
     out = ok(asb, "apply", "-f", os.path.join(EX, "warm-pool-python.yaml"))
     assert "sandboxtemplate.extensions.agents.x-k8s.io/python created" in out, out
     assert "sandboxwarmpool.extensions.agents.x-k8s.io/python-pool created" in out, out
+    out = ok(asb, "wait", "--for=jsonpath={.status.readyReplicas}=2", "sandboxwarmpool/python-pool",
+             "--timeout", "120s")
+    assert "sandboxwarmpool.extensions.agents.x-k8s.io/python-pool condition met" in out, out
     p = run(asb, "claim", "--pool", "python-pool")
     assert p.returncode == 0, p.stderr
     sbx = p.stdout.strip()
-    m = re.match(r"claim (\S+) ready in [0-9.]+ ms \(sandbox (\S+)\)", p.stderr.strip().splitlines()[-1])
+    m = re.match(r"claim (\S+) ready in [0-9.]+ ms \(sandbox (\S+)\), served warm ",
+                 p.stderr.strip().splitlines()[-1])
     assert m, p.stderr
     claim, sbx2 = m.groups()
     assert sbx2 == sbx and claim.startswith("sandbox-claim-")
@@ -64,7 +68,7 @@ def test_readme_tour(start_sbx, tmp_path):
     assert rows[0][0] == "python-pool" and rows[0][2] == "2" and rows[0][3] == "python"
     head, rows = table(ok(asb, "get", "claims", "-o", "wide"))
     assert head[-2:] == ["TEMPLATE", "WARMPOOL"], head
-    out = ok(asb, "release", claim)
+    out = ok(asb, "release", sbx)  # README: `asb release "$sbx"` releases the claim holding it
     assert f'sandboxclaim.extensions.agents.x-k8s.io "{claim}" released' in out, out
     # The pool refills to 2 and the claimed sandbox is gone.
     deadline = time.monotonic() + 60

@@ -54,6 +54,8 @@ def test_main_process_not_found_is_127(start_sandboxd, tmp_path):
     main = tmp_path / "main"
     main.mkdir()
     d = start_sandboxd(extra_args=["--", "no-such-program-xyz"], env={**os.environ, "ASB_MAIN_DIR": str(main)})
+    # Health answers once the listeners are up; the failed start is recorded a moment later.
+    assert wait_for(lambda: (main / "exit").exists()), d.output()
     assert (main / "exit").read_text() == "127\n"
     assert "cannot start no-such-program-xyz" in (main / "log").read_text()
     assert health(d) == 200

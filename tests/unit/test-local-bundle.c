@@ -89,11 +89,10 @@ TEST(host_bundle_secure_defaults)
     CHECK_INT_EQ(json_array_size(json_object_get(lx, "namespaces")), 5);
     CHECK(array_has(json_object_get(lx, "maskedPaths"), "/proc/kcore"));
     CHECK(array_has(json_object_get(lx, "readonlyPaths"), "/proc/sys"));
+    /* The allowlist itself is tested in test-local-seccomp.c. */
     json_t *sc = json_object_get(lx, "seccomp");
-    CHECK_STR_EQ(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_ALLOW");
-    json_t *denied = json_object_get(json_array_get(json_object_get(sc, "syscalls"), 0), "names");
-    CHECK(array_has(denied, "mount") && array_has(denied, "ptrace") && array_has(denied, "bpf") &&
-          array_has(denied, "unshare") && array_has(denied, "kexec_load"));
+    CHECK_STR_EQ(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_ERRNO");
+    CHECK(json_array_size(json_object_get(sc, "syscalls")) > 10);
     json_t *res = json_object_get(lx, "resources");
     CHECK(json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")) == 64 << 20);
     CHECK(json_integer_value(json_object_get(json_object_get(res, "cpu"), "quota")) == 25000);

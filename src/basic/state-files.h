@@ -1,0 +1,15 @@
+/* Names of the files in an `asb serve` state directory that the server and its clients agree on.
+ * Header only: libasb uses it without linking src/basic. */
+#pragma once
+
+/* The API URL, one line; written last at startup (whoever sees it also finds STATE_FILE_ROUTER)
+ * and removed at a clean shutdown. */
+#define STATE_FILE_SERVER "server"
+/* The router URL, one line. */
+#define STATE_FILE_ROUTER "router"
+/* The bearer token (0600). */
+#define STATE_FILE_TOKEN "token"
+/* Held with flock(LOCK_EX) by the one `asb serve` of the directory for its whole life; holds its
+ * pid as text. A client that finds no STATE_FILE_SERVER while this lock is held knows a server is
+ * starting and waits for it. */
+#define STATE_FILE_LOCK "serve.lock"
