@@ -39,6 +39,42 @@ static const char *mke2fs_path(void)
     return "mke2fs";
 }
 
+/* Copies [from, to) of in to the same offsets of out: copy_file_range, or read/write where the
+ * filesystems do not do it (overlayfs, some FUSE and network filesystems). */
+static int copy_range(int in, int out, off_t from, off_t to)
+{
+    off_t o_in = from, o_out = from;
+    while (o_in < to) {
+        ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(to - o_in), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n > 0)
+            continue;
+        if (n == 0 || (errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP && errno != ENOSYS))
+            return n < 0 ? -errno : -EIO;
+        char buf[65536];
+        while (o_in < to) {
+            ssize_t r = pread(in, buf, (size_t)MIN((off_t)sizeof(buf), to - o_in), o_in);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return r < 0 ? -errno : -EIO;
+            bool zero = buf[0] == 0 && memcmp(buf, buf + 1, (size_t)r - 1) == 0;
+            for (ssize_t w = zero ? r : 0; w < r;) { /* zeros stay a hole */
+                ssize_t k = pwrite(out, buf + w, (size_t)(r - w), o_out + w);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k < 0)
+                    return -errno;
+                w += k;
+            }
+            o_in += r;
+            o_out += r;
+        }
+    }
+    return 0;
+}
+
 /* Copies src to dst (created, 0600) keeping holes: a reflink where the filesystem has them,
  * else the data extents only (SEEK_DATA/SEEK_HOLE + copy_file_range). */
 static int copy_sparse(const char *src, const char *dst)
@@ -67,14 +103,9 @@ static int copy_sparse(const char *src, const char *dst)
         off_t hole = lseek(in, data, SEEK_HOLE);
         if (hole < 0)
             return -errno;
-        off_t o_in = data, o_out = data;
-        while (o_in < hole) {
-            ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(hole - o_in), 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return n < 0 ? -errno : -EIO;
-        }
+        int k = copy_range(in, out, data, hole);
+        if (k < 0)
+            return k;
         pos = hole;
     }
     return 0;
