@@ -10,6 +10,7 @@ full again and BENCH_SETTLE_MS (300) pass, so the server is not busy with the la
 deletion's runc calls. With a router in `asb serve`, a quarter of the sequential claims is
 repeated with the data plane through it. Needs root and runc."""
 import json
+import glob
 import os
 import shutil
 import subprocess
@@ -154,6 +155,8 @@ def main():
         for i in ids:
             subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", i],
                            capture_output=True)
+        for disk in glob.glob(os.path.join(state, "sandboxes", "*", "disk")):
+            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
         shutil.rmtree(state, ignore_errors=True)
     print(f"{'measurement':<52} {'n':>5} {'p50 ms':>9} {'p99 ms':>9}")
     for name, n, p50, p99 in rows:

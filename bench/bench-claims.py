@@ -3,6 +3,7 @@
 cold claim (pool of 0: a new runc sandbox) in the same run, and the warm pool's refill rate.
 Needs root and runc; prints a table with p50/p99 in milliseconds."""
 import json
+import glob
 import os
 import shutil
 import subprocess
@@ -126,6 +127,8 @@ def main():
         for c in json.loads(out.stdout or "null") or []:
             subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", c["id"]],
                            capture_output=True)
+        for disk in glob.glob(os.path.join(state, "sandboxes", "*", "disk")):
+            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
         shutil.rmtree(state, ignore_errors=True)
     return 0
 

@@ -9,6 +9,7 @@
   - system: the drop of MemAvailable (/proc/meminfo) from before the first create.
 Deletes every sandbox at the end, also on failure. Needs root and runc."""
 import importlib.util
+import glob
 import os
 import shutil
 import subprocess
@@ -178,6 +179,8 @@ def main():
                              text=True).stdout.split()
         for cid in out:
             subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
+        for disk in glob.glob(os.path.join(tmp, "sandboxes", "*", "disk")):
+            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -2,7 +2,11 @@
 """Local sandboxes: Sandbox create -> Ready through `asb serve` (runc container with sandboxd as
 PID 1, Ready = sandboxd answers health on its unix socket), next to a bare `runc run` of a
 trivial container (/usr/bin/true on a read-only bind of the host's /usr) in the same run.
-Needs root and runc; prints a table with p50/p99 in milliseconds."""
+Sandboxes alternate between no limits at all (the server runs with every default off) and the
+built-in defaults set explicitly (memory 1Gi, cpu 2, ephemeral-storage 10Gi: the last one is a
+loop-mounted ext4 image holding workspace, home and /tmp), so the cost of the limits is measured
+side by side. Needs root and runc; prints a table with p50/p99 in milliseconds."""
+import glob
 import json
 import os
 import shutil
@@ -26,7 +30,8 @@ def pct(v, p):
 
 def start_server(state, network="none"):
     env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": network,
-           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
+           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd"), "ASB_DEFAULT_MEMORY": "0",
+           "ASB_DEFAULT_CPU": "0", "ASB_DEFAULT_EPHEMERAL_STORAGE": "0"}
     log = open(os.path.join(state, "serve.log"), "wb")
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -46,10 +51,17 @@ def start_server(state, network="none"):
     return proc, url, s
 
 
-def create_to_ready(url, s, name):
+CGROUP_LIMITS = {"memory": "1Gi", "cpu": "2"}
+LIMITS = {**CGROUP_LIMITS, "ephemeral-storage": "10Gi"}
+
+
+def create_to_ready(url, s, name, limits=None):
     base = f"{url}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"
+    ctr = {"name": "main", "image": "host"}
+    if limits:
+        ctr["resources"] = {"limits": limits}
     body = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": name},
-            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}}
+            "spec": {"podTemplate": {"spec": {"containers": [ctr]}}}}
     t0 = time.perf_counter()
     r = s.post(base, json=body, timeout=30)
     r.raise_for_status()
@@ -104,13 +116,26 @@ def main():
     try:
         proc, url, s = start_server(tmp)
         create_to_ready(url, s, "warmup")
-        ready = [create_to_ready(url, s, f"bench-{i}") for i in range(N)]
+        # The first sandbox of a size makes its ext4 template (mke2fs): measured on its own.
+        first = create_to_ready(url, s, "warmup-limited", LIMITS)
+        ready, cgroup, limited = [], [], []
+        kinds = [(ready, "bench", None), (cgroup, "bench-cg", CGROUP_LIMITS),
+                 (limited, "bench-lim", LIMITS)]
+        for i in range(N):
+            for k in range(3):  # the order rotates: no kind always comes first or last
+                out, prefix, limits = kinds[(i + k) % 3]
+                out.append(create_to_ready(url, s, f"{prefix}-{i}", limits))
         bare = bare_runc(tmp, N)
-        print(f"{'metric':<42} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}")
-        print(f"{'Sandbox create -> Ready (asb serve, runc)':<42} {pct(ready, 50):8.1f} {pct(ready, 99):8.1f} {N:>4}")
-        print(f"{'bare runc run /usr/bin/true (baseline)':<42} {pct(bare, 50):8.1f} {pct(bare, 99):8.1f} {N:>4}")
+        w = 54
+        print(f"{'metric':<{w}} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}")
+        print(f"{'Sandbox create -> Ready (asb serve, runc, no limits)':<{w}} {pct(ready, 50):8.1f} {pct(ready, 99):8.1f} {N:>4}")
+        print(f"{'  ... with memory 1Gi + cpu 2 limits':<{w}} {pct(cgroup, 50):8.1f} {pct(cgroup, 99):8.1f} {N:>4}")
+        print(f"{'  ... with memory+cpu+ephemeral-storage 10Gi limits':<{w}} {pct(limited, 50):8.1f} {pct(limited, 99):8.1f} {N:>4}")
+        print(f"{'  ... first 10Gi sandbox (mke2fs template, once)':<{w}} {first:8.1f} {'':>8} {1:>4}")
+        print(f"{'bare runc run /usr/bin/true (baseline)':<{w}} {pct(bare, 50):8.1f} {pct(bare, 99):8.1f} {N:>4}")
         print(f"target: create -> Ready p50 under 100 ms; ratio to bare runc: "
-              f"{pct(ready, 50) / pct(bare, 50):.2f}x")
+              f"{pct(ready, 50) / pct(bare, 50):.2f}x (limits: {pct(limited, 50) / pct(bare, 50):.2f}x, "
+              f"+{pct(limited, 50) - pct(ready, 50):.1f} ms)")
     finally:
         if proc:
             proc.terminate()
@@ -120,6 +145,8 @@ def main():
         for cid in out:
             subprocess.run([RUNC, "--root", os.path.join(tmp, "runc"), "delete", "--force", cid],
                            capture_output=True)
+        for disk in glob.glob(os.path.join(tmp, "sandboxes", "*", "disk")):
+            subprocess.run(["umount", disk], capture_output=True)  # loop device goes with it
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

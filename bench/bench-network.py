@@ -6,6 +6,7 @@
   host -> test host (one veth, no filter).
 Everything runs inside a private network namespace (the test lab of tests/integration/netpol_lab.py),
 so the machine's own network is never touched."""
+import glob
 import os
 import shutil
 import subprocess
@@ -104,6 +105,8 @@ def main():
             for root, _, files in os.walk(os.path.join(d, "net")):
                 if "ns" in files:
                     subprocess.run(["umount", "-l", os.path.join(root, "ns")], capture_output=True)
+            for disk in glob.glob(os.path.join(d, "sandboxes", "*", "disk")):
+                subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
             shutil.rmtree(d, ignore_errors=True)
         lab.close()
     return 0

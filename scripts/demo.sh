@@ -37,6 +37,8 @@ cleanup() {
     "$runc" --root "$state/runc" delete --force "$id" >/dev/null 2>&1
   done
   for ns in "$state"/net/*/ns; do [ -e "$ns" ] && umount -l "$ns" 2>/dev/null; done
+  # Ephemeral storage: an ext4 image per sandbox, loop-mounted (autoclear) at sandboxes/<uid>/disk.
+  for disk in "$state"/sandboxes/*/disk; do [ -d "$disk" ] && umount "$disk" 2>/dev/null; done
   rm -rf "$state" "$work"
 }
 work=$(mktemp -d)

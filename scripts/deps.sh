@@ -18,6 +18,8 @@ PACKAGES=(
   libhttp-parser-dev libnftables-dev
   # runtime: OCI runtime and image unpacker, networking, process tools
   runc umoci iproute2 nftables procps util-linux curl openssl ca-certificates
+  # ephemeral storage of local sandboxes: mke2fs makes their ext4 images (local-scratch.c)
+  e2fsprogs
   # test and benchmark clients (Debian's Python modules live in /usr/bin/python3)
   python3 python3-pytest python3-requests python3-urllib3 python3-grpcio python3-protobuf
   python3-kubernetes python3-yaml

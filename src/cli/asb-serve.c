@@ -22,6 +22,7 @@
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
 #include "local/local-controller.h"
+#include "local/local-limits.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
 #include "router/router.h"
@@ -37,7 +38,8 @@ static void serve_usage(FILE *f)
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
             "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
-            "                 [--dns-inflight N]\n\n"
+            "                 [--dns-inflight N] [--default-memory Q] [--default-cpu Q]\n"
+            "                 [--default-ephemeral-storage Q]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -65,6 +67,19 @@ static void serve_usage(FILE *f)
             "                      (default 100); env ASB_DNS_BURST\n"
             "  --dns-inflight N    DNS queries of one sandbox waiting for the upstream at once\n"
             "                      (default 32); env ASB_DNS_INFLIGHT\n"
+            "  --default-memory Q  memory limit of a container that sets none (a Kubernetes\n"
+            "                      quantity, default " LOCAL_LIMITS_DEFAULT_MEMORY
+            "; 0 or none: no limit); env\n"
+            "                      ASB_DEFAULT_MEMORY\n"
+            "  --default-cpu Q     CPU limit (CFS quota) of a container that sets none (default " LOCAL_LIMITS_DEFAULT_CPU
+            ";\n"
+            "                      0 or none: no limit); env ASB_DEFAULT_CPU\n"
+            "  --default-ephemeral-storage Q\n"
+            "                      size of the filesystem that holds the workspace, home and /tmp\n"
+            "                      of a sandbox whose container sets no\n"
+            "                      resources.limits.ephemeral-storage (default " LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE
+            ";\n"
+            "                      0 or none: no limit); env ASB_DEFAULT_EPHEMERAL_STORAGE\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -245,6 +260,8 @@ typedef struct serve_opts {
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
     local_dns_limits dns_limits;
+    const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
+    local_limits defaults;
 } serve_opts;
 
 /* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
@@ -277,6 +294,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"dns-rate", required_argument, NULL, 'q'},
         {"dns-burst", required_argument, NULL, 'B'},
         {"dns-inflight", required_argument, NULL, 'I'},
+        {"default-memory", required_argument, NULL, 'M'},
+        {"default-cpu", required_argument, NULL, 'C'},
+        {"default-ephemeral-storage", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -291,6 +311,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
         parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0)
         return -EINVAL;
+    o->default_memory = getenv("ASB_DEFAULT_MEMORY");
+    o->default_cpu = getenv("ASB_DEFAULT_CPU");
+    o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -329,6 +352,15 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             if (parse_dns_limit("dns-inflight", optarg, &o->dns_limits.inflight) < 0)
                 return -EINVAL;
             break;
+        case 'M':
+            o->default_memory = optarg;
+            break;
+        case 'C':
+            o->default_cpu = optarg;
+            break;
+        case 'E':
+            o->default_ephemeral = optarg;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -353,6 +385,12 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     }
     if (!strrchr(o->listen, ':')) {
         fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *lerr = NULL;
+    if (local_limits_parse_defaults(o->default_memory, o->default_cpu, o->default_ephemeral,
+                                    &o->defaults, &lerr) < 0) {
+        fprintf(stderr, "asb serve: %s\n", lerr ? lerr : strerror(EINVAL));
         return -EINVAL;
     }
     return 1;
@@ -457,7 +495,8 @@ int asb_serve(int argc, char **argv)
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits}};
+                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits},
+            .defaults = o.defaults};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

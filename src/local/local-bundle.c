@@ -53,7 +53,7 @@ static void add_bind(json_t *mounts, const char *dest, const char *source, bool 
                                      : mount_entry(dest, "bind", source, rw_opts, 4));
 }
 
-static json_t *base_mounts(void)
+static json_t *base_mounts(bool tmpfs_tmp)
 {
     static const char *const proc[] = {"nosuid", "noexec", "nodev"};
     static const char *const dev[] = {"nosuid", "strictatime", "mode=755", "size=65536k"};
@@ -73,7 +73,8 @@ static json_t *base_mounts(void)
     json_array_append_new(m, mount_entry("/sys", "sysfs", "sysfs", sys, ELEMENTSOF(sys)));
     json_array_append_new(m,
                           mount_entry("/sys/fs/cgroup", "cgroup", "cgroup", cg, ELEMENTSOF(cg)));
-    json_array_append_new(m, mount_entry("/tmp", "tmpfs", "tmpfs", tmp, ELEMENTSOF(tmp)));
+    if (tmpfs_tmp)
+        json_array_append_new(m, mount_entry("/tmp", "tmpfs", "tmpfs", tmp, ELEMENTSOF(tmp)));
     return m;
 }
 
@@ -295,7 +296,7 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     _cleanup_free_ char *rootfs = NULL, *config = NULL, *text = NULL;
     if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
         return -ENOMEM;
-    json_t *mounts = base_mounts();
+    json_t *mounts = base_mounts(!p->tmp_dir);
     if (!p->rootfs) {
         if (asprintf(&rootfs, "%s/rootfs", p->bundle_dir) < 0) {
             json_decref(mounts);
@@ -309,6 +310,8 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     }
     add_bind(mounts, "/workspace", p->workspace_dir, false);
     add_bind(mounts, SANDBOX_HOME, p->home_dir, false);
+    if (p->tmp_dir)
+        add_bind(mounts, "/tmp", p->tmp_dir, false);
     for (size_t i = 0; i < p->n_volumes; i++)
         add_bind(mounts, p->volumes[i].dest, p->volumes[i].source, p->volumes[i].readonly);
     add_bind(mounts, "/.asb/bin", p->inject_bin, true);

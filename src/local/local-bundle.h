@@ -23,6 +23,8 @@ typedef struct local_bundle_params {
     gid_t gid;
     const char *workspace_dir; /* host dir bound read-write at /workspace */
     const char *home_dir;      /* host dir bound read-write at /home/sandbox */
+    const char *tmp_dir;       /* host dir bound read-write at /tmp (the sandbox's limited
+                                * scratch, local-scratch.h); NULL: a 1g tmpfs */
     const char *inject_bin;    /* host dir bound read-only at /.asb/bin */
     const char *inject_lib;    /* host dir bound read-only at /.asb/lib */
     const json_t *env;         /* container env: [{name, value}], borrowed, may be NULL */

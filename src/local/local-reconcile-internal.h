@@ -53,6 +53,7 @@ struct local_reconciler {
     pthread_t thread;
     usec_t resync_interval;
     usec_t image_gc_idle;
+    local_limits defaults; /* LimitRange-like defaults of containers (local-limits.h) */
     rec_entry *entries;
     size_t n_entries;
     rec_failed *failed;
@@ -103,5 +104,8 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid);
 /* The network policy of a sandbox from its template (§2.2 labels/annotation); *ret_tpl the
  * template as stored (owned) or NULL. */
 local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sandbox, json_t **ret_tpl);
+/* The limits a Sandbox's container runs with, for status.resources (local_limits_to_json),
+ * read from its bundle and filesystem image; owned, NULL when there is no bundle. */
+json_t *rec_effective_resources(local_reconciler *r, const json_t *sandbox);
 /* GET /v1/health on the sandbox's REST socket; true on 200 within timeout_ms. */
 bool rec_health(local_reconciler *r, const char *uid, int timeout_ms);

@@ -18,7 +18,9 @@
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
+#include "local/local-limits.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-scratch.h"
 #include "shared/log.h"
 
 #define DEFAULT_UID 1000
@@ -94,8 +96,13 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
         fs_rm_rf(run);
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
-    if (purge && base)
+    if (purge && base) {
+        int rk = local_scratch_release(base); /* the container is gone: nothing holds it */
+        if (rk < 0)
+            log_warn("cannot release the sandbox filesystem", "uid", uid, "error",
+                     strerror(-rk));
         fs_rm_rf(base);
+    }
     else if (bundle)
         fs_rm_rf(bundle);
 }
@@ -240,23 +247,39 @@ static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *ima
     *ret_gid = (gid_t)gid;
 }
 
-static int limit_of(const json_t *limits, const char *name, bool millis, int64_t *ret,
-                    rec_failure *f)
+json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
 {
-    json_t *v = json_object_get(limits, name);
-    *ret = 0;
-    if (!v)
-        return 0;
-    char buf[64];
-    const char *s = json_string_value(v);
-    if (json_is_number(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_number_value(v));
-        s = buf;
-    }
-    if (local_parse_quantity(s, millis, ret) < 0)
-        return fail(f, "ReconcilerError", -EINVAL,
-                    "Error seen: resources.limits.%s: cannot parse quantity", name);
-    return 0;
+    /* What the container got, from its bundle (a restart with other defaults does not change a
+     * running container) and its filesystem image; "defaulted" where the spec sets none. */
+    const char *uid = api_meta_string(sb, "uid");
+    const json_t *ctr = json_array_get(
+        json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
+                                                        "podTemplate"),
+                                        "spec"),
+                        "containers"),
+        0);
+    const json_t *spec = json_object_get(json_object_get(ctr, "resources"), "limits");
+    _cleanup_free_ char *cfg_path = uid ? path_of(r, "sandboxes", uid, "bundle/config.json") : NULL,
+                        *img = uid ? path_of(r, "sandboxes", uid, "disk.img") : NULL;
+    if (!cfg_path || !img)
+        return NULL;
+    _cleanup_(json_decrefp) json_t *cfg = json_load_file(cfg_path, 0, NULL);
+    const json_t *res = json_object_get(json_object_get(cfg, "linux"), "resources");
+    if (!res)
+        return NULL;
+    const json_t *cpu = json_object_get(res, "cpu");
+    json_int_t quota = json_integer_value(json_object_get(cpu, "quota")),
+               period = json_integer_value(json_object_get(cpu, "period"));
+    struct stat st;
+    local_limits l = {
+        .memory = json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")),
+        .cpu_millis = quota > 0 && period > 0 ? quota * 1000 / period : 0,
+        .ephemeral = stat(img, &st) == 0 ? (int64_t)st.st_size : 0,
+    };
+    l.memory_defaulted = l.memory > 0 && !json_object_get(spec, "memory");
+    l.cpu_defaulted = l.cpu_millis > 0 && !json_object_get(spec, "cpu");
+    l.ephemeral_defaulted = l.ephemeral > 0 && !json_object_get(spec, "ephemeral-storage");
+    return local_limits_to_json(&l);
 }
 
 static int listen_unix(const char *path, int *ret_fd)
@@ -284,25 +307,22 @@ static pid_t read_pid(const char *path)
     return (pid_t)pid;
 }
 
-/* Per-sandbox host directories; workspace and home belong to the sandbox user. */
-static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, rec_failure *f)
+/* Per-sandbox host directories: the socket dir, and the workspace, home and scratch the
+ * sandbox writes (local-scratch.h: on a filesystem of `ephemeral` bytes when > 0), which
+ * belong to the sandbox user. The one place that prepares what the sandbox may write. */
+static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int64_t ephemeral,
+                     local_scratch *ret, rec_failure *f)
 {
-    const char *owned[] = {"workspace", "home"};
-    _cleanup_free_ char *run = path_of(r, "run", uid, NULL);
-    if (!run)
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
+                        *base = path_of(r, "sandboxes", uid, NULL), *err = NULL;
+    if (!run || !base)
         return -ENOMEM;
     int k = fs_mkdir_p(run, 0700);
-    for (size_t i = 0; k == 0 && i < ELEMENTSOF(owned); i++) {
-        _cleanup_free_ char *d = path_of(r, "sandboxes", uid, owned[i]);
-        if (!d)
-            return -ENOMEM;
-        k = fs_mkdir_p(d, 0755);
-        if (k == 0 && chown(d, u, g) < 0)
-            k = -errno;
-    }
+    if (k == 0)
+        k = local_scratch_prepare(r->state_dir, base, ephemeral, u, g, ret, &err);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot create the sandbox directories: %s",
-                    strerror(-k));
+                    err ? err : strerror(-k));
     return 0;
 }
 
@@ -339,17 +359,18 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (wd && wd[0] != '/')
         return fail(f, "ReconcilerError", -EINVAL,
                     "Error seen: workingDir \"%s\" must be an absolute path", wd);
-    json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
-    int64_t mem = 0, cpu = 0;
-    if ((k = limit_of(limits, "memory", false, &mem, f)) < 0 ||
-        (k = limit_of(limits, "cpu", true, &cpu, f)) < 0)
-        return k;
+    local_limits lim;
+    _cleanup_free_ char *lerr = NULL;
+    if ((k = local_limits_effective(&r->defaults, ctr, &lim, &lerr)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", lerr ? lerr : strerror(-k));
     uid_t u;
     gid_t g;
     sandbox_user(pod, ctr, image, &u, &g);
     usec_t t_prep = now_usec(CLOCK_MONOTONIC);
-    if ((k = make_dirs(r, uid, u, g, f)) < 0)
+    _cleanup_(local_scratch_done) local_scratch sc = {0};
+    if ((k = make_dirs(r, uid, u, g, lim.ephemeral, &sc, f)) < 0)
         return k;
+    usec_t t_storage = now_usec(CLOCK_MONOTONIC);
 
     /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
     _cleanup_free_ char *vols = path_of(r, "volumes", uid, NULL), *verr = NULL;
@@ -404,13 +425,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     char hostname[64];
     snprintf(hostname, sizeof(hostname), "%s", name);
     _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
-                        *ws = path_of(r, "sandboxes", uid, "workspace"),
-                        *home = path_of(r, "sandboxes", uid, "home"),
                         *log = path_of(r, "sandboxes", uid, "sandboxd.log"),
                         *rest = path_of(r, "run", uid, "rest.sock"),
                         *grpc = path_of(r, "run", uid, "grpc.sock"), *ibin = NULL, *ilib = NULL,
                         *cg = NULL, *err = NULL, *pidfile = NULL;
-    if (!bundle || !ws || !home || !log || !rest || !grpc ||
+    if (!bundle || !log || !rest || !grpc ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
         asprintf(&pidfile, "%s/pid", bundle) < 0) {
@@ -431,8 +450,10 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
-        .workspace_dir = ws, .home_dir = home, .inject_bin = ibin, .inject_lib = ilib,
-        .env = json_object_get(ctr, "env"), .image_env = json_object_get(image, "env"), .working_dir = wd, .memory_limit = mem, .cpu_millis = cpu,
+        .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
+        .inject_bin = ibin, .inject_lib = ilib, .env = json_object_get(ctr, "env"),
+        .image_env = json_object_get(image, "env"), .working_dir = wd,
+        .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver,
@@ -462,11 +483,12 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     rec_entry *e = rec_find(r, uid);
     if (e)
         e->handler = handler;
-    char ms[32], prep[32];
+    char ms[32], prep[32], storage[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
+    snprintf(storage, sizeof(storage), "%.1f", (double)(t_storage - t_prep) / 1000.0);
     log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
-             "runc_ms", ms);
+             "storage_ms", storage, "runc_ms", ms);
     return 0;
 }
 

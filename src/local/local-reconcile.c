@@ -20,6 +20,7 @@
 #include "local/local-inject.h"
 #include "local/local-image.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-scratch.h"
 #include "shared/log.h"
 
 #define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
@@ -50,6 +51,8 @@ typedef struct status_update {
     bool only_conditions; /* Retain after expiry: status is reset to its conditions */
     cond netpol;          /* NetworkPolicyEnforced, type NULL: none (no container) */
     const char *pod_ip;   /* status.podIPs[0], NULL: none */
+    json_t *resources;    /* status.resources (effective limits, owned), NULL: kept as stored
+                           * while a container exists */
 } status_update;
 
 static void now_rfc3339(char out[32])
@@ -123,6 +126,10 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         json_object_set_new(new, "status", status);
     }
     json_object_set_new(status, "conditions", conds);
+    if (u->resources)
+        json_object_set(status, "resources", u->resources);
+    else if (!u->has_pod)
+        json_object_del(status, "resources");
     if (u->has_pod && u->pod_ip)
         json_object_set_new(status, "podIPs", json_pack("[s]", u->pod_ip));
     else
@@ -493,7 +500,9 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     u.ready = e->ready ? (cond){"Ready", "True", "DependenciesReady", "Pod is Ready"}
                        : (cond){"Ready", "False", "DependenciesNotReady",
                                 "Pod is Running but not Ready"};
+    u.resources = rec_effective_resources(r, sb);
     write_status(r, sb, &u);
+    json_decref(u.resources);
     return !e->ready;
 }
 
@@ -517,8 +526,11 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
         }
         if (!known) {
             _cleanup_free_ char *p = NULL;
-            if (asprintf(&p, "%s/%s", dir, de->d_name) >= 0)
-                fs_rm_rf(p);
+            if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
+                continue;
+            if (strcmp(area, "sandboxes") == 0)
+                local_scratch_release(p); /* its filesystem first: rm stops at mounts */
+            fs_rm_rf(p);
         }
     }
 }
@@ -824,6 +836,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         log_warn("cannot watch main processes: their exit is seen at the next resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->image_gc_idle = o->image_gc_idle ? o->image_gc_idle : 10 * 60 * USEC_PER_SEC;
+    r->defaults = o->defaults;
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     r->template_kind = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     _cleanup_free_ char *runc_root = NULL;

@@ -52,12 +52,20 @@ def runc_ids(state_dir):
 
 
 def cleanup_state(state_dir):
-    for c in runc_list(state_dir):
-        subprocess.run([RUNC, "--root", os.path.join(state_dir, "runc"), "delete", "--force", c["id"]],
-                       capture_output=True)
+    # Containers of the default handler (runc/) and of other RuntimeClass handlers (oci-<name>/,
+    # runc-compatible stand-ins in the tests); a container left running would keep its
+    # sandbox's filesystem (and loop device) alive.
+    for root in [os.path.join(state_dir, "runc")] + glob.glob(os.path.join(state_dir, "oci-*")):
+        out = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True, text=True)
+        for cid in out.stdout.split() if out.returncode == 0 else []:
+            subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
     # Network namespaces of sandboxes are bind mounts under net/<uid>/ns (docs/network.md).
     for ns in glob.glob(os.path.join(state_dir, "net", "*", "ns")):
         subprocess.run(["umount", "-l", ns], capture_output=True)
+    # Each sandbox's ephemeral storage is an ext4 image loop-mounted at sandboxes/<uid>/disk
+    # (docs/local-sandboxes.md); its loop device detaches with the mount.
+    for disk in glob.glob(os.path.join(state_dir, "sandboxes", "*", "disk")):
+        subprocess.run(["umount", disk], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
