@@ -1,5 +1,6 @@
 # Front door: `make` (release binaries in build/bin), `make test` (ASan+UBSan build + all tests),
-# `make bench`, `make demo`, `make fuzz`, `make fresh-check` (demo + test in a pristine root),
+# `make bench`, `make chaos`, `make demo`, `make fuzz`, `make fresh-check` (demo + test in a
+# pristine root),
 # `make clean`.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -82,7 +83,7 @@ FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
 BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS)
 
-.PHONY: all deps test unit fuzz fuzz-build bench demo clean format images fresh-check
+.PHONY: all deps test unit fuzz fuzz-build bench chaos demo clean format images fresh-check
 all: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) binaries
 
@@ -226,6 +227,12 @@ images: all
 
 bench: all
 	@bash bench/run.sh
+
+# Crash consistency: SIGKILL of asb serve under a mixed workload, invariants checked after every
+# round (bench/chaos.py; CHAOS_ROUNDS=200 for a long run, CHAOS_SEED to replay one).
+CHAOS_ROUNDS ?= 20
+chaos: all
+	@/usr/bin/python3 bench/chaos.py --rounds $(CHAOS_ROUNDS)
 
 demo: all
 	@bash scripts/demo.sh
