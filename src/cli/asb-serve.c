@@ -34,7 +34,7 @@ static void serve_usage(FILE *f)
     fprintf(f,
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
-            "                 [--dns-upstream IP[:PORT]]\n\n"
+            "                 [--dns-upstream IP[:PORT]] [--userns-range START:COUNT|off]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -55,6 +55,10 @@ static void serve_usage(FILE *f)
             "                      ASB_BRIDGE\n"
             "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
             "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
+            "  --userns-range START:COUNT\n"
+            "                      host uids/gids for sandbox user namespaces, 65536 per sandbox\n"
+            "                      (default: a free block of 2^26 ids from 2^31, kept across\n"
+            "                      restarts; \"off\": no user namespaces); env ASB_USERNS_RANGE\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -175,6 +179,7 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
+    const char *userns_range;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
@@ -187,6 +192,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
         {"dns-upstream", required_argument, NULL, 'd'},
+        {"userns-range", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -197,6 +203,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->pod_cidr = getenv("ASB_POD_CIDR");
     o->bridge = getenv("ASB_BRIDGE");
     o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
+    o->userns_range = getenv("ASB_USERNS_RANGE");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -222,6 +229,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'd':
             o->dns_upstream = optarg;
+            break;
+        case 'U':
+            o->userns_range = optarg;
             break;
         case 'h':
             serve_usage(stdout);
@@ -259,6 +269,11 @@ static size_t env_size(const char *name, size_t def)
     if (v && *v && parse_go_int(v, &n) == 0 && n > 0)
         return (size_t)n;
     return def;
+}
+
+static void idmap_freep(local_idmap **m)
+{
+    local_idmap_free(*m);
 }
 
 static usec_t env_duration(const char *name, usec_t def)
@@ -339,6 +354,29 @@ int asb_serve(int argc, char **argv)
     if (!runtime || !*runtime)
         runtime = "runc";
     _cleanup_free_ char *sandboxd = sandboxd_path();
+    _cleanup_(idmap_freep) local_idmap *idmap = NULL;
+    if (strcmp(runtime, "none") != 0 && geteuid() == 0) {
+        /* Each sandbox's user namespace ids, from a range no other asb serve and no host
+         * account has: refused before any sandbox starts. */
+        _cleanup_free_ char *ierr = NULL;
+        local_idmap_options io = {.state_dir = dir, .range = o.userns_range};
+        r = local_idmap_open(&io, &idmap, &ierr);
+        if (r < 0) {
+            fprintf(stderr, "asb serve: %s\n", ierr ? ierr : strerror(-r));
+            local_store_shutdown(store);
+            local_apiserver_stop(srv);
+            local_store_free(store);
+            return 1;
+        }
+        if (idmap) {
+            uint32_t us, uc;
+            char range[48];
+            local_idmap_range(idmap, &us, &uc);
+            snprintf(range, sizeof(range), "%u:%u", (unsigned)us, (unsigned)uc);
+            log_info("sandbox user namespaces", "userns_range", range);
+        } else
+            log_warn("sandbox user namespaces are off: sandbox ids are host ids");
+    }
     if (strcmp(runtime, "none") != 0) {
         local_reconciler_options ro = {
             .store = store, .state_dir = dir, .sandboxd = sandboxd ? sandboxd : "sandboxd",
@@ -346,7 +384,8 @@ int asb_serve(int argc, char **argv)
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream}};
+                    .dns_upstream = o.dns_upstream},
+            .idmap = idmap};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

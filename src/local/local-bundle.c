@@ -1,5 +1,6 @@
 /* config.json and rootfs skeleton of a local sandbox. See local-bundle.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,8 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
 {
     static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
     json_t *namespaces = json_array();
+    if (p->userns_size)
+        json_array_append_new(namespaces, json_pack("{s:s}", "type", "user"));
     for (size_t i = 0; i < ELEMENTSOF(ns); i++)
         json_array_append_new(namespaces,
                               strcmp(ns[i], "network") == 0 && p->netns_path
@@ -200,6 +203,15 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                                "readonlyPaths",
                                str_array(readonly_paths, ELEMENTSOF(readonly_paths)), "seccomp",
                                seccomp_profile());
+    if (linux_ && p->userns_size) {
+        /* One range for uids and gids: id N inside is host id userns_start + N. */
+        const char *keys[] = {"uidMappings", "gidMappings"};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+            json_object_set_new(linux_, keys[i],
+                                json_pack("[{s:I, s:I, s:I}]", "containerID", (json_int_t)0,
+                                          "hostID", (json_int_t)p->userns_start, "size",
+                                          (json_int_t)p->userns_size));
+    }
     return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
                      process, "root", "path", root, "readonly", 1, "hostname", p->hostname,
                      "mounts", mounts, "linux", linux_);
@@ -303,6 +315,58 @@ static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t 
     return 0;
 }
 
+/* Makes the mount point of one mount in the rootfs, as runc would: directories (or an empty
+ * file for a file bind), one component at a time on directory fds, never following a symlink
+ * (an image's symlinked or odd mount point is left to runc, which resolves it inside the
+ * rootfs). Best effort. */
+static void mount_point(int root_fd, const json_t *m)
+{
+    const char *dest = json_string_value(json_object_get(m, "destination"));
+    const char *type = json_string_value(json_object_get(m, "type"));
+    const char *src = json_string_value(json_object_get(m, "source"));
+    struct stat st;
+    bool file = type && src && strcmp(type, "bind") == 0 && stat(src, &st) == 0 &&
+                !S_ISDIR(st.st_mode);
+    if (!dest || dest[0] != '/')
+        return;
+    _cleanup_free_ char *path = strdup(dest + 1);
+    _cleanup_close_ int dfd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+    char *save = NULL;
+    for (char *c = path ? strtok_r(path, "/", &save) : NULL; c && dfd >= 0;
+         c = strtok_r(NULL, "/", &save)) {
+        bool last = !save || !*save;
+        if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+            return;
+        if (last && file) {
+            int fd = openat(dfd, c, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                (void)!fchmod(fd, 0644); /* umask notwithstanding */
+                close(fd);
+            }
+            return;
+        }
+        int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (nfd < 0 && errno == ENOENT && mkdirat(dfd, c, 0755) == 0) {
+            nfd = openat(dfd, c, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+            if (nfd >= 0)
+                (void)!fchmod(nfd, 0755); /* umask notwithstanding: searchable inside */
+        }
+        close(dfd);
+        dfd = nfd;
+    }
+}
+
+static void mount_points(const char *rootfs, const json_t *mounts)
+{
+    _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m) {
+        if (fd >= 0)
+            mount_point(fd, m);
+    }
+}
+
 int local_bundle_write(const local_bundle_params *p, char **ret_error)
 {
     *ret_error = NULL;
@@ -350,6 +414,8 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
             fs_write_file(src, line, 0644) == 0)
             add_bind(mounts, "/etc/resolv.conf", src, true);
     }
+    if (p->userns_size)
+        mount_points(rootfs ? rootfs : p->rootfs, mounts);
     json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);

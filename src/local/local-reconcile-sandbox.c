@@ -87,6 +87,8 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
+    else if (purge)
+        local_idmap_release(r->idmap, uid); /* the Sandbox and its container are gone */
     forget(r, uid);
     if (r->net)
         local_net_detach(r->net, uid);
@@ -284,20 +286,51 @@ static pid_t read_pid(const char *path)
     return (pid_t)pid;
 }
 
+/* With user namespaces runc's init opens the rootfs as the sandbox's root, a host id that is
+ * "other" to every directory the host made: each directory from the state dir down to a rootfs
+ * inside it gets o+x (search, never read: names stay unlistable). */
+static void rootfs_searchable(const char *state_dir, const char *rootfs)
+{
+    size_t n = strlen(state_dir);
+    if (strncmp(rootfs, state_dir, n) != 0 || (rootfs[n] != '/' && rootfs[n] != '\0'))
+        return; /* dir: images are the operator's to open up */
+    _cleanup_free_ char *p = strdup(rootfs);
+    for (size_t i = n; p; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+            !(st.st_mode & S_IXOTH))
+            chmod(p, (st.st_mode & 07777) | S_IXOTH);
+        p[i] = c;
+        if (!c)
+            break;
+    }
+}
+
 /* Per-sandbox host directories; workspace and home belong to the sandbox user. */
 static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, rec_failure *f)
 {
     const char *owned[] = {"workspace", "home"};
-    _cleanup_free_ char *run = path_of(r, "run", uid, NULL);
-    if (!run)
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL), *area = NULL,
+                        *base = path_of(r, "sandboxes", uid, NULL);
+    if (!run || !base || asprintf(&area, "%s/sandboxes", r->state_dir) < 0)
         return -ENOMEM;
     int k = fs_mkdir_p(run, 0700);
+    /* With user namespaces the state dir is searchable by others (rootfs_searchable): the
+     * sandboxes are not listable and their own directories only open to their ids. */
+    mode_t mode = r->idmap ? 0700 : 0755;
+    if (k == 0 && r->idmap && ((k = fs_mkdir_p(base, 0711)) < 0 || chmod(area, 0711) < 0 ||
+                               chmod(base, 0711) < 0))
+        k = k < 0 ? k : -errno;
     for (size_t i = 0; k == 0 && i < ELEMENTSOF(owned); i++) {
         _cleanup_free_ char *d = path_of(r, "sandboxes", uid, owned[i]);
         if (!d)
             return -ENOMEM;
-        k = fs_mkdir_p(d, 0755);
-        if (k == 0 && chown(d, u, g) < 0)
+        k = fs_mkdir_p(d, mode);
+        if (k == 0 && (chown(d, u, g) < 0 || chmod(d, mode) < 0))
             k = -errno;
     }
     if (k < 0)
@@ -344,11 +377,27 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = limit_of(limits, "memory", false, &mem, f)) < 0 ||
         (k = limit_of(limits, "cpu", true, &cpu, f)) < 0)
         return k;
-    uid_t u;
-    gid_t g;
+    uid_t u, hu;
+    gid_t g, hg;
     sandbox_user(pod, ctr, image, &u, &g);
     usec_t t_prep = now_usec(CLOCK_MONOTONIC);
-    if ((k = make_dirs(r, uid, u, g, f)) < 0)
+    /* The sandbox's user namespace: files the host makes for it belong to the mapped ids. */
+    uint32_t ns_start = 0;
+    if (r->idmap) {
+        if (u >= LOCAL_IDMAP_SLOT || g >= LOCAL_IDMAP_SLOT)
+            return fail(f, "ReconcilerError", -EINVAL,
+                        "Error seen: runAsUser %u / runAsGroup %u: the sandbox's user namespace "
+                        "maps ids 0-%u only",
+                        (unsigned)u, (unsigned)g, LOCAL_IDMAP_SLOT - 1);
+        if ((k = local_idmap_get(r->idmap, uid, &ns_start)) < 0)
+            return fail(f, "ReconcilerError", k,
+                        "Error seen: no user namespace id range for the sandbox: %s",
+                        k == -ENOSPC ? "every slot of this asb serve's --userns-range is taken"
+                                     : strerror(-k));
+    }
+    hu = (uid_t)(ns_start + u);
+    hg = (gid_t)(ns_start + g);
+    if ((k = make_dirs(r, uid, hu, hg, f)) < 0)
         return k;
 
     /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
@@ -365,11 +414,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
             k = -ENOMEM;
-        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, u, g) < 0)
+        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, hu, hg) < 0)
             k = -errno;
     }
     for (size_t i = 0; k == 0 && i < nvv; i++)
-        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, u, g) < 0)
+        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, hu, hg) < 0)
             k = -errno;
     if (k < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
@@ -388,7 +437,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (main_argv) {
         _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
         k = fs_mkdir_p(main_dir, 0755);
-        if (k == 0 && chown(main_dir, u, g) < 0)
+        if (k == 0 && chown(main_dir, hu, hg) < 0)
             k = -errno;
         if (exitf)
             unlink(exitf);
@@ -435,13 +484,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         .env = json_object_get(ctr, "env"), .image_env = json_object_get(image, "env"), .working_dir = wd, .memory_limit = mem, .cpu_millis = cpu,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
-        .nameserver = nameserver,
+        .nameserver = nameserver, .userns_start = ns_start,
+        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
     };
     k = local_bundle_write(&bp, &err);
     local_bundle_volumes_free(vv, nvv, vnames);
     json_decref(main_argv);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+    if (r->idmap)
+        rootfs_searchable(r->state_dir, rootfs ? rootfs : bundle);
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",

@@ -550,6 +550,30 @@ static void gc_images(local_reconciler *r)
     free(in_use);
 }
 
+typedef struct idmap_keep_ctx {
+    local_reconciler *r;
+    const json_t *items;
+} idmap_keep_ctx;
+
+/* A user namespace slot stays while its Sandbox exists or a runtime still has its container. */
+static bool idmap_keep(const char *uid, void *payload)
+{
+    idmap_keep_ctx *c = payload;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(c->items, i, sb) {
+        const char *u = api_meta_string(sb, "uid");
+        if (u && strcmp(u, uid) == 0)
+            return true;
+    }
+    for (size_t h = 0; h < rec_n_handlers(c->r); h++) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", rec_handler(c->r, h)->root, uid) < 0 || access(p, F_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
 static bool net_keep(const char *uid, void *userdata)
 {
     return rec_find(userdata, uid) != NULL;
@@ -629,6 +653,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
+        local_idmap_gc(r->idmap, idmap_keep, &(idmap_keep_ctx){r, items});
     }
     json_decref(ctrs);
     size_t i;
@@ -815,6 +840,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     if (!r)
         return -ENOMEM;
     r->store = o->store;
+    r->idmap = o->idmap;
     r->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (r->inotify_fd >= 0 && r->stop_fd >= 0 &&

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "basic/time-util.h"
+#include "local/local-idmap.h"
 #include "local/local-net.h"
 #include "local/local-store.h"
 
@@ -17,6 +18,8 @@ typedef struct local_reconciler_options {
     usec_t resync_interval; /* full pass after this much quiet; 0 = 10 s */
     usec_t image_gc_idle;   /* unpacked images unused this long are removed; 0 = 10 min */
     local_net_options net;  /* sandbox networking (mode, pod CIDR, bridge, DNS upstream) */
+    local_idmap *idmap;     /* borrowed, must outlive the reconciler: each sandbox's user
+                             * namespace ids; NULL: sandboxes share the host's ids */
 } local_reconciler_options;
 
 /* Starts the thread (and sandbox networking). Problems that only affect sandboxes (no root, no sandboxd) are logged and
