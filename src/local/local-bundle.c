@@ -356,6 +356,47 @@ static void mount_point(int root_fd, const json_t *m)
     }
 }
 
+/* A fresh sysfs shows the network devices of the mounter's network namespace, so the kernel
+ * refuses it to a user namespace that does not own the namespace it joined (bridge networking:
+ * local-net.c creates it from the host). There /sys is a read-only skeleton of the bundle with
+ * the host's CPU topology (nproc, BLAS libraries) and the cgroup mounts; no host device
+ * names. */
+static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
+{
+    static const char *const dirs[] = {"",        "fs",      "fs/cgroup", "devices",
+                                       "devices/system", "devices/system/cpu"};
+    _cleanup_free_ char *sys = NULL;
+    if (asprintf(&sys, "%s/sys", p->bundle_dir) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+        _cleanup_free_ char *d = NULL;
+        if (asprintf(&d, "%s/%s", sys, dirs[i]) < 0)
+            return -ENOMEM;
+        int r = fs_mkdir_p(d, 0755); /* each level: the parents it makes obey the umask */
+        if (r < 0)
+            return r;
+        if (chmod(d, 0755) < 0)
+            return -errno;
+    }
+    for (size_t i = 0; i < json_array_size(mounts); i++) {
+        const char *dest =
+            json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
+        if (!dest || strcmp(dest, "/sys") != 0)
+            continue;
+        static const char *const ro_opts[] = {"rbind", "ro", "nosuid", "nodev", "noexec"};
+        json_array_set_new(mounts, i,
+                           mount_entry("/sys", "bind", sys, ro_opts, ELEMENTSOF(ro_opts)));
+        struct stat st;
+        if (stat("/sys/devices/system/cpu", &st) == 0)
+            json_array_insert_new(mounts, i + 1,
+                                  mount_entry("/sys/devices/system/cpu", "bind",
+                                              "/sys/devices/system/cpu", ro_opts,
+                                              ELEMENTSOF(ro_opts)));
+        break;
+    }
+    return 0;
+}
+
 static void mount_points(const char *rootfs, const json_t *mounts)
 {
     _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -381,6 +422,12 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
         return -ENOMEM;
     json_t *mounts = base_mounts();
+    if (p->userns_size && p->netns_path && (r = sys_skeleton(p, mounts)) < 0) {
+        json_decref(mounts);
+        if (asprintf(ret_error, "cannot prepare /sys in %s: %s", p->bundle_dir, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
     if (!p->rootfs) {
         if (asprintf(&rootfs, "%s/rootfs", p->bundle_dir) < 0) {
             json_decref(mounts);

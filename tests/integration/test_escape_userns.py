@@ -33,7 +33,9 @@ def id_map(client, which):
 
 
 def server_range(state_dir):
-    start, count = open(os.path.join(state_dir, "userns", "range")).read().split()
+    path = os.path.join(state_dir, "userns", "range")
+    assert os.path.exists(path), "asb serve recorded no user namespace range"
+    start, count = open(path).read().split()
     return int(start), int(count)
 
 
@@ -53,13 +55,13 @@ def test_uid_map_is_not_identity_and_host_owner_is_in_range(start_sbx, sbx_state
     asb = start_sbx()
     uid, c = start_sandbox(asb, sbx_state, "ns-map")
     try:
-        rs, rc = server_range(sbx_state)
         for which in ("uid_map", "gid_map"):
             m = id_map(c, which)
             assert len(m) == 1, m
             inside, host, count = m[0]
-            assert (inside, count) == (0, SLOT), m
             assert host != 0, f"{which} is the identity: {m}"
+            assert (inside, count) == (0, SLOT), m
+            rs, rc = server_range(sbx_state)
             assert rs <= host and host + count <= rs + rc, (m, rs, rc)
         host = id_map(c, "uid_map")[0][1]
         # Inside, the user is still 1000 ...
@@ -156,6 +158,7 @@ def test_restart_keeps_a_running_sandbox_range(start_sbx, sbx_state):
     uid, c = start_sandbox(asb, sbx_state, "ns-keep")
     before = id_map(c, "uid_map")
     c.close()
+    assert before[0][1] != 0, f"uid_map is the identity: {before}"
     pid = init_pid(sbx_state, uid)
     rng = server_range(sbx_state)
     assert asb.stop() == 0
