@@ -12,6 +12,7 @@
 #include "basic/macro.h"
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
+#include "local/local-idmap.h"
 
 #define SANDBOX_HOME "/home/sandbox"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -212,9 +213,13 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                                           "hostID", (json_int_t)p->userns_start, "size",
                                           (json_int_t)p->userns_size));
     }
-    return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
-                     process, "root", "path", root, "readonly", 1, "hostname", p->hostname,
-                     "mounts", mounts, "linux", linux_);
+    /* With a user namespace runc sees the rootfs at LOCAL_IDMAP_ROOTFS (local-idmap.h); the
+     * annotation keeps the real path (image garbage collection). */
+    return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:{s:s}}", "ociVersion", "1.0.2",
+                     "process", process, "root", "path",
+                     p->userns_size ? LOCAL_IDMAP_ROOTFS : root, "readonly", 1, "hostname",
+                     p->hostname, "mounts", mounts, "linux", linux_, "annotations",
+                     LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
 }
 
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
@@ -329,6 +334,14 @@ static void mount_point(int root_fd, const json_t *m)
                 !S_ISDIR(st.st_mode);
     if (!dest || dest[0] != '/')
         return;
+    mode_t tmpfs_mode = 0755;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(m, "options"), i, o) {
+        const char *opt = json_string_value(o);
+        if (type && strcmp(type, "tmpfs") == 0 && opt && strncmp(opt, "mode=", 5) == 0)
+            tmpfs_mode = (mode_t)strtoul(opt + 5, NULL, 8) & 07777;
+    }
     _cleanup_free_ char *path = strdup(dest + 1);
     _cleanup_close_ int dfd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
     char *save = NULL;
@@ -348,8 +361,10 @@ static void mount_point(int root_fd, const json_t *m)
         int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
         if (nfd < 0 && errno == ENOENT && mkdirat(dfd, c, 0755) == 0) {
             nfd = openat(dfd, c, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+            /* umask notwithstanding: searchable inside; runc gives a tmpfs the mode of an
+             * existing mount point, so that one gets its mode= option (/tmp: 1777) */
             if (nfd >= 0)
-                (void)!fchmod(nfd, 0755); /* umask notwithstanding: searchable inside */
+                (void)!fchmod(nfd, last ? tmpfs_mode : 0755);
         }
         close(dfd);
         dfd = nfd;

@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* config.json annotation naming the rootfs directory on the host (root.path may be a staging
+ * path, see local-idmap.h). */
+#define LOCAL_BUNDLE_ROOTFS_ANNOTATION "dev.asb.rootfs"
+
 /* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
 typedef struct local_bundle_volume {
     char *dest;   /* absolute path in the container */

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -468,6 +470,14 @@ int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret
         failf(ret_error, r, "cannot create %s: %s", m->slots_dir, strerror(-r));
     if (r == 0 && (r = load_slots(m)) < 0)
         failf(ret_error, r, "cannot read %s: %s", m->slots_dir, strerror(-r));
+    if (r == 0) {
+        /* The staging mount point, searchable by every sandbox's root (and its parent). */
+        r = mkdir_p(LOCAL_IDMAP_ROOTFS, 0755);
+        if (r == 0 && (chmod("/run/asb", 0755) < 0 || chmod(LOCAL_IDMAP_ROOTFS, 0755) < 0))
+            r = -errno;
+        if (r < 0)
+            failf(ret_error, r, "cannot create %s: %s", LOCAL_IDMAP_ROOTFS, strerror(-r));
+    }
     if (r == 0)
         r = take_range(m, o->range, ret_error);
     if (r < 0) {
@@ -590,4 +600,45 @@ void local_idmap_gc(local_idmap *m, bool (*keep)(const char *uid, void *payload)
             return;
         local_idmap_release(m, uid);
     }
+}
+
+int local_idmap_stage_enter(const char *rootfs, local_idmap_stage *st)
+{
+    *st = (local_idmap_stage){-1, -1};
+    st->mnt_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    st->cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (st->mnt_fd < 0 || st->cwd_fd < 0) {
+        int r = -errno;
+        local_idmap_stage_leave(st);
+        return r;
+    }
+    if (unshare(CLONE_NEWNS) < 0) { /* implies CLONE_FS: this thread only */
+        int r = -errno;
+        local_idmap_stage_leave(st);
+        return r;
+    }
+    int r = 0;
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+        mount(rootfs, LOCAL_IDMAP_ROOTFS, NULL, MS_BIND | MS_REC, NULL) < 0)
+        r = -errno;
+    if (r < 0) {
+        int k = local_idmap_stage_leave(st);
+        return k < 0 ? k : r;
+    }
+    return 0;
+}
+
+int local_idmap_stage_leave(local_idmap_stage *st)
+{
+    int r = 0;
+    if (st->mnt_fd >= 0 && setns(st->mnt_fd, CLONE_NEWNS) < 0)
+        r = -errno;
+    if (r == 0 && st->cwd_fd >= 0 && fchdir(st->cwd_fd) < 0)
+        r = -errno;
+    if (st->mnt_fd >= 0)
+        close(st->mnt_fd);
+    if (st->cwd_fd >= 0)
+        close(st->cwd_fd);
+    *st = (local_idmap_stage){-1, -1};
+    return r;
 }

@@ -26,6 +26,8 @@
 #define LOCAL_IDMAP_AUTO_START 0x80000000u
 #define LOCAL_IDMAP_AUTO_COUNT 0x04000000u /* 1024 sandboxes per asb serve */
 #define LOCAL_IDMAP_REGISTRY "/run/asb/userns-ranges"
+/* The rootfs path every user-namespaced bundle names (see local_idmap_stage_enter). */
+#define LOCAL_IDMAP_ROOTFS "/run/asb/rootfs"
 
 typedef struct local_idmap local_idmap;
 
@@ -56,6 +58,18 @@ void local_idmap_release(local_idmap *m, const char *sandbox_uid);
 /* Frees every slot whose sandbox keep() does not want any more. */
 void local_idmap_gc(local_idmap *m, bool (*keep)(const char *sandbox_uid, void *payload),
                     void *payload);
+
+/* runc's init opens the rootfs as the sandbox's root, a host id to which the state directory
+ * (0700) and an operator's dir: image path may be closed. So runc runs with the rootfs bound
+ * at LOCAL_IDMAP_ROOTFS (under 0755 directories) in a private mount namespace of the calling
+ * thread (a slave of the host's, gone once runc has exited): enter moves the thread there,
+ * leave brings it back (cwd kept). Nothing is mounted in the host's namespace. */
+typedef struct local_idmap_stage {
+    int mnt_fd, cwd_fd;
+} local_idmap_stage;
+int local_idmap_stage_enter(const char *rootfs, local_idmap_stage *st);
+/* 0, or a negative errno when the thread could not go back (it must not go on then). */
+int local_idmap_stage_leave(local_idmap_stage *st);
 
 /* Parses "START:COUNT" (decimal or 0x hex). 0 or -EINVAL. */
 int local_idmap_parse_range(const char *s, uint32_t *ret_start, uint32_t *ret_count);

@@ -286,51 +286,20 @@ static pid_t read_pid(const char *path)
     return (pid_t)pid;
 }
 
-/* With user namespaces runc's init opens the rootfs as the sandbox's root, a host id that is
- * "other" to every directory the host made: each directory from the state dir down to a rootfs
- * inside it gets o+x (search, never read: names stay unlistable). */
-static void rootfs_searchable(const char *state_dir, const char *rootfs)
-{
-    size_t n = strlen(state_dir);
-    if (strncmp(rootfs, state_dir, n) != 0 || (rootfs[n] != '/' && rootfs[n] != '\0'))
-        return; /* dir: images are the operator's to open up */
-    _cleanup_free_ char *p = strdup(rootfs);
-    for (size_t i = n; p; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char c = p[i];
-        p[i] = '\0';
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-            !(st.st_mode & S_IXOTH))
-            chmod(p, (st.st_mode & 07777) | S_IXOTH);
-        p[i] = c;
-        if (!c)
-            break;
-    }
-}
-
 /* Per-sandbox host directories; workspace and home belong to the sandbox user. */
 static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, rec_failure *f)
 {
     const char *owned[] = {"workspace", "home"};
-    _cleanup_free_ char *run = path_of(r, "run", uid, NULL), *area = NULL,
-                        *base = path_of(r, "sandboxes", uid, NULL);
-    if (!run || !base || asprintf(&area, "%s/sandboxes", r->state_dir) < 0)
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL);
+    if (!run)
         return -ENOMEM;
     int k = fs_mkdir_p(run, 0700);
-    /* With user namespaces the state dir is searchable by others (rootfs_searchable): the
-     * sandboxes are not listable and their own directories only open to their ids. */
-    mode_t mode = r->idmap ? 0700 : 0755;
-    if (k == 0 && r->idmap && ((k = fs_mkdir_p(base, 0711)) < 0 || chmod(area, 0711) < 0 ||
-                               chmod(base, 0711) < 0))
-        k = k < 0 ? k : -errno;
     for (size_t i = 0; k == 0 && i < ELEMENTSOF(owned); i++) {
         _cleanup_free_ char *d = path_of(r, "sandboxes", uid, owned[i]);
         if (!d)
             return -ENOMEM;
-        k = fs_mkdir_p(d, mode);
-        if (k == 0 && (chown(d, u, g) < 0 || chmod(d, mode) < 0))
+        k = fs_mkdir_p(d, 0755);
+        if (k == 0 && chown(d, u, g) < 0)
             k = -errno;
     }
     if (k < 0)
@@ -492,13 +461,18 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     json_decref(main_argv);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
-    if (r->idmap)
-        rootfs_searchable(r->state_dir, rootfs ? rootfs : bundle);
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
+    _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
+    if (!bp_rootfs)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    local_idmap_stage stage = {-1, -1};
+    if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
+                    LOCAL_IDMAP_ROOTFS, strerror(-k));
     k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
@@ -507,6 +481,15 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
         k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+    }
+    if (r->idmap) {
+        int sk = local_idmap_stage_leave(&stage);
+        if (sk < 0) {
+            /* This thread would go on in a private mount namespace: network namespaces it
+             * mounts later would be invisible to the host. */
+            log_error("cannot return to the host mount namespace", "error", strerror(-sk));
+            abort();
+        }
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));

@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-bundle.h"
 #include "local/local-expiry.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
@@ -535,7 +536,10 @@ static void gc_images(local_reconciler *r)
                      r->entries[i].uid) < 0)
             continue;
         json_t *c = json_load_file(cfg, 0, NULL);
-        const char *root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
+        const char *root = json_string_value(
+            json_object_get(json_object_get(c, "annotations"), LOCAL_BUNDLE_ROOTFS_ANNOTATION));
+        if (!root)
+            root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
         in_use[i] = root ? strdup(root) : NULL;
         json_decref(c);
     }

@@ -78,6 +78,12 @@ def test_uid_map_is_not_identity_and_host_owner_is_in_range(start_sbx, sbx_state
         assert os.stat(ws).st_uid == host + 1000
         assert run(c, "sh", "-c", "echo hi > /workspace/mine")[0] == 0
         assert os.stat(os.path.join(ws, "mine")).st_uid == host + 1000
+        # runc saw the rootfs in a private mount namespace: nothing stays mounted on the host
+        # and every thread of asb serve is back in the host's mount namespace.
+        assert "/run/asb/rootfs" not in open("/proc/self/mountinfo").read()
+        host_mnt = os.readlink("/proc/self/ns/mnt")
+        for t in os.listdir(f"/proc/{asb.proc.pid}/task"):
+            assert os.readlink(f"/proc/{asb.proc.pid}/task/{t}/ns/mnt") == host_mnt
         # The read-only host binds still work: host root's files appear as nobody, readable.
         assert run(c, "stat", "-c", "%u", "/usr/bin")[1].strip() == "65534"
         assert run(c, "sh", "-c", "cat /etc/passwd >/dev/null && ls /usr/bin >/dev/null")[0] == 0
