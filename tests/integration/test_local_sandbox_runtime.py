@@ -248,7 +248,11 @@ def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
         except OSError:
             return False
     assert wait_for(answers, timeout=15), asb.output()
-    new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
+    # sandboxd answers as soon as it runs; runc writes the pid file (.pid, then renamed) a bit
+    # later, which the slower start in a user namespace made visible.
+    pidfile = os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")
+    assert wait_for(lambda: os.path.exists(pidfile), timeout=10), asb.output()
+    new_pid = int(open(pidfile).read())
     assert new_pid != pid
     assert condition(get_sandbox(asb, "phoenix"), "Ready")["status"] == "True"
 
