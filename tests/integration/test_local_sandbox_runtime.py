@@ -215,7 +215,9 @@ def test_restart_readopts_and_removes_orphans(start_sbx, sbx_state):
     assert wait_for(lambda: not os.path.exists(os.path.join(sbx_state, "run", orphan)))
     obj = wait_ready(asb2, "keep")
     assert keep in runc_ids(sbx_state)
-    assert "re-adopted sandbox container" in asb2.output()
+    # Logged once the resync pass has also finished the orphan's teardown (which takes a bit
+    # longer for a container in a user namespace): wait for it, the status was Ready already.
+    assert wait_for(lambda: "re-adopted sandbox container" in asb2.output()), asb2.output()
     # Same container, same workspace: nothing was restarted.
     assert rest(rest_sock, "GET", "/v1/files/state.txt") == (200, b"survives")
     assert condition(obj, "Ready")["status"] == "True"
