@@ -216,10 +216,9 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
     /* With a user namespace runc sees the rootfs at LOCAL_IDMAP_ROOTFS (local-idmap.h); the
      * annotation keeps the real path (image garbage collection). */
     return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:{s:s}}", "ociVersion", "1.0.2",
-                     "process", process, "root", "path",
-                     p->userns_size ? LOCAL_IDMAP_ROOTFS : root, "readonly", 1, "hostname",
-                     p->hostname, "mounts", mounts, "linux", linux_, "annotations",
-                     LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
+                     "process", process, "root", "path", p->userns_size ? LOCAL_IDMAP_ROOTFS : root,
+                     "readonly", 1, "hostname", p->hostname, "mounts", mounts, "linux", linux_,
+                     "annotations", LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
 }
 
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
@@ -330,8 +329,8 @@ static void mount_point(int root_fd, const json_t *m)
     const char *type = json_string_value(json_object_get(m, "type"));
     const char *src = json_string_value(json_object_get(m, "source"));
     struct stat st;
-    bool file = type && src && strcmp(type, "bind") == 0 && stat(src, &st) == 0 &&
-                !S_ISDIR(st.st_mode);
+    bool file =
+        type && src && strcmp(type, "bind") == 0 && stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
     if (!dest || dest[0] != '/')
         return;
     mode_t tmpfs_mode = 0755;
@@ -378,8 +377,8 @@ static void mount_point(int root_fd, const json_t *m)
  * names. */
 static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
 {
-    static const char *const dirs[] = {"",        "fs",      "fs/cgroup", "devices",
-                                       "devices/system", "devices/system/cpu"};
+    static const char *const dirs[] = {
+        "", "fs", "fs/cgroup", "devices", "devices/system", "devices/system/cpu"};
     _cleanup_free_ char *sys = NULL;
     if (asprintf(&sys, "%s/sys", p->bundle_dir) < 0)
         return -ENOMEM;
