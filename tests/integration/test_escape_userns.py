@@ -14,6 +14,7 @@ import pytest
 
 from asb_apiserver import AsbServer, asb_binary
 from grpc_helpers import Client
+from netpol_lab import lab  # noqa: F401
 from local_sandbox import (cleanup_state, create, injected_sandboxd, runc_list, sbx_state,  # noqa: F401
                            sockets, start_sbx, wait_ready, RUNC)
 
@@ -221,3 +222,21 @@ def test_overlapping_range_of_another_server_is_refused(start_sbx, sbx_state):
             assert b.stop() == 0
     finally:
         cleanup_state(other)
+
+
+def test_bridge_network_sandbox_is_mapped_too(lab, start_sbx, sbx_state):
+    """With bridge networking runc joins a network namespace the host made: the sandbox still
+    gets its own user namespace, and /sys (no fresh sysfs there) shows no host device. In the
+    network lab's namespace, as the netpol tests, so no bridge is left on the host."""
+    asb = start_sbx(env={"ASB_NETWORK": "bridge", "ASB_POD_CIDR": "10.244.0.0/24"})
+    _, c = start_sandbox(asb, sbx_state, "ns-bridge")
+    try:
+        m = id_map(c, "uid_map")
+        assert m[0][1] != 0 and m[0][2] == SLOT, m
+        devs = [line.split(":")[0].strip() for line in run(c, "cat", "/proc/net/dev")[1].splitlines()[2:]]
+        assert "lo" in devs and len(devs) == 2, devs  # lo and its veth end
+        assert run(c, "sh", "-c", "ls /sys/class/net 2>/dev/null | wc -l")[1].strip() == "0"
+        assert int(run(c, "nproc")[1]) >= 1
+        assert run(c, "cat", "/sys/fs/cgroup/pids/pids.max")[1].strip() == "4096"
+    finally:
+        c.close()
