@@ -10,7 +10,9 @@
  *                    flag keeps it, so running containers are re-adopted with the same ids.
  *   sandboxes/<uid>  "START": the slot of one Sandbox (by metadata.uid), kept as long as the
  *                    Sandbox exists or its container does (its files are owned by those ids).
- * Machine-wide, /run/asb/userns-ranges (flock'ed) lists "START COUNT PID STARTTIME STATE_DIR"
+ * Machine-wide, /var/lib/asb-userns/ranges (flock'ed; persistent, so that after a reboot no
+ * server takes the range of a state directory whose server has not started again yet) lists
+ * "START COUNT PID STARTTIME STATE_DIR"
  * for every state directory that owns a range. An entry is stale, and is dropped by the next
  * `asb serve` that takes the lock, when its process is gone and its state directory has no
  * slot left (or no longer exists); otherwise no other state directory may overlap it.
@@ -25,7 +27,7 @@
 #define LOCAL_IDMAP_SLOT 65536u
 #define LOCAL_IDMAP_AUTO_START 0x80000000u
 #define LOCAL_IDMAP_AUTO_COUNT 0x04000000u /* 1024 sandboxes per asb serve */
-#define LOCAL_IDMAP_REGISTRY "/run/asb/userns-ranges"
+#define LOCAL_IDMAP_REGISTRY "/var/lib/asb-userns/ranges"
 /* The rootfs path every user-namespaced bundle names (see local_idmap_stage_enter). */
 #define LOCAL_IDMAP_ROOTFS "/run/asb/rootfs"
 
