@@ -584,8 +584,11 @@ static bool net_keep(const char *uid, void *userdata)
 }
 
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
- * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
-static uint64_t resync(local_reconciler *r, bool *ret_pending)
+ * resourceVersion the pass is consistent with; *ret_pending when something is still starting.
+ * Only a periodic pass (retry) starts again the sandboxes that failed at their generation; the
+ * quick passes that watch starting sandboxes do not, or a sandboxd that dies a little after
+ * its start would be restarted in a loop. */
+static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
 {
     json_t *items = NULL, *ctrs = NULL;
     uint64_t rv = 0;
@@ -665,7 +668,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     json_array_foreach(items, i, sb) {
         if (local_store_is_shutdown(r->store))
             break; /* SIGTERM: do not start more containers */
-        *ret_pending |= reconcile_one(r, sb, true);
+        *ret_pending |= reconcile_one(r, sb, retry);
     }
     json_decref(items);
     return rv;
@@ -795,7 +798,7 @@ static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
     bool pending = false;
-    uint64_t rv = resync(r, &pending), nudges = 0;
+    uint64_t rv = resync(r, &pending, true), nudges = 0;
     usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -813,8 +816,10 @@ static void *reconcile_thread(void *arg)
             continue;
         }
         if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= wake)) {
-            rv = MAX(rv, resync(r, &pending));
-            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+            bool periodic = n == -ESTALE || now_usec(CLOCK_MONOTONIC) >= next_resync;
+            rv = MAX(rv, resync(r, &pending, periodic));
+            if (periodic)
+                next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             continue;
         }
         if (n < 0) {
@@ -831,7 +836,7 @@ static void *reconcile_thread(void *arg)
         pending = p || pending;
         store_events_free(evs, (size_t)n);
         if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
-            rv = MAX(rv, resync(r, &pending));
+            rv = MAX(rv, resync(r, &pending, true));
             next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
         }
     }
