@@ -39,7 +39,7 @@ static void serve_usage(FILE *f)
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
             "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
             "                 [--dns-inflight N] [--default-memory Q] [--default-cpu Q]\n"
-            "                 [--default-ephemeral-storage Q]\n\n"
+            "                 [--default-ephemeral-storage Q] [--userns-range START:COUNT|off]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -80,6 +80,10 @@ static void serve_usage(FILE *f)
             "                      resources.limits.ephemeral-storage (default " LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE
             ";\n"
             "                      0 or none: no limit); env ASB_DEFAULT_EPHEMERAL_STORAGE\n"
+            "  --userns-range START:COUNT\n"
+            "                      host uids/gids for sandbox user namespaces, 65536 per sandbox\n"
+            "                      (default: a free block of 2^26 ids from 2^31, kept across\n"
+            "                      restarts; \"off\": no user namespaces); env ASB_USERNS_RANGE\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -262,6 +266,7 @@ typedef struct serve_opts {
     local_dns_limits dns_limits;
     const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
     local_limits defaults;
+    const char *userns_range;
 } serve_opts;
 
 /* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
@@ -297,6 +302,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"default-memory", required_argument, NULL, 'M'},
         {"default-cpu", required_argument, NULL, 'C'},
         {"default-ephemeral-storage", required_argument, NULL, 'E'},
+        {"userns-range", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -314,6 +320,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->default_memory = getenv("ASB_DEFAULT_MEMORY");
     o->default_cpu = getenv("ASB_DEFAULT_CPU");
     o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
+    o->userns_range = getenv("ASB_USERNS_RANGE");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -361,6 +368,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         case 'E':
             o->default_ephemeral = optarg;
             break;
+        case 'U':
+            o->userns_range = optarg;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -403,6 +413,11 @@ static size_t env_size(const char *name, size_t def)
     if (v && *v && parse_go_int(v, &n) == 0 && n > 0)
         return (size_t)n;
     return def;
+}
+
+static void idmap_freep(local_idmap **m)
+{
+    local_idmap_free(*m);
 }
 
 static usec_t env_duration(const char *name, usec_t def)
@@ -486,6 +501,29 @@ int asb_serve(int argc, char **argv)
     if (!runtime || !*runtime)
         runtime = "runc";
     _cleanup_free_ char *sandboxd = sandboxd_path();
+    _cleanup_(idmap_freep) local_idmap *idmap = NULL;
+    if (strcmp(runtime, "none") != 0 && geteuid() == 0) {
+        /* Each sandbox's user namespace ids, from a range no other asb serve and no host
+         * account has: refused before any sandbox starts. */
+        _cleanup_free_ char *ierr = NULL;
+        local_idmap_options io = {.state_dir = dir, .range = o.userns_range};
+        r = local_idmap_open(&io, &idmap, &ierr);
+        if (r < 0) {
+            fprintf(stderr, "asb serve: %s\n", ierr ? ierr : strerror(-r));
+            local_store_shutdown(store);
+            local_apiserver_stop(srv);
+            local_store_free(store);
+            return 1;
+        }
+        if (idmap) {
+            uint32_t us, uc;
+            char range[48];
+            local_idmap_range(idmap, &us, &uc);
+            snprintf(range, sizeof(range), "%u:%u", (unsigned)us, (unsigned)uc);
+            log_info("sandbox user namespaces", "userns_range", range);
+        } else
+            log_warn("sandbox user namespaces are off: sandbox ids are host ids");
+    }
     if (strcmp(runtime, "none") != 0) {
         local_reconciler_options ro = {
             .store = store,
@@ -496,7 +534,8 @@ int asb_serve(int argc, char **argv)
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits},
-            .defaults = o.defaults};
+            .defaults = o.defaults,
+            .idmap = idmap};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {
             fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));

@@ -1,5 +1,6 @@
 /* config.json and rootfs skeleton of a local sandbox. See local-bundle.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
 #include "local/local-seccomp.h"
+#include "local/local-idmap.h"
 
 #define SANDBOX_HOME "/home/sandbox"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -152,6 +154,8 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
 {
     static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
     json_t *namespaces = json_array();
+    if (p->userns_size)
+        json_array_append_new(namespaces, json_pack("{s:s}", "type", "user"));
     for (size_t i = 0; i < ELEMENTSOF(ns); i++)
         json_array_append_new(namespaces,
                               strcmp(ns[i], "network") == 0 && p->netns_path
@@ -180,9 +184,21 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                                "readonlyPaths",
                                str_array(readonly_paths, ELEMENTSOF(readonly_paths)), "seccomp",
                                local_seccomp_profile());
-    return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
-                     process, "root", "path", root, "readonly", 1, "hostname", p->hostname,
-                     "mounts", mounts, "linux", linux_);
+    if (linux_ && p->userns_size) {
+        /* One range for uids and gids: id N inside is host id userns_start + N. */
+        const char *keys[] = {"uidMappings", "gidMappings"};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+            json_object_set_new(linux_, keys[i],
+                                json_pack("[{s:I, s:I, s:I}]", "containerID", (json_int_t)0,
+                                          "hostID", (json_int_t)p->userns_start, "size",
+                                          (json_int_t)p->userns_size));
+    }
+    /* With a user namespace runc sees the rootfs at LOCAL_IDMAP_ROOTFS (local-idmap.h); the
+     * annotation keeps the real path (image garbage collection). */
+    return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:{s:s}}", "ociVersion", "1.0.2",
+                     "process", process, "root", "path", p->userns_size ? LOCAL_IDMAP_ROOTFS : root,
+                     "readonly", 1, "hostname", p->hostname, "mounts", mounts, "linux", linux_,
+                     "annotations", LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
 }
 
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
@@ -283,6 +299,109 @@ static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t 
     return 0;
 }
 
+/* Makes the mount point of one mount in the rootfs, as runc would: directories (or an empty
+ * file for a file bind), one component at a time on directory fds, never following a symlink
+ * (an image's symlinked or odd mount point is left to runc, which resolves it inside the
+ * rootfs). Best effort. */
+static void mount_point(int root_fd, const json_t *m)
+{
+    const char *dest = json_string_value(json_object_get(m, "destination"));
+    const char *type = json_string_value(json_object_get(m, "type"));
+    const char *src = json_string_value(json_object_get(m, "source"));
+    struct stat st;
+    bool file =
+        type && src && strcmp(type, "bind") == 0 && stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
+    if (!dest || dest[0] != '/')
+        return;
+    mode_t tmpfs_mode = 0755;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(m, "options"), i, o) {
+        const char *opt = json_string_value(o);
+        if (type && strcmp(type, "tmpfs") == 0 && opt && strncmp(opt, "mode=", 5) == 0)
+            tmpfs_mode = (mode_t)strtoul(opt + 5, NULL, 8) & 07777;
+    }
+    _cleanup_free_ char *path = strdup(dest + 1);
+    _cleanup_close_ int dfd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+    char *save = NULL;
+    for (char *c = path ? strtok_r(path, "/", &save) : NULL; c && dfd >= 0;
+         c = strtok_r(NULL, "/", &save)) {
+        bool last = !save || !*save;
+        if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+            return;
+        if (last && file) {
+            int fd = openat(dfd, c, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                (void)!fchmod(fd, 0644); /* umask notwithstanding */
+                close(fd);
+            }
+            return;
+        }
+        int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (nfd < 0 && errno == ENOENT && mkdirat(dfd, c, 0755) == 0) {
+            nfd = openat(dfd, c, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+            /* umask notwithstanding: searchable inside; runc gives a tmpfs the mode of an
+             * existing mount point, so that one gets its mode= option (/tmp: 1777) */
+            if (nfd >= 0)
+                (void)!fchmod(nfd, last ? tmpfs_mode : 0755);
+        }
+        close(dfd);
+        dfd = nfd;
+    }
+}
+
+/* A fresh sysfs shows the network devices of the mounter's network namespace, so the kernel
+ * refuses it to a user namespace that does not own the namespace it joined (bridge networking:
+ * local-net.c creates it from the host). There /sys is a read-only skeleton of the bundle with
+ * the host's CPU topology (nproc, BLAS libraries) and the cgroup mounts; no host device
+ * names. */
+static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
+{
+    static const char *const dirs[] = {
+        "", "fs", "fs/cgroup", "devices", "devices/system", "devices/system/cpu"};
+    _cleanup_free_ char *sys = NULL;
+    if (asprintf(&sys, "%s/sys", p->bundle_dir) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+        _cleanup_free_ char *d = NULL;
+        if (asprintf(&d, "%s/%s", sys, dirs[i]) < 0)
+            return -ENOMEM;
+        int r = fs_mkdir_p(d, 0755); /* each level: the parents it makes obey the umask */
+        if (r < 0)
+            return r;
+        if (chmod(d, 0755) < 0)
+            return -errno;
+    }
+    for (size_t i = 0; i < json_array_size(mounts); i++) {
+        const char *dest =
+            json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
+        if (!dest || strcmp(dest, "/sys") != 0)
+            continue;
+        static const char *const ro_opts[] = {"rbind", "ro", "nosuid", "nodev", "noexec"};
+        json_array_set_new(mounts, i,
+                           mount_entry("/sys", "bind", sys, ro_opts, ELEMENTSOF(ro_opts)));
+        struct stat st;
+        if (stat("/sys/devices/system/cpu", &st) == 0)
+            json_array_insert_new(mounts, i + 1,
+                                  mount_entry("/sys/devices/system/cpu", "bind",
+                                              "/sys/devices/system/cpu", ro_opts,
+                                              ELEMENTSOF(ro_opts)));
+        break;
+    }
+    return 0;
+}
+
+static void mount_points(const char *rootfs, const json_t *mounts)
+{
+    _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m) {
+        if (fd >= 0)
+            mount_point(fd, m);
+    }
+}
+
 int local_bundle_write(const local_bundle_params *p, char **ret_error)
 {
     *ret_error = NULL;
@@ -297,6 +416,12 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
         return -ENOMEM;
     json_t *mounts = base_mounts(!p->tmp_dir);
+    if (p->userns_size && p->netns_path && (r = sys_skeleton(p, mounts)) < 0) {
+        json_decref(mounts);
+        if (asprintf(ret_error, "cannot prepare /sys in %s: %s", p->bundle_dir, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
     if (!p->rootfs) {
         if (asprintf(&rootfs, "%s/rootfs", p->bundle_dir) < 0) {
             json_decref(mounts);
@@ -332,6 +457,8 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
             fs_write_file(src, line, 0644) == 0)
             add_bind(mounts, "/etc/resolv.conf", src, true);
     }
+    if (p->userns_size)
+        mount_points(rootfs ? rootfs : p->rootfs, mounts);
     json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);

@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* config.json annotation naming the rootfs directory on the host (root.path may be a staging
+ * path, see local-idmap.h). */
+#define LOCAL_BUNDLE_ROOTFS_ANNOTATION "dev.asb.rootfs"
+
 /* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
 typedef struct local_bundle_volume {
     char *dest;   /* absolute path in the container */
@@ -43,6 +47,11 @@ typedef struct local_bundle_params {
     const char *netns_path;  /* network namespace to join (local-net.h), NULL: a new private
                               * one with loopback only */
     const char *nameserver;  /* resolver for /etc/resolv.conf, NULL: none */
+    uint32_t userns_start;   /* with userns_size: a user namespace mapping ids 0..size-1 to
+                              * host ids userns_start.. (uids and gids alike); mount points
+                              * are made in the rootfs beforehand, as the container's root
+                              * cannot create them in a rootfs owned by host root */
+    uint32_t userns_size;    /* 0: no user namespace */
 } local_bundle_params;
 
 /* The main process of a container: `command` followed by `args` (either may be absent), as a

@@ -42,6 +42,7 @@ struct local_reconciler {
     char *inject_error; /* why sandboxd cannot be injected, or NULL */
     const char *no_root;  /* set when running without root */
     local_net *net;       /* never NULL once started; may be "unavailable" */
+    local_idmap *idmap;   /* borrowed; NULL: no user namespaces */
     oci_runtime rt; /* the default runtime: handler 0 */
     /* runtimeClassName -> handler binary, and the runtimes other than the default that are
      * in use (handler i > 0 is extra[i - 1]), each with its own state root. */

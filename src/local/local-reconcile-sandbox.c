@@ -89,6 +89,8 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
+    else if (purge)
+        local_idmap_release(r->idmap, uid); /* the Sandbox and its container are gone */
     forget(r, uid);
     if (r->net)
         local_net_detach(r->net, uid);
@@ -363,12 +365,28 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     _cleanup_free_ char *lerr = NULL;
     if ((k = local_limits_effective(&r->defaults, ctr, &lim, &lerr)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", lerr ? lerr : strerror(-k));
-    uid_t u;
-    gid_t g;
+    uid_t u, hu;
+    gid_t g, hg;
     sandbox_user(pod, ctr, image, &u, &g);
     usec_t t_prep = now_usec(CLOCK_MONOTONIC);
+    /* The sandbox's user namespace: files the host makes for it belong to the mapped ids. */
+    uint32_t ns_start = 0;
+    if (r->idmap) {
+        if (u >= LOCAL_IDMAP_SLOT || g >= LOCAL_IDMAP_SLOT)
+            return fail(f, "ReconcilerError", -EINVAL,
+                        "Error seen: runAsUser %u / runAsGroup %u: the sandbox's user namespace "
+                        "maps ids 0-%u only",
+                        (unsigned)u, (unsigned)g, LOCAL_IDMAP_SLOT - 1);
+        if ((k = local_idmap_get(r->idmap, uid, &ns_start)) < 0)
+            return fail(f, "ReconcilerError", k,
+                        "Error seen: no user namespace id range for the sandbox: %s",
+                        k == -ENOSPC ? "every slot of this asb serve's --userns-range is taken"
+                                     : strerror(-k));
+    }
+    hu = (uid_t)(ns_start + u);
+    hg = (gid_t)(ns_start + g);
     _cleanup_(local_scratch_done) local_scratch sc = {0};
-    if ((k = make_dirs(r, uid, u, g, lim.ephemeral, &sc, f)) < 0)
+    if ((k = make_dirs(r, uid, hu, hg, lim.ephemeral, &sc, f)) < 0)
         return k;
     usec_t t_storage = now_usec(CLOCK_MONOTONIC);
 
@@ -386,11 +404,11 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
             k = -ENOMEM;
-        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, u, g) < 0)
+        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, hu, hg) < 0)
             k = -errno;
     }
     for (size_t i = 0; k == 0 && i < nvv; i++)
-        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, u, g) < 0)
+        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, hu, hg) < 0)
             k = -errno;
     if (k < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
@@ -409,7 +427,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (main_argv) {
         _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
         k = fs_mkdir_p(main_dir, 0755);
-        if (k == 0 && chown(main_dir, u, g) < 0)
+        if (k == 0 && chown(main_dir, hu, hg) < 0)
             k = -errno;
         if (exitf)
             unlink(exitf);
@@ -456,7 +474,8 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
-        .nameserver = nameserver,
+        .nameserver = nameserver, .userns_start = ns_start,
+        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
     };
     k = local_bundle_write(&bp, &err);
     local_bundle_volumes_free(vv, nvv, vnames);
@@ -467,7 +486,14 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
+    _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
+    if (!bp_rootfs)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    local_idmap_stage stage = {-1, -1};
+    if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
+                    LOCAL_IDMAP_ROOTFS, strerror(-k));
     k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
@@ -476,6 +502,15 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
         k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+    }
+    if (r->idmap) {
+        int sk = local_idmap_stage_leave(&stage);
+        if (sk < 0) {
+            /* This thread would go on in a private mount namespace: network namespaces it
+             * mounts later would be invisible to the host. */
+            log_error("cannot return to the host mount namespace", "error", strerror(-sk));
+            abort();
+        }
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));

@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-bundle.h"
 #include "local/local-expiry.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
@@ -547,7 +548,10 @@ static void gc_images(local_reconciler *r)
                      r->entries[i].uid) < 0)
             continue;
         json_t *c = json_load_file(cfg, 0, NULL);
-        const char *root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
+        const char *root = json_string_value(
+            json_object_get(json_object_get(c, "annotations"), LOCAL_BUNDLE_ROOTFS_ANNOTATION));
+        if (!root)
+            root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
         in_use[i] = root ? strdup(root) : NULL;
         json_decref(c);
     }
@@ -562,14 +566,41 @@ static void gc_images(local_reconciler *r)
     free(in_use);
 }
 
+typedef struct idmap_keep_ctx {
+    local_reconciler *r;
+    const json_t *items;
+} idmap_keep_ctx;
+
+/* A user namespace slot stays while its Sandbox exists or a runtime still has its container. */
+static bool idmap_keep(const char *uid, void *payload)
+{
+    idmap_keep_ctx *c = payload;
+    size_t i;
+    json_t *sb;
+    json_array_foreach(c->items, i, sb) {
+        const char *u = api_meta_string(sb, "uid");
+        if (u && strcmp(u, uid) == 0)
+            return true;
+    }
+    for (size_t h = 0; h < rec_n_handlers(c->r); h++) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", rec_handler(c->r, h)->root, uid) < 0 || access(p, F_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
 static bool net_keep(const char *uid, void *userdata)
 {
     return rec_find(userdata, uid) != NULL;
 }
 
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
- * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
-static uint64_t resync(local_reconciler *r, bool *ret_pending)
+ * resourceVersion the pass is consistent with; *ret_pending when something is still starting.
+ * Only a periodic pass (retry) starts again the sandboxes that failed at their generation; the
+ * quick passes that watch starting sandboxes do not, or a sandboxd that dies a little after
+ * its start would be restarted in a loop. */
+static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
 {
     json_t *items = NULL, *ctrs = NULL;
     uint64_t rv = 0;
@@ -641,6 +672,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
+        local_idmap_gc(r->idmap, idmap_keep, &(idmap_keep_ctx){r, items});
     }
     json_decref(ctrs);
     size_t i;
@@ -648,7 +680,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
     json_array_foreach(items, i, sb) {
         if (local_store_is_shutdown(r->store))
             break; /* SIGTERM: do not start more containers */
-        *ret_pending |= reconcile_one(r, sb, true);
+        *ret_pending |= reconcile_one(r, sb, retry);
     }
     json_decref(items);
     return rv;
@@ -778,7 +810,7 @@ static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
     bool pending = false;
-    uint64_t rv = resync(r, &pending), nudges = 0;
+    uint64_t rv = resync(r, &pending, true), nudges = 0;
     usec_t next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -796,8 +828,10 @@ static void *reconcile_thread(void *arg)
             continue;
         }
         if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= wake)) {
-            rv = MAX(rv, resync(r, &pending));
-            next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+            bool periodic = n == -ESTALE || now_usec(CLOCK_MONOTONIC) >= next_resync;
+            rv = MAX(rv, resync(r, &pending, periodic));
+            if (periodic)
+                next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             continue;
         }
         if (n < 0) {
@@ -814,7 +848,7 @@ static void *reconcile_thread(void *arg)
         pending = p || pending;
         store_events_free(evs, (size_t)n);
         if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
-            rv = MAX(rv, resync(r, &pending));
+            rv = MAX(rv, resync(r, &pending, true));
             next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
         }
     }
@@ -827,6 +861,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     if (!r)
         return -ENOMEM;
     r->store = o->store;
+    r->idmap = o->idmap;
     r->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (r->inotify_fd >= 0 && r->stop_fd >= 0 &&

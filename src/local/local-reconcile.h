@@ -5,6 +5,7 @@
 
 #include "basic/time-util.h"
 #include "local/local-limits.h"
+#include "local/local-idmap.h"
 #include "local/local-net.h"
 #include "local/local-store.h"
 
@@ -20,6 +21,8 @@ typedef struct local_reconciler_options {
     local_net_options net;  /* sandbox networking (mode, pod CIDR, bridge, DNS upstream) */
     local_limits defaults;  /* limits of containers that set none (local_limits_parse_defaults);
                              * all zero: none */
+    local_idmap *idmap;     /* borrowed, must outlive the reconciler: each sandbox's user
+                             * namespace ids; NULL: sandboxes share the host's ids */
 } local_reconciler_options;
 
 /* Starts the thread (and sandbox networking). Problems that only affect sandboxes (no root, no sandboxd) are logged and
