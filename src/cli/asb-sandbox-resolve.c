@@ -8,20 +8,6 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 
-static json_t *ready_condition(const json_t *obj)
-{
-    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcasecmp(t, "Ready") == 0)
-            return c;
-    }
-    return NULL;
-}
-
 int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_t **ret_obj)
 {
     const char *ns = cli_namespace();
@@ -91,22 +77,31 @@ int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_
 int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
 {
     _cleanup_free_ char *sn = NULL;
+    char *text = NULL, *why = NULL;
     json_t *obj = NULL;
     if (cli_sandbox_resolve(cl, name, &sn, &obj))
         return 1;
-    json_t *c = ready_condition(obj);
-    const char *st = json_string_value(json_object_get(c, "status"));
-    if (!st || strcasecmp(st, "True") != 0) {
-        const char *reason = json_string_value(json_object_get(c, "reason"));
-        const char *msg = json_string_value(json_object_get(c, "message"));
-        fprintf(stderr, "error: sandbox \"%s\" is not ready", sn);
-        if (reason && *reason)
-            fprintf(stderr, " (%s%s%s)", reason, msg && *msg ? ": " : "", msg && *msg ? msg : "");
-        fprintf(stderr, "\n");
-        json_decref(obj);
+    /* Ready, or Finished with its container kept (sandboxd still serves the main process's
+     * results): open. Anything else is refused at once, saying why. */
+    asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
+    text = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    if (!text || asb_sandbox_phase_of(&phase, &why, text) != ASB_OK) {
+        free(text);
+        return cli_print_sandbox_error(sn);
+    }
+    free(text);
+    if (phase != ASB_SANDBOX_READY && phase != ASB_SANDBOX_FINISHED) {
+        if (phase == ASB_SANDBOX_FINISHED_GONE)
+            fprintf(stderr, "error: sandbox \"%s\" has finished and its container is gone (%s)\n",
+                    sn, why);
+        else
+            fprintf(stderr, "error: sandbox \"%s\" is not ready%s%s%s\n", sn, *why ? " (" : "", why,
+                    *why ? ")" : "");
+        asb_free(why);
         return 1;
     }
-    json_decref(obj);
+    asb_free(why);
     if (asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL) != ASB_OK)
         return cli_print_sandbox_error(sn);
     return 0;
