@@ -82,7 +82,9 @@ int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
     if (cli_sandbox_resolve(cl, name, &sn, &obj))
         return 1;
     /* Ready, or Finished with its container kept (sandboxd still serves the main process's
-     * results): open. Anything else is refused at once, saying why. */
+     * results): open. Suspended, stopped for good, or finished without a container: refused at
+     * once, saying why. Pending: asb_sandbox_open decides (it waits for a Ready=True that is
+     * only about an older generation, as right after `asb claim`). */
     asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
     text = json_dumps(obj, JSON_COMPACT);
     json_decref(obj);
@@ -91,20 +93,25 @@ int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
         return cli_print_sandbox_error(sn);
     }
     free(text);
-    if (phase != ASB_SANDBOX_READY && phase != ASB_SANDBOX_FINISHED) {
-        if (phase == ASB_SANDBOX_FINISHED_GONE)
-            fprintf(stderr, "error: sandbox \"%s\" has finished and its container is gone (%s)\n",
-                    sn, why);
-        else
-            fprintf(stderr, "error: sandbox \"%s\" is not ready%s%s%s\n", sn, *why ? " (" : "", why,
-                    *why ? ")" : "");
+    int r = ASB_ECONFLICT;
+    if (phase == ASB_SANDBOX_READY || phase == ASB_SANDBOX_FINISHED || phase == ASB_SANDBOX_PENDING)
+        r = asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL);
+    if (r == ASB_OK) {
         asb_free(why);
-        return 1;
+        return 0;
     }
-    asb_free(why);
-    if (asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL) != ASB_OK)
+    if (r != ASB_ECONFLICT) {
+        asb_free(why);
         return cli_print_sandbox_error(sn);
-    return 0;
+    }
+    if (phase == ASB_SANDBOX_FINISHED_GONE)
+        fprintf(stderr, "error: sandbox \"%s\" has finished and its container is gone (%s)\n", sn,
+                why);
+    else
+        fprintf(stderr, "error: sandbox \"%s\" is not ready%s%s%s\n", sn, *why ? " (" : "", why,
+                *why ? ")" : "");
+    asb_free(why);
+    return 1;
 }
 
 int cli_print_sandbox_error(const char *context)
