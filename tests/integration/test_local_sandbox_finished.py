@@ -7,11 +7,13 @@ import os
 import re
 import time
 
+import grpc
 import pytest
 import requests
 
 from asb_cli import cli_env, ok, run
 from local_sandbox import condition, create, get_sandbox, wait_ready
+from grpc_helpers import Client
 from router_fixture import router_env_fixture
 from test_libasb_sandbox import probe, results, run_probe  # noqa: F401 (fixture)
 
@@ -43,6 +45,17 @@ def router_lines(asb, name):
             if ": router: " in l and re.search(rf" sandbox={re.escape(name)}(\s|$)", l)]
 
 
+def grpc_meta(env, name):
+    return [("x-sandbox-id", name), ("authorization", f"Bearer {env.token}")]
+
+
+@pytest.fixture(scope="module")
+def gclient(router_env):
+    c = Client(router_env.hostport())
+    yield c
+    c.close()
+
+
 def router_get(env, name, path):
     t0 = time.monotonic()
     r = requests.get(env.url + path, headers=env.headers(name), timeout=120)
@@ -50,7 +63,7 @@ def router_get(env, name, path):
 
 
 @pytest.mark.parametrize("code", [0, 3])
-def test_finished_sandbox_serves_files_and_exec(router_env, probe, tmp_path, code):  # noqa: F811
+def test_finished_sandbox_serves_files_and_exec(router_env, probe, gclient, tmp_path, code):  # noqa: F811
     asb, name = router_env.asb, f"fin{code}"
     create(asb, name, container={"command": ["sh", "-c", f"echo result-{code} > out.txt; exit {code}"]})
     obj = wait_for_obj(asb, name, finished, "Finished")
@@ -80,11 +93,14 @@ def test_finished_sandbox_serves_files_and_exec(router_env, probe, tmp_path, cod
     assert (r.status_code, r.content) == (200, f"result-{code}\n".encode()), r.text
     assert took < AT_ONCE_S, took
     assert not [l for l in router_lines(asb, name) if "waiting for sandbox" in l], asb.output()
+    # ... and exec over gRPC through the router too.
+    r = gclient.execute(["cat", "out.txt"], metadata=grpc_meta(router_env, name))
+    assert (r.exit_code, r.stdout) == (0, f"result-{code}\n".encode())
     # Still the same main process result: it was not started again.
     assert condition(get_sandbox(asb, name), "Finished")["message"] == condition(obj, "Finished")["message"]
 
 
-def test_never_ready_sandbox_is_refused_at_once(router_env):
+def test_never_ready_sandbox_is_refused_at_once(router_env, gclient):
     asb = router_env.asb
     # Unsupported image: ImageNotSupported, final for this generation.
     create(asb, "badimg", image="python:3.13-slim")
@@ -96,6 +112,13 @@ def test_never_ready_sandbox_is_refused_at_once(router_env):
                              '(ImageNotSupported: image "python:3.13-slim" is not supported'), detail
     assert took < AT_ONCE_S, took
     assert not [l for l in router_lines(asb, "badimg") if "waiting for sandbox" in l], asb.output()
+    # Over gRPC: UNAVAILABLE with the same text, at once.
+    t0 = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        gclient.execute(["true"], metadata=grpc_meta(router_env, "badimg"))
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+    assert "will not become ready (ImageNotSupported: " in e.value.details()
+    assert time.monotonic() - t0 < AT_ONCE_S
     # The CLI names the same reason.
     p = run(asb, "exec", "badimg", "--", "true")
     assert p.returncode == 1 and 'is not ready (ImageNotSupported: ' in p.stderr, p.stderr
