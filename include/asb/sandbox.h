@@ -50,11 +50,43 @@ typedef struct asb_sandbox_options {
 ASB_PUBLIC int asb_sandbox_open_sockets(asb_sandbox **out, const char *rest_socket,
                                         const char *grpc_socket, const asb_sandbox_options *opts);
 
+/* What a Sandbox object says about reaching its sandboxd (asb_sandbox_phase_of()). */
+typedef enum asb_sandbox_phase {
+    ASB_SANDBOX_PENDING = 0,       /* being started, resumed or re-observed: may become Ready */
+    ASB_SANDBOX_READY = 1,         /* Ready=True at the current generation */
+    ASB_SANDBOX_FINISHED = 2,      /* Finished=True (main process exited) and its container still
+                                      exists (status.selector set): a local sandboxd keeps serving
+                                      files and exec until the Sandbox is deleted */
+    ASB_SANDBOX_SUSPENDED = 3,     /* spec.operatingMode Suspended: Ready only after a resume */
+    ASB_SANDBOX_STOPPED = 4,       /* will not become Ready as it is: a terminal Ready reason at the
+                                      current generation (ImageNotSupported, ImageNotFound,
+                                      ImageUnpackFailed, ReconcilerError, SandboxExpired, ...) or
+                                      being deleted */
+    ASB_SANDBOX_FINISHED_GONE = 5, /* Finished=True but its container is gone (expired, torn
+                                      down): nothing serves it any more */
+} asb_sandbox_phase;
+
+/* Classifies the Sandbox object `object` (JSON text, as asb_object_get() returns it). why (may
+ * be NULL) receives "Reason: message" of the condition that decided ("PodSucceeded: main process
+ * exited with code 0", "ImageNotSupported: image ...", "" when there is none), owned by the
+ * caller (asb_free). Returns ASB_OK, ASB_EPROTOCOL (not a JSON object) or ASB_ENOMEM. */
+ASB_PUBLIC int asb_sandbox_phase_of(asb_sandbox_phase *out, char **why, const char *object);
+
+/* Waits, on a watch, until the Sandbox `name` in ns is no longer ASB_SANDBOX_PENDING (at once
+ * when it is not): Ready, Finished (with or without its container), suspended or stopped. *out (may
+ * be NULL) is that object, owned by the caller (asb_free); classify it with asb_sandbox_phase_of().
+ * Returns ASB_OK, ASB_ENOTFOUND (does not exist, or deleted while waiting), ASB_ETIMEOUT,
+ * ASB_ECANCELLED or another error of the get/watch. */
+ASB_PUBLIC int asb_sandbox_wait_settled(char **out, asb_client *client, const char *ns,
+                                        const char *name, const asb_wait_options *opts);
+
 /* Opens the Sandbox `name` in namespace ns (NULL: "default") known to client: gets the object,
- * requires its Ready condition to be True (else ASB_ECONFLICT, "sandbox ... is not ready") and
- * uses the sockets $STATE/run/<metadata.uid>/{rest,grpc}.sock, STATE being the state directory
- * the client was configured from. The client is not kept. Errors of the get (ASB_ENOTFOUND, ...)
- * are returned as they are. */
+ * requires it to be ASB_SANDBOX_READY or ASB_SANDBOX_FINISHED (else ASB_ECONFLICT, "sandbox ...
+ * is not ready (Reason: message)", at once) and uses the sockets
+ * $STATE/run/<metadata.uid>/{rest,grpc}.sock, STATE being the state directory the client was
+ * configured from. A Ready=True about an older generation is waited for (up to 10 s) with
+ * asb_sandbox_wait_settled(). The client is not kept. Errors of the get (ASB_ENOTFOUND, ...) are
+ * returned as they are. */
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts);
 

@@ -8,20 +8,6 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 
-static json_t *ready_condition(const json_t *obj)
-{
-    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcasecmp(t, "Ready") == 0)
-            return c;
-    }
-    return NULL;
-}
-
 int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_t **ret_obj)
 {
     const char *ns = cli_namespace();
@@ -91,25 +77,41 @@ int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_
 int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
 {
     _cleanup_free_ char *sn = NULL;
+    char *text = NULL, *why = NULL;
     json_t *obj = NULL;
     if (cli_sandbox_resolve(cl, name, &sn, &obj))
         return 1;
-    json_t *c = ready_condition(obj);
-    const char *st = json_string_value(json_object_get(c, "status"));
-    if (!st || strcasecmp(st, "True") != 0) {
-        const char *reason = json_string_value(json_object_get(c, "reason"));
-        const char *msg = json_string_value(json_object_get(c, "message"));
-        fprintf(stderr, "error: sandbox \"%s\" is not ready", sn);
-        if (reason && *reason)
-            fprintf(stderr, " (%s%s%s)", reason, msg && *msg ? ": " : "", msg && *msg ? msg : "");
-        fprintf(stderr, "\n");
-        json_decref(obj);
-        return 1;
-    }
+    /* Ready, or Finished with its container kept (sandboxd still serves the main process's
+     * results): open. Suspended, stopped for good, or finished without a container: refused at
+     * once, saying why. Pending: asb_sandbox_open decides (it waits for a Ready=True that is
+     * only about an older generation, as right after `asb claim`). */
+    asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
+    text = json_dumps(obj, JSON_COMPACT);
     json_decref(obj);
-    if (asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL) != ASB_OK)
+    if (!text || asb_sandbox_phase_of(&phase, &why, text) != ASB_OK) {
+        free(text);
         return cli_print_sandbox_error(sn);
-    return 0;
+    }
+    free(text);
+    int r = ASB_ECONFLICT;
+    if (phase == ASB_SANDBOX_READY || phase == ASB_SANDBOX_FINISHED || phase == ASB_SANDBOX_PENDING)
+        r = asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL);
+    if (r == ASB_OK) {
+        asb_free(why);
+        return 0;
+    }
+    if (r != ASB_ECONFLICT) {
+        asb_free(why);
+        return cli_print_sandbox_error(sn);
+    }
+    if (phase == ASB_SANDBOX_FINISHED_GONE)
+        fprintf(stderr, "error: sandbox \"%s\" has finished and its container is gone (%s)\n", sn,
+                why);
+    else
+        fprintf(stderr, "error: sandbox \"%s\" is not ready%s%s%s\n", sn, *why ? " (" : "", why,
+                *why ? ")" : "");
+    asb_free(why);
+    return 1;
 }
 
 int cli_print_sandbox_error(const char *context)

@@ -199,13 +199,13 @@ static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_opti
         if (r == ASB_ECONFLICT) {
             /* The claim forwarded Ready, but the Sandbox's own condition is about an older
              * generation (adoption rewrote its metadata): wait for it on a watch, as the Go SDK
-             * watches the Sandbox after the claim. */
+             * watches the Sandbox after the claim, until it settles (Ready, or finished or
+             * stopped: then the open below says why at once). */
             long left = (long)((deadline_usec - mono_usec()) / 1000);
             asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
             wo.timeout_ms = left > 0 ? left : 1;
             wo.cancel = o ? o->cancel : NULL;
-            r = asb_object_wait_condition(NULL, client, "Sandbox", cl->ns, cl->sandbox_name,
-                                          "Ready", "True", &wo);
+            r = asb_sandbox_wait_settled(NULL, client, cl->ns, cl->sandbox_name, &wo);
             if (r == ASB_OK)
                 r = asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
         }

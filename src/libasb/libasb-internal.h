@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "asb/asb.h"
@@ -68,6 +69,14 @@ typedef struct asbi_watch_params {
 
 int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watch_params *p,
                asbi_event_cb cb, void *payload);
+
+/* asb_object_wait_condition() with a predicate of the caller's: returns as soon as pred(object,
+ * payload) is true for the object as read or as a watch event delivers it (*out: that object,
+ * owned by the caller). Same results as asb_object_wait_condition(). */
+typedef bool (*asbi_wait_pred)(const json_t *obj, void *payload);
+int asbi_object_wait_until(char **out, asb_client *c, const char *kind, const char *ns,
+                           const char *name, asbi_wait_pred pred, void *payload,
+                           const asb_wait_options *opts);
 
 /* Whether obj has status.conditions[type == condition (any case)].status == status (any case),
  * not outdated by observedGeneration < metadata.generation. */

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "asb/sandbox.h"
 
 struct asb_sandbox {
@@ -21,6 +23,10 @@ struct asb_sandbox {
 /* "/v1/files/" + every byte outside A-Za-z0-9-_.~ percent-encoded ('/' as %2F), a bare "." or
  * ".." segment as %2E / %2E%2E (Go SDK). Owned by the caller; NULL on ENOMEM. */
 char *asbi_sandbox_files_path(const char *path);
+
+/* asb_sandbox_phase_of() on a parsed object: *ret the phase, *ret_why (when not NULL) "Reason:
+ * message" of the deciding condition, owned by the caller. Returns ASB_OK or ASB_ENOMEM. */
+int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why);
 
 /* <state_dir>/run/<uid>/{rest,grpc}.sock (DESIGN.md), both owned by the caller. A uid that is
  * empty, ".", ".." or holds a '/' gives ASB_EPROTOCOL. */

@@ -250,13 +250,12 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
     if (ready_true_but_stale(obj)) {
         /* A warm-adopted sandbox: its claim is Ready (the Sandbox's Ready condition, copied),
          * but the adoption bumped the Sandbox's generation. Wait for the controller to confirm
-         * instead of failing the first command run right after `asb claim`. */
+         * instead of failing the first command run right after `asb claim`; stop as soon as
+         * the Sandbox settles any other way (finished, stopped, suspended). */
         asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
         wo.timeout_ms = SANDBOX_OPEN_STALE_WAIT_MS;
         char *fresh = NULL;
-        if (asb_object_wait_condition(&fresh, client, "Sandbox", ns, name, "Ready", "True", &wo) ==
-                ASB_OK &&
-            fresh) {
+        if (asb_sandbox_wait_settled(&fresh, client, ns, name, &wo) == ASB_OK && fresh) {
             json_t *o2 = json_loads(fresh, 0, NULL);
             if (o2) {
                 json_decref(obj);
@@ -265,15 +264,20 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
         }
         asb_free(fresh);
     }
-    char *rest = NULL, *grpc = NULL;
+    char *rest = NULL, *grpc = NULL, *why = NULL;
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!uid) {
         r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no metadata.uid", name);
         goto out;
     }
-    if (!asbi_condition_met(obj, "Ready", "True")) {
-        r = asbi_error_set(ASB_ECONFLICT, 0, "NotReady", "sandbox %s/%s is not ready",
-                           ns ? ns : "default", name);
+    /* Ready, or Finished with its container kept: sandboxd serves files and exec either way. */
+    asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
+    r = asbi_sandbox_phase(obj, &phase, &why);
+    if (r != ASB_OK)
+        goto out;
+    if (phase != ASB_SANDBOX_READY && phase != ASB_SANDBOX_FINISHED) {
+        r = asbi_error_set(ASB_ECONFLICT, 0, "NotReady", "sandbox %s/%s is not ready%s%s%s",
+                           ns ? ns : "default", name, *why ? " (" : "", why, *why ? ")" : "");
         goto out;
     }
     r = asbi_sandbox_socket_paths(client->state_dir, uid, &rest, &grpc);
@@ -282,6 +286,7 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
 out:
     free(rest);
     free(grpc);
+    free(why);
     json_decref(obj);
     return r;
 }

@@ -253,6 +253,8 @@ struct waiter {
     bool (*met)(const json_t *obj, const waiter *wt);
     const char *condition, *status; /* condition type and status, or JSONPath and value */
     json_t *found;                  /* the object that satisfied the condition */
+    asbi_wait_pred pred;            /* asbi_object_wait_until's predicate and its payload */
+    void *pred_payload;
 };
 
 static bool condition_met(const json_t *obj, const waiter *wt)
@@ -421,7 +423,7 @@ ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *c, const char *
 {
     if (!condition || !*condition)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty condition");
-    waiter wt = {condition_met, condition, status ? status : "True", NULL};
+    waiter wt = {condition_met, condition, status ? status : "True", NULL, NULL, NULL};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
@@ -431,13 +433,26 @@ ASB_PUBLIC int asb_object_wait_jsonpath(char **out, asb_client *c, const char *k
 {
     if (!path || !*path)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty JSONPath");
-    waiter wt = {jsonpath_met, path, value, NULL};
+    waiter wt = {jsonpath_met, path, value, NULL, NULL, NULL};
+    return wait_common(out, c, kind, ns, name, &wt, opts);
+}
+
+static bool pred_met(const json_t *obj, const waiter *wt)
+{
+    return wt->pred(obj, wt->pred_payload);
+}
+
+int asbi_object_wait_until(char **out, asb_client *c, const char *kind, const char *ns,
+                           const char *name, asbi_wait_pred pred, void *payload,
+                           const asb_wait_options *opts)
+{
+    waiter wt = {pred_met, NULL, NULL, NULL, pred, payload};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
 ASB_PUBLIC int asb_object_wait_deleted(asb_client *c, const char *kind, const char *ns,
                                        const char *name, const asb_wait_options *opts)
 {
-    waiter wt = {NULL, NULL, NULL, NULL};
+    waiter wt = {NULL, NULL, NULL, NULL, NULL, NULL};
     return wait_common(NULL, c, kind, ns, name, &wt, opts);
 }

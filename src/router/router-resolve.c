@@ -12,8 +12,10 @@
 #include <time.h>
 
 #include "asb/client.h"
+#include "asb/sandbox.h"
 #include "basic/macro.h"
 #include "router/router-internal.h"
+#include "shared/log.h"
 
 /* ---- template ---- */
 
@@ -225,18 +227,26 @@ static void api_invalidate(router_resolver *base, const char *ns, const char *id
     pthread_mutex_unlock(&r->lock);
 }
 
-static bool condition_true(json_t *obj, const char *type)
+/* The error answer for a sandbox that will not serve as it is (phase: STOPPED, FINISHED_GONE or
+ * SUSPENDED again), named after why. Returns -EIO. */
+static int not_serving(router_error *err, const char *ns, const char *id, asb_sandbox_phase phase,
+                       const char *why)
 {
-    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
-    size_t i;
-    json_t *c;
-    json_array_foreach (conds, i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *s = json_string_value(json_object_get(c, "status"));
-        if (t && s && strcasecmp(t, type) == 0)
-            return strcmp(s, "True") == 0;
-    }
-    return false;
+    if (phase == ASB_SANDBOX_FINISHED_GONE)
+        router_error_set(err, 503,
+                         "Sandbox \"%s\" in namespace \"%s\" has finished and its "
+                         "container is gone (%s).",
+                         id, ns, why);
+    else if (phase == ASB_SANDBOX_SUSPENDED)
+        router_error_set(err, 503, "Sandbox \"%s\" in namespace \"%s\" is suspended (%s).", id, ns,
+                         why);
+    else
+        router_error_set(err, 503,
+                         "Sandbox \"%s\" in namespace \"%s\" will not become ready "
+                         "(%s).",
+                         id, ns, why);
+    log_info("router: sandbox not served", "sandbox", id, "namespace", ns, "why", why);
+    return -EIO;
 }
 
 static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
@@ -261,48 +271,62 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         router_error_set(err, 502, "Could not reach the control plane for sandbox %s", id);
         return -EIO;
     }
-    char *text = NULL;
+    char *text = NULL, *why = NULL;
     int ret = 0;
     json_t *obj = NULL;
+    asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
     int rc = asb_object_get(&text, client, "Sandbox", ns, id);
     if (rc == ASB_ENOTFOUND) {
         router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
         ret = -ENOENT;
         goto out;
     }
-    if (rc != ASB_OK || !(obj = json_loads(text, 0, NULL))) {
+    if (rc != ASB_OK || asb_sandbox_phase_of(&phase, NULL, text) != ASB_OK) {
         router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
         ret = -EIO;
         goto out;
     }
-    const char *mode =
-        json_string_value(json_object_get(json_object_get(obj, "spec"), "operatingMode"));
-    bool suspended = mode && strcmp(mode, "Suspended") == 0;
-    if (suspended && asb_object_patch(NULL, client, "Sandbox", ns, id,
-                                      "{\"spec\":{\"operatingMode\":\"Running\"}}", 0) != ASB_OK) {
-        router_error_set(err, 502, "Could not resume the backend sandbox: %s", id);
-        ret = -EIO;
-        goto out;
+    if (phase == ASB_SANDBOX_SUSPENDED) {
+        /* A request resumes a suspended sandbox: patch it to Running and wait below. */
+        if (asb_object_patch(NULL, client, "Sandbox", ns, id,
+                             "{\"spec\":{\"operatingMode\":\"Running\"}}", 0) != ASB_OK) {
+            router_error_set(err, 502, "Could not resume the backend sandbox: %s", id);
+            ret = -EIO;
+            goto out;
+        }
+        log_info("router: resuming sandbox", "sandbox", id, "namespace", ns);
+        phase = ASB_SANDBOX_PENDING;
     }
-    if (suspended || !condition_true(obj, "Ready")) {
+    if (phase == ASB_SANDBOX_PENDING) {
+        /* Starting or resuming: wait (watch) until it is Ready or settles otherwise (finished,
+         * failed for good, deleted), never for a Ready that will not come. */
+        log_info("router: waiting for sandbox", "sandbox", id, "namespace", ns);
         asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
         wo.timeout_ms = r->resume_ms;
-        char *ready = NULL;
-        rc = asb_object_wait_condition(&ready, client, "Sandbox", ns, id, "Ready", "True", &wo);
+        asb_free(text);
+        text = NULL;
+        rc = asb_sandbox_wait_settled(&text, client, ns, id, &wo);
         if (rc != ASB_OK) {
-            asb_free(ready);
             if (rc == ASB_ENOTFOUND)
                 router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
             else if (rc == ASB_ETIMEOUT)
                 router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", id);
             else
                 router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-            ret = rc == ASB_ETIMEOUT ? -ETIMEDOUT : -EIO;
+            ret = rc == ASB_ETIMEOUT ? -ETIMEDOUT : rc == ASB_ENOTFOUND ? -ENOENT : -EIO;
             goto out;
         }
-        json_decref(obj);
-        obj = json_loads(ready, 0, NULL);
-        asb_free(ready);
+    }
+    if (!text || !(obj = json_loads(text, 0, NULL)) ||
+        asb_sandbox_phase_of(&phase, &why, text) != ASB_OK) {
+        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+        ret = -EIO;
+        goto out;
+    }
+    /* Ready, or Finished with its container kept: sandboxd serves files and exec either way. */
+    if (phase != ASB_SANDBOX_READY && phase != ASB_SANDBOX_FINISHED) {
+        ret = not_serving(err, ns, id, phase, why);
+        goto out;
     }
     const char *u = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!u) {
@@ -316,6 +340,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
 out:
     json_decref(obj);
     asb_free(text);
+    asb_free(why);
     asb_client_free(client);
     return ret;
 }

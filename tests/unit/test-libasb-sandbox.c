@@ -220,3 +220,80 @@ TEST(open_sockets_options)
     asb_sandbox_result_free(NULL);
     asb_sandbox_file_entries_free(NULL, 0);
 }
+
+/* The phase of a Sandbox object: generation 2, conditions as the local reconciler writes them. */
+static int phase_of(const char *extra_md, const char *spec, const char *status, char **why)
+{
+    char obj[2048];
+    snprintf(obj, sizeof(obj),
+             "{\"metadata\":{\"name\":\"s\",\"generation\":2%s},\"spec\":{%s},\"status\":{%s}}",
+             extra_md, spec, status);
+    asb_sandbox_phase p = 99;
+    int r = asb_sandbox_phase_of(&p, why, obj);
+    return r == ASB_OK ? (int)p : r;
+}
+
+#define COND(t, s, r, m, g)                                                                        \
+    "{\"type\":\"" t "\",\"status\":\"" s "\",\"reason\":\"" r "\",\"message\":\"" m               \
+    "\",\"observedGeneration\":" #g "}"
+
+TEST(sandbox_phase)
+{
+    char *why = NULL;
+    CHECK_INT_EQ(phase_of("", "", "", &why), ASB_SANDBOX_PENDING);
+    CHECK_STR_EQ(why, "");
+    free(why);
+    CHECK_INT_EQ(phase_of("", "",
+                          "\"conditions\":[" COND("Ready", "True", "DependenciesReady",
+                                                  "Pod is Ready", 2) "]",
+                          NULL),
+                 ASB_SANDBOX_READY);
+    /* Ready about an older spec: not yet confirmed. */
+    CHECK_INT_EQ(phase_of("", "",
+                          "\"conditions\":[" COND("Ready", "True", "DependenciesReady",
+                                                  "Pod is Ready", 1) "]",
+                          NULL),
+                 ASB_SANDBOX_PENDING);
+    CHECK_INT_EQ(phase_of("", "",
+                          "\"conditions\":[" COND("Ready", "False", "DependenciesNotReady",
+                                                  "Pod does not exist", 2) "]",
+                          NULL),
+                 ASB_SANDBOX_PENDING);
+    /* Finished with its container (status.selector) is served; without it, gone. */
+    const char *fin =
+        "\"conditions\":[" COND("Ready", "False", "PodFailed", "Pod failed", 2) "," COND(
+            "Finished", "True", "PodFailed", "main process exited with code 3", 2) "]";
+    char st[1024];
+    snprintf(st, sizeof(st), "%s,\"selector\":\"agents.x-k8s.io/sandbox-name-hash=1\"", fin);
+    CHECK_INT_EQ(phase_of("", "", st, &why), ASB_SANDBOX_FINISHED);
+    CHECK_STR_EQ(why, "PodFailed: main process exited with code 3");
+    free(why);
+    CHECK_INT_EQ(phase_of("", "", fin, NULL), ASB_SANDBOX_FINISHED_GONE);
+    /* Terminal reasons at the current generation stop; at an older one a new spec is pending. */
+    CHECK_INT_EQ(phase_of("", "",
+                          "\"conditions\":[" COND("Ready", "False", "ImageNotSupported",
+                                                  "image \\\"x\\\" is not supported", 2) "]",
+                          &why),
+                 ASB_SANDBOX_STOPPED);
+    CHECK_STR_EQ(why, "ImageNotSupported: image \"x\" is not supported");
+    free(why);
+    CHECK_INT_EQ(phase_of("", "",
+                          "\"conditions\":[" COND("Ready", "False", "ReconcilerError",
+                                                  "Error seen: x", 1) "]",
+                          NULL),
+                 ASB_SANDBOX_PENDING);
+    /* Suspended by spec (whatever the status says yet); being deleted stops. */
+    CHECK_INT_EQ(phase_of("", "\"operatingMode\":\"Suspended\"",
+                          "\"conditions\":[" COND("Ready", "True", "DependenciesReady",
+                                                  "Pod is Ready", 2) "]",
+                          &why),
+                 ASB_SANDBOX_SUSPENDED);
+    CHECK_STR_EQ(why, "SandboxSuspended: spec.operatingMode is Suspended");
+    free(why);
+    CHECK_INT_EQ(phase_of(",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"", "", "", NULL),
+                 ASB_SANDBOX_STOPPED);
+    asb_sandbox_phase p;
+    CHECK_INT_EQ(asb_sandbox_phase_of(&p, NULL, "[1]"), ASB_EPROTOCOL);
+    CHECK_INT_EQ(asb_sandbox_phase_of(&p, NULL, "not json"), ASB_EPROTOCOL);
+    CHECK_INT_EQ(asb_sandbox_phase_of(NULL, NULL, "{}"), ASB_EINVAL);
+}
