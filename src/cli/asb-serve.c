@@ -19,6 +19,7 @@
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
+#include "local/local-cleanup.h"
 #include "local/local-controller.h"
 #include "local/local-reconcile.h"
 #include "local/local-store.h"
@@ -34,7 +35,8 @@ static void serve_usage(FILE *f)
     fprintf(f,
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
-            "                 [--dns-upstream IP[:PORT]]\n\n"
+            "                 [--dns-upstream IP[:PORT]]\n"
+            "       asb serve --cleanup [--bridge NAME]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -55,6 +57,9 @@ static void serve_usage(FILE *f)
             "                      ASB_BRIDGE\n"
             "  --dns-upstream ADDR resolver the DNS forwarder asks (default: the first\n"
             "                      nameserver of /etc/resolv.conf); env ASB_DNS_UPSTREAM\n"
+            "  --cleanup           remove from the host everything this state dir made there\n"
+            "                      (containers, cgroups, network namespaces, bridge, nft table,\n"
+            "                      mounts) and exit; run it with asb serve stopped\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -65,7 +70,9 @@ static void serve_usage(FILE *f)
             "reconcile pass after this much quiet: liveness of sandboxes, default 10s),\n"
             "ASB_RUNTIME_CLASSES (runtimeClassName handlers, \"name=binary,...\"; built in: runc,\n"
             "crun, runsc, gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running\n"
-            "sandbox uses are removed after this long, default 10m).\n",
+            "sandbox uses are removed after this long, default 10m), ASB_TEARDOWN_WORKERS\n"
+            "(deleted sandboxes torn down in parallel, default 4), ASB_TEARDOWN_GRACE (how long\n"
+            "SIGTERM waits for pending teardowns, default 10s; the rest finish at the next start).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -175,6 +182,7 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
+    bool cleanup;
 } serve_opts;
 
 static int parse_args(int argc, char **argv, serve_opts *o)
@@ -187,6 +195,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
         {"dns-upstream", required_argument, NULL, 'd'},
+        {"cleanup", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -222,6 +231,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'd':
             o->dns_upstream = optarg;
+            break;
+        case 'C':
+            o->cleanup = true;
             break;
         case 'h':
             serve_usage(stdout);
@@ -270,6 +282,25 @@ static usec_t env_duration(const char *name, usec_t def)
     return def;
 }
 
+/* --cleanup: what the state dir made on the host goes; the files in it stay. */
+static int serve_cleanup(const serve_opts *o, const char *dir)
+{
+    if (geteuid() != 0)
+        fprintf(stderr, "asb serve --cleanup: not root: only what this user may remove goes\n");
+    const char *runtime = getenv("ASB_RUNTIME");
+    if (!runtime || !*runtime || strcmp(runtime, "none") == 0)
+        runtime = "runc";
+    local_net_options net = {.bridge = o->bridge};
+    local_cleanup_report rep = {0};
+    int r = local_cleanup(dir, runtime, &net, &rep);
+    fprintf(stderr,
+            "asb serve --cleanup: %s: removed %u containers, %u cgroups, %u mounts, %u loop "
+            "devices, the bridge and the nft table%s\n",
+            dir, rep.containers, rep.cgroups, rep.mounts, rep.loops,
+            r < 0 ? "; some things are left (see the log above)" : "");
+    return r < 0 ? 1 : 0;
+}
+
 int asb_serve(int argc, char **argv)
 {
     serve_opts o = {0};
@@ -282,6 +313,8 @@ int asb_serve(int argc, char **argv)
     _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL, *err = NULL;
     if (!dir)
         return 1;
+    if (o.cleanup)
+        return serve_cleanup(&o, dir);
     r = mkdir_p(dir, 0700);
     if (r == 0 && chmod(dir, 0700) < 0) /* an existing state dir is tightened too */
         r = -errno;
@@ -345,6 +378,8 @@ int asb_serve(int argc, char **argv)
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
+            .teardown_workers = env_size("ASB_TEARDOWN_WORKERS", 4),
+            .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream}};
         r = local_reconciler_start(&ro, &rec);
