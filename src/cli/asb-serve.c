@@ -72,7 +72,9 @@ static void serve_usage(FILE *f)
             "crun, runsc, gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running\n"
             "sandbox uses are removed after this long, default 10m), ASB_TEARDOWN_WORKERS\n"
             "(deleted sandboxes torn down in parallel, default 4), ASB_TEARDOWN_GRACE (how long\n"
-            "SIGTERM waits for pending teardowns, default 10s; the rest finish at the next start).\n",
+            "SIGTERM waits for pending teardowns, default 10s; the rest finish at the next start),\n"
+            "ASB_SANDBOX_LOG_MAX (bytes of a sandbox's sandboxd output kept, rotated once, default\n"
+            "1 MiB).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -380,6 +382,7 @@ int asb_serve(int argc, char **argv)
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
             .teardown_workers = env_size("ASB_TEARDOWN_WORKERS", 4),
             .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
+            .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream}};
         r = local_reconciler_start(&ro, &rec);

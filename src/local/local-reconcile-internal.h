@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "local/local-logs.h"
 #include "local/local-reconcile.h"
 #include "local/local-runtime-class.h"
 #include "local/local-runtime-oci.h"
@@ -98,6 +99,7 @@ struct local_reconciler {
     pthread_mutex_t net_lock;
     rec_pool pool;
     usec_t teardown_grace;
+    local_logs *logs; /* sandboxd's output (pipes), NULL without root */
 };
 
 /* Starts the teardown workers (n >= 1). */

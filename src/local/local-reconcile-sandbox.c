@@ -488,18 +488,29 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
+    /* sandboxd's stdout/stderr: a pipe asb serve reads (local-logs.h), not a host file. */
+    int pp[2];
+    if (pipe2(pp, O_CLOEXEC) < 0)
+        return fail(f, "ReconcilerError", -errno, "Error seen: cannot create a pipe: %s",
+                    strerror(errno));
+    _cleanup_close_ int out_r = pp[0], out_w = pp[1];
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
+                         &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w,
+                             out_r, &err);
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+    int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
+    if (lk < 0 && r->logs)
+        log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
     rec_adopt(r, uid, read_pid(pidfile));
     rec_entry *e = rec_find(r, uid);
     if (e)

@@ -626,9 +626,16 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                 continue;
             bool paused = st && strcmp(st, "paused") == 0;
             if (wanted && st && (strcmp(st, "running") == 0 || paused)) {
-                if (!rec_find(r, id))
+                pid_t cpid = (pid_t)json_integer_value(json_object_get(c, "pid"));
+                if (!rec_find(r, id)) {
                     log_info("re-adopted sandbox container", "uid", id, "status", st);
-                rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+                    /* Its output pipe, read again (a file from an older version is not). */
+                    _cleanup_free_ char *lp = NULL;
+                    if (r->logs && asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir,
+                                            id) >= 0)
+                        (void)local_logs_adopt(r->logs, id, cpid, lp);
+                }
+                rec_adopt(r, id, cpid);
                 rec_watch_main(r, id);
                 rec_entry *e = rec_find(r, id);
                 if (e) {
@@ -952,6 +959,9 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
             log_warn("sandboxes unavailable", "reason", r->inject_error);
         }
         fs_mkdir_p(runc_root, 0700);
+        k = local_logs_start(o->log_max, &r->logs);
+        if (k < 0)
+            log_warn("cannot collect sandbox output", "error", strerror(-k));
     }
     local_net_options no = o->net;
     no.state_dir = o->state_dir;
@@ -1049,6 +1059,7 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     runtime_classes_free(r->classes, r->n_classes);
     free(r->class_error);
     local_net_stop(r->net);
+    local_logs_stop(r->logs);
     free(r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);

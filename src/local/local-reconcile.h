@@ -19,6 +19,7 @@ typedef struct local_reconciler_options {
     local_net_options net;  /* sandbox networking (mode, pod CIDR, bridge, DNS upstream) */
     size_t teardown_workers; /* parallel deletions; 0 = 4 */
     usec_t teardown_grace;   /* how long stop waits for pending deletions; 0 = 10 s */
+    size_t log_max;          /* bytes of sandboxd output kept per sandbox (x2: one rotation) */
 } local_reconciler_options;
 
 /* Starts the thread (and sandbox networking). Problems that only affect sandboxes (no root, no sandboxd) are logged and

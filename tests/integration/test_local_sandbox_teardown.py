@@ -210,3 +210,65 @@ def test_pid1_death_turns_ready_false_within_two_seconds(start_sbx, sbx_state):
     # Restarted (no main process): Ready again.
     obj = wait_ready(asb, "pid1", timeout=20)
     assert "sandbox's first process exited" in asb.output()
+
+
+def sandboxd_log(state_dir, uid):
+    base = os.path.join(state_dir, "sandboxes", uid, "sandboxd.log")
+    out = b""
+    for p in (base + ".1", base):
+        if os.path.exists(p):
+            out += open(p, "rb").read()
+    return out
+
+
+def test_pid1_output_is_a_pipe_capped_by_asb_serve(start_sbx, sbx_state):
+    """Hole 4: sandboxd's stdout/stderr is a pipe asb serve reads, not a host file: a write
+    through /proc/1/fd/1 reaches asb serve's capped log only."""
+    cap = 64 * 1024
+    asb = start_sbx(env={"ASB_SANDBOX_LOG_MAX": str(cap)})
+    uid = create(asb, "piped")["metadata"]["uid"]
+    wait_ready(asb, "piped")
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    code, out, _ = run(client, "/bin/sh", "-c", "readlink /proc/1/fd/1 /proc/1/fd/2")
+    assert code == 0 and all(line.startswith("pipe:") for line in out.split()), out
+    # Whatever it writes, only asb serve's log (written by asb serve) changes, capped.
+    code, _, err = run(client, "/bin/sh", "-c", "echo marker-from-inside >> /proc/1/fd/1")
+    assert code == 0, err
+    assert wait_for(lambda: b"marker-from-inside" in sandboxd_log(sbx_state, uid)), asb.output()
+    code, _, err = run(client, "/bin/sh", "-c",
+                       "head -c 4000000 /dev/zero | tr '\\0' x > /proc/1/fd/1; echo end-of-flood > /proc/1/fd/1")
+    assert code == 0, err
+    assert wait_for(lambda: b"end-of-flood" in sandboxd_log(sbx_state, uid), timeout=20)
+    base = os.path.join(sbx_state, "sandboxes", uid, "sandboxd.log")
+    sizes = [os.path.getsize(p) for p in (base, base + ".1") if os.path.exists(p)]
+    assert sum(sizes) <= 2 * cap, sizes
+    # The file is asb serve's: not reachable from inside (no bind of it), owned by root, 0600.
+    st = os.stat(base)
+    assert st.st_uid == 0 and (st.st_mode & 0o077) == 0
+    # The sandbox still works after the flood.
+    assert run(client, "/bin/echo", "ok")[1] == "ok\n"
+
+
+def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
+    asb = start_sbx()
+    uid = create(asb, "relay")["metadata"]["uid"]
+    wait_ready(asb, "relay")
+    pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
+    asb.kill9()
+    # No reader now: sandboxd's log lines are dropped (EPIPE), it keeps serving.
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    assert run(client, "/bin/echo", "still")[1] == "still\n"
+    asb2 = start_sbx()
+    wait_ready(asb2, "relay")
+    assert "re-adopted sandbox container" in asb2.output()
+    assert int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read()) == pid
+    code, _, err = run(client, "/bin/sh", "-c", "echo after-restart >> /proc/1/fd/1")
+    assert code == 0, err
+    assert wait_for(lambda: b"after-restart" in sandboxd_log(sbx_state, uid)), asb2.output()
+    # And the sandbox survives a SIGTERM restart as well.
+    assert asb2.stop(signal.SIGTERM) == 0
+    assert run(client, "/bin/echo", "again")[1] == "again\n"
+    asb3 = start_sbx()
+    wait_ready(asb3, "relay")
+    code, _, err = run(client, "/bin/sh", "-c", "echo after-sigterm >> /proc/1/fd/1")
+    assert wait_for(lambda: b"after-sigterm" in sandboxd_log(sbx_state, uid)), asb3.output()
