@@ -12,6 +12,8 @@ import time
 
 import requests
 
+import bench_cleanup
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -121,12 +123,7 @@ def main():
     finally:
         proc.terminate()
         proc.wait(30)
-        out = subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "list", "--format", "json"],
-                             capture_output=True, text=True)
-        for c in json.loads(out.stdout or "null") or []:
-            subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", c["id"]],
-                           capture_output=True)
-        shutil.rmtree(state, ignore_errors=True)
+        bench_cleanup.cleanup_state(state)
     return 0
 
 

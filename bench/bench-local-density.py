@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+import bench_cleanup
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("bench_local_sandbox",
                                                os.path.join(HERE, "bench-local-sandbox.py"))
@@ -173,12 +175,7 @@ def main():
         if proc:
             proc.terminate()
             proc.wait(timeout=30)
-        root = os.path.join(tmp, "runc")
-        out = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True,
-                             text=True).stdout.split()
-        for cid in out:
-            subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        bench_cleanup.cleanup_state(tmp)
     return 0
 
 
