@@ -115,9 +115,10 @@ bool rec_teardown_take_finalized(local_reconciler *r, const char *uid);
 /* Waits for queued and running teardowns until the monotonic deadline, then stops the workers
  * (running teardowns finish; queued ones stay recorded as deletionTimestamp in the store). */
 void rec_pool_stop(local_reconciler *r, usec_t deadline);
-/* The teardown itself, on the calling thread. */
-void rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
-                      bool purge);
+/* The teardown itself, on the calling thread: 0, or the error of runc delete (the container may
+ * still exist; everything else was removed anyway). */
+int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
+                     bool purge);
 /* Forgets a known container (closes its pidfd). */
 void rec_forget(local_reconciler *r, const char *uid);
 

@@ -100,8 +100,8 @@ static char *path_of(local_reconciler *r, const char *area, const char *uid, con
     return p;
 }
 
-void rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
-                      bool purge)
+int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
+                     bool purge)
 {
     _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
@@ -129,6 +129,7 @@ void rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *r
         fs_rm_rf(base);
     else if (bundle)
         fs_rm_rf(bundle);
+    return k;
 }
 
 void rec_teardown(local_reconciler *r, const char *uid, bool purge)
@@ -137,7 +138,7 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     bool frozen = e && e->frozen;
     const oci_runtime *rt = rec_runtime(r, uid);
     rec_forget(r, uid);
-    rec_teardown_run(r, uid, rt, frozen, purge);
+    (void)rec_teardown_run(r, uid, rt, frozen, purge);
 }
 
 #define ANN_TEMPLATE_REF "agents.x-k8s.io/sandbox-template-ref"

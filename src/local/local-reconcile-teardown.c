@@ -100,7 +100,7 @@ void rec_teardown_async(local_reconciler *r, const char *uid, const char *ns, co
     pthread_mutex_lock(&r->pool.lock);
     if (r->pool.n_threads == 0 || r->pool.stop) {
         pthread_mutex_unlock(&r->pool.lock);
-        rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
+        (void)rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
         job_free(j);
         return;
     }
@@ -133,9 +133,11 @@ static int finalize_fn(const json_t *old, json_t **ret_new, void *payload)
 static void run_job(local_reconciler *r, rec_job *j)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
+    int tk = rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
     usec_t t1 = now_usec(CLOCK_MONOTONIC);
-    if (j->name) {
+    /* The container may still run: the object stays (deletionTimestamp) and the next resync
+     * tries again. */
+    if (j->name && tk == 0) {
         /* Recorded before the write that publishes DELETED, so the loop never tears it down
          * a second time. */
         pthread_mutex_lock(&r->pool.lock);
