@@ -272,3 +272,24 @@ def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
     wait_ready(asb3, "relay")
     code, _, err = run(client, "/bin/sh", "-c", "echo after-sigterm >> /proc/1/fd/1")
     assert wait_for(lambda: b"after-sigterm" in sandboxd_log(sbx_state, uid)), asb3.output()
+
+
+def test_delete_right_after_create_and_of_a_frozen_sandbox(start_sbx, sbx_state):
+    asb = start_sbx()
+    # Deleted before (or while) its container starts: the object goes only once nothing runs.
+    early = create(asb, "early")["metadata"]["uid"]
+    assert asb.delete(path(asb, "early")).status_code == 200
+    # Suspended (frozen by the cgroup freezer), then deleted: thawed and killed.
+    frozen = create(asb, "frozen")["metadata"]["uid"]
+    wait_ready(asb, "frozen")
+    assert asb.merge_patch(path(asb, "frozen"), {"spec": {"operatingMode": "Suspended"}}).status_code == 200
+    assert wait_for(lambda: {c["id"]: c["status"] for c in runc_list(sbx_state)}.get(frozen) == "paused")
+    assert asb.delete(path(asb, "frozen")).status_code == 200
+    assert wait_for(lambda: not exists(asb, "early") and not exists(asb, "frozen"), timeout=20), \
+        asb.output()
+    assert not {early, frozen} & runc_ids(sbx_state)
+    assert container_pids(sbx_state) == []
+    # A new sandbox under a deleted one's name is a new object with its own container.
+    again = create(asb, "early")["metadata"]["uid"]
+    assert again != early
+    wait_ready(asb, "early")
