@@ -1086,8 +1086,8 @@ int local_net_purge(const local_net_options *o)
     uint64_t h = fnv64(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
-    _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL,
-                        *batch = NULL, *path = NULL;
+    _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL, *batch = NULL,
+                        *path = NULL;
     if (asprintf(&net_dir, "%s/net", o->state_dir) < 0 || asprintf(&table, "asb_%s", hex) < 0 ||
         (o->bridge && *o->bridge ? !(bridge = strdup(o->bridge))
                                  : asprintf(&bridge, "asb%s", hex) < 0))

@@ -18,7 +18,7 @@ typedef struct rec_entry {
     bool ready; /* sandboxd answered health */
     bool frozen; /* runc pause'd (operatingMode Suspended) */
     size_t handler; /* runs under rec_handler(r, handler) */
-    int pidfd; /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
+    int pidfd;      /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
 } rec_entry;
 
 /* One teardown for the worker pool (local-reconcile-teardown.c): everything it needs is copied,

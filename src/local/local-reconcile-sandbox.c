@@ -504,8 +504,8 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         free(err);
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w,
-                             out_r, &err);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
+                             &err);
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));

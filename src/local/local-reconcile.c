@@ -631,8 +631,8 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
                     log_info("re-adopted sandbox container", "uid", id, "status", st);
                     /* Its output pipe, read again (a file from an older version is not). */
                     _cleanup_free_ char *lp = NULL;
-                    if (r->logs && asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir,
-                                            id) >= 0)
+                    if (r->logs &&
+                        asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir, id) >= 0)
                         (void)local_logs_adopt(r->logs, id, cpid, lp);
                 }
                 rec_adopt(r, id, cpid);
@@ -773,7 +773,7 @@ static void run_pid_exits(local_reconciler *r, bool *pending)
         return;
     size_t i;
     json_t *sb;
-    json_array_foreach(items, i, sb) {
+    json_array_foreach (items, i, sb) {
         const char *uid = api_meta_string(sb, "uid");
         rec_entry *e = uid ? rec_find(r, uid) : NULL;
         if (!e || e->pidfd < 0 || !e->ready)
@@ -803,9 +803,8 @@ static void *watch_thread(void *arg)
 {
     local_reconciler *r = arg;
     for (;;) {
-        struct pollfd p[3] = {{r->inotify_fd, POLLIN, 0},
-                              {r->stop_fd, POLLIN, 0},
-                              {r->epoll_fd, POLLIN, 0}};
+        struct pollfd p[3] = {
+            {r->inotify_fd, POLLIN, 0}, {r->stop_fd, POLLIN, 0}, {r->epoll_fd, POLLIN, 0}};
         if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -1008,7 +1007,7 @@ static void finish_deletions(local_reconciler *r)
         return;
     size_t i;
     json_t *sb;
-    json_array_foreach(items, i, sb) {
+    json_array_foreach (items, i, sb) {
         const char *uid = api_meta_string(sb, "uid");
         if (uid && reconcile_deleting(sb))
             rec_teardown_async(r, uid, api_meta_string(sb, "namespace"),
