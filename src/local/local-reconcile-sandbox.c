@@ -512,7 +512,13 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
     if (lk < 0 && r->logs)
         log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
-    rec_adopt(r, uid, read_pid(pidfile));
+    pid_t pid = read_pid(pidfile);
+    if (pid <= 0) { /* no pid file: ask the runtime, or the container would look dead */
+        _cleanup_free_ char *st = NULL;
+        if (oci_state(rec_handler(r, handler), uid, &st, &pid) < 0)
+            pid = 0;
+    }
+    rec_adopt(r, uid, pid);
     rec_entry *e = rec_find(r, uid);
     if (e)
         e->handler = handler;

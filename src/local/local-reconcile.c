@@ -595,6 +595,27 @@ static bool net_keep(const char *uid, void *userdata)
     return rec_find(userdata, uid) != NULL || rec_teardown_pending(userdata, uid);
 }
 
+/* The first process of a Ready sandbox's container exited (seen by its pidfd, or by a resync
+ * that got there first): Finished when its main process exited, else reported and restarted. */
+static void first_process_exited(local_reconciler *r, const json_t *sb, const char *uid,
+                                 bool *pending)
+{
+    int code;
+    bool main_exited = rec_main_exit(r, uid, &code) == 0;
+    log_info("sandbox's first process exited", "sandbox", api_meta_string(sb, "name"), "uid", uid,
+             "next", main_exited ? "finished" : "restart");
+    rec_teardown(r, uid, false);
+    if (!main_exited && !reconcile_deleting(sb)) {
+        status_update u = {
+            .uid = uid,
+            .ready = {"Ready", "False", "DependenciesNotReady",
+                      "Pod exited (the sandbox's first process is gone): restarting"},
+            .suspended = {"Suspended", "False", "NotSuspended", "Sandbox is not suspended"}};
+        write_status(r, sb, &u);
+    }
+    *pending |= reconcile_one(r, sb, true);
+}
+
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
  * resourceVersion the pass is consistent with; *ret_pending when something is still starting. */
 static uint64_t resync(local_reconciler *r, bool *ret_pending)
@@ -669,7 +690,15 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending)
             _cleanup_free_ char *uid = strdup(e->uid);
             if (!uid)
                 break;
-            rec_teardown(r, uid, false);
+            const json_t *sb = NULL, *it;
+            size_t j;
+            json_array_foreach (items, j, it)
+                if (strcmp(api_meta_string(it, "uid") ?: "", uid) == 0)
+                    sb = it;
+            if (sb && e->ready)
+                first_process_exited(r, sb, uid, ret_pending);
+            else
+                rec_teardown(r, uid, false);
         }
         gc_images(r);
         pthread_mutex_lock(&r->net_lock);
@@ -781,20 +810,7 @@ static void run_pid_exits(local_reconciler *r, bool *pending)
         struct pollfd p = {e->pidfd, POLLIN, 0};
         if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
             continue;
-        int code;
-        bool main_exited = rec_main_exit(r, uid, &code) == 0;
-        log_info("sandbox's first process exited", "sandbox", api_meta_string(sb, "name"), "uid",
-                 uid, "next", main_exited ? "finished" : "restart");
-        rec_teardown(r, uid, false);
-        if (!main_exited && !reconcile_deleting(sb)) {
-            status_update u = {
-                .uid = uid,
-                .ready = {"Ready", "False", "DependenciesNotReady",
-                          "Pod exited (the sandbox's first process is gone): restarting"},
-                .suspended = {"Suspended", "False", "NotSuspended", "Sandbox is not suspended"}};
-            write_status(r, sb, &u);
-        }
-        *pending |= reconcile_one(r, sb, true);
+        first_process_exited(r, sb, uid, pending);
     }
     json_decref(items);
 }

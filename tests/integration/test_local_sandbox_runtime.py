@@ -248,11 +248,11 @@ def test_dead_sandboxd_is_restarted(start_sbx, sbx_state):
         except OSError:
             return False
     assert wait_for(answers, timeout=15), asb.output()
+    # The death was reported (Ready=False, restarting) and the restart turns it Ready again.
+    wait_ready(asb, "phoenix")
+    assert "sandbox's first process exited" in asb.output()
     new_pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
     assert new_pid != pid
-    # The death was reported (Ready=False, restarting) and the restart turns it Ready again.
-    assert "sandbox's first process exited" in asb.output()
-    wait_ready(asb, "phoenix")
 
 
 def test_ready_false_while_starting_then_true(start_sbx, sbx_state):
