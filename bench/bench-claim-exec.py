@@ -20,6 +20,8 @@ import time
 
 import requests
 
+import bench_cleanup
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -150,14 +152,7 @@ def main():
         if proc:
             proc.terminate()
             proc.wait(timeout=60)
-        ids = subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "list", "-q"],
-                             capture_output=True, text=True).stdout.split()
-        for i in ids:
-            subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", i],
-                           capture_output=True)
-        for disk in glob.glob(os.path.join(state, "sandboxes", "*", "disk")):
-            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
-        shutil.rmtree(state, ignore_errors=True)
+        bench_cleanup.cleanup_state(state)
     print(f"{'measurement':<52} {'n':>5} {'p50 ms':>9} {'p99 ms':>9}")
     for name, n, p50, p99 in rows:
         print(f"{name:<52} {n:>5} {p50:>9.2f} {p99:>9.2f}")

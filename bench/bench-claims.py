@@ -13,6 +13,8 @@ import time
 
 import requests
 
+import bench_cleanup
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -122,14 +124,7 @@ def main():
     finally:
         proc.terminate()
         proc.wait(30)
-        out = subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "list", "--format", "json"],
-                             capture_output=True, text=True)
-        for c in json.loads(out.stdout or "null") or []:
-            subprocess.run([RUNC, "--root", os.path.join(state, "runc"), "delete", "--force", c["id"]],
-                           capture_output=True)
-        for disk in glob.glob(os.path.join(state, "sandboxes", "*", "disk")):
-            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
-        shutil.rmtree(state, ignore_errors=True)
+        bench_cleanup.cleanup_state(state)
     return 0
 
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+import bench_cleanup
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("bench_local_sandbox",
                                                os.path.join(HERE, "bench-local-sandbox.py"))
@@ -174,14 +176,7 @@ def main():
         if proc:
             proc.terminate()
             proc.wait(timeout=30)
-        root = os.path.join(tmp, "runc")
-        out = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True,
-                             text=True).stdout.split()
-        for cid in out:
-            subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
-        for disk in glob.glob(os.path.join(tmp, "sandboxes", "*", "disk")):
-            subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
-        shutil.rmtree(tmp, ignore_errors=True)
+        bench_cleanup.cleanup_state(tmp)
     return 0
 
 

@@ -17,6 +17,8 @@ import time
 
 import requests
 
+import bench_cleanup
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -140,14 +142,7 @@ def main():
         if proc:
             proc.terminate()
             proc.wait(timeout=30)
-        out = subprocess.run([RUNC, "--root", os.path.join(tmp, "runc"), "list", "-q"],
-                             capture_output=True, text=True).stdout.split()
-        for cid in out:
-            subprocess.run([RUNC, "--root", os.path.join(tmp, "runc"), "delete", "--force", cid],
-                           capture_output=True)
-        for disk in glob.glob(os.path.join(tmp, "sandboxes", "*", "disk")):
-            subprocess.run(["umount", disk], capture_output=True)  # loop device goes with it
-        shutil.rmtree(tmp, ignore_errors=True)
+        bench_cleanup.cleanup_state(tmp, extra_runc_roots=[os.path.join(tmp, "bare-runc")])
     return 0
 
 

@@ -16,6 +16,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench_cleanup  # noqa: E402
 
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -97,17 +98,7 @@ def main():
             p.terminate()
             p.wait(timeout=30)
         for d in dirs:
-            out = subprocess.run([RUNC, "--root", os.path.join(d, "runc"), "list", "-q"],
-                                 capture_output=True, text=True).stdout.split()
-            for cid in out:
-                subprocess.run([RUNC, "--root", os.path.join(d, "runc"), "delete", "--force", cid],
-                               capture_output=True)
-            for root, _, files in os.walk(os.path.join(d, "net")):
-                if "ns" in files:
-                    subprocess.run(["umount", "-l", os.path.join(root, "ns")], capture_output=True)
-            for disk in glob.glob(os.path.join(d, "sandboxes", "*", "disk")):
-                subprocess.run(["umount", disk], capture_output=True)  # ephemeral storage
-            shutil.rmtree(d, ignore_errors=True)
+            bench_cleanup.cleanup_state(d)
         lab.close()
     return 0
 

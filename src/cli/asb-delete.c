@@ -1,8 +1,11 @@
 /* `asb delete KIND NAME... | KIND/NAME | -f FILE`: delete objects, printing
- * `KIND.GROUP "NAME" deleted` as kubectl does. */
+ * `KIND.GROUP "NAME" deleted` as kubectl does, then (unless --wait=false) wait until they are
+ * gone: a Sandbox stays, with a deletionTimestamp, until its teardown on the host finished. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
@@ -14,8 +17,18 @@ static void delete_usage(FILE *f)
                "Options:\n"
                "  -f, --filename FILE      delete the objects of a manifest (- for stdin)\n"
                "      --ignore-not-found   a missing object is not an error\n"
+               "      --wait=false         return once deletion started (default: wait until\n"
+               "                           the objects are gone, at most 120 s)\n"
                "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
 }
+
+/* Objects whose deletion was asked: waited for at the end, so that several tear down at once. */
+typedef struct deleted {
+    const asb_kind *k;
+    char *ns, *name;
+} deleted;
+static deleted *pending;
+static size_t n_pending;
 
 static int delete_one(asb_client *cl, const asb_kind *k, const char *ns, const char *name,
                       bool ignore_not_found)
@@ -26,7 +39,48 @@ static int delete_one(asb_client *cl, const asb_kind *k, const char *ns, const c
     if (r != ASB_OK)
         return cli_print_error(NULL);
     printf("%s.%s \"%s\" deleted\n", k->singular, k->group, name);
+    fflush(stdout);
+    deleted *v = realloc(pending, (n_pending + 1) * sizeof(*v));
+    if (v) {
+        pending = v;
+        v[n_pending] = (deleted){k, strdup(ns), strdup(name)};
+        if (v[n_pending].ns && v[n_pending].name)
+            n_pending++;
+        else {
+            free(v[n_pending].ns);
+            free(v[n_pending].name);
+        }
+    }
     return 0;
+}
+
+/* Until every deleted object is gone (404), as kubectl delete --wait. */
+static int wait_deleted(asb_client *cl)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int ret = 0;
+    for (size_t i = 0; i < n_pending; i++) {
+        deleted *d = &pending[i];
+        for (;;) {
+            int r = asb_object_get(NULL, cl, d->k->plural, d->ns, d->name);
+            if (r == ASB_ENOTFOUND)
+                break;
+            if (r != ASB_OK) {
+                ret |= cli_print_error(NULL);
+                break;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - t0.tv_sec >= 120) {
+                fprintf(stderr, "error: timed out waiting for %s \"%s\" to be gone\n",
+                        d->k->singular, d->name);
+                ret = 1;
+                break;
+            }
+            usleep(20000);
+        }
+    }
+    return ret;
 }
 
 static int delete_file(asb_client *cl, const char *file, bool ignore_not_found)
@@ -64,11 +118,12 @@ int asb_delete(int argc, char **argv)
 {
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
                                          {"ignore-not-found", no_argument, NULL, 'I'},
+                                         {"wait", optional_argument, NULL, 'W'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
     const char *file = NULL;
-    bool ignore = false;
+    bool ignore = false, wait = true;
     int c;
     while ((c = getopt_long(argc, argv, "f:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
@@ -79,6 +134,13 @@ int asb_delete(int argc, char **argv)
             break;
         case 'I':
             ignore = true;
+            break;
+        case 'W':
+            if (optarg && strcmp(optarg, "false") != 0 && strcmp(optarg, "true") != 0) {
+                fprintf(stderr, "error: --wait wants true or false, got \"%s\"\n", optarg);
+                return 2;
+            }
+            wait = !optarg || strcmp(optarg, "true") == 0;
             break;
         case 'h':
             delete_usage(stdout);
@@ -135,6 +197,15 @@ int asb_delete(int argc, char **argv)
         *s = '\0';
         ret |= delete_one(cl, cli_kind(a), cli_namespace(), s + 1, ignore);
     }
+    if (wait)
+        ret |= wait_deleted(cl);
+    for (size_t i = 0; i < n_pending; i++) {
+        free(pending[i].ns);
+        free(pending[i].name);
+    }
+    free(pending);
+    pending = NULL;
+    n_pending = 0;
     asb_client_free(cl);
     return ret;
 }

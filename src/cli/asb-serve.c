@@ -21,6 +21,7 @@
 #include "basic/time-util.h"
 #include "cli/asb.h"
 #include "local/local-apiserver.h"
+#include "local/local-cleanup.h"
 #include "local/local-controller.h"
 #include "local/local-limits.h"
 #include "local/local-reconcile.h"
@@ -39,7 +40,8 @@ static void serve_usage(FILE *f)
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
             "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
             "                 [--dns-inflight N] [--default-memory Q] [--default-cpu Q]\n"
-            "                 [--default-ephemeral-storage Q] [--userns-range START:COUNT|off]\n\n"
+            "                 [--default-ephemeral-storage Q] [--userns-range START:COUNT|off]\n"
+            "       asb serve --cleanup [--bridge NAME]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
             "SandboxWarmPool and SandboxClaim objects, stored in $ASB_STATE_DIR (default\n"
             "/var/lib/asb as root, ~/.local/state/asb otherwise).\n\n"
@@ -84,6 +86,9 @@ static void serve_usage(FILE *f)
             "                      host uids/gids for sandbox user namespaces, 65536 per sandbox\n"
             "                      (default: a free block of 2^26 ids from 2^31, kept across\n"
             "                      restarts; \"off\": no user namespaces); env ASB_USERNS_RANGE\n"
+            "  --cleanup           remove from the host everything this state dir made there\n"
+            "                      (containers, cgroups, network namespaces, bridge, nft table,\n"
+            "                      mounts) and exit; refused while asb serve runs\n"
             "  -h, --help          show this help\n\n"
             "Environment: ASB_STATE_DIR, ASB_WATCH_WINDOW (events kept for watches, default %d),\n"
             "ASB_BOOKMARK_INTERVAL (watch bookmark cadence, Go duration, default 60s),\n"
@@ -94,7 +99,11 @@ static void serve_usage(FILE *f)
             "reconcile pass after this much quiet: liveness of sandboxes, default 10s),\n"
             "ASB_RUNTIME_CLASSES (runtimeClassName handlers, \"name=binary,...\"; built in: runc,\n"
             "crun, runsc, gvisor, kata), ASB_IMAGE_GC_IDLE (unpacked oci: images no running\n"
-            "sandbox uses are removed after this long, default 10m).\n",
+            "sandbox uses are removed after this long, default 10m), ASB_TEARDOWN_WORKERS\n"
+            "(deleted sandboxes torn down in parallel, default 4), ASB_TEARDOWN_GRACE (how long\n"
+            "SIGTERM waits for pending teardowns, default 10s; the rest finish at the next start),\n"
+            "ASB_SANDBOX_LOG_MAX (bytes of a sandbox's sandboxd output kept, rotated once, default\n"
+            "1 MiB).\n",
             DEFAULT_WATCH_WINDOW);
 }
 
@@ -267,6 +276,7 @@ typedef struct serve_opts {
     const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
     local_limits defaults;
     const char *userns_range;
+    bool cleanup;
 } serve_opts;
 
 /* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
@@ -303,6 +313,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"default-cpu", required_argument, NULL, 'C'},
         {"default-ephemeral-storage", required_argument, NULL, 'E'},
         {"userns-range", required_argument, NULL, 'U'},
+        {"cleanup", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
@@ -371,6 +382,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         case 'U':
             o->userns_range = optarg;
             break;
+        case 'K':
+            o->cleanup = true;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -429,6 +443,25 @@ static usec_t env_duration(const char *name, usec_t def)
     return def;
 }
 
+/* --cleanup: what the state dir made on the host goes; the files in it stay. */
+static int serve_cleanup(const serve_opts *o, const char *dir)
+{
+    if (geteuid() != 0)
+        fprintf(stderr, "asb serve --cleanup: not root: only what this user may remove goes\n");
+    const char *runtime = getenv("ASB_RUNTIME");
+    if (!runtime || !*runtime || strcmp(runtime, "none") == 0)
+        runtime = "runc";
+    local_net_options net = {.bridge = o->bridge};
+    local_cleanup_report rep = {0};
+    int r = local_cleanup(dir, runtime, &net, &rep);
+    fprintf(stderr,
+            "asb serve --cleanup: %s: removed %u containers, %u cgroups, %u mounts, %u loop "
+            "devices, the bridge and the nft table%s\n",
+            dir, rep.containers, rep.cgroups, rep.mounts, rep.loops,
+            r < 0 ? "; some things are left (see the log above)" : "");
+    return r < 0 ? 1 : 0;
+}
+
 int asb_serve(int argc, char **argv)
 {
     serve_opts o = {0};
@@ -441,6 +474,13 @@ int asb_serve(int argc, char **argv)
     _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL, *err = NULL;
     if (!dir)
         return 1;
+    _cleanup_close_ int lock_fd = -1;
+    if (o.cleanup) {
+        /* Never under a running server's feet: its lock says whether one runs. */
+        if (access(dir, F_OK) == 0 && take_state_lock(dir, &lock_fd) < 0)
+            return 1;
+        return serve_cleanup(&o, dir);
+    }
     r = mkdir_p(dir, 0700);
     if (r == 0 && chmod(dir, 0700) < 0) /* an existing state dir is tightened too */
         r = -errno;
@@ -448,7 +488,6 @@ int asb_serve(int argc, char **argv)
         fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
         return 1;
     }
-    _cleanup_close_ int lock_fd = -1;
     if (take_state_lock(dir, &lock_fd) < 0)
         return 1;
     r = load_token(dir, &token);
@@ -532,6 +571,9 @@ int asb_serve(int argc, char **argv)
             .runtime = runtime,
             .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
             .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
+            .teardown_workers = env_size("ASB_TEARDOWN_WORKERS", 4),
+            .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
+            .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits},
             .defaults = o.defaults,

@@ -14,6 +14,7 @@
 #include "basic/macro.h"
 #include "basic/random-util.h"
 #include "local/local-controller.h"
+#include "local/local-finalizer.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -91,8 +92,8 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
         return -ESTALE;
     if (p->rv && !same_str(api_meta_string(old, "resourceVersion"), p->rv))
         return -EAGAIN;
-    if (p->remove)
-        return STORE_UPDATE_DELETE;
+    if (p->remove) /* finalizers (the local backend's teardown) first: deletionTimestamp */
+        return local_delete_or_mark(old, ret_new);
     json_t *new = p->patch ? api_merge_patch(old, p->patch) : json_deep_copy(old);
     if (!new)
         return -ENOMEM;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ struct local_idmap {
     char *registry;
     idmap_slot *slots;
     size_t n_slots;
+    /* The slots are taken by the reconciler thread and released by teardown workers too. */
+    pthread_mutex_t lock;
 };
 
 /* [a, a + an) and [b, b + bn) share an id (64-bit: a + an may be 2^32). */
@@ -458,6 +461,7 @@ int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret
     local_idmap *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
+    pthread_mutex_init(&m->lock, NULL);
     char canon[PATH_MAX];
     int r = 0;
     if (!realpath(o->state_dir, canon))
@@ -516,6 +520,7 @@ local_idmap *local_idmap_free(local_idmap *m)
     free(m->slots_dir);
     free(m->state_dir);
     free(m->registry);
+    pthread_mutex_destroy(&m->lock);
     free(m);
     return NULL;
 }
@@ -526,7 +531,7 @@ void local_idmap_range(const local_idmap *m, uint32_t *ret_start, uint32_t *ret_
     *ret_count = m->count;
 }
 
-int local_idmap_lookup(const local_idmap *m, const char *uid, uint32_t *ret_start)
+static int slot_lookup(const local_idmap *m, const char *uid, uint32_t *ret_start)
 {
     for (size_t i = 0; i < m->n_slots; i++)
         if (strcmp(m->slots[i].uid, uid) == 0) {
@@ -534,6 +539,15 @@ int local_idmap_lookup(const local_idmap *m, const char *uid, uint32_t *ret_star
             return 0;
         }
     return -ENOENT;
+}
+
+int local_idmap_lookup(const local_idmap *m, const char *uid, uint32_t *ret_start)
+{
+    pthread_mutex_t *lock = (pthread_mutex_t *)&m->lock;
+    pthread_mutex_lock(lock);
+    int r = slot_lookup(m, uid, ret_start);
+    pthread_mutex_unlock(lock);
+    return r;
 }
 
 static bool slot_taken(const local_idmap *m, uint32_t start)
@@ -544,9 +558,9 @@ static bool slot_taken(const local_idmap *m, uint32_t start)
     return false;
 }
 
-int local_idmap_get(local_idmap *m, const char *uid, uint32_t *ret_start)
+static int slot_get(local_idmap *m, const char *uid, uint32_t *ret_start)
 {
-    if (local_idmap_lookup(m, uid, ret_start) == 0)
+    if (slot_lookup(m, uid, ret_start) == 0)
         return 0;
     if (!*uid || strchr(uid, '/') || uid[0] == '.')
         return -EINVAL;
@@ -574,9 +588,17 @@ int local_idmap_get(local_idmap *m, const char *uid, uint32_t *ret_start)
     return 0;
 }
 
-void local_idmap_release(local_idmap *m, const char *uid)
+int local_idmap_get(local_idmap *m, const char *uid, uint32_t *ret_start)
 {
-    for (size_t i = 0; m && i < m->n_slots; i++) {
+    pthread_mutex_lock(&m->lock);
+    int r = slot_get(m, uid, ret_start);
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static void slot_release(local_idmap *m, const char *uid)
+{
+    for (size_t i = 0; i < m->n_slots; i++) {
         if (strcmp(m->slots[i].uid, uid) != 0)
             continue;
         _cleanup_free_ char *path = NULL;
@@ -588,18 +610,31 @@ void local_idmap_release(local_idmap *m, const char *uid)
     }
 }
 
+void local_idmap_release(local_idmap *m, const char *uid)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    slot_release(m, uid);
+    pthread_mutex_unlock(&m->lock);
+}
+
 void local_idmap_gc(local_idmap *m, bool (*keep)(const char *uid, void *payload), void *payload)
 {
-    for (size_t i = 0; m && i < m->n_slots;) {
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->n_slots;) {
         if (keep(m->slots[i].uid, payload)) {
             i++;
             continue;
         }
         _cleanup_free_ char *uid = strdup(m->slots[i].uid);
         if (!uid)
-            return;
-        local_idmap_release(m, uid);
+            break;
+        slot_release(m, uid);
     }
+    pthread_mutex_unlock(&m->lock);
 }
 
 int local_idmap_stage_enter(const char *rootfs, local_idmap_stage *st)

@@ -1187,3 +1187,51 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
                  s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
         *ret_message = NULL;
 }
+
+/* ---- asb serve --cleanup ---- */
+
+int local_net_purge(const local_net_options *o)
+{
+    uint64_t h = fnv64(o->state_dir, "");
+    char hex[9];
+    snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
+    _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL, *batch = NULL,
+                        *path = NULL;
+    if (asprintf(&net_dir, "%s/net", o->state_dir) < 0 || asprintf(&table, "asb_%s", hex) < 0 ||
+        (o->bridge && *o->bridge ? !(bridge = strdup(o->bridge))
+                                 : asprintf(&bridge, "asb%s", hex) < 0))
+        return -ENOMEM;
+    int ret = 0;
+    /* Namespaces: unmounting the last reference destroys each one and its veth pair. */
+    _cleanup_closedir_ DIR *d = opendir(net_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        _cleanup_free_ char *ns = NULL;
+        if (de->d_name[0] == '.' || asprintf(&ns, "%s/%s/ns", net_dir, de->d_name) < 0)
+            continue;
+        if (is_nsfs(ns) && umount2(ns, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+            ret = -errno;
+    }
+    struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+    if (nft) {
+        nft_ctx_buffer_output(nft);
+        nft_ctx_buffer_error(nft);
+        /* "table ... {}" first so that the delete of a missing table is no error. */
+        if (asprintf(&cmd, "table inet %1$s {}\ndelete table inet %1$s\n", table) >= 0 &&
+            nft_run_cmd_from_buffer(nft, cmd) != 0)
+            ret = -EIO;
+        nft_ctx_free(nft);
+    }
+    if (valid_ifname(bridge) && if_nametoindex(bridge) > 0 &&
+        asprintf(&path, "%s/purge.batch", net_dir) >= 0 &&
+        asprintf(&batch, "link del %s\n", bridge) >= 0 && fs_mkdir_p(net_dir, 0700) == 0 &&
+        fs_write_file(path, batch, 0600) == 0) {
+        char *err = NULL;
+        if (run_ip(path, NULL, false, &err) < 0)
+            ret = -EIO;
+        free(err);
+    }
+    if (path)
+        unlink(path);
+    return ret;
+}

@@ -58,6 +58,11 @@ int local_net_refresh(local_net *n, const char *uid, local_net_policy_kind kind,
 void local_net_detach(local_net *n, const char *uid);
 /* Detaches every namespace under the state dir whose uid `keep` rejects (orphans). */
 void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), void *userdata);
+/* `asb serve --cleanup`: removes what local_net_start and attach made on the host for this
+ * state directory (o->state_dir, o->bridge): every sandbox namespace mount under it (and so
+ * their veth pairs), the nft table and the bridge. Starts nothing. 0 or a negative errno
+ * (something could not be removed). */
+int local_net_purge(const local_net_options *o);
 /* Whether the sandbox has a namespace from an earlier run (adoption). */
 bool local_net_has_namespace(local_net *n, const char *uid);
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "local/local-logs.h"
 #include "local/local-reconcile.h"
 #include "local/local-runtime-class.h"
 #include "local/local-runtime-oci.h"
@@ -17,7 +18,32 @@ typedef struct rec_entry {
     bool ready; /* sandboxd answered health */
     bool frozen; /* runc pause'd (operatingMode Suspended) */
     size_t handler; /* runs under rec_handler(r, handler) */
+    int pidfd;      /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
 } rec_entry;
+
+/* One teardown for the worker pool (local-reconcile-teardown.c): everything it needs is copied,
+ * so a worker never reads the reconciler's entries or handlers. */
+typedef struct rec_job {
+    char *uid;
+    char *ns, *name; /* the Sandbox whose finalizer goes when done; NULL: none (already gone) */
+    oci_runtime rt;
+    bool frozen;
+    struct rec_job *next;
+} rec_job;
+
+/* Deletions run in parallel on a bounded pool of worker threads. */
+typedef struct rec_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    rec_job *head, *tail; /* queued */
+    char **active;        /* uids being torn down now */
+    size_t n_active;
+    char **finalized; /* uids whose finalizer a worker removed: their DELETED event needs nothing */
+    size_t n_finalized;
+    pthread_t *threads;
+    size_t n_threads;
+    bool stop;
+} rec_pool;
 
 /* A Sandbox whose container could not be started at this generation: retried on the next
  * resync or spec change, not on every status write of its own. */
@@ -67,7 +93,36 @@ struct local_reconciler {
     pthread_t watcher;
     bool watcher_started;
     _Atomic bool main_event;
+    /* Containers' first processes: a one-shot pidfd each in epoll_fd; the watcher thread nudges
+     * the loop when one exits, so the death of PID 1 is seen at once, not at the next resync. */
+    int epoll_fd;
+    _Atomic bool pid_event;
+    /* local_net is single-threaded: the loop and the teardown workers take this lock. */
+    pthread_mutex_t net_lock;
+    rec_pool pool;
+    usec_t teardown_grace;
+    local_logs *logs; /* sandboxd's output (pipes), NULL without root */
 };
+
+/* Starts the teardown workers (n >= 1). */
+int rec_pool_start(local_reconciler *r, size_t n);
+/* Queues the teardown of a deleted sandbox (container, cgroups, network, sockets, its
+ * directories) and then the removal of its finalizer from ns/name (NULL: none). The entry is
+ * forgotten at once. No-op when one is queued or running for uid. */
+void rec_teardown_async(local_reconciler *r, const char *uid, const char *ns, const char *name);
+/* Whether a teardown of uid is queued or running. */
+bool rec_teardown_pending(local_reconciler *r, const char *uid);
+/* True once (and then forgotten) when a worker removed uid's finalizer itself. */
+bool rec_teardown_take_finalized(local_reconciler *r, const char *uid);
+/* Waits for queued and running teardowns until the monotonic deadline, then stops the workers
+ * (running teardowns finish; queued ones stay recorded as deletionTimestamp in the store). */
+void rec_pool_stop(local_reconciler *r, usec_t deadline);
+/* The teardown itself, on the calling thread: 0, or the error of runc delete (the container may
+ * still exist; everything else was removed anyway). */
+int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
+                     bool purge);
+/* Forgets a known container (closes its pidfd). */
+void rec_forget(local_reconciler *r, const char *uid);
 
 /* Watches sandboxes/<uid>/main (if it exists) for the exit file of the main process. */
 void rec_watch_main(local_reconciler *r, const char *uid);

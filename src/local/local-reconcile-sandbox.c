@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,11 +36,34 @@ rec_entry *rec_find(local_reconciler *r, const char *uid)
     return NULL;
 }
 
+/* A one-shot pidfd on the container's first process: the watcher thread sees its exit. */
+static void watch_pid(local_reconciler *r, rec_entry *e)
+{
+    if (e->pidfd >= 0) {
+        close(e->pidfd);
+        e->pidfd = -1;
+    }
+    if (e->pid <= 0 || r->epoll_fd < 0)
+        return;
+    int fd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+    if (fd < 0)
+        return; /* already gone (the resync sees it) or no pidfd: resync only */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
+    if (epoll_ctl(r->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        close(fd);
+        return;
+    }
+    e->pidfd = fd;
+}
+
 void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
 {
     rec_entry *e = rec_find(r, uid);
     if (e) {
-        e->pid = pid;
+        if (e->pid != pid || e->pidfd < 0) {
+            e->pid = pid;
+            watch_pid(r, e);
+        }
         return;
     }
     rec_entry *v = realloc(r->entries, (r->n_entries + 1) * sizeof(*v));
@@ -50,15 +75,19 @@ void rec_adopt(local_reconciler *r, const char *uid, pid_t pid)
         return;
     }
     r->entries = v;
-    r->entries[r->n_entries++] = (rec_entry){.uid = u, .pid = pid};
+    e = &r->entries[r->n_entries++];
+    *e = (rec_entry){.uid = u, .pid = pid, .pidfd = -1};
+    watch_pid(r, e);
 }
 
-static void forget(local_reconciler *r, const char *uid)
+void rec_forget(local_reconciler *r, const char *uid)
 {
     for (size_t i = 0; i < r->n_entries; i++) {
         if (strcmp(r->entries[i].uid, uid) != 0)
             continue;
         free(r->entries[i].uid);
+        if (r->entries[i].pidfd >= 0)
+            close(r->entries[i].pidfd); /* also leaves the epoll set */
         r->entries[i] = r->entries[--r->n_entries];
         return;
     }
@@ -73,29 +102,31 @@ static char *path_of(local_reconciler *r, const char *area, const char *uid, con
     return p;
 }
 
-void rec_teardown(local_reconciler *r, const char *uid, bool purge)
+int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
+                     bool purge)
 {
     _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
                         *bundle = path_of(r, "sandboxes", uid, "bundle"),
                         *vols = path_of(r, "volumes", uid, NULL);
-    rec_entry *e = rec_find(r, uid);
-    const oci_runtime *rt = rec_runtime(r, uid);
-    if (e && e->frozen && !r->no_root) {
+    if (frozen && !r->no_root) {
         /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
         _cleanup_free_ char *rerr = NULL;
         oci_resume(rt, uid, &rerr);
     }
+    /* runc delete --force kills every process and removes the container's cgroups. */
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
     else if (purge)
         local_idmap_release(r->idmap, uid); /* the Sandbox and its container are gone */
-    forget(r, uid);
-    if (r->net)
-        local_net_detach(r->net, uid);
+    if (r->net) {
+        pthread_mutex_lock(&r->net_lock);
+        local_net_detach(r->net, uid); /* rules, veth, namespace, address, DNS state */
+        pthread_mutex_unlock(&r->net_lock);
+    }
     if (run)
-        fs_rm_rf(run);
+        fs_rm_rf(run); /* sockets */
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base) {
@@ -107,6 +138,16 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     }
     else if (bundle)
         fs_rm_rf(bundle);
+    return k;
+}
+
+void rec_teardown(local_reconciler *r, const char *uid, bool purge)
+{
+    rec_entry *e = rec_find(r, uid);
+    bool frozen = e && e->frozen;
+    const oci_runtime *rt = rec_runtime(r, uid);
+    rec_forget(r, uid);
+    (void)rec_teardown_run(r, uid, rt, frozen, purge);
 }
 
 #define ANN_TEMPLATE_REF "agents.x-k8s.io/sandbox-template-ref"
@@ -459,7 +500,9 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     _cleanup_(json_decrefp) json_t *tpl = NULL;
     local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
     _cleanup_free_ char *netns = NULL, *nameserver = NULL, *nerr = NULL;
+    pthread_mutex_lock(&r->net_lock);
     k = local_net_attach(r->net, uid, nk, tpl, &netns, &nameserver, &nerr);
+    pthread_mutex_unlock(&r->net_lock);
     if (k < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         json_decref(main_argv);
@@ -486,6 +529,12 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
+    /* sandboxd's stdout/stderr: a pipe asb serve reads (local-logs.h), not a host file. */
+    int pp[2];
+    if (pipe2(pp, O_CLOEXEC) < 0)
+        return fail(f, "ReconcilerError", -errno, "Error seen: cannot create a pipe: %s",
+                    strerror(errno));
+    _cleanup_close_ int out_r = pp[0], out_w = pp[1];
     _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
     if (!bp_rootfs)
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
@@ -494,14 +543,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
+                         &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, log, &err);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
+                             &err);
     }
     if (r->idmap) {
         int sk = local_idmap_stage_leave(&stage);
@@ -514,7 +565,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     }
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
-    rec_adopt(r, uid, read_pid(pidfile));
+    int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
+    if (lk < 0 && r->logs)
+        log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
+    pid_t pid = read_pid(pidfile);
+    if (pid <= 0) { /* no pid file: ask the runtime, or the container would look dead */
+        _cleanup_free_ char *st = NULL;
+        if (oci_state(rec_handler(r, handler), uid, &st, &pid) < 0)
+            pid = 0;
+    }
+    rec_adopt(r, uid, pid);
     rec_entry *e = rec_find(r, uid);
     if (e)
         e->handler = handler;

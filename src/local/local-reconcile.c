@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <stdio.h>
@@ -17,11 +18,13 @@
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
 #include "local/local-expiry.h"
+#include "local/local-finalizer.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
 #include "local/local-image.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
+#include "reconcile/reconcile.h"
 #include "shared/log.h"
 
 #define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
@@ -169,9 +172,11 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
          * template changed); the condition carries the blocked-connection counts. */
         _cleanup_(json_decrefp) json_t *tpl = NULL;
         local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
-        local_net_refresh(r->net, u->uid, nk, tpl);
         const char *st, *reason;
+        pthread_mutex_lock(&r->net_lock);
+        local_net_refresh(r->net, u->uid, nk, tpl);
         local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
+        pthread_mutex_unlock(&r->net_lock);
         u->netpol = (cond){"NetworkPolicyEnforced", st, reason, msg ? msg : ""};
         u->pod_ip = ip;
     }
@@ -317,10 +322,9 @@ static usec_t timer_earliest(local_reconciler *r)
 static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
 {
     const char *uid = api_meta_string(old, "uid");
-    (void)ret_new;
     if (!uid || strcmp(uid, payload) != 0)
         return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
-    return STORE_UPDATE_DELETE;
+    return local_delete_or_mark(old, ret_new); /* the teardown follows the deletionTimestamp */
 }
 
 /* §2.4.6. Returns true when expiry short-circuits the reconcile. */
@@ -348,7 +352,7 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
         return true;
     }
     timer_clear(r, uid);
-    if (rec_find(r, uid) || a == EXPIRY_DELETE) {
+    if (rec_find(r, uid) && a != EXPIRY_DELETE) {
         log_info("sandbox expired: stopping its container", "sandbox", name, "uid", uid,
                  "policy", a == EXPIRY_DELETE ? "Delete" : "Retain");
         rec_teardown(r, uid, false);
@@ -369,6 +373,32 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
     return true;
 }
 
+static int add_finalizer_fn(const json_t *old, json_t **ret_new, void *payload)
+{
+    const char *uid = api_meta_string(old, "uid");
+    if (!uid || strcmp(uid, payload) != 0 || reconcile_deleting(old) ||
+        local_has_finalizer(old, LOCAL_TEARDOWN_FINALIZER))
+        return STORE_UPDATE_UNCHANGED;
+    *ret_new = local_finalizer_add(old, LOCAL_TEARDOWN_FINALIZER);
+    return *ret_new ? 0 : -ENOMEM;
+}
+
+/* The local backend's finalizer goes on before anything is made on the host for the Sandbox,
+ * so that its deletion waits for the teardown. */
+static int add_finalizer(local_reconciler *r, const json_t *sb)
+{
+    json_t *out = NULL;
+    int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
+                               api_meta_string(sb, "name"), add_finalizer_fn,
+                               (void *)api_meta_string(sb, "uid"), &out);
+    bool deleting = k == 0 && reconcile_deleting(out);
+    json_decref(out);
+    if (k < 0 && k != -ENOENT)
+        log_warn("cannot add the teardown finalizer", "sandbox", api_meta_string(sb, "name"),
+                 "error", strerror(-k));
+    return k < 0 ? k : deleting ? -ENOENT : 0;
+}
+
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
 static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
@@ -376,6 +406,16 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
         return false;
+    if (reconcile_deleting(sb)) {
+        /* Deleted: tear down in the pool, then drop the finalizer (the object goes then). */
+        timer_clear(r, uid);
+        failed_clear(r, uid);
+        rec_teardown_async(r, uid, api_meta_string(sb, "namespace"), api_meta_string(sb, "name"));
+        return false;
+    }
+    if (!local_has_finalizer(sb, LOCAL_TEARDOWN_FINALIZER) && !r->no_root &&
+        add_finalizer(r, sb) < 0)
+        return false; /* gone, or retried at the next resync */
     if (reconcile_expiry(r, sb, uid))
         return false;
     const char *mode =
@@ -525,7 +565,7 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
             const char *uid = api_meta_string(sb, "uid");
             known |= uid && strcmp(uid, de->d_name) == 0;
         }
-        if (!known) {
+        if (!known && !rec_teardown_pending(r, de->d_name)) {
             _cleanup_free_ char *p = NULL;
             if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
                 continue;
@@ -592,7 +632,28 @@ static bool idmap_keep(const char *uid, void *payload)
 
 static bool net_keep(const char *uid, void *userdata)
 {
-    return rec_find(userdata, uid) != NULL;
+    return rec_find(userdata, uid) != NULL || rec_teardown_pending(userdata, uid);
+}
+
+/* The first process of a Ready sandbox's container exited (seen by its pidfd, or by a resync
+ * that got there first): Finished when its main process exited, else reported and restarted. */
+static void first_process_exited(local_reconciler *r, const json_t *sb, const char *uid,
+                                 bool *pending)
+{
+    int code;
+    bool main_exited = rec_main_exit(r, uid, &code) == 0;
+    log_info("sandbox's first process exited", "sandbox", api_meta_string(sb, "name"), "uid", uid,
+             "next", main_exited ? "finished" : "restart");
+    rec_teardown(r, uid, false);
+    if (!main_exited && !reconcile_deleting(sb)) {
+        status_update u = {
+            .uid = uid,
+            .ready = {"Ready", "False", "DependenciesNotReady",
+                      "Pod exited (the sandbox's first process is gone): restarting"},
+            .suspended = {"Suspended", "False", "NotSuspended", "Sandbox is not suspended"}};
+        write_status(r, sb, &u);
+    }
+    *pending |= reconcile_one(r, sb, true);
 }
 
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
@@ -625,13 +686,20 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
                 const char *uid = api_meta_string(sb, "uid");
                 wanted |= uid && id && strcmp(uid, id) == 0;
             }
-            if (!id)
+            if (!id || rec_teardown_pending(r, id))
                 continue;
             bool paused = st && strcmp(st, "paused") == 0;
             if (wanted && st && (strcmp(st, "running") == 0 || paused)) {
-                if (!rec_find(r, id))
+                pid_t cpid = (pid_t)json_integer_value(json_object_get(c, "pid"));
+                if (!rec_find(r, id)) {
                     log_info("re-adopted sandbox container", "uid", id, "status", st);
-                rec_adopt(r, id, (pid_t)json_integer_value(json_object_get(c, "pid")));
+                    /* Its output pipe, read again (a file from an older version is not). */
+                    _cleanup_free_ char *lp = NULL;
+                    if (r->logs &&
+                        asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir, id) >= 0)
+                        (void)local_logs_adopt(r->logs, id, cpid, lp);
+                }
+                rec_adopt(r, id, cpid);
                 rec_watch_main(r, id);
                 rec_entry *e = rec_find(r, id);
                 if (e) {
@@ -665,10 +733,20 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
             _cleanup_free_ char *uid = strdup(e->uid);
             if (!uid)
                 break;
-            rec_teardown(r, uid, false);
+            const json_t *sb = NULL, *it;
+            size_t j;
+            json_array_foreach (items, j, it)
+                if (strcmp(api_meta_string(it, "uid") ?: "", uid) == 0)
+                    sb = it;
+            if (sb && e->ready)
+                first_process_exited(r, sb, uid, ret_pending);
+            else
+                rec_teardown(r, uid, false);
         }
         gc_images(r);
+        pthread_mutex_lock(&r->net_lock);
         local_net_gc(r->net, net_keep, r);
+        pthread_mutex_unlock(&r->net_lock);
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
         remove_orphan_dirs(r, "volumes", items);
@@ -715,10 +793,14 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     const char *uid = api_meta_string(ev->object, "uid");
     if (ev->type == STORE_DELETED) {
         if (uid) {
-            log_info("sandbox deleted: removing its container", "uid", uid);
-            rec_teardown(r, uid, true);
             failed_clear(r, uid);
             timer_clear(r, uid);
+            /* Deleted without the teardown finalizer (created before it existed, or removed by
+             * hand): tear down now, late. */
+            if (!rec_teardown_take_finalized(r, uid) && !rec_teardown_pending(r, uid)) {
+                log_info("sandbox deleted: removing its container", "uid", uid);
+                rec_teardown_async(r, uid, NULL, NULL);
+            }
         }
         return;
     }
@@ -752,18 +834,52 @@ static void run_main_exits(local_reconciler *r, bool *pending)
     json_decref(items);
 }
 
+/* The first process of a container exited (its pidfd fired): the sandbox restarts, or is
+ * Finished when its main process exited, as at a resync but at once. */
+static void run_pid_exits(local_reconciler *r, bool *pending)
+{
+    if (!atomic_exchange(&r->pid_event, false))
+        return;
+    json_t *items = NULL;
+    uint64_t rv;
+    if (local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach (items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        rec_entry *e = uid ? rec_find(r, uid) : NULL;
+        if (!e || e->pidfd < 0 || !e->ready)
+            continue; /* still starting: its health check sees a dead sandboxd (no loop) */
+        struct pollfd p = {e->pidfd, POLLIN, 0};
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+            continue;
+        first_process_exited(r, sb, uid, pending);
+    }
+    json_decref(items);
+}
+
 static void *watch_thread(void *arg)
 {
     local_reconciler *r = arg;
     for (;;) {
-        struct pollfd p[2] = {{r->inotify_fd, POLLIN, 0}, {r->stop_fd, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        struct pollfd p[3] = {
+            {r->inotify_fd, POLLIN, 0}, {r->stop_fd, POLLIN, 0}, {r->epoll_fd, POLLIN, 0}};
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (p[1].revents)
             break;
+        if (p[2].revents) {
+            /* One-shot: each pidfd reports once, then stays quiet until closed. */
+            struct epoll_event evs[16];
+            while (epoll_wait(r->epoll_fd, evs, ELEMENTSOF(evs), 0) > 0)
+                ;
+            atomic_store(&r->pid_event, true);
+            local_store_nudge(r->store);
+        }
         char buf[4096];
         bool seen = false;
         ssize_t n;
@@ -822,6 +938,7 @@ static void *reconcile_thread(void *arg)
             break;
         if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
             bool p = false;
+            run_pid_exits(r, &p);
             run_main_exits(r, &p);
             run_due_timers(r, &p);
             pending = p || pending;
@@ -843,6 +960,7 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
+        run_pid_exits(r, &p);
         run_main_exits(r, &p);
         run_due_timers(r, &p);
         pending = p || pending;
@@ -862,13 +980,20 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         return -ENOMEM;
     r->store = o->store;
     r->idmap = o->idmap;
+    pthread_mutex_init(&r->net_lock, NULL);
+    pthread_mutex_init(&r->pool.lock, NULL);
+    pthread_cond_init(&r->pool.work, NULL);
+    pthread_cond_init(&r->pool.done, NULL);
+    r->teardown_grace = o->teardown_grace ? o->teardown_grace : 10 * USEC_PER_SEC;
     r->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (r->inotify_fd >= 0 && r->stop_fd >= 0 &&
+    r->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (r->inotify_fd >= 0 && r->stop_fd >= 0 && r->epoll_fd >= 0 &&
         pthread_create(&r->watcher, NULL, watch_thread, r) == 0)
         r->watcher_started = true;
     else
-        log_warn("cannot watch main processes: their exit is seen at the next resync");
+        log_warn("cannot watch main processes and containers: their exit is seen at the next "
+                 "resync");
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->image_gc_idle = o->image_gc_idle ? o->image_gc_idle : 10 * 60 * USEC_PER_SEC;
     r->defaults = o->defaults;
@@ -897,6 +1022,9 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
             log_warn("sandboxes unavailable", "reason", r->inject_error);
         }
         fs_mkdir_p(runc_root, 0700);
+        k = local_logs_start(o->log_max, &r->logs);
+        if (k < 0)
+            log_warn("cannot collect sandbox output", "error", strerror(-k));
     }
     local_net_options no = o->net;
     no.state_dir = o->state_dir;
@@ -918,6 +1046,11 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         log_warn("runtime classes unavailable", "reason", r->class_error);
     else if (!r->no_root)
         rec_handlers_restore(r);
+    k = rec_pool_start(r, o->teardown_workers ? o->teardown_workers : 4);
+    if (k < 0) {
+        local_reconciler_stop(r);
+        return k;
+    }
     k = pthread_create(&r->thread, NULL, reconcile_thread, r);
     if (k != 0) {
         r->thread = 0;
@@ -928,12 +1061,34 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     return 0;
 }
 
+/* SIGTERM: every Sandbox marked for deletion (also those whose event the loop did not reach)
+ * goes to the teardown pool, which stop waits for within teardown_grace. */
+static void finish_deletions(local_reconciler *r)
+{
+    json_t *items = NULL;
+    uint64_t rv;
+    if (r->no_root || local_store_list(r->store, r->kind, NULL, &items, &rv) < 0)
+        return;
+    size_t i;
+    json_t *sb;
+    json_array_foreach (items, i, sb) {
+        const char *uid = api_meta_string(sb, "uid");
+        if (uid && reconcile_deleting(sb))
+            rec_teardown_async(r, uid, api_meta_string(sb, "namespace"),
+                               api_meta_string(sb, "name"));
+    }
+    json_decref(items);
+}
+
 local_reconciler *local_reconciler_stop(local_reconciler *r)
 {
     if (!r)
         return NULL;
-    if (r->thread)
+    if (r->thread) {
         pthread_join(r->thread, NULL);
+        finish_deletions(r);
+    }
+    rec_pool_stop(r, now_usec(CLOCK_MONOTONIC) + r->teardown_grace);
     if (r->watcher_started) {
         uint64_t one = 1;
         if (write(r->stop_fd, &one, sizeof(one)) == sizeof(one))
@@ -943,8 +1098,13 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
         close(r->inotify_fd);
     if (r->stop_fd >= 0)
         close(r->stop_fd);
-    for (size_t i = 0; i < r->n_entries; i++)
+    for (size_t i = 0; i < r->n_entries; i++) {
         free(r->entries[i].uid);
+        if (r->entries[i].pidfd >= 0)
+            close(r->entries[i].pidfd);
+    }
+    if (r->epoll_fd >= 0)
+        close(r->epoll_fd);
     free(r->entries);
     for (size_t i = 0; i < r->n_failed; i++)
         free(r->failed[i].uid);
@@ -962,9 +1122,14 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     runtime_classes_free(r->classes, r->n_classes);
     free(r->class_error);
     local_net_stop(r->net);
+    local_logs_stop(r->logs);
     free(r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);
+    pthread_mutex_destroy(&r->net_lock);
+    pthread_mutex_destroy(&r->pool.lock);
+    pthread_cond_destroy(&r->pool.work);
+    pthread_cond_destroy(&r->pool.done);
     free(r);
     return NULL;
 }

@@ -23,11 +23,16 @@ typedef struct local_reconciler_options {
                              * all zero: none */
     local_idmap *idmap;     /* borrowed, must outlive the reconciler: each sandbox's user
                              * namespace ids; NULL: sandboxes share the host's ids */
+    size_t teardown_workers; /* parallel deletions; 0 = 4 */
+    usec_t teardown_grace;   /* how long stop waits for pending deletions; 0 = 10 s */
+    size_t log_max;          /* bytes of sandboxd output kept per sandbox (x2: one rotation) */
 } local_reconciler_options;
 
 /* Starts the thread (and sandbox networking). Problems that only affect sandboxes (no root, no sandboxd) are logged and
  * reported in each Sandbox's Ready condition, not returned. *ret owned (local_reconciler_stop). */
 int local_reconciler_start(const local_reconciler_options *o, local_reconciler **ret);
-/* Joins the thread (call local_store_shutdown first to wake it) and frees. Containers keep
+/* Joins the thread (call local_store_shutdown first to wake it), completes the teardown of
+ * every Sandbox marked for deletion within teardown_grace (what is left stays marked in the
+ * store and the next start completes it) and frees. Containers of undeleted Sandboxes keep
  * running: a later `asb serve` re-adopts them. */
 local_reconciler *local_reconciler_stop(local_reconciler *r);

@@ -172,13 +172,13 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
 }
 
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
-                     int grpc_fd, const char *log_path, char **ret_error)
+                     int grpc_fd, int out_fd, int out_read_fd, char **ret_error)
 {
     *ret_error = NULL;
     /* Move the sockets above 4 so dup2 onto 3 and 4 cannot clobber one with the other. */
     _cleanup_close_ int r3 = fcntl(rest_fd, F_DUPFD_CLOEXEC, 10);
     _cleanup_close_ int g4 = fcntl(grpc_fd, F_DUPFD_CLOEXEC, 10);
-    _cleanup_close_ int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    _cleanup_close_ int log = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
     if (r3 < 0 || g4 < 0 || log < 0)
         return -errno;
     _cleanup_free_ char *pidfile = NULL;
@@ -209,9 +209,12 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     r = wait_child(pid);
     if (r == 0)
         return 0;
-    /* runc's error is the last thing in the log (the container never started). */
-    _cleanup_close_ int in = open(log_path, O_RDONLY | O_CLOEXEC);
-    _cleanup_free_ char *out = in >= 0 ? read_all(in) : NULL;
+    /* runc's error is the last thing in the pipe (the container never started, so no one else
+     * wrote to it). Read without blocking: a process runc left behind may hold the write end. */
+    _cleanup_free_ char *out = NULL;
+    int fl = fcntl(out_read_fd, F_GETFL);
+    if (fl >= 0 && fcntl(out_read_fd, F_SETFL, fl | O_NONBLOCK) == 0)
+        out = read_all(out_read_fd);
     *ret_error = runc_message(out, r);
     return -EIO;
 }

@@ -181,6 +181,19 @@ static int run(daemon_ctx *d)
     return uv_loop_close(&d->loop) == 0 ? 0 : -EBUSY;
 }
 
+/* In a local sandbox stdout/stderr are a pipe that asb serve reads (and that nobody reads while
+ * asb serve restarts): a log line that does not fit is dropped (EAGAIN, or EPIPE with SIGPIPE
+ * ignored) rather than blocking the daemon. Files and terminals are left as they are. */
+static void nonblocking_log_pipes(void)
+{
+    for (int fd = 1; fd <= 2; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+            (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    }
+}
+
 int main(int argc, char **argv)
 {
     sandboxd_config cfg;
@@ -201,6 +214,7 @@ int main(int argc, char **argv)
     unsetenv("ASB_MAIN_DIR");
     unsetenv("ASB_MAIN_WORKDIR");
     signal(SIGPIPE, SIG_IGN);
+    nonblocking_log_pipes();
 
     daemon_ctx d = {.sd = {.config = &cfg, .root_fd = -1}};
     d.sd.started_at = now_usec(CLOCK_MONOTONIC);

@@ -51,22 +51,47 @@ def runc_ids(state_dir):
     return {c["id"] for c in runc_list(state_dir)}
 
 
-def cleanup_state(state_dir):
-    # Containers of the default handler (runc/) and of other RuntimeClass handlers (oci-<name>/,
-    # runc-compatible stand-ins in the tests); a container left running would keep its
-    # sandbox's filesystem (and loop device) alive.
-    for root in [os.path.join(state_dir, "runc")] + glob.glob(os.path.join(state_dir, "oci-*")):
-        out = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True, text=True)
-        for cid in out.stdout.split() if out.returncode == 0 else []:
-            subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
-    # Network namespaces of sandboxes are bind mounts under net/<uid>/ns (docs/network.md).
-    for ns in glob.glob(os.path.join(state_dir, "net", "*", "ns")):
-        subprocess.run(["umount", "-l", ns], capture_output=True)
-    # Each sandbox's ephemeral storage is an ext4 image loop-mounted at sandboxes/<uid>/disk
-    # (docs/local-sandboxes.md); its loop device detaches with the mount.
-    for disk in glob.glob(os.path.join(state_dir, "sandboxes", "*", "disk")):
-        subprocess.run(["umount", disk], capture_output=True)
-    shutil.rmtree(state_dir, ignore_errors=True)
+def leftovers(state_dir):
+    """What a state directory still has on the host: containers in its runtime roots, cgroups of
+    its sandboxes, namespace (or any) mounts under it. Empty when nothing is left."""
+    left = []
+    roots = [os.path.join(state_dir, "runc")] + glob.glob(os.path.join(state_dir, "oci-*"))
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        binary = RUNC if root.endswith("/runc") else (shutil.which(os.path.basename(root)[4:]) or "")
+        if not binary:
+            continue
+        out = subprocess.run([binary, "--root", root, "list", "--format", "json"],
+                             capture_output=True, text=True)
+        left += [f"container {c['id']} ({root})" for c in json.loads(out.stdout or "null") or []]
+    uids = set()
+    for area in ("sandboxes", "run", "net", "volumes"):
+        d = os.path.join(state_dir, area)
+        if os.path.isdir(d):
+            uids.update(os.listdir(d))
+    for uid in uids:
+        left += [f"cgroup {p}" for p in glob.glob(f"/sys/fs/cgroup/*/asb/{uid}") +
+                 glob.glob(f"/sys/fs/cgroup/asb/{uid}")]
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp.startswith(state_dir.rstrip("/") + "/"):
+                left.append(f"mount {mp}")
+    return left
+
+
+def cleanup_state(state_dir, env=None):
+    """Fixture teardown: `asb serve --cleanup` removes what the state dir made on the host, and
+    nothing may be left; then the directory goes."""
+    from asb_apiserver import asb_binary
+    if os.path.isdir(state_dir):
+        e = {**os.environ, "ASB_STATE_DIR": state_dir, "ASB_RUNTIME": RUNC, **(env or {})}
+        out = subprocess.run([asb_binary(), "serve", "--cleanup"], env=e, capture_output=True,
+                             text=True, timeout=120)
+        left = leftovers(state_dir)
+        shutil.rmtree(state_dir, ignore_errors=True)
+        assert out.returncode == 0 and not left, f"{out.stderr}\nleft behind: {left}"
 
 
 @pytest.fixture

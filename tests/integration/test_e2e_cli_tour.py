@@ -119,7 +119,14 @@ def test_claim_verbs(start_sbx):
     assert head[-2:] == ["REPLICAS", "STRATEGY"] and rows[0][-1] == "OnReplenish", (head, rows)
     out = ok(asb, "release", "-w", *[f"cc{i}" for i in range(5)])
     assert out.count("released") == 5, out
-    left = ok(asb, "get", "sandboxes", "-o", "name")
+    # The claims are gone; their sandboxes follow once torn down (a deleted Sandbox stays
+    # visible with a deletionTimestamp until its container is gone).
+    deadline = time.monotonic() + 30
+    while True:
+        left = ok(asb, "get", "sandboxes", "-o", "name")
+        if not any(n in left for n in names) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert not any(n in left for n in names), left
     # Ctrl-C while waiting rolls the claim back.
     p = subprocess.Popen([asb_binary(), "claim", "--pool", "nope", "--name", "intr"], env=cli_env(asb),

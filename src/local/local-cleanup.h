@@ -1,0 +1,19 @@
+/* `asb serve --cleanup` (docs/operations.md): removes from the host everything one state
+ * directory ever made there, whatever the store says: the containers in each of its OCI
+ * runtime roots, their cgroups, the sandboxes' network namespaces, the bridge and the nft
+ * table, and every mount and loop device under the directory. Files in the directory (the
+ * store, workspaces, volumes) stay: remove the directory to forget them. Run it with asb serve
+ * stopped. */
+#pragma once
+
+#include "local/local-net.h"
+
+typedef struct local_cleanup_report {
+    unsigned containers, cgroups, mounts, loops;
+    unsigned left; /* things that could not be removed (each logged) */
+} local_cleanup_report;
+
+/* runtime: the binary of the default root ($state_dir/runc); other roots ($state_dir/oci-NAME)
+ * use NAME. net->state_dir is set from state_dir. 0, or -EIO when something is left. */
+int local_cleanup(const char *state_dir, const char *runtime, const local_net_options *net,
+                  local_cleanup_report *ret);
