@@ -44,6 +44,10 @@ struct local_net {
     net_sandbox *sb;
     size_t n_sb;
     local_dns *dns;      /* the forwarder on the bridge address, or NULL */
+    /* Per-sandbox kernel limit on DNS datagrams to the forwarder, well above the forwarder's own
+     * budget: a flood is cut before it fills the forwarder's socket buffer, where the kernel
+     * would drop every sandbox's queries alike. */
+    unsigned dns_kernel_rate, dns_kernel_burst;
     const char *dns_off; /* why there is none, or NULL */
 };
 
@@ -348,9 +352,14 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
     }
     sb_printf(&out, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table, s->id, s->id);
     /* Traffic to the host itself: only the DNS forwarder, and only when egress allows DNS. */
-    if (dns_allowed(eg))
+    if (dns_allowed(eg)) {
+        sb_printf(&out,
+                  "add rule inet %1$s h_%2$s ip daddr %3$s udp dport 53 limit rate over "
+                  "%4$u/second burst %5$u packets drop\n",
+                  n->table, s->id, n->gw_s, n->dns_kernel_rate, n->dns_kernel_burst);
         sb_printf(&out, "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n",
                   n->table, s->id, n->gw_s);
+    }
     sb_printf(&out, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
     if (out.oom) {
         free(out.s);
@@ -764,6 +773,10 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
             return k;
         }
         if (k > 0) {
+            unsigned rate = o->dns_limits.rate ? o->dns_limits.rate : LOCAL_DNS_DEFAULT_RATE;
+            unsigned burst = o->dns_limits.burst ? o->dns_limits.burst : LOCAL_DNS_DEFAULT_BURST;
+            n->dns_kernel_rate = rate > 1000000 / 4 ? 1000000 : rate * 4;
+            n->dns_kernel_burst = burst > 1000000 / 4 ? 1000000 : burst * 4;
             preload(n);
             n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
         }

@@ -221,11 +221,26 @@ def sandboxd_log(state_dir, uid):
     return out
 
 
+def test_pid1_output_pipe_is_not_even_openable_inside(start_sbx, sbx_state):
+    """Hole 4 with the default user namespace: the pipe is the host's (root-owned, 0600), so the
+    sandbox cannot even reopen /proc/1/fd/1 for writing; sandboxd writes its own fd 1 only."""
+    asb = start_sbx()
+    uid = create(asb, "sealed")["metadata"]["uid"]
+    wait_ready(asb, "sealed")
+    client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    code, out, _ = run(client, "/bin/sh", "-c", "readlink /proc/1/fd/1 /proc/1/fd/2")
+    assert code == 0 and all(line.startswith("pipe:") for line in out.split()), out
+    code, _, err = run(client, "/bin/sh", "-c", "echo marker-from-inside >> /proc/1/fd/1")
+    assert code != 0 and "Permission denied" in err, (code, err)
+    assert b"marker-from-inside" not in sandboxd_log(sbx_state, uid)
+
+
 def test_pid1_output_is_a_pipe_capped_by_asb_serve(start_sbx, sbx_state):
     """Hole 4: sandboxd's stdout/stderr is a pipe asb serve reads, not a host file: a write
-    through /proc/1/fd/1 reaches asb serve's capped log only."""
+    through /proc/1/fd/1 reaches asb serve's capped log only. Without user namespaces (the
+    pipe is then openable from inside, as uid 1000 is not other to it) the cap still holds."""
     cap = 64 * 1024
-    asb = start_sbx(env={"ASB_SANDBOX_LOG_MAX": str(cap)})
+    asb = start_sbx(env={"ASB_SANDBOX_LOG_MAX": str(cap), "ASB_USERNS_RANGE": "off"})
     uid = create(asb, "piped")["metadata"]["uid"]
     wait_ready(asb, "piped")
     client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
@@ -250,7 +265,8 @@ def test_pid1_output_is_a_pipe_capped_by_asb_serve(start_sbx, sbx_state):
 
 
 def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
-    asb = start_sbx()
+    # Without user namespaces, so that the test can write into the pipe from inside.
+    asb = start_sbx(env={"ASB_USERNS_RANGE": "off"})
     uid = create(asb, "relay")["metadata"]["uid"]
     wait_ready(asb, "relay")
     pid = int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read())
@@ -258,7 +274,7 @@ def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
     # No reader now: sandboxd's log lines are dropped (EPIPE), it keeps serving.
     client = Client(f"unix:{sockets(sbx_state, uid)[1]}")
     assert run(client, "/bin/echo", "still")[1] == "still\n"
-    asb2 = start_sbx()
+    asb2 = start_sbx(env={"ASB_USERNS_RANGE": "off"})
     wait_ready(asb2, "relay")
     assert "re-adopted sandbox container" in asb2.output()
     assert int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read()) == pid
@@ -268,7 +284,7 @@ def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
     # And the sandbox survives a SIGTERM restart as well.
     assert asb2.stop(signal.SIGTERM) == 0
     assert run(client, "/bin/echo", "again")[1] == "again\n"
-    asb3 = start_sbx()
+    asb3 = start_sbx(env={"ASB_USERNS_RANGE": "off"})
     wait_ready(asb3, "relay")
     code, _, err = run(client, "/bin/sh", "-c", "echo after-sigterm >> /proc/1/fd/1")
     assert wait_for(lambda: b"after-sigterm" in sandboxd_log(sbx_state, uid)), asb3.output()
