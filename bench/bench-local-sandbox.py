@@ -2,7 +2,9 @@
 """Local sandboxes: Sandbox create -> Ready through `asb serve` (runc container with sandboxd as
 PID 1, Ready = sandboxd answers health on its unix socket), next to a bare `runc run` of a
 trivial container (/usr/bin/true on a read-only bind of the host's /usr) in the same run.
-Sandboxes alternate between no limits at all (the server runs with every default off) and the
+A second server runs with `ASB_USERNS_RANGE=off` (host ids: the configuration before user
+namespaces) so that today's secure default is compared with it in the same run. Sandboxes
+alternate between no limits at all (the servers run with every default off) and the
 built-in defaults set explicitly (memory 1Gi, cpu 2, ephemeral-storage 10Gi: the last one is a
 loop-mounted ext4 image holding workspace, home and /tmp), so the cost of the limits is measured
 side by side. Needs root and runc; prints a table with p50/p99 in milliseconds."""
@@ -30,10 +32,12 @@ def pct(v, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-def start_server(state, network="none"):
+def start_server(state, network="none", userns=True):
     env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": network,
            "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd"), "ASB_DEFAULT_MEMORY": "0",
            "ASB_DEFAULT_CPU": "0", "ASB_DEFAULT_EPHEMERAL_STORAGE": "0"}
+    if not userns:
+        env["ASB_USERNS_RANGE"] = "off"
     log = open(os.path.join(state, "serve.log"), "wb")
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -114,34 +118,49 @@ def main():
         print("bench-local-sandbox: skipped (needs root and runc)")
         return 0
     tmp = tempfile.mkdtemp(prefix="asb-bench-", dir="/tmp")
-    proc = None
+    old_state = os.path.join(tmp, "no-userns")
+    os.makedirs(old_state)
+    proc = old_proc = None
     try:
+        # Two servers: today's secure default (a user namespace per sandbox) and the configuration
+        # before it (host ids), each measured with no limits; limits are per sandbox.
         proc, url, s = start_server(tmp)
+        old_proc, old_url, old_s = start_server(old_state, userns=False)
         create_to_ready(url, s, "warmup")
+        create_to_ready(old_url, old_s, "warmup")
         # The first sandbox of a size makes its ext4 template (mke2fs): measured on its own.
         first = create_to_ready(url, s, "warmup-limited", LIMITS)
-        ready, cgroup, limited = [], [], []
-        kinds = [(ready, "bench", None), (cgroup, "bench-cg", CGROUP_LIMITS),
-                 (limited, "bench-lim", LIMITS)]
+        before, ready, cgroup, limited = [], [], [], []
+        kinds = [(before, old_url, old_s, "bench-old", None), (ready, url, s, "bench", None),
+                 (cgroup, url, s, "bench-cg", CGROUP_LIMITS),
+                 (limited, url, s, "bench-lim", LIMITS)]
         for i in range(N):
-            for k in range(3):  # the order rotates: no kind always comes first or last
-                out, prefix, limits = kinds[(i + k) % 3]
-                out.append(create_to_ready(url, s, f"{prefix}-{i}", limits))
+            for k in range(len(kinds)):  # the order rotates: no kind always comes first or last
+                out, u, sess, prefix, limits = kinds[(i + k) % len(kinds)]
+                out.append(create_to_ready(u, sess, f"{prefix}-{i}", limits))
         bare = bare_runc(tmp, N)
-        w = 54
+        w = 58
+        rows = [
+            ("Sandbox create -> Ready, host ids, no limits (before)", before, N),
+            ("Sandbox create -> Ready, user namespace, no limits", ready, N),
+            ("  ... with memory 1Gi + cpu 2 limits", cgroup, N),
+            ("  ... with memory+cpu+ephemeral-storage 10Gi (default)", limited, N),
+            ("bare runc run /usr/bin/true (baseline)", bare, N),
+        ]
         print(f"{'metric':<{w}} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}")
-        print(f"{'Sandbox create -> Ready (asb serve, runc, no limits)':<{w}} {pct(ready, 50):8.1f} {pct(ready, 99):8.1f} {N:>4}")
-        print(f"{'  ... with memory 1Gi + cpu 2 limits':<{w}} {pct(cgroup, 50):8.1f} {pct(cgroup, 99):8.1f} {N:>4}")
-        print(f"{'  ... with memory+cpu+ephemeral-storage 10Gi limits':<{w}} {pct(limited, 50):8.1f} {pct(limited, 99):8.1f} {N:>4}")
+        for label, v, n in rows:
+            print(f"{label:<{w}} {pct(v, 50):8.1f} {pct(v, 99):8.1f} {n:>4}")
         print(f"{'  ... first 10Gi sandbox (mke2fs template, once)':<{w}} {first:8.1f} {'':>8} {1:>4}")
-        print(f"{'bare runc run /usr/bin/true (baseline)':<{w}} {pct(bare, 50):8.1f} {pct(bare, 99):8.1f} {N:>4}")
-        print(f"target: create -> Ready p50 under 100 ms; ratio to bare runc: "
-              f"{pct(ready, 50) / pct(bare, 50):.2f}x (limits: {pct(limited, 50) / pct(bare, 50):.2f}x, "
-              f"+{pct(limited, 50) - pct(ready, 50):.1f} ms)")
+        print(f"target: create -> Ready p50 under 100 ms; ratio to bare runc: before "
+              f"{pct(before, 50) / pct(bare, 50):.2f}x, user namespace {pct(ready, 50) / pct(bare, 50):.2f}x, "
+              f"secure default (user namespace + limits) {pct(limited, 50) / pct(bare, 50):.2f}x "
+              f"(+{pct(limited, 50) - pct(before, 50):.1f} ms over before)")
     finally:
-        if proc:
-            proc.terminate()
-            proc.wait(timeout=30)
+        for p in (proc, old_proc):
+            if p:
+                p.terminate()
+                p.wait(timeout=30)
+        bench_cleanup.cleanup_state(old_state)
         bench_cleanup.cleanup_state(tmp, extra_runc_roots=[os.path.join(tmp, "bare-runc")])
     return 0
 
