@@ -95,13 +95,19 @@ int agent_box_snapshot(agent_box *b, char **ret_error);
 /* ---- Backups (agent-backup.c) ---- */
 
 /* Re-compresses an uncompressed tar stream (from `tar -cf -` in the sandbox) into a gzip'd tar
- * at path (written to path.tmp, renamed), keeping only regular files, directories and symlinks
- * with relative, non-escaping names. */
+ * at path (written to path.tmp, fsync'd, renamed), keeping only regular files, directories,
+ * symlinks and hard links to a regular file earlier in the stream, all with relative,
+ * non-escaping names; modes, owners and mtimes as the stream has them. */
 int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, char **ret_error);
+/* The same, reading the tar from in_fd (not closed) one block at a time: memory stays constant
+ * whatever the size of the home directory. */
+int agent_backup_write_fd(const char *path, int in_fd, char **ret_error);
 
 /* Reads a .tar.gz backup into an uncompressed tar in memory (*ret, malloc'd), with the same
  * filtering. */
 int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
+/* The same, writing the uncompressed tar to out_fd (not closed) one block at a time. */
+int agent_backup_read_fd(const char *path, int out_fd, char **ret_error);
 
 /* The newest backup in dir (malloc'd path) or NULL in *ret when there is none. */
 int agent_backup_latest(const char *dir, char **ret);
