@@ -146,6 +146,10 @@ char *agent_basic_format_failure(const char *prefix, const char *path, const age
 int agent_store_session_dir(const agent_config *cfg, const char *session, char **ret);
 /* Loads sessions/latest.jsonl into a new array (empty when missing). */
 int agent_store_load(const char *session_dir, json_t **ret, char **ret_error);
+/* Takes the session's lock, <session_dir>/lock (flock, exclusive, created 0700/0600 as needed):
+ * one process at a time uses a session, whatever the program. *ret_fd holds it (close to
+ * release). Returns 0, -EBUSY with a message naming the holder (pid and program), or -errno. */
+int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, char **ret_error);
 /* Appends one message (one line) to sessions/latest.jsonl, creating dirs (0700) and file (0600). */
 int agent_store_append(const char *session_dir, json_t *message, char **ret_error);
 
