@@ -34,6 +34,8 @@ struct asb_client {
     long timeout_ms, connect_timeout_ms;
     asb_log_cb log_cb;
     void *log_payload;
+    asb_warning_cb warning_cb;
+    void *warning_payload;
     char errbuf[CURL_ERROR_SIZE];
 };
 
