@@ -318,9 +318,9 @@ static int open_bound(agent_box *b)
     return r;
 }
 
-static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data,
-                    size_t stdin_len, int in_fd, int out_fd, long timeout_ms,
-                    const volatile int *cancel, agent_exec_result *ret, char **ret_error);
+static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
+                    int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
+                    agent_exec_result *ret, char **ret_error);
 
 /* A thread converting between a backup file and a plain tar on one end of a socketpair: the
  * sandbox's tar reads or writes the other end through box_exec(), so a snapshot or restore of
@@ -655,9 +655,9 @@ int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data
     return box_exec(b, argv, stdin_data, stdin_len, -1, -1, timeout_ms, cancel, ret, ret_error);
 }
 
-static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data,
-                    size_t stdin_len, int in_fd, int out_fd, long timeout_ms,
-                    const volatile int *cancel, agent_exec_result *ret, char **ret_error)
+static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
+                    int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
+                    agent_exec_result *ret, char **ret_error)
 {
     *ret = (agent_exec_result){0};
     if (!b->sb)
@@ -693,8 +693,14 @@ static int box_exec(agent_box *b, const char *const *argv, const char *stdin_dat
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.env = env;
     po.cancel = cancel;
-    exec_ctx c = {.b = b, .res = ret, .stdin_data = stdin_data, .stdin_len = stdin_len,
-                  .in_fd = in_fd, .out_fd = out_fd, .timeout_ms = timeout_ms, .pid = -1,
+    exec_ctx c = {.b = b,
+                  .res = ret,
+                  .stdin_data = stdin_data,
+                  .stdin_len = stdin_len,
+                  .in_fd = in_fd,
+                  .out_fd = out_fd,
+                  .timeout_ms = timeout_ms,
+                  .pid = -1,
                   .token = token};
     pthread_mutex_init(&c.lock, NULL);
     pthread_cond_init(&c.cond, NULL);
@@ -823,8 +829,7 @@ int agent_box_snapshot(agent_box *b, char **ret_error)
     r = box_exec(b, argv, NULL, 0, -1, fd, 0, NULL, &res, ret_error);
     int pr = pump_finish(&pump, fd);
     if (r == 0 && res.exit_code != 0)
-        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code,
-                       res.err);
+        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code, res.err);
     if (r == 0 && pr < 0)
         r = agent_fail(ret_error, pr, "%s", pump.error ? pump.error : strerror(-pr));
     free(pump.error);

@@ -162,8 +162,7 @@ int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, 
                               "may use a session (lock: %s)",
                               session, prog, pid, path);
         return agent_fail(ret_error, -EBUSY,
-                          "session \"%s\" is in use by another process (lock: %s)", session,
-                          path);
+                          "session \"%s\" is in use by another process (lock: %s)", session, path);
     }
     /* The holder's identity, for the error a second user gets. The lock goes with the fd (and the
      * process): a crashed holder leaves a stale text but never a held lock. */

@@ -31,6 +31,8 @@ struct schema_node {
     const schema_node *items; /* SCHEMA_ARRAY */
 };
 
+/* The schema tables read best as written: keep clang-format out of them. */
+/* clang-format off */
 #define OBJECT(...) (&(const schema_node){SCHEMA_OBJECT, (const schema_prop[]){__VA_ARGS__, {0}}, 0})
 #define ARRAY(n) (&(const schema_node){SCHEMA_ARRAY, NULL, (n)})
 
@@ -95,6 +97,8 @@ static const schema_node *const CLAIM = OBJECT(
             {"volumeClaimTemplates", VOLUME_CLAIM_TEMPLATES})},
     {"status", OBJECT({"conditions", CONDITIONS},
                       {"sandbox", OBJECT({"name", &LEAF}, {"podIPs", &LEAF})})});
+
+/* clang-format on */
 
 static const schema_node *schema_of(const api_kind *k)
 {

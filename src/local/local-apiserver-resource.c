@@ -264,8 +264,9 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
     size_t len = 0;
     FILE *f = open_memstream(&msg, &len);
     if (f) {
-        fprintf(f, "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ",
-                k->kind, API_VERSION, k->kind);
+        fprintf(f,
+                "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ", k->kind,
+                API_VERSION, k->kind);
         json_array_foreach (texts, i, p)
             fprintf(f, "%s%s", i ? ", " : "", json_string_value(p));
         fclose(f);
