@@ -42,12 +42,16 @@ typedef struct asb_client_options {
      * ASB_LOG_WARNING instead. */
     asb_warning_cb warning_cb;
     void *warning_payload;
+    /* (version >= 2) "Strict", "Warn" or "Ignore": sent as `fieldValidation` on create, update
+     * and patch (what the server does with fields the kind does not declare); NULL: the server's
+     * default (Warn). */
+    const char *field_validation;
 } asb_client_options;
 
 #define ASB_CLIENT_OPTIONS_VERSION 2
 /* clang-format off */
 #define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL, \
-                                 NULL, NULL}
+                                 NULL, NULL, NULL}
 /* clang-format on */
 
 /* The state directory used when none is given: $ASB_STATE_DIR, else /var/lib/asb as root, else

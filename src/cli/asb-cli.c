@@ -52,9 +52,15 @@ static void cli_warning(const char *text, void *payload)
 
 int cli_client(asb_client **ret)
 {
+    return cli_client_validating(ret, NULL);
+}
+
+int cli_client_validating(asb_client **ret, const char *field_validation)
+{
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
     o.log_cb = cli_log;
     o.warning_cb = cli_warning;
+    o.field_validation = field_validation;
     o.server = cli_global.server;
     o.token = cli_global.token;
     if (asb_client_new(ret, &o) != ASB_OK)

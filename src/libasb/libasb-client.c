@@ -238,7 +238,19 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
             c->warning_payload = opts->warning_payload;
         }
     }
-    int r = configure(c, opts);
+    int r = ASB_OK;
+    if (opts && opts->version >= 2 && opts->field_validation) {
+        const char *fv = opts->field_validation;
+        if (strcmp(fv, "Strict") != 0 && strcmp(fv, "Warn") != 0 && strcmp(fv, "Ignore") != 0)
+            r = asbi_error_set(ASB_EINVAL, 0, NULL,
+                               "asb_client_options: field_validation \"%s\" is not Strict, Warn "
+                               "or Ignore",
+                               fv);
+        else if (!(c->field_validation = strdup(fv)))
+            r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    if (r == ASB_OK)
+        r = configure(c, opts);
     if (r == ASB_OK && !(c->curl = curl_easy_init()))
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "curl_easy_init failed");
     if (r != ASB_OK) {
@@ -256,6 +268,7 @@ ASB_PUBLIC void asb_client_free(asb_client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     free(c->server);
+    free(c->field_validation);
     free(c->noproxy);
     free(c->state_dir);
     if (c->token) {
@@ -537,6 +550,17 @@ static int object_call(char **out, asb_client *c, const char *kind, const char *
     char *url = asbi_path(c, k, ns ? ns : "default", name, sub);
     if (!url)
         return ASB_ENOMEM;
+    bool writes =
+        strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    if (writes && c->field_validation) {
+        char *u = NULL;
+        if (asprintf(&u, "%s?fieldValidation=%s", url, c->field_validation) < 0) {
+            free(url);
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        }
+        free(url);
+        url = u;
+    }
     r = request(c, method, url, content_type, body, out);
     free(url);
     return r;

@@ -36,6 +36,7 @@ struct asb_client {
     void *log_payload;
     asb_warning_cb warning_cb;
     void *warning_payload;
+    char *field_validation; /* NULL: not sent */
     char errbuf[CURL_ERROR_SIZE];
 };
 

@@ -141,6 +141,25 @@ def test_asb_apply_prints_warnings_as_kubectl(asb, tmp_path):
     assert 'Warning: unknown field "spec.foo"' in p.stderr.splitlines()
 
 
+def test_asb_apply_validate_modes(asb, tmp_path):
+    f = tmp_path / "sb.json"
+    f.write_text(json.dumps(with_unknown("val")))
+    p = run(asb, "apply", "--validate=strict", "-f", str(f))
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert "Error from server (BadRequest)" in p.stderr
+    assert ('strict decoding error: unknown field "metadata.bogus", unknown field "spec.foo"'
+            in p.stderr), p.stderr
+    assert asb.get(asb.path(CORE, "sandboxes", name="val")).status_code == 404
+    for mode in ("ignore", "false"):
+        p = run(asb, "apply", f"--validate={mode}", "-f", str(f))
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+    p = run(asb, "apply", "--validate=warn", "-f", str(f))
+    assert p.returncode == 0 and 'Warning: unknown field "spec.foo"' in p.stderr
+    p = run(asb, "apply", "--validate=sometimes", "-f", str(f))
+    assert p.returncode == 2 and 'invalid - validate option "sometimes"' in p.stderr
+
+
 def test_python_client_gets_the_warning_headers(asb):
     kubernetes = pytest.importorskip("kubernetes")
     cfg = kubernetes.client.Configuration(host=asb.url,
