@@ -52,7 +52,8 @@ static int remember(json_t *files, struct archive_entry *e)
 {
     const char *name = archive_entry_pathname(e);
     if (archive_entry_filetype(e) == AE_IFREG && !archive_entry_hardlink(e))
-        return json_object_set_new(files, name, json_true()) < 0 ? -ENOMEM : 0;
+        /* _nocheck: file names need not be UTF-8. */
+        return json_object_set_new_nocheck(files, name, json_true()) < 0 ? -ENOMEM : 0;
     json_object_del(files, name); /* replaced by a directory, symlink or link */
     return 0;
 }

@@ -332,6 +332,13 @@ TEST(backup_round_trip_reported_hard_link)
     CHECK_INT_EQ(symlink("d/f", p), 0);
     snprintf(p, sizeof(p), "%s/empty", src);
     mkdir(p, 0750);
+    /* A name that is not UTF-8, hard-linked too. */
+    snprintf(p, sizeof(p), "%s/d/caf\xe9", src);
+    f = fopen(p, "we");
+    fputs("latin1\n", f);
+    fclose(f);
+    snprintf(a, sizeof(a), "%s/\xff-link", src);
+    CHECK_INT_EQ(link(p, a), 0);
     /* --sort=name: tar meets ./a first, so ./d/f is the hard-link entry that used to be dropped. */
     CHECK_INT_EQ(round_trip(src, dst, path, "--sort=name"), 0);
     CHECK_INT_EQ(compare(src, dst), 0);
