@@ -1,5 +1,5 @@
 /* libFuzzer: untrusted JSON through the object model. An object is defaulted and validated as
- * every kind (and as an update of itself); a two-element array [target, patch] goes through JSON
+ * every kind (and as an update of itself), after its unknown fields are pruned; a two-element array [target, patch] goes through JSON
  * merge-patch and JSON patch and the results are validated; a string is parsed as label and
  * field selectors and matched against a fixed label set. */
 #include <stddef.h>
@@ -17,6 +17,10 @@ static void check_object(const json_t *obj, const json_t *old)
         json_t *copy = json_deep_copy(obj);
         if (!copy)
             return;
+        /* As the API server does: unknown fields pruned first, then defaults and validation. */
+        json_t *pruned = NULL;
+        if (api_prune_unknown(k, copy, &pruned) == 0)
+            json_decref(pruned);
         api_default(k, copy);
         api_errors errs = {0};
         api_validate(k, copy, old, &errs);

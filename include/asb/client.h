@@ -23,6 +23,8 @@ typedef struct asb_client asb_client;
 
 /* The library never writes to stderr; it reports through this callback when one is set. */
 typedef void (*asb_log_cb)(int level, const char *message, void *payload);
+/* A warning the server sent with a reply (see asb_client_options.warning_cb). */
+typedef void (*asb_warning_cb)(const char *text, void *payload);
 
 typedef struct asb_client_options {
     unsigned int version;    /* ASB_CLIENT_OPTIONS_VERSION */
@@ -34,11 +36,22 @@ typedef struct asb_client_options {
     long connect_timeout_ms; /* 0: 10000 */
     asb_log_cb log_cb;       /* may be NULL */
     void *log_payload;
+    /* (version >= 2) Called once per `Warning` header of a server reply (kube-apiserver's
+     * deprecation and unknown-field warnings, e.g. `unknown field "spec.foo"`), with the warning's
+     * text, unquoted, as client-go's warning handler gets it. NULL: each goes to log_cb at
+     * ASB_LOG_WARNING instead. */
+    asb_warning_cb warning_cb;
+    void *warning_payload;
+    /* (version >= 2) "Strict", "Warn" or "Ignore": sent as `fieldValidation` on create, update
+     * and patch (what the server does with fields the kind does not declare); NULL: the server's
+     * default (Warn). */
+    const char *field_validation;
 } asb_client_options;
 
-#define ASB_CLIENT_OPTIONS_VERSION 1
+#define ASB_CLIENT_OPTIONS_VERSION 2
 /* clang-format off */
-#define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL}
+#define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL, \
+                                 NULL, NULL, NULL}
 /* clang-format on */
 
 /* The state directory used when none is given: $ASB_STATE_DIR, else /var/lib/asb as root, else

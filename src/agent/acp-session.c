@@ -123,7 +123,12 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
         else
             name_release(c->server, name);
         session_free(ss);
-        reply_error(c, id, r == -EINVAL ? ACP_ERR_INVALID_PARAMS : ACP_ERR_INTERNAL, text);
+        /* -EBUSY: another process holds the session (its pid and program are in the text). */
+        reply_error(c, id,
+                    r == -EINVAL  ? ACP_ERR_INVALID_PARAMS
+                    : r == -EBUSY ? ACP_ERR_INVALID_REQUEST
+                                  : ACP_ERR_INTERNAL,
+                    text);
         return NULL;
     }
     free(msg);
@@ -257,9 +262,6 @@ static agent_permission on_permission(const agent_tool_call *call, void *payload
     switch (p) {
     case ACP_PERMISSION_ALLOW_ONCE:
     case ACP_PERMISSION_ALLOW_ALWAYS:
-        send_update(ss,
-                    json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
-                              tool_call_id(ss, call->id), "status", "in_progress"));
         return p == ACP_PERMISSION_ALLOW_ONCE ? AGENT_PERMISSION_ALLOW_ONCE
                                               : AGENT_PERMISSION_ALLOW_ALWAYS;
     case ACP_PERMISSION_REJECT_ALWAYS:
@@ -269,6 +271,15 @@ static agent_permission on_permission(const agent_tool_call *call, void *payload
     default:
         return AGENT_PERMISSION_REJECT_ONCE;
     }
+}
+
+/* Every call that runs goes pending -> in_progress -> completed/failed, also when an earlier
+ * "allow always" means no permission is asked. */
+static void on_tool_start(const agent_tool_call *call, void *payload)
+{
+    acp_session *ss = payload;
+    send_update(ss, json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
+                              tool_call_id(ss, call->id), "status", "in_progress"));
 }
 
 static void on_tool_result(const agent_tool_call *call, agent_tool_status status,
@@ -290,6 +301,7 @@ static void callbacks_init(agent_callbacks *cbs, acp_session *ss)
     cbs->agent_text_cb = on_agent_text;
     cbs->tool_call_cb = on_tool_call;
     cbs->permission_cb = on_permission;
+    cbs->tool_start_cb = on_tool_start;
     cbs->tool_result_cb = on_tool_result;
     cbs->payload = ss;
     cbs->cancel = &ss->cancel;

@@ -1,7 +1,8 @@
 /* Home-directory snapshots: the sandbox produces a plain tar stream (`tar -cf -`), the host
- * checks every entry and writes a gzip'd tar with libarchive; restore goes the other way. Only
- * regular files, directories and symlinks with relative names that stay inside are kept, so a
- * hostile sandbox cannot make the host or a later sandbox write outside the home directory. */
+ * checks every entry and writes a gzip'd tar with libarchive, one block at a time; restore goes
+ * the other way. Only regular files, directories, symlinks and hard links to a regular file
+ * already in the archive, all with relative names that stay inside, are kept, so a hostile
+ * sandbox cannot make the host or a later sandbox write outside the home directory. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -10,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "agent/agent-internal.h"
 #include "basic/macro.h"
@@ -30,18 +34,33 @@ static bool name_ok(const char *p)
     return true;
 }
 
-static bool entry_ok(struct archive_entry *e)
+/* Names of the regular files already copied (pathname -> true): a hard link is kept only when it
+ * points at one of them, so it can never name something outside the archive, a directory or a
+ * symlink. */
+static bool entry_ok(struct archive_entry *e, json_t *files)
 {
+    if (!name_ok(archive_entry_pathname(e)))
+        return false;
+    const char *link = archive_entry_hardlink(e);
+    if (link)
+        return name_ok(link) && json_object_get(files, link) != NULL;
     mode_t t = archive_entry_filetype(e);
-    if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK)
-        return false;
-    if (archive_entry_hardlink(e))
-        return false;
-    return name_ok(archive_entry_pathname(e));
+    return t == AE_IFREG || t == AE_IFDIR || t == AE_IFLNK;
 }
 
-/* Copies entries from rd to wr, filtering; returns 0 or -EBADMSG with a message. */
-static int copy_entries(struct archive *rd, struct archive *wr, char **ret_error)
+static int remember(json_t *files, struct archive_entry *e)
+{
+    const char *name = archive_entry_pathname(e);
+    if (archive_entry_filetype(e) == AE_IFREG && !archive_entry_hardlink(e))
+        /* _nocheck: file names need not be UTF-8. */
+        return json_object_set_new_nocheck(files, name, json_true()) < 0 ? -ENOMEM : 0;
+    json_object_del(files, name); /* replaced by a directory, symlink or link */
+    return 0;
+}
+
+/* Copies entries from rd to wr, filtering, one data block at a time (constant memory but for the
+ * set of file names); returns 0 or -errno with a message. */
+static int copy_loop(struct archive *rd, struct archive *wr, json_t *files, char **ret_error)
 {
     struct archive_entry *e;
     for (;;) {
@@ -50,53 +69,62 @@ static int copy_entries(struct archive *rd, struct archive *wr, char **ret_error
             return 0;
         if (rr < ARCHIVE_WARN)
             return agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
-        if (!entry_ok(e)) {
+        if (!entry_ok(e, files)) {
             archive_read_data_skip(rd);
             continue;
         }
+        if (remember(files, e) < 0)
+            return -ENOMEM;
+        if (archive_entry_hardlink(e))
+            archive_entry_set_size(e, 0);
         if (archive_write_header(wr, e) < ARCHIVE_WARN)
             return agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
         const void *blk;
         size_t sz;
         la_int64_t off;
         while ((rr = archive_read_data_block(rd, &blk, &sz, &off)) == ARCHIVE_OK)
-            if (archive_write_data(wr, blk, sz) < 0)
+            if (sz > 0 && archive_write_data(wr, blk, sz) < 0)
                 return agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
         if (rr != ARCHIVE_EOF)
             return agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
     }
 }
 
-int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, char **ret_error)
+static int copy_entries(struct archive *rd, struct archive *wr, char **ret_error)
+{
+    json_t *files = json_object();
+    if (!files)
+        return -ENOMEM;
+    int r = copy_loop(rd, wr, files, ret_error);
+    json_decref(files);
+    return r;
+}
+
+/* Writes the gzip'd, filtered copy of the tar that rd reads to path (via path.tmp). */
+static int write_from(struct archive *rd, const char *path, char **ret_error)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
         return -ENOMEM;
-    struct archive *rd = archive_read_new(), *wr = archive_write_new();
-    int r = -ENOMEM;
-    if (!rd || !wr)
-        goto out;
-    archive_read_support_format_tar(rd);
-    archive_read_support_filter_none(rd);
+    struct archive *wr = archive_write_new();
+    if (!wr)
+        return -ENOMEM;
     archive_write_set_format_pax_restricted(wr);
     archive_write_add_filter_gzip(wr);
-    if (archive_read_open_memory(rd, tar_data, tar_len) != ARCHIVE_OK) {
-        r = agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
-        goto out;
-    }
+    int r;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         r = agent_fail(ret_error, -errno, "cannot create %s: %s", tmp, strerror(errno));
-        goto out;
+        archive_write_free(wr);
+        return r;
     }
-    if (archive_write_open_fd(wr, fd) != ARCHIVE_OK) {
-        close(fd);
+    if (archive_write_open_fd(wr, fd) != ARCHIVE_OK)
         r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
-        goto out;
-    }
-    r = copy_entries(rd, wr, ret_error);
+    else
+        r = copy_entries(rd, wr, ret_error);
     if (archive_write_close(wr) != ARCHIVE_OK && r == 0)
         r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+    archive_write_free(wr);
     if (r == 0 && fsync(fd) < 0)
         r = agent_fail(ret_error, -errno, "fsync %s: %s", tmp, strerror(errno));
     close(fd);
@@ -104,11 +132,44 @@ int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, c
         r = agent_fail(ret_error, -errno, "rename %s: %s", tmp, strerror(errno));
     if (r < 0)
         unlink(tmp);
-out:
-    if (rd)
-        archive_read_free(rd);
-    if (wr)
-        archive_write_free(wr);
+    return r;
+}
+
+static struct archive *tar_reader(void)
+{
+    struct archive *rd = archive_read_new();
+    if (rd) {
+        archive_read_support_format_tar(rd);
+        archive_read_support_filter_none(rd);
+    }
+    return rd;
+}
+
+int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, char **ret_error)
+{
+    struct archive *rd = tar_reader();
+    if (!rd)
+        return -ENOMEM;
+    int r;
+    if (archive_read_open_memory(rd, tar_data, tar_len) != ARCHIVE_OK)
+        r = agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+    else
+        r = write_from(rd, path, ret_error);
+    archive_read_free(rd);
+    return r;
+}
+
+int agent_backup_write_fd(const char *path, int in_fd, char **ret_error)
+{
+    struct archive *rd = tar_reader();
+    if (!rd)
+        return -ENOMEM;
+    int r;
+    if (archive_read_open_fd(rd, in_fd, 65536) != ARCHIVE_OK)
+        r = agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+    else
+        r = write_from(rd, path, ret_error);
+    archive_read_free(rd);
     return r;
 }
 
@@ -135,41 +196,88 @@ static la_ssize_t mem_write(struct archive *a, void *ud, const void *p, size_t n
     return (la_ssize_t)n;
 }
 
+/* Reads the backup at path and writes its filtered, uncompressed tar through wr (opened by
+ * open_cb). */
+static int read_into(const char *path, struct archive *wr, char **ret_error)
+{
+    struct archive *rd = archive_read_new();
+    if (!rd)
+        return -ENOMEM;
+    archive_read_support_format_tar(rd);
+    archive_read_support_filter_gzip(rd);
+    int r;
+    if (archive_read_open_filename(rd, path, 65536) != ARCHIVE_OK)
+        r = agent_fail(ret_error, -EIO, "cannot open %s: %s", path, archive_error_string(rd));
+    else
+        r = copy_entries(rd, wr, ret_error);
+    if (archive_write_close(wr) != ARCHIVE_OK && r == 0)
+        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+    archive_read_free(rd);
+    return r;
+}
+
+static struct archive *tar_writer(void)
+{
+    struct archive *wr = archive_write_new();
+    if (wr) {
+        archive_write_set_format_pax_restricted(wr);
+        archive_write_add_filter_none(wr);
+        archive_write_set_bytes_in_last_block(wr, 1);
+    }
+    return wr;
+}
+
 int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_error)
 {
     *ret = NULL;
     *ret_len = 0;
-    struct archive *rd = archive_read_new(), *wr = archive_write_new();
+    struct archive *wr = tar_writer();
+    if (!wr)
+        return -ENOMEM;
     membuf b = {0};
-    int r = -ENOMEM;
-    if (!rd || !wr)
-        goto out;
-    archive_read_support_format_tar(rd);
-    archive_read_support_filter_gzip(rd);
-    archive_write_set_format_pax_restricted(wr);
-    archive_write_add_filter_none(wr);
-    archive_write_set_bytes_in_last_block(wr, 1);
-    if (archive_read_open_filename(rd, path, 65536) != ARCHIVE_OK) {
-        r = agent_fail(ret_error, -EIO, "cannot open %s: %s", path, archive_error_string(rd));
-        goto out;
-    }
-    if (archive_write_open(wr, &b, NULL, mem_write, NULL) != ARCHIVE_OK) {
+    int r;
+    if (archive_write_open(wr, &b, NULL, mem_write, NULL) != ARCHIVE_OK)
         r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
-        goto out;
-    }
-    r = copy_entries(rd, wr, ret_error);
-    if (archive_write_close(wr) != ARCHIVE_OK && r == 0)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+    else
+        r = read_into(path, wr, ret_error);
+    archive_write_free(wr);
     if (r == 0) {
         *ret = TAKE_PTR(b.data);
         *ret_len = b.len;
     }
-out:
     free(b.data);
-    if (rd)
-        archive_read_free(rd);
-    if (wr)
-        archive_write_free(wr);
+    return r;
+}
+
+/* write(2) for pipes and files, send(MSG_NOSIGNAL) for sockets: a reader that went away is an
+ * error (EPIPE), never a SIGPIPE. */
+static la_ssize_t fd_write(struct archive *a, void *ud, const void *p, size_t n)
+{
+    int fd = *(int *)ud;
+    for (;;) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == ENOTSOCK)
+            k = write(fd, p, n);
+        if (k >= 0)
+            return k;
+        if (errno != EINTR) {
+            archive_set_error(a, errno, "write: %s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+int agent_backup_read_fd(const char *path, int out_fd, char **ret_error)
+{
+    struct archive *wr = tar_writer();
+    if (!wr)
+        return -ENOMEM;
+    int r;
+    if (archive_write_open(wr, &out_fd, NULL, fd_write, NULL) != ARCHIVE_OK)
+        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+    else
+        r = read_into(path, wr, ret_error);
+    archive_write_free(wr);
     return r;
 }
 

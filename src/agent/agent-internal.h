@@ -95,13 +95,19 @@ int agent_box_snapshot(agent_box *b, char **ret_error);
 /* ---- Backups (agent-backup.c) ---- */
 
 /* Re-compresses an uncompressed tar stream (from `tar -cf -` in the sandbox) into a gzip'd tar
- * at path (written to path.tmp, renamed), keeping only regular files, directories and symlinks
- * with relative, non-escaping names. */
+ * at path (written to path.tmp, fsync'd, renamed), keeping only regular files, directories,
+ * symlinks and hard links to a regular file earlier in the stream, all with relative,
+ * non-escaping names; modes, owners and mtimes as the stream has them. */
 int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, char **ret_error);
+/* The same, reading the tar from in_fd (not closed) one block at a time: memory stays constant
+ * whatever the size of the home directory. */
+int agent_backup_write_fd(const char *path, int in_fd, char **ret_error);
 
 /* Reads a .tar.gz backup into an uncompressed tar in memory (*ret, malloc'd), with the same
  * filtering. */
 int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
+/* The same, writing the uncompressed tar to out_fd (not closed) one block at a time. */
+int agent_backup_read_fd(const char *path, int out_fd, char **ret_error);
 
 /* The newest backup in dir (malloc'd path) or NULL in *ret when there is none. */
 int agent_backup_latest(const char *dir, char **ret);
@@ -140,6 +146,10 @@ char *agent_basic_format_failure(const char *prefix, const char *path, const age
 int agent_store_session_dir(const agent_config *cfg, const char *session, char **ret);
 /* Loads sessions/latest.jsonl into a new array (empty when missing). */
 int agent_store_load(const char *session_dir, json_t **ret, char **ret_error);
+/* Takes the session's lock, <session_dir>/lock (flock, exclusive, created 0700/0600 as needed):
+ * one process at a time uses a session, whatever the program. *ret_fd holds it (close to
+ * release). Returns 0, -EBUSY with a message naming the holder (pid and program), or -errno. */
+int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, char **ret_error);
 /* Appends one message (one line) to sessions/latest.jsonl, creating dirs (0700) and file (0600). */
 int agent_store_append(const char *session_dir, json_t *message, char **ret_error);
 

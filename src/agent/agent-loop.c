@@ -24,6 +24,7 @@ struct agent_session {
     json_t *always; /* tool name -> true (allow) / false (reject) */
     agent_openai *llm;
     agent_box *box;
+    int lock_fd; /* flock on <dir>/lock while the session lives (agent_store_lock) */
 };
 
 int agent_global_init(void)
@@ -140,6 +141,7 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
     agent_session *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
+    s->lock_fd = -1;
     s->cfg = cfg;
     s->toolset = ts;
     s->name = strdup(name);
@@ -153,6 +155,11 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
         r = agent_fail(ret_message, r, "cannot find the session directory (is HOME set?)");
         goto fail;
     }
+    /* Before the history is read: two processes appending to one history interleave it into a
+     * transcript no model endpoint accepts. */
+    r = agent_store_lock(s->dir, name, &s->lock_fd, ret_message);
+    if (r < 0)
+        goto fail;
     r = agent_store_load(s->dir, &s->history, ret_message);
     if (r < 0)
         goto fail;
@@ -196,6 +203,8 @@ agent_session *agent_session_free(agent_session *s)
     json_decref(s->always);
     free(s->name);
     free(s->dir);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     free(s);
     return NULL;
 }
@@ -285,6 +294,8 @@ static int run_calls(agent_session *s, json_t *calls, const agent_callbacks *cbs
                          c.name) < 0)
                 result = NULL;
         } else {
+            if (cbs->version >= 2 && cbs->tool_start_cb)
+                cbs->tool_start_cb(&c, cbs->payload);
             int r = agent_toolset_call(s->toolset, s->box, s->cfg, c.name, c.arguments,
                                        cbs->cancel, &result, &failed);
             if (r == -ECANCELED) {

@@ -152,11 +152,16 @@ typedef struct agent_callbacks {
     /* When *cancel becomes non-zero (any thread) the turn ends with AGENT_STOP_CANCELLED as soon
      * as possible: the model request is aborted, a running tool is killed. May be NULL. */
     const volatile int *cancel;
+    /* (version >= 2) The call is allowed and starts running now: after permission_cb, or
+     * without it for a tool name answered "allow always" earlier. Never called for a rejected
+     * or cancelled call, nor during replay. */
+    void (*tool_start_cb)(const agent_tool_call *call, void *payload);
 } agent_callbacks;
 
-#define AGENT_CALLBACKS_VERSION 1
+#define AGENT_CALLBACKS_VERSION 2
 /* clang-format off */
-#define AGENT_CALLBACKS_INIT {AGENT_CALLBACKS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define AGENT_CALLBACKS_INIT {AGENT_CALLBACKS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+                              NULL}
 /* clang-format on */
 
 /* Runs one user turn: appends the user message, then calls the model and runs the tools it asks

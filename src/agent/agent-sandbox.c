@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -317,21 +318,83 @@ static int open_bound(agent_box *b)
     return r;
 }
 
+static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
+                    int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
+                    agent_exec_result *ret, char **ret_error);
+
+/* A thread converting between a backup file and a plain tar on one end of a socketpair: the
+ * sandbox's tar reads or writes the other end through box_exec(), so a snapshot or restore of
+ * any size needs a few blocks of memory. */
+typedef struct backup_pump {
+    const char *path;
+    int fd;
+    bool to_file; /* snapshot: socket -> path; restore: path -> socket */
+    int result;
+    char *error;
+    pthread_t thread;
+} backup_pump;
+
+static void *pump_main(void *ud)
+{
+    backup_pump *p = ud;
+    p->result = p->to_file ? agent_backup_write_fd(p->path, p->fd, &p->error)
+                           : agent_backup_read_fd(p->path, p->fd, &p->error);
+    /* Unblocks box_exec's side: the sandbox's output is discarded, its input ends. */
+    shutdown(p->fd, p->to_file ? SHUT_RDWR : SHUT_WR);
+    return NULL;
+}
+
+/* Starts the pump on sv[0]; *ret_fd is the other end for box_exec (closed by pump_finish). */
+static int pump_start(backup_pump *p, const char *path, bool to_file, int *ret_fd)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    *p = (backup_pump){.path = path, .fd = sv[0], .to_file = to_file};
+    int r = pthread_create(&p->thread, NULL, pump_main, p);
+    if (r != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -r;
+    }
+    *ret_fd = sv[1];
+    return 0;
+}
+
+/* Ends box_exec's side (EOF for the pump's reader, EPIPE for its writer), waits for the pump. */
+static int pump_finish(backup_pump *p, int fd)
+{
+    shutdown(fd, SHUT_RDWR);
+    pthread_join(p->thread, NULL);
+    close(fd);
+    close(p->fd);
+    return p->result;
+}
+
 static int restore(agent_box *b, const volatile int *cancel)
 {
-    _cleanup_free_ char *latest = NULL, *data = NULL, *err = NULL;
-    size_t len = 0;
+    _cleanup_free_ char *latest = NULL, *err = NULL;
     int r = agent_backup_latest(b->backup_dir, &latest);
     if (r < 0 || !latest)
         return r;
-    r = agent_backup_read(latest, &data, &len, &err);
-    if (r < 0) {
-        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest, err ? err : "");
+    backup_pump pump;
+    int fd;
+    r = pump_start(&pump, latest, false, &fd);
+    if (r < 0)
         return r;
-    }
-    const char *argv[] = {"tar", "-xf", "-", "-C", b->homedir, NULL};
+    /* -p: modes exactly as stored (the sandbox user is not root, so tar would apply its umask). */
+    const char *argv[] = {"tar", "-xpf", "-", "-C", b->homedir, NULL};
     agent_exec_result res = {0};
-    r = agent_box_exec(b, argv, data, len, 0, cancel, &res, &err);
+    r = box_exec(b, argv, NULL, 0, fd, -1, 0, cancel, &res, &err);
+    int pr = pump_finish(&pump, fd);
+    if (pr < 0) {
+        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest,
+                pump.error ? pump.error : strerror(-pr));
+        free(pump.error);
+        agent_exec_result_clear(&res);
+        return pr;
+    }
+    free(pump.error);
     if (r == 0 && res.exit_code != 0)
         box_log(b, AGENT_LOG_WARNING, "restore of %s: tar exited %d: %s", latest, res.exit_code,
                 res.err ? res.err : "");
@@ -432,6 +495,8 @@ typedef struct exec_ctx {
     agent_exec_result *res;
     const char *stdin_data;
     size_t stdin_len;
+    int in_fd;  /* >= 0: stdin comes from this fd until EOF instead of stdin_data */
+    int out_fd; /* >= 0: stdout goes to this socket instead of res->out */
     long timeout_ms;
     int pid;
     bool overflow;
@@ -442,6 +507,7 @@ typedef struct exec_ctx {
     const char *token;
     pthread_t thread;
     int stdin_error;
+    bool sink_failed;
 } exec_ctx;
 
 static void *watchdog_main(void *ud)
@@ -491,12 +557,49 @@ static int append(char **data, size_t *len, const char *p, size_t n)
     return 0;
 }
 
+/* Streams in_fd to the process's stdin in blocks, then closes it. */
+static void stdin_from_fd(exec_ctx *c, int pid)
+{
+    const size_t chunk = 1u << 20;
+    _cleanup_free_ char *buf = malloc(chunk);
+    if (!buf) {
+        c->stdin_error = ASB_ENOMEM;
+        asb_sandbox_write_stdin(c->b->sb, pid, "", 0, 1);
+        return;
+    }
+    for (;;) {
+        size_t n = 0;
+        bool eof = false;
+        while (n < chunk) {
+            ssize_t k = read(c->in_fd, buf + n, chunk - n);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                eof = true;
+                break;
+            }
+            n += (size_t)k;
+        }
+        int r = asb_sandbox_write_stdin(c->b->sb, pid, buf, n, eof);
+        if (r != ASB_OK) {
+            c->stdin_error = r;
+            return;
+        }
+        if (eof)
+            return;
+    }
+}
+
 static int on_init(int pid, void *ud)
 {
     exec_ctx *c = ud;
     c->pid = pid;
     if (c->timeout_ms > 0 && pthread_create(&c->thread, NULL, watchdog_main, c) == 0)
         c->watchdog = true;
+    if (c->in_fd >= 0) {
+        stdin_from_fd(c, pid);
+        return 0;
+    }
     const size_t chunk = 1u << 20;
     size_t off = 0;
     do {
@@ -516,6 +619,22 @@ static int on_init(int pid, void *ud)
 static int on_stdout(const char *d, size_t n, void *ud)
 {
     exec_ctx *c = ud;
+    if (c->out_fd >= 0) {
+        /* Blocks while the pump catches up (constant memory); once the pump has stopped reading
+         * (done or failed) the rest is discarded. */
+        while (n > 0 && !c->sink_failed) {
+            ssize_t k = send(c->out_fd, d, n, MSG_NOSIGNAL);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                c->sink_failed = true;
+                break;
+            }
+            d += k;
+            n -= (size_t)k;
+        }
+        return 0;
+    }
     if (append(&c->res->out, &c->res->out_len, d, n) < 0)
         c->overflow = true;
     return 0;
@@ -532,6 +651,13 @@ static int on_stderr(const char *d, size_t n, void *ud)
 int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
                    long timeout_ms, const volatile int *cancel, agent_exec_result *ret,
                    char **ret_error)
+{
+    return box_exec(b, argv, stdin_data, stdin_len, -1, -1, timeout_ms, cancel, ret, ret_error);
+}
+
+static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
+                    int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
+                    agent_exec_result *ret, char **ret_error)
 {
     *ret = (agent_exec_result){0};
     if (!b->sb)
@@ -567,8 +693,15 @@ int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.env = env;
     po.cancel = cancel;
-    exec_ctx c = {.b = b, .res = ret, .stdin_data = stdin_data, .stdin_len = stdin_len,
-                  .timeout_ms = timeout_ms, .pid = -1, .token = token};
+    exec_ctx c = {.b = b,
+                  .res = ret,
+                  .stdin_data = stdin_data,
+                  .stdin_len = stdin_len,
+                  .in_fd = in_fd,
+                  .out_fd = out_fd,
+                  .timeout_ms = timeout_ms,
+                  .pid = -1,
+                  .token = token};
     pthread_mutex_init(&c.lock, NULL);
     pthread_cond_init(&c.cond, NULL);
     asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;
@@ -645,58 +778,66 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
     return r;
 }
 
-int agent_box_snapshot(agent_box *b, char **ret_error)
+/* A new backup path in backup_dir for now: backup-<stamp>.tar.gz, or _NN after the highest
+ * index present when several snapshots fall within one second ("_NN" sorts after "." and keeps
+ * name order = time order; rotation deletes the oldest names, and reusing a free slot would sort
+ * the newest snapshot first). */
+static int new_backup_path(agent_box *b, char **ret, char **ret_error)
 {
-    if (!b->sb)
-        return 0;
-    const char *argv[] = {"tar", "-cf", "-", "-C", b->homedir, ".", NULL};
-    agent_exec_result res = {0};
-    int r = agent_box_exec(b, argv, NULL, 0, 0, NULL, &res, ret_error);
-    if (r < 0)
-        return r;
-    if (res.exit_code != 0) {
-        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code,
-                       res.err);
-        agent_exec_result_clear(&res);
-        return r;
-    }
-    r = mkdir(b->backup_dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
-    if (r < 0) {
-        agent_exec_result_clear(&res);
-        return agent_fail(ret_error, r, "cannot create %s: %s", b->backup_dir, strerror(-r));
-    }
     char stamp[32];
     time_t t = time(NULL);
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-    _cleanup_free_ char *path = NULL;
-    /* Several snapshots in one second: "_NN" sorts after "." and keeps name order = time order.
-     * The index goes after the highest one present, not into the first free slot: rotation
-     * deletes the oldest names, and reusing one would sort the newest snapshot first. */
     int next = 0;
-    for (int i = 0; i <= 100; i++) {
-        free(path);
-        path = NULL;
-        int idx = i < 100 ? i : next;
-        int rr = idx == 0 ? asprintf(&path, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
-                          : asprintf(&path, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, idx);
-        if (rr < 0) {
-            agent_exec_result_clear(&res);
+    for (int i = 0; i < 100; i++) {
+        _cleanup_free_ char *p = NULL;
+        int rr = i == 0 ? asprintf(&p, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
+                        : asprintf(&p, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, i);
+        if (rr < 0)
             return -ENOMEM;
-        }
         struct stat st;
-        if (i < 100 && stat(path, &st) == 0)
+        if (stat(p, &st) == 0)
             next = i + 1;
     }
-    if (next > 99) {
-        agent_exec_result_clear(&res);
+    if (next > 99)
         return agent_fail(ret_error, -EEXIST, "too many snapshots within one second in %s",
                           b->backup_dir);
-    }
-    r = agent_backup_write(path, res.out, res.out_len, ret_error);
+    int rr = next == 0 ? asprintf(ret, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
+                       : asprintf(ret, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, next);
+    return rr < 0 ? -ENOMEM : 0;
+}
+
+int agent_box_snapshot(agent_box *b, char **ret_error)
+{
+    if (!b->sb)
+        return 0;
+    int r = mkdir(b->backup_dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot create %s: %s", b->backup_dir, strerror(-r));
+    _cleanup_free_ char *path = NULL;
+    r = new_backup_path(b, &path, ret_error);
+    if (r < 0)
+        return r;
+    backup_pump pump;
+    int fd;
+    r = pump_start(&pump, path, true, &fd);
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot start the snapshot: %s", strerror(-r));
+    const char *argv[] = {"tar", "-cf", "-", "-C", b->homedir, ".", NULL};
+    agent_exec_result res = {0};
+    r = box_exec(b, argv, NULL, 0, -1, fd, 0, NULL, &res, ret_error);
+    int pr = pump_finish(&pump, fd);
+    if (r == 0 && res.exit_code != 0)
+        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code, res.err);
+    if (r == 0 && pr < 0)
+        r = agent_fail(ret_error, pr, "%s", pump.error ? pump.error : strerror(-pr));
+    free(pump.error);
     agent_exec_result_clear(&res);
-    if (r == 0)
-        agent_backup_rotate(b->backup_dir, AGENT_BACKUPS_KEPT);
-    return r;
+    if (r < 0) {
+        unlink(path);
+        return r;
+    }
+    agent_backup_rotate(b->backup_dir, AGENT_BACKUPS_KEPT);
+    return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,4 +125,51 @@ int agent_session_exists(const agent_config *cfg, const char *name)
     if (asprintf(&path, "%s/sessions/latest.jsonl", dir) < 0)
         return 0;
     return access(path, F_OK) == 0;
+}
+
+/* "PID PROGRAM" of the lock's holder, as it wrote it; "" when unreadable or not yet written. */
+static void read_holder(int fd, char *buf, size_t n)
+{
+    ssize_t k = pread(fd, buf, n - 1, 0);
+    buf[k > 0 ? k : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, char **ret_error)
+{
+    *ret_fd = -1;
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/lock", session_dir) < 0)
+        return -ENOMEM;
+    int r = mkdir_p(session_dir, 0700);
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot create %s: %s", session_dir, strerror(-r));
+    _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return agent_fail(ret_error, -errno, "cannot open %s: %s", path, strerror(errno));
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR)
+            continue;
+        if (errno != EWOULDBLOCK)
+            return agent_fail(ret_error, -errno, "cannot lock %s: %s", path, strerror(errno));
+        char holder[128];
+        long pid = 0;
+        char prog[64] = "";
+        read_holder(fd, holder, sizeof(holder));
+        if (sscanf(holder, "%ld %63s", &pid, prog) == 2)
+            return agent_fail(ret_error, -EBUSY,
+                              "session \"%s\" is in use by %s (pid %ld); one process at a time "
+                              "may use a session (lock: %s)",
+                              session, prog, pid, path);
+        return agent_fail(ret_error, -EBUSY,
+                          "session \"%s\" is in use by another process (lock: %s)", session, path);
+    }
+    /* The holder's identity, for the error a second user gets. The lock goes with the fd (and the
+     * process): a crashed holder leaves a stale text but never a held lock. */
+    char me[128];
+    int n = snprintf(me, sizeof(me), "%ld %s\n", (long)getpid(), program_invocation_short_name);
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, me, (size_t)n, 0) != n)
+        return agent_fail(ret_error, -errno, "cannot write %s: %s", path, strerror(errno));
+    *ret_fd = TAKE_FD(fd);
+    return 0;
 }

@@ -37,6 +37,15 @@ const api_kind *api_kind_by_plural(const char *group, const char *plural);
 const api_kind *api_kind_by_name(const char *name); /* kind, plural, singular or short name */
 bool api_group_known(const char *group);
 
+/* ---- declared fields (api-schema.c) ---- */
+
+/* Removes from obj every field kind k's CRD schema does not declare, as kube-apiserver prunes
+ * custom resources with structural schemas (subtrees that keep unknown fields, such as the pod
+ * template's spec, are left alone). *ret_paths is a new array of the removed fields' paths
+ * ("spec.foo", "spec.env[0].bar", "metadata.x"), sorted, owned by the caller. Returns 0 or
+ * -ENOMEM. */
+int api_prune_unknown(const api_kind *k, json_t *obj, json_t **ret_paths);
+
 /* ---- field errors (k8s.io/apimachinery field.ErrorList) ---- */
 typedef enum api_error_type {
     API_FIELD_REQUIRED,    /* "Required value" */

@@ -15,11 +15,15 @@
 
 static void apply_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb apply -f FILE|- [-f FILE...]\n\n"
-               "Creates or updates the objects of YAML (multi-document, ---) or JSON manifests.\n\n"
-               "Options:\n"
-               "  -f, --filename FILE   manifest to apply, - for stdin (repeatable)\n"
-               "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f,
+            "Usage: asb apply -f FILE|- [-f FILE...]\n\n"
+            "Creates or updates the objects of YAML (multi-document, ---) or JSON manifests.\n\n"
+            "Options:\n"
+            "  -f, --filename FILE   manifest to apply, - for stdin (repeatable)\n"
+            "      --validate=MODE   fields the kind does not declare: strict (or true) refuses\n"
+            "                        the object, warn prints a warning for each, ignore (or\n"
+            "                        false) drops them silently; default: the server's (warn)\n"
+            "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
 /* The update body: the manifest, with the current resourceVersion and the metadata other writers
@@ -157,11 +161,13 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
 int asb_apply(int argc, char **argv)
 {
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
+                                         {"validate", required_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
     const char *files[MAX_FILES];
     size_t nfiles = 0;
+    const char *validate = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "f:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
@@ -173,6 +179,22 @@ int asb_apply(int argc, char **argv)
                 return 2;
             }
             files[nfiles++] = optarg;
+            break;
+        case 'V':
+            /* kubectl's --validate values, as the server's fieldValidation. */
+            if (strcmp(optarg, "strict") == 0 || strcmp(optarg, "true") == 0)
+                validate = "Strict";
+            else if (strcmp(optarg, "warn") == 0)
+                validate = "Warn";
+            else if (strcmp(optarg, "ignore") == 0 || strcmp(optarg, "false") == 0)
+                validate = "Ignore";
+            else {
+                fprintf(stderr,
+                        "error: invalid - validate option \"%s\"; must be one of: strict (or "
+                        "true), warn, ignore (or false)\n",
+                        optarg);
+                return 2;
+            }
             break;
         case 'h':
             apply_usage(stdout);
@@ -209,7 +231,7 @@ int asb_apply(int argc, char **argv)
         docs[i] = json_loads(arr, 0, NULL);
     }
     asb_client *cl = NULL;
-    ret = cli_client(&cl);
+    ret = cli_client_validating(&cl, validate);
     if (ret)
         goto out;
     size_t applied = 0;

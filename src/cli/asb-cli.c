@@ -44,10 +44,23 @@ static void cli_log(int level, const char *message, void *payload)
         fprintf(stderr, "asb: %s\n", message);
 }
 
+/* Warnings the server sent (unknown fields, deprecations), printed as kubectl prints them. */
+static void cli_warning(const char *text, void *payload)
+{
+    fprintf(stderr, "Warning: %s\n", text);
+}
+
 int cli_client(asb_client **ret)
+{
+    return cli_client_validating(ret, NULL);
+}
+
+int cli_client_validating(asb_client **ret, const char *field_validation)
 {
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
     o.log_cb = cli_log;
+    o.warning_cb = cli_warning;
+    o.field_validation = field_validation;
     o.server = cli_global.server;
     o.token = cli_global.token;
     if (asb_client_new(ret, &o) != ASB_OK)

@@ -43,6 +43,9 @@ const char *cli_namespace(void);
 
 /* Creates the client from the global flags, printing the error. Returns 0 or exit code 1. */
 int cli_client(asb_client **ret);
+/* The same, sending fieldValidation (Strict, Warn, Ignore; NULL: the server's default) on
+ * writes. */
+int cli_client_validating(asb_client **ret, const char *field_validation);
 
 /* Prints the last libasb error as kubectl does: `Error from server (Reason): message` for server
  * replies, `error: [context: ]message` otherwise. Returns 1 (the exit code). */

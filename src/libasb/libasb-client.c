@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -232,8 +233,24 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
     if (opts) {
         c->log_cb = opts->log_cb;
         c->log_payload = opts->log_payload;
+        if (opts->version >= 2) {
+            c->warning_cb = opts->warning_cb;
+            c->warning_payload = opts->warning_payload;
+        }
     }
-    int r = configure(c, opts);
+    int r = ASB_OK;
+    if (opts && opts->version >= 2 && opts->field_validation) {
+        const char *fv = opts->field_validation;
+        if (strcmp(fv, "Strict") != 0 && strcmp(fv, "Warn") != 0 && strcmp(fv, "Ignore") != 0)
+            r = asbi_error_set(ASB_EINVAL, 0, NULL,
+                               "asb_client_options: field_validation \"%s\" is not Strict, Warn "
+                               "or Ignore",
+                               fv);
+        else if (!(c->field_validation = strdup(fv)))
+            r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    if (r == ASB_OK)
+        r = configure(c, opts);
     if (r == ASB_OK && !(c->curl = curl_easy_init()))
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "curl_easy_init failed");
     if (r != ASB_OK) {
@@ -251,6 +268,7 @@ ASB_PUBLIC void asb_client_free(asb_client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     free(c->server);
+    free(c->field_validation);
     free(c->noproxy);
     free(c->state_dir);
     if (c->token) {
@@ -381,7 +399,80 @@ static size_t reply_write(char *data, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
-/* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status. */
+/* The text of a `Warning` header value, `299 - "text"` (RFC 7234: code, agent, quoted-string,
+ * optional date), unquoted; a value of another shape is taken whole. Owned, NULL on ENOMEM. */
+static char *warning_text(const char *v, size_t n)
+{
+    const char *end = v + n, *p = v;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    bool shaped = p > v && p < end && *p == ' ';
+    if (shaped) {
+        p++;
+        while (p < end && *p != ' ')
+            p++; /* agent */
+        shaped = p + 1 < end && p[1] == '"';
+        p += 2;
+    }
+    char *t = malloc(n + 1), *o = t;
+    if (!t)
+        return NULL;
+    if (!shaped) {
+        memcpy(t, v, n);
+        t[n] = '\0';
+        return t;
+    }
+    for (; p < end && *p != '"'; p++) {
+        if (*p == '\\' && p + 1 < end)
+            p++;
+        *o++ = *p;
+    }
+    *o = '\0';
+    return t;
+}
+
+typedef struct warnings {
+    char **v;
+    size_t n;
+} warnings;
+
+static size_t header_cb(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    warnings *w = userdata;
+    size_t len = size * nmemb, name = strlen("Warning:");
+    if (len <= name || strncasecmp(data, "Warning:", name) != 0 || w->n >= 64)
+        return len;
+    const char *v = data + name;
+    size_t vn = len - name;
+    while (vn > 0 && (*v == ' ' || *v == '\t'))
+        v++, vn--;
+    while (vn > 0 && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
+        vn--;
+    char **nv = realloc(w->v, (w->n + 1) * sizeof(*nv));
+    if (!nv)
+        return len;
+    w->v = nv;
+    if ((w->v[w->n] = warning_text(v, vn)))
+        w->n++;
+    return len;
+}
+
+/* Hands the reply's warnings to the warning callback (or the log) and frees them. */
+static void report_warnings(asb_client *c, warnings *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        if (c->warning_cb)
+            c->warning_cb(w->v[i], c->warning_payload);
+        else
+            asbi_log(c, ASB_LOG_WARNING, "%s", w->v[i]);
+        free(w->v[i]);
+    }
+    free(w->v);
+    *w = (warnings){0};
+}
+
+/* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status.
+ * Warning headers of the reply, whatever its status, go to report_warnings(). */
 static int request(asb_client *c, const char *method, const char *url, const char *content_type,
                    const char *body, char **out)
 {
@@ -394,6 +485,9 @@ static int request(asb_client *c, const char *method, const char *url, const cha
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, reply_write);
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &rep);
+    warnings warn = {0};
+    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &warn);
     if (body) {
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
@@ -403,6 +497,7 @@ static int request(asb_client *c, const char *method, const char *url, const cha
     long status = 0;
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
     asbi_log(c, ASB_LOG_DEBUG, "%s %s -> %ld", method, url, status);
+    report_warnings(c, &warn);
     if (rc == CURLE_WRITE_ERROR && rep.oom) {
         free(rep.p);
         return rep.oom == 1 ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
@@ -455,6 +550,17 @@ static int object_call(char **out, asb_client *c, const char *kind, const char *
     char *url = asbi_path(c, k, ns ? ns : "default", name, sub);
     if (!url)
         return ASB_ENOMEM;
+    bool writes =
+        strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    if (writes && c->field_validation) {
+        char *u = NULL;
+        if (asprintf(&u, "%s?fieldValidation=%s", url, c->field_validation) < 0) {
+            free(url);
+            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        }
+        free(url);
+        url = u;
+    }
     r = request(c, method, url, content_type, body, out);
     free(url);
     return r;

@@ -35,6 +35,9 @@ struct asb_client {
     long timeout_ms, connect_timeout_ms;
     asb_log_cb log_cb;
     void *log_payload;
+    asb_warning_cb warning_cb;
+    void *warning_payload;
+    char *field_validation; /* NULL: not sent */
     char errbuf[CURL_ERROR_SIZE];
 };
 

@@ -31,6 +31,12 @@ typedef struct api_request {
 
 /* Queue a JSON response; steals j. */
 enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j);
+/* The same with one `Warning: 299 - "text"` header per string of warnings (borrowed, may be
+ * NULL), at most WARNING_MAX_COUNT of them, each text cut to WARNING_MAX_TEXT bytes. */
+#define WARNING_MAX_COUNT 64
+#define WARNING_MAX_TEXT 4096
+enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
+                                    const json_t *warnings);
 enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,
                              const api_kind *k, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));

@@ -22,6 +22,12 @@ static void format_now(char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static json_t *json_decref_null(json_t *j)
+{
+    json_decref(j);
+    return NULL;
+}
+
 static bool same(const json_t *a, const json_t *b)
 {
     if (!a || !b)
@@ -177,6 +183,98 @@ static int dry_run(api_request *rq, enum MHD_Result *ret)
     return -1;
 }
 
+/* `fieldValidation` of create, update and patch, as kube-apiserver: Warn (the default) drops the
+ * fields the kind does not declare and says so in Warning headers, Ignore drops them silently,
+ * Strict refuses the request. */
+typedef enum field_validation {
+    FIELD_VALIDATION_WARN,
+    FIELD_VALIDATION_IGNORE,
+    FIELD_VALIDATION_STRICT,
+} field_validation;
+
+/* Returns -1 on a bad value (the reply is queued through *ret); options_kind names the options
+ * type in the error ("CreateOptions", "UpdateOptions", "PatchOptions"). */
+static int field_validation_mode(api_request *rq, const char *options_kind, field_validation *mode,
+                                 enum MHD_Result *ret)
+{
+    const char *v = query(rq->conn, "fieldValidation");
+    *mode = FIELD_VALIDATION_WARN;
+    if (!v || !*v || strcmp(v, "Warn") == 0)
+        return 0;
+    if (strcmp(v, "Ignore") == 0) {
+        *mode = FIELD_VALIDATION_IGNORE;
+        return 0;
+    }
+    if (strcmp(v, "Strict") == 0) {
+        *mode = FIELD_VALIDATION_STRICT;
+        return 0;
+    }
+    json_t *value = json_string(v);
+    api_errors errs = {0};
+    api_errors_add(&errs, API_FIELD_UNSUPPORTED, "fieldValidation", value,
+                   "supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+    json_decref(value);
+    _cleanup_free_ char *msg = NULL;
+    if (asprintf(&msg, "%s.meta.k8s.io \"\" is invalid: %s", options_kind,
+                 errs.n ? errs.v[0].message : "") < 0)
+        msg = NULL;
+    json_t *st = api_status_failure(422, "Invalid", msg, NULL, NULL);
+    json_t *d = json_pack("{s:s,s:s,s:s,s:o}", "name", "", "group", "meta.k8s.io", "kind",
+                          options_kind, "causes", api_errors_causes(&errs));
+    api_errors_clear(&errs);
+    if (st && d)
+        json_object_set_new(st, "details", d);
+    else
+        json_decref(d);
+    *ret = reply_json(rq->conn, 422, st);
+    return -1;
+}
+
+/* Prunes the fields k does not declare from obj. Strict with unknown fields: returns the 400
+ * Status to answer with. Warn: *ret_warnings gets `unknown field "PATH"` texts (owned, may be
+ * NULL). */
+static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_validation mode,
+                                    json_t **ret_warnings)
+{
+    *ret_warnings = NULL;
+    json_t *paths = NULL;
+    if (api_prune_unknown(k, obj, &paths) < 0)
+        return api_status_failure(500, "InternalError", "out of memory", NULL, NULL);
+    if (json_array_size(paths) == 0 || mode == FIELD_VALIDATION_IGNORE) {
+        json_decref(paths);
+        return NULL;
+    }
+    json_t *texts = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach (paths, i, p) {
+        char *t = NULL;
+        if (asprintf(&t, "unknown field \"%s\"", json_string_value(p)) >= 0) {
+            json_array_append_new(texts, json_string(t));
+            free(t);
+        }
+    }
+    json_decref(paths);
+    if (mode == FIELD_VALIDATION_WARN) {
+        *ret_warnings = texts;
+        return NULL;
+    }
+    /* kube-apiserver's strict decoding error, all unknown fields in one message. */
+    _cleanup_free_ char *msg = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&msg, &len);
+    if (f) {
+        fprintf(f,
+                "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ", k->kind,
+                API_VERSION, k->kind);
+        json_array_foreach (texts, i, p)
+            fprintf(f, "%s%s", i ? ", " : "", json_string_value(p));
+        fclose(f);
+    }
+    json_decref(texts);
+    return api_status_failure(400, "BadRequest", msg, NULL, NULL);
+}
+
 static bool has_finalizers(const json_t *obj)
 {
     return json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) > 0;
@@ -221,11 +319,17 @@ static enum MHD_Result handle_create(api_request *rq)
     int dry = dry_run(rq, &dret);
     if (dry < 0)
         return dret;
+    field_validation fv;
+    if (field_validation_mode(rq, "CreateOptions", &fv, &dret) < 0)
+        return dret;
     _cleanup_json_ json_t *obj = parse_body(rq, true, &st);
     if (!obj)
         return reply_json(rq->conn, 400, st);
     if ((st = check_type_meta(rq, obj)))
         return reply_json(rq->conn, 400, st);
+    _cleanup_json_ json_t *warnings = NULL;
+    if ((st = check_unknown_fields(k, obj, fv, &warnings)))
+        return reply_json(rq->conn, json_integer_value(json_object_get(st, "code")), st);
     json_t *md = json_object_get(obj, "metadata");
     strip_server_fields(md);
     if (k->has_status)
@@ -264,7 +368,7 @@ static enum MHD_Result handle_create(api_request *rq)
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
         if (dry)
-            return reply_json(rq->conn, 201, json_incref(obj));
+            return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
         r = local_store_create(rq->srv->store, k, obj);
         if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
             continue;
@@ -272,7 +376,7 @@ static enum MHD_Result handle_create(api_request *rq)
     }
     if (r < 0)
         return reply_store_error(rq, r, api_meta_string(obj, "name"));
-    return reply_json(rq->conn, 201, json_incref(obj));
+    return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
 }
 
 /* ---- update / patch ---- */
@@ -287,6 +391,8 @@ typedef struct update_ctx {
     json_t *dry_result; /* what would have been stored */
     json_t *error;      /* Status to answer with when the callback returns -EPROTO */
     unsigned error_code;
+    field_validation field_validation;
+    json_t *warnings; /* unknown-field warnings of the last attempt (owned) */
 } update_ctx;
 
 static int fail_with(update_ctx *u, unsigned code, json_t *status)
@@ -385,6 +491,10 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
     json_t *st = check_type_meta(rq, cand);
     if (st)
         return fail_with(u, 400, st);
+    /* The object as decoded (after the patch, as kube-apiserver decodes the patched object). */
+    u->warnings = json_decref_null(u->warnings);
+    if ((st = check_unknown_fields(k, cand, u->field_validation, &u->warnings)))
+        return fail_with(u, (unsigned)json_integer_value(json_object_get(st, "code")), st);
     json_t *cmd = json_object_get(cand, "metadata");
     const json_t *omd = json_object_get(old, "metadata");
     json_t *rv = json_object_get(cmd, "resourceVersion");
@@ -493,6 +603,8 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
     json_t *result = NULL;
     int r = local_store_update(rq->srv->store, rq->kind, rq->ns, rq->name, fn, u, &result);
     json_decref(u->body);
+    if (r < 0)
+        u->warnings = json_decref_null(u->warnings);
     if (r == -EPROTO)
         return reply_json(rq->conn, u->error_code, u->error);
     if (r < 0)
@@ -506,7 +618,9 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
         json_decref(result);
         result = sc;
     }
-    return reply_json(rq->conn, 200, result);
+    enum MHD_Result ret = reply_json_warnings(rq->conn, 200, result, u->warnings);
+    u->warnings = json_decref_null(u->warnings);
+    return ret;
 }
 
 static enum MHD_Result handle_update(api_request *rq, patch_type patch)
@@ -517,6 +631,9 @@ static enum MHD_Result handle_update(api_request *rq, patch_type patch)
     if (dry < 0)
         return dret;
     update_ctx u = {.rq = rq, .patch = patch, .dry_run = dry};
+    if (field_validation_mode(rq, patch == PATCH_NONE ? "UpdateOptions" : "PatchOptions",
+                              &u.field_validation, &dret) < 0)
+        return dret;
     u.body = parse_body(rq, patch != PATCH_JSON, &st);
     if (!u.body)
         return reply_json(rq->conn, 400, st);
@@ -719,11 +836,58 @@ static json_t *paginate(api_request *rq, json_t *items, json_t *list_md)
     return page;
 }
 
+/* A list's `resourceVersion` as kube-apiserver takes it: a non-negative decimal (400 otherwise,
+ * with Go's strconv wording); one newer than any write is 504 Timeout "Too large resource
+ * version" with retryAfterSeconds 1 (kube-apiserver first waits up to 3 s for its watch cache
+ * to catch up; this store has no cache, so the answer comes at once). Any version up to the
+ * current one is served from the current state ("not older than"). Returns -1 after queueing
+ * the error reply through *ret. */
+static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret)
+{
+    const char *v = query(rq->conn, "resourceVersion");
+    if (!v || !*v)
+        return 0;
+    const char *why = NULL;
+    uint64_t want = 0;
+    for (const char *c = v; *c && !why; c++) {
+        if (*c < '0' || *c > '9')
+            why = "invalid syntax";
+        else if (want > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
+            why = "value out of range";
+        else
+            want = want * 10 + (uint64_t)(*c - '0');
+    }
+    if (why) {
+        *ret = reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+                            "invalid resource version: resourceVersion: Invalid value: \"%s\": "
+                            "strconv.ParseUint: parsing \"%s\": %s",
+                            v, v, why);
+        return -1;
+    }
+    if (want <= current)
+        return 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu",
+             (unsigned long long)want, (unsigned long long)current);
+    json_t *st = api_status_failure(504, "Timeout", msg, NULL, NULL);
+    json_t *d = json_pack("{s:[{s:s,s:s}],s:i}", "causes", "reason", "ResourceVersionTooLarge",
+                          "message", "Too large resource version", "retryAfterSeconds", 1);
+    if (st && d)
+        json_object_set_new(st, "details", d);
+    else
+        json_decref(d);
+    *ret = reply_json(rq->conn, 504, st);
+    return -1;
+}
+
 static enum MHD_Result handle_list(api_request *rq)
 {
     json_t *items = NULL;
     uint64_t rv = 0;
-    enum MHD_Result ret = collect(rq, &items, &rv);
+    enum MHD_Result ret = MHD_NO;
+    if (check_list_rv(rq, local_store_current_rv(rq->srv->store), &ret) < 0)
+        return ret;
+    ret = collect(rq, &items, &rv);
     if (!items)
         return ret;
     json_t *md = json_object();

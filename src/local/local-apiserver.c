@@ -20,7 +20,30 @@ typedef struct conn_ctx {
     bool too_large;
 } conn_ctx;
 
-enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
+/* `299 - "text"` (RFC 7234 warn-code 299, no agent, text as a quoted-string), as kube-apiserver
+ * writes its Warning headers. Control characters (a field name may hold any) become '?' so a
+ * header can never be split. Owned, NULL on ENOMEM. */
+static char *warning_value(const char *text)
+{
+    size_t n = strlen(text);
+    if (n > WARNING_MAX_TEXT)
+        n = WARNING_MAX_TEXT;
+    char *v = malloc(2 * n + 16), *o = v;
+    if (!v)
+        return NULL;
+    o += sprintf(o, "299 - \"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == '"' || ch == '\\')
+            *o++ = '\\';
+        *o++ = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    strcpy(o, "\"");
+    return v;
+}
+
+enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
+                                    const json_t *warnings)
 {
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -33,9 +56,23 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    size_t i;
+    json_t *w;
+    json_array_foreach ((json_t *)warnings, i, w) {
+        if (i >= WARNING_MAX_COUNT)
+            break;
+        _cleanup_free_ char *v = warning_value(json_string_value(w) ? json_string_value(w) : "");
+        if (v)
+            MHD_add_response_header(r, "Warning", v);
+    }
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
+{
+    return reply_json_warnings(c, code, j, NULL);
 }
 
 enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,

@@ -75,6 +75,13 @@ def test_permission_allow_always_is_remembered(stack):
     assert len(rep["permissions"]) == 1
     done = [tool_text(u) for u in updates_of(rep, sid, "tool_call_update") if u["status"] == "completed"]
     assert len(done) == 2 and "first" in done[0] and "second" in done[1]
+    # Each call, asked about or not, goes pending -> in_progress -> completed.
+    calls = updates_of(rep, sid, "tool_call")
+    assert len(calls) == 2
+    for call in calls:
+        statuses = [call["status"]] + [u["status"] for u in updates_of(rep, sid, "tool_call_update")
+                                       if u["toolCallId"] == call["toolCallId"]]
+        assert statuses == ["pending", "in_progress", "completed"], statuses
     # Both calls reused one sandbox.
     assert len(sandboxes(asb)) == 1
 
