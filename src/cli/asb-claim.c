@@ -27,16 +27,23 @@ static void claim_usage(FILE *f)
             "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
 }
 
+/* The Sandbox `name` of the current namespace, parsed; NULL when it cannot be read. Owned. */
+static json_t *get_sandbox(asb_client *cl, const char *name)
+{
+    char *obj = NULL;
+    if (asb_object_get(&obj, cl, "Sandbox", cli_namespace(), name) != ASB_OK)
+        return NULL;
+    json_t *o = json_loads(obj, 0, NULL);
+    asb_free(obj);
+    return o;
+}
+
 /* How the claim was served, from the launch-type label the claim controller puts on the sandbox
  * ("warm": adopted from the pool; "cold": created because no Ready member was free). NULL when
  * it cannot be told. Owned. */
 static char *claim_launch_type(asb_client *cl, const char *sandbox)
 {
-    char *obj = NULL;
-    if (asb_object_get(&obj, cl, "Sandbox", cli_namespace(), sandbox) != ASB_OK)
-        return NULL;
-    json_t *o = json_loads(obj, 0, NULL);
-    asb_free(obj);
+    json_t *o = get_sandbox(cl, sandbox);
     const char *lt = json_string_value(json_object_get(
         json_object_get(json_object_get(o, "metadata"), "labels"), "agents.x-k8s.io/launch-type"));
     char *ret = lt ? strdup(lt) : NULL;
@@ -48,11 +55,7 @@ static char *claim_launch_type(asb_client *cl, const char *sandbox)
  * `asb release "$sbx"` works with the name `asb claim` printed. NULL when there is none. Owned. */
 static char *claim_of_sandbox(asb_client *cl, const char *name)
 {
-    char *obj = NULL;
-    if (asb_object_get(&obj, cl, "Sandbox", cli_namespace(), name) != ASB_OK)
-        return NULL;
-    json_t *o = json_loads(obj, 0, NULL);
-    asb_free(obj);
+    json_t *o = get_sandbox(cl, name);
     char *ret = NULL;
     size_t i;
     json_t *ref;

@@ -24,6 +24,13 @@ def start_serve(state, log):
                             start_new_session=True)
 
 
+def wait_server_file(state, srv, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not (state / "server").exists():
+        assert time.monotonic() < deadline and srv.poll() is None
+        time.sleep(0.02)
+
+
 def stop(p):
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=30) == 0
@@ -69,10 +76,7 @@ def test_second_server_on_one_state_dir_is_refused(tmp_path):
     with open(tmp_path / "serve.log", "wb") as log:
         srv = start_serve(state, log)
         try:
-            deadline = time.monotonic() + 30
-            while not (state / "server").exists():
-                assert time.monotonic() < deadline and srv.poll() is None
-                time.sleep(0.02)
+            wait_server_file(state, srv)
             url = (state / "server").read_text()
             p = subprocess.run([asb_binary(), "serve", "--listen", "127.0.0.1:0",
                                 "--router-listen", "127.0.0.1:0"], capture_output=True, text=True,
@@ -92,10 +96,7 @@ def test_stopped_server_leaves_no_url_to_dial(tmp_path):
     state = tmp_path / "s"
     with open(tmp_path / "serve.log", "wb") as log:
         srv = start_serve(state, log)
-        deadline = time.monotonic() + 30
-        while not (state / "server").exists():
-            assert time.monotonic() < deadline and srv.poll() is None
-            time.sleep(0.02)
+        wait_server_file(state, srv)
         assert (state / "router").exists()
         stop(srv)
     assert not (state / "server").exists() and not (state / "router").exists()
