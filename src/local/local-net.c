@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -531,6 +532,36 @@ static const char *base_table_fmt =
     "  }\n"
     "}\n";
 
+/* The bridge's MAC address, "xx:xx:xx:xx:xx:xx". A bridge whose address was never set takes the
+ * lowest address of its ports and changes it whenever a veth with a lower one joins or the lowest
+ * one leaves (a sandbox created, deleted, or restarted by `asb serve` after a restart). Every
+ * sandbox that cached the old gateway address then sends to a MAC that is no longer the bridge's,
+ * and its frames are dropped until its ARP entry expires (15-45 s). So the address is pinned: an
+ * existing bridge keeps the one it has (running sandboxes cached it), a new one gets one derived
+ * from the state dir (locally administered, unicast). *ret_set: whether it must be set. */
+static void bridge_mac(local_net *n, bool exists, char ret[18], bool *ret_set)
+{
+    uint64_t h = fnv64(n->state_dir, "bridge-mac");
+    unsigned char m[6];
+    for (size_t i = 0; i < 6; i++)
+        m[i] = (unsigned char)(h >> (40 - 8 * i));
+    m[0] = (unsigned char)((m[0] & 0xfe) | 0x02);
+    *ret_set = true;
+    if (exists) {
+        /* Asked through a socket: it sees this network namespace (/sys may show another). */
+        struct ifreq ifr = {0};
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->bridge);
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
+            /* Ours already (created pinned): setting it again would only flush the host's
+             * neighbour entries of the bridge. */
+            *ret_set = memcmp(m, ifr.ifr_hwaddr.sa_data, 6) != 0;
+            memcpy(m, ifr.ifr_hwaddr.sa_data, 6);
+        }
+    }
+    snprintf(ret, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
 /* The nft table first (no nftables: nothing is changed on the host), then the bridge. */
 static int setup_host(local_net *n, char **ret_error)
 {
@@ -550,14 +581,18 @@ static int setup_host(local_net *n, char **ret_error)
     if ((k = nft_run(n, table, ret_error)) < 0)
         return k;
     /* if_nametoindex asks this network namespace (/sys may show another one's). */
-    bool exists = if_nametoindex(n->bridge) > 0;
+    bool exists = if_nametoindex(n->bridge) > 0, set_mac;
+    char mac[18], pin[64] = "";
+    bridge_mac(n, exists, mac, &set_mac);
+    if (exists && set_mac)
+        snprintf(pin, sizeof(pin), "link set dev %s address %s\n", n->bridge, mac);
     if (asprintf(&path, "%s/bridge.batch", n->net_dir) < 0 ||
-        (exists ? asprintf(&cmds, "link set %1$s up\naddr replace %2$s/%3$d dev %1$s\n",
-                           n->bridge, n->gw_s, n->prefix)
+        (exists ? asprintf(&cmds, "%4$slink set %1$s up\naddr replace %2$s/%3$d dev %1$s\n",
+                           n->bridge, n->gw_s, n->prefix, pin)
                 : asprintf(&cmds,
-                           "link add name %1$s type bridge\nlink set %1$s up\n"
+                           "link add name %1$s address %4$s type bridge\nlink set %1$s up\n"
                            "addr replace %2$s/%3$d dev %1$s\n",
-                           n->bridge, n->gw_s, n->prefix)) < 0)
+                           n->bridge, n->gw_s, n->prefix, mac)) < 0)
         return -ENOMEM;
     if ((k = fs_write_file(path, cmds, 0600)) < 0 || (k = run_ip(path, NULL, false, ret_error)) < 0)
         return k < 0 ? k : -EIO;

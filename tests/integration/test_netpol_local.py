@@ -1,6 +1,7 @@
 """Network policy of local sandboxes (issue 8, docs/network.md): a real `asb serve` with runc
 sandboxes inside a private network lab (netpol_lab.py), test hosts in namespaces of their own,
 and every verdict checked by connecting from inside a sandbox."""
+import json
 import re
 import subprocess
 
@@ -91,6 +92,24 @@ def nft_table():
 def nft_sandbox_chains(table):
     out = run("nft", "list", "table", "inet", table).stdout
     return sorted(re.findall(r"chain ([oih]_[0-9a-f]{12}) ", out)), out
+
+
+def bridge_mac(name=None):
+    """(MAC address, name) of the one bridge of the lab, or of bridge `name`."""
+    links = json.loads(run("ip", "-j", "link", "show", "type", "bridge").stdout)
+    found = [(x["address"], x["ifname"]) for x in links if name in (None, x["ifname"])]
+    assert len(found) == 1, links
+    return found[0]
+
+
+def add_low_port(lab, bridge):
+    """A port with the lowest possible MAC on the bridge: an unpinned bridge takes it."""
+    veth = f"l{lab.tag}"
+    run("ip", "link", "add", veth, "address", "00:00:00:00:00:01", "type", "veth", "peer", "name",
+        veth + "p", "address", "00:00:00:00:00:02")
+    run("ip", "link", "set", veth, "master", bridge)
+    run("ip", "link", "set", veth, "up")
+    return veth
 
 
 def test_default_policy_public_only(lab, start_sbx):
@@ -199,6 +218,10 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     table = nft_table()
     chains, _ = nft_sandbox_chains(table)
     assert len(chains) == 9, chains  # o_/i_/h_ per sandbox
+    # Both talk before the restart, so their ARP caches hold the gateway's (the bridge's) MAC.
+    assert probe(asb, "netpol-r1", PUB, 8080) == "OK public"
+    assert probe(asb, "netpol-r2", PUB, 8080) == "OK public"
+    mac, _ = bridge_mac()
     asb.stop()
     # A stale rule left in the table while asb serve is down must not survive the restart.
     run("nft", "add", "chain", "inet", table, "o_deadbeef0000")
@@ -219,6 +242,9 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     assert len(ips) == 3, ips
     assert pod_ip(get_sandbox(asb2, "netpol-r1")) == pod_ip(a)
     assert pod_ip(get_sandbox(asb2, "netpol-r2")) == pod_ip(b)
+    # netpol-a-dies got a new veth: the bridge keeps its address all the same (it used to take
+    # the lowest of its ports', and r1 then sent to a stale MAC until its ARP entry expired).
+    assert bridge_mac()[0] == mac
     assert probe(asb2, "netpol-r1", PUB, 8080) == "OK public"
     assert probe(asb2, "netpol-r1", CORP, 8080).startswith("FAIL")
     assert probe(asb2, "netpol-a-dies", PUB, 8080) == "OK public"
@@ -228,15 +254,47 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     assert r.status_code == 200, r.text
 
     def gone():
+        # The reconciler tears down after the object is deleted: the veth goes first, the
+        # namespace's directory a moment later.
         c, _ = nft_sandbox_chains(table)
         links = run("ip", "-br", "link").stdout
-        return len(c) == 6 and links.count("asv") == 2
-    wait_for(gone, what="the rules and veth of the deleted sandbox gone")
+        net_dir = os.path.join(asb2.state_dir, "net", a["metadata"]["uid"])
+        return len(c) == 6 and links.count("asv") == 2 and not os.path.exists(net_dir)
+    wait_for(gone, what="the rules, veth and namespace of the deleted sandbox gone")
     out = run("nft", "list", "table", "inet", table).stdout
     assert pod_ip(a) + " " not in out and pod_ip(b) + " " in out
-    assert not os.path.exists(os.path.join(asb2.state_dir, "net", a["metadata"]["uid"]))
     assert os.path.ismount(os.path.join(asb2.state_dir, "net", b["metadata"]["uid"], "ns"))
+    assert bridge_mac()[0] == mac
     assert probe(asb2, "netpol-r2", PUB, 8080) == "OK public"
+
+
+def test_bridge_address_stays_when_ports_come_and_go(lab, start_sbx):
+    """docs/network.md, "Restart": the bridge's MAC is pinned, so a sandbox's cached gateway
+    address stays right whatever veths join or leave and across restarts."""
+    setup_hosts(lab)
+    asb = start_sbx(net_env())
+    create_sb(asb, "netpol-arp")
+    assert probe(asb, "netpol-arp", PUB, 8080) == "OK public"  # caches the gateway's MAC
+    mac, bridge = bridge_mac()
+    add_low_port(lab, bridge)
+    assert bridge_mac()[0] == mac
+    assert probe(asb, "netpol-arp", PUB, 8080) == "OK public"
+    asb.stop()
+    asb2 = start_sbx(net_env())
+    create_sb(asb2, "netpol-arp-2")
+    assert bridge_mac()[0] == mac
+    assert probe(asb2, "netpol-arp", PUB, 8080) == "OK public"
+
+
+def test_existing_bridge_keeps_its_address(lab, start_sbx):
+    """A bridge that exists already (made by an older asb serve, or by hand for --bridge) keeps
+    the address it has, and from then on no port changes it."""
+    bridge = f"asbt{lab.tag}"
+    run("ip", "link", "add", "name", bridge, "type", "bridge")
+    mac, _ = bridge_mac(bridge)
+    start_sbx(net_env(ASB_BRIDGE=bridge))
+    add_low_port(lab, bridge)
+    assert bridge_mac(bridge)[0] == mac
 
 
 def test_network_none_keeps_loopback_only(lab, start_sbx):
