@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent-internal.h"
@@ -155,7 +156,13 @@ int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, 
         char holder[128];
         long pid = 0;
         char prog[64] = "";
-        read_holder(fd, holder, sizeof(holder));
+        /* The holder writes its name just after taking the lock: give it a moment. */
+        for (int tries = 0; tries < 50; tries++) {
+            read_holder(fd, holder, sizeof(holder));
+            if (sscanf(holder, "%ld %63s", &pid, prog) == 2)
+                break;
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+        }
         if (sscanf(holder, "%ld %63s", &pid, prog) == 2)
             return agent_fail(ret_error, -EBUSY,
                               "session \"%s\" is in use by %s (pid %ld); one process at a time "
