@@ -275,9 +275,22 @@ def converge(srv, ledger, timeout):
             gone_cl = ledger.deleted["sandboxclaims"] & cnames
             seen = set(ledger.uids)
         extra_ct = runc_ids(srv.state) - uids
-        extra_cg = cgroup_uids(seen - uids)
-        extra_dir = {u for u in seen - uids if os.path.exists(os.path.join(srv.state, "run", u))
-                     or os.path.exists(os.path.join(srv.state, "sandboxes", u))}
+        # Every uid the state dir has a trace of, seen in a list or not (a sandbox can be created
+        # and deleted between two looks).
+        on_disk = set()
+        for area in ("run", "sandboxes", "net"):
+            d = os.path.join(srv.state, area)
+            if os.path.isdir(d):
+                on_disk |= {u for u in os.listdir(d) if len(u) == 36}
+        extra_cg = cgroup_uids((seen | on_disk) - uids)
+        extra_dir = on_disk - uids
+        mounts = set()
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4]
+                if mp.startswith(os.path.join(srv.state, "sandboxes") + "/"):
+                    mounts.add(mp.split("/")[-2] if mp.endswith("/disk") else mp)
+        extra_dir |= mounts - uids
         if not (gone_sb or gone_cl or extra_ct or extra_cg or extra_dir):
             return sbs, claims, None
         last = (f"deleted but present: {sorted(gone_sb | gone_cl)}; containers without object: "

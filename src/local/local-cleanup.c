@@ -121,27 +121,34 @@ static int remove_cgroup(const char *dir)
     return -EBUSY;
 }
 
+int local_cleanup_sandbox_cgroups(const char *uid, unsigned *ret_removed)
+{
+    _cleanup_free_ char *pat1 = NULL, *pat2 = NULL;
+    if (asprintf(&pat1, "/sys/fs/cgroup/*/asb/%s", uid) < 0 ||
+        asprintf(&pat2, "/sys/fs/cgroup/asb/%s", uid) < 0)
+        return -ENOMEM;
+    glob_t g = {0};
+    int gk = glob(pat1, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g);
+    if (gk == 0 || gk == GLOB_NOMATCH)
+        gk = glob(pat2, GLOB_ONLYDIR | GLOB_NOSORT | (gk == 0 ? GLOB_APPEND : 0), NULL, &g);
+    int ret = 0;
+    for (size_t j = 0; j < g.gl_pathc; j++) {
+        int k = remove_cgroup(g.gl_pathv[j]);
+        if (k < 0) {
+            log_warn("cannot remove cgroup", "path", g.gl_pathv[j], "error", strerror(-k));
+            ret = k;
+        } else if (ret_removed)
+            (*ret_removed)++;
+    }
+    globfree(&g);
+    return ret;
+}
+
 static void cleanup_cgroups(const strv *uids, local_cleanup_report *rep)
 {
-    for (size_t i = 0; i < uids->n; i++) {
-        _cleanup_free_ char *pat1 = NULL, *pat2 = NULL;
-        if (asprintf(&pat1, "/sys/fs/cgroup/*/asb/%s", uids->v[i]) < 0 ||
-            asprintf(&pat2, "/sys/fs/cgroup/asb/%s", uids->v[i]) < 0)
-            continue;
-        glob_t g = {0};
-        int gk = glob(pat1, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g);
-        if (gk == 0 || gk == GLOB_NOMATCH)
-            gk = glob(pat2, GLOB_ONLYDIR | GLOB_NOSORT | (gk == 0 ? GLOB_APPEND : 0), NULL, &g);
-        for (size_t j = 0; j < g.gl_pathc; j++) {
-            int k = remove_cgroup(g.gl_pathv[j]);
-            if (k < 0) {
-                log_warn("cannot remove cgroup", "path", g.gl_pathv[j], "error", strerror(-k));
-                rep->left++;
-            } else
-                rep->cgroups++;
-        }
-        globfree(&g);
-    }
+    for (size_t i = 0; i < uids->n; i++)
+        if (local_cleanup_sandbox_cgroups(uids->v[i], &rep->cgroups) < 0)
+            rep->left++;
 }
 
 /* /proc/self/mountinfo escapes blanks and backslashes as \ooo. */

@@ -17,3 +17,10 @@ typedef struct local_cleanup_report {
  * use NAME. net->state_dir is set from state_dir. 0, or -EIO when something is left. */
 int local_cleanup(const char *state_dir, const char *runtime, const local_net_options *net,
                   local_cleanup_report *ret);
+
+/* The cgroups of sandbox `uid` in every hierarchy (/sys/fs/cgroup/<h>/asb/<uid>): what is left in
+ * them is killed and the directories removed. runc delete removes them itself, but gives up on a
+ * cgroup whose last processes are still dying (a loaded machine, a just-thawed container).
+ * *ret_removed (may be NULL) is incremented per directory removed. 0, or a negative errno when
+ * one could not be removed (logged). */
+int local_cleanup_sandbox_cgroups(const char *uid, unsigned *ret_removed);

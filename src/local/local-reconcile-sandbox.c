@@ -18,6 +18,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
+#include "local/local-cleanup.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
 #include "local/local-limits.h"
@@ -118,8 +119,12 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
-    else if (purge)
-        local_idmap_release(r->idmap, uid); /* the Sandbox and its container are gone */
+    else {
+        /* runc gives up on cgroups whose processes are still dying: finish its job. */
+        (void)local_cleanup_sandbox_cgroups(uid, NULL);
+        if (purge)
+            local_idmap_release(r->idmap, uid); /* the Sandbox and its container are gone */
+    }
     if (r->net) {
         pthread_mutex_lock(&r->net_lock);
         local_net_detach(r->net, uid); /* rules, veth, namespace, address, DNS state */
