@@ -36,6 +36,14 @@ int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes
                           gid_t gid, local_scratch *ret, char **ret_error);
 void local_scratch_done(local_scratch *s);
 
+/* The main process's directory (bound at /.asb/main; sandboxd records the exit code there),
+ * owned by uid:gid, at base/main. With the sandbox's own filesystem (s->size > 0) it lives at
+ * disk/main and base/main is a symlink to it, so what the sandbox writes there counts against
+ * the limit (a plain base/main left by an older version is replaced when it holds only the
+ * files sandboxd wrote there). *ret_path (owned) is the directory to bind. */
+int local_scratch_main_dir(const char *base, const local_scratch *s, uid_t uid, gid_t gid,
+                           char **ret_path);
+
 /* Unmounts base/disk (the loop device detaches with it) and removes the image. Call after
  * the container is gone and before removing base. Nothing mounted is success. */
 int local_scratch_release(const char *base);

@@ -194,6 +194,23 @@ static void nonblocking_log_pipes(void)
     }
 }
 
+/* $ASB_MAIN_OUTPUT_FD: the inherited write end of the pipe the host reads the main process's
+ * output from (runc --preserve-fds). Kept open for sandboxd's lifetime at the same number, so a
+ * restarted asb serve finds it again in /proc/<pid>/fd; close-on-exec, so only the main process
+ * gets it (as its stdout and stderr), not Start/Execute children. -1 when absent or unusable. */
+static int main_output_fd(void)
+{
+    const char *v = getenv("ASB_MAIN_OUTPUT_FD");
+    char *end = NULL;
+    long n = v && *v ? strtol(v, &end, 10) : -1;
+    if (v && *v && (*end || n < 3 || n > 1024 || fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0)) {
+        log_warn("ignoring ASB_MAIN_OUTPUT_FD", "value", v);
+        n = -1;
+    }
+    unsetenv("ASB_MAIN_OUTPUT_FD");
+    return (int)n;
+}
+
 int main(int argc, char **argv)
 {
     sandboxd_config cfg;
@@ -213,6 +230,7 @@ int main(int argc, char **argv)
     }
     unsetenv("ASB_MAIN_DIR");
     unsetenv("ASB_MAIN_WORKDIR");
+    cfg.main_output_fd = main_output_fd();
     signal(SIGPIPE, SIG_IGN);
     nonblocking_log_pipes();
 
