@@ -31,7 +31,7 @@ def limited(command):
             "resources": {"limits": {"ephemeral-storage": "64Mi"}}}
 
 
-def test_main_output_is_a_pipe_and_main_dir_is_limited(start_sbx, sbx_state):
+def test_main_output_is_a_pipe(start_sbx, sbx_state):
     asb = start_sbx()
     uid = create(asb, "mp", container=limited("echo hello-main; echo err-main >&2; exec sleep 1000"))
     uid = uid["metadata"]["uid"]
@@ -50,7 +50,18 @@ def test_main_output_is_a_pipe_and_main_dir_is_limited(start_sbx, sbx_state):
         st = os.stat(os.path.join(sbx_state, "sandboxes", uid, "main.log"))
         assert st.st_uid == 0 and (st.st_mode & 0o077) == 0
         assert ok(asb, "logs", "mp") == "hello-main\nerr-main\n"
-        # /.asb/main is on the sandbox's own filesystem: ENOSPC at the limit, not the host's disk.
+    finally:
+        c.close()
+
+
+def test_main_dir_is_on_the_sandbox_filesystem(start_sbx, sbx_state):
+    """/.asb/main (where sandboxd records the exit code) is writable from inside: it lives on
+    the sandbox's own filesystem, so a big write hits ENOSPC at the limit, not the host's disk."""
+    asb = start_sbx()
+    uid = create(asb, "md", container=limited("exec sleep 1000"))["metadata"]["uid"]
+    wait_ready(asb, "md", timeout=20)
+    c = Client(f"unix:{sockets(sbx_state, uid)[1]}")
+    try:
         result = write_inside(c, "/.asb/main/big", 256)
         assert result[0] == "err" and result[1] in ("ENOSPC", "EDQUOT"), result
         assert int(result[2]) * MiB <= 64 * MiB, result
