@@ -461,8 +461,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
      * pipe to sandboxes/<uid>/main.log (below), its exit code lands in sandboxes/<uid>/main
      * (bound at /.asb/main; on the sandbox's own filesystem when it has one). */
     json_t *main_argv = NULL;
-    _cleanup_free_ char *main_dir = NULL, *merr = NULL,
-                        *base = path_of(r, "sandboxes", uid, NULL);
+    _cleanup_free_ char *main_dir = NULL, *merr = NULL, *base = path_of(r, "sandboxes", uid, NULL);
     if (!base || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
@@ -540,7 +539,8 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     _cleanup_free_ char *main_log = main_dir ? path_of(r, "sandboxes", uid, "main.log") : NULL;
     if (main_dir && (!main_log || pipe2(pp, O_CLOEXEC) < 0))
         return fail(f, "ReconcilerError", main_log ? -errno : -ENOMEM,
-                    "Error seen: cannot create a pipe: %s", main_log ? strerror(errno) : "no memory");
+                    "Error seen: cannot create a pipe: %s",
+                    main_log ? strerror(errno) : "no memory");
     if (main_dir) {
         main_r = pp[0];
         main_w = pp[1];

@@ -196,8 +196,8 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     const char *base = strrchr(rt->binary, '/');
     if (strcmp(base ? base + 1 : rt->binary, "runsc") == 0)
         argv[k++] = (char *)"--oci-seccomp";
-    const char *const rest[] = {"run",    "--detach",   "--preserve-fds", m5 >= 0 ? "3" : "2",
-                                "--bundle", bundle,   "--pid-file",     pidfile,
+    const char *const rest[] = {"run",      "--detach", "--preserve-fds", m5 >= 0 ? "3" : "2",
+                                "--bundle", bundle,     "--pid-file",     pidfile,
                                 id};
     for (size_t i = 0; i < ELEMENTSOF(rest); i++)
         argv[k++] = (char *)rest[i];
