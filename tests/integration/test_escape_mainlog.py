@@ -96,7 +96,8 @@ def test_main_output_survives_an_asb_serve_restart(start_sbx, sbx_state):
     asb.kill9()
     asb2 = start_sbx()
     wait_ready(asb2, "relay", timeout=20)
-    assert "re-adopted sandbox container" in asb2.output()
+    # Ready may be the stored status from before: wait for the re-adoption itself.
+    assert wait_for(lambda: "re-adopted sandbox container" in asb2.output()), asb2.output()
     c = Client(f"unix:{sockets(sbx_state, uid)[1]}")
     try:
         assert run(c, "touch", "/workspace/go")[0] == 0
