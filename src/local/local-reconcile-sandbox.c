@@ -535,7 +535,10 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
                     strerror(errno));
     _cleanup_close_ int out_r = pp[0], out_w = pp[1], main_r = -1, main_w = -1;
     /* The main process's stdout/stderr: another pipe, fd 5 in the container (ASB_MAIN_OUTPUT_FD
-     * in the bundle), read into sandboxes/<uid>/main.log, never bound into the container. */
+     * in the bundle), read into sandboxes/<uid>/main.log, never bound into the container. Its
+     * read end is fd 6 there too (ASB_MAIN_OUTPUT_KEEP_FD): sandboxd holds it, so that the main
+     * process's writes wait (once the pipe is full) instead of failing with EPIPE while no asb
+     * serve reads. */
     _cleanup_free_ char *main_log = main_dir ? path_of(r, "sandboxes", uid, "main.log") : NULL;
     if (main_dir && (!main_log || pipe2(pp, O_CLOEXEC) < 0))
         return fail(f, "ReconcilerError", main_log ? -errno : -ENOMEM,
@@ -545,6 +548,8 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
         main_r = pp[0];
         main_w = pp[1];
     }
+    /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
+    const int main_fds[2] = {main_w, main_r};
     _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
     if (!bp_rootfs)
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
@@ -553,16 +558,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, main_w, out_w,
-                         out_r, &err);
+    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+                         main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, main_w, out_w,
-                             out_r, &err);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+                             main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     }
     if (r->idmap) {
         int sk = local_idmap_stage_leave(&stage);

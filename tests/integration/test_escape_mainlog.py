@@ -5,6 +5,7 @@ sandbox could write. /.asb/main (the exit code) lives on the sandbox's ephemeral
 filesystem, so writing there counts against the limit. Real `asb serve` + runc, skipped without
 root or runc."""
 import os
+import time
 
 from asb_cli import ok
 from grpc_helpers import Client
@@ -88,20 +89,27 @@ def test_main_output_flood_is_capped(start_sbx, sbx_state):
 
 def test_main_output_survives_an_asb_serve_restart(start_sbx, sbx_state):
     asb = start_sbx()
-    script = ("echo before; while [ ! -e /workspace/go ]; do sleep 0.1; done; "
+    wait = "while [ ! -e /workspace/{0} ]; do sleep 0.1; done; "
+    script = ("echo before; " + wait.format("go1") + "echo while-down; " + wait.format("go2") +
               "echo after-restart; exec sleep 1000")
     uid = create(asb, "relay", container=limited(script))["metadata"]["uid"]
     wait_ready(asb, "relay", timeout=20)
     assert wait_for(lambda: b"before" in main_log(sbx_state, uid)), asb.output()
     asb.kill9()
-    asb2 = start_sbx()
-    wait_ready(asb2, "relay", timeout=20)
-    # Ready may be the stored status from before: wait for the re-adoption itself.
-    assert wait_for(lambda: "re-adopted sandbox container" in asb2.output()), asb2.output()
     c = Client(f"unix:{sockets(sbx_state, uid)[1]}")
     try:
-        assert run(c, "touch", "/workspace/go")[0] == 0
+        # Written while no asb serve reads: kept in the pipe (sandboxd holds a read end), not
+        # lost, and the main process is not killed by SIGPIPE.
+        assert run(c, "touch", "/workspace/go1")[0] == 0
+        time.sleep(0.5)
+        asb2 = start_sbx()
+        wait_ready(asb2, "relay", timeout=20)
+        # Ready may be the stored status from before: wait for the re-adoption itself.
+        assert wait_for(lambda: "re-adopted sandbox container" in asb2.output()), asb2.output()
+        assert wait_for(lambda: b"while-down" in main_log(sbx_state, uid)), asb2.output()
+        # Later output reaches the new asb serve too.
+        assert run(c, "touch", "/workspace/go2")[0] == 0
     finally:
         c.close()
     assert wait_for(lambda: b"after-restart" in main_log(sbx_state, uid)), asb2.output()
-    assert ok(asb2, "logs", "relay") == "before\nafter-restart\n"
+    assert ok(asb2, "logs", "relay") == "before\nwhile-down\nafter-restart\n"
