@@ -7,7 +7,9 @@
  * nosuid,nodev,discard at sandboxes/<uid>/disk. Writes past the size fail with ENOSPC inside
  * the sandbox; the image never takes more host space than the limit, and deleted files give
  * their blocks back (discard punches holes in the image). sandboxes/<uid>/workspace and
- * .../home are symlinks to disk/workspace and disk/home, so host paths stay what they were.
+ * .../home are symlinks to disk/workspace and disk/home, so host paths stay what they were
+ * (and sandboxes/<uid>/main to disk/main for a sandbox with a main process:
+ * local_scratch_main_dir).
  * The mount lives in the host's mount namespace: it outlives a restart of `asb serve` (which
  * finds it mounted and keeps it) and is removed only by local_scratch_release.
  *

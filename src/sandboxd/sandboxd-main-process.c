@@ -172,6 +172,7 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
                 fclose(f);
             }
         }
+        wait_output_read(m->out_fd);
         record_exit(m->dir, code);
         mp_free(m);
         return 0;
