@@ -83,8 +83,9 @@ def test_main_output_flood_is_capped(start_sbx, sbx_state):
     assert sum(sizes) <= 2 * cap, sizes
     # `asb logs`: the kept tail of what the main process wrote, in order.
     out = ok(asb, "logs", "flood")
-    assert out.endswith("x\nend-of-flood\n") and set(out[:-len("\nend-of-flood\n")]) == {"x"}
-    assert len(out) <= 2 * cap
+    assert out.endswith("x\nend-of-flood\n"), (len(out), out[:40], out[-40:])
+    assert set(out[:-len("\nend-of-flood\n")]) == {"x"}, (len(out), out[:40], out[-40:])
+    assert len(out) <= 2 * cap, (len(out), sizes)
 
 
 def test_main_output_survives_an_asb_serve_restart(start_sbx, sbx_state):
