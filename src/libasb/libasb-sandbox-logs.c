@@ -1,8 +1,10 @@
-/* asb_sandbox_logs(): the main process's output. sandboxd writes it (stdout and stderr on one
- * descriptor) to /.asb/main/log in the container, bound from $STATE/sandboxes/<uid>/main on the
- * host, and its exit code to .../main/exit when it ends (docs/local-sandboxes.md). The log is read
- * straight from the host file: it has to stay readable when the main process (and so possibly
- * the sandbox) has finished. */
+/* asb_sandbox_logs(): the main process's output. Its stdout and stderr are one pipe that
+ * `asb serve` reads into $STATE/sandboxes/<uid>/main.log, a host file only asb serve writes,
+ * rotated to main.log.1 past its cap; sandboxd records the exit code in /.asb/main/exit in the
+ * container, which is $STATE/sandboxes/<uid>/main/exit on the host (docs/local-sandboxes.md).
+ * The log is read straight from the host file: it has to stay readable when the main process
+ * (and so possibly the sandbox) has finished. A full read is main.log.1 then main.log; follow
+ * mode goes on with main.log and opens it again when it is rotated (a new inode). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -81,6 +83,32 @@ static int drain(int fd, asb_sandbox_data_cb cb, void *payload)
     }
 }
 
+/* Copies the whole file at path (if any) to cb. */
+static int drain_path(const char *path, asb_sandbox_data_cb cb, void *payload)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? ASB_OK
+                               : asbi_error_set(errno == EACCES ? ASB_EFORBIDDEN : ASB_ERROR, 0,
+                                                NULL, "cannot open %s: %s", path, strerror(errno));
+    int r = drain(fd, cb, payload);
+    close(fd);
+    return r;
+}
+
+/* Whether path is no longer the file open as fd (rotated: a new inode, or gone) or was
+ * truncated below fd's offset. */
+static int rotated(int fd, const char *path)
+{
+    struct stat a, b;
+    if (fstat(fd, &a) < 0 || stat(path, &b) < 0)
+        return 1;
+    if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+        return 1;
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    return pos > 0 && b.st_size < pos;
+}
+
 /* The Sandbox still exists with the same uid: 1; gone or replaced: 0; else an error (< 0). */
 static int still_there(asb_client *client, const char *ns, const char *name, const char *uid)
 {
@@ -109,7 +137,7 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
                               "no state directory: the logs are read from the host");
     int follow = opts && opts->follow;
     const volatile int *cancel = opts ? opts->cancel : NULL;
-    char *uid = NULL, *dir = NULL, *logp = NULL, *exitp = NULL;
+    char *uid = NULL, *dir = NULL, *logp = NULL, *oldp = NULL, *exitp = NULL;
     int fd = -1, has_cmd = 0;
     int r = get_uid(client, ns, name, &uid, &has_cmd);
     if (r != ASB_OK)
@@ -119,11 +147,13 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         n--;
     if (asprintf(&dir, "%.*s/sandboxes/%s/main", (int)n, client->state_dir, uid) < 0)
         dir = NULL;
-    if (!dir || asprintf(&logp, "%s/log", dir) < 0)
+    if (asprintf(&logp, "%.*s/sandboxes/%s/main.log", (int)n, client->state_dir, uid) < 0)
         logp = NULL;
+    if (!logp || asprintf(&oldp, "%s.1", logp) < 0)
+        oldp = NULL;
     if (!dir || asprintf(&exitp, "%s/exit", dir) < 0)
         exitp = NULL;
-    if (!dir || !logp || !exitp) {
+    if (!dir || !logp || !oldp || !exitp) {
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto out;
     }
@@ -142,7 +172,7 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         }
         /* Not created yet (the reconciler makes it before starting the container). */
     }
-    int seen_dir = access(dir, F_OK) == 0;
+    int seen_dir = access(dir, F_OK) == 0, read_old = 0;
     long last_check = now_ms();
     for (;;) {
         if (fd < 0) {
@@ -152,14 +182,34 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
                                    "cannot open %s: %s", logp, strerror(errno));
                 goto out;
             }
+            /* The first time: the previous generation first, once. */
+            if (fd >= 0 && !read_old && (r = drain_path(oldp, cb, payload)) != ASB_OK)
+                goto out;
+            read_old = read_old || fd >= 0;
         }
         /* Check for the end before draining, so that what was written before the exit file
          * is all read by the drain below. */
         int dir_now = access(dir, F_OK) == 0;
-        int done = !follow || access(exitp, F_OK) == 0 || (seen_dir && !dir_now);
+        int exited = access(exitp, F_OK) == 0;
+        int done = !follow || exited || (seen_dir && !dir_now);
         seen_dir = seen_dir || dir_now;
         if (fd >= 0 && (r = drain(fd, cb, payload)) != ASB_OK)
             goto out;
+        if (follow && exited && fd >= 0) {
+            /* sandboxd records the exit once the pipe is read empty: give asb serve a moment
+             * to append the last read. */
+            sleep_ms(POLL_MS);
+            if ((r = drain(fd, cb, payload)) != ASB_OK)
+                goto out;
+        }
+        if (!done && fd >= 0 && rotated(fd, logp)) {
+            /* Rotated or truncated: the rest of the old file, then the current file anew. */
+            if ((r = drain(fd, cb, payload)) != ASB_OK)
+                goto out;
+            close(fd);
+            fd = -1;
+            continue;
+        }
         if (done) {
             if (fd < 0 && !follow)
                 r = asbi_error_set(ASB_ENOTFOUND, 0, "NoLog",
@@ -191,6 +241,7 @@ out:
     free(uid);
     free(dir);
     free(logp);
+    free(oldp);
     free(exitp);
     return r;
 }

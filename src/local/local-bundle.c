@@ -125,8 +125,13 @@ static json_t *process_env(const local_bundle_params *p)
             env_put(env, kv);
         free(kv);
     }
-    if (p->main_argv)
+    if (p->main_argv) {
         json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
+        /* The main process's output pipe: write end fd 5, read end fd 6 (oci_run_detached),
+         * read by asb serve; sandboxd keeps both. */
+        json_array_append_new(env, json_string("ASB_MAIN_OUTPUT_FD=5"));
+        json_array_append_new(env, json_string("ASB_MAIN_OUTPUT_KEEP_FD=6"));
+    }
     if (p->main_argv && p->working_dir) {
         char *wd = NULL;
         if (asprintf(&wd, "ASB_MAIN_WORKDIR=%s", p->working_dir) >= 0)

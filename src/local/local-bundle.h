@@ -42,8 +42,11 @@ typedef struct local_bundle_params {
     const char *cgroups_path;  /* e.g. "/asb/<uid>" */
     const local_bundle_volume *volumes; /* bound after /workspace and home, in order */
     size_t n_volumes;
-    const json_t *main_argv; /* container command+args (JSON array of strings) or NULL */
-    const char *main_dir;    /* with main_argv: host dir bound at /.asb/main (log, exit) */
+    const json_t *main_argv; /* container command+args (JSON array of strings) or NULL; sets
+                              * ASB_MAIN_OUTPUT_FD=5, ASB_MAIN_OUTPUT_KEEP_FD=6 (the output
+                              * pipe's ends, oci_run_detached) */
+    const char *main_dir;    /* with main_argv: host dir bound at /.asb/main (exit), inside the
+                              * sandbox's own filesystem when it has one (local-scratch.h) */
     const char *netns_path;  /* network namespace to join (local-net.h), NULL: a new private
                               * one with loopback only */
     const char *nameserver;  /* resolver for /etc/resolv.conf, NULL: none */

@@ -182,7 +182,7 @@ int local_logs_add(local_logs *l, const char *uid, int fd, const char *path, boo
     }
     pthread_mutex_lock(&l->lock);
     for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].uid, uid) == 0) {
+        if (strcmp(l->v[i].path, path) == 0) {
             pipe_close(&l->v[i]);
             l->v[i] = l->v[--l->n];
             break;
@@ -209,10 +209,10 @@ int local_logs_add(local_logs *l, const char *uid, int fd, const char *path, boo
     return 0;
 }
 
-int local_logs_adopt(local_logs *l, const char *uid, pid_t pid, const char *path)
+int local_logs_adopt(local_logs *l, const char *uid, pid_t pid, int proc_fd, const char *path)
 {
     char proc[64];
-    snprintf(proc, sizeof(proc), "/proc/%ld/fd/1", (long)pid);
+    snprintf(proc, sizeof(proc), "/proc/%ld/fd/%d", (long)pid, proc_fd);
     /* O_PATH first: nothing is opened for reading before it is known to be a pipe. */
     _cleanup_close_ int pfd = open(proc, O_PATH | O_CLOEXEC);
     struct stat st;

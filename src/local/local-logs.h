@@ -1,9 +1,11 @@
-/* The output of sandboxes' first processes (sandboxd), kept by `asb serve`: each container's
- * stdout and stderr is a pipe, never a host file the sandbox could write (issue 13, hole 4). One
- * thread reads every pipe and appends to $STATE/sandboxes/<uid>/sandboxd.log, a file only this
- * process writes, capped: past max_bytes it is rotated to sandboxd.log.1 (one generation), so a
- * sandbox flooding its output uses at most 2 x max_bytes on the host. A restarted asb serve takes
- * the read end again through /proc/<pid>/fd/1 of the container's first process. */
+/* The output of sandboxes, kept by `asb serve`: each container's stdout and stderr (sandboxd's)
+ * and the main process's stdout and stderr are pipes, never a host file the sandbox could write
+ * (issue 13, hole 4). One thread reads every pipe and appends to a file only this process writes
+ * ($STATE/sandboxes/<uid>/sandboxd.log, .../main.log), capped: past max_bytes it is rotated to
+ * <path>.1 (one generation), so a sandbox flooding its output uses at most 2 x max_bytes per
+ * file on the host. A restarted asb serve takes the read end again through /proc/<pid>/fd/<n>
+ * of the container's first process (sandboxd holds the write ends: fd 1, and the main process's
+ * pipe at the fd it was given). */
 #pragma once
 
 #include <stdbool.h>
@@ -17,9 +19,11 @@ int local_logs_start(size_t max_bytes, local_logs **ret);
 /* Stops the thread, closes every pipe (containers keep running; their writes fail until the
  * next asb serve takes the pipes again) and frees. */
 local_logs *local_logs_stop(local_logs *l);
-/* Takes fd (the read end; owned from now on, also on error) for uid, replacing an earlier one;
- * truncate starts the file anew. 0 or a negative errno. */
+/* Takes fd (the read end; owned from now on, also on error) of uid's pipe written to path,
+ * replacing an earlier pipe for the same path; truncate starts the file anew. 0 or a negative
+ * errno. */
 int local_logs_add(local_logs *l, const char *uid, int fd, const char *path, bool truncate);
-/* Takes the read end of pid's stdout again (after a restart): only when it is a pipe, never a
- * file. 0, -ENOTSUP (not a pipe) or a negative errno. */
-int local_logs_adopt(local_logs *l, const char *uid, pid_t pid, const char *path);
+/* Takes the read end of pid's descriptor proc_fd (1: its stdout) again after a restart: only
+ * when it is a pipe, never a file. 0, -ENOTSUP (not a pipe) or a negative errno (-ENOENT: no
+ * such descriptor). */
+int local_logs_adopt(local_logs *l, const char *uid, pid_t pid, int proc_fd, const char *path);

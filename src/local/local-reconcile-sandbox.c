@@ -462,25 +462,24 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
                     strerror(-k));
     }
 
-    /* A container command: sandboxd runs it as the main process; log and exit code land in
-     * sandboxes/<uid>/main (bound at /.asb/main). */
+    /* A container command: sandboxd runs it as the main process; its output goes through a
+     * pipe to sandboxes/<uid>/main.log (below), its exit code lands in sandboxes/<uid>/main
+     * (bound at /.asb/main; on the sandbox's own filesystem when it has one). */
     json_t *main_argv = NULL;
-    _cleanup_free_ char *main_dir = path_of(r, "sandboxes", uid, "main"), *merr = NULL;
-    if (!main_dir || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
+    _cleanup_free_ char *main_dir = NULL, *merr = NULL, *base = path_of(r, "sandboxes", uid, NULL);
+    if (!base || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
     }
     if (main_argv) {
         _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
-        k = fs_mkdir_p(main_dir, 0755);
-        if (k == 0 && chown(main_dir, hu, hg) < 0)
-            k = -errno;
+        k = local_scratch_main_dir(base, &sc, hu, hg, &main_dir);
         if (exitf)
             unlink(exitf);
         if (k < 0) {
             json_decref(main_argv);
             local_bundle_volumes_free(vv, nvv, vnames);
-            return fail(f, "ReconcilerError", k, "Error seen: cannot create %s: %s", main_dir,
+            return fail(f, "ReconcilerError", k, "Error seen: cannot create %s/main: %s", base,
                         strerror(-k));
         }
         rec_watch_main(r, uid);
@@ -539,7 +538,23 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (pipe2(pp, O_CLOEXEC) < 0)
         return fail(f, "ReconcilerError", -errno, "Error seen: cannot create a pipe: %s",
                     strerror(errno));
-    _cleanup_close_ int out_r = pp[0], out_w = pp[1];
+    _cleanup_close_ int out_r = pp[0], out_w = pp[1], main_r = -1, main_w = -1;
+    /* The main process's stdout/stderr: another pipe, fd 5 in the container (ASB_MAIN_OUTPUT_FD
+     * in the bundle), read into sandboxes/<uid>/main.log, never bound into the container. Its
+     * read end is fd 6 there too (ASB_MAIN_OUTPUT_KEEP_FD): sandboxd holds it, so that the main
+     * process's writes wait (once the pipe is full) instead of failing with EPIPE while no asb
+     * serve reads. */
+    _cleanup_free_ char *main_log = main_dir ? path_of(r, "sandboxes", uid, "main.log") : NULL;
+    if (main_dir && (!main_log || pipe2(pp, O_CLOEXEC) < 0))
+        return fail(f, "ReconcilerError", main_log ? -errno : -ENOMEM,
+                    "Error seen: cannot create a pipe: %s",
+                    main_log ? strerror(errno) : "no memory");
+    if (main_dir) {
+        main_r = pp[0];
+        main_w = pp[1];
+    }
+    /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
+    const int main_fds[2] = {main_w, main_r};
     _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
     if (!bp_rootfs)
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
@@ -548,16 +563,16 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
-                         &err);
+    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+                         main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     if (k < 0 && err && strstr(err, "already exists")) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
         oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd, out_w, out_r,
-                             &err);
+        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+                             main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     }
     if (r->idmap) {
         int sk = local_idmap_stage_leave(&stage);
@@ -573,6 +588,12 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
     if (lk < 0 && r->logs)
         log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
+    if (main_r >= 0) {
+        lk = local_logs_add(r->logs, uid, TAKE_FD(main_r), main_log, true);
+        if (lk < 0 && r->logs)
+            log_warn("cannot collect the main process's output", "uid", uid, "error",
+                     strerror(-lk));
+    }
     pid_t pid = read_pid(pidfile);
     if (pid <= 0) { /* no pid file: ask the runtime, or the container would look dead */
         _cleanup_free_ char *st = NULL;
@@ -640,7 +661,17 @@ void rec_watch_main(local_reconciler *r, const char *uid)
 int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code)
 {
     _cleanup_free_ char *path = path_of(r, "sandboxes", uid, "main/exit");
-    _cleanup_fclose_ FILE *f = path ? fopen(path, "re") : NULL;
+    /* The directory is the sandbox's: its exit may be a symlink or a FIFO it made. Only a
+     * regular file is read, and opening never blocks. */
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    _cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     int code;
     if (!f || fscanf(f, "%d", &code) != 1)
         return -ENOENT;

@@ -203,6 +203,33 @@ static bool container_dead(local_reconciler *r, const rec_entry *e)
     return oci_state(rec_handler(r, e->handler), e->uid, &status, &pid) == 0 && strcmp(status, "running") != 0;
 }
 
+/* Takes the output pipes of a running container again after a restart: sandboxd's stdout, and
+ * the main process's pipe when its bundle passed one (ASB_MAIN_OUTPUT_FD, held by sandboxd at
+ * that number). */
+static void readopt_logs(local_reconciler *r, const char *uid, pid_t pid)
+{
+    _cleanup_free_ char *lp = NULL, *mp = NULL, *cfg = NULL;
+    if (!r->logs || asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir, uid) < 0 ||
+        asprintf(&mp, "%s/sandboxes/%s/main.log", r->state_dir, uid) < 0 ||
+        asprintf(&cfg, "%s/sandboxes/%s/bundle/config.json", r->state_dir, uid) < 0)
+        return;
+    (void)local_logs_adopt(r->logs, uid, pid, 1, lp);
+    _cleanup_(json_decrefp) json_t *c = json_load_file(cfg, 0, NULL);
+    json_t *env = json_object_get(json_object_get(c, "process"), "env"), *e;
+    size_t i;
+    json_array_foreach(env, i, e) {
+        const char *kv = json_string_value(e);
+        int n;
+        char end;
+        if (kv && sscanf(kv, "ASB_MAIN_OUTPUT_FD=%d%c", &n, &end) == 1 && n > 2) {
+            int k = local_logs_adopt(r->logs, uid, pid, n, mp);
+            if (k < 0)
+                log_warn("cannot take the main process's output again", "uid", uid, "error",
+                         strerror(-k));
+        }
+    }
+}
+
 /* The last line sandboxd wrote before it exited. Owned. */
 static char *last_log_line(local_reconciler *r, const char *uid)
 {
@@ -693,11 +720,8 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
                 pid_t cpid = (pid_t)json_integer_value(json_object_get(c, "pid"));
                 if (!rec_find(r, id)) {
                     log_info("re-adopted sandbox container", "uid", id, "status", st);
-                    /* Its output pipe, read again (a file from an older version is not). */
-                    _cleanup_free_ char *lp = NULL;
-                    if (r->logs &&
-                        asprintf(&lp, "%s/sandboxes/%s/sandboxd.log", r->state_dir, id) >= 0)
-                        (void)local_logs_adopt(r->logs, id, cpid, lp);
+                    /* Its output pipes, read again (a file from an older version is not). */
+                    readopt_logs(r, id, cpid);
                 }
                 rec_adopt(r, id, cpid);
                 rec_watch_main(r, id);

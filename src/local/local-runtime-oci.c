@@ -1,5 +1,6 @@
 /* runc driver. See local-runtime-oci.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -69,7 +70,7 @@ static char *read_all(int fd)
  * fork+exec rather than posix_spawn because the child needs umask 022: runc creates missing mount
  * points in the rootfs with it, and asb serve's own umask (077) would make them untraversable
  * for the sandbox user. Only async-signal-safe calls happen between fork and exec. */
-static int spawn(char *const argv[], int out_fd, int fd3, int fd4, pid_t *ret_pid)
+static int spawn(char *const argv[], int out_fd, int fd3, int fd4, int fd5, int fd6, pid_t *ret_pid)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -83,7 +84,8 @@ static int spawn(char *const argv[], int out_fd, int fd3, int fd4, pid_t *ret_pi
         int null = open("/dev/null", O_RDONLY);
         if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
             _exit(127);
-        if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0))
+        if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0) ||
+            (fd5 >= 0 && dup2(fd5, 5) < 0) || (fd6 >= 0 && dup2(fd6, 6) < 0))
             _exit(127);
         execvp(argv[0], argv);
         _exit(127);
@@ -98,7 +100,7 @@ int local_spawn_capture(char *const argv[], char **ret_output)
     if (pipe2(p, O_CLOEXEC) < 0)
         return -errno;
     pid_t pid = -1;
-    int r = spawn(argv, p[1], -1, -1, &pid);
+    int r = spawn(argv, p[1], -1, -1, -1, -1, &pid);
     close(p[1]);
     if (r < 0) {
         close(p[0]);
@@ -172,14 +174,18 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
 }
 
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
-                     int grpc_fd, int out_fd, int out_read_fd, char **ret_error)
+                     int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
+                     char **ret_error)
 {
     *ret_error = NULL;
-    /* Move the sockets above 4 so dup2 onto 3 and 4 cannot clobber one with the other. */
+    /* Move the fds above 6 so dup2 onto 3..6 cannot clobber one with another. */
     _cleanup_close_ int r3 = fcntl(rest_fd, F_DUPFD_CLOEXEC, 10);
     _cleanup_close_ int g4 = fcntl(grpc_fd, F_DUPFD_CLOEXEC, 10);
+    bool with_main = main_fds && main_fds[0] >= 0 && main_fds[1] >= 0;
+    _cleanup_close_ int m5 = with_main ? fcntl(main_fds[0], F_DUPFD_CLOEXEC, 10) : -1;
+    _cleanup_close_ int m6 = with_main ? fcntl(main_fds[1], F_DUPFD_CLOEXEC, 10) : -1;
     _cleanup_close_ int log = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
-    if (r3 < 0 || g4 < 0 || log < 0)
+    if (r3 < 0 || g4 < 0 || log < 0 || (with_main && (m5 < 0 || m6 < 0)))
         return -errno;
     _cleanup_free_ char *pidfile = NULL;
     if (asprintf(&pidfile, "%s/pid", bundle) < 0)
@@ -194,13 +200,14 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     const char *base = strrchr(rt->binary, '/');
     if (strcmp(base ? base + 1 : rt->binary, "runsc") == 0)
         argv[k++] = (char *)"--oci-seccomp";
-    const char *const rest[] = {"run",  "--detach",   "--preserve-fds", "2", "--bundle",
-                                bundle, "--pid-file", pidfile,          id};
+    const char *const rest[] = {"run",      "--detach", "--preserve-fds", with_main ? "4" : "2",
+                                "--bundle", bundle,     "--pid-file",     pidfile,
+                                id};
     for (size_t i = 0; i < ELEMENTSOF(rest); i++)
         argv[k++] = (char *)rest[i];
     argv[k] = NULL;
     pid_t pid = -1;
-    int r = spawn(argv, log, r3, g4, &pid);
+    int r = spawn(argv, log, r3, g4, m5, m6, &pid);
     if (r < 0) {
         if (asprintf(ret_error, "cannot run %s: %s", rt->binary, strerror(-r)) < 0)
             *ret_error = NULL;

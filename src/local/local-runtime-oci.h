@@ -14,11 +14,15 @@ typedef struct oci_runtime {
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root);
 void oci_runtime_done(oci_runtime *rt);
 
-/* `runc run --detach --preserve-fds 2`: rest_fd and grpc_fd become fds 3 and 4 of the
- * container's first process; its stdout/stderr are out_fd (the write end of a pipe: never a
- * host file the sandbox could write). On failure runc's message is read from out_read_fd. */
+/* `runc run --detach --preserve-fds 2` (4 with main_fds): rest_fd and grpc_fd become fds 3 and 4
+ * of the container's first process; main_fds (NULL: none) the main process's output pipe, its
+ * write end fd 5 and its read end fd 6 (held by sandboxd so that the pipe keeps a reader, and
+ * its writers block instead of failing, while no asb serve reads); its stdout/stderr are out_fd
+ * (the write end of a pipe: never a host file the sandbox could write). On failure runc's
+ * message is read from out_read_fd. */
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
-                     int grpc_fd, int out_fd, int out_read_fd, char **ret_error);
+                     int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
+                     char **ret_error);
 /* `runc state`: *ret_status owned ("running", "stopped", ...), *ret_pid. -ENOENT if unknown. */
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid);
 /* `runc list --format json`: *ret owned array of {id, status, pid, ...} (possibly empty). */

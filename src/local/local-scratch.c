@@ -396,6 +396,37 @@ int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes
     return 0;
 }
 
+int local_scratch_main_dir(const char *base, const local_scratch *s, uid_t uid, gid_t gid,
+                           char **ret_path)
+{
+    _cleanup_free_ char *link = NULL, *dir = NULL;
+    if (asprintf(&link, "%s/main", base) < 0 ||
+        asprintf(&dir, s->size > 0 ? "%s/disk/main" : "%s/main", base) < 0)
+        return -ENOMEM;
+    int k = own_dir(dir, 0755, uid, gid);
+    if (k < 0)
+        return k;
+    if (s->size > 0) {
+        struct stat st;
+        if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) {
+            /* An older version's host directory: its log and exit only. */
+            static const char *const old[] = {"log", "exit", ".exit.tmp"};
+            for (size_t i = 0; i < ELEMENTSOF(old); i++) {
+                _cleanup_free_ char *f = NULL;
+                if (asprintf(&f, "%s/%s", link, old[i]) < 0)
+                    return -ENOMEM;
+                (void)unlink(f);
+            }
+            if (rmdir(link) < 0)
+                return -errno;
+        }
+        if ((k = link_into_disk(base, "main")) < 0)
+            return k;
+    }
+    *ret_path = TAKE_PTR(dir);
+    return 0;
+}
+
 void local_scratch_done(local_scratch *s)
 {
     free(s->workspace);

@@ -7,7 +7,9 @@
  * nosuid,nodev,discard at sandboxes/<uid>/disk. Writes past the size fail with ENOSPC inside
  * the sandbox; the image never takes more host space than the limit, and deleted files give
  * their blocks back (discard punches holes in the image). sandboxes/<uid>/workspace and
- * .../home are symlinks to disk/workspace and disk/home, so host paths stay what they were.
+ * .../home are symlinks to disk/workspace and disk/home, so host paths stay what they were
+ * (and sandboxes/<uid>/main to disk/main for a sandbox with a main process:
+ * local_scratch_main_dir).
  * The mount lives in the host's mount namespace: it outlives a restart of `asb serve` (which
  * finds it mounted and keeps it) and is removed only by local_scratch_release.
  *
@@ -35,6 +37,14 @@ typedef struct local_scratch {
 int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes, uid_t uid,
                           gid_t gid, local_scratch *ret, char **ret_error);
 void local_scratch_done(local_scratch *s);
+
+/* The main process's directory (bound at /.asb/main; sandboxd records the exit code there),
+ * owned by uid:gid, at base/main. With the sandbox's own filesystem (s->size > 0) it lives at
+ * disk/main and base/main is a symlink to it, so what the sandbox writes there counts against
+ * the limit (a plain base/main left by an older version is replaced when it holds only the
+ * files sandboxd wrote there). *ret_path (owned) is the directory to bind. */
+int local_scratch_main_dir(const char *base, const local_scratch *s, uid_t uid, gid_t gid,
+                           char **ret_path);
 
 /* Unmounts base/disk (the loop device detaches with it) and removes the image. Call after
  * the container is gone and before removing base. Nothing mounted is success. */

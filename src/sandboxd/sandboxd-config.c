@@ -140,6 +140,7 @@ static int config_defaults(sandboxd_config *cfg)
         .max_execute_output = SANDBOXD_DEFAULT_MAX_EXECUTE_OUTPUT,
         .rest_fd = -1,
         .grpc_fd = -1,
+        .main_output_fd = -1,
     };
     if (replace_string(&cfg->listen_host, "0.0.0.0") < 0 ||
         replace_string(&cfg->root_dir, "/workspace") < 0 ||
@@ -249,5 +250,5 @@ void sandboxd_config_done(sandboxd_config *cfg)
     free(cfg->main_command);
     free(cfg->main_dir);
     free(cfg->main_workdir);
-    *cfg = (sandboxd_config){.rest_fd = -1, .grpc_fd = -1};
+    *cfg = (sandboxd_config){.rest_fd = -1, .grpc_fd = -1, .main_output_fd = -1};
 }

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -19,8 +21,22 @@ extern char **environ;
 typedef struct main_process {
     child ch; /* first: the table hands us back &ch */
     process_table *table;
-    char *dir; /* $ASB_MAIN_DIR or NULL */
+    char *dir;  /* $ASB_MAIN_DIR or NULL */
+    int out_fd; /* $ASB_MAIN_OUTPUT_FD (borrowed, stays open) or -1 */
 } main_process;
+
+/* Gives the host's reader a moment (at most 1 s) to take what the main process wrote before its
+ * exit is recorded, so a reader that stops at the exit file has the whole output. */
+static void wait_output_read(int fd)
+{
+    for (int i = 0; fd >= 0 && i < 100; i++) {
+        int queued = 0;
+        if (ioctl(fd, FIONREAD, &queued) < 0 || queued == 0)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static void record_exit(const char *dir, int code)
 {
@@ -60,6 +76,7 @@ static void mp_on_exit(child *c, int status)
     char sp[16];
     snprintf(sp, sizeof(sp), "%ld", (long)c->pid);
     log_info("main process exited", "pid", sp, "code", sc);
+    wait_output_read(m->out_fd);
     record_exit(m->dir, code);
     process_table_remove(m->table, c);
     mp_free(m);
@@ -85,6 +102,7 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
     }
     m->table = t;
     m->ch.ops = &mp_ops;
+    m->out_fd = sd->config->main_output_fd;
 
     _cleanup_free_ char *path = NULL;
     if (strchr(argv[0], '/'))
@@ -98,6 +116,8 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
     int log_fd = -1;
     if (!path)
         err = errno ? errno : ENOENT;
+    else if (m->out_fd >= 0)
+        log_fd = m->out_fd; /* the host's pipe: never closed here */
     else if (m->dir) {
         if (asprintf(&log_path, "%s/log", m->dir) < 0) {
             mp_free(m);
@@ -135,7 +155,7 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
     }
-    if (log_fd >= 0)
+    if (log_fd >= 0 && log_fd != m->out_fd)
         close(log_fd);
     if (err) {
         int code = err == ENOENT ? 127 : 126;
@@ -143,13 +163,16 @@ int main_process_start(process_table *t, sandboxd *sd, char *const argv[])
         snprintf(sc, sizeof(sc), "%d", code);
         log_warn("cannot start the main process", "command", argv[0], "error", strerror(err),
                  "code", sc);
-        if (m->dir && asprintf(&log_path, "%s/log", m->dir) >= 0) {
+        if (m->out_fd >= 0)
+            dprintf(m->out_fd, "sandboxd: cannot start %s: %s\n", argv[0], strerror(err));
+        else if (m->dir && asprintf(&log_path, "%s/log", m->dir) >= 0) {
             FILE *f = fopen(log_path, "ae");
             if (f) {
                 fprintf(f, "sandboxd: cannot start %s: %s\n", argv[0], strerror(err));
                 fclose(f);
             }
         }
+        wait_output_read(m->out_fd);
         record_exit(m->dir, code);
         mp_free(m);
         return 0;

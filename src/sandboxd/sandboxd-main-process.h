@@ -1,10 +1,12 @@
 /* The sandbox's main process: `sandboxd [flags] -- CMD...` starts CMD at startup in its own
  * process group (cwd = the root dir, stdin /dev/null), as a pod's container command. sandboxd
- * keeps serving while it runs and after it exits. With $ASB_MAIN_DIR set (asb serve sets it to a
- * bind-mounted host directory) its stdout/stderr go to $ASB_MAIN_DIR/log and its exit is recorded
- * in $ASB_MAIN_DIR/exit (written atomically: "<code>\n", 128+N for signal N); otherwise it
- * shares sandboxd's stdout/stderr and the exit is only logged. ASB_MAIN_DIR is removed from the
- * environment so neither the main process nor Start/Execute children see it. */
+ * keeps serving while it runs and after it exits. With $ASB_MAIN_OUTPUT_FD set (asb serve: the
+ * write end of a pipe it reads into a capped log on the host) its stdout/stderr are that fd;
+ * else with $ASB_MAIN_DIR set they go to $ASB_MAIN_DIR/log (standalone use); else it shares
+ * sandboxd's stdout/stderr. With $ASB_MAIN_DIR its exit is recorded in $ASB_MAIN_DIR/exit
+ * (written atomically: "<code>\n", 128+N for signal N, after the output pipe is read empty or
+ * 1 s); otherwise the exit is only logged. The variables are removed from the environment so
+ * neither the main process nor Start/Execute children see them. */
 #pragma once
 
 #include "sandboxd/sandboxd-process.h"

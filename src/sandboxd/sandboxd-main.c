@@ -194,6 +194,24 @@ static void nonblocking_log_pipes(void)
     }
 }
 
+/* The inherited fd named by var, made close-on-exec and taken out of the environment; -1 when
+ * absent or unusable. $ASB_MAIN_OUTPUT_FD: the write end of the pipe the host reads the main
+ * process's output from (runc --preserve-fds), kept open for sandboxd's lifetime at the same
+ * number, so a restarted asb serve finds it again in /proc/<pid>/fd; close-on-exec, so only the
+ * main process gets it (as its stdout and stderr), not Start/Execute children. */
+static int main_output_fd(const char *var)
+{
+    const char *v = getenv(var);
+    char *end = NULL;
+    long n = v && *v ? strtol(v, &end, 10) : -1;
+    if (v && *v && (*end || n < 3 || n > 1024 || fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0)) {
+        log_warn("ignoring an fd variable", "name", var, "value", v);
+        n = -1;
+    }
+    unsetenv(var);
+    return (int)n;
+}
+
 int main(int argc, char **argv)
 {
     sandboxd_config cfg;
@@ -213,6 +231,10 @@ int main(int argc, char **argv)
     }
     unsetenv("ASB_MAIN_DIR");
     unsetenv("ASB_MAIN_WORKDIR");
+    cfg.main_output_fd = main_output_fd("ASB_MAIN_OUTPUT_FD");
+    /* The pipe's read end: only held (never read), so the pipe keeps a reader while no asb
+     * serve does, and only made close-on-exec here. */
+    (void)main_output_fd("ASB_MAIN_OUTPUT_KEEP_FD");
     signal(SIGPIPE, SIG_IGN);
     nonblocking_log_pipes();
 

@@ -31,6 +31,9 @@ typedef struct sandboxd_config {
                                    environment in main() before any thread starts; may be NULL */
     char *main_workdir;         /* $ASB_MAIN_WORKDIR (the main process's cwd: the container's
                                    workingDir), taken out likewise; NULL = the root dir */
+    int main_output_fd;         /* $ASB_MAIN_OUTPUT_FD (an inherited pipe for the main process's
+                                   stdout/stderr, kept open and close-on-exec), taken out
+                                   likewise; -1: none (then $ASB_MAIN_DIR/log) */
 } sandboxd_config;
 
 /* Shared runtime state. Owned by main; REST threads and the gRPC loop borrow it. */

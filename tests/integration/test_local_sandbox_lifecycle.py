@@ -308,13 +308,13 @@ def test_main_command_success_is_finished(start_sbx, sbx_state):
     assert "code 0" in fin["message"]
     assert (ready["status"], ready["reason"], ready["message"]) == \
         ("False", "PodSucceeded", "Pod completed successfully")
-    main = os.path.join(sbx_state, "sandboxes", uid, "main")
-    assert open(os.path.join(main, "log")).read().split() == ["out", "err"]
+    main_log = os.path.join(sbx_state, "sandboxes", uid, "main.log")  # asb serve's copy of the pipe
+    assert open(main_log).read().split() == ["out", "err"]
     assert open(os.path.join(sbx_state, "sandboxes", uid, "workspace", "r")).read() == "done\n"
     # sandboxd keeps serving the results; the main process is not started again.
     assert rest(sockets(sbx_state, uid)[0], "GET", "/v1/files/r") == (200, b"done\n")
     time.sleep(0.5)
-    assert open(os.path.join(main, "log")).read().split() == ["out", "err"]
+    assert open(main_log).read().split() == ["out", "err"]
 
 
 def test_main_command_failure_and_restart(start_sbx, sbx_state):

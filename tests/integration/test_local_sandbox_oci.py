@@ -196,10 +196,10 @@ def test_oci_image_working_dir_and_user(start_sbx, sbx_state, tmp_path):
     # sandboxd's root dir (UPSTREAM.md §1.5). The image's User runs both.
     assert run_sh(sbx_state, a, "pwd") == "/workspace\n"
     assert run_sh(sbx_state, a, UID_OF_SELF) == "4321\n"
-    log_a = os.path.join(sbx_state, "sandboxes", a, "main", "log")
+    log_a = os.path.join(sbx_state, "sandboxes", a, "main.log")
     # The container's workingDir and runAsUser win over the image's.
     assert run_sh(sbx_state, b, UID_OF_SELF) == "2000\n"
-    log_b = os.path.join(sbx_state, "sandboxes", b, "main", "log")
+    log_b = os.path.join(sbx_state, "sandboxes", b, "main.log")
     from test_local_sandbox_runtime import wait_for
     assert wait_for(lambda: os.path.exists(log_a) and open(log_a).read() == "/srv/app\n")
     assert wait_for(lambda: os.path.exists(log_b) and open(log_b).read() == "/etc\n")

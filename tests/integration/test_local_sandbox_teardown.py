@@ -276,7 +276,8 @@ def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
     assert run(client, "/bin/echo", "still")[1] == "still\n"
     asb2 = start_sbx(env={"ASB_USERNS_RANGE": "off"})
     wait_ready(asb2, "relay")
-    assert "re-adopted sandbox container" in asb2.output()
+    # Ready may be the stored status from before: wait for the re-adoption itself.
+    assert wait_for(lambda: "re-adopted sandbox container" in asb2.output()), asb2.output()
     assert int(open(os.path.join(sbx_state, "sandboxes", uid, "bundle", "pid")).read()) == pid
     code, _, err = run(client, "/bin/sh", "-c", "echo after-restart >> /proc/1/fd/1")
     assert code == 0, err
@@ -286,6 +287,7 @@ def test_output_pipe_survives_an_asb_serve_restart(start_sbx, sbx_state):
     assert run(client, "/bin/echo", "again")[1] == "again\n"
     asb3 = start_sbx(env={"ASB_USERNS_RANGE": "off"})
     wait_ready(asb3, "relay")
+    assert wait_for(lambda: "re-adopted sandbox container" in asb3.output()), asb3.output()
     code, _, err = run(client, "/bin/sh", "-c", "echo after-sigterm >> /proc/1/fd/1")
     assert wait_for(lambda: b"after-sigterm" in sandboxd_log(sbx_state, uid)), asb3.output()
 

@@ -88,6 +88,50 @@ TEST(logs_are_capped_and_rotated)
     rmdir(dir);
 }
 
+/* Waits until path holds exactly want. */
+static bool file_becomes(const char *path, const char *want)
+{
+    for (int i = 0; i < 300; i++) {
+        char buf[64] = {0};
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n >= 0 && strcmp(buf, want) == 0)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+TEST(logs_keep_two_pipes_of_one_sandbox)
+{
+    /* sandboxd's output and the main process's: same uid, two files, neither replaces the
+     * other. */
+    char dir[] = "/tmp/test-local-logs-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char a[128], b[128];
+    snprintf(a, sizeof(a), "%s/sandboxd.log", dir);
+    snprintf(b, sizeof(b), "%s/main.log", dir);
+    local_logs *l = NULL;
+    CHECK_INT_EQ(local_logs_start(0, &l), 0);
+    int pa[2], pb[2];
+    CHECK_INT_EQ(pipe2(pa, O_CLOEXEC), 0);
+    CHECK_INT_EQ(pipe2(pb, O_CLOEXEC), 0);
+    CHECK_INT_EQ(local_logs_add(l, "u1", pa[0], a, true), 0);
+    CHECK_INT_EQ(local_logs_add(l, "u1", pb[0], b, true), 0);
+    CHECK_INT_EQ(write(pa[1], "daemon\n", 7), 7);
+    CHECK_INT_EQ(write(pb[1], "main\n", 5), 5);
+    CHECK(file_becomes(a, "daemon\n"));
+    CHECK(file_becomes(b, "main\n"));
+    close(pa[1]);
+    close(pb[1]);
+    local_logs_stop(l);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
 TEST(adopt_refuses_what_is_not_a_pipe)
 {
     local_logs *l = NULL;
@@ -95,7 +139,7 @@ TEST(adopt_refuses_what_is_not_a_pipe)
     /* This process's stdout under the test runner: a file or a pipe; a file must be refused. */
     struct stat st;
     if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode))
-        CHECK_INT_EQ(local_logs_adopt(l, "u", getpid(), "/tmp/never-written.log"), -ENOTSUP);
+        CHECK_INT_EQ(local_logs_adopt(l, "u", getpid(), 1, "/tmp/never-written.log"), -ENOTSUP);
     local_logs_stop(l);
     CHECK(access("/tmp/never-written.log", F_OK) < 0);
 }
