@@ -16,7 +16,7 @@ from asb_apiserver import CORE, AsbServer, asb_binary, stop_servers
 from grpc_helpers import Client
 from local_sandbox import (RUNC, condition, create, get_sandbox, injected_sandboxd,  # noqa: F401
                            sbx_state, sockets, wait_ready)
-from resthelpers import UnixHTTPConnection
+from test_local_sandbox_runtime import rest
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -110,16 +110,6 @@ def write_inside(client, path, mib):
     code, out, err = run(client, "python3", "-c", WRITER, path, str(mib))
     assert code == 0, (out, err)
     return out.split()
-
-
-def rest(sock, method, path, body=None):
-    conn = UnixHTTPConnection(sock, timeout=10)
-    try:
-        conn.request(method, path, body=body)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def host_usage(path):
