@@ -135,6 +135,22 @@ static int write_file_atomic(const char *dir, const char *name, const char *cont
     return 0;
 }
 
+/* The URL files go (at start: an earlier run's are stale; at a clean stop: the server is gone),
+ * so no client dials a server that is not there. 0, or the first error other than ENOENT. */
+static int remove_url_files(const char *dir)
+{
+    const char *files[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
+    int ret = 0;
+    for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+        _cleanup_free_ char *f = NULL;
+        if (asprintf(&f, "%s/%s", dir, files[i]) < 0)
+            return -ENOMEM;
+        if (unlink(f) < 0 && errno != ENOENT && ret == 0)
+            ret = -errno;
+    }
+    return ret;
+}
+
 /* Takes the state directory's lock for the life of this process (the fd is kept open, close-on-exec
  * so no child inherits it) and writes our pid into it. A second `asb serve` on the same directory
  * is refused: two servers over one store and one set of containers would fight. Then the URL files
@@ -171,27 +187,11 @@ static int take_state_lock(const char *dir, int *ret_fd)
         fprintf(stderr, "asb serve: cannot write %s: %s\n", path, strerror(errno));
         return -errno;
     }
-    const char *stale[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
-    for (size_t i = 0; i < ELEMENTSOF(stale); i++) {
-        _cleanup_free_ char *f = NULL;
-        if (asprintf(&f, "%s/%s", dir, stale[i]) < 0)
-            return -ENOMEM;
-        if (unlink(f) < 0 && errno != ENOENT)
-            return -errno;
-    }
+    int r = remove_url_files(dir);
+    if (r < 0)
+        return r;
     *ret_fd = TAKE_FD(fd);
     return 0;
-}
-
-/* At a clean stop: the URL files go, so no client dials a server that is gone. */
-static void remove_url_files(const char *dir)
-{
-    const char *files[] = {STATE_FILE_SERVER, STATE_FILE_ROUTER};
-    for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-        _cleanup_free_ char *f = NULL;
-        if (asprintf(&f, "%s/%s", dir, files[i]) >= 0)
-            (void)unlink(f);
-    }
 }
 
 /* Reads the token, creating it (32 random bytes, hex) at first start. Owned result. */
@@ -668,7 +668,7 @@ int asb_serve(int argc, char **argv)
     while (sigwait(&mask, &sig) != 0)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    remove_url_files(dir);
+    (void)remove_url_files(dir);
     router_stop(rt);
     local_store_shutdown(store);
     local_controller_stop(ctl);
