@@ -45,14 +45,25 @@ int local_delete_or_mark(const json_t *old, json_t **ret_new)
     return 0;
 }
 
-json_t *local_finalizer_add(const json_t *old, const char *name)
+/* A deep copy of obj and its metadata object (borrowed from the copy); NULL when either is
+ * missing. Owned. */
+static json_t *copy_with_metadata(const json_t *obj, json_t **ret_md)
 {
-    json_t *new = json_deep_copy(old);
-    json_t *md = json_object_get(new, "metadata");
-    if (!md) {
+    json_t *new = json_deep_copy(obj);
+    *ret_md = json_object_get(new, "metadata");
+    if (!*ret_md) {
         json_decref(new);
         return NULL;
     }
+    return new;
+}
+
+json_t *local_finalizer_add(const json_t *old, const char *name)
+{
+    json_t *md;
+    json_t *new = copy_with_metadata(old, &md);
+    if (!new)
+        return NULL;
     json_t *f = json_object_get(md, "finalizers");
     if (!json_is_array(f)) {
         f = json_array();
@@ -70,12 +81,10 @@ json_t *local_finalizer_add(const json_t *old, const char *name)
 
 json_t *local_finalizer_remove(const json_t *old, const char *name)
 {
-    json_t *new = json_deep_copy(old);
-    json_t *md = json_object_get(new, "metadata");
-    if (!md) {
-        json_decref(new);
+    json_t *md;
+    json_t *new = copy_with_metadata(old, &md);
+    if (!new)
         return NULL;
-    }
     json_t *f = json_object_get(md, "finalizers");
     for (size_t i = json_array_size(f); i-- > 0;) {
         const char *s = json_string_value(json_array_get(f, i));
