@@ -1,9 +1,11 @@
 """gRPC client helpers for the sandboxd tests: message modules generated at test time with
 `protoc --python_out` from proto/*.proto (grpc_tools is not needed), and thin call wrappers
 over grpcio's generic channel API."""
+import atexit
 import importlib
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,7 @@ def _generate():
     global _GEN
     if _GEN is None:
         out = tempfile.mkdtemp(prefix="asb-pb2-")
+        atexit.register(shutil.rmtree, out, True)  # the modules are loaded by then: leave nothing
         protos = [os.path.join(ROOT, "proto", p) for p in sorted(os.listdir(os.path.join(ROOT, "proto")))
                   if p.endswith(".proto")]
         subprocess.run(["protoc", f"--proto_path={ROOT}/proto", "--proto_path=/usr/include",
