@@ -81,7 +81,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
-BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS)
+BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS) $(OUT)/bin/asb-gen-crds
 
 .PHONY: all deps test unit fuzz fuzz-build bench chaos demo clean format images fresh-check
 all: deps
@@ -136,6 +136,12 @@ $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 $(OUT)/bin/asb: $(ASB_OBJ) $(ROUTER_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# Build tool: the CRDs of deploy/crds from the kind tables of src/api (scripts/gen-crds.py).
+$(OUT)/bin/asb-gen-crds: $(call obj,src/api/gen/asb-gen-crds-main.c $(wildcard src/api/*.c)) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)

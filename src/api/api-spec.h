@@ -1,15 +1,24 @@
-/* Per-kind spec validators and defaulters (api-validate.c), used by the kind table (api-object.c). */
+/* Checks of the Kubernetes core types that the kinds embed (api-validate-core.c): the subset of
+ * kube-apiserver's Pod, PVC and NetworkPolicy validation that asb serve applies, with its
+ * messages. The kind tables (api-kind-*.c) hook them in as api_field.check. */
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "api/api.h"
 
-void api_validate_sandbox_spec(const json_t *spec, const json_t *old, api_errors *errs);
-void api_validate_template_spec(const json_t *spec, const json_t *old, api_errors *errs);
-void api_validate_warmpool_spec(const json_t *spec, const json_t *old, api_errors *errs);
-void api_validate_claim_spec(const json_t *spec, const json_t *old, api_errors *errs);
-void api_default_sandbox_spec(json_t *spec);
-void api_default_template_spec(json_t *spec);
-void api_default_warmpool_spec(json_t *spec);
-void api_default_claim_spec(json_t *spec);
+void api_check_pod_template(api_errors *e, const char *path, const json_t *v);
+void api_check_volume_claim_templates(api_errors *e, const char *path, const json_t *v);
+void api_check_np_ingress(api_errors *e, const char *path, const json_t *v);
+void api_check_np_egress(api_errors *e, const char *path, const json_t *v);
+/* SandboxClaim spec.env: name, value, valueFrom, containerName. */
+void api_check_claim_env(api_errors *e, const char *path, const json_t *v);
+
+/* Shared by the generic validator (api-validate.c) and the core checks. */
+bool api_want_type(api_errors *e, const char *path, const json_t *v, json_type t);
+void api_check_enum(api_errors *e, const char *path, const json_t *v, const char *const *vals);
+void api_check_required_string(api_errors *e, const char *path, const json_t *v);
+void api_check_date_time(api_errors *e, const char *path, const json_t *v);
+void api_check_string_map(api_errors *e, const char *path, const json_t *m, bool label_values);
+void api_check_string_array(api_errors *e, const char *path, const json_t *a);

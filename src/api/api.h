@@ -13,7 +13,11 @@
 #define API_GROUP_EXT "extensions.agents.x-k8s.io"
 
 typedef struct api_errors api_errors;
+typedef struct api_field api_field;
+typedef struct api_column api_column;
 
+/* A kind: its names and its shape. spec, status and columns are its table (api-field.h,
+ * api-kind-*.c), the single source of its CRD, validation, defaults, pruning and printer columns. */
 typedef struct api_kind {
     const char *kind;           /* "Sandbox" */
     const char *list_kind;      /* "SandboxList" */
@@ -24,9 +28,10 @@ typedef struct api_kind {
     const char *short_names[2]; /* discovery shortNames, as upstream's CRDs */
     const char *aliases[3];     /* extra names the CLI accepts */
     bool has_status; /* status subresource: status is ignored on create/update of the object */
-    void (*validate_spec)(const json_t *spec, const json_t *old_spec, api_errors *errs);
-    void (*default_spec)(json_t *spec);
-    bool has_scale; /* scale subresource: spec.replicas / status.replicas / status.selector */
+    bool has_scale;  /* scale subresource: spec.replicas / status.replicas / status.selector */
+    const api_field *spec;      /* the object's "spec" field */
+    const api_field *status;    /* its "status" field, or NULL */
+    const api_column *columns;  /* {0}-terminated printer columns */
 } api_kind;
 
 extern const api_kind api_kinds[];
@@ -45,6 +50,13 @@ bool api_group_known(const char *group);
  * ("spec.foo", "spec.env[0].bar", "metadata.x"), sorted, owned by the caller. Returns 0 or
  * -ENOMEM. */
 int api_prune_unknown(const api_kind *k, json_t *obj, json_t **ret_paths);
+
+/* ---- CRDs (api-crd.c) ---- */
+
+/* The CustomResourceDefinition of kind k (apiextensions.k8s.io/v1). With k8s_refs, fields that
+ * hold a Kubernetes type carry "x-asb-k8s-type" for scripts/gen-crds.py to expand. New reference
+ * or NULL on ENOMEM. */
+json_t *api_crd(const api_kind *k, bool k8s_refs);
 
 /* ---- field errors (k8s.io/apimachinery field.ErrorList) ---- */
 typedef enum api_error_type {

@@ -1,10 +1,14 @@
 /* `asb get KIND [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]`: kubectl's get. A table
- * by default with the CRDs' printer columns; -o json/yaml of a collection prints a List. */
+ * by default with the printer columns of the kind's table (src/api/api-kind-*.c); -o json/yaml
+ * of a collection prints a List. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "api/api.h"
+#include "api/api-field.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
@@ -205,43 +209,21 @@ static char *network_cell(const json_t *obj)
     return strdup("loopback-only");
 }
 
-/* Column headers and values per kind (upstream's additionalPrinterColumns, plus wide ones). */
-static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *obj, char *row[])
+/* A column's cell (owned): the value its table entry names (api-field.h). */
+static char *column_cell(const api_column *c, const json_t *obj)
 {
-    size_t n = 0;
     char buf[64];
-    bool hdr = obj == NULL;
-#define COL(title, value) (row[n++] = hdr ? strdup(title) : (value))
-    if (all_ns)
-        COL("NAMESPACE", cell(path(obj, "metadata", "namespace", NULL)));
-    COL("NAME", cell(path(obj, "metadata", "name", NULL)));
-    const json_t *ready = hdr ? NULL : condition(obj, "Ready");
-    if (strcmp(k->kind, "Sandbox") == 0 || strcmp(k->kind, "SandboxClaim") == 0) {
-        COL("READY", cell(json_object_get(ready, "status")));
-        if (strcmp(k->kind, "SandboxClaim") == 0) {
-            COL("SANDBOX", cell(path(obj, "status", "sandbox", "name")));
-            COL("LATENCY", claim_latency(obj, ready));
-        }
-        COL("REASON", cell(json_object_get(ready, "reason")));
-    } else if (strcmp(k->kind, "SandboxWarmPool") == 0) {
-        const json_t *rr = path(obj, "status", "readyReplicas", NULL);
-        COL("READY", rr ? cell(rr) : strdup("0"));
-        const json_t *want = path(obj, "spec", "replicas", NULL);
-        COL("DESIRED", want ? cell(want) : strdup("1")); /* nil is 1 (§2.1) */
-        COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
-    }
-    age(buf, sizeof(buf), obj);
-    COL("AGE", strdup(buf));
-    if (!wide)
-        return n;
-    if (strcmp(k->kind, "Sandbox") == 0) {
-        COL("MODE", cell(path(obj, "spec", "operatingMode", NULL)));
-        COL("SHUTDOWN-TIME", cell(path(obj, "spec", "shutdownTime", NULL)));
-        const json_t *ip = json_array_get(path(obj, "status", "podIPs", NULL), 0);
-        COL("IP", cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip));
-        COL("NETWORK", network_cell(obj));
+    switch (c->value) {
+    case API_COLUMN_AGE:
+        age(buf, sizeof(buf), obj);
+        return strdup(buf);
+    case API_COLUMN_CLAIM_LATENCY:
+        return claim_latency(obj, condition(obj, "Ready"));
+    case API_COLUMN_NETWORK:
+        return network_cell(obj);
+    case API_COLUMN_BLOCKED: {
         /* Blocked connections: the count in the NetworkPolicyEnforced condition's message. */
-        const json_t *np = hdr ? NULL : condition(obj, "NetworkPolicyEnforced");
+        const json_t *np = condition(obj, "NetworkPolicyEnforced");
         const char *m = json_string_value(json_object_get(np, "message"));
         const char *b = m ? strstr(m, "blocked: ") : NULL;
         if (b)
@@ -251,21 +233,43 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
                      np && json_string_value(json_object_get(np, "reason"))
                          ? json_string_value(json_object_get(np, "reason"))
                          : "<none>");
-        COL("BLOCKED", strdup(buf));
-    } else if (strcmp(k->kind, "SandboxClaim") == 0) {
-        COL("TEMPLATE", cell(path(obj, "spec", "sandboxTemplateRef", "name")));
-        COL("WARMPOOL", cell(path(obj, "spec", "warmPoolRef", "name")));
-    } else if (strcmp(k->kind, "SandboxWarmPool") == 0) {
-        COL("REPLICAS", cell(path(obj, "status", "replicas", NULL)));
-        COL("STRATEGY", cell(path(obj, "spec", "updateStrategy", "type")));
-    } else {
-        json_t *cs =
-            json_object_get((json_t *)path(obj, "spec", "podTemplate", "spec"), "containers");
-        COL("IMAGE", cell(json_object_get(json_array_get(cs, 0), "image")));
-        if (strcmp(k->kind, "SandboxTemplate") == 0)
-            COL("NETWORK", network_cell(obj));
+        return strdup(buf);
     }
+    case API_COLUMN_FIRST_POD_IP: {
+        const json_t *ip = api_json_path(obj, c->json_path);
+        return cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip);
+    }
+    case API_COLUMN_PATH:
+        break;
+    }
+    const json_t *v = api_json_path(obj, c->json_path);
+    return !v && c->missing ? strdup(c->missing) : cell(v);
+}
+
+/* kubectl's header: the column's name in upper case. Owned. */
+static char *column_header(const char *name)
+{
+    char *h = strdup(name);
+    for (char *p = h; p && *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    return h;
+}
+
+/* Column headers (obj NULL) or values of one row: NAME (after NAMESPACE with -A), then the
+ * kind's printer columns (upstream's additionalPrinterColumns, plus wide ones). */
+static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *obj, char *row[])
+{
+    size_t n = 0;
+    bool hdr = obj == NULL;
+    const api_kind *ak = api_kind_by_name(k->kind);
+#define COL(title, value) (row[n++] = hdr ? strdup(title) : (value))
+    if (all_ns)
+        COL("NAMESPACE", cell(path(obj, "metadata", "namespace", NULL)));
+    COL("NAME", cell(path(obj, "metadata", "name", NULL)));
 #undef COL
+    for (const api_column *c = ak ? ak->columns : NULL; c && c->name && n < MAX_COLS; c++)
+        if (wide || !c->wide)
+            row[n++] = hdr ? column_header(c->name) : column_cell(c, obj);
     return n;
 }
 
