@@ -48,9 +48,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     || { echo "deps: apt-get install ${missing[*]} failed" >&2; exit 1; }
 fi
 
-# Node packages, once, for every folder under tests/ with a lock file. A stamp newer than the lock
-# file means node_modules was installed from exactly that lock.
-for lock in tests/*/package-lock.json; do
+# Node packages, once, for every folder under tests/ and tools/ with a lock file (tools/k8s-openapi:
+# the Kubernetes schemas, pinned, that scripts/gen-crds.py expands into deploy/crds). A stamp newer
+# than the lock file means node_modules was installed from exactly that lock.
+for lock in tests/*/package-lock.json tools/*/package-lock.json; do
   d=$(dirname "$lock")
   stamp=$d/node_modules/.package-lock.json
   [ -f "$stamp" ] && [ "$stamp" -nt "$lock" ] && continue
