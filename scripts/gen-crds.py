@@ -6,8 +6,8 @@ spec, volumeClaimTemplates[].spec, NetworkPolicy rules), that type's structural 
 machine-readable Kubernetes schemas pinned in tools/k8s-openapi (npm kubernetes-models, exact
 version in its package-lock.json), as upstream's CRDs expand the full PodSpec.
 
-Run: scripts/gen-crds.py [--gen build/bin/asb-gen-crds] [--check]
-  --check  write nothing; exit 1 and name the files when deploy/crds differs from the tables.
+Run: scripts/gen-crds.py [--gen build/bin/asb-gen-crds] [--dir deploy/crds] [--check]
+  --check  write nothing; exit 1 and name the files when the directory differs from the tables.
 The files are JSON documents (JSON is valid YAML; no YAML library is needed to write them)."""
 import argparse
 import copy
@@ -100,8 +100,10 @@ def main():
                     help="the asb-gen-crds binary (make binaries builds it)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when deploy/crds differs from what the tables generate")
+    ap.add_argument("--dir", default=os.path.join(ROOT, "deploy", "crds"),
+                    help="where the CRD files are (default: deploy/crds)")
     args = ap.parse_args()
-    out_dir = os.path.join(ROOT, "deploy", "crds")
+    out_dir = args.dir
     files = render(args.gen)
     if args.check:
         present = sorted(f for f in os.listdir(out_dir) if f.endswith(".yaml"))
@@ -109,7 +111,7 @@ def main():
                  if not os.path.exists(os.path.join(out_dir, f))
                  or f not in files or open(os.path.join(out_dir, f)).read() != files[f]]
         if stale:
-            print("deploy/crds differs from the kind tables (run scripts/gen-crds.py): "
+            print(f"{out_dir} differs from the kind tables (run scripts/gen-crds.py): "
                   + ", ".join(stale), file=sys.stderr)
             return 1
         return 0
