@@ -22,7 +22,8 @@ static const json_t *subscript(const json_t *a, const char **p)
             json_t *v;
             json_object_foreach ((json_t *)item, k, v)
                 if (strlen(k) == klen && strncmp(k, key, klen) == 0 && json_is_string(v) &&
-                    json_string_length(v) == vlen && strncmp(json_string_value(v), eq + 3, vlen) == 0)
+                    json_string_length(v) == vlen &&
+                    strncmp(json_string_value(v), eq + 3, vlen) == 0)
                     return item;
         }
         return NULL;

@@ -173,8 +173,8 @@ static json_t *printer_columns(const api_kind *k)
     for (const api_column *c = k->columns; c->name && r == 0; c++) {
         if (!c->crd)
             continue;
-        json_t *col = json_pack("{s:s,s:s,s:s}", "name", c->name, "type", c->type, "jsonPath",
-                                c->json_path);
+        json_t *col =
+            json_pack("{s:s,s:s,s:s}", "name", c->name, "type", c->type, "jsonPath", c->json_path);
         if (col && c->wide)
             r = set(col, "priority", json_integer(1), r);
         r = append(cols, col, r);
@@ -215,14 +215,14 @@ json_t *api_crd(const api_kind *k, bool k8s_refs)
     for (size_t i = 0; i < ELEMENTSOF(k->short_names) && k->short_names[i]; i++)
         r = append(short_names, json_string(k->short_names[i]), r);
     json_t *version = json_pack("{s:s,s:b,s:b,s:{s:o*},s:o*}", "name", API_VERSION, "served", 1,
-                                "storage", 1, "schema", "openAPIV3Schema",
-                                root_schema(k, k8s_refs), "additionalPrinterColumns",
-                                printer_columns(k));
+                                "storage", 1, "schema", "openAPIV3Schema", root_schema(k, k8s_refs),
+                                "additionalPrinterColumns", printer_columns(k));
     json_t *sub = subresources(k);
     if (version && json_object_size(sub) > 0)
         r = set(version, "subresources", json_incref(sub), r);
     json_decref(sub);
-    if (r < 0 || !version || !json_object_get(json_object_get(version, "schema"), "openAPIV3Schema") ||
+    if (r < 0 || !version ||
+        !json_object_get(json_object_get(version, "schema"), "openAPIV3Schema") ||
         !json_object_get(version, "additionalPrinterColumns")) {
         json_decref(short_names);
         json_decref(version);

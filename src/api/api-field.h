@@ -17,7 +17,7 @@ typedef enum api_field_type {
     API_TYPE_OBJECT,     /* .props */
     API_TYPE_ARRAY,      /* .items */
     API_TYPE_STRING_MAP, /* additionalProperties: string (labels, annotations) */
-    API_TYPE_FREE,       /* x-kubernetes-preserve-unknown-fields, or a Kubernetes type (.k8s_type) */
+    API_TYPE_FREE, /* x-kubernetes-preserve-unknown-fields, or a Kubernetes type (.k8s_type) */
 } api_field_type;
 
 /* Validates a present value at path in place of the generic checks (type included). */
@@ -35,12 +35,12 @@ struct api_field {
     const char *default_json;       /* CRD default as JSON text ("\"Retain\"", "1", "{}") */
     bool has_minimum, has_maximum;
     long long minimum, maximum;
-    unsigned min_length; /* 1 on a required string: empty is "Required value" */
-    unsigned max_length; /* CRD only */
-    const char *pattern; /* CRD only */
-    const api_field *props; /* API_TYPE_OBJECT: {0}-terminated */
-    const api_field *items; /* API_TYPE_ARRAY: one descriptor (its name unused) */
-    const char *list_type;  /* x-kubernetes-list-type */
+    unsigned min_length;      /* 1 on a required string: empty is "Required value" */
+    unsigned max_length;      /* CRD only */
+    const char *pattern;      /* CRD only */
+    const api_field *props;   /* API_TYPE_OBJECT: {0}-terminated */
+    const api_field *items;   /* API_TYPE_ARRAY: one descriptor (its name unused) */
+    const char *list_type;    /* x-kubernetes-list-type */
     const char *list_map_key; /* x-kubernetes-list-map-keys (one key) */
     /* API_TYPE_FREE holding a Kubernetes type ("io.k8s.api.core.v1.PodSpec"): the CRD keeps
      * unknown fields unless scripts/gen-crds.py expands the type's pinned schema in its place. */

@@ -27,7 +27,8 @@ static const api_field env_props[] = {
 };
 
 static const api_field spec_props[] = {
-    {.name = "warmPoolRef", .type = API_TYPE_OBJECT, .required = true, .props = warm_pool_ref_props},
+    {.name = "warmPoolRef", .type = API_TYPE_OBJECT, .required = true,
+     .props = warm_pool_ref_props},
     {.name = "lifecycle", .type = API_TYPE_OBJECT, .props = lifecycle_props},
     {.name = "additionalPodMetadata", .type = API_TYPE_OBJECT, .props = api_labels_annotations},
     {.name = "env", .type = API_TYPE_ARRAY, .list_type = "atomic", .check = api_check_claim_env,

@@ -12,7 +12,8 @@ const api_field api_labels_annotations[] = {
 
 const api_field api_pod_template_props[] = {
     {.name = "metadata", .type = API_TYPE_OBJECT, .props = api_labels_annotations},
-    {.name = "spec", .type = API_TYPE_FREE, .required = true, .k8s_type = "io.k8s.api.core.v1.PodSpec",
+    {.name = "spec", .type = API_TYPE_FREE, .required = true,
+     .k8s_type = "io.k8s.api.core.v1.PodSpec",
      .description = "core/v1 PodSpec"},
     {0},
 };
@@ -27,7 +28,8 @@ static const api_field volume_claim_template_metadata[] = {
 static const api_field volume_claim_template_props[] = {
     {.name = "metadata", .type = API_TYPE_OBJECT, .required = true,
      .props = volume_claim_template_metadata},
-    {.name = "spec", .type = API_TYPE_FREE, .k8s_type = "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
+    {.name = "spec", .type = API_TYPE_FREE,
+     .k8s_type = "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
      .description = "core/v1 PersistentVolumeClaimSpec"},
     {0},
 };
@@ -42,9 +44,12 @@ static const api_field condition_props[] = {
     {.name = "type", .type = API_TYPE_STRING, .required = true, .max_length = 316,
      .pattern = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                 "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"},
-    {.name = "status", .type = API_TYPE_STRING, .required = true, .enum_values = condition_statuses},
-    {.name = "observedGeneration", .type = API_TYPE_INTEGER, .format = "int64", .has_minimum = true},
-    {.name = "lastTransitionTime", .type = API_TYPE_STRING, .required = true, .format = "date-time"},
+    {.name = "status", .type = API_TYPE_STRING, .required = true,
+     .enum_values = condition_statuses},
+    {.name = "observedGeneration", .type = API_TYPE_INTEGER, .format = "int64",
+     .has_minimum = true},
+    {.name = "lastTransitionTime", .type = API_TYPE_STRING, .required = true,
+     .format = "date-time"},
     {.name = "reason", .type = API_TYPE_STRING, .required = true, .max_length = 1024},
     {.name = "message", .type = API_TYPE_STRING, .required = true, .max_length = 32768},
     {0},

@@ -5,6 +5,8 @@
 #include "api/api-field.h"
 #include "api/api-spec.h"
 
+/* The tables read best as written: keep clang-format out of them. */
+/* clang-format off */
 /* Each kind's table: its "spec" and "status" fields (one descriptor each) and printer columns. */
 extern const api_field api_sandbox_spec[], api_sandbox_status[];
 extern const api_column api_sandbox_columns[];
@@ -53,3 +55,4 @@ extern const api_field api_string_item[];           /* items of a list of string
 #define API_COLUMN_AGE_                                                                            \
     {.name = "Age", .type = "date", .json_path = ".metadata.creationTimestamp",                   \
      .value = API_COLUMN_AGE, .crd = true}
+/* clang-format on */

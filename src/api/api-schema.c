@@ -27,7 +27,8 @@ static const api_field object_meta_props[] = {
     {.name = "ownerReferences", .type = API_TYPE_ARRAY,
      .items = &(const api_field){.type = API_TYPE_OBJECT, .props = owner_ref_props}},
     LEAF("finalizers"),
-    {.name = "managedFields", .type = API_TYPE_ARRAY, .items = &(const api_field){.type = API_TYPE_FREE}},
+    {.name = "managedFields", .type = API_TYPE_ARRAY,
+     .items = &(const api_field){.type = API_TYPE_FREE}},
     {0},
 };
 #undef LEAF

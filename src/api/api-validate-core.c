@@ -261,7 +261,7 @@ void api_check_pod_template(api_errors *e, const char *field, const json_t *pt)
             api_check_string_map(e, fp(field, ".metadata.labels").s, get(md, "labels"), true);
         if (get(md, "annotations"))
             api_check_string_map(e, fp(field, ".metadata.annotations").s, get(md, "annotations"),
-                             false);
+                                 false);
     }
     fpath fs = fp(field, ".spec");
     const json_t *spec = get(pt, "spec");
@@ -275,10 +275,11 @@ void api_check_pod_template(api_errors *e, const char *field, const json_t *pt)
     if (get(spec, "initContainers"))
         check_containers(e, fp(fs.s, ".initContainers").s, get(spec, "initContainers"), false);
     if (get(spec, "runtimeClassName"))
-        api_want_type(e, fp(fs.s, ".runtimeClassName").s, get(spec, "runtimeClassName"), JSON_STRING);
+        api_want_type(e, fp(fs.s, ".runtimeClassName").s, get(spec, "runtimeClassName"),
+                      JSON_STRING);
     if (get(spec, "automountServiceAccountToken"))
         api_want_type(e, fp(fs.s, ".automountServiceAccountToken").s,
-             get(spec, "automountServiceAccountToken"), JSON_TRUE);
+                      get(spec, "automountServiceAccountToken"), JSON_TRUE);
     if (get(spec, "volumes"))
         api_want_type(e, fp(fs.s, ".volumes").s, get(spec, "volumes"), JSON_ARRAY);
 }
@@ -354,7 +355,8 @@ static void check_np_peers(api_errors *e, const char *field, const json_t *peers
         if (get(p, "podSelector"))
             api_want_type(e, fp(f.s, ".podSelector").s, get(p, "podSelector"), JSON_OBJECT);
         if (get(p, "namespaceSelector"))
-            api_want_type(e, fp(f.s, ".namespaceSelector").s, get(p, "namespaceSelector"), JSON_OBJECT);
+            api_want_type(e, fp(f.s, ".namespaceSelector").s, get(p, "namespaceSelector"),
+                          JSON_OBJECT);
         const json_t *ib = get(p, "ipBlock");
         if (ib && api_want_type(e, fp(f.s, ".ipBlock").s, ib, JSON_OBJECT)) {
             api_check_required_string(e, fp(f.s, ".ipBlock.cidr").s, get(ib, "cidr"));
@@ -383,7 +385,6 @@ static void check_np_rules(api_errors *e, const char *field, const json_t *rules
             check_np_peers(e, fp(f.s, ".%s", peers).s, get(r, peers));
     }
 }
-
 
 void api_check_np_ingress(api_errors *e, const char *path, const json_t *v)
 {

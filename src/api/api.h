@@ -17,7 +17,8 @@ typedef struct api_field api_field;
 typedef struct api_column api_column;
 
 /* A kind: its names and its shape. spec, status and columns are its table (api-field.h,
- * api-kind-*.c), the single source of its CRD, validation, defaults, pruning and printer columns. */
+ * api-kind-*.c), the single source of its CRD, validation, defaults, pruning and printer
+ * columns. */
 typedef struct api_kind {
     const char *kind;           /* "Sandbox" */
     const char *list_kind;      /* "SandboxList" */
