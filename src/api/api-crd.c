@@ -9,18 +9,24 @@
 #include "api/api-field.h"
 #include "basic/macro.h"
 
-/* json_object_set_new / json_array_append_new that remember a failure (they free v either way). */
+/* json_object_set_new / json_array_append_new chained through r, the first failure so far: once
+ * r < 0 (or v is NULL, an allocation that failed) nothing is added and v is freed. This keeps the
+ * builders below one line per key with a single check at the end. */
 static int set(json_t *o, const char *key, json_t *v, int r)
 {
-    if (r < 0)
-        return json_decref(v), r;
+    if (r < 0) {
+        json_decref(v);
+        return r;
+    }
     return v && json_object_set_new(o, key, v) == 0 ? 0 : -ENOMEM;
 }
 
 static int append(json_t *a, json_t *v, int r)
 {
-    if (r < 0)
-        return json_decref(v), r;
+    if (r < 0) {
+        json_decref(v);
+        return r;
+    }
     return v && json_array_append_new(a, v) == 0 ? 0 : -ENOMEM;
 }
 
@@ -218,7 +224,9 @@ json_t *api_crd(const api_kind *k, bool k8s_refs)
                                 "storage", 1, "schema", "openAPIV3Schema", root_schema(k, k8s_refs),
                                 "additionalPrinterColumns", printer_columns(k));
     json_t *sub = subresources(k);
-    if (version && json_object_size(sub) > 0)
+    if (!sub)
+        r = -ENOMEM;
+    else if (version && json_object_size(sub) > 0)
         r = set(version, "subresources", json_incref(sub), r);
     json_decref(sub);
     if (r < 0 || !version ||
