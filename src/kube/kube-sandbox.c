@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -615,33 +616,9 @@ static bool reconcile_service(sbx *c)
     return true;
 }
 
-/* ---- status (§2.4.4, §2.4.5) ---- */
-static void now_rfc3339(char out[40])
-{
-    reconcile_format_time(kube_now_usec(), 0, out);
-}
-
-static json_t *cond(const json_t *old_sb, const char *type, const char *status, const char *reason,
-                    const char *message, json_int_t gen)
-{
-    const json_t *old = reconcile_condition(old_sb, type);
-    char ts[40];
-    const char *lt = NULL;
-    if (old && strcmp(json_string_value(json_object_get(old, "status")) ?: "", status) == 0)
-        lt = json_string_value(json_object_get(old, "lastTransitionTime"));
-    if (!lt) {
-        now_rfc3339(ts);
-        lt = ts;
-    }
-    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", "type", type, "status", status, "reason", reason,
-                     "message", message, "observedGeneration", gen, "lastTransitionTime", lt);
-}
-
-static const json_t *pod_condition(const json_t *pod, const char *type)
-{
-    return reconcile_condition(pod, type);
-}
-
+/* ---- status (§2.4.4, §2.4.5): the rules are the core's, this is what a cluster observed ---- */
+/* The pod's IPs as an array of strings (status.podIPs, else status.podIP). Owned, NULL on
+ * ENOMEM. */
 static json_t *pod_ips(const json_t *pod)
 {
     json_t *out = json_array();
@@ -649,191 +626,88 @@ static json_t *pod_ips(const json_t *pod)
     json_t *ip;
     json_array_foreach (jget(pod, "status", "podIPs"), i, ip) {
         const char *s = json_string_value(json_object_get(ip, "ip"));
-        if (s)
-            json_array_append_new(out, json_string(s));
+        if (out && s && json_array_append_new(out, json_string(s)) < 0)
+            return json_decref(out), NULL;
     }
-    if (!json_array_size(out) && kube_str(pod, "status.podIP"))
-        json_array_append_new(out, json_string(kube_str(pod, "status.podIP")));
+    const char *one = kube_str(pod, "status.podIP");
+    if (out && !json_array_size(out) && one && json_array_append_new(out, json_string(one)) < 0)
+        return json_decref(out), NULL;
     return out;
 }
 
-static int write_status(sbx *c, json_t *status)
+/* Writes the difference between status and the stored one as a merge patch of /status. */
+static int write_status(sbx *c, const json_t *status)
 {
     json_t *old = json_object_get(c->sb, "status");
     _cleanup_json_ json_t *diff = json_object();
+    if (!diff)
+        return -ENOMEM;
     const char *k;
     json_t *v;
-    json_object_foreach (status, k, v)
-        if (!json_equal(json_object_get(old, k), v))
-            json_object_set(diff, k, v);
+    json_object_foreach ((json_t *)status, k, v)
+        if (!json_equal(json_object_get(old, k), v) && json_object_set(diff, k, v) < 0)
+            return -ENOMEM;
     json_object_foreach (old, k, v)
-        if (!json_object_get(status, k))
-            json_object_set_new(diff, k, json_null());
+        if (!json_object_get(status, k) && json_object_set_new(diff, k, json_null()) < 0)
+            return -ENOMEM;
     if (!json_object_size(diff))
         return 0;
-    /* A change of nodeName alone waits while the Sandbox is not Ready (§2.4.4). */
-    if (json_object_size(diff) == 1 && json_object_get(diff, "nodeName") &&
-        !reconcile_sandbox_ready(c->sb))
-        return 0;
     _cleanup_json_ json_t *patch = json_pack("{s:O}", "status", diff);
+    if (!patch)
+        return -ENOMEM;
     return kube_patch(c->ctl, KR_SANDBOX, c->sb, "status", patch, false, NULL);
 }
 
-static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, size_t n_pods,
-                           bool suspended, bool svc_tracked)
+/* c->errors joined by ", ", or NULL when there are none (or on ENOMEM: "out of memory"). */
+static char *joined_errors(sbx *c)
 {
-    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
-    json_t *conds = json_array();
-    const char *phase = kube_str(pod, "status.phase");
-    char msg[512];
-    const char *rs = "False", *reason, *message;
-    json_t *flag = jget(c->sb, "spec", "service");
-    bool svc_required = json_is_true(flag) || ((!flag || json_is_null(flag)) && svc_tracked);
-    const char *svc_suffix =
-        svc_required ? (svc_tracked ? "; Service Exists" : "; Service does not exist") : "";
-    _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : json_array();
-    if (json_array_size(c->errors) > 0) {
-        reason = "ReconcilerError";
-        _cleanup_free_ char *joined = NULL;
-        size_t i, len = 0;
-        json_t *e;
-        json_array_foreach (c->errors, i, e)
-            len += strlen(json_string_value(e)) + 2;
-        joined = calloc(1, len + 1);
-        json_array_foreach (c->errors, i, e) {
-            if (i)
-                strcat(joined, ", ");
-            strcat(joined, json_string_value(e));
-        }
-        snprintf(msg, sizeof msg, "Error seen: %s", joined ? joined : "");
-        message = msg;
-    } else if (ps == POD_MULTIPLE) {
-        reason = "MultiplePods";
-        snprintf(msg, sizeof msg,
-                 "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create "
-                 "a Pod",
-                 n_pods);
-        message = msg;
-    } else if (suspended) {
-        reason = "SandboxSuspended";
-        message = pod ? "Sandbox is suspending" : "Sandbox is suspended";
-    } else if (phase && strcmp(phase, "Succeeded") == 0) {
-        reason = "PodSucceeded";
-        message = "Pod completed successfully";
-    } else if (phase && strcmp(phase, "Failed") == 0) {
-        reason = "PodFailed";
-        message = "Pod failed";
-    } else {
-        reason = "DependenciesNotReady";
-        const json_t *rc = pod_condition(pod, "Ready");
-        bool pready =
-            rc && strcmp(json_string_value(json_object_get(rc, "status")) ?: "", "True") == 0;
-        if (!pod)
-            snprintf(msg, sizeof msg, "Pod does not exist%s", svc_suffix);
-        else if (!phase || strcmp(phase, "Running") != 0)
-            snprintf(msg, sizeof msg, "Pod exists with phase: %s%s", phase ? phase : "",
-                     svc_suffix);
-        else if (!pready)
-            snprintf(msg, sizeof msg, "Pod is Running but not Ready%s", svc_suffix);
-        else if (!json_array_size(ips))
-            snprintf(msg, sizeof msg, "Pod is Ready but has no podIPs yet%s", svc_suffix);
-        else if (svc_required && !svc_tracked)
-            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
-        else {
-            rs = "True";
-            reason = "DependenciesReady";
-            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
-        }
-        message = msg;
-    }
-    json_array_append_new(conds, cond(c->sb, "Ready", rs, reason, message, gen));
-    if (!suspended)
-        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "NotSuspended",
-                                          "Sandbox is not suspended", gen));
-    else if (ps == POD_NOT_OWNED)
-        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "PodNotOwned",
-                                          "Pod is not owned by this Sandbox", gen));
-    else if (pod)
-        json_array_append_new(
-            conds, cond(c->sb, "Suspended", "False", "PodTerminating", "Pod is terminating", gen));
-    else
-        json_array_append_new(conds, cond(c->sb, "Suspended", "True", "PodTerminated",
-                                          "Pod has been terminated. Sandbox is suspended", gen));
-    if (pod) {
-        const json_t *psc = pod_condition(pod, "PodScheduled");
-        if (psc) {
-            const char *s = json_string_value(json_object_get(psc, "status")) ?: "Unknown";
-            const char *r = json_string_value(json_object_get(psc, "reason"));
-            if (!r || !*r)
-                r = strcmp(s, "True") == 0 ? "PodScheduled" : "PodSchedulingUnknown";
-            json_array_append_new(
-                conds, cond(c->sb, "PodScheduled", s, r,
-                            json_string_value(json_object_get(psc, "message")) ?: "", gen));
-        } else
-            json_array_append_new(
-                conds, cond(c->sb, "PodScheduled", "Unknown", "PodSchedulingUnknown", "", gen));
-        if (phase && strcmp(phase, "Succeeded") == 0)
-            json_array_append_new(conds, cond(c->sb, "Finished", "True", "PodSucceeded",
-                                              "Pod completed successfully", gen));
-        else if (phase && strcmp(phase, "Failed") == 0)
-            json_array_append_new(conds,
-                                  cond(c->sb, "Finished", "True", "PodFailed", "Pod failed", gen));
-    }
-    json_object_set_new(st, "conditions", conds);
-    if (pod) {
-        char sel[64];
-        snprintf(sel, sizeof sel, "%s=%s", RECONCILE_LABEL_NAME_HASH, c->hash);
-        json_object_set_new(st, "selector", json_string(sel));
-        if (json_array_size(ips))
-            json_object_set(st, "podIPs", ips);
-        const char *node = kube_str(pod, "spec.nodeName");
-        if (node && *node)
-            json_object_set_new(st, "nodeName", json_string(node));
-    } else if (kube_str(c->sb, "status.selector"))
-        json_object_set_new(st, "selector", json_string(kube_str(c->sb, "status.selector")));
-    if (svc_tracked) {
-        char fqdn[512];
-        snprintf(fqdn, sizeof fqdn, "%s.%s.svc.%s", c->name, c->ns, c->ctl->opt.cluster_domain);
-        json_object_set_new(st, "service", json_string(c->name));
-        json_object_set_new(st, "serviceFQDN", json_string(fqdn));
-    }
+    if (!json_array_size(c->errors))
+        return NULL;
+    _cleanup_buf_ buf b = BUF_INIT;
+    size_t i;
+    json_t *e;
+    json_array_foreach (c->errors, i, e)
+        if ((i && buf_append_str(&b, ", ") < 0) || buf_append_str(&b, json_string_value(e)) < 0)
+            return strdup("out of memory");
+    return buf_steal(&b, NULL);
 }
 
-/* ---- expiry (§2.4.6) ---- */
-/* Returns true when the reconcile is over (expired). */
-static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
+/* The desired status of the Sandbox from what this reconcile found (pod NULL: none owned). */
+static int sandbox_status(sbx *c, const json_t *pod, pod_state ps, size_t n_pods,
+                          bool svc_tracked, reconcile_sandbox_out *out)
 {
-    const char *st = kube_str(c->sb, "spec.shutdownTime");
-    int64_t t;
-    if (!st || reconcile_parse_time(st, &t) < 0)
-        return false;
-    int64_t now = kube_now_usec();
-    if (now < t) {
-        *ret_requeue = MAX(t - now, 2000000);
-        return false;
+    _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : NULL;
+    _cleanup_free_ char *errors = joined_errors(c), *fqdn = NULL;
+    if ((pod && !ips) || (json_array_size(c->errors) && !errors))
+        return -ENOMEM;
+    if (svc_tracked &&
+        asprintf(&fqdn, "%s.%s.svc.%s", c->name, c->ns, c->ctl->opt.cluster_domain) < 0) {
+        fqdn = NULL;
+        return -ENOMEM;
     }
-    const json_t *ready = reconcile_condition(c->sb, "Ready");
-    const char *reason = json_string_value(json_object_get(ready, "reason"));
-    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
-    if (!reason || strcmp(reason, "SandboxExpired") != 0) {
-        _cleanup_json_ json_t *status =
-            json_deep_copy(json_object_get(c->sb, "status")) ?: json_object();
-        json_t *conds = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach (json_object_get(status, "conditions"), i, x) {
-            const char *ty = json_string_value(json_object_get(x, "type"));
-            if (ty && strcmp(ty, "Ready") != 0 && strcmp(ty, "PodScheduled") != 0)
-                json_array_append(conds, x);
-        }
-        json_array_insert_new(
-            conds, 0, cond(c->sb, "Ready", "False", "SandboxExpired", "Sandbox has expired", gen));
-        json_object_set_new(status, "conditions", conds);
-        *ret_err = write_status(c, status);
-        *ret_requeue = 1000;
-        return true;
-    }
-    /* Second pass: the pod (only if owned) and the Service named after the sandbox (if owned). */
+    const json_t *ready = reconcile_condition(pod, "Ready");
+    reconcile_sandbox_in in = {
+        .sandbox = c->sb,
+        .now = kube_now_usec(),
+        .observed = {.pod = pod != NULL,
+                     .owned_pods = ps == POD_MULTIPLE ? n_pods : pod != NULL,
+                     .phase = kube_str(pod, "status.phase"),
+                     .pod_ready = strcmp(json_string_value(json_object_get(ready, "status")) ?: "",
+                                         "True") == 0,
+                     .pod_not_owned = ps == POD_NOT_OWNED,
+                     .pod_ips = ips,
+                     .node_name = kube_str(pod, "spec.nodeName"),
+                     .pod_scheduled = reconcile_condition(pod, "PodScheduled"),
+                     .service = svc_tracked,
+                     .service_fqdn = fqdn,
+                     .error = errors},
+    };
+    return reconcile_sandbox_status(&in, out);
+}
+
+/* ---- expiry (§2.4.6): the decision is the core's; the cleanup deletes pod and Service ---- */
+static int expire_children(sbx *c)
+{
     const char *pn = annotation(c->sb, RECONCILE_ANN_POD_NAME);
     _cleanup_json_ json_t *pod =
         kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pn && *pn ? pn : c->name);
@@ -843,20 +717,72 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
     _cleanup_json_ json_t *svc = kube_informer_get(&c->ctl->inf[KR_SERVICE], c->ns, c->name);
     if (e == 0 && svc && reconcile_controlled_by(svc, c->sb))
         e = kube_delete(c->ctl, KR_SERVICE, svc, NULL);
+    return e;
+}
+
+/* Returns true when the reconcile is over (expired). */
+static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
+{
+    reconcile_sandbox_in in = {.sandbox = c->sb, .now = kube_now_usec()};
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
+    int e = reconcile_sandbox_expiry(&in, &out);
     if (e < 0) {
         *ret_err = e;
         return true;
     }
-    const char *policy = kube_str(c->sb, "spec.shutdownPolicy");
-    if (policy && strcmp(policy, "Delete") == 0) {
+    if (out.requeue)
+        *ret_requeue = out.requeue;
+    switch (out.action) {
+    case RECONCILE_SANDBOX_RUN:
+        return false;
+    case RECONCILE_SANDBOX_EXPIRE_MARK:
+        *ret_err = out.status_changed ? write_status(c, out.status) : 0;
+        return true;
+    case RECONCILE_SANDBOX_EXPIRE_DELETE:
+    case RECONCILE_SANDBOX_EXPIRE_RETAIN:
+        break;
+    }
+    e = expire_children(c);
+    if (e < 0)
+        *ret_err = e;
+    else if (out.action == RECONCILE_SANDBOX_EXPIRE_DELETE) {
         log_info("sandbox expired: deleting", "namespace", c->ns, "sandbox", c->name);
         *ret_err = kube_delete(c->ctl, KR_SANDBOX, c->sb, NULL);
-        return true;
-    }
-    _cleanup_json_ json_t *status =
-        json_pack("{s:O}", "conditions", jget(c->sb, "status", "conditions") ?: json_array());
-    *ret_err = write_status(c, status);
+    } else
+        *ret_err = out.status_changed ? write_status(c, out.status) : 0;
     return true;
+}
+
+/* Creation latency: the first time this controller sees the sandbox Ready. */
+static void observe_first_ready(kube_ctl *ctl, const json_t *sb)
+{
+    const char *uid = kube_str(sb, "metadata.uid");
+    pthread_mutex_lock(&ctl->exp_lock);
+    bool first = uid && !json_object_get(ctl->seen_ready, uid) &&
+                 json_object_set_new(ctl->seen_ready, uid, json_true()) == 0;
+    pthread_mutex_unlock(&ctl->exp_lock);
+    int64_t created;
+    if (first && reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
+        kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
+}
+
+/* The pod-name annotation changes collected in c->ann, as one merge patch of the Sandbox. */
+static void write_annotations(sbx *c)
+{
+    json_t *cur = jget(c->sb, "metadata", "annotations");
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe (c->ann, tmp, k, v) {
+        if (json_equal(json_object_get(cur, k), v) || (json_is_null(v) && !json_object_get(cur, k)))
+            json_object_del(c->ann, k);
+    }
+    if (!json_object_size(c->ann))
+        return;
+    _cleanup_json_ json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", c->ann);
+    int e = patch ? kube_patch(c->ctl, KR_SANDBOX, c->sb, NULL, patch, false, NULL) : -ENOMEM;
+    if (e < 0 && e != -ENOENT)
+        add_error(c, "annotate sandbox: %s", strerror(-e));
 }
 
 int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue)
@@ -864,17 +790,15 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     _cleanup_json_ json_t *sb = kube_informer_get(&ctl->inf[KR_SANDBOX], ns, name);
     if (!sb || reconcile_deleting(sb))
         return 0;
-    sbx c = {
-        .ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = json_array(), .ann = json_object()};
+    _cleanup_json_ json_t *errors = json_array(), *ann = json_object();
+    if (!errors || !ann)
+        return -ENOMEM;
+    sbx c = {.ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = errors, .ann = ann};
     reconcile_name_hash(name, c.hash);
     int err = 0;
-    if (reconcile_expiry(&c, ret_requeue, &err)) {
-        json_decref(c.errors);
-        json_decref(c.ann);
+    if (reconcile_expiry(&c, ret_requeue, &err))
         return err;
-    }
-    const char *mode = kube_str(sb, "spec.operatingMode");
-    bool suspended = mode && strcmp(mode, "Suspended") == 0;
+    bool suspended = reconcile_sandbox_suspended(sb);
     reconcile_pvcs(&c);
     pod_state ps = POD_NONE;
     size_t n_pods = 0;
@@ -888,64 +812,28 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
         svc = s && reconcile_controlled_by(s, sb);
     }
     /* Sandbox annotations (pod-name) before status. */
-    json_t *cur_ann = jget(sb, "metadata", "annotations");
-    const char *k;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe (c.ann, tmp, k, v) {
-        if (json_equal(json_object_get(cur_ann, k), v) ||
-            (json_is_null(v) && !json_object_get(cur_ann, k)))
-            json_object_del(c.ann, k);
-    }
-    if (json_object_size(c.ann)) {
-        _cleanup_json_ json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", c.ann);
-        int e = kube_patch(ctl, KR_SANDBOX, sb, NULL, patch, false, NULL);
-        if (e < 0 && e != -ENOENT)
-            add_error(&c, "annotate sandbox: %s", strerror(-e));
-    }
-    _cleanup_json_ json_t *st = json_object();
-    compute_status(&c, st, ps == POD_MULTIPLE ? NULL : pod, ps, n_pods, suspended, svc);
-    err = write_status(&c, st);
+    write_annotations(&c);
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
+    err = sandbox_status(&c, ps == POD_MULTIPLE ? NULL : pod, ps, n_pods, svc, &out);
+    if (err == 0 && out.status_changed)
+        err = write_status(&c, out.status);
     if (err == -ENOENT)
         err = 0;
     if (ps == POD_MULTIPLE && err == 0) {
         const char *was =
             json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
-        if (!was || strcmp(was, "MultiplePods") != 0) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or "
-                     "create a Pod",
-                     n_pods);
-            kube_event(ctl, sb, "Warning", "MultiplePods", msg);
-        }
+        /* Ready is the first condition of the status the core made. */
+        const json_t *now = json_array_get(json_object_get(out.status, "conditions"), 0);
+        if (!was || strcmp(was, "MultiplePods") != 0)
+            kube_event(ctl, sb, "Warning", "MultiplePods",
+                       json_string_value(json_object_get(now, "message")));
     }
-    /* Creation latency: first time this sandbox is seen Ready. */
-    const char *rstatus = NULL;
-    size_t i;
-    json_t *cc;
-    json_array_foreach (json_object_get(st, "conditions"), i, cc) {
-        if (strcmp(json_string_value(json_object_get(cc, "type")), "Ready") == 0)
-            rstatus = json_string_value(json_object_get(cc, "status"));
-    }
-    if (rstatus && strcmp(rstatus, "True") == 0 && err == 0) {
-        const char *uid = kube_str(sb, "metadata.uid");
-        pthread_mutex_lock(&ctl->exp_lock);
-        bool first = uid && !json_object_get(ctl->seen_ready, uid);
-        if (first)
-            json_object_set_new(ctl->seen_ready, uid, json_true());
-        pthread_mutex_unlock(&ctl->exp_lock);
-        int64_t created;
-        if (first &&
-            reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
-            kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
-    }
+    if (out.ready && err == 0)
+        observe_first_ready(ctl, sb);
     if (json_array_size(c.errors) > 0 && err == 0) {
         log_warn("sandbox reconcile error", "namespace", ns, "sandbox", name, "error",
                  json_string_value(json_array_get(c.errors, 0)));
         err = -EAGAIN;
     }
-    json_decref(c.errors);
-    json_decref(c.ann);
     return err;
 }

@@ -93,9 +93,10 @@ static void set_conditions(claim_ctx *c, json_t *ready, const json_t *finished, 
 
 static void set_ready(claim_ctx *c, const char *status, const char *reason, const char *message)
 {
-    set_conditions(
-        c, rc_condition(c->in->claim, "Ready", status, reason, message, c->generation, c->in->now),
-        NULL, true);
+    set_conditions(c,
+                   reconcile_make_condition(c->in->claim, "Ready", status, reason, message,
+                                            c->generation, c->in->now),
+                   NULL, true);
 }
 
 static void set_error(claim_ctx *c, const char *reason, const char *message)
@@ -127,15 +128,16 @@ static void status_from_sandbox(claim_ctx *c, const json_t *sb)
     const char *reason = json_string_value(json_object_get(ready, "reason"));
     json_t *cond;
     if (reason && strcmp(reason, "SandboxExpired") == 0)
-        cond = rc_condition(c->in->claim, "Ready", "False", "SandboxExpired",
-                            "Underlying Sandbox resource has expired independently of the Claim.",
-                            c->generation, c->in->now);
+        cond = reconcile_make_condition(
+            c->in->claim, "Ready", "False", "SandboxExpired",
+            "Underlying Sandbox resource has expired independently of the Claim.", c->generation,
+            c->in->now);
     else if (ready) {
         cond = json_deep_copy(ready);
         json_object_set_new(cond, "observedGeneration", json_integer(c->generation));
     } else
-        cond = rc_condition(c->in->claim, "Ready", "False", "SandboxNotReady",
-                            "Sandbox is not ready", c->generation, c->in->now);
+        cond = reconcile_make_condition(c->in->claim, "Ready", "False", "SandboxNotReady",
+                                        "Sandbox is not ready", c->generation, c->in->now);
     /* Finished is mirrored verbatim, removed when the sandbox has none. */
     json_t *conds = json_array();
     size_t i;

@@ -62,8 +62,9 @@ static json_t *expired_status(const json_t *sb, int64_t now, bool only_condition
     json_t *conds = json_array();
     if (!status || !conds || json_object_set_new(status, "conditions", conds) < 0)
         return NULL;
-    if (append_condition(conds, rc_condition(sb, "Ready", "False", REASON_EXPIRED,
-                                             "Sandbox has expired", generation(sb), now)) < 0)
+    if (append_condition(conds,
+                         reconcile_make_condition(sb, "Ready", "False", REASON_EXPIRED,
+                                                  "Sandbox has expired", generation(sb), now)) < 0)
         return NULL;
     size_t i;
     json_t *c;
@@ -195,20 +196,20 @@ static json_t *suspended_condition(const reconcile_sandbox_in *in, json_int_t ge
     const reconcile_sandbox_observed *o = &in->observed;
     const json_t *sb = in->sandbox;
     if (!reconcile_sandbox_suspended(sb))
-        return rc_condition(sb, "Suspended", "False", "NotSuspended", "Sandbox is not suspended",
-                            gen, in->now);
+        return reconcile_make_condition(sb, "Suspended", "False", "NotSuspended",
+                                        "Sandbox is not suspended", gen, in->now);
     if (o->pod_not_owned)
-        return rc_condition(sb, "Suspended", "False", "PodNotOwned",
-                            "Pod is not owned by this Sandbox", gen, in->now);
+        return reconcile_make_condition(sb, "Suspended", "False", "PodNotOwned",
+                                        "Pod is not owned by this Sandbox", gen, in->now);
     if (o->pod && o->pod_frozen)
-        return rc_condition(sb, "Suspended", "True", "PodFrozen",
-                            "Pod is frozen (memory and processes kept). Sandbox is suspended", gen,
-                            in->now);
+        return reconcile_make_condition(
+            sb, "Suspended", "True", "PodFrozen",
+            "Pod is frozen (memory and processes kept). Sandbox is suspended", gen, in->now);
     if (o->pod)
-        return rc_condition(sb, "Suspended", "False", "PodTerminating", "Pod is terminating", gen,
-                            in->now);
-    return rc_condition(sb, "Suspended", "True", "PodTerminated",
-                        "Pod has been terminated. Sandbox is suspended", gen, in->now);
+        return reconcile_make_condition(sb, "Suspended", "False", "PodTerminating",
+                                        "Pod is terminating", gen, in->now);
+    return reconcile_make_condition(sb, "Suspended", "True", "PodTerminated",
+                                    "Pod has been terminated. Sandbox is suspended", gen, in->now);
 }
 
 /* PodScheduled copies the pod's condition; an empty reason becomes PodScheduled (True) or
@@ -223,7 +224,7 @@ static json_t *scheduled_condition(const reconcile_sandbox_in *in, json_int_t ge
         s = "Unknown";
     if (!r || !*r)
         r = str_eq(s, "True") ? "PodScheduled" : "PodSchedulingUnknown";
-    return rc_condition(in->sandbox, "PodScheduled", s, r, m ? m : "", gen, in->now);
+    return reconcile_make_condition(in->sandbox, "PodScheduled", s, r, m ? m : "", gen, in->now);
 }
 
 static int conditions(const reconcile_sandbox_in *in, json_t *conds, bool *ret_ready)
@@ -235,8 +236,8 @@ static int conditions(const reconcile_sandbox_in *in, json_t *conds, bool *ret_r
     if (k < 0)
         return k;
     *ret_ready = str_eq(r.status, "True");
-    k = append_condition(conds, rc_condition(in->sandbox, "Ready", r.status, r.reason, r.message,
-                                             gen, in->now));
+    k = append_condition(conds, reconcile_make_condition(in->sandbox, "Ready", r.status, r.reason,
+                                                         r.message, gen, in->now));
     free(r.message);
     if (k < 0 || append_condition(conds, suspended_condition(in, gen)) < 0)
         return -ENOMEM;
@@ -244,12 +245,13 @@ static int conditions(const reconcile_sandbox_in *in, json_t *conds, bool *ret_r
         return -ENOMEM;
     bool succeeded = str_eq(o->phase, "Succeeded");
     if (succeeded || str_eq(o->phase, "Failed")) {
-        const char *m = o->finished_message
-                            ? o->finished_message
-                            : succeeded ? "Pod completed successfully" : "Pod failed";
-        if (append_condition(conds, rc_condition(in->sandbox, "Finished", "True",
-                                                 succeeded ? "PodSucceeded" : "PodFailed", m, gen,
-                                                 in->now)) < 0)
+        const char *m = o->finished_message ? o->finished_message
+                        : succeeded         ? "Pod completed successfully"
+                                            : "Pod failed";
+        if (append_condition(conds,
+                             reconcile_make_condition(in->sandbox, "Finished", "True",
+                                                      succeeded ? "PodSucceeded" : "PodFailed", m,
+                                                      gen, in->now)) < 0)
             return -ENOMEM;
     }
     return 0;

@@ -137,8 +137,9 @@ int rc_cmp_age(const json_t *a, const json_t *b)
     return strcmp(na ? na : "", nb ? nb : "");
 }
 
-json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
-                     const char *reason, const char *message, json_int_t generation, int64_t now)
+json_t *reconcile_make_condition(const json_t *old_obj, const char *type, const char *status,
+                                 const char *reason, const char *message, json_int_t generation,
+                                 int64_t now)
 {
     const json_t *old = reconcile_condition(old_obj, type);
     const char *os = json_string_value(json_object_get(old, "status"));

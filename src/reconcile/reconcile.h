@@ -61,6 +61,11 @@ bool reconcile_controlled_by(const json_t *obj, const json_t *owner);
 json_t *reconcile_owner_ref(const json_t *owner);
 /* The condition of that type in obj.status.conditions (borrowed) or NULL. */
 const json_t *reconcile_condition(const json_t *obj, const char *type);
+/* A metav1.Condition keeping lastTransitionTime of old_obj's condition (obj.status.conditions) of that type while its
+ * status is unchanged. Owned. */
+json_t *reconcile_make_condition(const json_t *old_obj, const char *type, const char *status,
+                                 const char *reason, const char *message, json_int_t generation,
+                                 int64_t now);
 /* Ready=True. */
 bool reconcile_sandbox_ready(const json_t *sandbox);
 bool reconcile_deleting(const json_t *obj);
@@ -245,7 +250,8 @@ typedef struct reconcile_sandbox_in {
 
 typedef struct reconcile_sandbox_out {
     reconcile_sandbox_action action;
-    json_t *status;      /* the desired complete status (owned); NULL for EXPIRE_DELETE */
+    json_t *status;      /* the desired complete status (owned), conditions[0] is Ready; NULL
+                          * for EXPIRE_DELETE */
     bool status_changed; /* status differs from the stored one and is worth a write (a change
                           * of nodeName alone waits while the Sandbox is not Ready) */
     bool ready;          /* Ready=True in status */

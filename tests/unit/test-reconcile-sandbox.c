@@ -81,8 +81,8 @@ TEST(ready_table_in_order)
 {
     json_t *sb = sandbox(NULL, NULL);
     json_t *ips = json_pack("[s]", "10.0.0.7");
-    reconcile_sandbox_observed running = {.pod = true, .phase = "Running", .pod_ready = true,
-                                          .pod_ips = ips};
+    reconcile_sandbox_observed running = {
+        .pod = true, .phase = "Running", .pod_ready = true, .pod_ips = ips};
     check_ready(sb, running, "True", "DependenciesReady", "Pod is Ready");
     reconcile_sandbox_observed o = running;
     o.error = "PVC x: boom, service y: no";
@@ -118,8 +118,8 @@ TEST(ready_table_in_order)
 TEST(ready_needs_a_required_service)
 {
     json_t *ips = json_pack("[s]", "10.0.0.7");
-    reconcile_sandbox_observed o = {.pod = true, .phase = "Running", .pod_ready = true,
-                                    .pod_ips = ips};
+    reconcile_sandbox_observed o = {
+        .pod = true, .phase = "Running", .pod_ready = true, .pod_ips = ips};
     json_t *sb = sandbox(NULL, json_true());
     check_ready(sb, o, "False", "DependenciesNotReady", "Pod is Ready; Service does not exist");
     o.service = true;
@@ -142,9 +142,12 @@ TEST(ready_needs_a_required_service)
 TEST(local_backend_differences)
 {
     json_t *sb = sandbox(NULL, json_true());
-    reconcile_sandbox_in in = {.sandbox = sb, .now = T0,
+    reconcile_sandbox_in in = {.sandbox = sb,
+                               .now = T0,
                                .observed = {.pod = true, .phase = "Running", .pod_ready = true},
-                               .no_scheduling = true, .no_services = true, .ips_optional = true};
+                               .no_scheduling = true,
+                               .no_services = true,
+                               .ips_optional = true};
     reconcile_sandbox_out out;
     CHECK_INT_EQ(reconcile_sandbox_status(&in, &out), 0);
     CHECK(out.ready);
@@ -197,10 +200,10 @@ TEST(suspended_condition)
 TEST(pod_scheduled_and_finished)
 {
     json_t *sb = sandbox(NULL, NULL);
-    json_t *psc = json_pack("{s:s, s:s, s:s}", "type", "PodScheduled", "status", "False",
-                            "message", "0/3 nodes");
-    reconcile_sandbox_in in = {.sandbox = sb, .now = T0,
-                               .observed = {.pod = true, .phase = "Pending"}};
+    json_t *psc = json_pack("{s:s, s:s, s:s}", "type", "PodScheduled", "status", "False", "message",
+                            "0/3 nodes");
+    reconcile_sandbox_in in = {
+        .sandbox = sb, .now = T0, .observed = {.pod = true, .phase = "Pending"}};
     reconcile_sandbox_out out;
     /* A pod without the condition yet: Unknown. */
     CHECK_INT_EQ(reconcile_sandbox_status(&in, &out), 0);
@@ -240,9 +243,14 @@ TEST(status_fields_and_transition_time)
     json_t *sb = sandbox(NULL, NULL);
     add_condition(sb, "Ready", "False", "DependenciesNotReady");
     json_t *ips = json_pack("[s, s]", "10.0.0.7", "fd00::7");
-    reconcile_sandbox_in in = {.sandbox = sb, .now = T0,
-                               .observed = {.pod = true, .phase = "Running", .pod_ready = true,
-                                            .pod_ips = ips, .node_name = "n1", .service = true,
+    reconcile_sandbox_in in = {.sandbox = sb,
+                               .now = T0,
+                               .observed = {.pod = true,
+                                            .phase = "Running",
+                                            .pod_ready = true,
+                                            .pod_ips = ips,
+                                            .node_name = "n1",
+                                            .service = true,
                                             .service_fqdn = "sb.default.svc.cluster.local"}};
     reconcile_sandbox_out out;
     CHECK_INT_EQ(reconcile_sandbox_status(&in, &out), 0);
@@ -280,8 +288,8 @@ TEST(status_fields_and_transition_time)
 TEST(node_name_alone_waits_for_ready)
 {
     json_t *sb = sandbox(NULL, NULL);
-    reconcile_sandbox_in in = {.sandbox = sb, .now = T0,
-                               .observed = {.pod = true, .phase = "Pending"}};
+    reconcile_sandbox_in in = {
+        .sandbox = sb, .now = T0, .observed = {.pod = true, .phase = "Pending"}};
     reconcile_sandbox_out out;
     CHECK_INT_EQ(reconcile_sandbox_status(&in, &out), 0);
     json_object_set(sb, "status", out.status);
@@ -396,8 +404,8 @@ TEST(replicas_zero_and_one)
     CHECK(!reconcile_sandbox_suspended(sb));
     json_object_del(spec, "replicas");
     /* More than one owned pod is never chosen from. */
-    reconcile_sandbox_in in = {.sandbox = sb, .now = T0,
-                               .observed = {.pod = true, .owned_pods = 3, .phase = "Running"}};
+    reconcile_sandbox_in in = {
+        .sandbox = sb, .now = T0, .observed = {.pod = true, .owned_pods = 3, .phase = "Running"}};
     reconcile_sandbox_out out;
     CHECK_INT_EQ(reconcile_sandbox_status(&in, &out), 0);
     CHECK_STR_EQ(field(cond(&out, "Ready"), "reason"), "MultiplePods");
