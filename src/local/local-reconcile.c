@@ -35,13 +35,13 @@
  * status and conditions), plus what only this backend reports. */
 typedef struct status_update {
     const char *uid;
-    bool expiry;                /* the core's expiry status (§2.4.6), not o */
+    bool expiry; /* the core's expiry status (§2.4.6), not o */
     reconcile_sandbox_observed o;
-    bool has_pod;               /* a container exists: network condition, pod-name annotation */
-    const char *pod_ip;         /* status.podIPs[0], NULL: none */
+    bool has_pod;       /* a container exists: network condition, pod-name annotation */
+    const char *pod_ip; /* status.podIPs[0], NULL: none */
     const char *netpol_status, *netpol_reason, *netpol_message; /* NetworkPolicyEnforced */
-    json_t *resources;          /* status.resources (effective limits, owned), NULL: kept as stored
-                                 * while a container exists */
+    json_t *resources; /* status.resources (effective limits, owned), NULL: kept as stored
+                        * while a container exists */
 } status_update;
 
 /* Conditions only this backend writes. */
@@ -51,7 +51,7 @@ static bool condition_in(const json_t *conds, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(conds, i, c)
+    json_array_foreach (conds, i, c)
         if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", type) == 0)
             return true;
     return false;
@@ -69,11 +69,11 @@ static int local_status(const status_update *u, const json_t *old, json_t *statu
         return -ENOMEM;
     size_t i;
     json_t *c;
-    json_array_foreach(conds, i, c) /* the core keeps stored conditions on expiry */
+    json_array_foreach (conds, i, c) /* the core keeps stored conditions on expiry */
         if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", COND_NETPOL) != 0 &&
             json_array_append(kept, c) < 0)
             goto nomem;
-    json_array_foreach(json_object_get(json_object_get(old, "status"), "conditions"), i, c) {
+    json_array_foreach (json_object_get(json_object_get(old, "status"), "conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         bool owned = !t;
         for (size_t k = 0; t && k < ELEMENTSOF(rules_own); k++)
@@ -82,10 +82,10 @@ static int local_status(const status_update *u, const json_t *old, json_t *statu
             goto nomem;
     }
     if (u->has_pod && u->netpol_status) {
-        json_int_t gen = json_integer_value(json_object_get(json_object_get(old, "metadata"),
-                                                            "generation"));
-        json_t *np = reconcile_make_condition(old, COND_NETPOL, u->netpol_status,
-                                              u->netpol_reason, u->netpol_message, gen, now);
+        json_int_t gen =
+            json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation"));
+        json_t *np = reconcile_make_condition(old, COND_NETPOL, u->netpol_status, u->netpol_reason,
+                                              u->netpol_message, gen, now);
         if (!np || json_array_append_new(kept, np) < 0)
             goto nomem;
     }
@@ -94,8 +94,8 @@ static int local_status(const status_update *u, const json_t *old, json_t *statu
     const json_t *stored = json_object_get(json_object_get(old, "status"), "resources");
     if (u->resources && json_object_set(status, "resources", u->resources) < 0)
         return -ENOMEM;
-    if (!u->resources && u->has_pod && stored && json_object_set(status, "resources",
-                                                                  (json_t *)stored) < 0)
+    if (!u->resources && u->has_pod && stored &&
+        json_object_set(status, "resources", (json_t *)stored) < 0)
         return -ENOMEM;
     return 0;
 nomem:
@@ -106,8 +106,8 @@ nomem:
 /* The desired status by the core's rules: expiry's, or the one of what the container is. */
 static int rules_status(const status_update *u, const json_t *old, int64_t now, json_t **ret)
 {
-    _cleanup_(json_decrefp) json_t *ips = u->has_pod && u->pod_ip ? json_pack("[s]", u->pod_ip)
-                                                                 : NULL;
+    _cleanup_(json_decrefp) json_t *ips =
+        u->has_pod && u->pod_ip ? json_pack("[s]", u->pod_ip) : NULL;
     if (u->has_pod && u->pod_ip && !ips)
         return -ENOMEM;
     reconcile_sandbox_in in = {.sandbox = old,
@@ -248,30 +248,6 @@ static char *last_log_line(local_reconciler *r, const char *uid)
             snprintf(last, sizeof(last), "%s", line);
     }
     return strdup(*last ? last : "(no output)");
-}
-
-static const json_t *find_condition(const json_t *sb, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-static bool has_condition(const json_t *sb, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, type) == 0)
-            return true;
-    }
-    return false;
 }
 
 static rec_failed *failed_find(local_reconciler *r, const char *uid)
@@ -499,7 +475,7 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
      * again (sandboxd keeps serving files while it runs). */
     int code = -1;
     bool exited = rec_main_exit(r, uid, &code) == 0;
-    const json_t *stored_fin = find_condition(sb, "Finished");
+    const json_t *stored_fin = reconcile_condition(sb, "Finished");
     if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
                    strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
         const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
@@ -520,7 +496,7 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     rec_failed *prev = failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
-    if (!e && !has_condition(sb, "Ready")) {
+    if (!e && !reconcile_condition(sb, "Ready")) {
         /* First sight: say that the sandbox is being started before the runtime is asked. */
         /* (o is zero: Ready=False/DependenciesNotReady "Pod does not exist") */
         write_status(r, sb, &u);
