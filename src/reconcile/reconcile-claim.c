@@ -177,6 +177,17 @@ static json_t *map_patch(const json_t *cur, const json_t *want)
 
 /* Adds spec.podTemplate.metadata changes (→ pod metadata for this claim) to patch. 0, or
  * -EINVAL with the claim's status set (metadata override conflict). */
+/* Ready=False/ReconcilerError for a pod metadata conflict; takes err (NULL: out of memory). */
+static void set_metadata_error(claim_ctx *c, char *err)
+{
+    char *msg = NULL;
+    if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
+        msg = NULL;
+    set_error(c, "ReconcilerError", msg ? msg : "Error seen");
+    free(msg);
+    free(err);
+}
+
 static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
 {
     if (!c->in->template)
@@ -184,12 +195,7 @@ static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
     char *err = NULL;
     json_t *want = rc_claim_pod_metadata(c->in->template, c->in->claim, &err);
     if (!want) {
-        char *msg = NULL;
-        if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
-            msg = NULL;
-        set_error(c, "ReconcilerError", msg ? msg : "Error seen");
-        free(msg);
-        free(err);
+        set_metadata_error(c, err);
         return -EINVAL;
     }
     const json_t *cur =
@@ -335,12 +341,7 @@ static int cold_create(claim_ctx *c)
     reconcile_apply_secure_defaults(t, pspec);
     json_t *pmd = rc_claim_pod_metadata(t, c->in->claim, &err);
     if (!pmd) {
-        char *msg = NULL;
-        if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
-            msg = NULL;
-        set_error(c, "ReconcilerError", msg ? msg : "Error seen");
-        free(msg);
-        free(err);
+        set_metadata_error(c, err);
         json_decref(sbspec);
         return 0;
     }
