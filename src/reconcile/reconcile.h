@@ -1,8 +1,9 @@
-/* The backend-neutral reconcile core for SandboxTemplate, SandboxWarmPool and SandboxClaim
- * (shared/spec/UPSTREAM.md §2.2, §2.3, §2.5–§2.8). Pure functions over jansson objects: no I/O,
- * no clocks (callers pass `now`), no globals that change. A backend (the local store of
- * `asb serve`, or a kube-apiserver client in asb-controller) lists the objects, calls
- * reconcile_pool() / reconcile_claim(), and executes the returned plan:
+/* The backend-neutral reconcile core for the Sandbox's own rules, SandboxTemplate,
+ * SandboxWarmPool and SandboxClaim (shared/spec/UPSTREAM.md §2.2–§2.8). Pure functions over
+ * jansson objects: no I/O, no clocks (callers pass `now`), no globals that change. A backend
+ * (the local store of `asb serve`, or a kube-apiserver client in asb-controller) lists the
+ * objects, calls reconcile_sandbox_*() / reconcile_pool() / reconcile_claim(), and executes the
+ * returned plan:
  *
  *   - new objects are complete (apiVersion, kind, metadata incl. ownerReferences, spec); the
  *     backend adds uid/creationTimestamp/resourceVersion (and a name for generateName);
