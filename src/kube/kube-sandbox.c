@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -23,18 +24,22 @@ typedef struct sbx {
     char hash[9];
     json_t *errors; /* array of strings */
     json_t *ann;    /* merge patch of the Sandbox's annotations (key -> value|null) */
+    bool oom;       /* an error could not be recorded in errors: "out of memory" */
 } sbx;
+
+static bool has_errors(const sbx *c)
+{
+    return c->oom || json_array_size(c->errors) > 0;
+}
 
 static void add_error(sbx *c, const char *fmt, ...) _printf_(2, 3);
 static void add_error(sbx *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0) {
-        json_array_append_new(c->errors, json_string(s));
-        free(s);
-    }
+    _cleanup_free_ char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0 || json_array_append_new(c->errors, json_string(s)) < 0)
+        c->oom = true;
     va_end(ap);
 }
 
@@ -62,31 +67,34 @@ static bool adoptable(const json_t *obj, const char *hash)
 }
 
 /* ownerReferences of obj with its controller replaced by one pointing at owner. */
+/* Owned, NULL on ENOMEM. */
 static json_t *refs_with_controller(const json_t *obj, const json_t *owner)
 {
-    json_t *out = json_array();
+    _cleanup_json_ json_t *out = json_array();
+    if (!out)
+        return NULL;
     size_t i;
     json_t *r;
     json_array_foreach (jget(obj, "metadata", "ownerReferences"), i, r) {
-        if (!json_is_true(json_object_get(r, "controller")))
-            json_array_append(out, r);
+        if (!json_is_true(json_object_get(r, "controller")) && json_array_append(out, r) < 0)
+            return NULL;
     }
-    json_array_append_new(out, reconcile_owner_ref(owner));
-    return out;
+    if (json_array_append_new(out, reconcile_owner_ref(owner)) < 0)
+        return NULL;
+    return TAKE_PTR(out);
 }
 
+/* Takes extra_patch (may be NULL). */
 static int adopt(sbx *c, kube_res r, const json_t *obj, json_t *extra_patch)
 {
-    json_t *patch = extra_patch ? extra_patch : json_object();
+    _cleanup_json_ json_t *patch = extra_patch ? extra_patch : json_object();
     json_t *md = json_object_get(patch, "metadata");
-    if (!md) {
-        md = json_object();
-        json_object_set_new(patch, "metadata", md);
-    }
-    json_object_set_new(md, "ownerReferences", refs_with_controller(obj, c->sb));
-    int e = kube_patch(c->ctl, r, obj, NULL, patch, true, NULL);
-    json_decref(patch);
-    return e;
+    if (patch && !md && json_object_set_new(patch, "metadata", md = json_object()) < 0)
+        md = NULL;
+    if (!patch || !md ||
+        json_object_set_new(md, "ownerReferences", refs_with_controller(obj, c->sb)) < 0)
+        return -ENOMEM;
+    return kube_patch(c->ctl, r, obj, NULL, patch, true, NULL);
 }
 
 /* ---- PVCs (§2.4.1) ---- */
@@ -99,22 +107,28 @@ static void reconcile_pvcs(sbx *c)
         if (!tn)
             continue;
         _cleanup_free_ char *pname = NULL;
-        if (asprintf(&pname, "%s-%s", tn, c->name) < 0)
+        if (asprintf(&pname, "%s-%s", tn, c->name) < 0) {
+            pname = NULL;
+            add_error(c, "PVC %s: %s", tn, strerror(ENOMEM));
             return;
+        }
         _cleanup_json_ json_t *pvc = kube_informer_get(&c->ctl->inf[KR_PVC], c->ns, pname);
         int e = 0;
         if (!pvc) {
             json_t *labels = json_deep_copy(jget(t, "metadata", "labels")) ?: json_object();
-            json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
+            if (labels &&
+                json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash)) < 0)
+                labels = (json_decref(labels), NULL); /* json_pack below fails on NULL */
             _cleanup_json_ json_t *o =
-                json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:O}", "apiVersion", "v1", "kind",
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:[o]},s:o}", "apiVersion", "v1", "kind",
                           "PersistentVolumeClaim", "metadata", "name", pname, "namespace", c->ns,
                           "labels", labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
-                          json_object_get(t, "spec") ?: json_object());
+                          json_deep_copy(json_object_get(t, "spec")) ?: json_object());
             json_t *ann = jget(t, "metadata", "annotations");
-            if (o && ann)
-                json_object_set(json_object_get(o, "metadata"), "annotations", ann);
-            e = o ? kube_create(c->ctl, KR_PVC, c->ns, o, NULL) : -ENOMEM;
+            if (o && ann && json_object_set(json_object_get(o, "metadata"), "annotations", ann) < 0)
+                e = -ENOMEM;
+            else
+                e = o ? kube_create(c->ctl, KR_PVC, c->ns, o, NULL) : -ENOMEM;
             if (e == -EEXIST)
                 e = 0;
         } else if (reconcile_controlled_by(pvc, c->sb)) {
@@ -163,165 +177,202 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sorted comma list of the non-system keys of m. Owned. */
+/* Sorted comma list of the non-system keys of m. Owned, NULL on ENOMEM. */
 static char *key_list(const json_t *m)
 {
-    size_t n = 0, len = 1;
+    size_t n = 0;
     const char *k;
     json_t *v;
-    const char **keys = calloc(json_object_size(m) + 1, sizeof *keys);
+    _cleanup_free_ const char **keys = calloc(json_object_size(m) + 1, sizeof *keys);
     if (!keys)
         return NULL;
-    json_object_foreach ((json_t *)m, k, v) {
-        if (!kube_is_system_key(k)) {
+    json_object_foreach ((json_t *)m, k, v)
+        if (!kube_is_system_key(k))
             keys[n++] = k;
-            len += strlen(k) + 1;
-        }
-    }
     qsort(keys, n, sizeof *keys, cmp_str);
-    char *out = calloc(1, len);
-    for (size_t i = 0; out && i < n; i++) {
-        if (i)
-            strcat(out, ",");
-        strcat(out, keys[i]);
-    }
-    free(keys);
-    return out;
+    _cleanup_buf_ buf out = BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        if ((i && buf_append_byte(&out, ',') < 0) || buf_append_str(&out, keys[i]) < 0)
+            return NULL;
+    return buf_steal(&out, NULL);
 }
 
-/* Desired labels and annotations of the pod (§2.4.2). */
-static void desired_pod_meta(sbx *c, json_t **ret_labels, json_t **ret_ann)
+/* Desired labels and annotations of the pod (§2.4.2), both owned. 0 or -ENOMEM. */
+static int desired_pod_meta(sbx *c, json_t **ret_labels, json_t **ret_ann)
 {
     json_t *tl = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "labels");
     json_t *ta = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "annotations");
-    json_t *labels = json_object(), *ann = json_object();
-    const char *k;
+    _cleanup_json_ json_t *labels = json_object(), *ann = json_object();
+    _cleanup_free_ char *pl = key_list(tl), *pa = key_list(ta);
+    if (!labels || !ann || !pl || !pa)
+        return -ENOMEM;
+    int k = 0; /* jansson setters return -1: any failure makes k -1 */
+    const char *key;
     json_t *v;
-    json_object_foreach (tl, k, v)
-        if (!kube_is_system_key(k))
-            json_object_set(labels, k, v);
-    json_object_foreach (ta, k, v)
-        if (!kube_is_system_key(k))
-            json_object_set(ann, k, v);
-    _cleanup_free_ char *pl = key_list(tl);
-    _cleanup_free_ char *pa = key_list(ta);
-    json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
+    json_object_foreach (tl, key, v)
+        if (!kube_is_system_key(key))
+            k |= json_object_set(labels, key, v);
+    json_object_foreach (ta, key, v)
+        if (!kube_is_system_key(key))
+            k |= json_object_set(ann, key, v);
+    k |= json_object_set_new(labels, RECONCILE_LABEL_NAME_HASH, json_string(c->hash));
     const char *wp = label(c->sb, RECONCILE_LABEL_WARM_POOL);
     if (wp && controller_is(c->sb, API_GROUP_EXT, "SandboxWarmPool"))
-        json_object_set_new(labels, RECONCILE_LABEL_WARM_POOL, json_string(wp));
+        k |= json_object_set_new(labels, RECONCILE_LABEL_WARM_POOL, json_string(wp));
     const char *th = label(c->sb, RECONCILE_LABEL_TEMPLATE_REF_HASH);
     if (th && controller_is(c->sb, API_GROUP_EXT, NULL))
-        json_object_set_new(labels, RECONCILE_LABEL_TEMPLATE_REF_HASH, json_string(th));
+        k |= json_object_set_new(labels, RECONCILE_LABEL_TEMPLATE_REF_HASH, json_string(th));
     const char *cb = normalize_created_by(label(c->sb, RECONCILE_LABEL_CREATED_BY));
     if (cb)
-        json_object_set_new(labels, RECONCILE_LABEL_CREATED_BY, json_string(cb));
-    json_object_set_new(ann, "agents.x-k8s.io/propagated-labels", json_string(pl ? pl : ""));
-    json_object_set_new(ann, "agents.x-k8s.io/propagated-annotations", json_string(pa ? pa : ""));
-    *ret_labels = labels;
-    *ret_ann = ann;
+        k |= json_object_set_new(labels, RECONCILE_LABEL_CREATED_BY, json_string(cb));
+    k |= json_object_set_new(ann, "agents.x-k8s.io/propagated-labels", json_string(pl));
+    k |= json_object_set_new(ann, "agents.x-k8s.io/propagated-annotations", json_string(pa));
+    if (k)
+        return -ENOMEM;
+    *ret_labels = TAKE_PTR(labels);
+    *ret_ann = TAKE_PTR(ann);
+    return 0;
 }
 
+/* spec.volumes gets a volume per volumeClaimTemplate, replacing a template volume of the same
+ * name (StatefulSet semantics). 0 or -ENOMEM. */
+static int add_claim_volumes(sbx *c, json_t *spec)
+{
+    json_t *vcts = jget(c->sb, "spec", "volumeClaimTemplates");
+    if (!json_array_size(vcts))
+        return 0;
+    json_t *vols = json_object_get(spec, "volumes");
+    if (!json_is_array(vols) && json_object_set_new(spec, "volumes", vols = json_array()) < 0)
+        return -ENOMEM;
+    size_t i;
+    json_t *t;
+    json_array_foreach (vcts, i, t) {
+        const char *tn = kube_str(t, "metadata.name");
+        if (!tn)
+            continue;
+        _cleanup_free_ char *claim = NULL;
+        if (asprintf(&claim, "%s-%s", tn, c->name) < 0)
+            return -ENOMEM;
+        _cleanup_json_ json_t *vol =
+            json_pack("{s:s,s:{s:s}}", "name", tn, "persistentVolumeClaim", "claimName", claim);
+        if (!vol)
+            return -ENOMEM;
+        size_t j;
+        json_t *ov;
+        bool replaced = false;
+        json_array_foreach (vols, j, ov) {
+            const char *on = json_string_value(json_object_get(ov, "name"));
+            if (on && strcmp(on, tn) == 0) {
+                if (json_array_set(vols, j, vol) < 0)
+                    return -ENOMEM;
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced && json_array_append(vols, vol) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The new Pod of the Sandbox. Owned, NULL on ENOMEM. */
 static json_t *build_pod(sbx *c)
 {
-    json_t *labels, *ann;
-    desired_pod_meta(c, &labels, &ann);
+    _cleanup_json_ json_t *labels = NULL, *ann = NULL;
+    if (desired_pod_meta(c, &labels, &ann) < 0)
+        return NULL;
+    /* The propagated-* lists only when non-empty. */
     if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-labels")))
         json_object_del(ann, "agents.x-k8s.io/propagated-labels");
     if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-annotations")))
         json_object_del(ann, "agents.x-k8s.io/propagated-annotations");
-    json_t *spec =
+    _cleanup_json_ json_t *spec =
         json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
-    /* A volume per volumeClaimTemplate, replacing a template volume of the same name. */
-    json_t *vcts = jget(c->sb, "spec", "volumeClaimTemplates");
-    if (json_array_size(vcts) > 0) {
-        json_t *vols = json_object_get(spec, "volumes");
-        if (!json_is_array(vols)) {
-            vols = json_array();
-            json_object_set_new(spec, "volumes", vols);
-        }
-        size_t i;
-        json_t *t;
-        json_array_foreach (vcts, i, t) {
-            const char *tn = kube_str(t, "metadata.name");
-            if (!tn)
-                continue;
-            char *claim = NULL;
-            if (asprintf(&claim, "%s-%s", tn, c->name) < 0)
-                continue;
-            json_t *vol =
-                json_pack("{s:s,s:{s:s}}", "name", tn, "persistentVolumeClaim", "claimName", claim);
-            free(claim);
-            size_t j;
-            json_t *ov;
-            bool replaced = false;
-            json_array_foreach (vols, j, ov) {
-                const char *on = json_string_value(json_object_get(ov, "name"));
-                if (on && strcmp(on, tn) == 0) {
-                    json_array_set(vols, j, vol);
-                    replaced = true;
-                    break;
-                }
-            }
-            if (!replaced)
-                json_array_append(vols, vol);
-            json_decref(vol);
-        }
-    }
-    json_t *md = json_pack("{s:s,s:s,s:o,s:[o]}", "name", c->name, "namespace", c->ns, "labels",
-                           labels, "ownerReferences", reconcile_owner_ref(c->sb));
-    if (json_object_size(ann))
-        json_object_set(md, "annotations", ann);
-    json_decref(ann);
-    return json_pack("{s:s,s:s,s:o,s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
+    if (!spec || add_claim_volumes(c, spec) < 0)
+        return NULL;
+    _cleanup_json_ json_t *md =
+        json_pack("{s:s,s:s,s:O,s:[o]}", "name", c->name, "namespace", c->ns, "labels", labels,
+                  "ownerReferences", reconcile_owner_ref(c->sb));
+    if (!md || (json_object_size(ann) && json_object_set(md, "annotations", ann) < 0))
+        return NULL;
+    return json_pack("{s:s,s:s,s:O,s:O}", "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
                      spec);
 }
 
-static void scrub_listed(json_t *patch_map, const json_t *cur, const char *list, const json_t *want,
-                         const char *keep1, const char *keep2)
+/* Sets to null in patch_map the keys of a propagated-* list that the template dropped.
+ * 0 or -ENOMEM. */
+static int scrub_listed(json_t *patch_map, const json_t *cur, const char *list, const json_t *want,
+                        const char *keep1, const char *keep2)
 {
     if (!list)
-        return;
+        return 0;
     _cleanup_free_ char *dup = strdup(list);
+    if (!dup)
+        return -ENOMEM;
     char *save = NULL;
-    for (char *k = dup ? strtok_r(dup, ",", &save) : NULL; k; k = strtok_r(NULL, ",", &save)) {
+    for (char *k = strtok_r(dup, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
         if (json_object_get(want, k) || !json_object_get(cur, k))
             continue;
         if ((keep1 && strcmp(k, keep1) == 0) || (keep2 && strcmp(k, keep2) == 0))
             continue;
-        json_object_set_new(patch_map, k, json_null());
+        if (json_object_set_new(patch_map, k, json_null()) < 0)
+            return -ENOMEM;
     }
+    return 0;
 }
 
-static void reconcile_pod_meta(sbx *c, const json_t *pod)
+/* The merge patch of the pod's labels and annotations (§2.4.2), NULL when none is needed.
+ * 0 or -ENOMEM. */
+static int pod_meta_patch(sbx *c, const json_t *pod, json_t **ret)
 {
     _cleanup_json_ json_t *labels = NULL, *ann = NULL;
-    desired_pod_meta(c, &labels, &ann);
-    json_t *cl = jget(pod, "metadata", "labels"), *ca = jget(pod, "metadata", "annotations");
     _cleanup_json_ json_t *pl = json_object(), *pa = json_object();
+    if (!pl || !pa || desired_pod_meta(c, &labels, &ann) < 0)
+        return -ENOMEM;
+    json_t *cl = jget(pod, "metadata", "labels"), *ca = jget(pod, "metadata", "annotations");
+    int e = 0;
     const char *k;
     json_t *v;
     json_object_foreach (labels, k, v)
         if (!json_equal(json_object_get(cl, k), v))
-            json_object_set(pl, k, v);
+            e |= json_object_set(pl, k, v);
     json_object_foreach (ann, k, v)
         if (!json_equal(json_object_get(ca, k), v))
-            json_object_set(pa, k, v);
-    scrub_listed(pl, cl, annotation(pod, "agents.x-k8s.io/propagated-labels"), labels,
-                 RECONCILE_LABEL_NAME_HASH, NULL);
-    scrub_listed(pa, ca, annotation(pod, "agents.x-k8s.io/propagated-annotations"), ann,
-                 "agents.x-k8s.io/propagated-labels", "agents.x-k8s.io/propagated-annotations");
+            e |= json_object_set(pa, k, v);
     static const char *const ext[] = {RECONCILE_LABEL_WARM_POOL, RECONCILE_LABEL_TEMPLATE_REF_HASH,
                                       RECONCILE_LABEL_CREATED_BY};
     for (size_t i = 0; i < ELEMENTSOF(ext); i++)
         if (json_object_get(cl, ext[i]) && !json_object_get(labels, ext[i]))
-            json_object_set_new(pl, ext[i], json_null());
+            e |= json_object_set_new(pl, ext[i], json_null());
+    if (e ||
+        scrub_listed(pl, cl, annotation(pod, "agents.x-k8s.io/propagated-labels"), labels,
+                     RECONCILE_LABEL_NAME_HASH, NULL) < 0 ||
+        scrub_listed(pa, ca, annotation(pod, "agents.x-k8s.io/propagated-annotations"), ann,
+                     "agents.x-k8s.io/propagated-labels",
+                     "agents.x-k8s.io/propagated-annotations") < 0)
+        return -ENOMEM;
+    *ret = NULL;
     if (!json_object_size(pl) && !json_object_size(pa))
-        return;
-    _cleanup_json_ json_t *patch =
-        json_pack("{s:{s:O,s:O}}", "metadata", "labels", pl, "annotations", pa);
-    int e = kube_patch(c->ctl, KR_POD, pod, NULL, patch, false, NULL);
+        return 0;
+    *ret = json_pack("{s:{s:O,s:O}}", "metadata", "labels", pl, "annotations", pa);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static void reconcile_pod_meta(sbx *c, const json_t *pod)
+{
+    _cleanup_json_ json_t *patch = NULL;
+    int e = pod_meta_patch(c, pod, &patch);
+    if (e == 0 && patch)
+        e = kube_patch(c->ctl, KR_POD, pod, NULL, patch, false, NULL);
     if (e < 0)
         add_error(c, "patch pod %s metadata: %s", kube_str(pod, "metadata.name"), strerror(-e));
+}
+
+/* Records the Sandbox's pod-name annotation (a name, or json_null() to remove it). */
+static void set_pod_name(sbx *c, json_t *value)
+{
+    if (json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, value) < 0)
+        add_error(c, "annotate sandbox: %s", strerror(ENOMEM));
 }
 
 typedef enum pod_state {
@@ -337,15 +388,16 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
 {
     _cleanup_json_ json_t *all =
         kube_informer_list(&c->ctl->inf[KR_POD], c->ns, RECONCILE_LABEL_NAME_HASH, c->hash);
-    _cleanup_json_ json_t *owned = json_array();
-    size_t i;
-    json_t *p;
+    size_t i, n_owned = 0;
+    json_t *p, *owned = NULL; /* borrowed from all */
     json_array_foreach (all, i, p)
-        if (reconcile_controlled_by(p, c->sb))
-            json_array_append(owned, p);
-    *ret_n = json_array_size(owned);
+        if (reconcile_controlled_by(p, c->sb)) {
+            owned = p;
+            n_owned++;
+        }
+    *ret_n = n_owned;
     *ret_state = POD_NONE;
-    if (json_array_size(owned) > 1) {
+    if (n_owned > 1) {
         *ret_state = POD_MULTIPLE;
         return NULL;
     }
@@ -353,15 +405,15 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
     const char *pod_name = annotated && *annotated ? annotated : c->name;
     json_t *pod = kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pod_name);
     if (!pod && annotated && *annotated) {
-        json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+        set_pod_name(c, json_null());
         annotated = NULL;
     }
-    if (!pod && json_array_size(owned) == 1)
-        pod = json_incref(json_array_get(owned, 0));
+    if (!pod && n_owned == 1)
+        pod = json_incref(owned);
 
     if (suspended) {
         if (annotated)
-            json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+            set_pod_name(c, json_null());
         if (!pod)
             return NULL;
         if (!reconcile_controlled_by(pod, c->sb)) {
@@ -384,7 +436,7 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
                 add_error(c, "pod %s is controlled by another object",
                           kube_str(pod, "metadata.name"));
                 if (annotated)
-                    json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_null());
+                    set_pod_name(c, json_null());
                 json_decref(pod);
                 return NULL;
             }
@@ -404,8 +456,7 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
         reconcile_pod_meta(c, pod);
         *ret_state = POD_OWNED;
         if (!annotated)
-            json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME,
-                                json_string(kube_str(pod, "metadata.name")));
+            set_pod_name(c, json_string(kube_str(pod, "metadata.name")));
         return pod;
     }
 
@@ -421,7 +472,7 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
         return NULL;
     }
     log_info("created pod", "namespace", c->ns, "sandbox", c->name);
-    json_object_set_new(c->ann, RECONCILE_ANN_POD_NAME, json_string(c->name));
+    set_pod_name(c, json_string(c->name));
     *ret_state = POD_OWNED;
     *ret_n = 1;
     return created;
@@ -440,7 +491,8 @@ static bool name_used(const json_t *ports, const char *name, const json_t *self)
     return false;
 }
 
-static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
+/* 0 or -ENOMEM. */
+static int add_ports(json_t *out, const json_t *containers, bool sidecars_only)
 {
     size_t i, j;
     json_t *ctr, *p;
@@ -468,8 +520,9 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
                 if (json_integer_value(json_object_get(q, "port")) == port &&
                     strcmp(json_string_value(json_object_get(q, "protocol")), proto) == 0) {
                     dup = true;
-                    if (pname && !json_object_get(q, "name"))
-                        json_object_set_new(q, "name", json_string(pname));
+                    if (pname && !json_object_get(q, "name") &&
+                        json_object_set_new(q, "name", json_string(pname)) < 0)
+                        return -ENOMEM;
                     break;
                 }
             }
@@ -477,11 +530,12 @@ static void add_ports(json_t *out, const json_t *containers, bool sidecars_only)
                 continue;
             json_t *e =
                 json_pack("{s:I,s:s,s:I}", "port", port, "protocol", proto, "targetPort", port);
-            if (pname)
-                json_object_set_new(e, "name", json_string(pname));
-            json_array_append_new(out, e);
+            if (!e || (pname && json_object_set_new(e, "name", json_string(pname)) < 0) ||
+                json_array_append_new(out, e) < 0)
+                return -ENOMEM; /* json_array_append_new releases e */
         }
     }
+    return 0;
 }
 
 static int cmp_port(const void *a, const void *b)
@@ -495,21 +549,28 @@ static int cmp_port(const void *a, const void *b)
                   json_string_value(json_object_get(y, "protocol")));
 }
 
+/* The Service's ports (§2.4.3). Owned, NULL on ENOMEM. */
 static json_t *service_ports(const json_t *pod_spec)
 {
-    json_t *ports = json_array();
-    add_ports(ports, json_object_get(pod_spec, "containers"), false);
-    add_ports(ports, json_object_get(pod_spec, "initContainers"), true);
+    _cleanup_json_ json_t *ports = json_array();
+    if (!ports || add_ports(ports, json_object_get(pod_spec, "containers"), false) < 0 ||
+        add_ports(ports, json_object_get(pod_spec, "initContainers"), true) < 0)
+        return NULL;
     size_t n = json_array_size(ports);
-    json_t **v = calloc(n + 1, sizeof *v);
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = json_incref(json_array_get(ports, i));
-    if (v)
-        qsort(v, n, sizeof *v, cmp_port);
-    json_array_clear(ports);
-    for (size_t i = 0; v && i < n; i++)
-        json_array_append_new(ports, v[i]);
-    free(v);
+    _cleanup_free_ json_t **v = calloc(n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(ports, i);
+    qsort(v, n, sizeof *v, cmp_port);
+    _cleanup_json_ json_t *sorted = json_array();
+    for (size_t i = 0; sorted && i < n; i++)
+        if (json_array_append(sorted, v[i]) < 0)
+            return NULL;
+    if (!sorted)
+        return NULL;
+    json_decref(ports);
+    ports = TAKE_PTR(sorted);
     /* Unnamed ports get p-<port>-<proto>, with -2, -3, ... on a collision. */
     size_t i;
     json_t *p;
@@ -526,21 +587,25 @@ static json_t *service_ports(const json_t *pod_spec)
         snprintf(name, sizeof name, "%s", base);
         for (int k = 2; name_used(ports, name, p); k++)
             snprintf(name, sizeof name, "%s-%d", base, k);
-        json_object_set_new(p, "name", json_string(name));
+        if (json_object_set_new(p, "name", json_string(name)) < 0)
+            return NULL;
     }
-    return ports;
+    return TAKE_PTR(ports);
 }
 
-/* A merge patch value that turns map cur into want (extra keys -> null). Owned. */
+/* A merge patch value that turns map cur into want (extra keys -> null). Owned, NULL on
+ * ENOMEM (json_pack's "o" then fails too). */
 static json_t *map_patch(const json_t *cur, const json_t *want)
 {
-    json_t *p = json_deep_copy(want);
+    _cleanup_json_ json_t *p = json_deep_copy(want);
+    if (!p)
+        return NULL;
     const char *k;
     json_t *v;
     json_object_foreach ((json_t *)cur, k, v)
-        if (!json_object_get(want, k))
-            json_object_set_new(p, k, json_null());
-    return p;
+        if (!json_object_get(want, k) && json_object_set_new(p, k, json_null()) < 0)
+            return NULL;
+    return TAKE_PTR(p);
 }
 
 /* Returns whether a Service is tracked. */
@@ -552,6 +617,10 @@ static bool reconcile_service(sbx *c)
         service_ports(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL));
     _cleanup_json_ json_t *sel = json_pack("{s:s}", RECONCILE_LABEL_NAME_HASH, c->hash);
     int e = 0;
+    if (!ports || !sel) {
+        add_error(c, "service %s: %s", c->name, strerror(ENOMEM));
+        return svc && reconcile_controlled_by(svc, c->sb);
+    }
     if (json_is_true(flag)) {
         if (!svc) {
             _cleanup_json_ json_t *o =
@@ -559,7 +628,7 @@ static bool reconcile_service(sbx *c)
                           "kind", "Service", "metadata", "name", c->name, "namespace", c->ns,
                           "labels", sel, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
                           "clusterIP", "None", "selector", sel, "ports", ports);
-            e = kube_create(c->ctl, KR_SERVICE, c->ns, o, NULL);
+            e = o ? kube_create(c->ctl, KR_SERVICE, c->ns, o, NULL) : -ENOMEM;
             if (e == -EEXIST)
                 e = 0;
         } else if (reconcile_controlled_by(svc, c->sb)) {
@@ -572,7 +641,7 @@ static bool reconcile_service(sbx *c)
                     json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
                               "selector", map_patch(jget(svc, "spec", "selector"), sel), "ports",
                               json_array_size(ports) ? ports : json_null());
-                e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
+                e = patch ? kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL) : -ENOMEM;
             }
         } else if (reconcile_controller_ref(svc)) {
             add_error(c, "service %s is controlled by another object", c->name);
@@ -586,7 +655,7 @@ static bool reconcile_service(sbx *c)
             json_t *patch = json_pack("{s:{s:O},s:{s:o,s:O}}", "metadata", "labels", sel, "spec",
                                       "selector", map_patch(jget(svc, "spec", "selector"), sel),
                                       "ports", json_array_size(ports) ? ports : json_null());
-            e = adopt(c, KR_SERVICE, svc, patch);
+            e = patch ? adopt(c, KR_SERVICE, svc, patch) : -ENOMEM;
         }
         if (e < 0) {
             add_error(c, "service %s: %s", c->name, strerror(-e));
@@ -608,40 +677,16 @@ static bool reconcile_service(sbx *c)
         _cleanup_json_ json_t *patch =
             json_pack("{s:{s:O},s:{s:o}}", "metadata", "labels", sel, "spec", "selector",
                       map_patch(jget(svc, "spec", "selector"), sel));
-        e = kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL);
+        e = patch ? kube_patch(c->ctl, KR_SERVICE, svc, NULL, patch, false, NULL) : -ENOMEM;
         if (e < 0)
             add_error(c, "service %s: %s", c->name, strerror(-e));
     }
     return true;
 }
 
-/* ---- status (§2.4.4, §2.4.5) ---- */
-static void now_rfc3339(char out[40])
-{
-    reconcile_format_time(kube_now_usec(), 0, out);
-}
-
-static json_t *cond(const json_t *old_sb, const char *type, const char *status, const char *reason,
-                    const char *message, json_int_t gen)
-{
-    const json_t *old = reconcile_condition(old_sb, type);
-    char ts[40];
-    const char *lt = NULL;
-    if (old && strcmp(json_string_value(json_object_get(old, "status")) ?: "", status) == 0)
-        lt = json_string_value(json_object_get(old, "lastTransitionTime"));
-    if (!lt) {
-        now_rfc3339(ts);
-        lt = ts;
-    }
-    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", "type", type, "status", status, "reason", reason,
-                     "message", message, "observedGeneration", gen, "lastTransitionTime", lt);
-}
-
-static const json_t *pod_condition(const json_t *pod, const char *type)
-{
-    return reconcile_condition(pod, type);
-}
-
+/* ---- status (§2.4.4, §2.4.5): the rules are the core's, this is what a cluster observed ---- */
+/* The pod's IPs as an array of strings (status.podIPs, else status.podIP). Owned, NULL on
+ * ENOMEM. */
 static json_t *pod_ips(const json_t *pod)
 {
     json_t *out = json_array();
@@ -649,191 +694,88 @@ static json_t *pod_ips(const json_t *pod)
     json_t *ip;
     json_array_foreach (jget(pod, "status", "podIPs"), i, ip) {
         const char *s = json_string_value(json_object_get(ip, "ip"));
-        if (s)
-            json_array_append_new(out, json_string(s));
+        if (out && s && json_array_append_new(out, json_string(s)) < 0)
+            return json_decref(out), NULL;
     }
-    if (!json_array_size(out) && kube_str(pod, "status.podIP"))
-        json_array_append_new(out, json_string(kube_str(pod, "status.podIP")));
+    const char *one = kube_str(pod, "status.podIP");
+    if (out && !json_array_size(out) && one && json_array_append_new(out, json_string(one)) < 0)
+        return json_decref(out), NULL;
     return out;
 }
 
-static int write_status(sbx *c, json_t *status)
+/* Writes the difference between status and the stored one as a merge patch of /status. */
+static int write_status(sbx *c, const json_t *status)
 {
     json_t *old = json_object_get(c->sb, "status");
     _cleanup_json_ json_t *diff = json_object();
+    if (!diff)
+        return -ENOMEM;
     const char *k;
     json_t *v;
-    json_object_foreach (status, k, v)
-        if (!json_equal(json_object_get(old, k), v))
-            json_object_set(diff, k, v);
+    json_object_foreach ((json_t *)status, k, v)
+        if (!json_equal(json_object_get(old, k), v) && json_object_set(diff, k, v) < 0)
+            return -ENOMEM;
     json_object_foreach (old, k, v)
-        if (!json_object_get(status, k))
-            json_object_set_new(diff, k, json_null());
+        if (!json_object_get(status, k) && json_object_set_new(diff, k, json_null()) < 0)
+            return -ENOMEM;
     if (!json_object_size(diff))
         return 0;
-    /* A change of nodeName alone waits while the Sandbox is not Ready (§2.4.4). */
-    if (json_object_size(diff) == 1 && json_object_get(diff, "nodeName") &&
-        !reconcile_sandbox_ready(c->sb))
-        return 0;
     _cleanup_json_ json_t *patch = json_pack("{s:O}", "status", diff);
+    if (!patch)
+        return -ENOMEM;
     return kube_patch(c->ctl, KR_SANDBOX, c->sb, "status", patch, false, NULL);
 }
 
-static void compute_status(sbx *c, json_t *st, const json_t *pod, pod_state ps, size_t n_pods,
-                           bool suspended, bool svc_tracked)
+/* The errors joined by ", " (owned), or NULL when there are none or on ENOMEM. */
+static char *joined_errors(sbx *c)
 {
-    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
-    json_t *conds = json_array();
-    const char *phase = kube_str(pod, "status.phase");
-    char msg[512];
-    const char *rs = "False", *reason, *message;
-    json_t *flag = jget(c->sb, "spec", "service");
-    bool svc_required = json_is_true(flag) || ((!flag || json_is_null(flag)) && svc_tracked);
-    const char *svc_suffix =
-        svc_required ? (svc_tracked ? "; Service Exists" : "; Service does not exist") : "";
-    _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : json_array();
-    if (json_array_size(c->errors) > 0) {
-        reason = "ReconcilerError";
-        _cleanup_free_ char *joined = NULL;
-        size_t i, len = 0;
-        json_t *e;
-        json_array_foreach (c->errors, i, e)
-            len += strlen(json_string_value(e)) + 2;
-        joined = calloc(1, len + 1);
-        json_array_foreach (c->errors, i, e) {
-            if (i)
-                strcat(joined, ", ");
-            strcat(joined, json_string_value(e));
-        }
-        snprintf(msg, sizeof msg, "Error seen: %s", joined ? joined : "");
-        message = msg;
-    } else if (ps == POD_MULTIPLE) {
-        reason = "MultiplePods";
-        snprintf(msg, sizeof msg,
-                 "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or create "
-                 "a Pod",
-                 n_pods);
-        message = msg;
-    } else if (suspended) {
-        reason = "SandboxSuspended";
-        message = pod ? "Sandbox is suspending" : "Sandbox is suspended";
-    } else if (phase && strcmp(phase, "Succeeded") == 0) {
-        reason = "PodSucceeded";
-        message = "Pod completed successfully";
-    } else if (phase && strcmp(phase, "Failed") == 0) {
-        reason = "PodFailed";
-        message = "Pod failed";
-    } else {
-        reason = "DependenciesNotReady";
-        const json_t *rc = pod_condition(pod, "Ready");
-        bool pready =
-            rc && strcmp(json_string_value(json_object_get(rc, "status")) ?: "", "True") == 0;
-        if (!pod)
-            snprintf(msg, sizeof msg, "Pod does not exist%s", svc_suffix);
-        else if (!phase || strcmp(phase, "Running") != 0)
-            snprintf(msg, sizeof msg, "Pod exists with phase: %s%s", phase ? phase : "",
-                     svc_suffix);
-        else if (!pready)
-            snprintf(msg, sizeof msg, "Pod is Running but not Ready%s", svc_suffix);
-        else if (!json_array_size(ips))
-            snprintf(msg, sizeof msg, "Pod is Ready but has no podIPs yet%s", svc_suffix);
-        else if (svc_required && !svc_tracked)
-            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
-        else {
-            rs = "True";
-            reason = "DependenciesReady";
-            snprintf(msg, sizeof msg, "Pod is Ready%s", svc_suffix);
-        }
-        message = msg;
-    }
-    json_array_append_new(conds, cond(c->sb, "Ready", rs, reason, message, gen));
-    if (!suspended)
-        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "NotSuspended",
-                                          "Sandbox is not suspended", gen));
-    else if (ps == POD_NOT_OWNED)
-        json_array_append_new(conds, cond(c->sb, "Suspended", "False", "PodNotOwned",
-                                          "Pod is not owned by this Sandbox", gen));
-    else if (pod)
-        json_array_append_new(
-            conds, cond(c->sb, "Suspended", "False", "PodTerminating", "Pod is terminating", gen));
-    else
-        json_array_append_new(conds, cond(c->sb, "Suspended", "True", "PodTerminated",
-                                          "Pod has been terminated. Sandbox is suspended", gen));
-    if (pod) {
-        const json_t *psc = pod_condition(pod, "PodScheduled");
-        if (psc) {
-            const char *s = json_string_value(json_object_get(psc, "status")) ?: "Unknown";
-            const char *r = json_string_value(json_object_get(psc, "reason"));
-            if (!r || !*r)
-                r = strcmp(s, "True") == 0 ? "PodScheduled" : "PodSchedulingUnknown";
-            json_array_append_new(
-                conds, cond(c->sb, "PodScheduled", s, r,
-                            json_string_value(json_object_get(psc, "message")) ?: "", gen));
-        } else
-            json_array_append_new(
-                conds, cond(c->sb, "PodScheduled", "Unknown", "PodSchedulingUnknown", "", gen));
-        if (phase && strcmp(phase, "Succeeded") == 0)
-            json_array_append_new(conds, cond(c->sb, "Finished", "True", "PodSucceeded",
-                                              "Pod completed successfully", gen));
-        else if (phase && strcmp(phase, "Failed") == 0)
-            json_array_append_new(conds,
-                                  cond(c->sb, "Finished", "True", "PodFailed", "Pod failed", gen));
-    }
-    json_object_set_new(st, "conditions", conds);
-    if (pod) {
-        char sel[64];
-        snprintf(sel, sizeof sel, "%s=%s", RECONCILE_LABEL_NAME_HASH, c->hash);
-        json_object_set_new(st, "selector", json_string(sel));
-        if (json_array_size(ips))
-            json_object_set(st, "podIPs", ips);
-        const char *node = kube_str(pod, "spec.nodeName");
-        if (node && *node)
-            json_object_set_new(st, "nodeName", json_string(node));
-    } else if (kube_str(c->sb, "status.selector"))
-        json_object_set_new(st, "selector", json_string(kube_str(c->sb, "status.selector")));
-    if (svc_tracked) {
-        char fqdn[512];
-        snprintf(fqdn, sizeof fqdn, "%s.%s.svc.%s", c->name, c->ns, c->ctl->opt.cluster_domain);
-        json_object_set_new(st, "service", json_string(c->name));
-        json_object_set_new(st, "serviceFQDN", json_string(fqdn));
-    }
+    _cleanup_buf_ buf b = BUF_INIT;
+    size_t i;
+    json_t *e;
+    json_array_foreach (c->errors, i, e)
+        if ((i && buf_append_str(&b, ", ") < 0) || buf_append_str(&b, json_string_value(e)) < 0)
+            return NULL;
+    if (c->oom && buf_appendf(&b, "%sout of memory", b.len ? ", " : "") < 0)
+        return NULL;
+    return buf_steal(&b, NULL);
 }
 
-/* ---- expiry (§2.4.6) ---- */
-/* Returns true when the reconcile is over (expired). */
-static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
+/* The desired status of the Sandbox from what this reconcile found (pod NULL: none owned). */
+static int sandbox_status(sbx *c, const json_t *pod, pod_state ps, size_t n_pods, bool svc_tracked,
+                          reconcile_sandbox_out *out)
 {
-    const char *st = kube_str(c->sb, "spec.shutdownTime");
-    int64_t t;
-    if (!st || reconcile_parse_time(st, &t) < 0)
-        return false;
-    int64_t now = kube_now_usec();
-    if (now < t) {
-        *ret_requeue = MAX(t - now, 2000000);
-        return false;
+    _cleanup_json_ json_t *ips = pod ? pod_ips(pod) : NULL;
+    _cleanup_free_ char *errors = has_errors(c) ? joined_errors(c) : NULL, *fqdn = NULL;
+    if ((pod && !ips) || (has_errors(c) && !errors))
+        return -ENOMEM;
+    if (svc_tracked &&
+        asprintf(&fqdn, "%s.%s.svc.%s", c->name, c->ns, c->ctl->opt.cluster_domain) < 0) {
+        fqdn = NULL;
+        return -ENOMEM;
     }
-    const json_t *ready = reconcile_condition(c->sb, "Ready");
-    const char *reason = json_string_value(json_object_get(ready, "reason"));
-    json_int_t gen = json_integer_value(jget(c->sb, "metadata", "generation"));
-    if (!reason || strcmp(reason, "SandboxExpired") != 0) {
-        _cleanup_json_ json_t *status =
-            json_deep_copy(json_object_get(c->sb, "status")) ?: json_object();
-        json_t *conds = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach (json_object_get(status, "conditions"), i, x) {
-            const char *ty = json_string_value(json_object_get(x, "type"));
-            if (ty && strcmp(ty, "Ready") != 0 && strcmp(ty, "PodScheduled") != 0)
-                json_array_append(conds, x);
-        }
-        json_array_insert_new(
-            conds, 0, cond(c->sb, "Ready", "False", "SandboxExpired", "Sandbox has expired", gen));
-        json_object_set_new(status, "conditions", conds);
-        *ret_err = write_status(c, status);
-        *ret_requeue = 1000;
-        return true;
-    }
-    /* Second pass: the pod (only if owned) and the Service named after the sandbox (if owned). */
+    const json_t *ready = reconcile_condition(pod, "Ready");
+    reconcile_sandbox_in in = {
+        .sandbox = c->sb,
+        .now = kube_now_usec(),
+        .observed = {.pod = pod != NULL,
+                     .owned_pods = ps == POD_MULTIPLE ? n_pods : pod != NULL,
+                     .phase = kube_str(pod, "status.phase"),
+                     .pod_ready = strcmp(json_string_value(json_object_get(ready, "status")) ?: "",
+                                         "True") == 0,
+                     .pod_not_owned = ps == POD_NOT_OWNED,
+                     .pod_ips = ips,
+                     .node_name = kube_str(pod, "spec.nodeName"),
+                     .pod_scheduled = reconcile_condition(pod, "PodScheduled"),
+                     .service = svc_tracked,
+                     .service_fqdn = fqdn,
+                     .error = errors},
+    };
+    return reconcile_sandbox_status(&in, out);
+}
+
+/* ---- expiry (§2.4.6): the decision is the core's; the cleanup deletes pod and Service ---- */
+static int expire_children(sbx *c)
+{
     const char *pn = annotation(c->sb, RECONCILE_ANN_POD_NAME);
     _cleanup_json_ json_t *pod =
         kube_informer_get(&c->ctl->inf[KR_POD], c->ns, pn && *pn ? pn : c->name);
@@ -843,20 +785,72 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
     _cleanup_json_ json_t *svc = kube_informer_get(&c->ctl->inf[KR_SERVICE], c->ns, c->name);
     if (e == 0 && svc && reconcile_controlled_by(svc, c->sb))
         e = kube_delete(c->ctl, KR_SERVICE, svc, NULL);
+    return e;
+}
+
+/* Returns true when the reconcile is over (expired). */
+static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
+{
+    reconcile_sandbox_in in = {.sandbox = c->sb, .now = kube_now_usec()};
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
+    int e = reconcile_sandbox_expiry(&in, &out);
     if (e < 0) {
         *ret_err = e;
         return true;
     }
-    const char *policy = kube_str(c->sb, "spec.shutdownPolicy");
-    if (policy && strcmp(policy, "Delete") == 0) {
+    if (out.requeue)
+        *ret_requeue = out.requeue;
+    switch (out.action) {
+    case RECONCILE_SANDBOX_RUN:
+        return false;
+    case RECONCILE_SANDBOX_EXPIRE_MARK:
+        *ret_err = out.status_changed ? write_status(c, out.status) : 0;
+        return true;
+    case RECONCILE_SANDBOX_EXPIRE_DELETE:
+    case RECONCILE_SANDBOX_EXPIRE_RETAIN:
+        break;
+    }
+    e = expire_children(c);
+    if (e < 0)
+        *ret_err = e;
+    else if (out.action == RECONCILE_SANDBOX_EXPIRE_DELETE) {
         log_info("sandbox expired: deleting", "namespace", c->ns, "sandbox", c->name);
         *ret_err = kube_delete(c->ctl, KR_SANDBOX, c->sb, NULL);
-        return true;
-    }
-    _cleanup_json_ json_t *status =
-        json_pack("{s:O}", "conditions", jget(c->sb, "status", "conditions") ?: json_array());
-    *ret_err = write_status(c, status);
+    } else
+        *ret_err = out.status_changed ? write_status(c, out.status) : 0;
     return true;
+}
+
+/* Creation latency: the first time this controller sees the sandbox Ready. */
+static void observe_first_ready(kube_ctl *ctl, const json_t *sb)
+{
+    const char *uid = kube_str(sb, "metadata.uid");
+    pthread_mutex_lock(&ctl->exp_lock);
+    bool first = uid && !json_object_get(ctl->seen_ready, uid) &&
+                 json_object_set_new(ctl->seen_ready, uid, json_true()) == 0;
+    pthread_mutex_unlock(&ctl->exp_lock);
+    int64_t created;
+    if (first && reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
+        kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
+}
+
+/* The pod-name annotation changes collected in c->ann, as one merge patch of the Sandbox. */
+static void write_annotations(sbx *c)
+{
+    json_t *cur = jget(c->sb, "metadata", "annotations");
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe (c->ann, tmp, k, v) {
+        if (json_equal(json_object_get(cur, k), v) || (json_is_null(v) && !json_object_get(cur, k)))
+            json_object_del(c->ann, k);
+    }
+    if (!json_object_size(c->ann))
+        return;
+    _cleanup_json_ json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", c->ann);
+    int e = patch ? kube_patch(c->ctl, KR_SANDBOX, c->sb, NULL, patch, false, NULL) : -ENOMEM;
+    if (e < 0 && e != -ENOENT)
+        add_error(c, "annotate sandbox: %s", strerror(-e));
 }
 
 int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue)
@@ -864,23 +858,20 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
     _cleanup_json_ json_t *sb = kube_informer_get(&ctl->inf[KR_SANDBOX], ns, name);
     if (!sb || reconcile_deleting(sb))
         return 0;
-    sbx c = {
-        .ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = json_array(), .ann = json_object()};
+    _cleanup_json_ json_t *errors = json_array(), *ann = json_object();
+    if (!errors || !ann)
+        return -ENOMEM;
+    sbx c = {.ctl = ctl, .sb = sb, .ns = ns, .name = name, .errors = errors, .ann = ann};
     reconcile_name_hash(name, c.hash);
     int err = 0;
-    if (reconcile_expiry(&c, ret_requeue, &err)) {
-        json_decref(c.errors);
-        json_decref(c.ann);
+    if (reconcile_expiry(&c, ret_requeue, &err))
         return err;
-    }
-    const char *mode = kube_str(sb, "spec.operatingMode");
-    bool suspended = mode && strcmp(mode, "Suspended") == 0;
+    bool suspended = reconcile_sandbox_suspended(sb);
     reconcile_pvcs(&c);
     pod_state ps = POD_NONE;
     size_t n_pods = 0;
-    _cleanup_json_ json_t *pod =
-        json_array_size(c.errors) ? NULL : reconcile_pod(&c, suspended, &ps, &n_pods);
-    if (json_array_size(c.errors) && !pod)
+    _cleanup_json_ json_t *pod = has_errors(&c) ? NULL : reconcile_pod(&c, suspended, &ps, &n_pods);
+    if (has_errors(&c) && !pod)
         ps = POD_NONE;
     bool svc = ps == POD_MULTIPLE ? false : reconcile_service(&c);
     if (ps == POD_MULTIPLE) {
@@ -888,64 +879,28 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
         svc = s && reconcile_controlled_by(s, sb);
     }
     /* Sandbox annotations (pod-name) before status. */
-    json_t *cur_ann = jget(sb, "metadata", "annotations");
-    const char *k;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe (c.ann, tmp, k, v) {
-        if (json_equal(json_object_get(cur_ann, k), v) ||
-            (json_is_null(v) && !json_object_get(cur_ann, k)))
-            json_object_del(c.ann, k);
-    }
-    if (json_object_size(c.ann)) {
-        _cleanup_json_ json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", c.ann);
-        int e = kube_patch(ctl, KR_SANDBOX, sb, NULL, patch, false, NULL);
-        if (e < 0 && e != -ENOENT)
-            add_error(&c, "annotate sandbox: %s", strerror(-e));
-    }
-    _cleanup_json_ json_t *st = json_object();
-    compute_status(&c, st, ps == POD_MULTIPLE ? NULL : pod, ps, n_pods, suspended, svc);
-    err = write_status(&c, st);
+    write_annotations(&c);
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
+    err = sandbox_status(&c, ps == POD_MULTIPLE ? NULL : pod, ps, n_pods, svc, &out);
+    if (err == 0 && out.status_changed)
+        err = write_status(&c, out.status);
     if (err == -ENOENT)
         err = 0;
     if (ps == POD_MULTIPLE && err == 0) {
         const char *was =
             json_string_value(json_object_get(reconcile_condition(sb, "Ready"), "reason"));
-        if (!was || strcmp(was, "MultiplePods") != 0) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "multiple Pods (%zu) are controlled by this Sandbox; refusing to choose or "
-                     "create a Pod",
-                     n_pods);
-            kube_event(ctl, sb, "Warning", "MultiplePods", msg);
-        }
+        /* Ready is the first condition of the status the core made. */
+        const json_t *now = json_array_get(json_object_get(out.status, "conditions"), 0);
+        if (!was || strcmp(was, "MultiplePods") != 0)
+            kube_event(ctl, sb, "Warning", "MultiplePods",
+                       json_string_value(json_object_get(now, "message")));
     }
-    /* Creation latency: first time this sandbox is seen Ready. */
-    const char *rstatus = NULL;
-    size_t i;
-    json_t *cc;
-    json_array_foreach (json_object_get(st, "conditions"), i, cc) {
-        if (strcmp(json_string_value(json_object_get(cc, "type")), "Ready") == 0)
-            rstatus = json_string_value(json_object_get(cc, "status"));
-    }
-    if (rstatus && strcmp(rstatus, "True") == 0 && err == 0) {
-        const char *uid = kube_str(sb, "metadata.uid");
-        pthread_mutex_lock(&ctl->exp_lock);
-        bool first = uid && !json_object_get(ctl->seen_ready, uid);
-        if (first)
-            json_object_set_new(ctl->seen_ready, uid, json_true());
-        pthread_mutex_unlock(&ctl->exp_lock);
-        int64_t created;
-        if (first &&
-            reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
-            kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
-    }
-    if (json_array_size(c.errors) > 0 && err == 0) {
+    if (out.ready && err == 0)
+        observe_first_ready(ctl, sb);
+    if (has_errors(&c) && err == 0) {
         log_warn("sandbox reconcile error", "namespace", ns, "sandbox", name, "error",
-                 json_string_value(json_array_get(c.errors, 0)));
+                 json_string_value(json_array_get(c.errors, 0)) ?: "out of memory");
         err = -EAGAIN;
     }
-    json_decref(c.errors);
-    json_decref(c.ann);
     return err;
 }

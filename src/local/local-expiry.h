@@ -1,11 +1,14 @@
-/* Sandbox expiry (UPSTREAM.md §2.4.6): the pure decision the reconciler acts on. */
+/* Sandbox expiry (UPSTREAM.md §2.4.6): the reconcile core's decision (reconcile_sandbox_expiry)
+ * as the local reconciler's actions. */
 #pragma once
 
 #include <jansson.h>
 #include <stdint.h>
 
-#define EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* upstream requeues at max(remaining, 2 s) */
-#define EXPIRY_MARK_REQUEUE_USEC 1000LL         /* after the first pass: ~immediately (1 ms) */
+#include "reconcile/reconcile.h"
+
+#define EXPIRY_MIN_REQUEUE_USEC RECONCILE_EXPIRY_MIN_REQUEUE_USEC
+#define EXPIRY_MARK_REQUEUE_USEC RECONCILE_EXPIRY_MARK_REQUEUE_USEC
 
 typedef enum expiry_action {
     EXPIRY_NEVER,   /* no (usable) spec.shutdownTime */

@@ -24,6 +24,7 @@
 #include "local/local-limits.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
+#include "reconcile/reconcile.h"
 #include "shared/log.h"
 
 #define DEFAULT_UID 1000
@@ -155,34 +156,22 @@ void rec_teardown(local_reconciler *r, const char *uid, bool purge)
     (void)rec_teardown_run(r, uid, rt, frozen, purge);
 }
 
-#define ANN_TEMPLATE_REF "agents.x-k8s.io/sandbox-template-ref"
-#define LABEL_TEMPLATE_REF_HASH "agents.x-k8s.io/sandbox-template-ref-hash"
-
-/* NameHash (§2.3): FNV-1a 32, 8 lowercase hex digits. */
-static void tpl_name_hash(const char *s, char out[9])
-{
-    uint32_t h = 0x811c9dc5u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x01000193u;
-    snprintf(out, 9, "%08x", h);
-}
-
 local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sb, json_t **ret_tpl)
 {
     *ret_tpl = NULL;
     const json_t *md = json_object_get(sb, "metadata");
     const char *ns = api_meta_string(sb, "namespace");
     const char *name = json_string_value(
-        json_object_get(json_object_get(md, "annotations"), ANN_TEMPLATE_REF));
-    const char *hash =
-        json_string_value(json_object_get(json_object_get(md, "labels"), LABEL_TEMPLATE_REF_HASH));
+        json_object_get(json_object_get(md, "annotations"), RECONCILE_ANN_TEMPLATE_REF));
+    const char *hash = json_string_value(
+        json_object_get(json_object_get(md, "labels"), RECONCILE_LABEL_TEMPLATE_REF_HASH));
     if (!hash)
         hash = json_string_value(json_object_get(
             json_object_get(
                 json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
                                 "metadata"),
                 "labels"),
-            LABEL_TEMPLATE_REF_HASH));
+            RECONCILE_LABEL_TEMPLATE_REF_HASH));
     const api_kind *tk = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     if (!tk || (!name && !hash))
         return local_net_policy_of(NULL, false);
@@ -199,7 +188,7 @@ local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sb, json
                 const char *tn = api_meta_string(t, "name");
                 if (!tn)
                     continue;
-                tpl_name_hash(tn, h);
+                reconcile_name_hash(tn, h);
                 if (strcmp(h, hash) == 0) {
                     *ret_tpl = json_incref(t);
                     break;

@@ -17,7 +17,6 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
-#include "local/local-expiry.h"
 #include "local/local-finalizer.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
@@ -32,59 +31,100 @@
 #define HEALTH_TIMEOUT_MS 5000
 #define ANN_POD_NAME "agents.x-k8s.io/pod-name"
 
-/* NameHash (§2.3): FNV-1a 32, 8 lowercase hex digits. */
-static void name_hash(const char *s, char out[9])
-{
-    uint32_t h = 0x811c9dc5u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x01000193u;
-    snprintf(out, 9, "%08x", h);
-}
-
-typedef struct cond {
-    const char *type, *status, *reason;
-    const char *message;
-} cond;
-
+/* A status write: what the container is (in the terms of the core's rules, which make the
+ * status and conditions), plus what only this backend reports. */
 typedef struct status_update {
     const char *uid;
-    cond ready, suspended;
-    cond finished; /* type NULL: no Finished condition (removed unless expired) */
-    bool has_pod; /* a container exists: selector and pod-name annotation */
-    bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
-    bool only_conditions; /* Retain after expiry: status is reset to its conditions */
-    cond netpol;          /* NetworkPolicyEnforced, type NULL: none (no container) */
-    const char *pod_ip;   /* status.podIPs[0], NULL: none */
-    json_t *resources;    /* status.resources (effective limits, owned), NULL: kept as stored
-                           * while a container exists */
+    bool expiry; /* the core's expiry status (§2.4.6), not o */
+    reconcile_sandbox_observed o;
+    bool has_pod;       /* a container exists: network condition, pod-name annotation */
+    const char *pod_ip; /* status.podIPs[0], NULL: none */
+    const char *netpol_status, *netpol_reason, *netpol_message; /* NetworkPolicyEnforced */
+    json_t *resources; /* status.resources (effective limits, owned), NULL: kept as stored
+                        * while a container exists */
 } status_update;
 
-static void now_rfc3339(char out[32])
+/* Conditions only this backend writes. */
+#define COND_NETPOL "NetworkPolicyEnforced"
+
+static bool condition_in(const json_t *conds, const char *type)
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    size_t i;
+    json_t *c;
+    json_array_foreach (conds, i, c)
+        if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", type) == 0)
+            return true;
+    return false;
 }
 
-/* The condition as stored, keeping lastTransitionTime while status is unchanged. */
-static json_t *make_condition(const json_t *old_conds, const cond *c, json_int_t gen)
+/* The local additions to the core's status: conditions other writers own are kept, the
+ * network one is this backend's, and status.resources. */
+static int local_status(const status_update *u, const json_t *old, json_t *status, int64_t now)
 {
-    char ts[32];
-    now_rfc3339(ts);
-    const char *ltt = ts;
+    static const char *const rules_own[] = {"Ready", "Suspended", "PodScheduled", "Finished",
+                                            COND_NETPOL};
+    json_t *conds = json_object_get(status, "conditions");
+    json_t *kept = json_array();
+    if (!kept)
+        return -ENOMEM;
     size_t i;
-    json_t *o;
-    json_array_foreach(old_conds, i, o) {
-        const char *t = json_string_value(json_object_get(o, "type"));
-        const char *s = json_string_value(json_object_get(o, "status"));
-        const char *l = json_string_value(json_object_get(o, "lastTransitionTime"));
-        if (t && s && l && strcmp(t, c->type) == 0 && strcmp(s, c->status) == 0)
-            ltt = l;
+    json_t *c;
+    json_array_foreach (conds, i, c) /* the core keeps stored conditions on expiry */
+        if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", COND_NETPOL) != 0 &&
+            json_array_append(kept, c) < 0)
+            goto nomem;
+    json_array_foreach (json_object_get(json_object_get(old, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        bool owned = !t;
+        for (size_t k = 0; t && k < ELEMENTSOF(rules_own); k++)
+            owned |= strcmp(t, rules_own[k]) == 0;
+        if (!owned && !condition_in(kept, t) && json_array_append(kept, c) < 0)
+            goto nomem;
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", c->type, "status", c->status,
-                     "reason", c->reason, "message", c->message ? c->message : "",
-                     "lastTransitionTime", ltt, "observedGeneration", gen);
+    if (u->has_pod && u->netpol_status) {
+        json_int_t gen =
+            json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation"));
+        json_t *np = reconcile_make_condition(old, COND_NETPOL, u->netpol_status, u->netpol_reason,
+                                              u->netpol_message, gen, now);
+        if (!np || json_array_append_new(kept, np) < 0)
+            goto nomem;
+    }
+    if (json_object_set_new(status, "conditions", kept) < 0)
+        return -ENOMEM;
+    const json_t *stored = json_object_get(json_object_get(old, "status"), "resources");
+    if (u->resources && json_object_set(status, "resources", u->resources) < 0)
+        return -ENOMEM;
+    if (!u->resources && u->has_pod && stored &&
+        json_object_set(status, "resources", (json_t *)stored) < 0)
+        return -ENOMEM;
+    return 0;
+nomem:
+    json_decref(kept);
+    return -ENOMEM;
+}
+
+/* The desired status by the core's rules: expiry's, or the one of what the container is. */
+static int rules_status(const status_update *u, const json_t *old, int64_t now, json_t **ret)
+{
+    _cleanup_(json_decrefp) json_t *ips =
+        u->has_pod && u->pod_ip ? json_pack("[s]", u->pod_ip) : NULL;
+    if (u->has_pod && u->pod_ip && !ips)
+        return -ENOMEM;
+    reconcile_sandbox_in in = {.sandbox = old,
+                               .now = now,
+                               .observed = u->o,
+                               /* a container has no scheduler, no Service, and sandboxd is
+                                * reached on its socket, with or without an IP */
+                               .no_scheduling = true,
+                               .no_services = true,
+                               .ips_optional = true};
+    in.observed.pod_ips = ips;
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
+    int k = u->expiry ? reconcile_sandbox_expiry(&in, &out) : reconcile_sandbox_status(&in, &out);
+    if (k < 0)
+        return k;
+    *ret = TAKE_PTR(out.status); /* NULL: nothing to write (not expired, or to be deleted) */
+    return 0;
 }
 
 static int status_fn(const json_t *old, json_t **ret_new, void *payload)
@@ -93,73 +133,35 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
     const char *uid = api_meta_string(old, "uid");
     if (!uid || strcmp(uid, u->uid) != 0)
         return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
-    json_t *new = json_deep_copy(old);
-    if (!new)
+    int64_t now = (int64_t)now_usec(CLOCK_REALTIME);
+    _cleanup_(json_decrefp) json_t *status = NULL;
+    int k = rules_status(u, old, now, &status);
+    if (k < 0)
+        return k;
+    if (!status)
+        return STORE_UPDATE_UNCHANGED;
+    if ((k = local_status(u, old, status, now)) < 0)
+        return k;
+    _cleanup_(json_decrefp) json_t *new = json_deep_copy(old);
+    if (!new || json_object_set(new, "status", status) < 0)
         return -ENOMEM;
     json_t *md = json_object_get(new, "metadata");
-    json_int_t gen = json_integer_value(json_object_get(md, "generation"));
-    json_t *status = json_object_get(new, "status");
-    if (!json_is_object(status)) {
-        status = json_object();
-        json_object_set_new(new, "status", status);
-    }
-    json_t *old_conds = json_object_get(status, "conditions");
-    json_t *conds = json_array();
-    /* Conditions this reconciler does not own are kept. */
-    size_t i;
-    json_t *c;
-    json_array_foreach(old_conds, i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (!t || strcmp(t, "Ready") == 0 || (u->expired && strcmp(t, "PodScheduled") == 0) ||
-            strcmp(t, "NetworkPolicyEnforced") == 0)
-            continue;
-        if (strcmp(t, "Finished") == 0 && !u->expired)
-            continue; /* rewritten below when finished; preserved across expiry */
-        if (strcmp(t, "Suspended") != 0 || u->expired)
-            json_array_append(conds, c);
-    }
-    json_array_append_new(conds, make_condition(old_conds, &u->ready, gen));
-    if (!u->expired)
-        json_array_append_new(conds, make_condition(old_conds, &u->suspended, gen));
-    if (!u->expired && u->finished.type)
-        json_array_append_new(conds, make_condition(old_conds, &u->finished, gen));
-    if (u->netpol.type)
-        json_array_append_new(conds, make_condition(old_conds, &u->netpol, gen));
-    if (u->only_conditions) {
-        status = json_object();
-        json_object_set_new(new, "status", status);
-    }
-    json_object_set_new(status, "conditions", conds);
-    if (u->resources)
-        json_object_set(status, "resources", u->resources);
-    else if (!u->has_pod)
-        json_object_del(status, "resources");
-    if (u->has_pod && u->pod_ip)
-        json_object_set_new(status, "podIPs", json_pack("[s]", u->pod_ip));
-    else
-        json_object_del(status, "podIPs");
     json_t *ann = json_object_get(md, "annotations");
     const char *name = api_meta_string(old, "name");
     if (u->has_pod && name) {
-        char h[9], sel[64];
-        name_hash(name, h);
-        snprintf(sel, sizeof(sel), "agents.x-k8s.io/sandbox-name-hash=%s", h);
-        json_object_set_new(status, "selector", json_string(sel));
         if (!json_is_object(ann)) {
             ann = json_object();
-            json_object_set_new(md, "annotations", ann);
+            if (json_object_set_new(md, "annotations", ann) < 0)
+                return -ENOMEM;
         }
-        if (!json_object_get(ann, ANN_POD_NAME))
-            json_object_set_new(ann, ANN_POD_NAME, json_string(name));
-    } else {
-        json_object_del(status, "selector");
+        if (!json_object_get(ann, ANN_POD_NAME) &&
+            json_object_set_new(ann, ANN_POD_NAME, json_string(name)) < 0)
+            return -ENOMEM;
+    } else
         json_object_del(ann, ANN_POD_NAME);
-    }
-    if (json_equal(new, old)) {
-        json_decref(new);
+    if (json_equal(new, old))
         return STORE_UPDATE_UNCHANGED;
-    }
-    *ret_new = new;
+    *ret_new = TAKE_PTR(new);
     return 0;
 }
 
@@ -177,7 +179,9 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
         local_net_refresh(r->net, u->uid, nk, tpl);
         local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
         pthread_mutex_unlock(&r->net_lock);
-        u->netpol = (cond){"NetworkPolicyEnforced", st, reason, msg ? msg : ""};
+        u->netpol_status = st;
+        u->netpol_reason = reason;
+        u->netpol_message = msg ? msg : "";
         u->pod_ip = ip;
     }
     int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
@@ -244,30 +248,6 @@ static char *last_log_line(local_reconciler *r, const char *uid)
             snprintf(last, sizeof(last), "%s", line);
     }
     return strdup(*last ? last : "(no output)");
-}
-
-static const json_t *find_condition(const json_t *sb, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-static bool has_condition(const json_t *sb, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(sb, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, type) == 0)
-            return true;
-    }
-    return false;
 }
 
 static rec_failed *failed_find(local_reconciler *r, const char *uid)
@@ -354,48 +334,51 @@ static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
     return local_delete_or_mark(old, ret_new); /* the teardown follows the deletionTimestamp */
 }
 
-/* §2.4.6. Returns true when expiry short-circuits the reconcile. */
+/* §2.4.6 (the decision and the status are the core's). Returns true when expiry
+ * short-circuits the reconcile. */
 static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *uid)
 {
-    int64_t rq = 0;
-    expiry_action a = local_expiry_decide(sb, (int64_t)now_usec(CLOCK_REALTIME), &rq);
+    reconcile_sandbox_in in = {.sandbox = sb, .now = (int64_t)now_usec(CLOCK_REALTIME)};
+    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
     const char *name = api_meta_string(sb, "name");
-    if (a == EXPIRY_NEVER) {
-        timer_clear(r, uid);
+    if (reconcile_sandbox_expiry(&in, &out) < 0) {
+        timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC); /* out of memory: look again */
+        return true;
+    }
+    if (out.action == RECONCILE_SANDBOX_RUN) {
+        if (out.requeue)
+            timer_set(r, sb, (usec_t)out.requeue);
+        else
+            timer_clear(r, uid);
         return false;
     }
-    if (a == EXPIRY_PENDING) {
-        timer_set(r, sb, (usec_t)rq);
-        return false;
-    }
-    status_update u = {.uid = uid, .expired = true,
-                       .ready = {"Ready", "False", "SandboxExpired", "Sandbox has expired"}};
-    if (a == EXPIRY_MARK) {
+    status_update u = {.uid = uid, .expiry = true};
+    if (out.action == RECONCILE_SANDBOX_EXPIRE_MARK) {
         /* First pass: say so and persist; the container is removed on the next pass. */
         log_info("sandbox expired", "sandbox", name, "uid", uid);
         u.has_pod = rec_find(r, uid) != NULL;
         write_status(r, sb, &u);
-        timer_set(r, sb, (usec_t)rq);
+        timer_set(r, sb, (usec_t)out.requeue);
         return true;
     }
     timer_clear(r, uid);
-    if (rec_find(r, uid) && a != EXPIRY_DELETE) {
-        log_info("sandbox expired: stopping its container", "sandbox", name, "uid", uid,
-                 "policy", a == EXPIRY_DELETE ? "Delete" : "Retain");
-        rec_teardown(r, uid, false);
-    }
-    if (a == EXPIRY_DELETE) {
-        json_t *out = NULL;
+    if (out.action == RECONCILE_SANDBOX_EXPIRE_DELETE) {
+        /* The teardown follows the deletionTimestamp. */
+        json_t *deleted = NULL;
         int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"), name,
-                                   expired_delete_fn, (void *)uid, &out);
-        json_decref(out);
+                                   expired_delete_fn, (void *)uid, &deleted);
+        json_decref(deleted);
         if (k < 0 && k != -ENOENT) {
             log_warn("cannot delete expired sandbox", "sandbox", name, "error", strerror(-k));
-            timer_set(r, sb, EXPIRY_MIN_REQUEUE_USEC);
+            timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
         }
         return true;
     }
-    u.only_conditions = true;
+    if (rec_find(r, uid)) {
+        log_info("sandbox expired: stopping its container", "sandbox", name, "uid", uid, "policy",
+                 "Retain");
+        rec_teardown(r, uid, false);
+    }
     write_status(r, sb, &u);
     return true;
 }
@@ -445,10 +428,8 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         return false; /* gone, or retried at the next resync */
     if (reconcile_expiry(r, sb, uid))
         return false;
-    const char *mode =
-        json_string_value(json_object_get(json_object_get(sb, "spec"), "operatingMode"));
     status_update u = {.uid = uid};
-    if (mode && strcmp(mode, "Running") != 0) {
+    if (reconcile_sandbox_suspended(sb)) {
         /* Suspend freezes the container (cgroup freezer): memory and processes are kept, no CPU
          * is used; Running thaws it. If freezing fails the container is stopped instead. */
         rec_entry *fe = rec_find(r, uid);
@@ -468,18 +449,11 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
             }
         }
         fe = rec_find(r, uid);
-        u.ready = (cond){"Ready", "False", "SandboxSuspended", "Sandbox is suspended"};
-        if (fe) {
-            u.has_pod = true;
-            u.suspended = (cond){"Suspended", "True", "PodFrozen",
-                                 "Pod is frozen (memory and processes kept). Sandbox is suspended"};
-        } else
-            u.suspended = (cond){"Suspended", "True", "PodTerminated",
-                                 "Pod has been terminated. Sandbox is suspended"};
+        u.has_pod = u.o.pod = fe != NULL;
+        u.o.pod_frozen = fe && fe->frozen;
         write_status(r, sb, &u);
         return false;
     }
-    u.suspended = (cond){"Suspended", "False", "NotSuspended", "Sandbox is not suspended"};
     rec_entry *e = rec_find(r, uid);
     if (e && e->frozen) {
         _cleanup_free_ char *err = NULL;
@@ -501,7 +475,7 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
      * again (sandboxd keeps serving files while it runs). */
     int code = -1;
     bool exited = rec_main_exit(r, uid, &code) == 0;
-    const json_t *stored_fin = find_condition(sb, "Finished");
+    const json_t *stored_fin = reconcile_condition(sb, "Finished");
     if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
                    strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
         const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
@@ -511,10 +485,9 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         if (exited && asprintf(&msg, "main process exited with code %d", code) < 0)
             msg = NULL;
         const char *m = msg ? msg : json_string_value(json_object_get(stored_fin, "message"));
-        u.has_pod = e != NULL;
-        u.ready = ok ? (cond){"Ready", "False", "PodSucceeded", "Pod completed successfully"}
-                     : (cond){"Ready", "False", "PodFailed", "Pod failed"};
-        u.finished = (cond){"Finished", "True", ok ? "PodSucceeded" : "PodFailed", m ? m : ""};
+        u.has_pod = u.o.pod = e != NULL;
+        u.o.phase = ok ? "Succeeded" : "Failed";
+        u.o.finished_message = m ? m : "";
         write_status(r, sb, &u);
         return false;
     }
@@ -523,15 +496,16 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     rec_failed *prev = failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
-    if (!e && !has_condition(sb, "Ready")) {
+    if (!e && !reconcile_condition(sb, "Ready")) {
         /* First sight: say that the sandbox is being started before the runtime is asked. */
-        u.ready = (cond){"Ready", "False", "DependenciesNotReady", "Pod does not exist"};
+        /* (o is zero: Ready=False/DependenciesNotReady "Pod does not exist") */
         write_status(r, sb, &u);
     }
     if (!e && rec_materialise(r, sb, &f) < 0) {
         failed_set(r, uid, gen);
         rec_teardown(r, uid, false);
-        u.ready = (cond){"Ready", "False", f.reason, f.message ? f.message : "out of memory"};
+        u.o.failure_reason = f.reason;
+        u.o.failure_message = f.message ? f.message : "out of memory";
         log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason",
                  f.reason, "message", f.message ? f.message : "");
         write_status(r, sb, &u);
@@ -553,21 +527,20 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     if (!e->ready && container_dead(r, e)) {
         /* sandboxd exited: report it and retry at the next resync, not in a tight loop. */
         _cleanup_free_ char *line = last_log_line(r, uid), *msg = NULL;
-        if (asprintf(&msg, "Error seen: sandboxd exited: %s", line ? line : "") < 0)
+        if (asprintf(&msg, "sandboxd exited: %s", line ? line : "") < 0)
             msg = NULL;
         rec_teardown(r, uid, false);
         failed_set(r, uid, gen);
         u.has_pod = false;
-        u.ready = (cond){"Ready", "False", "ReconcilerError", msg ? msg : "sandboxd exited"};
+        u.o.error = msg ? msg : "sandboxd exited";
         log_warn("sandboxd exited", "sandbox", api_meta_string(sb, "name"), "output",
                  line ? line : "");
         write_status(r, sb, &u);
         return false;
     }
-    u.has_pod = true;
-    u.ready = e->ready ? (cond){"Ready", "True", "DependenciesReady", "Pod is Ready"}
-                       : (cond){"Ready", "False", "DependenciesNotReady",
-                                "Pod is Running but not Ready"};
+    u.has_pod = u.o.pod = true;
+    u.o.phase = "Running";
+    u.o.pod_ready = e->ready;
     u.resources = rec_effective_resources(r, sb);
     write_status(r, sb, &u);
     json_decref(u.resources);
@@ -675,9 +648,8 @@ static void first_process_exited(local_reconciler *r, const json_t *sb, const ch
     if (!main_exited && !reconcile_deleting(sb)) {
         status_update u = {
             .uid = uid,
-            .ready = {"Ready", "False", "DependenciesNotReady",
-                      "Pod exited (the sandbox's first process is gone): restarting"},
-            .suspended = {"Suspended", "False", "NotSuspended", "Sandbox is not suspended"}};
+            .o = {.not_ready_message =
+                      "Pod exited (the sandbox's first process is gone): restarting"}};
         write_status(r, sb, &u);
     }
     *pending |= reconcile_one(r, sb, true);

@@ -93,9 +93,10 @@ static void set_conditions(claim_ctx *c, json_t *ready, const json_t *finished, 
 
 static void set_ready(claim_ctx *c, const char *status, const char *reason, const char *message)
 {
-    set_conditions(
-        c, rc_condition(c->in->claim, "Ready", status, reason, message, c->generation, c->in->now),
-        NULL, true);
+    set_conditions(c,
+                   reconcile_make_condition(c->in->claim, "Ready", status, reason, message,
+                                            c->generation, c->in->now),
+                   NULL, true);
 }
 
 static void set_error(claim_ctx *c, const char *reason, const char *message)
@@ -127,15 +128,16 @@ static void status_from_sandbox(claim_ctx *c, const json_t *sb)
     const char *reason = json_string_value(json_object_get(ready, "reason"));
     json_t *cond;
     if (reason && strcmp(reason, "SandboxExpired") == 0)
-        cond = rc_condition(c->in->claim, "Ready", "False", "SandboxExpired",
-                            "Underlying Sandbox resource has expired independently of the Claim.",
-                            c->generation, c->in->now);
+        cond = reconcile_make_condition(
+            c->in->claim, "Ready", "False", "SandboxExpired",
+            "Underlying Sandbox resource has expired independently of the Claim.", c->generation,
+            c->in->now);
     else if (ready) {
         cond = json_deep_copy(ready);
         json_object_set_new(cond, "observedGeneration", json_integer(c->generation));
     } else
-        cond = rc_condition(c->in->claim, "Ready", "False", "SandboxNotReady",
-                            "Sandbox is not ready", c->generation, c->in->now);
+        cond = reconcile_make_condition(c->in->claim, "Ready", "False", "SandboxNotReady",
+                                        "Sandbox is not ready", c->generation, c->in->now);
     /* Finished is mirrored verbatim, removed when the sandbox has none. */
     json_t *conds = json_array();
     size_t i;
@@ -175,6 +177,17 @@ static json_t *map_patch(const json_t *cur, const json_t *want)
 
 /* Adds spec.podTemplate.metadata changes (→ pod metadata for this claim) to patch. 0, or
  * -EINVAL with the claim's status set (metadata override conflict). */
+/* Ready=False/ReconcilerError for a pod metadata conflict; takes err (NULL: out of memory). */
+static void set_metadata_error(claim_ctx *c, char *err)
+{
+    char *msg = NULL;
+    if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
+        msg = NULL;
+    set_error(c, "ReconcilerError", msg ? msg : "Error seen");
+    free(msg);
+    free(err);
+}
+
 static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
 {
     if (!c->in->template)
@@ -182,12 +195,7 @@ static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
     char *err = NULL;
     json_t *want = rc_claim_pod_metadata(c->in->template, c->in->claim, &err);
     if (!want) {
-        char *msg = NULL;
-        if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
-            msg = NULL;
-        set_error(c, "ReconcilerError", msg ? msg : "Error seen");
-        free(msg);
-        free(err);
+        set_metadata_error(c, err);
         return -EINVAL;
     }
     const json_t *cur =
@@ -333,12 +341,7 @@ static int cold_create(claim_ctx *c)
     reconcile_apply_secure_defaults(t, pspec);
     json_t *pmd = rc_claim_pod_metadata(t, c->in->claim, &err);
     if (!pmd) {
-        char *msg = NULL;
-        if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
-            msg = NULL;
-        set_error(c, "ReconcilerError", msg ? msg : "Error seen");
-        free(msg);
-        free(err);
+        set_metadata_error(c, err);
         json_decref(sbspec);
         return 0;
     }

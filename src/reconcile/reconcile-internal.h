@@ -14,10 +14,6 @@ json_t *rc_object(json_t *parent, const char *key);
 int64_t rc_creation_time(const json_t *obj);
 /* qsort-style: older first, ties by name. */
 int rc_cmp_age(const json_t *a, const json_t *b);
-/* A metav1.Condition keeping lastTransitionTime of old_obj's condition of that type while its
- * status is unchanged. Owned. */
-json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
-                     const char *reason, const char *message, json_int_t generation, int64_t now);
 /* NameHash of the canonical (sorted, compact) JSON of v. */
 void rc_hash_json(const json_t *v, char out[9]);
 /* The pod template metadata of a sandbox built from template for a claim (§2.8 4h); owned, or

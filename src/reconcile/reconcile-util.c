@@ -1,21 +1,20 @@
 /* Helpers of the reconcile core: NameHash, times, owner references, conditions. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "api/api.h"
+#include "basic/hash.h"
 #include "basic/time-util.h"
 #include "reconcile/reconcile-internal.h"
 
 void reconcile_name_hash(const char *s, char out[9])
 {
-    uint32_t h = 0x811c9dc5u;
-    for (; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x01000193u;
-    snprintf(out, 9, "%08x", h);
+    snprintf(out, 9, "%08" PRIx32, fnv1a32_str(s ? s : ""));
 }
 
 int reconcile_parse_time(const char *s, int64_t *ret_usec)
@@ -138,8 +137,9 @@ int rc_cmp_age(const json_t *a, const json_t *b)
     return strcmp(na ? na : "", nb ? nb : "");
 }
 
-json_t *rc_condition(const json_t *old_obj, const char *type, const char *status,
-                     const char *reason, const char *message, json_int_t generation, int64_t now)
+json_t *reconcile_make_condition(const json_t *old_obj, const char *type, const char *status,
+                                 const char *reason, const char *message, json_int_t generation,
+                                 int64_t now)
 {
     const json_t *old = reconcile_condition(old_obj, type);
     const char *os = json_string_value(json_object_get(old, "status"));

@@ -1,8 +1,9 @@
-/* The backend-neutral reconcile core for SandboxTemplate, SandboxWarmPool and SandboxClaim
- * (shared/spec/UPSTREAM.md §2.2, §2.3, §2.5–§2.8). Pure functions over jansson objects: no I/O,
- * no clocks (callers pass `now`), no globals that change. A backend (the local store of
- * `asb serve`, or a kube-apiserver client in asb-controller) lists the objects, calls
- * reconcile_pool() / reconcile_claim(), and executes the returned plan:
+/* The backend-neutral reconcile core for the Sandbox's own rules, SandboxTemplate,
+ * SandboxWarmPool and SandboxClaim (shared/spec/UPSTREAM.md §2.2–§2.8). Pure functions over
+ * jansson objects: no I/O, no clocks (callers pass `now`), no globals that change. A backend
+ * (the local store of `asb serve`, or a kube-apiserver client in asb-controller) lists the
+ * objects, calls reconcile_sandbox_*() / reconcile_pool() / reconcile_claim(), and executes the
+ * returned plan:
  *
  *   - new objects are complete (apiVersion, kind, metadata incl. ownerReferences, spec); the
  *     backend adds uid/creationTimestamp/resourceVersion (and a name for generateName);
@@ -61,9 +62,18 @@ bool reconcile_controlled_by(const json_t *obj, const json_t *owner);
 json_t *reconcile_owner_ref(const json_t *owner);
 /* The condition of that type in obj.status.conditions (borrowed) or NULL. */
 const json_t *reconcile_condition(const json_t *obj, const char *type);
+/* A metav1.Condition keeping lastTransitionTime of old_obj's condition (obj.status.conditions) of that type while its
+ * status is unchanged. Owned. */
+json_t *reconcile_make_condition(const json_t *old_obj, const char *type, const char *status,
+                                 const char *reason, const char *message, json_int_t generation,
+                                 int64_t now);
 /* Ready=True. */
 bool reconcile_sandbox_ready(const json_t *sandbox);
 bool reconcile_deleting(const json_t *obj);
+
+/* spec.operatingMode is Suspended (§2.4.2; a v1alpha1 spec.replicas 0, §2.1): both backends
+ * and the status rules use this. */
+bool reconcile_sandbox_suspended(const json_t *sandbox);
 
 /* ---- SandboxTemplate (§2.5, §2.6) ---- */
 /* The template's blueprint: {podTemplate, volumeClaimTemplates?, service?}. Owned. */
@@ -183,3 +193,74 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
  * *ret_error (owned; reason VolumeClaimTemplatesError). */
 int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_t **ret,
                          char **ret_error);
+
+/* ---- Sandbox (§2.4.4–§2.4.6) ---- */
+/* The Sandbox's own rules: its expiry and its status from what a backend observed of the pod
+ * (on a cluster) or the container (`asb serve`) it became. A backend first asks
+ * reconcile_sandbox_expiry(); only on RECONCILE_SANDBOX_RUN does it make or observe its
+ * children, fill in->observed and ask reconcile_sandbox_status(). How a Sandbox becomes a Pod or
+ * a container (and its Service, PVCs, network) stays in the backend. */
+#define RECONCILE_EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* requeue at max(remaining, 2 s) */
+#define RECONCILE_EXPIRY_MARK_REQUEUE_USEC 1000LL         /* after the first pass: 1 ms */
+
+typedef enum reconcile_sandbox_action {
+    RECONCILE_SANDBOX_RUN,           /* not expired (requeue set while a shutdownTime is ahead):
+                                      * make the children, then reconcile_sandbox_status() */
+    RECONCILE_SANDBOX_EXPIRE_MARK,   /* first expiry pass: write status (Ready=False/
+                                      * SandboxExpired, PodScheduled gone), requeue; no cleanup */
+    RECONCILE_SANDBOX_EXPIRE_DELETE, /* second pass, shutdownPolicy Delete (or DeleteForeground):
+                                      * remove the pod/container and owned Service, then delete
+                                      * the Sandbox */
+    RECONCILE_SANDBOX_EXPIRE_RETAIN, /* second pass, Retain (nil): remove the pod/container and
+                                      * owned Service, then write status (only conditions) */
+} reconcile_sandbox_action;
+
+/* What the backend found (or made) this pass. All borrowed. */
+typedef struct reconcile_sandbox_observed {
+    bool pod;            /* an owned pod (container) exists */
+    size_t owned_pods;   /* > 1: MultiplePods (nothing else is looked at) */
+    const char *phase;   /* the pod's status.phase ("Pending", "Running", "Succeeded",
+                          * "Failed"), or NULL; Succeeded/Failed may be given without a pod
+                          * (a finished container that is gone) */
+    bool pod_ready;      /* the pod's Ready condition is True (locally: sandboxd answers) */
+    bool pod_frozen;     /* suspended by freezing (locally): Suspended=True/PodFrozen */
+    bool pod_not_owned;  /* suspended: the pod found is not this Sandbox's (never deleted) */
+    const json_t *pod_ips;       /* array of IP strings, or NULL */
+    const char *node_name;       /* or NULL */
+    const json_t *pod_scheduled; /* the pod's PodScheduled condition, or NULL */
+    bool service;                /* a Service is tracked */
+    const char *service_fqdn;    /* "<name>.<ns>.svc.<cluster domain>" while tracked */
+    const char *error;           /* reconcile errors, joined: Ready=False/ReconcilerError
+                                  * "Error seen: <error>" */
+    const char *failure_reason;  /* the pod could not be made (locally: ImageUnpackFailed, ...):
+                                  * Ready=False with this reason and failure_message */
+    const char *failure_message;
+    const char *not_ready_message; /* replaces the DependenciesNotReady message, or NULL */
+    const char *finished_message;  /* message of Finished, or NULL: as Ready's */
+} reconcile_sandbox_observed;
+
+typedef struct reconcile_sandbox_in {
+    const json_t *sandbox; /* as stored (lastTransitionTimes are kept from it) */
+    int64_t now;
+    reconcile_sandbox_observed observed; /* reconcile_sandbox_status() only */
+    /* What differs between backends (all false on a cluster). */
+    bool no_scheduling;  /* no PodScheduled condition (a local container has no scheduler) */
+    bool no_services;    /* spec.service is not honoured: never "required" */
+    bool ips_optional;   /* Ready without podIPs (locally sandboxd is reached on its socket) */
+} reconcile_sandbox_in;
+
+typedef struct reconcile_sandbox_out {
+    reconcile_sandbox_action action;
+    json_t *status;      /* the desired complete status (owned), conditions[0] is Ready; NULL
+                          * for EXPIRE_DELETE */
+    bool status_changed; /* status differs from the stored one and is worth a write (a change
+                          * of nodeName alone waits while the Sandbox is not Ready) */
+    bool ready;          /* Ready=True in status */
+    int64_t requeue;     /* µs from now; 0 = none */
+} reconcile_sandbox_out;
+
+/* §2.4.6. 0 or -ENOMEM. */
+int reconcile_sandbox_expiry(const reconcile_sandbox_in *in, reconcile_sandbox_out *out);
+/* §2.4.4, §2.4.5: status and conditions from in->observed; action is RUN. 0 or -ENOMEM. */
+int reconcile_sandbox_status(const reconcile_sandbox_in *in, reconcile_sandbox_out *out);
+void reconcile_sandbox_out_done(reconcile_sandbox_out *out);
