@@ -21,13 +21,12 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "router/router-internal.h"
+#include "router/router-core.h"
 
 #define RESP_HIGH (1024 * 1024)
 #define OUT_HIGH (256 * 1024)
 #define WINDOW (1024 * 1024)
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
-#define MAX_HEADER_BYTES (64 * 1024)
 
 typedef struct bbuf {
     char *d;
@@ -165,10 +164,9 @@ typedef struct h2_stream {
     int h1fd;
     bbuf h1out;
     bool h1_chunked;
-    bool h1_in_value;
     bool h1_wdead; /* upstream no longer takes the request body */
     http_parser rp;
-    nvlist h1_hdrs;
+    router_headers h1_hdrs;
     bool is_head;
     long long deadline_ms;
     /* legacy layer */
@@ -215,11 +213,11 @@ static void set_nonblock(int fd)
 
 /* ---- client-side data provider ---- */
 
-static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *out, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     h2_stream *st = src->ptr;
-    size_t k = bb_take(&st->resp, buf, length);
+    size_t k = bb_take(&st->resp, out, length);
     if (k > 0 && st->up && st->up_id > 0 && !st->up->dead)
         nghttp2_session_consume(st->up->s, st->up_id, k);
     if (bb_len(&st->resp) == 0 && st->resp_eof) {
@@ -331,13 +329,13 @@ static h2_stream *stream_of_up(h2_up *u, int32_t id)
     return nghttp2_session_get_stream_user_data(u->s, id);
 }
 
-static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *out, size_t length,
                         uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     h2_stream *st = src->ptr;
     if (!st)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    size_t k = bb_take(&st->req, buf, length);
+    size_t k = bb_take(&st->req, out, length);
     if (k > 0)
         nghttp2_session_consume(st->c->s, st->id, k);
     if (bb_len(&st->req) == 0 && st->req_eof) {
@@ -427,7 +425,7 @@ static void stream_upstream_failed(h2_stream *st, uint32_t code)
 {
     if (!st->resp_submitted) {
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
     } else if (!st->resp_eof)
         nghttp2_submit_rst_stream(st->c->s, NGHTTP2_FLAG_NONE, st->id,
@@ -525,7 +523,7 @@ static void start_grpc(h2_stream *st)
     if (!u) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -548,7 +546,7 @@ static void start_grpc(h2_stream *st)
     nv_free(&h);
     if (id < 0) {
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -561,65 +559,40 @@ static void start_grpc(h2_stream *st)
 static int h1_field(http_parser *p, const char *at, size_t n)
 {
     h2_stream *st = p->data;
-    if (st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
-        return 1;
-    /* name and value may arrive in pieces: store names as "name\0" and append */
-    if (st->h1_hdrs.n == 0 || st->h1_in_value) {
-        st->h1_in_value = false;
-        return nv_add(&st->h1_hdrs, at, n, "", 0) < 0;
-    }
-    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
-    char *nn = realloc(v->name, v->namelen + n + 1);
-    if (!nn)
-        return 1;
-    memcpy(nn + v->namelen, at, n);
-    v->namelen += n;
-    nn[v->namelen] = '\0';
-    v->name = (uint8_t *)nn;
-    st->h1_hdrs.bytes += n;
-    return 0;
+    return router_headers_field(&st->h1_hdrs, at, n) < 0;
 }
 
 static int h1_value(http_parser *p, const char *at, size_t n)
 {
     h2_stream *st = p->data;
-    if (st->h1_hdrs.n == 0 || st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
-        return 1;
-    st->h1_in_value = true;
-    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
-    char *nv = realloc(v->value, v->valuelen + n + 1);
-    if (!nv)
-        return 1;
-    memcpy(nv + v->valuelen, at, n);
-    v->valuelen += n;
-    nv[v->valuelen] = '\0';
-    v->value = (uint8_t *)nv;
-    st->h1_hdrs.bytes += n;
-    return 0;
+    return router_headers_value(&st->h1_hdrs, at, n) < 0;
 }
 
 static int h1_headers_complete(http_parser *p)
 {
     h2_stream *st = p->data;
     if (p->status_code < 200) {
-        nv_free(&st->h1_hdrs);
-        st->h1_in_value = false;
+        router_headers_reset(&st->h1_hdrs);
         return 0;
     }
+    if (router_headers_end(&st->h1_hdrs) < 0)
+        return 1;
     nvlist h = {0};
     char sb[8];
     snprintf(sb, sizeof(sb), "%u", p->status_code);
     nv_adds(&h, ":status", sb);
     for (size_t i = 0; i < st->h1_hdrs.n; i++) {
-        nghttp2_nv *v = &st->h1_hdrs.v[i];
-        if (router_response_header_dropped((char *)v->name, v->namelen))
+        const char *name = router_headers_name(&st->h1_hdrs, i);
+        size_t nl = strlen(name);
+        if (router_response_header_dropped(name, nl))
             continue;
-        char *lower = strndup((char *)v->name, v->namelen);
+        char *lower = strndup(name, nl);
         if (!lower)
             continue;
         for (char *q = lower; *q; q++)
             *q = (char)tolower((unsigned char)*q);
-        nv_add(&h, lower, v->namelen, (char *)v->value, v->valuelen);
+        const char *v = name + nl + 1;
+        nv_add(&h, lower, nl, v, strlen(v));
         free(lower);
     }
     bool body = !(st->is_head || p->status_code == 204 || p->status_code == 304);
@@ -684,7 +657,7 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     if (fd < 0) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -773,7 +746,7 @@ static void run_legacy(h2_stream *st)
         int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
         if (r < 0 || !d.ctype) {
             bb_free(&st->resp);
-            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+            router_error_upstream(&e, -ECONNREFUSED, st->route.id);
             respond_error(st, &e);
         } else {
             bbuf body = st->resp;
@@ -793,7 +766,7 @@ static void run_legacy(h2_stream *st)
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
     } else
         respond_simple(st, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
@@ -908,44 +881,41 @@ static void route_stream(h2_stream *st)
     h2_conn *c = st->c;
     router_error err = {0};
     st->started = true;
-    const char *method = nv_get(&st->req_hdrs, ":method");
     const char *path = nv_get(&st->req_hdrs, ":path");
-    const char *ct = nv_get(&st->req_hdrs, "content-type");
-    st->grpc_ct = router_is_grpc_content_type(ct);
-    if (method && path && strcmp(method, "GET") == 0 &&
-        (strcmp(path, "/healthz") == 0 || strncmp(path, "/healthz?", 9) == 0)) {
-        static const char ok[] = "{\"status\":\"ok\"}";
-        respond_simple(st, 200, "application/json", NULL, ok, sizeof(ok) - 1);
-        return;
-    }
-    if (router_check_auth(nv_get(&st->req_hdrs, "authorization"), c->ctx->token,
-                          c->ctx->allow_unauthenticated, c->loopback, &err) < 0) {
-        respond_error(st, &err);
-        return;
-    }
-    router_request_info in = {
-        .method = method,
-        .path = path ? path : "/",
-        .sandbox_id = nv_get(&st->req_hdrs, "x-sandbox-id"),
-        .sandbox_ns = nv_get(&st->req_hdrs, "x-sandbox-namespace"),
-        .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
-        .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
-        .content_type = ct,
+    router_admission a = {
+        .info =
+            {
+                .method = nv_get(&st->req_hdrs, ":method"),
+                .path = path ? path : "/",
+                .sandbox_id = nv_get(&st->req_hdrs, "x-sandbox-id"),
+                .sandbox_ns = nv_get(&st->req_hdrs, "x-sandbox-namespace"),
+                .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
+                .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
+                .content_type = nv_get(&st->req_hdrs, "content-type"),
+            },
+        .authorization = nv_get(&st->req_hdrs, "authorization"),
+        .loopback = c->loopback,
+        .http2 = true,
     };
-    if (router_route_request(&in, &st->route, &err) < 0) {
+    st->grpc_ct = router_is_grpc_content_type(a.info.content_type);
+    switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &err)) {
+    case ROUTER_ADMIT_HEALTHZ:
+        respond_simple(st, 200, "application/json", NULL, router_healthz_body,
+                       strlen(router_healthz_body));
+        return;
+    case ROUTER_ADMIT_REFUSED:
         respond_error(st, &err);
         return;
-    }
-    int r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, true,
-                                      &st->target, &err);
-    if (r == -EWOULDBLOCK && resolve_async(st) == 0)
-        return;
-    if (r == -EWOULDBLOCK)
-        r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, false,
-                                      &st->target, &err);
-    if (r < 0) {
-        respond_error(st, &err);
-        return;
+    case ROUTER_ADMIT_PENDING:
+        if (resolve_async(st) == 0)
+            return;
+        if (router_admit_resolve(c->ctx, &st->route, &st->target, &err) != ROUTER_ADMIT_TARGET) {
+            respond_error(st, &err);
+            return;
+        }
+        break;
+    case ROUTER_ADMIT_TARGET:
+        break;
     }
     dispatch_stream(st);
 }
@@ -974,7 +944,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     h2_stream *st = stream_get(user, frame->hd.stream_id);
     if (!st || st->started)
         return 0;
-    if (st->req_hdrs.bytes + namelen + valuelen > MAX_HEADER_BYTES)
+    if (st->req_hdrs.bytes + namelen + valuelen > ROUTER_HEAD_MAX)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return nv_add(&st->req_hdrs, (const char *)name, namelen, (const char *)value, valuelen) < 0
                ? NGHTTP2_ERR_CALLBACK_FAILURE
@@ -1056,7 +1026,7 @@ static void stream_free(h2_conn *c, h2_stream *st)
     nv_free(&st->req_hdrs);
     nv_free(&st->resp_hdrs);
     nv_free(&st->trailers);
-    nv_free(&st->h1_hdrs);
+    router_headers_done(&st->h1_hdrs);
     bb_free(&st->req);
     bb_free(&st->resp);
     router_target_done(&st->target);
@@ -1107,9 +1077,9 @@ static int flush_session(nghttp2_session *s, int fd, bbuf *out)
 
 static int read_session(nghttp2_session *s, int fd)
 {
-    char buf[65536];
+    char rd[65536];
     for (int i = 0; i < 4; i++) {
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        ssize_t n = recv(fd, rd, sizeof(rd), 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -1119,9 +1089,9 @@ static int read_session(nghttp2_session *s, int fd)
         }
         if (n == 0)
             return -ECONNRESET;
-        if (nghttp2_session_mem_recv(s, (const uint8_t *)buf, (size_t)n) < 0)
+        if (nghttp2_session_mem_recv(s, (const uint8_t *)rd, (size_t)n) < 0)
             return -EPROTO;
-        if ((size_t)n < sizeof(buf))
+        if ((size_t)n < sizeof(rd))
             return 0;
     }
     return 0;
@@ -1154,8 +1124,8 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
         }
     }
     if (revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[65536];
-        ssize_t n = recv(st->h1fd, buf, sizeof(buf), 0);
+        char rd[65536];
+        ssize_t n = recv(st->h1fd, rd, sizeof(rd), 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
         if (n <= 0) {
@@ -1169,7 +1139,7 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
             return;
         }
         st->deadline_ms = 0;
-        size_t k = http_parser_execute(&st->rp, &h1_settings, buf, (size_t)n);
+        size_t k = http_parser_execute(&st->rp, &h1_settings, rd, (size_t)n);
         if (st->resp_eof) {
             h1_close(st);
             return;

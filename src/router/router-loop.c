@@ -32,125 +32,12 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "router/router-internal.h"
+#include "router/router-core.h"
 
-#define IN_CAP 65536
+#define IN_CAP ROUTER_HEAD_MAX /* the blocking path reads heads into as much */
 #define RD_CAP 65536
 #define OUT_HIGH 65536 /* the upstream is not read while more than this waits for the client */
 #define CLIENT_IDLE_MS 120000
-
-typedef struct lbuf {
-    char *p;
-    size_t len, cap;
-} lbuf;
-
-static int lbuf_reserve(lbuf *b, size_t n)
-{
-    if (b->len + n + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int lbuf_put(lbuf *b, const void *d, size_t n)
-{
-    if (lbuf_reserve(b, n) < 0)
-        return -ENOMEM;
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-static int lbuf_puts(lbuf *b, const char *s)
-{
-    return lbuf_put(b, s, strlen(s));
-}
-
-static void lbuf_free(lbuf *b)
-{
-    free(b->p);
-    *b = (lbuf){0};
-}
-
-/* Headers as "name\0value\0" runs in one reused buffer (no allocation per header). */
-typedef struct lhdrs {
-    lbuf a;
-    size_t *off;
-    size_t n, cap;
-    int st; /* 0 none, 1 in a name, 2 in a value */
-    size_t bytes;
-} lhdrs;
-
-static void lhdrs_reset(lhdrs *h)
-{
-    h->a.len = 0;
-    h->n = 0;
-    h->st = 0;
-    h->bytes = 0;
-}
-
-static void lhdrs_free(lhdrs *h)
-{
-    lbuf_free(&h->a);
-    free(h->off);
-    *h = (lhdrs){0};
-}
-
-static int lhdrs_field(lhdrs *h, const char *at, size_t n)
-{
-    h->bytes += n;
-    if (h->bytes > IN_CAP)
-        return -E2BIG;
-    if (h->st == 2 && lbuf_put(&h->a, "", 1) < 0)
-        return -ENOMEM;
-    if (h->st != 1) {
-        if (h->n == h->cap) {
-            size_t c = h->cap ? 2 * h->cap : 32;
-            size_t *v = realloc(h->off, c * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            h->off = v;
-            h->cap = c;
-        }
-        h->off[h->n++] = h->a.len;
-    }
-    h->st = 1;
-    return lbuf_put(&h->a, at, n);
-}
-
-static int lhdrs_value(lhdrs *h, const char *at, size_t n)
-{
-    h->bytes += n;
-    if (h->bytes > IN_CAP || h->n == 0)
-        return -E2BIG;
-    if (h->st == 1 && lbuf_put(&h->a, "", 1) < 0)
-        return -ENOMEM;
-    h->st = 2;
-    return lbuf_put(&h->a, at, n);
-}
-
-static int lhdrs_end(lhdrs *h)
-{
-    if (h->st == 1 && lbuf_put(&h->a, "", 1) < 0)
-        return -ENOMEM;
-    if (h->st != 0 && lbuf_put(&h->a, "", 1) < 0)
-        return -ENOMEM;
-    h->st = 0;
-    return 0;
-}
-
-static inline const char *lh_name(const lhdrs *h, size_t i)
-{
-    return h->a.p + h->off[i];
-}
 
 enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
 
@@ -167,25 +54,22 @@ typedef struct lconn {
     size_t in_start, in_parsed, in_len;
     bool rd_eof, can_read, can_write;
     http_parser p;
-    lbuf url;
-    lhdrs h;
+    buf url;
+    router_headers h;
     router_cl_dup cl_dup;
     bool head_done, msg_done, has_body, keep_alive;
     size_t req_len; /* bytes of the finished request */
     /* to the client */
-    lbuf out;
+    buf out;
     size_t out_off;
     /* upstream */
     int up_fd;
     char *up_addr;
     bool up_reused, up_retried, up_can_read, up_can_write, up_eof;
-    lbuf up_req;
+    buf up_req;
     size_t up_req_off;
-    http_parser rp;
-    lhdrs rh;
-    lbuf reason;
-    bool r_head_sent, r_done, r_chunked_out, r_no_body, r_got;
-    int r_err;
+    router_relay relay;
+    bool r_got; /* a byte of the response came in */
     long long deadline, last_io;
     long long head_start; /* when the request head being read began (0: none) */
     router_route route;
@@ -231,12 +115,11 @@ static void conn_release(lconn *c)
 {
     free(c->up_addr);
     free(c->in);
-    lbuf_free(&c->url);
-    lhdrs_free(&c->h);
-    lbuf_free(&c->out);
-    lbuf_free(&c->up_req);
-    lhdrs_free(&c->rh);
-    lbuf_free(&c->reason);
+    buf_done(&c->url);
+    router_headers_done(&c->h);
+    buf_done(&c->out);
+    buf_done(&c->up_req);
+    router_relay_done(&c->relay);
     free(c);
 }
 
@@ -306,7 +189,7 @@ static void conn_handoff(lconn *c, bool h2)
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     size_t nout = c->out.len - c->out_off;
-    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2, nout ? c->out.p + c->out_off : "",
+    if (L->hooks.handoff(L->hooks.payload, fd, c->loopback, h2, nout ? c->out.data + c->out_off : "",
                          nout, c->in + c->in_start, c->in_len - c->in_start) < 0) {
         conn_close(c);
         return;
@@ -316,34 +199,16 @@ static void conn_handoff(lconn *c, bool h2)
 
 /* ---- writing to the client ---- */
 
-static int out_simple(lconn *c, int status, const char *ctype, const char *body, size_t len)
-{
-    char head[256];
-    int n = snprintf(
-        head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
-        status, http_status_str(status), ctype, len, c->keep_alive ? "" : "Connection: close\r\n");
-    if (n < 0 || (size_t)n >= sizeof(head))
-        return -E2BIG;
-    if (lbuf_put(&c->out, head, (size_t)n) < 0)
-        return -ENOMEM;
-    if (c->p.method != HTTP_HEAD && len > 0 && lbuf_put(&c->out, body, len) < 0)
-        return -ENOMEM;
-    return 0;
-}
-
 static int out_detail(lconn *c, const router_error *err)
 {
-    _cleanup_free_ char *body = router_detail_json(err->detail);
-    if (!body)
-        return -ENOMEM;
-    return out_simple(c, err->http_status, "application/json", body, strlen(body));
+    return router_reply_error(&c->out, err, c->keep_alive, c->p.method == HTTP_HEAD);
 }
 
 /* Sends what is pending. Returns 0 (all sent or the socket is full) or a negative errno. */
 static int client_flush(lconn *c)
 {
     while (c->out_off < c->out.len && c->can_write) {
-        ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -364,131 +229,6 @@ static int client_flush(lconn *c)
     return 0;
 }
 
-/* ---- the response relay ---- */
-
-static int rs_status(http_parser *p, const char *at, size_t n)
-{
-    lconn *c = p->data;
-    return lbuf_put(&c->reason, at, n) < 0;
-}
-static int rs_field(http_parser *p, const char *at, size_t n)
-{
-    return lhdrs_field(&((lconn *)p->data)->rh, at, n) < 0;
-}
-static int rs_value(http_parser *p, const char *at, size_t n)
-{
-    return lhdrs_value(&((lconn *)p->data)->rh, at, n) < 0;
-}
-
-static int rs_headers_complete(http_parser *p)
-{
-    lconn *c = p->data;
-    if (p->status_code < 200)
-        return 0;
-    if (lhdrs_end(&c->rh) < 0) {
-        c->r_err = -ENOMEM;
-        return -1;
-    }
-    bool has_len = (p->flags & F_CONTENTLENGTH) && !(p->flags & F_CHUNKED);
-    c->r_no_body = c->p.method == HTTP_HEAD || p->status_code == 204 || p->status_code == 304;
-    c->r_chunked_out = !c->r_no_body && !has_len;
-    if (c->r_chunked_out && c->p.http_major == 1 && c->p.http_minor == 0)
-        c->keep_alive = false, c->r_chunked_out = false;
-    lbuf *o = &c->out;
-    if (lbuf_reserve(o, 128 + c->reason.len + c->rh.a.len + 4 * c->rh.n) < 0) {
-        c->r_err = -ENOMEM;
-        return -1;
-    }
-    unsigned sc = p->status_code % 1000;
-    char line[16] = "HTTP/1.1 000 ";
-    line[9] = (char)('0' + sc / 100);
-    line[10] = (char)('0' + sc / 10 % 10);
-    line[11] = (char)('0' + sc % 10);
-    memcpy(o->p + o->len, line, 13);
-    o->len += 13;
-    memcpy(o->p + o->len, c->reason.p ? c->reason.p : "", c->reason.len);
-    o->len += c->reason.p ? c->reason.len : 0;
-    memcpy(o->p + o->len, "\r\n", 2);
-    o->len += 2;
-    for (size_t i = 0; i < c->rh.n; i++) {
-        const char *name = lh_name(&c->rh, i);
-        size_t nl = strlen(name);
-        if (router_response_header_dropped(name, nl))
-            continue;
-        if (!has_len && !c->r_no_body && strcasecmp(name, "content-length") == 0)
-            continue;
-        const char *v = name + nl + 1;
-        size_t vl = strlen(v);
-        memcpy(o->p + o->len, name, nl);
-        o->len += nl;
-        memcpy(o->p + o->len, ": ", 2);
-        o->len += 2;
-        memcpy(o->p + o->len, v, vl);
-        o->len += vl;
-        memcpy(o->p + o->len, "\r\n", 2);
-        o->len += 2;
-    }
-#define PUT_LIT(lit) (memcpy(o->p + o->len, lit, sizeof(lit) - 1), o->len += sizeof(lit) - 1)
-    if (c->r_chunked_out)
-        PUT_LIT("Transfer-Encoding: chunked\r\n");
-    if (!c->keep_alive)
-        PUT_LIT("Connection: close\r\n");
-    PUT_LIT("\r\n");
-#undef PUT_LIT
-    c->r_head_sent = true;
-    return c->p.method == HTTP_HEAD ? 1 : 0;
-}
-
-static int rs_body(http_parser *p, const char *at, size_t n)
-{
-    lconn *c = p->data;
-    if (c->r_no_body)
-        return 0;
-    if (c->r_chunked_out) {
-        char pre[32];
-        int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
-        if (lbuf_put(&c->out, pre, (size_t)k) < 0 || lbuf_put(&c->out, at, n) < 0 ||
-            lbuf_put(&c->out, "\r\n", 2) < 0) {
-            c->r_err = -ENOMEM;
-            return -1;
-        }
-        return 0;
-    }
-    if (lbuf_put(&c->out, at, n) < 0) {
-        c->r_err = -ENOMEM;
-        return -1;
-    }
-    return 0;
-}
-
-static int rs_complete(http_parser *p)
-{
-    lconn *c = p->data;
-    if (p->status_code < 200) {
-        lhdrs_reset(&c->rh);
-        c->reason.len = 0;
-        if (c->reason.p)
-            c->reason.p[0] = '\0';
-        return 0;
-    }
-    if (c->r_chunked_out && lbuf_put(&c->out, "0\r\n\r\n", 5) < 0) {
-        c->r_err = -ENOMEM;
-        return -1;
-    }
-    c->r_done = true;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings relay_settings = {
-    .on_status = rs_status,
-    .on_header_field = rs_field,
-    .on_header_value = rs_value,
-    .on_headers_complete = rs_headers_complete,
-    .on_body = rs_body,
-    .on_message_complete = rs_complete,
-};
-
 /* ---- request parsing ---- */
 
 static int rq_url(http_parser *p, const char *at, size_t n)
@@ -496,45 +236,39 @@ static int rq_url(http_parser *p, const char *at, size_t n)
     lconn *c = p->data;
     if (c->url.len + n > IN_CAP)
         return 1;
-    return lbuf_put(&c->url, at, n) < 0;
+    return buf_append(&c->url, at, n) < 0;
 }
 static int rq_field(http_parser *p, const char *at, size_t n)
 {
     lconn *c = p->data;
     bool new_header = c->h.st != 1;
-    if (lhdrs_field(&c->h, at, n) < 0)
+    if (router_headers_field(&c->h, at, n) < 0)
         return 1;
-    size_t off = c->h.off[c->h.n - 1];
-    router_cl_dup_field(p, &c->cl_dup, c->h.a.p + off, c->h.a.len - off, new_header);
+    size_t len;
+    const char *name = router_headers_current(&c->h, &len);
+    router_cl_dup_field(p, &c->cl_dup, name, len, new_header);
     return 0;
 }
 
 /* The request-smuggling shapes (router_framing_check): the blocking code answers them. */
 static bool bad_framing(lconn *c)
 {
-    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
-    if (!f)
+    _cleanup_free_ http_field *f = NULL;
+    if (router_headers_fields(&c->h, &f) < 0)
         return true;
-    for (size_t i = 0; i < c->h.n; i++) {
-        const char *name = lh_name(&c->h, i);
-        size_t nl = strlen(name);
-        f[i] = (http_field){name, nl, name + nl + 1, strlen(name + nl + 1)};
-    }
     http_framing_error e;
-    int r = router_framing_check(&c->p, f, c->h.n, &e);
-    free(f);
-    return r < 0;
+    return router_framing_check(&c->p, f, c->h.n, &e) < 0;
 }
 static int rq_value(http_parser *p, const char *at, size_t n)
 {
-    return lhdrs_value(&((lconn *)p->data)->h, at, n) < 0;
+    return router_headers_value(&((lconn *)p->data)->h, at, n) < 0;
 }
 static int rq_headers_complete(http_parser *p)
 {
     lconn *c = p->data;
     c->head_done = true;
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
-    if (lhdrs_end(&c->h) < 0)
+    if (router_headers_end(&c->h) < 0)
         return -1;
     if (bad_framing(c))
         return -1; /* a parse error: handed off, the blocking code re-parses and answers */
@@ -560,18 +294,10 @@ static const http_parser_settings request_settings = {
     .on_message_complete = rq_complete,
 };
 
-static bool path_is(const char *url, const char *want)
-{
-    size_t n = strlen(want);
-    return strncmp(url, want, n) == 0 && (url[n] == '\0' || url[n] == '?');
-}
-
 static void request_reset(lconn *c)
 {
-    c->url.len = 0;
-    if (c->url.p)
-        c->url.p[0] = '\0';
-    lhdrs_reset(&c->h);
+    buf_reset(&c->url);
+    router_headers_reset(&c->h);
     c->cl_dup = (router_cl_dup){0};
     c->head_done = c->msg_done = c->has_body = false;
     /* a pipelined next request is already under way */
@@ -628,51 +354,17 @@ static int upstream_get(lconn *c, const char *addr)
 
 static int build_request(lconn *c)
 {
-    lbuf *b = &c->up_req;
-    b->len = 0;
+    buf_reset(&c->up_req);
     c->up_req_off = 0;
-    const char *m = http_method_str(c->p.method);
-    if (lbuf_reserve(b, 64 + c->url.len + c->h.a.len + 4 * c->h.n) < 0)
-        return -ENOMEM;
-    size_t ml = strlen(m);
-    const char *url = c->url.len ? c->url.p : "/";
-    size_t ul = c->url.len ? c->url.len : 1;
-    static const char tail[] = " HTTP/1.1\r\nHost: sandbox\r\n";
-    memcpy(b->p, m, ml);
-    b->p[ml] = ' ';
-    memcpy(b->p + ml + 1, url, ul);
-    memcpy(b->p + ml + 1 + ul, tail, sizeof(tail) - 1);
-    b->len = ml + 1 + ul + sizeof(tail) - 1;
-    const char *cl = NULL;
-    for (size_t i = 0; i < c->h.n; i++) {
-        const char *name = lh_name(&c->h, i);
-        size_t nl = strlen(name);
-        if (router_header_dropped(name, nl)) {
-            if (nl == 14 && strcasecmp(name, "content-length") == 0)
-                cl = name + nl + 1;
-            continue;
-        }
-        const char *v = name + nl + 1;
-        size_t vl = strlen(v);
-        memcpy(b->p + b->len, name, nl);
-        b->len += nl;
-        memcpy(b->p + b->len, ": ", 2);
-        b->len += 2;
-        memcpy(b->p + b->len, v, vl);
-        b->len += vl;
-        memcpy(b->p + b->len, "\r\n", 2);
-        b->len += 2;
-    }
-    if (cl && lbuf_puts(b, "Content-Length: ") == 0 && lbuf_puts(b, cl) == 0)
-        lbuf_puts(b, "\r\n");
-    return lbuf_puts(b, "\r\n");
+    return router_request_head(&c->up_req, http_method_str(c->p.method),
+                               c->url.len ? c->url.data : "/", "sandbox", &c->h, false);
 }
 
 /* Writes the pending request head. Returns 0 (sent or waiting for EPOLLOUT) or -errno. */
 static int upstream_flush(lconn *c)
 {
     while (c->up_req_off < c->up_req.len && c->up_can_write) {
-        ssize_t n = send(c->up_fd, c->up_req.p + c->up_req_off, c->up_req.len - c->up_req_off,
+        ssize_t n = send(c->up_fd, c->up_req.data + c->up_req_off, c->up_req.len - c->up_req_off,
                          MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
@@ -693,14 +385,9 @@ static int upstream_flush(lconn *c)
 
 static void relay_start(lconn *c)
 {
-    http_parser_init(&c->rp, HTTP_RESPONSE);
-    c->rp.data = c;
-    lhdrs_reset(&c->rh);
-    c->reason.len = 0;
-    if (c->reason.p)
-        c->reason.p[0] = '\0';
-    c->r_head_sent = c->r_done = c->r_chunked_out = c->r_no_body = c->r_got = false;
-    c->r_err = 0;
+    router_relay_start(&c->relay, c->p.method == HTTP_HEAD,
+                       c->p.http_major == 1 && c->p.http_minor == 0, c->keep_alive);
+    c->r_got = false;
 }
 
 /* (Re)sends the built request on a (new) upstream connection. */
@@ -723,10 +410,11 @@ static int upstream_send(lconn *c, const char *addr)
     return r;
 }
 
-static void answer_error(lconn *c, int status, const char *fmt)
+/* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
+static void answer_upstream_error(lconn *c, int r)
 {
     router_error err;
-    router_error_set(&err, status, fmt, c->route.id);
+    router_error_upstream(&err, r, c->route.id);
     c->keep_alive = false;
     out_detail(c, &err); /* on ENOMEM the connection is just closed */
     c->st = ST_CLOSING;
@@ -744,57 +432,30 @@ static int request_dispatch(lconn *c)
     router_error err = {0};
     http_parser *p = &c->p;
     c->keep_alive = http_should_keep_alive(p);
-    const char *url = c->url.p ? c->url.p : "/";
-    /* the headers the router looks at, first occurrence, in one pass */
-    enum { H_AUTH, H_ID, H_NS, H_PORT, H_IP, H_CT, H_EXPECT, H_N };
-    static const struct {
-        const char *name;
-        size_t len;
-    } want[H_N] = {{"authorization", 13},  {"x-sandbox-id", 12},     {"x-sandbox-namespace", 19},
-                   {"x-sandbox-port", 14}, {"x-sandbox-pod-ip", 16}, {"content-type", 12},
-                   {"expect", 6}};
-    const char *hv[H_N] = {0};
-    for (size_t i = 0; i < c->h.n; i++) {
-        const char *name = lh_name(&c->h, i);
-        size_t nl = strlen(name);
-        for (int k = 0; k < H_N; k++)
-            if (!hv[k] && nl == want[k].len && strcasecmp(name, want[k].name) == 0) {
-                hv[k] = name + nl + 1;
-                break;
-            }
-    }
-    if (p->upgrade || hv[H_EXPECT]) {
+    if (p->upgrade || router_headers_get(&c->h, "expect")) {
+        /* 100-continue and upgrades: the blocking code answers them */
         upstream_drop(c);
         conn_handoff(c, false);
         return 1;
     }
-    if (p->method == HTTP_GET && path_is(url, "/healthz")) {
-        static const char ok[] = "{\"status\":\"ok\"}";
-        return out_simple(c, 200, "application/json", ok, sizeof(ok) - 1) < 0 ? -1 : 0;
-    }
-    if (router_check_auth(hv[H_AUTH], ctx->token, ctx->allow_unauthenticated, c->loopback, &err) <
-        0)
-        return out_detail(c, &err) < 0 ? -1 : 0;
-    router_request_info in = {
-        .method = http_method_str(p->method),
-        .path = url,
-        .sandbox_id = hv[H_ID],
-        .sandbox_ns = hv[H_NS],
-        .sandbox_port = hv[H_PORT],
-        .pod_ip = hv[H_IP],
-        .content_type = hv[H_CT],
-    };
-    if (router_route_request(&in, &c->route, &err) < 0)
-        return out_detail(c, &err) < 0 ? -1 : 0;
-    if (c->route.kind == ROUTER_KIND_GRPC) {
-        router_error_set(&err, 400, "gRPC requests need HTTP/2 (h2c prior knowledge).");
-        return out_detail(c, &err) < 0 ? -1 : 0;
-    }
+    router_admission a = {.loopback = c->loopback};
+    router_admission_from_headers(&a, http_method_str(p->method), c->url.len ? c->url.data : "/",
+                                  &c->h);
     router_target t = {0};
-    int r = ctx->resolver->resolve(ctx->resolver, c->route.ns, c->route.id, true, &t, &err);
-    if (r == -EWOULDBLOCK)
+    switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
+    case ROUTER_ADMIT_HEALTHZ:
+        return router_reply(&c->out, 200, "application/json", NULL, router_healthz_body,
+                            strlen(router_healthz_body), c->keep_alive, false) < 0
+                   ? -1
+                   : 0;
+    case ROUTER_ADMIT_REFUSED:
+        return out_detail(c, &err) < 0 ? -1 : 0;
+    case ROUTER_ADMIT_PENDING:
         return resolve_async(c);
-    return dispatch_target(c, r, &t, &err);
+    case ROUTER_ADMIT_TARGET:
+        break;
+    }
+    return dispatch_target(c, 0, &t, &err);
 }
 
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
@@ -818,10 +479,7 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         goto handoff;
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
-        router_error_set(err, r == -ETIMEDOUT ? 504 : 502,
-                         r == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
-                                         : "Could not connect to the backend sandbox: %s",
-                         c->route.id);
+        router_error_upstream(err, r, c->route.id);
         return out_detail(c, err) < 0 ? -1 : 0;
     }
     c->st = ST_UPSTREAM;
@@ -927,16 +585,14 @@ static void relay_end(lconn *c, int err)
         return;
     }
     upstream_drop(c);
-    if (c->r_head_sent) {
+    if (c->relay.head_done) {
         /* the response started: cut the connection (whatever was relayed is flushed) */
         c->keep_alive = false;
         c->st = ST_CLOSING;
         return;
     }
     /* nothing of this response is in c->out (earlier pipelined responses may be) */
-    answer_error(c, err == -ETIMEDOUT ? 504 : 502,
-                 err == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
-                                   : "Could not connect to the backend sandbox: %s");
+    answer_upstream_error(c, err);
 }
 
 /* Reads and relays upstream bytes while the client keeps up. */
@@ -979,17 +635,18 @@ static void relay_step(lconn *c)
             c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
         }
         size_t len = n > 0 ? (size_t)n : 0;
-        size_t k = rerr ? 0 : http_parser_execute(&c->rp, &relay_settings, w->rd, len);
-        if (c->r_done) {
-            if (k != len || !http_should_keep_alive(&c->rp))
-                upstream_drop(c);
-            relay_end(c, 0);
-            return;
+        if (rerr == 0) {
+            ssize_t k = router_relay_feed(&c->relay, w->rd, len, &c->out);
+            c->keep_alive = c->relay.keep_alive;
+            if (c->relay.done) {
+                if ((size_t)k != len || !router_relay_reusable(&c->relay))
+                    upstream_drop(c);
+                relay_end(c, 0);
+                return;
+            }
+            if (k < 0)
+                rerr = (int)k;
         }
-        if (rerr == 0 && n == 0)
-            rerr = -ECONNRESET;
-        if (rerr == 0 && (HTTP_PARSER_ERRNO(&c->rp) != HPE_OK || k != len))
-            rerr = c->r_err < 0 ? c->r_err : -EPROTO;
         if (rerr < 0) {
             if (!c->r_got && c->up_reused && !c->up_retried &&
                 (rerr == -ECONNRESET || rerr == -EPIPE)) {
