@@ -58,7 +58,11 @@ typedef struct lconn {
     router_headers h;
     router_cl_dup cl_dup;
     bool head_done, msg_done, has_body, keep_alive;
-    size_t req_len; /* bytes of the finished request */
+    size_t req_len; /* bytes of the finished request not yet consumed */
+    /* a request body being forwarded (after the head went upstream) */
+    bool body_streaming, req_chunked;
+    int body_err;   /* the upstream stopped taking the body: the rest is read and dropped */
+    bool resp_done; /* the response ended before the request body did */
     /* to the client */
     buf out;
     size_t out_off;
@@ -199,8 +203,12 @@ static void conn_handoff(lconn *c, bool h2)
 
 /* ---- writing to the client ---- */
 
+/* An answer of the router's own: with a request body still unread, the connection closes after
+ * it (the body is not read). */
 static int out_detail(lconn *c, const router_error *err)
 {
+    if (c->has_body && !c->msg_done)
+        c->keep_alive = false;
     return router_reply_error(&c->out, err, c->keep_alive, c->p.method == HTTP_HEAD);
 }
 
@@ -272,16 +280,29 @@ static int rq_headers_complete(http_parser *p)
         return -1;
     if (bad_framing(c))
         return -1; /* a parse error: handed off, the blocking code re-parses and answers */
-    if (c->has_body) {
-        http_parser_pause(p, 1); /* handed off: the thread parses the body */
+    if (c->has_body)
+        http_parser_pause(p, 1); /* dispatched at the head; the body streams after */
+    return 0;
+}
+
+/* A piece of the request body: framed for the upstream, or dropped once it stopped reading. */
+static int rq_body(http_parser *p, const char *at, size_t n)
+{
+    lconn *c = p->data;
+    if (c->body_err < 0 || c->up_fd < 0)
         return 0;
-    }
+    int r = c->req_chunked ? router_chunk(&c->up_req, at, n) : buf_append(&c->up_req, at, n);
+    if (r < 0)
+        c->body_err = r;
     return 0;
 }
 static int rq_complete(http_parser *p)
 {
     lconn *c = p->data;
     c->msg_done = true;
+    if (c->body_streaming && c->req_chunked && c->body_err == 0 && c->up_fd >= 0 &&
+        buf_append(&c->up_req, "0\r\n\r\n", 5) < 0)
+        c->body_err = -ENOMEM;
     http_parser_pause(p, 1);
     return 0;
 }
@@ -291,6 +312,7 @@ static const http_parser_settings request_settings = {
     .on_header_field = rq_field,
     .on_header_value = rq_value,
     .on_headers_complete = rq_headers_complete,
+    .on_body = rq_body,
     .on_message_complete = rq_complete,
 };
 
@@ -300,6 +322,8 @@ static void request_reset(lconn *c)
     router_headers_reset(&c->h);
     c->cl_dup = (router_cl_dup){0};
     c->head_done = c->msg_done = c->has_body = false;
+    c->body_streaming = c->req_chunked = c->resp_done = false;
+    c->body_err = 0;
     /* a pipelined next request is already under way */
     c->head_start = c->in_len > c->in_start ? now_ms() : 0;
 }
@@ -356,11 +380,13 @@ static int build_request(lconn *c)
 {
     buf_reset(&c->up_req);
     c->up_req_off = 0;
+    c->req_chunked = (c->p.flags & F_CHUNKED) != 0;
     return router_request_head(&c->up_req, http_method_str(c->p.method),
-                               c->url.len ? c->url.data : "/", "sandbox", &c->h, false);
+                               c->url.len ? c->url.data : "/", "sandbox", &c->h, c->req_chunked);
 }
 
-/* Writes the pending request head. Returns 0 (sent or waiting for EPOLLOUT) or -errno. */
+/* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
+ * or -errno. A body-less request's head stays in up_req for a retry on a fresh connection. */
 static int upstream_flush(lconn *c)
 {
     while (c->up_req_off < c->up_req.len && c->up_can_write) {
@@ -377,6 +403,10 @@ static int upstream_flush(lconn *c)
             return -errno;
         }
         c->up_req_off += (size_t)n;
+    }
+    if (c->has_body && c->up_req_off == c->up_req.len) {
+        buf_reset(&c->up_req);
+        c->up_req_off = 0;
     }
     if (c->up_req_off == c->up_req.len && c->up_ev_out)
         want_out(c, true, false);
@@ -403,6 +433,7 @@ static int upstream_send(lconn *c, const char *addr)
         upstream_drop(c);
         if ((r = upstream_get(c, addr)) < 0)
             return r;
+        c->up_req_off = 0;
         r = upstream_flush(c);
     }
     if (r < 0)
@@ -432,8 +463,8 @@ static int request_dispatch(lconn *c)
     router_error err = {0};
     http_parser *p = &c->p;
     c->keep_alive = http_should_keep_alive(p);
-    if (p->upgrade || router_headers_get(&c->h, "expect")) {
-        /* 100-continue and upgrades: the blocking code answers them */
+    if (p->upgrade) {
+        /* the blocking code answers upgrades (501) */
         upstream_drop(c);
         conn_handoff(c, false);
         return 1;
@@ -444,6 +475,8 @@ static int request_dispatch(lconn *c)
     router_target t = {0};
     switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
+        if (c->has_body)
+            c->keep_alive = false;
         return router_reply(&c->out, 200, "application/json", NULL, router_healthz_body,
                             strlen(router_healthz_body), c->keep_alive, false) < 0
                    ? -1
@@ -484,6 +517,18 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
     }
     c->st = ST_UPSTREAM;
     c->deadline = now_ms() + ctx->proxy_timeout_ms;
+    const char *expect = router_headers_get(&c->h, "expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0 &&
+        buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") < 0)
+        return -1;
+    if (c->has_body) {
+        /* the head is upstream: from here the body streams (body_step), its bytes consumed as
+         * they are forwarded */
+        c->body_streaming = true;
+        c->in_start = c->in_parsed;
+        c->req_len = 0;
+        http_parser_pause(&c->p, 0);
+    }
     return 0;
 handoff:
     upstream_drop(c);
@@ -577,7 +622,16 @@ static void resolve_done(lworker *w)
 /* The upstream response is complete or failed: go on with the next request or close. */
 static void relay_end(lconn *c, int err)
 {
+    if (err == 0 && c->body_streaming) {
+        /* an early answer (e.g. 400 before the body was read): the rest of the body is read and
+         * dropped, then the connection goes on as the response said */
+        upstream_drop(c);
+        c->resp_done = true;
+        return;
+    }
     if (err == 0) {
+        if (c->up_req_off < c->up_req.len || c->body_err < 0)
+            upstream_drop(c); /* it answered before taking the whole body */
         c->in_start += c->req_len;
         request_reset(c);
         c->st = c->keep_alive ? ST_READ : ST_CLOSING;
@@ -602,6 +656,13 @@ static void relay_step(lconn *c)
     while (c->st == ST_UPSTREAM && c->up_fd >= 0) {
         if (c->up_req_off < c->up_req.len && c->up_can_write) {
             int r = upstream_flush(c);
+            if (r < 0 && c->has_body) {
+                /* the upstream stopped reading the body; its answer may be there to read */
+                c->body_err = r;
+                buf_reset(&c->up_req);
+                c->up_req_off = 0;
+                r = 0;
+            }
             if (r < 0) {
                 if (!c->r_got && c->up_reused && !c->up_retried) {
                     c->up_retried = true;
@@ -648,7 +709,7 @@ static void relay_step(lconn *c)
                 rerr = (int)k;
         }
         if (rerr < 0) {
-            if (!c->r_got && c->up_reused && !c->up_retried &&
+            if (!c->r_got && c->up_reused && !c->up_retried && !c->has_body &&
                 (rerr == -ECONNRESET || rerr == -EPIPE)) {
                 /* a stale kept-alive connection: once more on a fresh one */
                 c->up_retried = true;
@@ -663,6 +724,90 @@ static void relay_step(lconn *c)
     }
 }
 
+/* Reads the client's bytes into c->in (after compacting it). Returns 1 when bytes came in, 0 when
+ * none can now (EAGAIN or EOF: rd_eof), -1 on a socket error. */
+static int client_read(lconn *c)
+{
+    if (c->in_start > 0) {
+        memmove(c->in, c->in + c->in_start, c->in_len - c->in_start);
+        c->in_len -= c->in_start;
+        c->in_parsed -= c->in_start;
+        c->in_start = 0;
+    }
+    for (;;) {
+        if (c->rd_eof || !c->can_read || c->in_len == IN_CAP)
+            return 0;
+        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->can_read = false;
+            return 0;
+        }
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            c->rd_eof = true;
+            return 0;
+        }
+        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
+            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        c->last_io = now_ms();
+        c->in_len += (size_t)n;
+        return 1;
+    }
+}
+
+/* Forwards the request body while the upstream takes it (flow control: the client is not read
+ * while more than OUT_HIGH bytes wait for the upstream), then finishes the request once both
+ * it and the response are complete. */
+static void body_step(lconn *c)
+{
+    while (c->st == ST_UPSTREAM && c->body_streaming) {
+        if (c->up_req.len - c->up_req_off > OUT_HIGH)
+            return; /* relay_step writes it out as the upstream reads */
+        if (c->in_parsed < c->in_len) {
+            size_t k = http_parser_execute(&c->p, &request_settings, c->in + c->in_parsed,
+                                           c->in_len - c->in_parsed);
+            c->in_parsed += k;
+            c->in_start = c->in_parsed; /* forwarded (or dropped) */
+            c->deadline = now_ms() + c->w->L->ctx->proxy_timeout_ms; /* the upload goes on */
+            if (c->msg_done) {
+                http_parser_pause(&c->p, 0);
+                c->body_streaming = false;
+                if (c->resp_done)
+                    relay_end(c, 0);
+                else if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0)
+                    c->body_err = -EPIPE; /* relay_step reads whatever answer there is */
+                return;
+            }
+            if (HTTP_PARSER_ERRNO(&c->p) != HPE_OK) {
+                /* a malformed body: nothing sensible can follow on either connection */
+                upstream_drop(c);
+                c->keep_alive = false;
+                c->st = ST_CLOSING;
+                return;
+            }
+            if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0) {
+                c->body_err = -EPIPE;
+                buf_reset(&c->up_req);
+                c->up_req_off = 0;
+            }
+            continue;
+        }
+        int r = client_read(c);
+        if (r < 0 || (r == 0 && c->rd_eof)) {
+            /* the client went away in the middle of its body */
+            upstream_drop(c);
+            c->keep_alive = false;
+            c->st = ST_CLOSING;
+            return;
+        }
+        if (r == 0)
+            return;
+    }
+}
+
 /* Parses buffered client bytes and dispatches finished requests. Returns 1 when c is gone. */
 static int parse_step(lconn *c)
 {
@@ -674,8 +819,9 @@ static int parse_step(lconn *c)
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
-            if (c->msg_done) {
-                http_parser_pause(&c->p, 0);
+            if (c->msg_done || (c->head_done && c->has_body)) {
+                if (c->msg_done)
+                    http_parser_pause(&c->p, 0); /* a body stays paused: dispatch unpauses */
                 c->req_len = c->in_parsed - c->in_start;
                 int r = request_dispatch(c);
                 if (r == 1)
@@ -693,50 +839,30 @@ static int parse_step(lconn *c)
                 }
                 continue;
             }
-            if ((c->head_done && c->has_body) || e != HPE_OK) {
-                conn_handoff(c, false);
+            if (e != HPE_OK) {
+                conn_handoff(c, false); /* the blocking code re-parses and answers it */
                 return 1;
             }
         }
         /* need more bytes */
-        if (c->in_start > 0) {
-            memmove(c->in, c->in + c->in_start, c->in_len - c->in_start);
-            c->in_len -= c->in_start;
-            c->in_parsed -= c->in_start;
-            c->in_start = 0;
+        int r = client_read(c);
+        if (r > 0) {
+            if (!c->head_start)
+                c->head_start = c->last_io;
+            continue;
+        }
+        if (r < 0) {
+            c->st = ST_CLOSING;
+            c->out.len = c->out_off = 0;
+            return 0;
         }
         if (c->in_len == IN_CAP) {
             conn_handoff(c, false); /* a head larger than the buffer */
             return 1;
         }
-        if (c->rd_eof) {
+        if (c->rd_eof)
             c->st = ST_CLOSING;
-            return 0;
-        }
-        if (!c->can_read)
-            return 0;
-        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->can_read = false;
-                return 0;
-            }
-            c->st = ST_CLOSING;
-            c->out.len = c->out_off = 0;
-            return 0;
-        }
-        if (n == 0) {
-            c->rd_eof = true;
-            continue;
-        }
-        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
-            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
-        c->last_io = now_ms();
-        if (!c->head_start)
-            c->head_start = c->last_io;
-        c->in_len += (size_t)n;
+        return 0;
     }
     return 0;
 }
@@ -778,6 +904,8 @@ static void conn_run(lconn *c)
         if (c->st == ST_READ && parse_step(c) == 1)
             return;
         if (c->st == ST_UPSTREAM)
+            body_step(c);
+        if (c->st == ST_UPSTREAM)
             relay_step(c);
         if (client_flush(c) < 0) {
             conn_close(c);
@@ -797,6 +925,10 @@ static void conn_run(lconn *c)
             more = true;
         if (c->st == ST_UPSTREAM && c->out.len - c->out_off <= OUT_HIGH &&
             (c->up_can_read || (c->up_req_off < c->up_req.len && c->up_can_write)))
+            more = true;
+        if (c->st == ST_UPSTREAM && c->body_streaming &&
+            c->up_req.len - c->up_req_off <= OUT_HIGH &&
+            (c->in_parsed < c->in_len || c->can_read || c->rd_eof))
             more = true;
         if (!more)
             return;
