@@ -819,6 +819,10 @@ static int parse_step(lconn *c)
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+            if (e != HPE_OK && e != HPE_PAUSED) {
+                conn_handoff(c, false); /* the blocking code re-parses and answers it */
+                return 1;
+            }
             if (c->msg_done || (c->head_done && c->has_body)) {
                 if (c->msg_done)
                     http_parser_pause(&c->p, 0); /* a body stays paused: dispatch unpauses */
@@ -838,10 +842,6 @@ static int parse_step(lconn *c)
                         c->st = ST_CLOSING;
                 }
                 continue;
-            }
-            if (e != HPE_OK) {
-                conn_handoff(c, false); /* the blocking code re-parses and answers it */
-                return 1;
             }
         }
         /* need more bytes */
