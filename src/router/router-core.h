@@ -139,3 +139,37 @@ ssize_t router_relay_feed(router_relay *r, const char *data, size_t len, buf *ou
 /* After done: the upstream connection may carry another request. */
 bool router_relay_reusable(const router_relay *r);
 void router_relay_done(router_relay *r);
+
+/* ---- request reader ---- */
+
+/* What the protocol code does with a request once the core has its head (url + headers, the
+ * header list terminated and duplicate Content-Lengths handled). Each returns like an
+ * http_parser callback (0 go on, 1 from headers_complete: no body, other: stop with an error).
+ * Any may be NULL. */
+typedef struct router_request_hooks {
+    int (*message_begin)(void *payload);
+    int (*headers_complete)(void *payload);
+    int (*body)(void *payload, const char *at, size_t n);
+    int (*message_complete)(void *payload);
+} router_request_hooks;
+
+/* An HTTP/1.1 request parser with the head it collected. */
+typedef struct router_request {
+    http_parser p;
+    buf url;
+    router_headers h;
+    router_cl_dup cl_dup;
+    const router_request_hooks *hooks;
+    void *payload;
+} router_request;
+
+void router_request_init(router_request *rq, const router_request_hooks *hooks, void *payload);
+/* http_parser_execute over data with the core's callbacks. Returns the bytes consumed. */
+size_t router_request_execute(router_request *rq, const char *data, size_t len);
+/* Forgets the head of the finished request (the parser itself goes on). */
+void router_request_reset(router_request *rq);
+void router_request_done(router_request *rq);
+static inline const char *router_request_url(const router_request *rq)
+{
+    return rq->url.len ? rq->url.data : "/";
+}

@@ -33,10 +33,7 @@ typedef struct h1_conn {
     router_ctx *ctx;
     int fd;
     bool loopback;
-    http_parser p;
-    char *url;
-    size_t url_len;
-    router_headers h;
+    router_request rq;
     bool message_done;
     bool keep_alive;
     bool close_after;
@@ -53,7 +50,6 @@ typedef struct h1_conn {
     char *upload_name;
     router_target target;
     router_route route;
-    router_cl_dup cl_dup;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
 } h1_conn;
@@ -84,14 +80,14 @@ static int send_simple(h1_conn *c, int status, const char *ctype, const char *ex
 {
     _cleanup_buf_ buf out = BUF_INIT;
     int r = router_reply(&out, status, ctype, extra, body, len, c->keep_alive,
-                         c->p.method == HTTP_HEAD);
+                         c->rq.p.method == HTTP_HEAD);
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
 
 static int send_detail(h1_conn *c, const router_error *err)
 {
     _cleanup_buf_ buf out = BUF_INIT;
-    int r = router_reply_error(&out, err, c->keep_alive, c->p.method == HTTP_HEAD);
+    int r = router_reply_error(&out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
 
@@ -139,10 +135,10 @@ static int upstream_get(h1_conn *c, const char *addr)
  * client sent chunked. */
 static int send_request_head(h1_conn *c, const char *addr)
 {
-    c->req_chunked = (c->p.flags & F_CHUNKED) != 0;
+    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
     _cleanup_buf_ buf head = BUF_INIT;
-    int r = router_request_head(&head, http_method_str(c->p.method), c->url ? c->url : "/",
-                                router_upstream_host(addr), &c->h, c->req_chunked);
+    int r = router_request_head(&head, http_method_str(c->rq.p.method), router_request_url(&c->rq),
+                                router_upstream_host(addr), &c->rq.h, c->req_chunked);
     return r < 0 ? r : router_write_all(c->up_fd, head.data, head.len);
 }
 
@@ -154,7 +150,7 @@ static int send_request_head(h1_conn *c, const char *addr)
 static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 {
     router_relay r = {0};
-    router_relay_start(&r, c->p.method == HTTP_HEAD, c->p.http_major == 1 && c->p.http_minor == 0,
+    router_relay_start(&r, c->rq.p.method == HTTP_HEAD, c->rq.p.http_major == 1 && c->rq.p.http_minor == 0,
                        c->keep_alive);
     _cleanup_buf_ buf out = BUF_INIT;
     *ret_got_bytes = false;
@@ -191,40 +187,17 @@ static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 
 /* ---- request callbacks ---- */
 
-static int rq_begin(http_parser *p)
+static int rq_begin(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if (c->ctx->header_timeout_ms > 0)
         c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
     return 0;
 }
 
-static int rq_url(http_parser *p, const char *at, size_t n)
-{
-    h1_conn *c = p->data;
-    if (c->url_len + n > ROUTER_HEAD_MAX)
-        return 1;
-    return append(&c->url, &c->url_len, at, n) < 0;
-}
-static int rq_field(http_parser *p, const char *at, size_t n)
-{
-    h1_conn *c = p->data;
-    bool new_header = c->h.st != 1;
-    if (router_headers_field(&c->h, at, n) < 0)
-        return 1;
-    size_t len;
-    const char *name = router_headers_current(&c->h, &len);
-    router_cl_dup_field(p, &c->cl_dup, name, len, new_header);
-    return 0;
-}
-static int rq_value(http_parser *p, const char *at, size_t n)
-{
-    return router_headers_value(&((h1_conn *)p->data)->h, at, n) < 0;
-}
-
 static bool has_body(const h1_conn *c)
 {
-    return (c->p.flags & F_CHUNKED) || ((c->p.flags & F_CONTENTLENGTH) && c->p.content_length > 0);
+    return (c->rq.p.flags & F_CHUNKED) || ((c->rq.p.flags & F_CONTENTLENGTH) && c->rq.p.content_length > 0);
 }
 
 /* Answers the request at once; a pending request body makes the connection close after. */
@@ -247,10 +220,10 @@ static bool path_is(const char *url, const char *want)
 static int refuse_bad_framing(h1_conn *c)
 {
     _cleanup_free_ http_field *f = NULL;
-    if (router_headers_fields(&c->h, &f) < 0)
+    if (router_headers_fields(&c->rq.h, &f) < 0)
         return -1;
     http_framing_error e;
-    if (router_framing_check(&c->p, f, c->h.n, &e) == 0)
+    if (router_framing_check(&c->rq.p, f, c->rq.h.n, &e) == 0)
         return 0;
     c->keep_alive = false;
     c->mode = MODE_LOCAL;
@@ -258,17 +231,18 @@ static int refuse_bad_framing(h1_conn *c)
     return -1;
 }
 
-static int rq_headers_complete(http_parser *p)
+static int rq_headers_complete(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
+    http_parser *p = &c->rq.p;
     router_error err = {0};
     c->head_deadline = 0;
-    if (router_headers_end(&c->h) < 0 || refuse_bad_framing(c) < 0)
+    if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
-    const char *url = c->url ? c->url : "/";
+    const char *url = router_request_url(&c->rq);
     router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
-    router_admission_from_headers(&a, http_method_str(p->method), url, &c->h);
+    router_admission_from_headers(&a, http_method_str(p->method), url, &c->rq.h);
     router_target_done(&c->target);
     switch (router_admit(c->ctx, &a, false, &c->route, &c->target, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
@@ -290,12 +264,12 @@ static int rq_headers_complete(http_parser *p)
     const char *addr = c->target.rest;
     if (c->route.kind == ROUTER_KIND_LEGACY) {
         if (!c->target.legacy) {
-            const char *ct = router_headers_get(&c->h, "content-type");
+            const char *ct = router_headers_get(&c->rq.h, "content-type");
             c->mode = p->method == HTTP_POST && path_is(url, "/upload") && ct &&
                               strncasecmp(ct, "multipart/form-data", 19) == 0
                           ? MODE_UPLOAD
                           : MODE_LEGACY;
-            const char *expect = router_headers_get(&c->h, "expect");
+            const char *expect = router_headers_get(&c->rq.h, "expect");
             if (expect && strcasecmp(expect, "100-continue") == 0 &&
                 router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
                 return -1;
@@ -320,7 +294,7 @@ static int rq_headers_complete(http_parser *p)
         return respond_local(c, &err);
     }
     c->mode = MODE_PROXY;
-    const char *expect = router_headers_get(&c->h, "expect");
+    const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
         return -1;
@@ -329,14 +303,14 @@ static int rq_headers_complete(http_parser *p)
 
 static int upload_start(h1_conn *c);
 
-static int rq_body(http_parser *p, const char *at, size_t n)
+static int rq_body(void *payload, const char *at, size_t n)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if (c->mode == MODE_UPLOAD) {
         if (append(&c->body, &c->body_len, at, n) < 0)
             return 1;
         _cleanup_free_ char *name = NULL;
-        int r = router_multipart_peek_filename(router_headers_get(&c->h, "content-type"), c->body,
+        int r = router_multipart_peek_filename(router_headers_get(&c->rq.h, "content-type"), c->body,
                                                c->body_len, &name);
         if (r == 0 && c->body_len <= MAX_UPLOAD_PREAMBLE)
             return 0;
@@ -373,9 +347,9 @@ static int rq_body(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
-static int rq_complete(http_parser *p)
+static int rq_complete(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if ((c->mode == MODE_PROXY || c->mode == MODE_UPLOAD_PROXY) && c->req_chunked &&
         c->body_err == 0) {
         int r = router_write_all(c->up_fd, "0\r\n\r\n", 5);
@@ -383,18 +357,15 @@ static int rq_complete(http_parser *p)
             c->body_err = r;
     }
     c->message_done = true;
-    http_parser_pause(p, 1);
+    http_parser_pause(&c->rq.p, 1);
     return 0;
 }
 
-static const http_parser_settings request_settings = {
-    .on_message_begin = rq_begin,
-    .on_url = rq_url,
-    .on_header_field = rq_field,
-    .on_header_value = rq_value,
-    .on_headers_complete = rq_headers_complete,
-    .on_body = rq_body,
-    .on_message_complete = rq_complete,
+static const router_request_hooks request_hooks = {
+    .message_begin = rq_begin,
+    .headers_complete = rq_headers_complete,
+    .body = rq_body,
+    .message_complete = rq_complete,
 };
 
 /* ---- legacy over HTTP/1.1 ---- */
@@ -443,8 +414,8 @@ static int dl_data(const char *data, size_t len, void *payload)
 
 static int serve_legacy(h1_conn *c)
 {
-    const char *method = http_method_str(c->p.method);
-    const char *url = c->url ? c->url : "/";
+    const char *method = http_method_str(c->rq.p.method);
+    const char *url = router_request_url(&c->rq);
     if (c->body_err == -E2BIG) {
         router_error e;
         router_error_set(&e, 413, "Request body too large for the legacy layer.");
@@ -465,7 +436,7 @@ static int serve_legacy(h1_conn *c)
         return d.err;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&c->target, method, url, router_headers_get(&c->h, "content-type"), c->body,
+    int r = router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"), c->body,
                                  c->body_len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
@@ -511,11 +482,11 @@ static int upload_start(h1_conn *c)
     int r = upstream_get(c, c->target.rest);
     if (r < 0)
         return r;
-    c->req_chunked = !(c->p.flags & F_CONTENTLENGTH) || (c->p.flags & F_CHUNKED);
-    const char *cl = router_headers_get(&c->h, "content-length");
+    c->req_chunked = !(c->rq.p.flags & F_CONTENTLENGTH) || (c->rq.p.flags & F_CHUNKED);
+    const char *cl = router_headers_get(&c->rq.h, "content-length");
     int n = asprintf(&head,
                      "PUT /v1/files/%s HTTP/1.1\r\nHost: sandbox\r\nContent-Type: %s\r\n%s%s%s\r\n",
-                     enc, router_headers_get(&c->h, "content-type"),
+                     enc, router_headers_get(&c->rq.h, "content-type"),
                      c->req_chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: ",
                      c->req_chunked ? "" : cl, c->req_chunked ? "" : "\r\n");
     if (n < 0)
@@ -528,7 +499,7 @@ static int upload_start(h1_conn *c)
     _cleanup_free_ char *pre = TAKE_PTR(c->body);
     size_t len = c->body_len;
     c->body_len = 0;
-    return rq_body(&c->p, pre, len);
+    return rq_body(c, pre, len);
 }
 
 typedef struct small_resp {
@@ -655,10 +626,7 @@ static int finish_request(h1_conn *c)
 
 static void request_reset(h1_conn *c)
 {
-    free(c->url);
-    c->url = NULL;
-    c->url_len = 0;
-    router_headers_reset(&c->h);
+    router_request_reset(&c->rq);
     free(c->body);
     c->body = NULL;
     c->body_len = 0;
@@ -668,15 +636,13 @@ static void request_reset(h1_conn *c)
     c->message_done = false;
     c->mode = MODE_LOCAL;
     c->close_after = false;
-    c->cl_dup = (router_cl_dup){0};
     router_target_done(&c->target);
 }
 
 void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
     h1_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .up_fd = -1};
-    http_parser_init(&c.p, HTTP_REQUEST);
-    c.p.data = &c;
+    router_request_init(&c.rq, &request_hooks, &c);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
     c.rcv_timeout_ms = CLIENT_IDLE_MS;
     char *in = malloc(ROUTER_HEAD_MAX);
@@ -706,11 +672,11 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             have = (size_t)n;
             off = 0;
         }
-        size_t k = http_parser_execute(&c.p, &request_settings, in + off, have - off);
+        size_t k = router_request_execute(&c.rq, in + off, have - off);
         off += k;
-        enum http_errno e = HTTP_PARSER_ERRNO(&c.p);
+        enum http_errno e = HTTP_PARSER_ERRNO(&c.rq.p);
         if (c.message_done) {
-            http_parser_pause(&c.p, 0);
+            http_parser_pause(&c.rq.p, 0);
             if (finish_request(&c) < 0)
                 break;
             request_reset(&c);
@@ -732,6 +698,6 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
 out:
     free(in);
     request_reset(&c);
-    router_headers_done(&c.h);
+    router_request_done(&c.rq);
     upstream_drop(&c);
 }

@@ -53,10 +53,7 @@ typedef struct lconn {
     char *in;
     size_t in_start, in_parsed, in_len;
     bool rd_eof, can_read, can_write;
-    http_parser p;
-    buf url;
-    router_headers h;
-    router_cl_dup cl_dup;
+    router_request rq;
     bool head_done, msg_done, has_body, keep_alive;
     size_t req_len; /* bytes of the finished request not yet consumed */
     /* a request body being forwarded (after the head went upstream) */
@@ -119,8 +116,7 @@ static void conn_release(lconn *c)
 {
     free(c->up_addr);
     free(c->in);
-    buf_done(&c->url);
-    router_headers_done(&c->h);
+    router_request_done(&c->rq);
     buf_done(&c->out);
     buf_done(&c->up_req);
     router_relay_done(&c->relay);
@@ -209,7 +205,7 @@ static int out_detail(lconn *c, const router_error *err)
 {
     if (c->has_body && !c->msg_done)
         c->keep_alive = false;
-    return router_reply_error(&c->out, err, c->keep_alive, c->p.method == HTTP_HEAD);
+    return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
 /* Sends what is pending. Returns 0 (all sent or the socket is full) or a negative errno. */
@@ -239,45 +235,21 @@ static int client_flush(lconn *c)
 
 /* ---- request parsing ---- */
 
-static int rq_url(http_parser *p, const char *at, size_t n)
-{
-    lconn *c = p->data;
-    if (c->url.len + n > IN_CAP)
-        return 1;
-    return buf_append(&c->url, at, n) < 0;
-}
-static int rq_field(http_parser *p, const char *at, size_t n)
-{
-    lconn *c = p->data;
-    bool new_header = c->h.st != 1;
-    if (router_headers_field(&c->h, at, n) < 0)
-        return 1;
-    size_t len;
-    const char *name = router_headers_current(&c->h, &len);
-    router_cl_dup_field(p, &c->cl_dup, name, len, new_header);
-    return 0;
-}
-
 /* The request-smuggling shapes (router_framing_check): the blocking code answers them. */
 static bool bad_framing(lconn *c)
 {
     _cleanup_free_ http_field *f = NULL;
-    if (router_headers_fields(&c->h, &f) < 0)
+    if (router_headers_fields(&c->rq.h, &f) < 0)
         return true;
     http_framing_error e;
-    return router_framing_check(&c->p, f, c->h.n, &e) < 0;
+    return router_framing_check(&c->rq.p, f, c->rq.h.n, &e) < 0;
 }
-static int rq_value(http_parser *p, const char *at, size_t n)
+static int rq_headers_complete(void *payload)
 {
-    return router_headers_value(&((lconn *)p->data)->h, at, n) < 0;
-}
-static int rq_headers_complete(http_parser *p)
-{
-    lconn *c = p->data;
+    lconn *c = payload;
+    http_parser *p = &c->rq.p;
     c->head_done = true;
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
-    if (router_headers_end(&c->h) < 0)
-        return -1;
     if (bad_framing(c))
         return -1; /* a parse error: handed off, the blocking code re-parses and answers */
     if (c->has_body)
@@ -286,9 +258,9 @@ static int rq_headers_complete(http_parser *p)
 }
 
 /* A piece of the request body: framed for the upstream, or dropped once it stopped reading. */
-static int rq_body(http_parser *p, const char *at, size_t n)
+static int rq_body(void *payload, const char *at, size_t n)
 {
-    lconn *c = p->data;
+    lconn *c = payload;
     if (c->body_err < 0 || c->up_fd < 0)
         return 0;
     int r = c->req_chunked ? router_chunk(&c->up_req, at, n) : buf_append(&c->up_req, at, n);
@@ -296,31 +268,26 @@ static int rq_body(http_parser *p, const char *at, size_t n)
         c->body_err = r;
     return 0;
 }
-static int rq_complete(http_parser *p)
+static int rq_complete(void *payload)
 {
-    lconn *c = p->data;
+    lconn *c = payload;
     c->msg_done = true;
     if (c->body_streaming && c->req_chunked && c->body_err == 0 && c->up_fd >= 0 &&
         buf_append(&c->up_req, "0\r\n\r\n", 5) < 0)
         c->body_err = -ENOMEM;
-    http_parser_pause(p, 1);
+    http_parser_pause(&c->rq.p, 1);
     return 0;
 }
 
-static const http_parser_settings request_settings = {
-    .on_url = rq_url,
-    .on_header_field = rq_field,
-    .on_header_value = rq_value,
-    .on_headers_complete = rq_headers_complete,
-    .on_body = rq_body,
-    .on_message_complete = rq_complete,
+static const router_request_hooks request_hooks = {
+    .headers_complete = rq_headers_complete,
+    .body = rq_body,
+    .message_complete = rq_complete,
 };
 
 static void request_reset(lconn *c)
 {
-    buf_reset(&c->url);
-    router_headers_reset(&c->h);
-    c->cl_dup = (router_cl_dup){0};
+    router_request_reset(&c->rq);
     c->head_done = c->msg_done = c->has_body = false;
     c->body_streaming = c->req_chunked = c->resp_done = false;
     c->body_err = 0;
@@ -380,9 +347,9 @@ static int build_request(lconn *c)
 {
     buf_reset(&c->up_req);
     c->up_req_off = 0;
-    c->req_chunked = (c->p.flags & F_CHUNKED) != 0;
-    return router_request_head(&c->up_req, http_method_str(c->p.method),
-                               c->url.len ? c->url.data : "/", "sandbox", &c->h, c->req_chunked);
+    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
+    return router_request_head(&c->up_req, http_method_str(c->rq.p.method),
+                               router_request_url(&c->rq), "sandbox", &c->rq.h, c->req_chunked);
 }
 
 /* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
@@ -415,8 +382,8 @@ static int upstream_flush(lconn *c)
 
 static void relay_start(lconn *c)
 {
-    router_relay_start(&c->relay, c->p.method == HTTP_HEAD,
-                       c->p.http_major == 1 && c->p.http_minor == 0, c->keep_alive);
+    router_relay_start(&c->relay, c->rq.p.method == HTTP_HEAD,
+                       c->rq.p.http_major == 1 && c->rq.p.http_minor == 0, c->keep_alive);
     c->r_got = false;
 }
 
@@ -454,14 +421,14 @@ static void answer_upstream_error(lconn *c, int r)
 static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
 static int resolve_async(lconn *c);
 
-/* A finished request (no body) is in c->url / c->h. Returns 1 when the connection was handed
+/* A request head (and, without a body, the whole request) is in c->rq. Returns 1 when the connection was handed
  * off (c is gone), else 0. */
 static int request_dispatch(lconn *c)
 {
     router_loop *L = c->w->L;
     router_ctx *ctx = L->ctx;
     router_error err = {0};
-    http_parser *p = &c->p;
+    http_parser *p = &c->rq.p;
     c->keep_alive = http_should_keep_alive(p);
     if (p->upgrade) {
         /* the blocking code answers upgrades (501) */
@@ -470,8 +437,8 @@ static int request_dispatch(lconn *c)
         return 1;
     }
     router_admission a = {.loopback = c->loopback};
-    router_admission_from_headers(&a, http_method_str(p->method), c->url.len ? c->url.data : "/",
-                                  &c->h);
+    router_admission_from_headers(&a, http_method_str(p->method), router_request_url(&c->rq),
+                                  &c->rq.h);
     router_target t = {0};
     switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
@@ -517,7 +484,7 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
     }
     c->st = ST_UPSTREAM;
     c->deadline = now_ms() + ctx->proxy_timeout_ms;
-    const char *expect = router_headers_get(&c->h, "expect");
+    const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") < 0)
         return -1;
@@ -527,7 +494,7 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         c->body_streaming = true;
         c->in_start = c->in_parsed;
         c->req_len = 0;
-        http_parser_pause(&c->p, 0);
+        http_parser_pause(&c->rq.p, 0);
     }
     return 0;
 handoff:
@@ -767,13 +734,13 @@ static void body_step(lconn *c)
         if (c->up_req.len - c->up_req_off > OUT_HIGH)
             return; /* relay_step writes it out as the upstream reads */
         if (c->in_parsed < c->in_len) {
-            size_t k = http_parser_execute(&c->p, &request_settings, c->in + c->in_parsed,
+            size_t k = router_request_execute(&c->rq, c->in + c->in_parsed,
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             c->in_start = c->in_parsed; /* forwarded (or dropped) */
             c->deadline = now_ms() + c->w->L->ctx->proxy_timeout_ms; /* the upload goes on */
             if (c->msg_done) {
-                http_parser_pause(&c->p, 0);
+                http_parser_pause(&c->rq.p, 0);
                 c->body_streaming = false;
                 if (c->resp_done)
                     relay_end(c, 0);
@@ -781,7 +748,7 @@ static void body_step(lconn *c)
                     c->body_err = -EPIPE; /* relay_step reads whatever answer there is */
                 return;
             }
-            if (HTTP_PARSER_ERRNO(&c->p) != HPE_OK) {
+            if (HTTP_PARSER_ERRNO(&c->rq.p) != HPE_OK) {
                 /* a malformed body: nothing sensible can follow on either connection */
                 upstream_drop(c);
                 c->keep_alive = false;
@@ -815,17 +782,17 @@ static int parse_step(lconn *c)
         if (c->out.len - c->out_off > OUT_HIGH)
             return 0;
         if (c->in_parsed < c->in_len) {
-            size_t k = http_parser_execute(&c->p, &request_settings, c->in + c->in_parsed,
+            size_t k = router_request_execute(&c->rq, c->in + c->in_parsed,
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
-            enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+            enum http_errno e = HTTP_PARSER_ERRNO(&c->rq.p);
             if (e != HPE_OK && e != HPE_PAUSED) {
                 conn_handoff(c, false); /* the blocking code re-parses and answers it */
                 return 1;
             }
             if (c->msg_done || (c->head_done && c->has_body)) {
                 if (c->msg_done)
-                    http_parser_pause(&c->p, 0); /* a body stays paused: dispatch unpauses */
+                    http_parser_pause(&c->rq.p, 0); /* a body stays paused: dispatch unpauses */
                 c->req_len = c->in_parsed - c->in_start;
                 int r = request_dispatch(c);
                 if (r == 1)
@@ -953,8 +920,7 @@ static void conn_new(lworker *w, int fd)
     c->can_write = true;
     c->last_io = now_ms();
     c->head_start = c->last_io; /* the header deadline runs from accept */
-    http_parser_init(&c->p, HTTP_REQUEST);
-    c->p.data = c;
+    router_request_init(&c->rq, &request_hooks, c);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
