@@ -173,3 +173,11 @@ static inline const char *router_request_url(const router_request *rq)
 {
     return rq->url.len ? rq->url.data : "/";
 }
+
+/* ---- helpers ---- */
+
+/* Stack of the router's helper threads (resolutions, handed-off connections): their deepest
+ * user is the blocking HTTP/1.1 path with one ROUTER_HEAD_MAX read buffer. */
+#define ROUTER_THREAD_STACK (256 * 1024)
+/* Starts fn(arg) on a detached thread. 0 or a negative errno (arg not taken then). */
+int router_thread_spawn(void *(*fn)(void *), void *arg);

@@ -244,22 +244,10 @@ static int submit_resp(h2_stream *st, nvlist *hdrs, bool body)
     return nghttp2_submit_response(st->c->s, st->id, hdrs->v, hdrs->n, body ? &prd : NULL);
 }
 
-/* Percent-encoding of grpc-message (gRPC over HTTP/2 spec). */
-static char *grpc_message_encode(const char *m)
+/* grpc-message keeps printable ASCII but '%' (gRPC over HTTP/2 spec); the rest is encoded. */
+static bool grpc_message_plain(unsigned char ch)
 {
-    size_t n = strlen(m);
-    char *o = malloc(3 * n + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)m[i];
-        if (ch >= 0x20 && ch <= 0x7e && ch != '%')
-            *p++ = (char)ch;
-        else
-            p += sprintf(p, "%%%02X", ch);
-    }
-    *p = '\0';
-    return o;
+    return ch >= 0x20 && ch <= 0x7e && ch != '%';
 }
 
 /* Answers a stream from the router: JSON {"detail"} or, to gRPC clients, a trailers-only
@@ -272,7 +260,7 @@ static void respond_error(h2_stream *st, const router_error *err)
     if (st->grpc_ct) {
         char gs[8];
         snprintf(gs, sizeof(gs), "%u", router_grpc_status_for_http(err->http_status));
-        _cleanup_free_ char *msg = grpc_message_encode(err->detail);
+        _cleanup_free_ char *msg = router_percent_encode(err->detail, grpc_message_plain);
         nv_adds(&h, ":status", "200");
         nv_adds(&h, "content-type", "application/grpc");
         nv_adds(&h, "grpc-status", gs);
@@ -861,12 +849,7 @@ static int resolve_async(h2_stream *st)
     snprintf(j->ns, sizeof(j->ns), "%s", st->route.ns);
     snprintf(j->id, sizeof(j->id), "%s", st->route.id);
     j->notify_fd = fcntl(c->notify[1], F_DUPFD_CLOEXEC, 0);
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int r = j->notify_fd < 0 ? -errno : -pthread_create(&t, &attr, resolve_thread, j);
-    pthread_attr_destroy(&attr);
+    int r = j->notify_fd < 0 ? -errno : router_thread_spawn(resolve_thread, j);
     if (r < 0) {
         safe_close(j->notify_fd);
         free(j);

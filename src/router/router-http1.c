@@ -450,23 +450,12 @@ static int serve_legacy(h1_conn *c)
     return r;
 }
 
-/* Percent-encodes everything but unreserved bytes (sandboxd decodes %2F into a directory). */
-static char *path_escape(const char *s)
+/* RFC 3986 unreserved bytes: everything else is percent-encoded (sandboxd decodes %2F into a
+ * directory). */
+static bool unreserved(unsigned char ch)
 {
-    size_t n = strlen(s);
-    char *o = malloc(3 * n + 1), *q = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~')
-            *q++ = (char)ch;
-        else
-            q += sprintf(q, "%%%02X", ch);
-    }
-    *q = '\0';
-    return o;
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
 /* The "file" part's name is known: PUT the multipart body as it is to sandboxd (which stores
@@ -476,7 +465,7 @@ static int upload_start(h1_conn *c)
     const char *name = c->upload_name;
     while (*name == '/')
         name++;
-    _cleanup_free_ char *enc = path_escape(name), *head = NULL;
+    _cleanup_free_ char *enc = router_percent_encode(name, unreserved), *head = NULL;
     if (!enc)
         return -ENOMEM;
     int r = upstream_get(c, c->target.rest);

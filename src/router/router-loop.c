@@ -537,14 +537,7 @@ static int resolve_async(lconn *c)
         return -1;
     j->c = c;
     j->route = c->route;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t th;
-    int e = pthread_create(&th, &attr, resolve_thread, j);
-    pthread_attr_destroy(&attr);
-    if (e != 0) {
+    if (router_thread_spawn(resolve_thread, j) < 0) {
         free(j);
         upstream_drop(c);
         conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
