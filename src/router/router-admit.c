@@ -82,3 +82,17 @@ router_admit_result router_admit(router_ctx *ctx, const router_admission *a, boo
         return router_admit_resolve(ctx, ret_route, ret_target, err);
     return r < 0 ? ROUTER_ADMIT_REFUSED : ROUTER_ADMIT_TARGET;
 }
+
+static void *resolve_thread(void *p)
+{
+    router_resolution *res = p;
+    res->r = res->resolver->resolve(res->resolver, res->route.ns, res->route.id, false,
+                                    &res->target, &res->err);
+    res->done(res);
+    return NULL;
+}
+
+int router_resolve_async(router_resolution *res)
+{
+    return router_thread_spawn(resolve_thread, res);
+}

@@ -85,6 +85,22 @@ router_admit_result router_admit(router_ctx *ctx, const router_admission *a, boo
 router_admit_result router_admit_resolve(router_ctx *ctx, const router_route *route,
                                          router_target *ret_target, router_error *err);
 
+/* A resolution that may block (control-plane lookup, resume), run on a helper thread so the
+ * caller's other connections or streams go on. Embed it first in a job of your own. */
+typedef struct router_resolution router_resolution;
+struct router_resolution {
+    router_resolver *resolver;
+    router_route route;
+    router_target target; /* out, when r == 0 */
+    router_error err;     /* out, when r < 0 */
+    int r;
+    /* Called on the helper thread when done; res belongs to the callee from then on. */
+    void (*done)(router_resolution *res);
+};
+
+/* Starts res on a helper thread. 0, or a negative errno (done is never called then). */
+int router_resolve_async(router_resolution *res);
+
 /* ---- router-made answers ---- */
 
 /* 502 "Could not connect ..." or, for -ETIMEDOUT, 504 "Timed out waiting ...": the one place

@@ -795,19 +795,14 @@ static void dispatch_stream(h2_stream *st)
 /* A resolution that has to wait (control-plane lookup, resume) runs on its own thread so the
  * connection's other streams go on; the result comes back through the connection's pipe. */
 typedef struct resolve_job {
-    router_ctx *ctx;
+    router_resolution res; /* first: the helper thread hands back &res */
     int notify_fd;
     int32_t stream_id;
-    char ns[64], id[64];
-    router_target target;
-    router_error err;
-    int r;
 } resolve_job;
 
-static void *resolve_thread(void *p)
+static void resolved(router_resolution *res)
 {
-    resolve_job *j = p;
-    j->r = j->ctx->resolver->resolve(j->ctx->resolver, j->ns, j->id, false, &j->target, &j->err);
+    resolve_job *j = (resolve_job *)res;
     /* Once written, j belongs to the connection: nothing of it may be touched after. */
     int fd = j->notify_fd;
     ssize_t n;
@@ -816,10 +811,9 @@ static void *resolve_thread(void *p)
     while (n < 0 && errno == EINTR);
     close(fd);
     if (n != (ssize_t)sizeof(j)) {
-        router_target_done(&j->target);
+        router_target_done(&j->res.target);
         free(j);
     }
-    return NULL;
 }
 
 static void resolve_done(h2_conn *c, resolve_job *j)
@@ -827,15 +821,15 @@ static void resolve_done(h2_conn *c, resolve_job *j)
     h2_stream *st = nghttp2_session_get_stream_user_data(c->s, j->stream_id);
     if (st && st->resolving) {
         st->resolving = false;
-        if (j->r < 0)
-            respond_error(st, &j->err);
+        if (j->res.r < 0)
+            respond_error(st, &j->res.err);
         else {
-            st->target = j->target;
-            j->target = (router_target){0};
+            st->target = j->res.target;
+            j->res.target = (router_target){0};
             dispatch_stream(st);
         }
     }
-    router_target_done(&j->target);
+    router_target_done(&j->res.target);
     free(j);
 }
 
@@ -845,11 +839,12 @@ static int resolve_async(h2_stream *st)
     resolve_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
-    *j = (resolve_job){.ctx = c->ctx, .stream_id = st->id};
-    snprintf(j->ns, sizeof(j->ns), "%s", st->route.ns);
-    snprintf(j->id, sizeof(j->id), "%s", st->route.id);
+    *j = (resolve_job){
+        .res = {.resolver = c->ctx->resolver, .route = st->route, .done = resolved},
+        .stream_id = st->id,
+    };
     j->notify_fd = fcntl(c->notify[1], F_DUPFD_CLOEXEC, 0);
-    int r = j->notify_fd < 0 ? -errno : router_thread_spawn(resolve_thread, j);
+    int r = j->notify_fd < 0 ? -errno : router_resolve_async(&j->res);
     if (r < 0) {
         safe_close(j->notify_fd);
         free(j);
@@ -1281,7 +1276,7 @@ out:
     if (c.notify[0] >= 0) {
         resolve_job *j;
         while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
-            router_target_done(&j->target);
+            router_target_done(&j->res.target);
             free(j);
         }
     }

@@ -507,27 +507,21 @@ handoff:
  * own; the connection waits in ST_RESOLVING (its events ignored) and the worker picks the
  * result up from its done list when the thread signals the worker's eventfd. */
 typedef struct resolve_job {
+    router_resolution res; /* first: the helper thread hands back &res */
     struct resolve_job *next;
     lconn *c;
-    router_route route;
-    router_target t;
-    router_error err;
-    int r;
 } resolve_job;
 
-static void *resolve_thread(void *p)
+static void resolved(router_resolution *res)
 {
-    resolve_job *j = p;
+    resolve_job *j = (resolve_job *)res;
     lworker *w = j->c->w;
-    router_resolver *res = w->L->ctx->resolver;
-    j->r = res->resolve(res, j->route.ns, j->route.id, false, &j->t, &j->err);
     pthread_mutex_lock(&w->lock);
     j->next = w->done;
     w->done = j;
     pthread_mutex_unlock(&w->lock);
     uint64_t one = 1;
     (void)!write(w->ev, &one, sizeof(one));
-    return NULL;
 }
 
 static int resolve_async(lconn *c)
@@ -536,8 +530,9 @@ static int resolve_async(lconn *c)
     if (!j)
         return -1;
     j->c = c;
-    j->route = c->route;
-    if (router_thread_spawn(resolve_thread, j) < 0) {
+    j->res = (router_resolution){
+        .resolver = c->w->L->ctx->resolver, .route = c->route, .done = resolved};
+    if (router_resolve_async(&j->res) < 0) {
         free(j);
         upstream_drop(c);
         conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
@@ -561,8 +556,8 @@ static void resolve_done(lworker *w)
         lconn *c = j->c;
         c->st = ST_READ;
         c->last_io = now_ms();
-        int r = dispatch_target(c, j->r, &j->t, &j->err);
-        router_target_done(&j->t);
+        int r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
+        router_target_done(&j->res.target);
         free(j);
         if (r == 1)
             continue;
