@@ -185,6 +185,13 @@ size_t router_request_execute(router_request *rq, const char *data, size_t len);
 /* Forgets the head of the finished request (the parser itself goes on). */
 void router_request_reset(router_request *rq);
 void router_request_done(router_request *rq);
+/* Checks a finished head for the request-smuggling shapes (router_framing_check, Go's rules).
+ * Returns 0 when the request may proceed, -EINVAL with the answer (400/501, Go's text/plain
+ * body, Connection: close) appended to out, or -ENOMEM. */
+int router_request_refuse_framing(const router_request *rq, buf *out);
+/* The answer to a request http_parser refused (400 {"detail":"Malformed HTTP request."}, then
+ * close), appended to out. 0 or -ENOMEM. */
+int router_request_refuse_malformed(const router_request *rq, buf *out);
 static inline const char *router_request_url(const router_request *rq)
 {
     return rq->url.len ? rq->url.data : "/";

@@ -219,15 +219,14 @@ static bool path_is(const char *url, const char *want)
  * the request may proceed, -1 when it was answered (or could not be). */
 static int refuse_bad_framing(h1_conn *c)
 {
-    _cleanup_free_ http_field *f = NULL;
-    if (router_headers_fields(&c->rq.h, &f) < 0)
-        return -1;
-    http_framing_error e;
-    if (router_framing_check(&c->rq.p, f, c->rq.h.n, &e) == 0)
+    _cleanup_buf_ buf out = BUF_INIT;
+    int r = router_request_refuse_framing(&c->rq, &out);
+    if (r == 0)
         return 0;
     c->keep_alive = false;
     c->mode = MODE_LOCAL;
-    send_simple(c, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body));
+    if (out.len > 0)
+        router_write_all(c->fd, out.data, out.len);
     return -1;
 }
 
@@ -674,10 +673,10 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
         if (e != HPE_OK) {
             /* A callback's failure already answered or lost the client; a parse error gets 400. */
             if (e > HPE_CB_chunk_complete && c.mode == MODE_LOCAL) {
-                router_error err;
-                router_error_set(&err, 400, "Malformed HTTP request.");
+                _cleanup_buf_ buf out = BUF_INIT;
                 c.keep_alive = false;
-                send_detail(&c, &err);
+                if (router_request_refuse_malformed(&c.rq, &out) == 0)
+                    router_write_all(fd, out.data, out.len);
             }
             break;
         }

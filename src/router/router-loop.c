@@ -1,17 +1,19 @@
-/* The event-driven HTTP/1.1 hot path. A fixed pool of worker threads (one per CPU), each with
- * its own epoll loop (edge-triggered, every fd registered once), accepts connections from the
- * shared listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves the common request shape
- * without a thread of its own: a request without a body, routed to a sandbox whose REST (or
- * proxied legacy) endpoint is a unix socket and whose target the resolver knows at once. The
- * upstream connection is non-blocking and kept alive per client connection; the response is
- * relayed with back-pressure (the upstream socket is not read while bytes for the client are
- * pending). Router-made answers (healthz, 401, 400, 404, 502, 504) are written by the loop too.
+/* The event-driven HTTP/1.1 engine. A fixed pool of worker threads (one per CPU), each with its
+ * own epoll loop (edge-triggered, every fd registered once), accepts connections from the shared
+ * listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves requests without a thread of their
+ * own whenever the target is a unix socket (sandboxd's REST, or a proxied legacy port): the head
+ * goes through the proxy core's admission (router-core.h), the upstream connection is
+ * non-blocking and kept alive per client connection, a request body streams upstream as it
+ * arrives and the response is relayed by the core's relay, with flow control both ways (neither
+ * side is read while more than OUT_HIGH bytes wait for the other). Router-made answers (healthz,
+ * 400 and the smuggling refusals, 401, 404, 502, 504) are written by the loop too; a resolution
+ * that may block runs on a helper thread while the connection waits.
  *
- * Everything else is handed off, at a request boundary and before any of that request was
+ * What is left is handed off, at a request boundary and before any of that request was
  * answered, to a thread running the blocking code (router_http1_serve / router_h2_serve) with
- * the bytes not yet consumed: request bodies (chunked, 100-continue, 1 GiB streams), the legacy
- * emulation, resolutions that may block (resume, waiting for Ready), TCP upstreams, HTTP/2,
- * protocol upgrades, malformed or oversized heads. The connection stays on that thread. */
+ * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd), TCP upstreams,
+ * protocol upgrades, heads larger than the input buffer and HTTP/2. The connection stays on that
+ * thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -60,6 +62,7 @@ typedef struct lconn {
     bool body_streaming, req_chunked;
     int body_err;   /* the upstream stopped taking the body: the rest is read and dropped */
     bool resp_done; /* the response ended before the request body did */
+    bool refused;   /* the head was refused and answered (request smuggling shapes) */
     /* to the client */
     buf out;
     size_t out_off;
@@ -235,23 +238,16 @@ static int client_flush(lconn *c)
 
 /* ---- request parsing ---- */
 
-/* The request-smuggling shapes (router_framing_check): the blocking code answers them. */
-static bool bad_framing(lconn *c)
-{
-    _cleanup_free_ http_field *f = NULL;
-    if (router_headers_fields(&c->rq.h, &f) < 0)
-        return true;
-    http_framing_error e;
-    return router_framing_check(&c->rq.p, f, c->rq.h.n, &e) < 0;
-}
 static int rq_headers_complete(void *payload)
 {
     lconn *c = payload;
     http_parser *p = &c->rq.p;
     c->head_done = true;
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
-    if (bad_framing(c))
-        return -1; /* a parse error: handed off, the blocking code re-parses and answers */
+    if (router_request_refuse_framing(&c->rq, &c->out) < 0) {
+        c->refused = true; /* answered (or out of memory): the connection closes */
+        return -1;
+    }
     if (c->has_body)
         http_parser_pause(p, 1); /* dispatched at the head; the body streams after */
     return 0;
@@ -775,8 +771,13 @@ static int parse_step(lconn *c)
             c->in_parsed += k;
             enum http_errno e = HTTP_PARSER_ERRNO(&c->rq.p);
             if (e != HPE_OK && e != HPE_PAUSED) {
-                conn_handoff(c, false); /* the blocking code re-parses and answers it */
-                return 1;
+                /* refused framing (answered), a malformed request (400) or a callback out of
+                 * memory: the connection closes after what is already queued */
+                if (!c->refused && e > HPE_CB_chunk_complete)
+                    router_request_refuse_malformed(&c->rq, &c->out);
+                c->keep_alive = false;
+                c->st = ST_CLOSING;
+                return 0;
             }
             if (c->msg_done || (c->head_done && c->has_body)) {
                 if (c->msg_done)

@@ -1,6 +1,7 @@
 /* The request reader (router-core.h): http_parser callbacks that collect a request head, shared
  * by the epoll loop and the blocking path; what follows the head is the caller's (hooks). */
 #include <errno.h>
+#include <string.h>
 
 #include "router/router-core.h"
 
@@ -91,4 +92,24 @@ void router_request_done(router_request *rq)
 {
     buf_done(&rq->url);
     router_headers_done(&rq->h);
+}
+
+int router_request_refuse_framing(const router_request *rq, buf *out)
+{
+    _cleanup_free_ http_field *f = NULL;
+    if (router_headers_fields(&rq->h, &f) < 0)
+        return -ENOMEM;
+    http_framing_error e;
+    if (router_framing_check(&rq->p, f, rq->h.n, &e) == 0)
+        return 0;
+    int r = router_reply(out, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body),
+                         false, rq->p.method == HTTP_HEAD);
+    return r < 0 ? r : -EINVAL;
+}
+
+int router_request_refuse_malformed(const router_request *rq, buf *out)
+{
+    router_error err;
+    router_error_set(&err, 400, "Malformed HTTP request.");
+    return router_reply_error(out, &err, false, rq->p.method == HTTP_HEAD);
 }
