@@ -126,15 +126,60 @@ int router_request_head(buf *out, const char *method, const char *url, const cha
 /* Chunked-encoding framing of one piece of body. 0 or -ENOMEM. */
 int router_chunk(buf *out, const char *data, size_t n);
 
+/* ---- message reader ---- */
+
+/* What the protocol code does with a message once the core has its head (request target or
+ * reason phrase, headers, the header list terminated; for requests duplicate Content-Lengths
+ * handled as Go does). Interim (1xx) responses never reach the hooks. Each returns like an
+ * http_parser callback (0 go on, 1 from headers_complete: no body, other: stop with an error).
+ * Any may be NULL. */
+typedef struct router_message_hooks {
+    int (*message_begin)(void *payload);
+    int (*headers_complete)(void *payload);
+    int (*body)(void *payload, const char *at, size_t n);
+    int (*message_complete)(void *payload);
+} router_message_hooks;
+
+/* An HTTP/1.1 request or response parser with the head it collected. */
+typedef struct router_message {
+    http_parser p;
+    buf first; /* request target (requests) or reason phrase (responses) */
+    router_headers h;
+    router_cl_dup cl_dup;
+    const router_message_hooks *hooks;
+    void *payload;
+} router_message;
+
+/* type: HTTP_REQUEST or HTTP_RESPONSE. */
+void router_message_init(router_message *m, enum http_parser_type type,
+                         const router_message_hooks *hooks, void *payload);
+/* http_parser_execute over data with the core's callbacks (len 0: EOF). Returns the bytes
+ * consumed; stops after each complete message with the parser paused (HPE_PAUSED), so what
+ * follows stays unparsed until the caller unpauses it (http_parser_pause(&m->p, 0)). */
+size_t router_message_execute(router_message *m, const char *data, size_t len);
+/* Forgets the head of the finished message (the parser itself goes on). */
+void router_message_reset(router_message *m);
+void router_message_done(router_message *m);
+static inline const char *router_message_url(const router_message *m)
+{
+    return m->first.len ? m->first.data : "/";
+}
+
+/* Checks a finished head for the request-smuggling shapes (router_framing_check, Go's rules).
+ * Returns 0 when the request may proceed, -EINVAL with the answer (400/501, Go's text/plain
+ * body, Connection: close) appended to out, or -ENOMEM. */
+int router_request_refuse_framing(const router_message *rq, buf *out);
+/* The answer to a request http_parser refused (400 {"detail":"Malformed HTTP request."}, then
+ * close), appended to out. 0 or -ENOMEM. */
+int router_request_refuse_malformed(const router_message *rq, buf *out);
+
 /* ---- response relay ---- */
 
 /* Turns an upstream HTTP/1.1 response into the bytes for an HTTP/1.1 client: interim (1xx)
  * responses dropped, hop-by-hop headers dropped, a body without a length re-framed chunked (or,
  * for an HTTP/1.0 client, delimited by closing). Does no I/O. */
 typedef struct router_relay {
-    http_parser p;
-    router_headers h;
-    buf reason;
+    router_message m;
     buf *out;
     bool head_request;  /* the request was HEAD: no body follows the head */
     bool client_http10; /* the client spoke HTTP/1.0 */
@@ -155,47 +200,6 @@ ssize_t router_relay_feed(router_relay *r, const char *data, size_t len, buf *ou
 /* After done: the upstream connection may carry another request. */
 bool router_relay_reusable(const router_relay *r);
 void router_relay_done(router_relay *r);
-
-/* ---- request reader ---- */
-
-/* What the protocol code does with a request once the core has its head (url + headers, the
- * header list terminated and duplicate Content-Lengths handled). Each returns like an
- * http_parser callback (0 go on, 1 from headers_complete: no body, other: stop with an error).
- * Any may be NULL. */
-typedef struct router_request_hooks {
-    int (*message_begin)(void *payload);
-    int (*headers_complete)(void *payload);
-    int (*body)(void *payload, const char *at, size_t n);
-    int (*message_complete)(void *payload);
-} router_request_hooks;
-
-/* An HTTP/1.1 request parser with the head it collected. */
-typedef struct router_request {
-    http_parser p;
-    buf url;
-    router_headers h;
-    router_cl_dup cl_dup;
-    const router_request_hooks *hooks;
-    void *payload;
-} router_request;
-
-void router_request_init(router_request *rq, const router_request_hooks *hooks, void *payload);
-/* http_parser_execute over data with the core's callbacks. Returns the bytes consumed. */
-size_t router_request_execute(router_request *rq, const char *data, size_t len);
-/* Forgets the head of the finished request (the parser itself goes on). */
-void router_request_reset(router_request *rq);
-void router_request_done(router_request *rq);
-/* Checks a finished head for the request-smuggling shapes (router_framing_check, Go's rules).
- * Returns 0 when the request may proceed, -EINVAL with the answer (400/501, Go's text/plain
- * body, Connection: close) appended to out, or -ENOMEM. */
-int router_request_refuse_framing(const router_request *rq, buf *out);
-/* The answer to a request http_parser refused (400 {"detail":"Malformed HTTP request."}, then
- * close), appended to out. 0 or -ENOMEM. */
-int router_request_refuse_malformed(const router_request *rq, buf *out);
-static inline const char *router_request_url(const router_request *rq)
-{
-    return rq->url.len ? rq->url.data : "/";
-}
 
 /* ---- helpers ---- */
 

@@ -165,8 +165,7 @@ typedef struct h2_stream {
     bbuf h1out;
     bool h1_chunked;
     bool h1_wdead; /* upstream no longer takes the request body */
-    http_parser rp;
-    router_headers h1_hdrs;
+    router_message rm; /* the HTTP/1.1 upstream's response */
     bool is_head;
     long long deadline_ms;
     /* legacy layer */
@@ -544,33 +543,17 @@ static void start_grpc(h2_stream *st)
 
 /* ---- HTTP/1.1 upstream for REST streams ---- */
 
-static int h1_field(http_parser *p, const char *at, size_t n)
+static int h1_headers_complete(void *payload)
 {
-    h2_stream *st = p->data;
-    return router_headers_field(&st->h1_hdrs, at, n) < 0;
-}
-
-static int h1_value(http_parser *p, const char *at, size_t n)
-{
-    h2_stream *st = p->data;
-    return router_headers_value(&st->h1_hdrs, at, n) < 0;
-}
-
-static int h1_headers_complete(http_parser *p)
-{
-    h2_stream *st = p->data;
-    if (p->status_code < 200) {
-        router_headers_reset(&st->h1_hdrs);
-        return 0;
-    }
-    if (router_headers_end(&st->h1_hdrs) < 0)
-        return 1;
+    h2_stream *st = payload;
+    const http_parser *p = &st->rm.p;
+    const router_headers *hdrs = &st->rm.h;
     nvlist h = {0};
     char sb[8];
     snprintf(sb, sizeof(sb), "%u", p->status_code);
     nv_adds(&h, ":status", sb);
-    for (size_t i = 0; i < st->h1_hdrs.n; i++) {
-        const char *name = router_headers_name(&st->h1_hdrs, i);
+    for (size_t i = 0; i < hdrs->n; i++) {
+        const char *name = router_headers_name(hdrs, i);
         size_t nl = strlen(name);
         if (router_response_header_dropped(name, nl))
             continue;
@@ -591,32 +574,27 @@ static int h1_headers_complete(http_parser *p)
     return st->is_head ? 1 : 0;
 }
 
-static int h1_body(http_parser *p, const char *at, size_t n)
+static int h1_body(void *payload, const char *at, size_t n)
 {
-    h2_stream *st = p->data;
+    h2_stream *st = payload;
     if (bb_put(&st->resp, at, n) < 0)
         return 1;
     resume_client(st);
     return 0;
 }
 
-static int h1_complete(http_parser *p)
+static int h1_complete(void *payload)
 {
-    h2_stream *st = p->data;
-    if (p->status_code < 200)
-        return 0;
+    h2_stream *st = payload;
     st->resp_eof = true;
     resume_client(st);
-    http_parser_pause(p, 1);
     return 0;
 }
 
-static const http_parser_settings h1_settings = {
-    .on_header_field = h1_field,
-    .on_header_value = h1_value,
-    .on_headers_complete = h1_headers_complete,
-    .on_body = h1_body,
-    .on_message_complete = h1_complete,
+static const router_message_hooks h1_hooks = {
+    .headers_complete = h1_headers_complete,
+    .body = h1_body,
+    .message_complete = h1_complete,
 };
 
 static void h1_close(h2_stream *st)
@@ -688,8 +666,7 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     }
     if (st->req_eof && st->h1_chunked)
         bb_put(&st->h1out, "0\r\n\r\n", 5);
-    http_parser_init(&st->rp, HTTP_RESPONSE);
-    st->rp.data = st;
+    router_message_init(&st->rm, HTTP_RESPONSE, &h1_hooks, st);
     st->deadline_ms = now_ms() + c->ctx->proxy_timeout_ms;
 }
 
@@ -1004,7 +981,7 @@ static void stream_free(h2_conn *c, h2_stream *st)
     nv_free(&st->req_hdrs);
     nv_free(&st->resp_hdrs);
     nv_free(&st->trailers);
-    router_headers_done(&st->h1_hdrs);
+    router_message_done(&st->rm);
     bb_free(&st->req);
     bb_free(&st->resp);
     router_target_done(&st->target);
@@ -1108,7 +1085,7 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
             return;
         if (n <= 0) {
             if (n == 0)
-                http_parser_execute(&st->rp, &h1_settings, NULL, 0);
+                router_message_execute(&st->rm, NULL, 0);
             if (!st->resp_eof) {
                 h1_close(st);
                 stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
@@ -1117,12 +1094,12 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
             return;
         }
         st->deadline_ms = 0;
-        size_t k = http_parser_execute(&st->rp, &h1_settings, rd, (size_t)n);
+        size_t k = router_message_execute(&st->rm, rd, (size_t)n);
         if (st->resp_eof) {
             h1_close(st);
             return;
         }
-        if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rp) != HPE_OK) {
+        if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rm.p) != HPE_OK) {
             h1_close(st);
             stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
         }

@@ -33,7 +33,7 @@ typedef struct h1_conn {
     router_ctx *ctx;
     int fd;
     bool loopback;
-    router_request rq;
+    router_message rq;
     bool message_done;
     bool keep_alive;
     bool close_after;
@@ -137,7 +137,7 @@ static int send_request_head(h1_conn *c, const char *addr)
 {
     c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
     _cleanup_buf_ buf head = BUF_INIT;
-    int r = router_request_head(&head, http_method_str(c->rq.p.method), router_request_url(&c->rq),
+    int r = router_request_head(&head, http_method_str(c->rq.p.method), router_message_url(&c->rq),
                                 router_upstream_host(addr), &c->rq.h, c->req_chunked);
     return r < 0 ? r : router_write_all(c->up_fd, head.data, head.len);
 }
@@ -239,7 +239,7 @@ static int rq_headers_complete(void *payload)
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
-    const char *url = router_request_url(&c->rq);
+    const char *url = router_message_url(&c->rq);
     router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
     router_admission_from_headers(&a, http_method_str(p->method), url, &c->rq.h);
     router_target_done(&c->target);
@@ -356,11 +356,10 @@ static int rq_complete(void *payload)
             c->body_err = r;
     }
     c->message_done = true;
-    http_parser_pause(&c->rq.p, 1);
     return 0;
 }
 
-static const router_request_hooks request_hooks = {
+static const router_message_hooks request_hooks = {
     .message_begin = rq_begin,
     .headers_complete = rq_headers_complete,
     .body = rq_body,
@@ -414,7 +413,7 @@ static int dl_data(const char *data, size_t len, void *payload)
 static int serve_legacy(h1_conn *c)
 {
     const char *method = http_method_str(c->rq.p.method);
-    const char *url = router_request_url(&c->rq);
+    const char *url = router_message_url(&c->rq);
     if (c->body_err == -E2BIG) {
         router_error e;
         router_error_set(&e, 413, "Request body too large for the legacy layer.");
@@ -614,7 +613,7 @@ static int finish_request(h1_conn *c)
 
 static void request_reset(h1_conn *c)
 {
-    router_request_reset(&c->rq);
+    router_message_reset(&c->rq);
     free(c->body);
     c->body = NULL;
     c->body_len = 0;
@@ -630,7 +629,7 @@ static void request_reset(h1_conn *c)
 void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
     h1_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .up_fd = -1};
-    router_request_init(&c.rq, &request_hooks, &c);
+    router_message_init(&c.rq, HTTP_REQUEST, &request_hooks, &c);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
     c.rcv_timeout_ms = CLIENT_IDLE_MS;
     char *in = malloc(ROUTER_HEAD_MAX);
@@ -660,7 +659,7 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             have = (size_t)n;
             off = 0;
         }
-        size_t k = router_request_execute(&c.rq, in + off, have - off);
+        size_t k = router_message_execute(&c.rq, in + off, have - off);
         off += k;
         enum http_errno e = HTTP_PARSER_ERRNO(&c.rq.p);
         if (c.message_done) {
@@ -686,6 +685,6 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
 out:
     free(in);
     request_reset(&c);
-    router_request_done(&c.rq);
+    router_message_done(&c.rq);
     upstream_drop(&c);
 }

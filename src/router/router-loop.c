@@ -55,7 +55,7 @@ typedef struct lconn {
     char *in;
     size_t in_start, in_parsed, in_len;
     bool rd_eof, can_read, can_write;
-    router_request rq;
+    router_message rq;
     bool head_done, msg_done, has_body, keep_alive;
     size_t req_len; /* bytes of the finished request not yet consumed */
     /* a request body being forwarded (after the head went upstream) */
@@ -119,7 +119,7 @@ static void conn_release(lconn *c)
 {
     free(c->up_addr);
     free(c->in);
-    router_request_done(&c->rq);
+    router_message_done(&c->rq);
     buf_done(&c->out);
     buf_done(&c->up_req);
     router_relay_done(&c->relay);
@@ -271,11 +271,10 @@ static int rq_complete(void *payload)
     if (c->body_streaming && c->req_chunked && c->body_err == 0 && c->up_fd >= 0 &&
         buf_append(&c->up_req, "0\r\n\r\n", 5) < 0)
         c->body_err = -ENOMEM;
-    http_parser_pause(&c->rq.p, 1);
     return 0;
 }
 
-static const router_request_hooks request_hooks = {
+static const router_message_hooks request_hooks = {
     .headers_complete = rq_headers_complete,
     .body = rq_body,
     .message_complete = rq_complete,
@@ -283,7 +282,7 @@ static const router_request_hooks request_hooks = {
 
 static void request_reset(lconn *c)
 {
-    router_request_reset(&c->rq);
+    router_message_reset(&c->rq);
     c->head_done = c->msg_done = c->has_body = false;
     c->body_streaming = c->req_chunked = c->resp_done = false;
     c->body_err = 0;
@@ -345,7 +344,7 @@ static int build_request(lconn *c)
     c->up_req_off = 0;
     c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
     return router_request_head(&c->up_req, http_method_str(c->rq.p.method),
-                               router_request_url(&c->rq), "sandbox", &c->rq.h, c->req_chunked);
+                               router_message_url(&c->rq), "sandbox", &c->rq.h, c->req_chunked);
 }
 
 /* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
@@ -433,7 +432,7 @@ static int request_dispatch(lconn *c)
         return 1;
     }
     router_admission a = {.loopback = c->loopback};
-    router_admission_from_headers(&a, http_method_str(p->method), router_request_url(&c->rq),
+    router_admission_from_headers(&a, http_method_str(p->method), router_message_url(&c->rq),
                                   &c->rq.h);
     router_target t = {0};
     switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
@@ -718,7 +717,7 @@ static void body_step(lconn *c)
         if (c->up_req.len - c->up_req_off > OUT_HIGH)
             return; /* relay_step writes it out as the upstream reads */
         if (c->in_parsed < c->in_len) {
-            size_t k = router_request_execute(&c->rq, c->in + c->in_parsed,
+            size_t k = router_message_execute(&c->rq, c->in + c->in_parsed,
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             c->in_start = c->in_parsed; /* forwarded (or dropped) */
@@ -766,7 +765,7 @@ static int parse_step(lconn *c)
         if (c->out.len - c->out_off > OUT_HIGH)
             return 0;
         if (c->in_parsed < c->in_len) {
-            size_t k = router_request_execute(&c->rq, c->in + c->in_parsed,
+            size_t k = router_message_execute(&c->rq, c->in + c->in_parsed,
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             enum http_errno e = HTTP_PARSER_ERRNO(&c->rq.p);
@@ -909,7 +908,7 @@ static void conn_new(lworker *w, int fd)
     c->can_write = true;
     c->last_io = now_ms();
     c->head_start = c->last_io; /* the header deadline runs from accept */
-    router_request_init(&c->rq, &request_hooks, c);
+    router_message_init(&c->rq, HTTP_REQUEST, &request_hooks, c);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;

@@ -1,5 +1,6 @@
-/* The response relay (router-core.h): an http_parser over the upstream's bytes that emits the
- * client's bytes into a buffer. No I/O: the epoll loop and the blocking path both drive it. */
+/* The response relay (router-core.h): the message reader over the upstream's bytes, with hooks
+ * that emit the client's bytes into a buffer. No I/O: the epoll loop and the blocking path both
+ * drive it. */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -12,26 +13,6 @@ static int fail(router_relay *r, int err)
     return -1;
 }
 
-static int rs_status(http_parser *p, const char *at, size_t n)
-{
-    router_relay *r = p->data;
-    return buf_append(&r->reason, at, n) < 0 ? fail(r, -ENOMEM) : 0;
-}
-
-static int rs_field(http_parser *p, const char *at, size_t n)
-{
-    router_relay *r = p->data;
-    int e = router_headers_field(&r->h, at, n);
-    return e < 0 ? fail(r, e == -E2BIG ? -EPROTO : e) : 0;
-}
-
-static int rs_value(http_parser *p, const char *at, size_t n)
-{
-    router_relay *r = p->data;
-    int e = router_headers_value(&r->h, at, n);
-    return e < 0 ? fail(r, e == -E2BIG ? -EPROTO : e) : 0;
-}
-
 /* Copies without a bounds check: the caller reserved room. */
 static void put(buf *o, const void *s, size_t n)
 {
@@ -39,20 +20,19 @@ static void put(buf *o, const void *s, size_t n)
     o->len += n;
 }
 
-static int rs_headers_complete(http_parser *p)
+static int rs_headers_complete(void *payload)
 {
-    router_relay *r = p->data;
-    if (p->status_code < 200)
-        return 0; /* interim response: not relayed (Expect is answered by the router) */
-    if (router_headers_end(&r->h) < 0)
-        return fail(r, -ENOMEM);
+    router_relay *r = payload;
+    const http_parser *p = &r->m.p;
+    const router_headers *h = &r->m.h;
+    const buf *reason = &r->m.first;
     bool has_len = (p->flags & F_CONTENTLENGTH) && !(p->flags & F_CHUNKED);
     r->no_body = r->head_request || p->status_code == 204 || p->status_code == 304;
     r->chunked_out = !r->no_body && !has_len;
     if (r->chunked_out && r->client_http10)
         r->keep_alive = false, r->chunked_out = false; /* delimited by closing */
     buf *o = r->out;
-    if (buf_reserve(o, 128 + r->reason.len + r->h.a.len + 4 * r->h.n) < 0)
+    if (buf_reserve(o, 128 + reason->len + h->a.len + 4 * h->n) < 0)
         return fail(r, -ENOMEM);
     unsigned sc = p->status_code % 1000;
     char line[13] = "HTTP/1.1 000 ";
@@ -60,10 +40,10 @@ static int rs_headers_complete(http_parser *p)
     line[10] = (char)('0' + sc / 10 % 10);
     line[11] = (char)('0' + sc % 10);
     put(o, line, sizeof(line));
-    put(o, r->reason.data ? r->reason.data : "", r->reason.len);
+    put(o, reason->data ? reason->data : "", reason->len);
     put(o, "\r\n", 2);
-    for (size_t i = 0; i < r->h.n; i++) {
-        const char *name = router_headers_name(&r->h, i);
+    for (size_t i = 0; i < h->n; i++) {
+        const char *name = router_headers_name(h, i);
         size_t nl = strlen(name);
         if (router_response_header_dropped(name, nl))
             continue;
@@ -88,46 +68,33 @@ static int rs_headers_complete(http_parser *p)
     return r->head_request ? 1 : 0; /* 1: http_parser expects no body */
 }
 
-static int rs_body(http_parser *p, const char *at, size_t n)
+static int rs_body(void *payload, const char *at, size_t n)
 {
-    router_relay *r = p->data;
+    router_relay *r = payload;
     if (r->no_body)
         return 0;
     int e = r->chunked_out ? router_chunk(r->out, at, n) : buf_append(r->out, at, n);
     return e < 0 ? fail(r, e) : 0;
 }
 
-static int rs_complete(http_parser *p)
+static int rs_complete(void *payload)
 {
-    router_relay *r = p->data;
-    if (p->status_code < 200) {
-        /* an interim response ended: the final one follows */
-        router_headers_reset(&r->h);
-        buf_reset(&r->reason);
-        return 0;
-    }
+    router_relay *r = payload;
     if (r->chunked_out && buf_append(r->out, "0\r\n\r\n", 5) < 0)
         return fail(r, -ENOMEM);
     r->done = true;
-    http_parser_pause(p, 1);
     return 0;
 }
 
-static const http_parser_settings relay_settings = {
-    .on_status = rs_status,
-    .on_header_field = rs_field,
-    .on_header_value = rs_value,
-    .on_headers_complete = rs_headers_complete,
-    .on_body = rs_body,
-    .on_message_complete = rs_complete,
+static const router_message_hooks relay_hooks = {
+    .headers_complete = rs_headers_complete,
+    .body = rs_body,
+    .message_complete = rs_complete,
 };
 
 void router_relay_start(router_relay *r, bool head_request, bool client_http10, bool keep_alive)
 {
-    http_parser_init(&r->p, HTTP_RESPONSE);
-    r->p.data = r;
-    router_headers_reset(&r->h);
-    buf_reset(&r->reason);
+    router_message_init(&r->m, HTTP_RESPONSE, &relay_hooks, r);
     r->out = NULL;
     r->head_request = head_request;
     r->client_http10 = client_http10;
@@ -141,7 +108,7 @@ ssize_t router_relay_feed(router_relay *r, const char *data, size_t len, buf *ou
     if (r->done)
         return 0;
     r->out = out;
-    size_t k = http_parser_execute(&r->p, &relay_settings, data, len);
+    size_t k = router_message_execute(&r->m, data, len);
     r->out = NULL;
     if (r->done)
         return (ssize_t)k;
@@ -149,18 +116,17 @@ ssize_t router_relay_feed(router_relay *r, const char *data, size_t len, buf *ou
         return r->err;
     if (len == 0)
         return -ECONNRESET; /* EOF before the response ended (a stale kept-alive upstream) */
-    if (HTTP_PARSER_ERRNO(&r->p) != HPE_OK || k != len)
+    if (HTTP_PARSER_ERRNO(&r->m.p) != HPE_OK || k != len)
         return -EPROTO;
     return (ssize_t)k;
 }
 
 bool router_relay_reusable(const router_relay *r)
 {
-    return r->done && http_should_keep_alive(&r->p);
+    return r->done && http_should_keep_alive(&r->m.p);
 }
 
 void router_relay_done(router_relay *r)
 {
-    router_headers_done(&r->h);
-    buf_done(&r->reason);
+    router_message_done(&r->m);
 }
