@@ -272,3 +272,100 @@ TEST(relay_interim_head_and_errors)
     CHECK(!r.done);
     router_relay_done(&r);
 }
+
+/* Decodes a chunked body (no extensions, no trailers), appending to out. Returns 0 once the
+ * last chunk is in, -1 on a framing error. */
+static int dechunk(const char *s, buf *out)
+{
+    for (;;) {
+        char *end;
+        unsigned long n = strtoul(s, &end, 16);
+        if (end == s || strncmp(end, "\r\n", 2) != 0)
+            return -1;
+        s = end + 2;
+        if (n == 0)
+            return strcmp(s, "\r\n") == 0 ? 0 : -1;
+        if (buf_append(out, s, n) < 0 || strncmp(s + n, "\r\n", 2) != 0)
+            return -1;
+        s += n + 2;
+    }
+}
+
+TEST(relay_chunked_upstream_any_split)
+{
+    static const char resp[] = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n"
+                               "Content-Type: text/plain\r\n\r\n"
+                               "4\r\nabcd\r\n10\r\n0123456789abcdef\r\n1\r\nZ\r\n0\r\n\r\n";
+    for (size_t step = 1; step < sizeof(resp); step++) {
+        router_relay r = {0};
+        router_relay_start(&r, false, false, true);
+        _cleanup_buf_ buf out = BUF_INIT;
+        CHECK(feed_pieces(&r, resp, step, &out) >= 0);
+        CHECK(r.done);
+        CHECK(router_relay_reusable(&r));
+        static const char head[] = "HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n";
+        CHECK(strncmp(out.data, head, strlen(head)) == 0);
+        _cleanup_buf_ buf body = BUF_INIT;
+        CHECK_INT_EQ(dechunk(out.data + strlen(head), &body), 0);
+        CHECK_STR_EQ(body.data, "abcd0123456789abcdefZ");
+        router_relay_done(&r);
+    }
+}
+
+typedef struct seen {
+    int heads, bodies, completes;
+    buf body;
+} seen;
+
+static int seen_head(void *payload)
+{
+    ((seen *)payload)->heads++;
+    return 0;
+}
+static int seen_body(void *payload, const char *at, size_t n)
+{
+    return buf_append(&((seen *)payload)->body, at, n) < 0;
+}
+static int seen_complete(void *payload)
+{
+    ((seen *)payload)->completes++;
+    return 0;
+}
+static const router_message_hooks seen_hooks = {
+    .headers_complete = seen_head, .body = seen_body, .message_complete = seen_complete};
+
+TEST(message_reader_requests)
+{
+    seen s = {0};
+    router_message m = {0};
+    router_message_init(&m, HTTP_REQUEST, &seen_hooks, &s);
+    /* two pipelined requests: the reader stops after the first */
+    static const char two[] = "PUT /a?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n"
+                              "Content-Length: 3\r\n\r\nxyzGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+    size_t k = router_message_execute(&m, two, strlen(two));
+    CHECK_INT_EQ(HTTP_PARSER_ERRNO(&m.p), HPE_PAUSED);
+    CHECK_STR_EQ(router_message_url(&m), "/a?x=1");
+    CHECK_INT_EQ(m.h.n, 3); /* identical Content-Lengths pass, as in Go */
+    CHECK_STR_EQ(s.body.data, "xyz");
+    CHECK_INT_EQ(s.completes, 1);
+    _cleanup_buf_ buf out = BUF_INIT;
+    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), 0);
+    CHECK_INT_EQ(out.len, 0);
+    http_parser_pause(&m.p, 0);
+    router_message_reset(&m);
+    size_t k2 = router_message_execute(&m, two + k, strlen(two) - k);
+    CHECK_INT_EQ(k + k2, strlen(two));
+    CHECK_STR_EQ(router_message_url(&m), "/b");
+    CHECK_INT_EQ(s.completes, 2);
+    /* two Hosts: refused with Go's 400 text */
+    http_parser_pause(&m.p, 0);
+    router_message_reset(&m);
+    static const char bad[] = "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
+    router_message_execute(&m, bad, strlen(bad));
+    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), -EINVAL);
+    CHECK(strncmp(out.data, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain", 50) == 0);
+    CHECK(strstr(out.data, "Connection: close\r\n") != NULL);
+    router_message_done(&m);
+    buf_done(&s.body);
+}
