@@ -616,6 +616,38 @@ static void h1_put_body(h2_stream *st, const void *data, size_t n)
     st->req_pending_consume += n;
 }
 
+/* The HTTP/1.1 request head for a REST stream, by the core's builder. Framing: a request that
+ * ended with its headers goes without a body (Content-Length: 0 for POST, PUT and PATCH), else
+ * with the client's content-length, else chunked (st->h1_chunked). */
+static int h1_request_head(h2_stream *st, buf *out, const char *method, const char *path,
+                           const char *host, bool end_stream)
+{
+    bool bodyless = end_stream && bb_len(&st->req) == 0;
+    bool has_cl = false;
+    router_headers h = {0};
+    int r = 0;
+    for (size_t i = 0; i < st->req_hdrs.n && r == 0; i++) {
+        nghttp2_nv *v = &st->req_hdrs.v[i];
+        bool cl = v->namelen == 14 && strncasecmp((char *)v->name, "content-length", 14) == 0;
+        if (cl && bodyless)
+            continue;
+        has_cl |= cl;
+        if ((r = router_headers_field(&h, (char *)v->name, v->namelen)) == 0)
+            r = router_headers_value(&h, (char *)v->value, v->valuelen);
+    }
+    if (r == 0 && bodyless &&
+        (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) &&
+        (r = router_headers_field(&h, "Content-Length", 14)) == 0)
+        r = router_headers_value(&h, "0", 1);
+    if (r == 0)
+        r = router_headers_end(&h);
+    st->h1_chunked = !bodyless && !has_cl;
+    if (r == 0)
+        r = router_request_head(out, method, path, host, &h, st->h1_chunked);
+    router_headers_done(&h);
+    return r;
+}
+
 static void start_rest(h2_stream *st, const char *addr, bool end_stream)
 {
     h2_conn *c = st->c;
@@ -631,34 +663,18 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     st->h1fd = fd;
     const char *method = nv_get(&st->req_hdrs, ":method");
     const char *path = nv_get(&st->req_hdrs, ":path");
-    const char *cl = nv_get(&st->req_hdrs, "content-length");
     method = method ? method : "GET";
     st->is_head = strcmp(method, "HEAD") == 0;
-    _cleanup_free_ char *head = NULL;
-    size_t hl = 0;
-    FILE *f = open_memstream(&head, &hl);
-    if (!f)
+    _cleanup_buf_ buf head = BUF_INIT;
+    if (h1_request_head(st, &head, method, path ? path : "/", router_upstream_host(addr),
+                        end_stream) < 0) {
+        h1_close(st);
+        router_error e;
+        router_error_upstream(&e, -ENOMEM, st->route.id);
+        respond_error(st, &e);
         return;
-    const char *host = strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
-    fprintf(f, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path ? path : "/", host);
-    for (size_t i = 0; i < st->req_hdrs.n; i++) {
-        nghttp2_nv *v = &st->req_hdrs.v[i];
-        if (router_header_dropped((char *)v->name, v->namelen))
-            continue;
-        fprintf(f, "%.*s: %.*s\r\n", (int)v->namelen, v->name, (int)v->valuelen, v->value);
     }
-    if (end_stream && bb_len(&st->req) == 0) {
-        if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH"))
-            fprintf(f, "Content-Length: 0\r\n");
-    } else if (cl)
-        fprintf(f, "Content-Length: %s\r\n", cl);
-    else {
-        fprintf(f, "Transfer-Encoding: chunked\r\n");
-        st->h1_chunked = true;
-    }
-    fprintf(f, "\r\n");
-    fclose(f);
-    bb_put(&st->h1out, head, hl);
+    bb_put(&st->h1out, head.data, head.len);
     if (bb_len(&st->req) > 0) {
         size_t n = bb_len(&st->req);
         h1_put_body(st, st->req.d + st->req.start, n);
