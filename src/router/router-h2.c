@@ -21,13 +21,12 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "router/router-internal.h"
+#include "router/router-core.h"
 
 #define RESP_HIGH (1024 * 1024)
 #define OUT_HIGH (256 * 1024)
 #define WINDOW (1024 * 1024)
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
-#define MAX_HEADER_BYTES (64 * 1024)
 
 typedef struct bbuf {
     char *d;
@@ -165,10 +164,8 @@ typedef struct h2_stream {
     int h1fd;
     bbuf h1out;
     bool h1_chunked;
-    bool h1_in_value;
     bool h1_wdead; /* upstream no longer takes the request body */
-    http_parser rp;
-    nvlist h1_hdrs;
+    router_message rm; /* the HTTP/1.1 upstream's response */
     bool is_head;
     long long deadline_ms;
     /* legacy layer */
@@ -215,11 +212,11 @@ static void set_nonblock(int fd)
 
 /* ---- client-side data provider ---- */
 
-static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *out, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     h2_stream *st = src->ptr;
-    size_t k = bb_take(&st->resp, buf, length);
+    size_t k = bb_take(&st->resp, out, length);
     if (k > 0 && st->up && st->up_id > 0 && !st->up->dead)
         nghttp2_session_consume(st->up->s, st->up_id, k);
     if (bb_len(&st->resp) == 0 && st->resp_eof) {
@@ -246,22 +243,10 @@ static int submit_resp(h2_stream *st, nvlist *hdrs, bool body)
     return nghttp2_submit_response(st->c->s, st->id, hdrs->v, hdrs->n, body ? &prd : NULL);
 }
 
-/* Percent-encoding of grpc-message (gRPC over HTTP/2 spec). */
-static char *grpc_message_encode(const char *m)
+/* grpc-message keeps printable ASCII but '%' (gRPC over HTTP/2 spec); the rest is encoded. */
+static bool grpc_message_plain(unsigned char ch)
 {
-    size_t n = strlen(m);
-    char *o = malloc(3 * n + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)m[i];
-        if (ch >= 0x20 && ch <= 0x7e && ch != '%')
-            *p++ = (char)ch;
-        else
-            p += sprintf(p, "%%%02X", ch);
-    }
-    *p = '\0';
-    return o;
+    return ch >= 0x20 && ch <= 0x7e && ch != '%';
 }
 
 /* Answers a stream from the router: JSON {"detail"} or, to gRPC clients, a trailers-only
@@ -274,7 +259,7 @@ static void respond_error(h2_stream *st, const router_error *err)
     if (st->grpc_ct) {
         char gs[8];
         snprintf(gs, sizeof(gs), "%u", router_grpc_status_for_http(err->http_status));
-        _cleanup_free_ char *msg = grpc_message_encode(err->detail);
+        _cleanup_free_ char *msg = router_percent_encode(err->detail, grpc_message_plain);
         nv_adds(&h, ":status", "200");
         nv_adds(&h, "content-type", "application/grpc");
         nv_adds(&h, "grpc-status", gs);
@@ -331,13 +316,13 @@ static h2_stream *stream_of_up(h2_up *u, int32_t id)
     return nghttp2_session_get_stream_user_data(u->s, id);
 }
 
-static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *out, size_t length,
                         uint32_t *flags, nghttp2_data_source *src, void *user)
 {
     h2_stream *st = src->ptr;
     if (!st)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    size_t k = bb_take(&st->req, buf, length);
+    size_t k = bb_take(&st->req, out, length);
     if (k > 0)
         nghttp2_session_consume(st->c->s, st->id, k);
     if (bb_len(&st->req) == 0 && st->req_eof) {
@@ -427,7 +412,7 @@ static void stream_upstream_failed(h2_stream *st, uint32_t code)
 {
     if (!st->resp_submitted) {
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
     } else if (!st->resp_eof)
         nghttp2_submit_rst_stream(st->c->s, NGHTTP2_FLAG_NONE, st->id,
@@ -525,7 +510,7 @@ static void start_grpc(h2_stream *st)
     if (!u) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -548,7 +533,7 @@ static void start_grpc(h2_stream *st)
     nv_free(&h);
     if (id < 0) {
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -558,68 +543,27 @@ static void start_grpc(h2_stream *st)
 
 /* ---- HTTP/1.1 upstream for REST streams ---- */
 
-static int h1_field(http_parser *p, const char *at, size_t n)
+static int h1_headers_complete(void *payload)
 {
-    h2_stream *st = p->data;
-    if (st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
-        return 1;
-    /* name and value may arrive in pieces: store names as "name\0" and append */
-    if (st->h1_hdrs.n == 0 || st->h1_in_value) {
-        st->h1_in_value = false;
-        return nv_add(&st->h1_hdrs, at, n, "", 0) < 0;
-    }
-    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
-    char *nn = realloc(v->name, v->namelen + n + 1);
-    if (!nn)
-        return 1;
-    memcpy(nn + v->namelen, at, n);
-    v->namelen += n;
-    nn[v->namelen] = '\0';
-    v->name = (uint8_t *)nn;
-    st->h1_hdrs.bytes += n;
-    return 0;
-}
-
-static int h1_value(http_parser *p, const char *at, size_t n)
-{
-    h2_stream *st = p->data;
-    if (st->h1_hdrs.n == 0 || st->h1_hdrs.bytes + n > MAX_HEADER_BYTES)
-        return 1;
-    st->h1_in_value = true;
-    nghttp2_nv *v = &st->h1_hdrs.v[st->h1_hdrs.n - 1];
-    char *nv = realloc(v->value, v->valuelen + n + 1);
-    if (!nv)
-        return 1;
-    memcpy(nv + v->valuelen, at, n);
-    v->valuelen += n;
-    nv[v->valuelen] = '\0';
-    v->value = (uint8_t *)nv;
-    st->h1_hdrs.bytes += n;
-    return 0;
-}
-
-static int h1_headers_complete(http_parser *p)
-{
-    h2_stream *st = p->data;
-    if (p->status_code < 200) {
-        nv_free(&st->h1_hdrs);
-        st->h1_in_value = false;
-        return 0;
-    }
+    h2_stream *st = payload;
+    const http_parser *p = &st->rm.p;
+    const router_headers *hdrs = &st->rm.h;
     nvlist h = {0};
     char sb[8];
     snprintf(sb, sizeof(sb), "%u", p->status_code);
     nv_adds(&h, ":status", sb);
-    for (size_t i = 0; i < st->h1_hdrs.n; i++) {
-        nghttp2_nv *v = &st->h1_hdrs.v[i];
-        if (router_response_header_dropped((char *)v->name, v->namelen))
+    for (size_t i = 0; i < hdrs->n; i++) {
+        const char *name = router_headers_name(hdrs, i);
+        size_t nl = strlen(name);
+        if (router_response_header_dropped(name, nl))
             continue;
-        char *lower = strndup((char *)v->name, v->namelen);
+        char *lower = strndup(name, nl);
         if (!lower)
             continue;
         for (char *q = lower; *q; q++)
             *q = (char)tolower((unsigned char)*q);
-        nv_add(&h, lower, v->namelen, (char *)v->value, v->valuelen);
+        const char *v = name + nl + 1;
+        nv_add(&h, lower, nl, v, strlen(v));
         free(lower);
     }
     bool body = !(st->is_head || p->status_code == 204 || p->status_code == 304);
@@ -630,32 +574,27 @@ static int h1_headers_complete(http_parser *p)
     return st->is_head ? 1 : 0;
 }
 
-static int h1_body(http_parser *p, const char *at, size_t n)
+static int h1_body(void *payload, const char *at, size_t n)
 {
-    h2_stream *st = p->data;
+    h2_stream *st = payload;
     if (bb_put(&st->resp, at, n) < 0)
         return 1;
     resume_client(st);
     return 0;
 }
 
-static int h1_complete(http_parser *p)
+static int h1_complete(void *payload)
 {
-    h2_stream *st = p->data;
-    if (p->status_code < 200)
-        return 0;
+    h2_stream *st = payload;
     st->resp_eof = true;
     resume_client(st);
-    http_parser_pause(p, 1);
     return 0;
 }
 
-static const http_parser_settings h1_settings = {
-    .on_header_field = h1_field,
-    .on_header_value = h1_value,
-    .on_headers_complete = h1_headers_complete,
-    .on_body = h1_body,
-    .on_message_complete = h1_complete,
+static const router_message_hooks h1_hooks = {
+    .headers_complete = h1_headers_complete,
+    .body = h1_body,
+    .message_complete = h1_complete,
 };
 
 static void h1_close(h2_stream *st)
@@ -677,6 +616,38 @@ static void h1_put_body(h2_stream *st, const void *data, size_t n)
     st->req_pending_consume += n;
 }
 
+/* The HTTP/1.1 request head for a REST stream, by the core's builder. Framing: a request that
+ * ended with its headers goes without a body (Content-Length: 0 for POST, PUT and PATCH), else
+ * with the client's content-length, else chunked (st->h1_chunked). */
+static int h1_request_head(h2_stream *st, buf *out, const char *method, const char *path,
+                           const char *host, bool end_stream)
+{
+    bool bodyless = end_stream && bb_len(&st->req) == 0;
+    bool has_cl = false;
+    router_headers h = {0};
+    int r = 0;
+    for (size_t i = 0; i < st->req_hdrs.n && r == 0; i++) {
+        nghttp2_nv *v = &st->req_hdrs.v[i];
+        bool cl = v->namelen == 14 && strncasecmp((char *)v->name, "content-length", 14) == 0;
+        if (cl && bodyless)
+            continue;
+        has_cl |= cl;
+        if ((r = router_headers_field(&h, (char *)v->name, v->namelen)) == 0)
+            r = router_headers_value(&h, (char *)v->value, v->valuelen);
+    }
+    if (r == 0 && bodyless &&
+        (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) &&
+        (r = router_headers_field(&h, "Content-Length", 14)) == 0)
+        r = router_headers_value(&h, "0", 1);
+    if (r == 0)
+        r = router_headers_end(&h);
+    st->h1_chunked = !bodyless && !has_cl;
+    if (r == 0)
+        r = router_request_head(out, method, path, host, &h, st->h1_chunked);
+    router_headers_done(&h);
+    return r;
+}
+
 static void start_rest(h2_stream *st, const char *addr, bool end_stream)
 {
     h2_conn *c = st->c;
@@ -684,7 +655,7 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     if (fd < 0) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
         return;
     }
@@ -692,34 +663,18 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     st->h1fd = fd;
     const char *method = nv_get(&st->req_hdrs, ":method");
     const char *path = nv_get(&st->req_hdrs, ":path");
-    const char *cl = nv_get(&st->req_hdrs, "content-length");
     method = method ? method : "GET";
     st->is_head = strcmp(method, "HEAD") == 0;
-    _cleanup_free_ char *head = NULL;
-    size_t hl = 0;
-    FILE *f = open_memstream(&head, &hl);
-    if (!f)
+    _cleanup_buf_ buf head = BUF_INIT;
+    if (h1_request_head(st, &head, method, path ? path : "/", router_upstream_host(addr),
+                        end_stream) < 0) {
+        h1_close(st);
+        router_error e;
+        router_error_upstream(&e, -ENOMEM, st->route.id);
+        respond_error(st, &e);
         return;
-    const char *host = strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
-    fprintf(f, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path ? path : "/", host);
-    for (size_t i = 0; i < st->req_hdrs.n; i++) {
-        nghttp2_nv *v = &st->req_hdrs.v[i];
-        if (router_header_dropped((char *)v->name, v->namelen))
-            continue;
-        fprintf(f, "%.*s: %.*s\r\n", (int)v->namelen, v->name, (int)v->valuelen, v->value);
     }
-    if (end_stream && bb_len(&st->req) == 0) {
-        if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH"))
-            fprintf(f, "Content-Length: 0\r\n");
-    } else if (cl)
-        fprintf(f, "Content-Length: %s\r\n", cl);
-    else {
-        fprintf(f, "Transfer-Encoding: chunked\r\n");
-        st->h1_chunked = true;
-    }
-    fprintf(f, "\r\n");
-    fclose(f);
-    bb_put(&st->h1out, head, hl);
+    bb_put(&st->h1out, head.data, head.len);
     if (bb_len(&st->req) > 0) {
         size_t n = bb_len(&st->req);
         h1_put_body(st, st->req.d + st->req.start, n);
@@ -727,8 +682,7 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     }
     if (st->req_eof && st->h1_chunked)
         bb_put(&st->h1out, "0\r\n\r\n", 5);
-    http_parser_init(&st->rp, HTTP_RESPONSE);
-    st->rp.data = st;
+    router_message_init(&st->rm, HTTP_RESPONSE, &h1_hooks, st);
     st->deadline_ms = now_ms() + c->ctx->proxy_timeout_ms;
 }
 
@@ -773,7 +727,7 @@ static void run_legacy(h2_stream *st)
         int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
         if (r < 0 || !d.ctype) {
             bb_free(&st->resp);
-            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+            router_error_upstream(&e, -ECONNREFUSED, st->route.id);
             respond_error(st, &e);
         } else {
             bbuf body = st->resp;
@@ -793,7 +747,7 @@ static void run_legacy(h2_stream *st)
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", st->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
         respond_error(st, &e);
     } else
         respond_simple(st, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
@@ -834,19 +788,14 @@ static void dispatch_stream(h2_stream *st)
 /* A resolution that has to wait (control-plane lookup, resume) runs on its own thread so the
  * connection's other streams go on; the result comes back through the connection's pipe. */
 typedef struct resolve_job {
-    router_ctx *ctx;
+    router_resolution res; /* first: the helper thread hands back &res */
     int notify_fd;
     int32_t stream_id;
-    char ns[64], id[64];
-    router_target target;
-    router_error err;
-    int r;
 } resolve_job;
 
-static void *resolve_thread(void *p)
+static void resolved(router_resolution *res)
 {
-    resolve_job *j = p;
-    j->r = j->ctx->resolver->resolve(j->ctx->resolver, j->ns, j->id, false, &j->target, &j->err);
+    resolve_job *j = (resolve_job *)res;
     /* Once written, j belongs to the connection: nothing of it may be touched after. */
     int fd = j->notify_fd;
     ssize_t n;
@@ -855,10 +804,9 @@ static void *resolve_thread(void *p)
     while (n < 0 && errno == EINTR);
     close(fd);
     if (n != (ssize_t)sizeof(j)) {
-        router_target_done(&j->target);
+        router_target_done(&j->res.target);
         free(j);
     }
-    return NULL;
 }
 
 static void resolve_done(h2_conn *c, resolve_job *j)
@@ -866,15 +814,15 @@ static void resolve_done(h2_conn *c, resolve_job *j)
     h2_stream *st = nghttp2_session_get_stream_user_data(c->s, j->stream_id);
     if (st && st->resolving) {
         st->resolving = false;
-        if (j->r < 0)
-            respond_error(st, &j->err);
+        if (j->res.r < 0)
+            respond_error(st, &j->res.err);
         else {
-            st->target = j->target;
-            j->target = (router_target){0};
+            st->target = j->res.target;
+            j->res.target = (router_target){0};
             dispatch_stream(st);
         }
     }
-    router_target_done(&j->target);
+    router_target_done(&j->res.target);
     free(j);
 }
 
@@ -884,16 +832,12 @@ static int resolve_async(h2_stream *st)
     resolve_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
-    *j = (resolve_job){.ctx = c->ctx, .stream_id = st->id};
-    snprintf(j->ns, sizeof(j->ns), "%s", st->route.ns);
-    snprintf(j->id, sizeof(j->id), "%s", st->route.id);
+    *j = (resolve_job){
+        .res = {.resolver = c->ctx->resolver, .route = st->route, .done = resolved},
+        .stream_id = st->id,
+    };
     j->notify_fd = fcntl(c->notify[1], F_DUPFD_CLOEXEC, 0);
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int r = j->notify_fd < 0 ? -errno : -pthread_create(&t, &attr, resolve_thread, j);
-    pthread_attr_destroy(&attr);
+    int r = j->notify_fd < 0 ? -errno : router_resolve_async(&j->res);
     if (r < 0) {
         safe_close(j->notify_fd);
         free(j);
@@ -908,44 +852,41 @@ static void route_stream(h2_stream *st)
     h2_conn *c = st->c;
     router_error err = {0};
     st->started = true;
-    const char *method = nv_get(&st->req_hdrs, ":method");
     const char *path = nv_get(&st->req_hdrs, ":path");
-    const char *ct = nv_get(&st->req_hdrs, "content-type");
-    st->grpc_ct = router_is_grpc_content_type(ct);
-    if (method && path && strcmp(method, "GET") == 0 &&
-        (strcmp(path, "/healthz") == 0 || strncmp(path, "/healthz?", 9) == 0)) {
-        static const char ok[] = "{\"status\":\"ok\"}";
-        respond_simple(st, 200, "application/json", NULL, ok, sizeof(ok) - 1);
-        return;
-    }
-    if (router_check_auth(nv_get(&st->req_hdrs, "authorization"), c->ctx->token,
-                          c->ctx->allow_unauthenticated, c->loopback, &err) < 0) {
-        respond_error(st, &err);
-        return;
-    }
-    router_request_info in = {
-        .method = method,
-        .path = path ? path : "/",
-        .sandbox_id = nv_get(&st->req_hdrs, "x-sandbox-id"),
-        .sandbox_ns = nv_get(&st->req_hdrs, "x-sandbox-namespace"),
-        .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
-        .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
-        .content_type = ct,
+    router_admission a = {
+        .info =
+            {
+                .method = nv_get(&st->req_hdrs, ":method"),
+                .path = path ? path : "/",
+                .sandbox_id = nv_get(&st->req_hdrs, "x-sandbox-id"),
+                .sandbox_ns = nv_get(&st->req_hdrs, "x-sandbox-namespace"),
+                .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
+                .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
+                .content_type = nv_get(&st->req_hdrs, "content-type"),
+            },
+        .authorization = nv_get(&st->req_hdrs, "authorization"),
+        .loopback = c->loopback,
+        .http2 = true,
     };
-    if (router_route_request(&in, &st->route, &err) < 0) {
+    st->grpc_ct = router_is_grpc_content_type(a.info.content_type);
+    switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &err)) {
+    case ROUTER_ADMIT_HEALTHZ:
+        respond_simple(st, 200, "application/json", NULL, router_healthz_body,
+                       strlen(router_healthz_body));
+        return;
+    case ROUTER_ADMIT_REFUSED:
         respond_error(st, &err);
         return;
-    }
-    int r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, true,
-                                      &st->target, &err);
-    if (r == -EWOULDBLOCK && resolve_async(st) == 0)
-        return;
-    if (r == -EWOULDBLOCK)
-        r = c->ctx->resolver->resolve(c->ctx->resolver, st->route.ns, st->route.id, false,
-                                      &st->target, &err);
-    if (r < 0) {
-        respond_error(st, &err);
-        return;
+    case ROUTER_ADMIT_PENDING:
+        if (resolve_async(st) == 0)
+            return;
+        if (router_admit_resolve(c->ctx, &st->route, &st->target, &err) != ROUTER_ADMIT_TARGET) {
+            respond_error(st, &err);
+            return;
+        }
+        break;
+    case ROUTER_ADMIT_TARGET:
+        break;
     }
     dispatch_stream(st);
 }
@@ -974,7 +915,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     h2_stream *st = stream_get(user, frame->hd.stream_id);
     if (!st || st->started)
         return 0;
-    if (st->req_hdrs.bytes + namelen + valuelen > MAX_HEADER_BYTES)
+    if (st->req_hdrs.bytes + namelen + valuelen > ROUTER_HEAD_MAX)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return nv_add(&st->req_hdrs, (const char *)name, namelen, (const char *)value, valuelen) < 0
                ? NGHTTP2_ERR_CALLBACK_FAILURE
@@ -1056,7 +997,7 @@ static void stream_free(h2_conn *c, h2_stream *st)
     nv_free(&st->req_hdrs);
     nv_free(&st->resp_hdrs);
     nv_free(&st->trailers);
-    nv_free(&st->h1_hdrs);
+    router_message_done(&st->rm);
     bb_free(&st->req);
     bb_free(&st->resp);
     router_target_done(&st->target);
@@ -1107,9 +1048,9 @@ static int flush_session(nghttp2_session *s, int fd, bbuf *out)
 
 static int read_session(nghttp2_session *s, int fd)
 {
-    char buf[65536];
+    char rd[65536];
     for (int i = 0; i < 4; i++) {
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        ssize_t n = recv(fd, rd, sizeof(rd), 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -1119,9 +1060,9 @@ static int read_session(nghttp2_session *s, int fd)
         }
         if (n == 0)
             return -ECONNRESET;
-        if (nghttp2_session_mem_recv(s, (const uint8_t *)buf, (size_t)n) < 0)
+        if (nghttp2_session_mem_recv(s, (const uint8_t *)rd, (size_t)n) < 0)
             return -EPROTO;
-        if ((size_t)n < sizeof(buf))
+        if ((size_t)n < sizeof(rd))
             return 0;
     }
     return 0;
@@ -1154,13 +1095,13 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
         }
     }
     if (revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[65536];
-        ssize_t n = recv(st->h1fd, buf, sizeof(buf), 0);
+        char rd[65536];
+        ssize_t n = recv(st->h1fd, rd, sizeof(rd), 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
         if (n <= 0) {
             if (n == 0)
-                http_parser_execute(&st->rp, &h1_settings, NULL, 0);
+                router_message_execute(&st->rm, NULL, 0);
             if (!st->resp_eof) {
                 h1_close(st);
                 stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
@@ -1169,12 +1110,12 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
             return;
         }
         st->deadline_ms = 0;
-        size_t k = http_parser_execute(&st->rp, &h1_settings, buf, (size_t)n);
+        size_t k = router_message_execute(&st->rm, rd, (size_t)n);
         if (st->resp_eof) {
             h1_close(st);
             return;
         }
-        if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rp) != HPE_OK) {
+        if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rm.p) != HPE_OK) {
             h1_close(st);
             stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
         }
@@ -1328,7 +1269,7 @@ out:
     if (c.notify[0] >= 0) {
         resolve_job *j;
         while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
-            router_target_done(&j->target);
+            router_target_done(&j->res.target);
             free(j);
         }
     }

@@ -17,23 +17,12 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "router/router-internal.h"
+#include "router/router-core.h"
 #include "router/router-legacy-parse.h"
+#include "shared/status.h"
 
-#define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
 #define CLIENT_IDLE_MS 120000
-
-typedef struct hdr {
-    char *name, *value;
-} hdr;
-
-typedef struct hdrs {
-    hdr *v;
-    size_t n, cap;
-    bool in_value;
-    size_t bytes;
-} hdrs;
 
 /* MODE_UPLOAD: a legacy /upload whose "file" part headers are not in yet (body buffered);
  * MODE_UPLOAD_PROXY: the multipart body streams on to sandboxd as PUT /v1/files/<filename>. */
@@ -44,10 +33,7 @@ typedef struct h1_conn {
     router_ctx *ctx;
     int fd;
     bool loopback;
-    http_parser p;
-    char *url;
-    size_t url_len;
-    hdrs h;
+    router_message rq;
     bool message_done;
     bool keep_alive;
     bool close_after;
@@ -64,7 +50,6 @@ typedef struct h1_conn {
     char *upload_name;
     router_target target;
     router_route route;
-    router_cl_dup cl_dup;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
 } h1_conn;
@@ -74,16 +59,6 @@ static long long mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void hdrs_clear(hdrs *h)
-{
-    for (size_t i = 0; i < h->n; i++) {
-        free(h->v[i].name);
-        free(h->v[i].value);
-    }
-    free(h->v);
-    *h = (hdrs){0};
 }
 
 static int append(char **s, size_t *len, const char *at, size_t n)
@@ -98,72 +73,22 @@ static int append(char **s, size_t *len, const char *at, size_t n)
     return 0;
 }
 
-static int hdrs_field(hdrs *h, const char *at, size_t n)
-{
-    h->bytes += n;
-    if (h->bytes > MAX_HEADER_BYTES)
-        return -E2BIG;
-    if (h->n == 0 || h->in_value) {
-        if (h->n == h->cap) {
-            size_t c = h->cap ? 2 * h->cap : 16;
-            hdr *v = realloc(h->v, c * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            h->v = v;
-            h->cap = c;
-        }
-        h->v[h->n++] = (hdr){strdup(""), strdup("")};
-        h->in_value = false;
-        if (!h->v[h->n - 1].name || !h->v[h->n - 1].value)
-            return -ENOMEM;
-    }
-    size_t l = strlen(h->v[h->n - 1].name);
-    return append(&h->v[h->n - 1].name, &l, at, n);
-}
-
-static int hdrs_value(hdrs *h, const char *at, size_t n)
-{
-    h->bytes += n;
-    if (h->bytes > MAX_HEADER_BYTES || h->n == 0)
-        return -E2BIG;
-    h->in_value = true;
-    size_t l = strlen(h->v[h->n - 1].value);
-    return append(&h->v[h->n - 1].value, &l, at, n);
-}
-
-static const char *hdrs_get(const hdrs *h, const char *name)
-{
-    for (size_t i = 0; i < h->n; i++)
-        if (strcasecmp(h->v[i].name, name) == 0)
-            return h->v[i].value;
-    return NULL;
-}
-
 /* ---- writing to the client ---- */
 
 static int send_simple(h1_conn *c, int status, const char *ctype, const char *extra,
                        const char *body, size_t len)
 {
-    _cleanup_free_ char *head = NULL;
-    int n =
-        asprintf(&head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
-                 status, http_status_str(status), ctype, len, extra ? extra : "",
-                 extra ? "\r\n" : "", c->keep_alive ? "" : "Connection: close\r\n");
-    if (n < 0)
-        return -ENOMEM;
-    int r = router_write_all(c->fd, head, (size_t)n);
-    bool is_head = c->p.method == HTTP_HEAD;
-    if (r == 0 && len > 0 && !is_head)
-        r = router_write_all(c->fd, body, len);
-    return r;
+    _cleanup_buf_ buf out = BUF_INIT;
+    int r = router_reply(&out, status, ctype, extra, body, len, c->keep_alive,
+                         c->rq.p.method == HTTP_HEAD);
+    return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
 
 static int send_detail(h1_conn *c, const router_error *err)
 {
-    _cleanup_free_ char *body = router_detail_json(err->detail);
-    if (!body)
-        return -ENOMEM;
-    return send_simple(c, err->http_status, "application/json", NULL, body, strlen(body));
+    _cleanup_buf_ buf out = BUF_INIT;
+    int r = router_reply_error(&out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
+    return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
 
 /* ---- upstream ---- */
@@ -210,177 +135,29 @@ static int upstream_get(h1_conn *c, const char *addr)
  * client sent chunked. */
 static int send_request_head(h1_conn *c, const char *addr)
 {
-    const char *cl = hdrs_get(&c->h, "content-length");
-    c->req_chunked = (c->p.flags & F_CHUNKED) != 0;
-    size_t cap = 256 + c->url_len + c->h.bytes + 4 * c->h.n;
-    _cleanup_free_ char *buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
-    const char *host = strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
-    size_t n = (size_t)snprintf(buf, cap, "%s %s HTTP/1.1\r\nHost: %s\r\n",
-                                http_method_str(c->p.method), c->url, host);
-    for (size_t i = 0; i < c->h.n; i++) {
-        const char *name = c->h.v[i].name;
-        if (router_header_dropped(name, strlen(name)))
-            continue;
-        n += (size_t)snprintf(buf + n, cap - n, "%s: %s\r\n", name, c->h.v[i].value);
-    }
-    if (c->req_chunked)
-        n += (size_t)snprintf(buf + n, cap - n, "Transfer-Encoding: chunked\r\n");
-    else if (cl)
-        n += (size_t)snprintf(buf + n, cap - n, "Content-Length: %s\r\n", cl);
-    n += (size_t)snprintf(buf + n, cap - n, "\r\n");
-    if (n >= cap)
-        return -E2BIG;
-    return router_write_all(c->up_fd, buf, n);
+    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
+    _cleanup_buf_ buf head = BUF_INIT;
+    int r = router_request_head(&head, http_method_str(c->rq.p.method), router_message_url(&c->rq),
+                                router_upstream_host(addr), &c->rq.h, c->req_chunked);
+    return r < 0 ? r : router_write_all(c->up_fd, head.data, head.len);
 }
 
 /* ---- the response relay ---- */
 
-typedef struct relay {
-    h1_conn *c;
-    char *obuf; /* response bytes for the client, flushed once per upstream read */
-    size_t olen;
-    hdrs h;
-    char *reason;
-    size_t reason_len;
-    bool head_sent, done, chunked_out, no_body;
-    int err;
-} relay;
-
-#define OBUF_SIZE 65536
-
-static int out_flush(relay *r)
-{
-    int e = r->olen ? router_write_all(r->c->fd, r->obuf, r->olen) : 0;
-    r->olen = 0;
-    return e;
-}
-
-static int out_write(relay *r, const void *data, size_t n)
-{
-    if (r->olen + n > OBUF_SIZE) {
-        int e = out_flush(r);
-        if (e < 0)
-            return e;
-        if (n > OBUF_SIZE / 2)
-            return router_write_all(r->c->fd, data, n);
-    }
-    memcpy(r->obuf + r->olen, data, n);
-    r->olen += n;
-    return 0;
-}
-
-static int rs_status(http_parser *p, const char *at, size_t n)
-{
-    relay *r = p->data;
-    return append(&r->reason, &r->reason_len, at, n) < 0;
-}
-static int rs_field(http_parser *p, const char *at, size_t n)
-{
-    return hdrs_field(&((relay *)p->data)->h, at, n) < 0;
-}
-static int rs_value(http_parser *p, const char *at, size_t n)
-{
-    return hdrs_value(&((relay *)p->data)->h, at, n) < 0;
-}
-
-static int rs_headers_complete(http_parser *p)
-{
-    relay *r = p->data;
-    h1_conn *c = r->c;
-    if (p->status_code < 200)
-        return 0; /* interim response: not relayed (Expect is answered by the router) */
-    bool has_len = (p->flags & F_CONTENTLENGTH) && !(p->flags & F_CHUNKED);
-    r->no_body = c->p.method == HTTP_HEAD || p->status_code == 204 || p->status_code == 304;
-    r->chunked_out = !r->no_body && !has_len;
-    if (r->chunked_out && (c->p.http_major == 1 && c->p.http_minor == 0))
-        c->keep_alive = false, r->chunked_out = false;
-    size_t cap = 128 + r->reason_len + r->h.bytes + 4 * r->h.n;
-    _cleanup_free_ char *buf = malloc(cap);
-    if (!buf) {
-        r->err = -ENOMEM;
-        return 1;
-    }
-    size_t n = (size_t)snprintf(buf, cap, "HTTP/1.1 %u %s\r\n", p->status_code,
-                                r->reason ? r->reason : "");
-    for (size_t i = 0; i < r->h.n; i++) {
-        const char *name = r->h.v[i].name;
-        if (router_response_header_dropped(name, strlen(name)))
-            continue;
-        if (strcasecmp(name, "content-length") == 0 && !has_len && !r->no_body)
-            continue;
-        n += (size_t)snprintf(buf + n, cap - n, "%s: %s\r\n", name, r->h.v[i].value);
-    }
-    if (r->chunked_out)
-        n += (size_t)snprintf(buf + n, cap - n, "Transfer-Encoding: chunked\r\n");
-    if (!c->keep_alive)
-        n += (size_t)snprintf(buf + n, cap - n, "Connection: close\r\n");
-    n += (size_t)snprintf(buf + n, cap - n, "\r\n");
-    r->head_sent = true;
-    if (n >= cap || (r->err = out_write(r, buf, n)) < 0)
-        return -1;
-    return c->p.method == HTTP_HEAD ? 1 : 0;
-}
-
-static int rs_body(http_parser *p, const char *at, size_t n)
-{
-    relay *r = p->data;
-    if (r->no_body)
-        return 0;
-    if (r->chunked_out) {
-        char pre[32];
-        int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
-        if ((r->err = out_write(r, pre, (size_t)k)) < 0 || (r->err = out_write(r, at, n)) < 0 ||
-            (r->err = out_write(r, "\r\n", 2)) < 0)
-            return -1;
-        return 0;
-    }
-    r->err = out_write(r, at, n);
-    return r->err < 0 ? -1 : 0;
-}
-
-static int rs_complete(http_parser *p)
-{
-    relay *r = p->data;
-    if (p->status_code < 200) {
-        /* reset for the final response */
-        hdrs_clear(&r->h);
-        free(r->reason);
-        r->reason = NULL;
-        r->reason_len = 0;
-        return 0;
-    }
-    if (r->chunked_out && (r->err = out_write(r, "0\r\n\r\n", 5)) < 0)
-        return -1;
-    r->done = true;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings relay_settings = {
-    .on_status = rs_status,
-    .on_header_field = rs_field,
-    .on_header_value = rs_value,
-    .on_headers_complete = rs_headers_complete,
-    .on_body = rs_body,
-    .on_message_complete = rs_complete,
-};
-
-/* Reads the upstream response and streams it to the client. Returns 0, or a negative errno;
- * -ETIMEDOUT / -ECONNRESET before any byte reached the client are answered by the caller. */
+/* Reads the upstream response and streams it to the client, one upstream read at a time.
+ * Returns 0, or a negative errno; -ETIMEDOUT / -ECONNRESET before any byte reached the client are
+ * answered by the caller. */
 static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
 {
-    char obuf[OBUF_SIZE];
-    relay r = {.c = c, .obuf = obuf};
+    router_relay r = {0};
+    router_relay_start(&r, c->rq.p.method == HTTP_HEAD, c->rq.p.http_major == 1 && c->rq.p.http_minor == 0,
+                       c->keep_alive);
+    _cleanup_buf_ buf out = BUF_INIT;
     *ret_got_bytes = false;
-    http_parser p;
-    http_parser_init(&p, HTTP_RESPONSE);
-    p.data = &r;
-    char buf[65536];
+    char rd[ROUTER_HEAD_MAX];
     int ret = 0;
     while (!r.done) {
-        ssize_t n = recv(c->up_fd, buf, sizeof(buf), 0);
+        ssize_t n = recv(c->up_fd, rd, sizeof(rd), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -389,70 +166,38 @@ static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
         }
         if (n > 0)
             *ret_got_bytes = true;
-        size_t k = http_parser_execute(&p, &relay_settings, buf, (size_t)n);
-        if (r.err == 0 && (r.err = out_flush(&r)) < 0) {
-            ret = r.err;
+        ssize_t k = router_relay_feed(&r, rd, (size_t)n, &out);
+        c->keep_alive = r.keep_alive;
+        if (out.len > 0 && (ret = router_write_all(c->fd, out.data, out.len)) < 0)
+            break;
+        buf_reset(&out);
+        if (k < 0) {
+            ret = (int)k;
             break;
         }
-        if (r.done) {
-            if ((size_t)n != k || !http_should_keep_alive(&p))
-                upstream_drop(c);
-            break;
-        }
-        if (n == 0) {
-            ret = -ECONNRESET;
-            break;
-        }
-        if (HTTP_PARSER_ERRNO(&p) != HPE_OK || k != (size_t)n) {
-            ret = r.err < 0 ? r.err : -EPROTO;
-            break;
-        }
+        if (r.done && ((size_t)k != (size_t)n || !router_relay_reusable(&r)))
+            upstream_drop(c);
     }
     if (ret < 0)
         upstream_drop(c);
-    *ret_head_sent = r.head_sent;
-    hdrs_clear(&r.h);
-    free(r.reason);
-    if (ret == 0 && r.err < 0)
-        ret = r.err;
+    *ret_head_sent = r.head_done;
+    router_relay_done(&r);
     return ret;
 }
 
 /* ---- request callbacks ---- */
 
-static int rq_begin(http_parser *p)
+static int rq_begin(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if (c->ctx->header_timeout_ms > 0)
         c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
     return 0;
 }
 
-static int rq_url(http_parser *p, const char *at, size_t n)
-{
-    h1_conn *c = p->data;
-    if (c->url_len + n > MAX_HEADER_BYTES)
-        return 1;
-    return append(&c->url, &c->url_len, at, n) < 0;
-}
-static int rq_field(http_parser *p, const char *at, size_t n)
-{
-    h1_conn *c = p->data;
-    bool new_header = c->h.n == 0 || c->h.in_value;
-    if (hdrs_field(&c->h, at, n) < 0)
-        return 1;
-    const char *name = c->h.v[c->h.n - 1].name;
-    router_cl_dup_field(p, &c->cl_dup, name, strlen(name), new_header);
-    return 0;
-}
-static int rq_value(http_parser *p, const char *at, size_t n)
-{
-    return hdrs_value(&((h1_conn *)p->data)->h, at, n) < 0;
-}
-
 static bool has_body(const h1_conn *c)
 {
-    return (c->p.flags & F_CHUNKED) || ((c->p.flags & F_CONTENTLENGTH) && c->p.content_length > 0);
+    return (c->rq.p.flags & F_CHUNKED) || ((c->rq.p.flags & F_CONTENTLENGTH) && c->rq.p.content_length > 0);
 }
 
 /* Answers the request at once; a pending request body makes the connection close after. */
@@ -474,75 +219,56 @@ static bool path_is(const char *url, const char *want)
  * the request may proceed, -1 when it was answered (or could not be). */
 static int refuse_bad_framing(h1_conn *c)
 {
-    http_field *f = calloc(c->h.n ? c->h.n : 1, sizeof(*f));
-    if (!f)
-        return -1;
-    for (size_t i = 0; i < c->h.n; i++)
-        f[i] = (http_field){c->h.v[i].name, strlen(c->h.v[i].name), c->h.v[i].value,
-                            strlen(c->h.v[i].value)};
-    http_framing_error e;
-    int r = router_framing_check(&c->p, f, c->h.n, &e);
-    free(f);
+    _cleanup_buf_ buf out = BUF_INIT;
+    int r = router_request_refuse_framing(&c->rq, &out);
     if (r == 0)
         return 0;
     c->keep_alive = false;
     c->mode = MODE_LOCAL;
-    send_simple(c, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body));
+    if (out.len > 0)
+        router_write_all(c->fd, out.data, out.len);
     return -1;
 }
 
-static int rq_headers_complete(http_parser *p)
+static int rq_headers_complete(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
+    http_parser *p = &c->rq.p;
     router_error err = {0};
     c->head_deadline = 0;
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
-    const char *url = c->url ? c->url : "/";
-    if (p->method == HTTP_GET && path_is(url, "/healthz")) {
+    const char *url = router_message_url(&c->rq);
+    router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
+    router_admission_from_headers(&a, http_method_str(p->method), url, &c->rq.h);
+    router_target_done(&c->target);
+    switch (router_admit(c->ctx, &a, false, &c->route, &c->target, &err)) {
+    case ROUTER_ADMIT_HEALTHZ:
         c->mode = MODE_LOCAL;
         if (has_body(c))
             c->keep_alive = false, c->close_after = true;
-        static const char ok[] = "{\"status\":\"ok\"}";
-        return send_simple(c, 200, "application/json", NULL, ok, sizeof(ok) - 1) < 0 ? -1 : 0;
+        return send_simple(c, 200, "application/json", NULL, router_healthz_body,
+                           strlen(router_healthz_body)) < 0
+                   ? -1
+                   : 0;
+    case ROUTER_ADMIT_REFUSED:
+        if (a.upgrade && err.http_status == 501)
+            c->keep_alive = false; /* the connection is not switched: nothing more is read */
+        return respond_local(c, &err);
+    case ROUTER_ADMIT_PENDING: /* not with nonblock false */
+    case ROUTER_ADMIT_TARGET:
+        break;
     }
-    if (router_check_auth(hdrs_get(&c->h, "authorization"), c->ctx->token,
-                          c->ctx->allow_unauthenticated, c->loopback, &err) < 0)
-        return respond_local(c, &err);
-    router_request_info in = {
-        .method = http_method_str(p->method),
-        .path = url,
-        .sandbox_id = hdrs_get(&c->h, "x-sandbox-id"),
-        .sandbox_ns = hdrs_get(&c->h, "x-sandbox-namespace"),
-        .sandbox_port = hdrs_get(&c->h, "x-sandbox-port"),
-        .pod_ip = hdrs_get(&c->h, "x-sandbox-pod-ip"),
-        .content_type = hdrs_get(&c->h, "content-type"),
-    };
-    if (router_route_request(&in, &c->route, &err) < 0)
-        return respond_local(c, &err);
-    if (p->upgrade) {
-        router_error_set(&err, 501, "Protocol upgrades are not supported by this router.");
-        c->keep_alive = false;
-        return respond_local(c, &err);
-    }
-    if (c->route.kind == ROUTER_KIND_GRPC) {
-        router_error_set(&err, 400, "gRPC requests need HTTP/2 (h2c prior knowledge).");
-        return respond_local(c, &err);
-    }
-    router_target_done(&c->target);
-    if (c->ctx->resolver->resolve(c->ctx->resolver, c->route.ns, c->route.id, false, &c->target,
-                                  &err) < 0)
-        return respond_local(c, &err);
     const char *addr = c->target.rest;
     if (c->route.kind == ROUTER_KIND_LEGACY) {
         if (!c->target.legacy) {
-            const char *ct = hdrs_get(&c->h, "content-type");
+            const char *ct = router_headers_get(&c->rq.h, "content-type");
             c->mode = p->method == HTTP_POST && path_is(url, "/upload") && ct &&
                               strncasecmp(ct, "multipart/form-data", 19) == 0
                           ? MODE_UPLOAD
                           : MODE_LEGACY;
-            const char *expect = hdrs_get(&c->h, "expect");
+            const char *expect = router_headers_get(&c->rq.h, "expect");
             if (expect && strcasecmp(expect, "100-continue") == 0 &&
                 router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
                 return -1;
@@ -563,14 +289,11 @@ static int rq_headers_complete(http_parser *p)
     if (r < 0) {
         upstream_drop(c);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
-        router_error_set(&err, r == -ETIMEDOUT ? 504 : 502,
-                         r == -ETIMEDOUT ? "Timed out waiting for the backend sandbox: %s"
-                                         : "Could not connect to the backend sandbox: %s",
-                         c->route.id);
+        router_error_upstream(&err, r, c->route.id);
         return respond_local(c, &err);
     }
     c->mode = MODE_PROXY;
-    const char *expect = hdrs_get(&c->h, "expect");
+    const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
         return -1;
@@ -579,14 +302,14 @@ static int rq_headers_complete(http_parser *p)
 
 static int upload_start(h1_conn *c);
 
-static int rq_body(http_parser *p, const char *at, size_t n)
+static int rq_body(void *payload, const char *at, size_t n)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if (c->mode == MODE_UPLOAD) {
         if (append(&c->body, &c->body_len, at, n) < 0)
             return 1;
         _cleanup_free_ char *name = NULL;
-        int r = router_multipart_peek_filename(hdrs_get(&c->h, "content-type"), c->body,
+        int r = router_multipart_peek_filename(router_headers_get(&c->rq.h, "content-type"), c->body,
                                                c->body_len, &name);
         if (r == 0 && c->body_len <= MAX_UPLOAD_PREAMBLE)
             return 0;
@@ -623,9 +346,9 @@ static int rq_body(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
-static int rq_complete(http_parser *p)
+static int rq_complete(void *payload)
 {
-    h1_conn *c = p->data;
+    h1_conn *c = payload;
     if ((c->mode == MODE_PROXY || c->mode == MODE_UPLOAD_PROXY) && c->req_chunked &&
         c->body_err == 0) {
         int r = router_write_all(c->up_fd, "0\r\n\r\n", 5);
@@ -633,18 +356,14 @@ static int rq_complete(http_parser *p)
             c->body_err = r;
     }
     c->message_done = true;
-    http_parser_pause(p, 1);
     return 0;
 }
 
-static const http_parser_settings request_settings = {
-    .on_message_begin = rq_begin,
-    .on_url = rq_url,
-    .on_header_field = rq_field,
-    .on_header_value = rq_value,
-    .on_headers_complete = rq_headers_complete,
-    .on_body = rq_body,
-    .on_message_complete = rq_complete,
+static const router_message_hooks request_hooks = {
+    .message_begin = rq_begin,
+    .headers_complete = rq_headers_complete,
+    .body = rq_body,
+    .message_complete = rq_complete,
 };
 
 /* ---- legacy over HTTP/1.1 ---- */
@@ -667,7 +386,7 @@ static int dl_head(int status, const char *ctype, const char *extra, long long l
     else
         snprintf(lenbuf, sizeof(lenbuf), "Transfer-Encoding: chunked\r\n");
     int n = asprintf(&head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%s%s%s%s\r\n", status,
-                     http_status_str(status), ctype, lenbuf, extra ? extra : "",
+                     status_http_reason(status), ctype, lenbuf, extra ? extra : "",
                      extra ? "\r\n" : "", c->keep_alive ? "" : "Connection: close\r\n");
     if (n < 0)
         return d->err = -ENOMEM;
@@ -693,8 +412,8 @@ static int dl_data(const char *data, size_t len, void *payload)
 
 static int serve_legacy(h1_conn *c)
 {
-    const char *method = http_method_str(c->p.method);
-    const char *url = c->url ? c->url : "/";
+    const char *method = http_method_str(c->rq.p.method);
+    const char *url = router_message_url(&c->rq);
     if (c->body_err == -E2BIG) {
         router_error e;
         router_error_set(&e, 413, "Request body too large for the legacy layer.");
@@ -707,7 +426,7 @@ static int serve_legacy(h1_conn *c)
         if (r < 0 && d.err == 0) {
             c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
             router_error e;
-            router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", c->route.id);
+            router_error_upstream(&e, -ECONNREFUSED, c->route.id);
             return send_detail(c, &e);
         }
         if (d.chunked && d.err == 0)
@@ -715,13 +434,13 @@ static int serve_legacy(h1_conn *c)
         return d.err;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&c->target, method, url, hdrs_get(&c->h, "content-type"), c->body,
+    int r = router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"), c->body,
                                  c->body_len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
         router_error e;
-        router_error_set(&e, 502, "Could not connect to the backend sandbox: %s", c->route.id);
+        router_error_upstream(&e, -ECONNREFUSED, c->route.id);
         return send_detail(c, &e);
     }
     r = send_simple(c, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
@@ -729,23 +448,12 @@ static int serve_legacy(h1_conn *c)
     return r;
 }
 
-/* Percent-encodes everything but unreserved bytes (sandboxd decodes %2F into a directory). */
-static char *path_escape(const char *s)
+/* RFC 3986 unreserved bytes: everything else is percent-encoded (sandboxd decodes %2F into a
+ * directory). */
+static bool unreserved(unsigned char ch)
 {
-    size_t n = strlen(s);
-    char *o = malloc(3 * n + 1), *q = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~')
-            *q++ = (char)ch;
-        else
-            q += sprintf(q, "%%%02X", ch);
-    }
-    *q = '\0';
-    return o;
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
 /* The "file" part's name is known: PUT the multipart body as it is to sandboxd (which stores
@@ -755,17 +463,17 @@ static int upload_start(h1_conn *c)
     const char *name = c->upload_name;
     while (*name == '/')
         name++;
-    _cleanup_free_ char *enc = path_escape(name), *head = NULL;
+    _cleanup_free_ char *enc = router_percent_encode(name, unreserved), *head = NULL;
     if (!enc)
         return -ENOMEM;
     int r = upstream_get(c, c->target.rest);
     if (r < 0)
         return r;
-    c->req_chunked = !(c->p.flags & F_CONTENTLENGTH) || (c->p.flags & F_CHUNKED);
-    const char *cl = hdrs_get(&c->h, "content-length");
+    c->req_chunked = !(c->rq.p.flags & F_CONTENTLENGTH) || (c->rq.p.flags & F_CHUNKED);
+    const char *cl = router_headers_get(&c->rq.h, "content-length");
     int n = asprintf(&head,
                      "PUT /v1/files/%s HTTP/1.1\r\nHost: sandbox\r\nContent-Type: %s\r\n%s%s%s\r\n",
-                     enc, hdrs_get(&c->h, "content-type"),
+                     enc, router_headers_get(&c->rq.h, "content-type"),
                      c->req_chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: ",
                      c->req_chunked ? "" : cl, c->req_chunked ? "" : "\r\n");
     if (n < 0)
@@ -778,7 +486,7 @@ static int upload_start(h1_conn *c)
     _cleanup_free_ char *pre = TAKE_PTR(c->body);
     size_t len = c->body_len;
     c->body_len = 0;
-    return rq_body(&c->p, pre, len);
+    return rq_body(c, pre, len);
 }
 
 typedef struct small_resp {
@@ -820,21 +528,21 @@ static int upload_finish(h1_conn *c)
     http_parser p;
     http_parser_init(&p, HTTP_RESPONSE);
     p.data = &sr;
-    char buf[16384];
+    char rd[16384];
     while (!sr.done && c->up_fd >= 0) {
-        ssize_t n = recv(c->up_fd, buf, sizeof(buf), 0);
+        ssize_t n = recv(c->up_fd, rd, sizeof(rd), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
-        http_parser_execute(&p, &small_settings, buf, (size_t)n);
+        http_parser_execute(&p, &small_settings, rd, (size_t)n);
         if (HTTP_PARSER_ERRNO(&p) != HPE_OK && !sr.done)
             break;
     }
     upstream_drop(c);
     int r;
     if (!sr.done) {
-        router_error_set(&err, 502, "Could not connect to the backend sandbox: %s", c->route.id);
+        router_error_upstream(&err, -ECONNREFUSED, c->route.id);
         r = send_detail(c, &err);
     } else {
         json_t *o;
@@ -879,8 +587,7 @@ static int finish_request(h1_conn *c)
                 return c->keep_alive && !c->close_after ? 0 : -1;
             if (head_sent)
                 return -1;
-            router_error_set(&err, 502, "Could not connect to the backend sandbox: %s",
-                             c->route.id);
+            router_error_upstream(&err, -ECONNREFUSED, c->route.id);
             c->keep_alive = false;
             send_detail(c, &err);
             return -1;
@@ -895,12 +602,7 @@ static int finish_request(h1_conn *c)
         if (r < 0) {
             if (head_sent)
                 return -1;
-            if (r == -ETIMEDOUT)
-                router_error_set(&err, 504, "Timed out waiting for the backend sandbox: %s",
-                                 c->route.id);
-            else
-                router_error_set(&err, 502, "Could not connect to the backend sandbox: %s",
-                                 c->route.id);
+            router_error_upstream(&err, r, c->route.id);
             c->keep_alive = false;
             send_detail(c, &err);
             return -1;
@@ -911,10 +613,7 @@ static int finish_request(h1_conn *c)
 
 static void request_reset(h1_conn *c)
 {
-    free(c->url);
-    c->url = NULL;
-    c->url_len = 0;
-    hdrs_clear(&c->h);
+    router_message_reset(&c->rq);
     free(c->body);
     c->body = NULL;
     c->body_len = 0;
@@ -924,21 +623,19 @@ static void request_reset(h1_conn *c)
     c->message_done = false;
     c->mode = MODE_LOCAL;
     c->close_after = false;
-    c->cl_dup = (router_cl_dup){0};
     router_target_done(&c->target);
 }
 
 void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
     h1_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .up_fd = -1};
-    http_parser_init(&c.p, HTTP_REQUEST);
-    c.p.data = &c;
+    router_message_init(&c.rq, HTTP_REQUEST, &request_hooks, &c);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
     c.rcv_timeout_ms = CLIENT_IDLE_MS;
-    char *buf = malloc(65536);
-    if (!buf)
+    char *in = malloc(ROUTER_HEAD_MAX);
+    if (!in)
         goto out;
-    memcpy(buf, pre, npre);
+    memcpy(in, pre, npre);
     size_t have = npre, off = 0;
     for (;;) {
         if (off == have) {
@@ -954,7 +651,7 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
                 set_timeout(fd, SO_RCVTIMEO, want);
                 c.rcv_timeout_ms = want;
             }
-            ssize_t n = recv(fd, buf, 65536, 0);
+            ssize_t n = recv(fd, in, ROUTER_HEAD_MAX, 0);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
@@ -962,11 +659,11 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             have = (size_t)n;
             off = 0;
         }
-        size_t k = http_parser_execute(&c.p, &request_settings, buf + off, have - off);
+        size_t k = router_message_execute(&c.rq, in + off, have - off);
         off += k;
-        enum http_errno e = HTTP_PARSER_ERRNO(&c.p);
+        enum http_errno e = HTTP_PARSER_ERRNO(&c.rq.p);
         if (c.message_done) {
-            http_parser_pause(&c.p, 0);
+            http_parser_pause(&c.rq.p, 0);
             if (finish_request(&c) < 0)
                 break;
             request_reset(&c);
@@ -975,10 +672,10 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
         if (e != HPE_OK) {
             /* A callback's failure already answered or lost the client; a parse error gets 400. */
             if (e > HPE_CB_chunk_complete && c.mode == MODE_LOCAL) {
-                router_error err;
-                router_error_set(&err, 400, "Malformed HTTP request.");
+                _cleanup_buf_ buf out = BUF_INIT;
                 c.keep_alive = false;
-                send_detail(&c, &err);
+                if (router_request_refuse_malformed(&c.rq, &out) == 0)
+                    router_write_all(fd, out.data, out.len);
             }
             break;
         }
@@ -986,7 +683,8 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             break;
     }
 out:
-    free(buf);
+    free(in);
     request_reset(&c);
+    router_message_done(&c.rq);
     upstream_drop(&c);
 }

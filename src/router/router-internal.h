@@ -75,6 +75,9 @@ int router_connect(const char *addr, long timeout_ms);
  * the given prefix, query removed, percent-decoded) into *out (owned). Returns 0 or -EINVAL. */
 int router_legacy_path(const char *target, const char *prefix, char **out);
 int router_percent_decode(const char *s, size_t n, char **out);
+/* Percent-encodes (%XX, upper case) every byte keep() refuses. Owned by the caller; NULL on
+ * -ENOMEM. */
+char *router_percent_encode(const char *s, bool (*keep)(unsigned char ch));
 
 /* One legacy response (the HTTP/2 side buffers it; HTTP/1.1 streams downloads separately). */
 typedef struct router_legacy_response {

@@ -298,3 +298,24 @@ int router_multipart_peek_filename(const char *content_type, const char *prefix,
 {
     return multipart_scan(content_type, prefix, len, true, ret_filename, NULL, NULL);
 }
+
+char *router_percent_encode(const char *s, bool (*keep)(unsigned char ch))
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *o = malloc(3 * n + 1), *q = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (keep(ch)) {
+            *q++ = (char)ch;
+            continue;
+        }
+        *q++ = '%';
+        *q++ = hex[ch >> 4];
+        *q++ = hex[ch & 15];
+    }
+    *q = '\0';
+    return o;
+}

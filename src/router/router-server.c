@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "router/router-internal.h"
+#include "router/router-core.h"
 #include "shared/log.h"
 
 /* Open client connections, so router_stop can cut them and wait for their threads. */
@@ -81,9 +81,9 @@ void router_target_done(router_target *t)
     t->rest = t->grpc = t->legacy = NULL;
 }
 
-int router_write_all(int fd, const void *buf, size_t len)
+int router_write_all(int fd, const void *data, size_t len)
 {
-    const char *p = buf;
+    const char *p = data;
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
         if (n < 0) {
@@ -269,18 +269,10 @@ static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const cha
         memcpy(a->out, out, nout);
     if (npre)
         memcpy(a->pre, pre, npre);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t t;
-    int e = pthread_create(&t, &attr, conn_thread, a);
-    pthread_attr_destroy(&attr);
-    if (e != 0) {
+    int e = router_thread_spawn(conn_thread, a);
+    if (e < 0)
         free(a);
-        return -e;
-    }
-    return 0;
+    return e;
 }
 
 static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_error)

@@ -2,10 +2,11 @@
  * routing requests by X-Sandbox-ID / X-Sandbox-Namespace / X-Sandbox-Port to a sandbox's
  * sandboxd (REST over HTTP/1.1, gRPC over HTTP/2) or to the legacy python-runtime layer.
  *
- * Threading: one epoll worker per CPU serves HTTP/1.1 requests without a body non-blocking
- * (router-loop.c); a connection that needs more (a request body, the legacy emulation, HTTP/2,
- * a TCP upstream) is handed to a thread of its own running blocking code (the kernel's socket
- * buffers are the back-pressure). An HTTP/2 connection runs a poll loop over the client socket
+ * Threading: one epoll worker per CPU serves HTTP/1.1 requests non-blocking, bodies and
+ * streams included, with flow control (router-loop.c); a connection that needs more (the legacy
+ * emulation, HTTP/2, a TCP upstream, an upgrade) is handed to a thread of its own running
+ * blocking code (the kernel's socket buffers are the back-pressure). Every path runs the same
+ * proxy core (router-core.h). An HTTP/2 connection runs a poll loop over the client socket
  * and its upstream sockets, with nghttp2 flow-control windows released only as bytes are
  * written on. Memory stays bounded whatever the body sizes. */
 #pragma once

@@ -54,3 +54,7 @@ int api_error_set(api_error *e, status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int api_error_setv(api_error *e, status_code code, const char *fmt, va_list ap);
 void api_error_clear(api_error *e);
+
+/* The HTTP reason phrase of a status code ("Bad Gateway" for 502; "Unknown" for codes not
+ * listed): the one table every HTTP/1.1 status line the tree writes takes its words from. */
+const char *status_http_reason(int http_status);

@@ -1,0 +1,100 @@
+/* Private to the event loop's two files: router-loop.c (workers, accept, start/stop) and
+ * router-loop-conn.c (one client connection's state machine). */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "router/router-core.h"
+
+#define IN_CAP ROUTER_HEAD_MAX /* the blocking path reads heads into as much */
+#define RD_CAP 65536
+#define OUT_HIGH 65536 /* neither side is read while more than this waits to go to the other */
+#define CLIENT_IDLE_MS 120000
+
+enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
+
+typedef struct lworker lworker;
+
+typedef struct lconn {
+    lworker *w;
+    struct lconn *prev, *next;
+    int fd;
+    bool loopback;
+    int st;
+    /* client input: [start, len) not consumed by finished requests; [start, parsed) parsed */
+    char *in;
+    size_t in_start, in_parsed, in_len;
+    bool rd_eof, can_read, can_write;
+    router_message rq;
+    bool head_done, msg_done, has_body, keep_alive;
+    size_t req_len; /* bytes of the finished request not yet consumed */
+    /* a request body being forwarded (after the head went upstream) */
+    bool body_streaming, req_chunked;
+    int body_err;   /* the upstream stopped taking the body: the rest is read and dropped */
+    bool resp_done; /* the response ended before the request body did */
+    bool refused;   /* the head was refused and answered (request smuggling shapes) */
+    /* to the client */
+    buf out;
+    size_t out_off;
+    /* upstream */
+    int up_fd;
+    char *up_addr;
+    bool up_reused, up_retried, up_can_read, up_can_write, up_eof;
+    buf up_req;
+    size_t up_req_off;
+    router_relay relay;
+    bool r_got; /* a byte of the response came in */
+    long long deadline, last_io;
+    long long head_start; /* when the request head being read began (0: none) */
+    router_route route;
+    bool dead;
+    bool ev_out, up_ev_out; /* EPOLLOUT registered (only while a write is blocked) */
+    bool rdhup, up_rdhup;   /* the peer's FIN was seen: read until EOF */
+} lconn;
+
+struct lworker {
+    router_loop *L;
+    int ep, ev;
+    pthread_t thread;
+    lconn *conns;
+    lconn *dead; /* closed during this batch of events, freed after it */
+    pthread_mutex_t lock;
+    struct resolve_job *done; /* finished resolutions (under lock) */
+    char rd[RD_CAP];
+};
+
+struct router_loop {
+    router_ctx *ctx;
+    int listen_fd;
+    size_t nw;
+    lworker *w;
+    atomic_int phase; /* 0 serving, 1 not accepting, 2 exit */
+    router_loop_hooks hooks;
+};
+
+static inline long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define TAG_UP 1UL
+
+/* Accepts fd on worker w and runs it as far as it goes (closes it on failure). */
+void router_loop_conn_new(lworker *w, int fd);
+/* Runs the connection's state machine as far as it goes (after events). */
+void router_loop_conn_run(lconn *c);
+/* Closes the client connection (and its upstream); its memory lives until router_loop_reap. */
+void router_loop_conn_close(lconn *c);
+/* Frees the connections closed during this batch of events. */
+void router_loop_reap(lworker *w);
+/* Picks up the resolutions finished on helper threads (after the worker's eventfd fired). */
+void router_loop_resolve_done(lworker *w);
+/* Deadlines: proxy timeouts (504), the request-head deadline, idle clients. */
+void router_loop_sweep(lworker *w, long long now);
+/* Over the connection cap: closes the connection sending its head or idle the longest.
+ * Returns false when there is none. */
+bool router_loop_make_room(lworker *w);

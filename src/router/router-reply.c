@@ -1,0 +1,106 @@
+/* What the router writes itself on HTTP/1.1: its own answers, the upstream request head and
+ * chunked framing (router-core.h). Reason phrases come from shared/status.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "router/router-core.h"
+#include "shared/status.h"
+
+void router_error_upstream(router_error *err, int r, const char *sandbox_id)
+{
+    if (r == -ETIMEDOUT)
+        router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", sandbox_id);
+    else
+        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", sandbox_id);
+}
+
+int router_reply(buf *out, int status, const char *ctype, const char *extra, const char *body,
+                 size_t len, bool keep_alive, bool head_only)
+{
+    size_t before = out->len;
+    int r = buf_appendf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+                        status, status_http_reason(status), ctype, len, extra ? extra : "",
+                        extra ? "\r\n" : "", keep_alive ? "" : "Connection: close\r\n");
+    if (r == 0 && !head_only && len > 0)
+        r = buf_append(out, body, len);
+    if (r < 0)
+        out->len = before; /* nothing half-written */
+    return r;
+}
+
+int router_reply_error(buf *out, const router_error *err, bool keep_alive, bool head_only)
+{
+    _cleanup_free_ char *body = router_detail_json(err->detail);
+    if (!body)
+        return -ENOMEM;
+    return router_reply(out, err->http_status, "application/json", NULL, body, strlen(body),
+                        keep_alive, head_only);
+}
+
+const char *router_upstream_host(const char *addr)
+{
+    return strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
+}
+
+/* One "name: value\r\n" line; room was reserved by the caller. */
+static void put_line(buf *b, const char *name, size_t nl, const char *v, size_t vl)
+{
+    char *p = b->data + b->len;
+    memcpy(p, name, nl);
+    memcpy(p + nl, ": ", 2);
+    memcpy(p + nl + 2, v, vl);
+    memcpy(p + nl + 2 + vl, "\r\n", 2);
+    b->len += nl + vl + 4;
+    b->data[b->len] = '\0';
+}
+
+int router_request_head(buf *out, const char *method, const char *url, const char *host,
+                        const router_headers *h, bool chunked)
+{
+    size_t before = out->len;
+    if (buf_reserve(out, 64 + strlen(method) + strlen(url) + strlen(host) + h->a.len + 4 * h->n) <
+        0)
+        return -ENOMEM;
+    buf_append_str(out, method);
+    buf_append_byte(out, ' ');
+    buf_append_str(out, url);
+    buf_append_str(out, " HTTP/1.1\r\nHost: ");
+    buf_append_str(out, host);
+    buf_append(out, "\r\n", 2);
+    const char *cl = NULL;
+    for (size_t i = 0; i < h->n; i++) {
+        const char *name = router_headers_name(h, i);
+        size_t nl = strlen(name);
+        if (router_header_dropped(name, nl)) {
+            if (!cl && nl == 14 && strcasecmp(name, "content-length") == 0)
+                cl = name + nl + 1;
+            continue;
+        }
+        const char *v = name + nl + 1;
+        put_line(out, name, nl, v, strlen(v));
+    }
+    int r = 0;
+    if (chunked)
+        r = buf_append_str(out, "Transfer-Encoding: chunked\r\n");
+    else if (cl)
+        r = buf_appendf(out, "Content-Length: %s\r\n", cl);
+    if (r == 0)
+        r = buf_append(out, "\r\n", 2);
+    if (r < 0)
+        out->len = before;
+    return r;
+}
+
+int router_chunk(buf *out, const char *data, size_t n)
+{
+    char pre[32];
+    int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
+    if (buf_reserve(out, (size_t)k + n + 2) < 0)
+        return -ENOMEM;
+    buf_append(out, pre, (size_t)k); /* cannot fail after the reserve */
+    buf_append(out, data, n);
+    buf_append(out, "\r\n", 2);
+    return 0;
+}

@@ -1,0 +1,371 @@
+/* The router's proxy core without sockets: header list, admission, router-made answers, the
+ * upstream request head and the response relay state machine. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router/router-core.h"
+#include "shared/status.h"
+#include "unit.h"
+
+/* Feeds s to the relay in pieces of `step` bytes; returns the last feed result. */
+static ssize_t feed_pieces(router_relay *r, const char *s, size_t step, buf *out)
+{
+    size_t len = strlen(s), off = 0;
+    ssize_t k = 0;
+    while (off < len && !r->done) {
+        size_t n = len - off < step ? len - off : step;
+        k = router_relay_feed(r, s + off, n, out);
+        if (k < 0)
+            return k;
+        off += (size_t)k;
+    }
+    return k;
+}
+
+TEST(headers_split_callbacks)
+{
+    router_headers h = {0};
+    CHECK_INT_EQ(router_headers_field(&h, "X-Sand", 6), 0);
+    size_t len;
+    CHECK_STR_EQ(router_headers_current(&h, &len), "X-Sand");
+    CHECK_INT_EQ(router_headers_field(&h, "box-ID", 6), 0);
+    CHECK_INT_EQ(router_headers_value(&h, "bo", 2), 0);
+    CHECK_INT_EQ(router_headers_value(&h, "x", 1), 0);
+    CHECK_INT_EQ(router_headers_field(&h, "Empty", 5), 0);
+    CHECK_INT_EQ(router_headers_end(&h), 0);
+    CHECK_INT_EQ(h.n, 2);
+    CHECK_STR_EQ(router_headers_name(&h, 0), "X-Sandbox-ID");
+    CHECK_STR_EQ(router_headers_get(&h, "x-sandbox-id"), "box");
+    CHECK_STR_EQ(router_headers_get(&h, "empty"), "");
+    CHECK(router_headers_get(&h, "absent") == NULL);
+    _cleanup_free_ http_field *f = NULL;
+    CHECK_INT_EQ(router_headers_fields(&h, &f), 0);
+    CHECK_INT_EQ(f[0].name_len, 12);
+    CHECK_INT_EQ(f[0].value_len, 3);
+    router_headers_reset(&h);
+    CHECK_INT_EQ(h.n, 0);
+    CHECK(router_headers_get(&h, "x-sandbox-id") == NULL);
+    /* a head over ROUTER_HEAD_MAX is refused */
+    char *big = malloc(ROUTER_HEAD_MAX);
+    CHECK(big != NULL);
+    memset(big, 'a', ROUTER_HEAD_MAX);
+    CHECK_INT_EQ(router_headers_field(&h, "n", 1), 0);
+    CHECK_INT_EQ(router_headers_value(&h, big, ROUTER_HEAD_MAX), -E2BIG);
+    free(big);
+    router_headers_done(&h);
+}
+
+static int fake_resolve(router_resolver *r, const char *ns, const char *id, bool nonblock,
+                        router_target *out, router_error *err)
+{
+    if (strcmp(id, "slow") == 0 && nonblock)
+        return -EWOULDBLOCK;
+    if (strcmp(id, "gone") == 0) {
+        router_error_set(err, 404, "Sandbox %s not found.", id);
+        return -ENOENT;
+    }
+    out->rest = strdup("unix:/x/rest.sock");
+    return out->rest ? 0 : -ENOMEM;
+}
+
+static router_admit_result admit(router_ctx *ctx, const char *method, const char *path,
+                                 const char *auth, const char *id, bool http2, bool upgrade,
+                                 router_error *err)
+{
+    router_admission a = {
+        .info = {.method = method, .path = path, .sandbox_id = id},
+        .authorization = auth,
+        .http2 = http2,
+        .upgrade = upgrade,
+    };
+    router_route route;
+    router_target t = {0};
+    router_admit_result r = router_admit(ctx, &a, true, &route, &t, err);
+    if (r == ROUTER_ADMIT_TARGET)
+        CHECK_STR_EQ(t.rest, "unix:/x/rest.sock");
+    router_target_done(&t);
+    return r;
+}
+
+TEST(admission_order)
+{
+    router_resolver res = {.resolve = fake_resolve};
+    router_ctx ctx = {.token = (char *)"tok", .resolver = &res};
+    router_error err = {0};
+    /* healthz needs no token */
+    CHECK_INT_EQ(admit(&ctx, "GET", "/healthz?x=1", NULL, NULL, false, false, &err),
+                 ROUTER_ADMIT_HEALTHZ);
+    CHECK_INT_EQ(admit(&ctx, "POST", "/healthz", NULL, NULL, false, false, &err),
+                 ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 401);
+    /* auth before routing: a missing X-Sandbox-ID without a token is 401, with one 400 */
+    CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", NULL, false, false, &err),
+                 ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 400);
+    CHECK_STR_EQ(err.detail, "X-Sandbox-ID header is required.");
+    CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "box", false, true, &err),
+                 ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 501);
+    CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "box", false, false, &err),
+                 ROUTER_ADMIT_TARGET);
+    CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "slow", false, false, &err),
+                 ROUTER_ADMIT_PENDING);
+    CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "gone", false, false, &err),
+                 ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 404);
+    router_admission a = {
+        .info = {.method = "POST",
+                 .path = "/process.v1.ProcessService/Execute",
+                 .sandbox_id = "box",
+                 .content_type = "application/grpc"},
+        .authorization = "Bearer tok",
+    };
+    router_route route;
+    router_target t = {0};
+    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_REFUSED);
+    CHECK_STR_EQ(err.detail, "gRPC requests need HTTP/2 (h2c prior knowledge).");
+    a.http2 = true;
+    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_TARGET);
+    CHECK_INT_EQ(route.kind, ROUTER_KIND_GRPC);
+    router_target_done(&t);
+}
+
+TEST(admission_from_headers_first_wins)
+{
+    router_headers h = {0};
+    const char *kv[][2] = {{"X-Sandbox-Id", "one"}, {"x-sandbox-id", "two"},
+                           {"Authorization", "Bearer a"}, {"X-Sandbox-Port", "8888"}};
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_INT_EQ(router_headers_field(&h, kv[i][0], strlen(kv[i][0])), 0);
+        CHECK_INT_EQ(router_headers_value(&h, kv[i][1], strlen(kv[i][1])), 0);
+    }
+    CHECK_INT_EQ(router_headers_end(&h), 0);
+    router_admission a = {0};
+    router_admission_from_headers(&a, "GET", "/", &h);
+    CHECK_STR_EQ(a.info.sandbox_id, "one");
+    CHECK_STR_EQ(a.info.sandbox_port, "8888");
+    CHECK_STR_EQ(a.authorization, "Bearer a");
+    CHECK(a.info.sandbox_ns == NULL);
+    router_headers_done(&h);
+}
+
+TEST(replies)
+{
+    _cleanup_buf_ buf out = BUF_INIT;
+    router_error err;
+    router_error_upstream(&err, -ETIMEDOUT, "box");
+    CHECK_INT_EQ(err.http_status, 504);
+    CHECK_STR_EQ(err.detail, "Timed out waiting for the backend sandbox: box");
+    router_error_upstream(&err, -ECONNREFUSED, "box");
+    CHECK_INT_EQ(err.http_status, 502);
+    CHECK_STR_EQ(err.detail, "Could not connect to the backend sandbox: box");
+    CHECK_INT_EQ(router_reply_error(&out, &err, false, false), 0);
+    CHECK(strncmp(out.data, "HTTP/1.1 502 Bad Gateway\r\n", 26) == 0);
+    CHECK(strstr(out.data, "Connection: close\r\n") != NULL);
+    CHECK(strstr(out.data, "\r\n\r\n{\"detail\":\"Could not connect") != NULL);
+    buf_reset(&out);
+    CHECK_INT_EQ(router_reply(&out, 200, "text/plain", "X-A: b", "hi", 2, true, true), 0);
+    CHECK_STR_EQ(out.data, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
+                           "X-A: b\r\n\r\n");
+    CHECK_STR_EQ(status_http_reason(401), "Unauthorized");
+    CHECK_STR_EQ(status_http_reason(413), "Payload Too Large");
+    CHECK_STR_EQ(status_http_reason(799), "Unknown");
+}
+
+TEST(request_head)
+{
+    router_headers h = {0};
+    const char *kv[][2] = {{"Host", "x"},          {"Authorization", "Bearer t"},
+                           {"X-Sandbox-ID", "box"}, {"Content-Length", "5"},
+                           {"Accept", "*/*"},       {"Connection", "keep-alive"}};
+    for (size_t i = 0; i < 6; i++) {
+        CHECK_INT_EQ(router_headers_field(&h, kv[i][0], strlen(kv[i][0])), 0);
+        CHECK_INT_EQ(router_headers_value(&h, kv[i][1], strlen(kv[i][1])), 0);
+    }
+    CHECK_INT_EQ(router_headers_end(&h), 0);
+    _cleanup_buf_ buf out = BUF_INIT;
+    CHECK_INT_EQ(router_request_head(&out, "PUT", "/v1/files/a", "sandbox", &h, false), 0);
+    CHECK_STR_EQ(out.data, "PUT /v1/files/a HTTP/1.1\r\nHost: sandbox\r\nAccept: */*\r\n"
+                           "Content-Length: 5\r\n\r\n");
+    buf_reset(&out);
+    CHECK_INT_EQ(router_request_head(&out, "POST", "/", router_upstream_host("10.0.0.1:8080"), &h,
+                                     true),
+                 0);
+    CHECK_STR_EQ(out.data, "POST / HTTP/1.1\r\nHost: 10.0.0.1:8080\r\nAccept: */*\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n");
+    buf_reset(&out);
+    CHECK_INT_EQ(router_chunk(&out, "hello", 5), 0);
+    CHECK_STR_EQ(out.data, "5\r\nhello\r\n");
+    router_headers_done(&h);
+}
+
+TEST(relay_length_in_pieces)
+{
+    static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n"
+                               "X-Y: z\r\n\r\nhelloHTTP/1.1 200 OK\r\n";
+    for (size_t step = 1; step <= sizeof(resp); step += 7) {
+        router_relay r = {0};
+        router_relay_start(&r, false, false, true);
+        _cleanup_buf_ buf out = BUF_INIT;
+        ssize_t k = feed_pieces(&r, resp, step, &out);
+        CHECK(k >= 0);
+        CHECK(r.done);
+        CHECK(r.head_done);
+        CHECK(router_relay_reusable(&r));
+        CHECK_STR_EQ(out.data, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Y: z\r\n\r\nhello");
+        /* bytes after the response are not consumed */
+        CHECK_INT_EQ(router_relay_feed(&r, "x", 1, &out), 0);
+        router_relay_done(&r);
+    }
+}
+
+TEST(relay_rechunks_eof_body)
+{
+    router_relay r = {0};
+    router_relay_start(&r, false, false, true);
+    _cleanup_buf_ buf out = BUF_INIT;
+    static const char head[] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc";
+    CHECK_INT_EQ(router_relay_feed(&r, head, strlen(head), &out), (ssize_t)strlen(head));
+    CHECK(!r.done);
+    CHECK_INT_EQ(router_relay_feed(&r, "", 0, &out), 0); /* upstream EOF ends it */
+    CHECK(r.done);
+    CHECK(!router_relay_reusable(&r));
+    CHECK(r.keep_alive);
+    CHECK_STR_EQ(out.data,
+                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+    router_relay_done(&r);
+    /* an HTTP/1.0 client: delimited by closing instead */
+    router_relay_start(&r, false, true, true);
+    buf_reset(&out);
+    CHECK(router_relay_feed(&r, head, strlen(head), &out) > 0);
+    CHECK(!r.keep_alive);
+    CHECK_STR_EQ(out.data, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
+    router_relay_done(&r);
+}
+
+TEST(relay_interim_head_and_errors)
+{
+    router_relay r = {0};
+    _cleanup_buf_ buf out = BUF_INIT;
+    /* 100 Continue is dropped; HEAD has no body even with a length */
+    static const char resp[] = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+    router_relay_start(&r, false, false, true);
+    CHECK(router_relay_feed(&r, resp, strlen(resp), &out) > 0);
+    CHECK(r.done);
+    CHECK_STR_EQ(out.data, "HTTP/1.1 204 No Content\r\n\r\n");
+    router_relay_start(&r, true, false, false);
+    buf_reset(&out);
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+    CHECK(router_relay_feed(&r, head, strlen(head), &out) > 0);
+    CHECK(r.done);
+    CHECK_STR_EQ(out.data, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n");
+    /* malformed, and EOF in the middle of a body */
+    router_relay_start(&r, false, false, true);
+    CHECK_INT_EQ(router_relay_feed(&r, "NOT HTTP\r\n", 10, &out), -EPROTO);
+    router_relay_start(&r, false, false, true);
+    buf_reset(&out);
+    static const char part[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+    CHECK(router_relay_feed(&r, part, strlen(part), &out) > 0);
+    CHECK(r.head_done);
+    CHECK_INT_EQ(router_relay_feed(&r, "", 0, &out), -ECONNRESET);
+    CHECK(!r.done);
+    router_relay_done(&r);
+}
+
+/* Decodes a chunked body (no extensions, no trailers), appending to out. Returns 0 once the
+ * last chunk is in, -1 on a framing error. */
+static int dechunk(const char *s, buf *out)
+{
+    for (;;) {
+        char *end;
+        unsigned long n = strtoul(s, &end, 16);
+        if (end == s || strncmp(end, "\r\n", 2) != 0)
+            return -1;
+        s = end + 2;
+        if (n == 0)
+            return strcmp(s, "\r\n") == 0 ? 0 : -1;
+        if (buf_append(out, s, n) < 0 || strncmp(s + n, "\r\n", 2) != 0)
+            return -1;
+        s += n + 2;
+    }
+}
+
+TEST(relay_chunked_upstream_any_split)
+{
+    static const char resp[] = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n"
+                               "Content-Type: text/plain\r\n\r\n"
+                               "4\r\nabcd\r\n10\r\n0123456789abcdef\r\n1\r\nZ\r\n0\r\n\r\n";
+    for (size_t step = 1; step < sizeof(resp); step++) {
+        router_relay r = {0};
+        router_relay_start(&r, false, false, true);
+        _cleanup_buf_ buf out = BUF_INIT;
+        CHECK(feed_pieces(&r, resp, step, &out) >= 0);
+        CHECK(r.done);
+        CHECK(router_relay_reusable(&r));
+        static const char head[] = "HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n";
+        CHECK(strncmp(out.data, head, strlen(head)) == 0);
+        _cleanup_buf_ buf body = BUF_INIT;
+        CHECK_INT_EQ(dechunk(out.data + strlen(head), &body), 0);
+        CHECK_STR_EQ(body.data, "abcd0123456789abcdefZ");
+        router_relay_done(&r);
+    }
+}
+
+typedef struct seen {
+    int heads, bodies, completes;
+    buf body;
+} seen;
+
+static int seen_head(void *payload)
+{
+    ((seen *)payload)->heads++;
+    return 0;
+}
+static int seen_body(void *payload, const char *at, size_t n)
+{
+    return buf_append(&((seen *)payload)->body, at, n) < 0;
+}
+static int seen_complete(void *payload)
+{
+    ((seen *)payload)->completes++;
+    return 0;
+}
+static const router_message_hooks seen_hooks = {
+    .headers_complete = seen_head, .body = seen_body, .message_complete = seen_complete};
+
+TEST(message_reader_requests)
+{
+    seen s = {0};
+    router_message m = {0};
+    router_message_init(&m, HTTP_REQUEST, &seen_hooks, &s);
+    /* two pipelined requests: the reader stops after the first */
+    static const char two[] = "PUT /a?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n"
+                              "Content-Length: 3\r\n\r\nxyzGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+    size_t k = router_message_execute(&m, two, strlen(two));
+    CHECK_INT_EQ(HTTP_PARSER_ERRNO(&m.p), HPE_PAUSED);
+    CHECK_STR_EQ(router_message_url(&m), "/a?x=1");
+    CHECK_INT_EQ(m.h.n, 3); /* identical Content-Lengths pass, as in Go */
+    CHECK_STR_EQ(s.body.data, "xyz");
+    CHECK_INT_EQ(s.completes, 1);
+    _cleanup_buf_ buf out = BUF_INIT;
+    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), 0);
+    CHECK_INT_EQ(out.len, 0);
+    http_parser_pause(&m.p, 0);
+    router_message_reset(&m);
+    size_t k2 = router_message_execute(&m, two + k, strlen(two) - k);
+    CHECK_INT_EQ(k + k2, strlen(two));
+    CHECK_STR_EQ(router_message_url(&m), "/b");
+    CHECK_INT_EQ(s.completes, 2);
+    /* two Hosts: refused with Go's 400 text */
+    http_parser_pause(&m.p, 0);
+    router_message_reset(&m);
+    static const char bad[] = "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
+    router_message_execute(&m, bad, strlen(bad));
+    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), -EINVAL);
+    CHECK(strncmp(out.data, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain", 50) == 0);
+    CHECK(strstr(out.data, "Connection: close\r\n") != NULL);
+    router_message_done(&m);
+    buf_done(&s.body);
+}
