@@ -1,0 +1,100 @@
+"""`asb mcp` driven by the official MCP TypeScript SDK client (tests/mcp, pinned in
+package-lock.json) over stdio and Streamable HTTP, against a real `asb serve` with runc sandboxes
+claimed from a warm pool."""
+import pytest
+
+from asb_apiserver import asb_binary
+from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
+from mcp_helpers import McpHttp, client_env, drive, make_pool
+
+TOOLS = ["create_sandbox", "delete_sandbox", "execute_command", "upload_file", "download_file",
+         "list_files", "file_exists"]
+
+
+@pytest.fixture
+def stack(start_sbx):  # noqa: F811
+    asb = start_sbx()
+    make_pool(asb)
+    return asb
+
+
+@pytest.fixture(params=["stdio", "http"])
+def endpoint(request, stack, tmp_path):
+    """(transport, target, env) for drive(): stdio spawns `asb mcp` itself; http runs one."""
+    asb = stack
+    if request.param == "stdio":
+        yield asb, "stdio", asb_binary(), client_env(asb)
+        return
+    mcp = McpHttp(tmp_path, asb).start()
+    yield asb, "http", mcp.url, client_env(asb, MCP_TOKEN=asb.token)
+    assert mcp.stop() == 0
+
+
+def test_every_tool(endpoint):
+    asb, transport, target, env = endpoint
+    rep = drive("tools", transport, target, env)
+    assert rep["server"]["name"] == "asb-mcp"
+    assert sorted(t["name"] for t in rep["tools"]) == sorted(TOOLS)
+    assert all(t["hasOutput"] for t in rep["tools"])
+    create = rep["create"]
+    assert not create["isError"], create
+    assert create["structured"]["sandbox_claim_name"].startswith("sandbox-claim-")
+    assert create["structured"]["namespace"] == "default"
+    ex = rep["exec"]
+    assert ex["structured"] == {"exit_code": 3, "stdout": "out-42\n", "stderr": "err\n"}, ex
+    assert rep["upload"]["structured"] == {"path": "work/hello.txt", "bytes_written": 10}
+    assert rep["uploadBinary"]["structured"]["bytes_written"] == 4
+    assert rep["download"]["structured"]["content"] == "hello mcp\n"
+    assert rep["download"]["structured"]["size"] == 10
+    assert rep["downloadBinary"]["structured"]["content"] == "AP8BgA=="
+    assert rep["downloadNotText"]["isError"] and "binary" in rep["downloadNotText"]["text"]
+    listing = rep["list"]["structured"]
+    assert [e["name"] for e in listing["entries"]] == ["bin.dat", "hello.txt"]
+    assert listing["entries"][1]["size"] == 10 and listing["entries"][1]["type"] == "file"
+    assert listing["entries"][1]["mod_time"].endswith("Z")
+    assert listing["total_entries"] == 2 and listing["truncated"] is False
+    capped = rep["listCapped"]["structured"]
+    assert len(capped["entries"]) == 1 and capped["total_entries"] == 2 and capped["truncated"]
+    assert rep["exists"]["structured"]["exists"] is True
+    assert rep["missing"] == {"isError": False, "structured": {"path": "work/nope.txt", "exists": False},
+                              "text": rep["missing"]["text"]}
+    assert rep["downloadMissing"]["isError"] and "no such file" in rep["downloadMissing"]["text"]
+    assert rep["escape"]["isError"], rep["escape"]
+    assert rep["bySandboxName"]["structured"]["exists"] is True
+    assert rep["unknown"]["isError"] and "unknown sandbox \"no-such-claim\"" in rep["unknown"]["text"]
+    assert rep["unknownPool"]["isError"] and "unknown warm pool" in rep["unknownPool"]["text"]
+    assert rep["timeout"]["isError"] and "timed out after 1 s" in rep["timeout"]["text"]
+    assert rep["unknownTool"]["code"] == -32602
+    name = create["structured"]["sandbox_name"]
+    assert "asb://sandboxes" in rep["resources"]
+    assert f"asb://sandboxes/default/{name}/files/" in rep["resources"]
+    assert rep["templates"] == ["asb://sandboxes/{namespace}/{sandbox}/files/{+path}"]
+    mine = [s for s in rep["sandboxes"]["sandboxes"] if s["name"] == name]
+    assert len(mine) == 1 and mine[0]["claim"] == create["structured"]["sandbox_claim_name"]
+    assert mine[0]["pool"] == "mcp-pool" and mine[0]["ready"] is True and mine[0]["age_seconds"] >= 0
+    assert rep["fileResource"]["text"] == "hello mcp\n"
+    assert sorted(e["name"] for e in rep["dirResource"]) == ["bin.dat", "hello.txt"]
+    assert rep["missingResource"]["code"] == -32002
+    assert rep["delete"]["structured"] == {"deleted": create["structured"]["sandbox_claim_name"],
+                                           "kind": "SandboxClaim"}
+    assert rep["deleteAgain"]["isError"] and "unknown sandbox" in rep["deleteAgain"]["text"]
+
+
+def test_progress_streams_output(endpoint):
+    asb, transport, target, env = endpoint
+    rep = drive("progress", transport, target, env)
+    assert rep["result"]["structured"]["stdout"] == "line1\nline2\nline3\nline4\n"
+    events = rep["progress"]
+    assert len(events) >= 2, events
+    # Output arrives while the command runs, not all at the end.
+    assert "line1" in events[0]["message"] and events[0]["at"] < rep["elapsed"] - 800, events
+    assert all(a["progress"] < b["progress"] for a, b in zip(events, events[1:]))
+    assert "line4" in "".join(e["message"] for e in events)
+
+
+def test_cancel_kills_the_process_group(endpoint):
+    asb, transport, target, env = endpoint
+    rep = drive("cancel", transport, target, env)
+    assert rep["cancelled"] is not None and rep["elapsed"] < 10000, rep
+    assert rep["left"]["structured"]["stdout"].strip() == "0", rep["left"]
+    assert not rep["delete"]["isError"]
