@@ -34,8 +34,9 @@ static void rfc3339_after(char out[40], long long seconds)
 static char *claim_manifest(const char *pool, const json_t *args, long long ttl)
 {
     json_t *labels = json_object_get(args, "labels");
-    json_t *md = json_pack("{s:s,s:O}", "generateName", "sandbox-claim-", "labels",
-                           json_is_object(labels) ? labels : json_object());
+    /* A copy: the caller's arguments are not ours to add labels to. */
+    json_t *md = json_pack("{s:s,s:o}", "generateName", "sandbox-claim-", "labels",
+                           json_is_object(labels) ? json_deep_copy(labels) : json_object());
     json_t *spec = json_pack("{s:{s:s}}", "warmPoolRef", "name", pool);
     json_t *obj = json_pack("{s:s,s:s,s:o*,s:o*}", "apiVersion",
                             "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim",
