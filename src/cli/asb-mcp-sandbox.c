@@ -1,5 +1,6 @@
 /* `asb mcp`: reaching the control plane and a sandbox, with errors phrased for an agent (what is
  * wrong and what to do about it) instead of printed (cli_sandbox_open prints; we return text). */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,11 @@ int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const ch
     _cleanup_free_ char *sn = NULL;
     if (mcp_sandbox_resolve(cl, ns, name, &sn, ret_error) < 0)
         return -1;
-    int r = asb_sandbox_open(ret, cl, ns, sn, NULL);
+    /* Few retries, soon: a handle that stopped working is replaced rather than waited on. */
+    asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
+    so.max_attempts = 2;
+    so.retry_delay_ms = 100;
+    int r = asb_sandbox_open(ret, cl, ns, sn, &so);
     if (r == ASB_OK)
         return 0;
     if (r == ASB_ECONFLICT)
@@ -117,4 +122,137 @@ int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const ch
     else
         *ret_error = mcp_error_text(sn);
     return -1;
+}
+
+/* ---- the handle cache ---- */
+
+typedef struct cached_sandbox {
+    char *key; /* "ns/name" */
+    asb_sandbox *sandbox;
+    unsigned refs; /* under cache_lock: the cache's own while listed, plus one per running op */
+    bool listed;
+    struct cached_sandbox *next;
+} cached_sandbox;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cached_sandbox *cache;
+
+static void cached_unref_locked(cached_sandbox *c, bool *ret_free)
+{
+    *ret_free = --c->refs == 0;
+}
+
+static void cached_free(cached_sandbox *c)
+{
+    asb_sandbox_free(c->sandbox);
+    free(c->key);
+    free(c);
+}
+
+static void unlist_locked(cached_sandbox *c)
+{
+    for (cached_sandbox **p = &cache; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    c->listed = false;
+}
+
+static cached_sandbox *lookup(const char *key)
+{
+    pthread_mutex_lock(&cache_lock);
+    cached_sandbox *c = cache;
+    while (c && strcmp(c->key, key) != 0)
+        c = c->next;
+    if (c)
+        c->refs++;
+    pthread_mutex_unlock(&cache_lock);
+    return c;
+}
+
+static cached_sandbox *open_and_cache(char *key, const char *ns, const char *name,
+                                      char **ret_error)
+{
+    _cleanup_free_ char *k = key;
+    asb_client *cl = NULL;
+    asb_sandbox *sb = NULL;
+    if (mcp_client_new(&cl, ret_error) < 0)
+        return NULL;
+    int r = mcp_sandbox_open(&sb, cl, ns, name, ret_error);
+    asb_client_free(cl);
+    if (r < 0)
+        return NULL;
+    cached_sandbox *c = calloc(1, sizeof(*c));
+    if (!c) {
+        asb_sandbox_free(sb);
+        return NULL;
+    }
+    *c = (cached_sandbox){.key = TAKE_PTR(k), .sandbox = sb, .refs = 2, .listed = true};
+    pthread_mutex_lock(&cache_lock);
+    c->next = cache;
+    cache = c;
+    pthread_mutex_unlock(&cache_lock);
+    return c;
+}
+
+static void release(cached_sandbox *c, bool stale)
+{
+    bool last = false, last2 = false;
+    pthread_mutex_lock(&cache_lock);
+    if (stale && c->listed) {
+        unlist_locked(c);
+        cached_unref_locked(c, &last);
+    }
+    cached_unref_locked(c, &last2);
+    pthread_mutex_unlock(&cache_lock);
+    if (last || last2)
+        cached_free(c);
+}
+
+int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
+                     char **ret_error)
+{
+    char *key = textf("%s/%s", ns, name);
+    if (!key)
+        return ASB_ENOMEM;
+    cached_sandbox *c = lookup(key);
+    if (c) {
+        free(key);
+        int r = op(c->sandbox, payload);
+        release(c, r == ASB_ECONNECT);
+        if (r != ASB_ECONNECT)
+            return r;
+        key = textf("%s/%s", ns, name);
+        if (!key)
+            return ASB_ENOMEM;
+    }
+    c = open_and_cache(key, ns, name, ret_error);
+    if (!c)
+        return ASB_ENOTFOUND;
+    int r = op(c->sandbox, payload);
+    release(c, r == ASB_ECONNECT);
+    return r;
+}
+
+void mcp_sandbox_forget(const char *ns, const char *name)
+{
+    _cleanup_free_ char *key = textf("%s/%s", ns, name);
+    if (!key)
+        return;
+    cached_sandbox *c = lookup(key);
+    if (c)
+        release(c, true);
+}
+
+void mcp_sandbox_cache_clear(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    cached_sandbox *c = cache;
+    cache = NULL;
+    pthread_mutex_unlock(&cache_lock);
+    for (cached_sandbox *n; c; c = n) {
+        n = c->next;
+        cached_free(c);
+    }
 }

@@ -173,6 +173,7 @@ void mcp_tool_delete(mcp_call *call, const json_t *args, tool_out *out)
         out->error = mcp_error_text(name);
     else
         out->structured = json_pack("{s:s,s:s}", "deleted", name, "kind", kind);
+    mcp_sandbox_forget(ns, name);
 }
 
 /* ---- execute_command ---- */
@@ -182,7 +183,9 @@ void mcp_tool_delete(mcp_call *call, const json_t *args, tool_out *out)
 
 typedef struct exec_run {
     mcp_call *call;
-    asb_sandbox *sandbox;
+    const char *command;
+    long long timeout;
+    int exit_code;
     buf out, err;
     bool out_cut, err_cut;
     buf pending;         /* output not yet sent as progress */
@@ -245,12 +248,29 @@ static int on_stderr(const char *data, size_t len, void *payload)
     return on_output(x, &x->err, &x->err_cut, data, len);
 }
 
-static int on_init(int process_id, void *payload)
+static void exec_run_done(exec_run *x)
+{
+    buf_done(&x->out);
+    buf_done(&x->err);
+    buf_done(&x->pending);
+}
+
+static int op_execute(asb_sandbox *sb, void *payload)
 {
     exec_run *x = payload;
-    /* No stdin for the agent's commands: close it so `cat` and friends see EOF at once. */
-    (void)asb_sandbox_write_stdin(x->sandbox, process_id, NULL, 0, 1);
-    return 0;
+    /* The agent's commands get no stdin (`cat` and friends see EOF at once): the shell closes it
+     * itself, which costs no extra round trip as closing it over gRPC would. */
+    const char *argv[] = {"/bin/sh", "-c", "exec </dev/null; eval \"$1\"", "sh", x->command,
+                          NULL};
+    asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
+    po.timeout_ms = (long)x->timeout * 1000;
+    po.cancel = &x->call->cancel;
+    asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;
+    cbs.stdout_cb = on_stdout;
+    cbs.stderr_cb = on_stderr;
+    cbs.payload = x;
+    x->exit_code = -1;
+    return asb_sandbox_start(&x->exit_code, sb, argv, &po, &cbs);
 }
 
 static json_t *output_text(const buf *b, bool cut)
@@ -275,26 +295,17 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
                                      : "timeout must be a positive number of seconds");
         return;
     }
-    _cleanup_(asb_sandbox_freep) asb_sandbox *sb = mcp_tool_open_sandbox(args, out);
-    if (!sb)
+    exec_run x = {.call = call, .command = command, .timeout = timeout, .out = BUF_INIT,
+                  .err = BUF_INIT, .pending = BUF_INIT};
+    int r = mcp_tool_with_sandbox(args, out, op_execute, &x);
+    if (out->error) {
+        exec_run_done(&x);
         return;
-    exec_run x = {.call = call, .sandbox = sb, .out = BUF_INIT, .err = BUF_INIT,
-                  .pending = BUF_INIT};
-    const char *argv[] = {"/bin/sh", "-c", command, NULL};
-    asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
-    po.timeout_ms = (long)timeout * 1000;
-    po.cancel = &call->cancel;
-    asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;
-    cbs.init_cb = on_init;
-    cbs.stdout_cb = on_stdout;
-    cbs.stderr_cb = on_stderr;
-    cbs.payload = &x;
-    int exit_code = -1;
-    int r = asb_sandbox_start(&exit_code, sb, argv, &po, &cbs);
+    }
     send_progress(&x, true);
     if (r == ASB_OK) {
         json_t *so = output_text(&x.out, x.out_cut), *se = output_text(&x.err, x.err_cut);
-        out->structured = so && se ? json_pack("{s:i,s:O,s:O}", "exit_code", exit_code, "stdout",
+        out->structured = so && se ? json_pack("{s:i,s:O,s:O}", "exit_code", x.exit_code, "stdout",
                                                so, "stderr", se)
                                    : NULL;
         json_decref(so);
@@ -308,7 +319,5 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
     } else {
         out->error = mcp_error_text("execute_command");
     }
-    buf_done(&x.out);
-    buf_done(&x.err);
-    buf_done(&x.pending);
+    exec_run_done(&x);
 }

@@ -44,19 +44,14 @@ long long mcp_arg_int(const json_t *args, const char *key, long long def, long l
     return json_integer_value(v);
 }
 
-asb_sandbox *mcp_tool_open_sandbox(const json_t *args, tool_out *out)
+int mcp_tool_with_sandbox(const json_t *args, tool_out *out, mcp_sandbox_op op, void *payload)
 {
     const char *name = mcp_arg_str(args, "sandbox_claim_name", NULL);
     if (!name) {
         out->error = strdup("sandbox_claim_name is required: the name create_sandbox returned");
-        return NULL;
+        return ASB_ENOTFOUND;
     }
-    _cleanup_(asb_client_freep) asb_client *cl = NULL;
-    asb_sandbox *sb = NULL;
-    if (mcp_client_new(&cl, &out->error) < 0 ||
-        mcp_sandbox_open(&sb, cl, mcp_arg_ns(args), name, &out->error) < 0)
-        return NULL;
-    return sb;
+    return mcp_with_sandbox(mcp_arg_ns(args), name, op, payload, &out->error);
 }
 
 char *mcp_file_error(const char *op, const char *path)

@@ -25,8 +25,10 @@ const char *mcp_arg_ns(const json_t *args);
 /* An integer argument, def when absent or null; -1 when not an integer in [min, max]. */
 long long mcp_arg_int(const json_t *args, const char *key, long long def, long long min,
                       long long max);
-/* Opens the sandbox of `sandbox_claim_name`/`namespace`; NULL with out->error set. */
-asb_sandbox *mcp_tool_open_sandbox(const json_t *args, tool_out *out);
+/* mcp_with_sandbox() on the sandbox of `sandbox_claim_name`/`namespace`. When the sandbox cannot
+ * be opened (or the name is missing) out->error is set and ASB_ENOTFOUND returned; otherwise op's
+ * result is returned and out is untouched. */
+int mcp_tool_with_sandbox(const json_t *args, tool_out *out, mcp_sandbox_op op, void *payload);
 /* A file operation's failure in words (missing file, path outside the root, ...). Owned. */
 char *mcp_file_error(const char *op, const char *path);
 

@@ -267,6 +267,7 @@ int asb_mcp(int argc, char **argv)
         mcp_http_options o = {.listen = listen, .token = token};
         r = mcp_serve_http(&s, &o);
     }
+    mcp_sandbox_cache_clear();
     mcp_server_done(&s);
     return r < 0 ? 1 : 0;
 }

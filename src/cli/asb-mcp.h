@@ -92,6 +92,20 @@ int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char *
 /* Resolves NAME and opens its data plane (Ready or Finished). */
 int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const char *name,
                      char **ret_error);
+
+/* Runs op on the sandbox NAME in ns. Handles are cached by (ns, NAME): an asb_sandbox is
+ * immutable and thread-safe, so after the first call a tool goes straight to the data plane
+ * without asking the control plane again. When the cached handle cannot connect (the sandbox was
+ * deleted, re-created or suspended) it is dropped and op runs once more on a freshly resolved
+ * one. Returns op's result, or ASB_ENOTFOUND with *ret_error (owned) set when the sandbox cannot
+ * be opened. */
+typedef int (*mcp_sandbox_op)(asb_sandbox *sandbox, void *payload);
+int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
+                     char **ret_error);
+/* Drops the cached handle of (ns, NAME), e.g. after deleting it. */
+void mcp_sandbox_forget(const char *ns, const char *name);
+/* Frees every cached handle (at exit). */
+void mcp_sandbox_cache_clear(void);
 /* "message" of the last libasb error, prefixed by context, owned. NULL only when out of memory. */
 char *mcp_error_text(const char *context);
 

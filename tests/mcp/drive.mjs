@@ -68,6 +68,8 @@ const scenarios = {
     report.missingResource = await errorOf(client.readResource({ uri: "asb://nothing" }));
     report.delete = await call(client, "delete_sandbox", sb);
     report.deleteAgain = await call(client, "delete_sandbox", sb);
+    // The handle cached for the sandbox name no longer connects: the call resolves afresh.
+    report.afterDelete = await call(client, "execute_command", { sandbox_claim_name: created.structured?.sandbox_name, command: "true", timeout: 5 });
   },
 
   async progress(client) {
