@@ -1,7 +1,7 @@
 /* `asb mcp --listen HOST:PORT`: MCP's Streamable HTTP transport on one endpoint, /mcp.
- * POST carries one JSON-RPC message: a notification or response is answered 202; a tools/call is
- * answered with an SSE stream (its progress notifications, then its response) fed by a worker
- * thread; any other request with application/json. initialize opens a session (Mcp-Session-Id);
+ * POST carries one JSON-RPC message: a notification or response is answered 202; a tools/call
+ * with a progressToken is answered with an SSE stream (its progress notifications, then its
+ * response) fed by a worker thread; any other request with application/json. initialize opens a session (Mcp-Session-Id);
  * later requests must carry it (400 without, 404 for an unknown or deleted one), and DELETE ends
  * it. GET is 405: we push nothing outside a request. A bearer token is checked on every request
  * unless none is configured. One thread per connection (libmicrohttpd), so a cancellation POST
@@ -285,7 +285,11 @@ static enum MHD_Result handle_post(http_state *hs, struct MHD_Connection *c, con
         acp_msg_done(&m);
         return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ACP_ERR_INTERNAL, "out of memory");
     }
-    if (m.kind == ACP_MSG_REQUEST && strcmp(m.method, "tools/call") == 0)
+    /* A tool call that asked for progress gets an SSE stream to carry it; any other request is
+     * answered with plain JSON on this connection's thread (cancellation still reaches it:
+     * notifications/cancelled arrives on another connection). */
+    if (m.kind == ACP_MSG_REQUEST && strcmp(m.method, "tools/call") == 0 &&
+        json_object_get(json_object_get(m.params, "_meta"), "progressToken"))
         return stream_call(hs, c, sess, &m);
     mcp_call call = {.session = &sess->s};
     json_t *answer = mcp_handle(hs->server, &call, &m);

@@ -92,7 +92,12 @@ def test_http_malformed_json_rpc(http):
     r = post(http, {"jsonrpc": "2.0", "id": 6, "method": "no/such"}, session=sid)
     assert r.status_code == 200 and r.json()["error"]["code"] == -32601
     r = post(http, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 3}}, session=sid)
-    assert r.status_code == 200 and "-32602" in r.text  # answered on the SSE stream
+    assert r.status_code == 200 and r.json()["error"]["code"] == -32602
+    # With a progress token the answer comes on an SSE stream.
+    r = post(http, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                    "params": {"name": "nope", "_meta": {"progressToken": 1}}}, session=sid)
+    assert r.headers["Content-Type"] == "text/event-stream"
+    assert json.loads(r.text.split("data: ", 1)[1])["error"]["code"] == -32602
     r = post(http, None, raw="x" * (9 * 1024 * 1024), session=sid)
     assert r.status_code == 413
     # Still serving.

@@ -78,7 +78,7 @@ def test_every_tool(endpoint):
     assert rep["delete"]["structured"] == {"deleted": create["structured"]["sandbox_claim_name"],
                                            "kind": "SandboxClaim"}
     assert rep["deleteAgain"]["isError"] and "unknown sandbox" in rep["deleteAgain"]["text"]
-    assert rep["afterDelete"]["isError"], rep["afterDelete"]
+    assert rep["afterDelete"]["isError"] and "unknown sandbox" in rep["afterDelete"]["text"], rep["afterDelete"]
 
 
 def test_progress_streams_output(endpoint):

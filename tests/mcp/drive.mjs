@@ -68,7 +68,13 @@ const scenarios = {
     report.missingResource = await errorOf(client.readResource({ uri: "asb://nothing" }));
     report.delete = await call(client, "delete_sandbox", sb);
     report.deleteAgain = await call(client, "delete_sandbox", sb);
-    // The handle cached for the sandbox name no longer connects: the call resolves afresh.
+    // Once the sandbox is gone, the handle cached for its name no longer connects: the call
+    // resolves the name afresh and says it is unknown.
+    for (let i = 0; i < 300; i++) {
+      const all = JSON.parse((await client.readResource({ uri: "asb://sandboxes" })).contents[0].text);
+      if (!all.sandboxes.some((s) => s.name === created.structured?.sandbox_name)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     report.afterDelete = await call(client, "execute_command", { sandbox_claim_name: created.structured?.sandbox_name, command: "true", timeout: 5 });
   },
 
