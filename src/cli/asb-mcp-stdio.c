@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
@@ -165,10 +166,21 @@ int mcp_serve_stdio(mcp_server *s)
             break;
         }
     }
-    cancel_all(s);
+    /* End of input: the calls already made still get their answers (a host may pipe requests
+     * and close stdin), unless we are told to stop: then they are cancelled. */
     pthread_mutex_lock(&st.lock);
-    while (st.running > 0)
-        pthread_cond_wait(&st.idle, &st.lock);
+    while (st.running > 0) {
+        if (mcp_stop || r < 0)
+            cancel_all(s);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&st.idle, &st.lock, &ts);
+    }
     pthread_mutex_unlock(&st.lock);
     pthread_cond_destroy(&st.idle);
     pthread_mutex_destroy(&st.lock);
