@@ -10,6 +10,8 @@
 #include "cli/asb-cli.h"
 #include "cli/asb-mcp.h"
 
+bool mcp_via_router;
+
 static char *textf(const char *fmt, ...) _printf_(1, 2);
 static char *textf(const char *fmt, ...)
 {
@@ -112,7 +114,8 @@ int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const ch
     asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
     so.max_attempts = 2;
     so.retry_delay_ms = 100;
-    int r = asb_sandbox_open(ret, cl, ns, sn, &so);
+    int r = mcp_via_router ? asb_sandbox_open_via_router(ret, cl, ns, sn, &so)
+                           : asb_sandbox_open(ret, cl, ns, sn, &so);
     if (r == ASB_OK)
         return 0;
     if (r == ASB_ECONFLICT)
@@ -210,6 +213,14 @@ static void release(cached_sandbox *c, bool stale)
         cached_free(c);
 }
 
+/* Whether a failure says the handle no longer reaches a sandbox (rather than the operation
+ * failing there): no connection to its sockets, or the router unable to reach its backend
+ * (502/503: nothing ran). */
+static bool handle_stale(int r)
+{
+    return r == ASB_ECONNECT || (mcp_via_router && r == ASB_ESERVER);
+}
+
 int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
                      char **ret_error)
 {
@@ -220,8 +231,8 @@ int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *
     if (c) {
         free(key);
         int r = op(c->sandbox, payload);
-        release(c, r == ASB_ECONNECT);
-        if (r != ASB_ECONNECT)
+        release(c, handle_stale(r));
+        if (!handle_stale(r))
             return r;
         key = textf("%s/%s", ns, name);
         if (!key)
@@ -231,7 +242,7 @@ int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *
     if (!c)
         return ASB_ENOTFOUND;
     int r = op(c->sandbox, payload);
-    release(c, r == ASB_ECONNECT);
+    release(c, handle_stale(r));
     return r;
 }
 

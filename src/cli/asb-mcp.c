@@ -172,6 +172,8 @@ static void mcp_usage(FILE *f)
             "  --auth-token TOKEN         bearer token HTTP clients must send (default: the asb\n"
             "                             token, $ASB_TOKEN then $ASB_STATE_DIR/token)\n"
             "  --allow-unauthenticated    no bearer token (only on a loopback address)\n"
+            "  --via-router               reach sandboxes through the router ($ASB_ROUTER, else\n"
+            "                             $ASB_STATE_DIR/router), as against a cluster\n"
             "  -h, --help                 show this help\n" CLI_GLOBAL_HELP
             "\nSee docs/mcp.md for agent host configuration.\n");
 }
@@ -212,11 +214,12 @@ static char *http_token(const char *given)
 
 int asb_mcp(int argc, char **argv)
 {
-    enum { OPT_LISTEN = 0x2001, OPT_NOAUTH, OPT_AUTH_TOKEN };
+    enum { OPT_LISTEN = 0x2001, OPT_NOAUTH, OPT_AUTH_TOKEN, OPT_VIA_ROUTER };
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
                                          {"listen", required_argument, NULL, OPT_LISTEN},
                                          {"auth-token", required_argument, NULL, OPT_AUTH_TOKEN},
                                          {"allow-unauthenticated", no_argument, NULL, OPT_NOAUTH},
+                                         {"via-router", no_argument, NULL, OPT_VIA_ROUTER},
                                          CLI_GLOBAL_LONG,
                                          {0}};
     const char *listen = NULL, *auth_token = NULL;
@@ -231,6 +234,8 @@ int asb_mcp(int argc, char **argv)
             auth_token = optarg;
         else if (c == OPT_NOAUTH)
             noauth = true;
+        else if (c == OPT_VIA_ROUTER)
+            mcp_via_router = true;
         else {
             mcp_usage(c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 2;

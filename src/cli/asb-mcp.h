@@ -118,5 +118,9 @@ typedef struct mcp_http_options {
 } mcp_http_options;
 int mcp_serve_http(mcp_server *s, const mcp_http_options *o);
 
+/* --via-router: the data plane goes through the router (asb_sandbox_open_via_router: $ASB_ROUTER,
+ * else <state>/router), as it must against a cluster; otherwise the sandbox's local sockets. */
+extern bool mcp_via_router;
+
 /* Set by SIGINT/SIGTERM: the transports stop. */
 extern volatile int mcp_stop;

@@ -32,7 +32,15 @@ def endpoint(request, stack, tmp_path):
 
 def test_every_tool(endpoint):
     asb, transport, target, env = endpoint
-    rep = drive("tools", transport, target, env)
+    check_every_tool(drive("tools", transport, target, env))
+
+
+def test_every_tool_via_router(stack):
+    """--via-router: the data plane through `asb serve`'s router, as against a cluster."""
+    check_every_tool(drive("tools", "stdio", asb_binary(), client_env(stack, MCP_ARGS="--via-router")))
+
+
+def check_every_tool(rep):
     assert rep["server"]["name"] == "asb-mcp"
     assert sorted(t["name"] for t in rep["tools"]) == sorted(TOOLS)
     assert all(t["hasOutput"] for t in rep["tools"])

@@ -1,7 +1,7 @@
 // Drives `asb mcp` with the official MCP TypeScript SDK client (pinned in package-lock.json).
 // Usage: node drive.mjs SCENARIO stdio ASB_BINARY   |   node drive.mjs SCENARIO http URL
 // The asb state directory comes from $ASB_STATE_DIR, the HTTP bearer token from $MCP_TOKEN, the
-// warm pool from $MCP_POOL. Prints one JSON report as its last line.
+// warm pool from $MCP_POOL, extra `asb mcp` arguments (stdio) from $MCP_ARGS. Prints one JSON report as its last line.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -11,7 +11,8 @@ const report = {};
 
 function transport() {
   if (kind === "stdio")
-    return new StdioClientTransport({ command: target, args: ["mcp"], env: process.env, stderr: "inherit" });
+    return new StdioClientTransport({ command: target, args: ["mcp", ...(process.env.MCP_ARGS || "").split(" ").filter(Boolean)],
+                                      env: process.env, stderr: "inherit" });
   const headers = process.env.MCP_TOKEN ? { Authorization: `Bearer ${process.env.MCP_TOKEN}` } : {};
   return new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
 }
