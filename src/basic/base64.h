@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-/* Encodes n bytes into a NUL-terminated string. *ret is owned by the caller (free). 0 or -ENOMEM. */
+/* Encodes n bytes into a NUL-terminated string. *ret is owned by the caller (free). 0 or -ENOMEM.
+ */
 int base64_encode(const void *data, size_t n, char **ret, size_t *ret_len);
 
 /* Decodes text (padding optional; ASCII whitespace ignored) into *ret (owned by the caller,

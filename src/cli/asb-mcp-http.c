@@ -1,11 +1,11 @@
 /* `asb mcp --listen HOST:PORT`: MCP's Streamable HTTP transport on one endpoint, /mcp.
  * POST carries one JSON-RPC message: a notification or response is answered 202; a tools/call
  * with a progressToken is answered with an SSE stream (its progress notifications, then its
- * response) fed by a worker thread; any other request with application/json. initialize opens a session (Mcp-Session-Id);
- * later requests must carry it (400 without, 404 for an unknown or deleted one), and DELETE ends
- * it. GET is 405: we push nothing outside a request. A bearer token is checked on every request
- * unless none is configured. One thread per connection (libmicrohttpd), so a cancellation POST
- * is handled while another connection's tool call runs. */
+ * response) fed by a worker thread; any other request with application/json. initialize opens a
+ * session (Mcp-Session-Id); later requests must carry it (400 without, 404 for an unknown or
+ * deleted one), and DELETE ends it. GET is 405: we push nothing outside a request. A bearer token
+ * is checked on every request unless none is configured. One thread per connection (libmicrohttpd),
+ * so a cancellation POST is handled while another connection's tool call runs. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -131,9 +131,8 @@ static void sse_free(void *cls)
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              const char *body, const char *session_id)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body ? body : ""),
-                                                             (void *)(body ? body : ""),
-                                                             MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        strlen(body ? body : ""), (void *)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     if (type)
@@ -154,8 +153,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 {
     char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
-    enum MHD_Result r = reply(c, text ? status : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                              "application/json", text ? text : "", session_id);
+    enum MHD_Result r = reply(c, text ? status : MHD_HTTP_INTERNAL_SERVER_ERROR, "application/json",
+                              text ? text : "", session_id);
     free(text);
     return r;
 }
@@ -337,8 +336,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
         http_session *s = sid ? session_find(hs, sid) : NULL;
         if (!s)
-            return reply_error(c, MHD_HTTP_NOT_FOUND, ACP_ERR_INVALID_REQUEST,
-                               "Session not found");
+            return reply_error(c, MHD_HTTP_NOT_FOUND, ACP_ERR_INVALID_REQUEST, "Session not found");
         pthread_mutex_lock(&hs->lock);
         s->deleted = true; /* kept until exit: running calls may still point at it */
         pthread_mutex_unlock(&hs->lock);
@@ -375,7 +373,8 @@ static int listen_on(const char *address, char **ret_bound)
         h[strlen(h) - 1] = 0;
         h++;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     if (getaddrinfo(*h ? h : NULL, port, &hints, &ai) != 0 || !ai)
@@ -416,18 +415,18 @@ int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
     pthread_mutex_init(&hs.lock, NULL);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, &hs, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &hs, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)600, MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_access, &hs, MHD_OPTION_LISTEN_SOCKET,
+                         (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &hs,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "asb mcp: cannot start the HTTP server on %s\n", bound);
         close(fd);
         pthread_mutex_destroy(&hs.lock);
         return -EIO;
     }
-    fprintf(stderr, "asb mcp: listening address=%s endpoint=http://%s" MCP_PATH " auth=%s\n",
-            bound, bound, o->token ? "bearer" : "none");
+    fprintf(stderr, "asb mcp: listening address=%s endpoint=http://%s" MCP_PATH " auth=%s\n", bound,
+            bound, o->token ? "bearer" : "none");
     while (!mcp_stop)
         usleep(100000);
     /* Wake streams blocked in sse_read so MHD can stop their connections. */

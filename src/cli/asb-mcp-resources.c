@@ -75,7 +75,8 @@ static json_t *sandbox_summaries(asb_client *cl, char **ret_error)
         const char *name = meta(sb, "name"), *ns = meta(sb, "namespace") ?: "default";
         const char *created = meta(sb, "creationTimestamp");
         const char *claim = owner_of_kind(sb, "SandboxClaim");
-        const char *pool = claim ? claim_pool(claims, ns, claim) : owner_of_kind(sb, "SandboxWarmPool");
+        const char *pool =
+            claim ? claim_pool(claims, ns, claim) : owner_of_kind(sb, "SandboxWarmPool");
         int64_t at = 0;
         if (!created || parse_rfc3339(created, &at) < 0)
             at = now;
@@ -119,8 +120,8 @@ json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why)
         const char *ns = json_string_value(json_object_get(s, "namespace"));
         char *uri = mcp_textf(SANDBOXES_URI "/%s/%s/files/", ns, name);
         char *title = mcp_textf("Files of sandbox %s", name);
-        json_t *r = uri && title ? json_pack("{s:s,s:s,s:s,s:s}", "uri", uri, "name", name,
-                                             "title", title, "mimeType", "application/json")
+        json_t *r = uri && title ? json_pack("{s:s,s:s,s:s,s:s}", "uri", uri, "name", name, "title",
+                                             title, "mimeType", "application/json")
                                  : NULL;
         free(uri);
         free(title);
@@ -163,10 +164,10 @@ static json_t *read_file_resource(const char *uri, const char *ns, const char *n
         }
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < n; i++)
-            json_array_append_new(arr, json_pack("{s:s,s:I,s:s}", "name", ents[i].name, "size",
-                                                 (json_int_t)ents[i].size, "type",
-                                                 ents[i].type == ASB_SANDBOX_DIRECTORY ? "directory"
-                                                                                       : "file"));
+            json_array_append_new(
+                arr,
+                json_pack("{s:s,s:I,s:s}", "name", ents[i].name, "size", (json_int_t)ents[i].size,
+                          "type", ents[i].type == ASB_SANDBOX_DIRECTORY ? "directory" : "file"));
         asb_sandbox_file_entries_free(ents, n);
         char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
         json_decref(arr);
@@ -222,9 +223,8 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
     const char *slash1 = p ? strchr(p, '/') : NULL;
     const char *slash2 = slash1 ? strchr(slash1 + 1, '/') : NULL;
     if (!slash2 || slash1 == p || slash2 == slash1 + 1 || strncmp(slash2, "/files/", 7) != 0) {
-        *ret_message = mcp_textf("unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE
-                                 ")",
-                                 uri);
+        *ret_message =
+            mcp_textf("unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE ")", uri);
         return NULL;
     }
     _cleanup_free_ char *ns = strndup(p, (size_t)(slash1 - p));

@@ -58,9 +58,9 @@ static const char *claim_sandbox(const json_t *claim)
     const char *sn = json_string_value(
         json_object_get(json_object_get(json_object_get(claim, "status"), "sandbox"), "name"));
     if (!sn || !*sn)
-        sn = json_string_value(json_object_get(
-            json_object_get(json_object_get(claim, "metadata"), "annotations"),
-            "agents.x-k8s.io/sandbox-name"));
+        sn = json_string_value(
+            json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
+                            "agents.x-k8s.io/sandbox-name"));
     return sn && *sn ? sn : NULL;
 }
 
@@ -174,8 +174,7 @@ static cached_sandbox *lookup(const char *key)
     return c;
 }
 
-static cached_sandbox *open_and_cache(char *key, const char *ns, const char *name,
-                                      char **ret_error)
+static cached_sandbox *open_and_cache(char *key, const char *ns, const char *name, char **ret_error)
 {
     _cleanup_free_ char *k = key;
     asb_client *cl = NULL;

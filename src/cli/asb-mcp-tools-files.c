@@ -44,8 +44,7 @@ static int op_exists(asb_sandbox *sb, void *payload)
 }
 
 /* Runs op; false with out->error set when it failed. */
-static bool run(const json_t *args, tool_out *out, mcp_sandbox_op op, file_op *f,
-                const char *tool)
+static bool run(const json_t *args, tool_out *out, mcp_sandbox_op op, file_op *f, const char *tool)
 {
     int r = mcp_tool_with_sandbox(args, out, op, f);
     if (out->error)
@@ -117,8 +116,8 @@ void mcp_tool_download(mcp_call *call, const json_t *args, tool_out *out)
     }
     asb_free(f.read);
     if (content)
-        out->structured = json_pack("{s:s,s:o,s:I,s:b}", "path", f.path, "content", content,
-                                    "size", (json_int_t)f.read_len, "binary", binary);
+        out->structured = json_pack("{s:s,s:o,s:I,s:b}", "path", f.path, "content", content, "size",
+                                    (json_int_t)f.read_len, "binary", binary);
 }
 
 static void format_time(char out[32], int64_t t)
@@ -156,9 +155,9 @@ void mcp_tool_list(mcp_call *call, const json_t *args, tool_out *out)
         }
     }
     if (arr)
-        out->structured = json_pack("{s:s,s:o,s:I,s:b}", "path", f.path, "entries", arr,
-                                    "total_entries", (json_int_t)f.count, "truncated",
-                                    f.count > (size_t)max);
+        out->structured =
+            json_pack("{s:s,s:o,s:I,s:b}", "path", f.path, "entries", arr, "total_entries",
+                      (json_int_t)f.count, "truncated", f.count > (size_t)max);
     asb_sandbox_file_entries_free(f.entries, f.count);
 }
 

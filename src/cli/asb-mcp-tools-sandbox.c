@@ -38,9 +38,9 @@ static char *claim_manifest(const char *pool, const json_t *args, long long ttl)
     json_t *md = json_pack("{s:s,s:o}", "generateName", "sandbox-claim-", "labels",
                            json_is_object(labels) ? json_deep_copy(labels) : json_object());
     json_t *spec = json_pack("{s:{s:s}}", "warmPoolRef", "name", pool);
-    json_t *obj = json_pack("{s:s,s:s,s:o*,s:o*}", "apiVersion",
-                            "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim",
-                            "metadata", md, "spec", spec);
+    json_t *obj =
+        json_pack("{s:s,s:s,s:o*,s:o*}", "apiVersion", "extensions.agents.x-k8s.io/v1beta1", "kind",
+                  "SandboxClaim", "metadata", md, "spec", spec);
     if (!obj || !md || !spec) {
         json_decref(obj);
         return NULL;
@@ -50,10 +50,12 @@ static char *claim_manifest(const char *pool, const json_t *args, long long ttl)
     if (ttl > 0) {
         char when[40];
         rfc3339_after(when, ttl);
-        json_object_set_new(spec, "lifecycle", json_pack("{s:s,s:s}", "shutdownTime", when,
-                                                         "shutdownPolicy", "Delete"));
+        json_object_set_new(
+            spec, "lifecycle",
+            json_pack("{s:s,s:s}", "shutdownTime", when, "shutdownPolicy", "Delete"));
     }
-    json_t *pl = json_object_get(args, "pod_labels"), *pa = json_object_get(args, "pod_annotations");
+    json_t *pl = json_object_get(args, "pod_labels"),
+           *pa = json_object_get(args, "pod_annotations");
     if (json_is_object(pl) || json_is_object(pa)) {
         json_t *apm = json_object();
         if (apm && json_is_object(pl))
@@ -128,8 +130,7 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     }
     json_t *cj = json_loads(created, 0, NULL);
     _cleanup_free_ char *name =
-        strdup(json_string_value(json_object_get(json_object_get(cj, "metadata"), "name"))
-                   ?: "");
+        strdup(json_string_value(json_object_get(json_object_get(cj, "metadata"), "name")) ?: "");
     json_decref(cj);
     if (!name || !*name)
         return;
@@ -209,10 +210,10 @@ static void send_progress(exec_run *x, bool force)
     if (!force && x->last_sent && now - x->last_sent < PROGRESS_INTERVAL_USEC)
         return;
     json_t *msg = mcp_json_text(x->pending.data, x->pending.len);
-    json_t *n = msg ? acp_jsonrpc_notification(
-                          "notifications/progress",
-                          json_pack("{s:O,s:I,s:o}", "progressToken", c->progress_token,
-                                    "progress", (json_int_t)x->total, "message", msg))
+    json_t *n = msg ? acp_jsonrpc_notification("notifications/progress",
+                                               json_pack("{s:O,s:I,s:o}", "progressToken",
+                                                         c->progress_token, "progress",
+                                                         (json_int_t)x->total, "message", msg))
                     : NULL;
     if (n)
         (void)c->notify(c, n);
@@ -260,8 +261,7 @@ static int op_execute(asb_sandbox *sb, void *payload)
     exec_run *x = payload;
     /* The agent's commands get no stdin (`cat` and friends see EOF at once): the shell closes it
      * itself, which costs no extra round trip as closing it over gRPC would. */
-    const char *argv[] = {"/bin/sh", "-c", "exec </dev/null; eval \"$1\"", "sh", x->command,
-                          NULL};
+    const char *argv[] = {"/bin/sh", "-c", "exec </dev/null; eval \"$1\"", "sh", x->command, NULL};
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.timeout_ms = (long)x->timeout * 1000;
     po.cancel = &x->call->cancel;
@@ -277,8 +277,8 @@ static json_t *output_text(const buf *b, bool cut)
 {
     json_t *s = mcp_json_text(b->data ? b->data : "", b->len);
     if (s && cut) {
-        char *t = mcp_textf("%s\n[output truncated at %u bytes]", json_string_value(s),
-                            EXEC_OUTPUT_MAX);
+        char *t =
+            mcp_textf("%s\n[output truncated at %u bytes]", json_string_value(s), EXEC_OUTPUT_MAX);
         json_decref(s);
         s = t ? json_string(t) : NULL;
         free(t);
@@ -295,8 +295,12 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
                                      : "timeout must be a positive number of seconds");
         return;
     }
-    exec_run x = {.call = call, .command = command, .timeout = timeout, .out = BUF_INIT,
-                  .err = BUF_INIT, .pending = BUF_INIT};
+    exec_run x = {.call = call,
+                  .command = command,
+                  .timeout = timeout,
+                  .out = BUF_INIT,
+                  .err = BUF_INIT,
+                  .pending = BUF_INIT};
     int r = mcp_tool_with_sandbox(args, out, op_execute, &x);
     if (out->error) {
         exec_run_done(&x);

@@ -96,8 +96,8 @@ static const struct tool {
      MCP_SCHEMA_DOWNLOAD_IN, MCP_SCHEMA_DOWNLOAD_OUT, mcp_tool_download, true, false},
     {"list_files", "List files", "List a directory of a sandbox (name, size, type, mod_time).",
      MCP_SCHEMA_LIST_IN, MCP_SCHEMA_LIST_OUT, mcp_tool_list, true, false},
-    {"file_exists", "File exists", "Tell whether a path exists in a sandbox.",
-     MCP_SCHEMA_EXISTS_IN, MCP_SCHEMA_EXISTS_OUT, mcp_tool_exists, true, false},
+    {"file_exists", "File exists", "Tell whether a path exists in a sandbox.", MCP_SCHEMA_EXISTS_IN,
+     MCP_SCHEMA_EXISTS_OUT, mcp_tool_exists, true, false},
 };
 
 json_t *mcp_tools_list(const mcp_session *session)

@@ -77,8 +77,7 @@ json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why);
 json_t *mcp_resource_templates_list(void);
 /* resources/read; NULL with *ret_code (-32002 unknown resource, -32602 bad params) and *ret_why
  * (static) or *ret_message (owned) set. */
-json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code,
-                           char **ret_message);
+json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, char **ret_message);
 
 /* ---- control plane and sandboxes (asb-mcp-sandbox.c) ---- */
 
@@ -113,8 +112,8 @@ char *mcp_error_text(const char *context);
 
 int mcp_serve_stdio(mcp_server *s);
 typedef struct mcp_http_options {
-    const char *listen;     /* HOST:PORT */
-    const char *token;      /* required bearer token; NULL: none required */
+    const char *listen; /* HOST:PORT */
+    const char *token;  /* required bearer token; NULL: none required */
 } mcp_http_options;
 int mcp_serve_http(mcp_server *s, const mcp_http_options *o);
 
