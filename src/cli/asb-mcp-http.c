@@ -4,8 +4,9 @@
  * response) fed by a worker thread; any other request with application/json. initialize opens a
  * session (Mcp-Session-Id); later requests must carry it (400 without, 404 for an unknown or
  * deleted one), and DELETE ends it. GET is 405: we push nothing outside a request. A bearer token
- * is checked on every request unless none is configured. One thread per connection (libmicrohttpd),
- * so a cancellation POST is handled while another connection's tool call runs. */
+ * is checked on every request unless none is configured, and a browser's Origin must name this
+ * server or a loopback host. One thread per connection (libmicrohttpd), so a cancellation POST is
+ * handled while another connection's tool call runs. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -31,8 +32,10 @@ typedef struct http_session {
 typedef struct http_state {
     mcp_server *server;
     const char *token;
-    pthread_mutex_t lock; /* sessions */
+    pthread_mutex_t lock; /* sessions, workers */
+    pthread_cond_t idle;
     http_session *sessions;
+    unsigned workers; /* SSE worker threads still running (they point at sessions) */
 } http_state;
 
 /* Per-request state between the calls of the access handler. */
@@ -92,9 +95,14 @@ static int sse_notify(mcp_call *call, json_t *notification)
 static void *sse_worker(void *arg)
 {
     sse_stream *st = arg;
-    json_t *reply = mcp_handle(st->hs->server, &st->call, &st->msg);
+    http_state *hs = st->hs;
+    json_t *reply = mcp_handle(hs->server, &st->call, &st->msg);
     (void)sse_push(st, reply, true);
     sse_unref(st);
+    pthread_mutex_lock(&hs->lock);
+    hs->workers--;
+    pthread_cond_broadcast(&hs->idle);
+    pthread_mutex_unlock(&hs->lock);
     return NULL;
 }
 
@@ -182,6 +190,30 @@ static bool authorized(http_state *hs, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* DNS rebinding defence (the MCP transport spec): a browser page's request carries an Origin;
+ * only one naming this very server (same host as the Host header) or a loopback host is served.
+ * Requests without an Origin (hosts, SDKs, curl) are not from a browser page. */
+static bool origin_allowed(struct MHD_Connection *c)
+{
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin)
+        return true;
+    const char *host = strstr(origin, "://");
+    if (!host)
+        return false;
+    host += 3;
+    const char *want = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (want && strcmp(host, want) == 0)
+        return true;
+    static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < ELEMENTSOF(loopback); i++) {
+        size_t n = strlen(loopback[i]);
+        if (strncmp(host, loopback[i], n) == 0 && (host[n] == 0 || host[n] == ':'))
+            return true;
+    }
+    return false;
+}
+
 static http_session *session_find(http_state *hs, const char *id)
 {
     pthread_mutex_lock(&hs->lock);
@@ -234,7 +266,13 @@ static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, htt
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, st, sse_free);
     pthread_t t;
+    pthread_mutex_lock(&hs->lock);
+    hs->workers++;
+    pthread_mutex_unlock(&hs->lock);
     if (!r || pthread_create(&t, NULL, sse_worker, st) != 0) {
+        pthread_mutex_lock(&hs->lock);
+        hs->workers--;
+        pthread_mutex_unlock(&hs->lock);
         if (r)
             MHD_destroy_response(r); /* calls sse_free: one reference */
         else
@@ -323,6 +361,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (strcmp(url, MCP_PATH) != 0)
         return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the MCP endpoint is /mcp\n",
                      NULL);
+    if (!origin_allowed(c))
+        return reply_error(c, MHD_HTTP_FORBIDDEN, ACP_ERR_INVALID_REQUEST,
+                           "Forbidden: Origin not allowed");
     if (!authorized(hs, c))
         return reply_error(c, MHD_HTTP_UNAUTHORIZED, ACP_ERR_AUTH_REQUIRED,
                            "Unauthorized: send Authorization: Bearer <token>");
@@ -413,6 +454,7 @@ int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
     }
     http_state hs = {.server = s, .token = o->token};
     pthread_mutex_init(&hs.lock, NULL);
+    pthread_cond_init(&hs.idle, NULL);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     struct MHD_Daemon *d =
@@ -422,6 +464,7 @@ int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
     if (!d) {
         fprintf(stderr, "asb mcp: cannot start the HTTP server on %s\n", bound);
         close(fd);
+        pthread_cond_destroy(&hs.idle);
         pthread_mutex_destroy(&hs.lock);
         return -EIO;
     }
@@ -436,6 +479,12 @@ int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
     pthread_mutex_unlock(&s->lock);
     MHD_stop_daemon(d);
     close(fd);
+    /* A worker whose client went away may still be finishing its (cancelled) call. */
+    pthread_mutex_lock(&hs.lock);
+    while (hs.workers > 0)
+        pthread_cond_wait(&hs.idle, &hs.lock);
+    pthread_mutex_unlock(&hs.lock);
+    pthread_cond_destroy(&hs.idle);
     for (http_session *n; hs.sessions; hs.sessions = n) {
         n = hs.sessions->next;
         free(hs.sessions);

@@ -53,6 +53,12 @@ def test_http_refuses_requests_without_the_token(http):
     assert post(http, INIT, token="s3cret").status_code == 200
 
 
+def test_http_refuses_foreign_browser_origins(http):
+    assert post(http, INIT, Origin="http://evil.example").status_code == 403
+    assert post(http, INIT, Origin="http://localhost:3000").status_code == 200
+    assert post(http, INIT, Origin=f"http://{http.address}").status_code == 200
+
+
 def test_http_sessions(http):
     sid, result = initialize(http)
     assert len(sid) == 32 and result["protocolVersion"] == "2025-06-18"
