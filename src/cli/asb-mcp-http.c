@@ -334,6 +334,12 @@ static enum MHD_Result handle_post(http_state *hs, struct MHD_Connection *c, con
     acp_msg_done(&m);
     if (!answer)
         return reply(c, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
+    if (init && json_object_get(answer, "error")) { /* no session came of it */
+        pthread_mutex_lock(&hs->lock);
+        sess->deleted = true;
+        pthread_mutex_unlock(&hs->lock);
+        return reply_json(c, MHD_HTTP_OK, answer, NULL);
+    }
     return reply_json(c, MHD_HTTP_OK, answer, sess->s.id);
 }
 

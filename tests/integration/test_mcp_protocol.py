@@ -119,6 +119,11 @@ def test_http_needs_a_token_or_loopback_opt_out(tmp_path):
     r = subprocess.run([asb_binary(), "mcp", "--listen", "0.0.0.0:0", "--allow-unauthenticated"],
                        env=env, capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "loopback" in r.stderr
+    mcp = McpHttp(tmp_path, _NoServer(), args=["--allow-unauthenticated"]).start()
+    try:
+        assert post(mcp, INIT, token=None).status_code == 200
+    finally:
+        assert mcp.stop() == 0
 
 
 def test_stdio_malformed_and_uninitialized():
