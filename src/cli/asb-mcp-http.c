@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
@@ -22,6 +23,7 @@
 
 #define MCP_PATH "/mcp"
 #define MAX_BODY ACP_MAX_LINE
+#define SSE_KEEPALIVE_SEC 2 /* a silent stream sends a comment this often (detects a gone client) */
 
 typedef struct http_session {
     mcp_session s;
@@ -110,8 +112,20 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     sse_stream *st = cls;
     pthread_mutex_lock(&st->lock);
-    while (st->data.len == 0 && !st->done && !mcp_stop)
-        pthread_cond_wait(&st->cond, &st->lock);
+    while (st->data.len == 0 && !st->done && !mcp_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += SSE_KEEPALIVE_SEC;
+        if (pthread_cond_timedwait(&st->cond, &st->lock, &ts) == ETIMEDOUT &&
+            st->data.len == 0 && !st->done) {
+            /* An SSE comment: ignored by the client, but a client that went away makes this
+             * write fail, which ends the stream and cancels the call (sse_free). */
+            static const char ping[] = ": keep-alive\n\n";
+            pthread_mutex_unlock(&st->lock);
+            memcpy(out, ping, MIN(max, sizeof(ping) - 1));
+            return (ssize_t)MIN(max, sizeof(ping) - 1);
+        }
+    }
     ssize_t n;
     if (st->data.len == 0) {
         n = MHD_CONTENT_READER_END_OF_STREAM;

@@ -107,3 +107,59 @@ def test_cancel_kills_the_process_group(endpoint):
     assert rep["cancelled"] is not None and rep["elapsed"] < 10000, rep
     assert rep["left"]["structured"]["stdout"].strip() == "0", rep["left"]
     assert not rep["delete"]["isError"]
+
+
+def test_http_client_gone_cancels_the_command(stack, tmp_path):
+    """An SSE tool call whose client disconnects is cancelled (the silent stream's keep-alive
+    comment fails to send) and its processes are killed."""
+    import json
+    import socket
+    import time
+    import requests
+    mcp = McpHttp(tmp_path, stack, args=["--auth-token", "tok"]).start()
+    try:
+        h = {"Authorization": "Bearer tok", "Accept": "application/json, text/event-stream",
+             "Content-Type": "application/json"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "raw", "version": "0"}}}
+        r = requests.post(mcp.url, json=init, headers=h, timeout=10)
+        h["Mcp-Session-Id"] = r.headers["Mcp-Session-Id"]
+
+        def tool(id_, name, args, meta=None):
+            params = {"name": name, "arguments": args, **({"_meta": meta} if meta else {})}
+            return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+
+        made = requests.post(mcp.url, json=tool(2, "create_sandbox", {"warmpool": "mcp-pool"}),
+                             headers=h, timeout=120).json()["result"]["structuredContent"]
+        sb = {"sandbox_claim_name": made["sandbox_claim_name"]}
+        body = json.dumps(tool(3, "execute_command", {**sb, "command": "sleep 6787"},
+                               {"progressToken": "p"})).encode()
+        host, port = mcp.address.rsplit(":", 1)
+        s = socket.create_connection((host, int(port)), timeout=10)
+        head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: {mcp.address}\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+                  .encode() + body)
+        count = "grep -l 'sleep 678[7]' /proc/[0-9]*/cmdline 2>/dev/null | wc -l"
+
+        def running():
+            return requests.post(mcp.url, json=tool(4, "execute_command", {**sb, "command": count}),
+                                 headers=h, timeout=30).json()["result"]["structuredContent"]
+        started = None
+        for _ in range(40):  # the command runs before its client goes
+            started = running()
+            if started["stdout"].strip() == "1":
+                break
+            time.sleep(0.25)
+        assert started["stdout"].strip() == "1", started
+        s.close()
+        left = None
+        for _ in range(40):
+            left = running()
+            if left["stdout"].strip() == "0":
+                break
+            time.sleep(0.25)
+        assert left["stdout"].strip() == "0", left
+        requests.post(mcp.url, json=tool(5, "delete_sandbox", sb), headers=h, timeout=30)
+    finally:
+        assert mcp.stop() == 0
