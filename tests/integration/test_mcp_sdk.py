@@ -163,3 +163,19 @@ def test_http_client_gone_cancels_the_command(stack, tmp_path):
         requests.post(mcp.url, json=tool(5, "delete_sandbox", sb), headers=h, timeout=30)
     finally:
         assert mcp.stop() == 0
+
+
+def test_sdk_client_without_token_is_refused(tmp_path):
+    class NoServer:
+        state_dir = "/nonexistent-asb-state"
+    mcp = McpHttp(tmp_path, NoServer(), args=["--auth-token", "tok"]).start()
+    try:
+        env = client_env(NoServer())
+        env.pop("MCP_TOKEN", None)
+        rep = drive("noauth", "http", mcp.url, env)
+        assert rep["error"]["code"] == 401 and "Unauthorized" in rep["error"]["message"], rep
+        env["MCP_TOKEN"] = "wrong"
+        rep = drive("noauth", "http", mcp.url, env)
+        assert rep["error"]["code"] == 401 and "Unauthorized" in rep["error"]["message"], rep
+    finally:
+        assert mcp.stop() == 0
