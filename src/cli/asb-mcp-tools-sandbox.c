@@ -86,6 +86,32 @@ static char *claim_failure(int r, const char *claim, const char *pool, long long
                      claim, pool, msg);
 }
 
+/* Tells a host that asked for progress what the claim waits for: a warm sandbox, or (the pool
+ * has none ready) a cold start, which takes longer. */
+static void report_wait(mcp_call *call, const char *pool_text, const char *claim, const char *pool,
+                        long long timeout)
+{
+    if (!call->progress_token || !call->notify)
+        return;
+    json_t *pj = json_loads(pool_text, 0, NULL);
+    json_int_t ready =
+        json_integer_value(json_object_get(json_object_get(pj, "status"), "readyReplicas"));
+    json_decref(pj);
+    _cleanup_free_ char *msg =
+        ready > 0 ? mcp_textf("claim %s created; taking a warm sandbox from pool \"%s\"", claim,
+                              pool)
+                  : mcp_textf("claim %s created; pool \"%s\" has no ready sandbox, so one is being "
+                              "started (cold path; waiting up to %lld s)",
+                              claim, pool, timeout);
+    json_t *n = msg ? acp_jsonrpc_notification(
+                          "notifications/progress",
+                          json_pack("{s:O,s:i,s:s}", "progressToken", call->progress_token,
+                                    "progress", 0, "message", msg))
+                    : NULL;
+    if (n)
+        (void)call->notify(call, n);
+}
+
 void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
 {
     const char *pool = mcp_arg_str(args, "warmpool", NULL), *ns = mcp_arg_ns(args);
@@ -112,7 +138,8 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
     if (mcp_client_new(&cl, &out->error) < 0)
         return;
-    int r = asb_object_get(NULL, cl, "sandboxwarmpool", ns, pool);
+    _cleanup_free_ char *pool_text = NULL;
+    int r = asb_object_get(&pool_text, cl, "sandboxwarmpool", ns, pool);
     if (r == ASB_ENOTFOUND) {
         out->error = mcp_textf("unknown warm pool \"%s\" in namespace \"%s\": create a "
                                "SandboxWarmPool first (asb apply) or name an existing one",
@@ -134,6 +161,7 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     json_decref(cj);
     if (!name || !*name)
         return;
+    report_wait(call, pool_text, name, pool, timeout);
     asb_claim_options o = ASB_CLAIM_OPTIONS_INIT;
     o.ready_timeout_ms = (long)timeout * 1000;
     o.no_connect = 1;

@@ -92,6 +92,9 @@ def check_every_tool(rep):
 def test_progress_streams_output(endpoint):
     asb, transport, target, env = endpoint
     rep = drive("progress", transport, target, env)
+    # The pool had a Ready member: the claim takes it (no cold start).
+    assert len(rep["createProgress"]) == 1, rep["createProgress"]
+    assert "taking a warm sandbox from pool \"mcp-pool\"" in rep["createProgress"][0]["message"]
     assert rep["result"]["structured"]["stdout"] == "line1\nline2\nline3\nline4\n"
     events = rep["progress"]
     assert len(events) >= 2, events

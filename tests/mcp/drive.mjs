@@ -80,7 +80,9 @@ const scenarios = {
   },
 
   async progress(client) {
-    const created = await call(client, "create_sandbox", { warmpool: process.env.MCP_POOL, sandbox_ready_timeout: 60 });
+    report.createProgress = [];
+    const created = await call(client, "create_sandbox", { warmpool: process.env.MCP_POOL, sandbox_ready_timeout: 60 },
+      { onprogress: (p) => report.createProgress.push(p) });
     const sb = { sandbox_claim_name: created.structured.sandbox_claim_name };
     const events = [];
     const t0 = Date.now();
