@@ -135,9 +135,7 @@ $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-# `asb mcp` speaks JSON-RPC through the agent's framing (src/agent/acp-jsonrpc.c).
-$(OUT)/bin/asb: $(ASB_OBJ) $(call obj,src/agent/acp-jsonrpc.c) $(ROUTER_OBJ) $(LIBASB_OBJ) \
-    $(CP_OBJ) $(LIB_OBJ)
+$(OUT)/bin/asb: $(ASB_OBJ) $(ROUTER_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)

@@ -50,23 +50,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        acp_msg m;
+        jsonrpc_msg m;
         json_t *err = NULL;
-        if (acp_jsonrpc_parse(p, n, &m, &err) == 0) {
+        if (jsonrpc_parse(p, n, &m, &err) == 0) {
             mcp_call call = {.session = &session};
             json_t *reply = mcp_handle(&s, &call, &m);
-            if ((m.kind == ACP_MSG_REQUEST) != (reply != NULL))
+            if ((m.kind == JSONRPC_MSG_REQUEST) != (reply != NULL))
                 abort();
             if (reply && !json_equal(json_object_get(reply, "id"), m.id))
                 abort();
             size_t len;
-            char *line = reply ? acp_jsonrpc_dump(reply, &len) : NULL;
+            char *line = reply ? jsonrpc_dump(reply, &len) : NULL;
             if (line && memchr(line, '\n', len - 1))
                 abort();
             free(line);
             json_decref(reply);
             mcp_call_done(&call);
-            acp_msg_done(&m);
+            jsonrpc_msg_done(&m);
         }
         json_decref(err);
         p += n + (nl ? 1 : 0);

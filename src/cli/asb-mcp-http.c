@@ -22,8 +22,9 @@
 #include "cli/asb-mcp.h"
 
 #define MCP_PATH "/mcp"
-#define MAX_BODY ACP_MAX_LINE
-#define SSE_KEEPALIVE_SEC 2 /* a silent stream sends a comment this often (detects a gone client) */
+#define MAX_BODY JSONRPC_MAX_LINE
+#define SSE_KEEPALIVE_SEC 2 /* a silent stream sends a comment this often (detects a gone client)  \
+                             */
 
 typedef struct http_session {
     mcp_session s;
@@ -54,7 +55,7 @@ typedef struct sse_stream {
     bool done, closed;
     int refs;
     http_state *hs;
-    acp_msg msg;
+    jsonrpc_msg msg;
     mcp_call call;
 } sse_stream;
 
@@ -66,7 +67,7 @@ static void sse_unref(sse_stream *st)
     if (!last)
         return;
     mcp_call_done(&st->call);
-    acp_msg_done(&st->msg);
+    jsonrpc_msg_done(&st->msg);
     buf_done(&st->data);
     pthread_cond_destroy(&st->cond);
     pthread_mutex_destroy(&st->lock);
@@ -116,8 +117,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += SSE_KEEPALIVE_SEC;
-        if (pthread_cond_timedwait(&st->cond, &st->lock, &ts) == ETIMEDOUT &&
-            st->data.len == 0 && !st->done) {
+        if (pthread_cond_timedwait(&st->cond, &st->lock, &ts) == ETIMEDOUT && st->data.len == 0 &&
+            !st->done) {
             /* An SSE comment: ignored by the client, but a client that went away makes this
              * write fail, which ends the stream and cancels the call (sse_free). */
             static const char ping[] = ": keep-alive\n\n";
@@ -185,7 +186,7 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, int code,
                                    const char *message)
 {
-    return reply_json(c, status, acp_jsonrpc_error(NULL, code, message, NULL), NULL);
+    return reply_json(c, status, jsonrpc_error(NULL, code, message, NULL), NULL);
 }
 
 /* Constant-time comparison of the bearer token. */
@@ -264,12 +265,13 @@ static bool version_known(const char *v)
 
 /* Starts the SSE answer of a tools/call; takes over msg. */
 static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, http_session *sess,
-                                   acp_msg *msg)
+                                   jsonrpc_msg *msg)
 {
     sse_stream *st = calloc(1, sizeof(*st));
     if (!st) {
-        acp_msg_done(msg);
-        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ACP_ERR_INTERNAL, "out of memory");
+        jsonrpc_msg_done(msg);
+        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_ERR_INTERNAL,
+                           "out of memory");
     }
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->cond, NULL);
@@ -292,7 +294,7 @@ static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, htt
         else
             st->refs--;
         sse_unref(st);
-        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ACP_ERR_INTERNAL, "no thread");
+        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_ERR_INTERNAL, "no thread");
     }
     pthread_detach(t);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
@@ -305,47 +307,48 @@ static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, htt
 
 static enum MHD_Result handle_post(http_state *hs, struct MHD_Connection *c, const buf *body)
 {
-    acp_msg m;
+    jsonrpc_msg m;
     json_t *error = NULL;
-    if (acp_jsonrpc_parse(body->data ? body->data : "", body->len, &m, &error) < 0) {
+    if (jsonrpc_parse(body->data ? body->data : "", body->len, &m, &error) < 0) {
         if (!error)
             return reply(c, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
         return reply_json(c, MHD_HTTP_BAD_REQUEST, error, NULL);
     }
     const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
     const char *pv = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
-    bool init = m.kind == ACP_MSG_REQUEST && strcmp(m.method, "initialize") == 0;
+    bool init = m.kind == JSONRPC_MSG_REQUEST && strcmp(m.method, "initialize") == 0;
     http_session *sess = NULL;
     if (init) {
         sess = session_new(hs);
     } else if (!sid) {
-        acp_msg_done(&m);
-        return reply_error(c, MHD_HTTP_BAD_REQUEST, ACP_ERR_INVALID_REQUEST,
+        jsonrpc_msg_done(&m);
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, JSONRPC_ERR_INVALID_REQUEST,
                            "Bad Request: Mcp-Session-Id header is required (send initialize "
                            "first)");
     } else if (!(sess = session_find(hs, sid))) {
-        acp_msg_done(&m);
-        return reply_error(c, MHD_HTTP_NOT_FOUND, ACP_ERR_INVALID_REQUEST,
+        jsonrpc_msg_done(&m);
+        return reply_error(c, MHD_HTTP_NOT_FOUND, JSONRPC_ERR_INVALID_REQUEST,
                            "Session not found: initialize a new session");
     } else if (pv && !version_known(pv)) {
-        acp_msg_done(&m);
-        return reply_error(c, MHD_HTTP_BAD_REQUEST, ACP_ERR_INVALID_REQUEST,
+        jsonrpc_msg_done(&m);
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, JSONRPC_ERR_INVALID_REQUEST,
                            "Bad Request: unsupported MCP-Protocol-Version");
     }
     if (!sess) {
-        acp_msg_done(&m);
-        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ACP_ERR_INTERNAL, "out of memory");
+        jsonrpc_msg_done(&m);
+        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_ERR_INTERNAL,
+                           "out of memory");
     }
     /* A tool call that asked for progress gets an SSE stream to carry it; any other request is
      * answered with plain JSON on this connection's thread (cancellation still reaches it:
      * notifications/cancelled arrives on another connection). */
-    if (m.kind == ACP_MSG_REQUEST && strcmp(m.method, "tools/call") == 0 &&
+    if (m.kind == JSONRPC_MSG_REQUEST && strcmp(m.method, "tools/call") == 0 &&
         json_object_get(json_object_get(m.params, "_meta"), "progressToken"))
         return stream_call(hs, c, sess, &m);
     mcp_call call = {.session = &sess->s};
     json_t *answer = mcp_handle(hs->server, &call, &m);
     mcp_call_done(&call);
-    acp_msg_done(&m);
+    jsonrpc_msg_done(&m);
     if (!answer)
         return reply(c, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
     if (init && json_object_get(answer, "error")) { /* no session came of it */
@@ -382,14 +385,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the MCP endpoint is /mcp\n",
                      NULL);
     if (!origin_allowed(c))
-        return reply_error(c, MHD_HTTP_FORBIDDEN, ACP_ERR_INVALID_REQUEST,
+        return reply_error(c, MHD_HTTP_FORBIDDEN, JSONRPC_ERR_INVALID_REQUEST,
                            "Forbidden: Origin not allowed");
     if (!authorized(hs, c))
-        return reply_error(c, MHD_HTTP_UNAUTHORIZED, ACP_ERR_AUTH_REQUIRED,
+        return reply_error(c, MHD_HTTP_UNAUTHORIZED, MCP_ERR_UNAUTHORIZED,
                            "Unauthorized: send Authorization: Bearer <token>");
     if (strcmp(method, "POST") == 0) {
         if (req->too_large)
-            return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, ACP_ERR_INVALID_REQUEST,
+            return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_ERR_INVALID_REQUEST,
                                "message too large");
         return handle_post(hs, c, &req->body);
     }
@@ -397,7 +400,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
         http_session *s = sid ? session_find(hs, sid) : NULL;
         if (!s)
-            return reply_error(c, MHD_HTTP_NOT_FOUND, ACP_ERR_INVALID_REQUEST, "Session not found");
+            return reply_error(c, MHD_HTTP_NOT_FOUND, JSONRPC_ERR_INVALID_REQUEST,
+                               "Session not found");
         pthread_mutex_lock(&hs->lock);
         s->deleted = true; /* kept until exit: running calls may still point at it */
         pthread_mutex_unlock(&hs->lock);

@@ -100,7 +100,7 @@ json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why)
     if (mcp_client_new(&cl, &error) == 0)
         summaries = sandbox_summaries(cl, &error);
     if (!summaries) {
-        *ret_code = ACP_ERR_INTERNAL;
+        *ret_code = JSONRPC_ERR_INTERNAL;
         *ret_why = "cannot list sandboxes (is the Agent Sandbox server reachable?)";
         return NULL;
     }
@@ -197,9 +197,9 @@ static json_t *read_file_resource(const char *uri, const char *ns, const char *n
 json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, char **ret_message)
 {
     const char *uri = json_string_value(json_object_get(params, "uri"));
-    *ret_code = ACP_ERR_RESOURCE_NOT_FOUND;
+    *ret_code = MCP_ERR_RESOURCE_NOT_FOUND;
     if (!uri) {
-        *ret_code = ACP_ERR_INVALID_PARAMS;
+        *ret_code = JSONRPC_ERR_INVALID_PARAMS;
         *ret_message = strdup("resources/read needs params.uri");
         return NULL;
     }
@@ -207,7 +207,7 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
         _cleanup_(asb_client_freep) asb_client *cl = NULL;
         json_t *s = NULL;
         if (mcp_client_new(&cl, ret_message) < 0 || !(s = sandbox_summaries(cl, ret_message))) {
-            *ret_code = ACP_ERR_INTERNAL;
+            *ret_code = JSONRPC_ERR_INTERNAL;
             return NULL;
         }
         char *text = json_dumps(s, JSON_COMPACT);

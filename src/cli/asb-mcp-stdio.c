@@ -22,14 +22,14 @@ typedef struct stdio_state {
 
 typedef struct stdio_job {
     stdio_state *st;
-    acp_msg msg;
+    jsonrpc_msg msg;
     mcp_call call;
 } stdio_job;
 
 static int write_message(stdio_state *st, json_t *msg)
 {
     size_t len;
-    char *line = acp_jsonrpc_dump(msg, &len);
+    char *line = jsonrpc_dump(msg, &len);
     json_decref(msg);
     if (!line)
         return -ENOMEM;
@@ -63,7 +63,7 @@ static void *job_thread(void *arg)
     if (reply)
         (void)write_message(st, reply);
     mcp_call_done(&job->call);
-    acp_msg_done(&job->msg);
+    jsonrpc_msg_done(&job->msg);
     free(job);
     pthread_mutex_lock(&st->lock);
     st->running--;
@@ -73,17 +73,17 @@ static void *job_thread(void *arg)
 }
 
 /* Requests that may wait on the cluster or a sandbox run on a thread. */
-static bool slow(const acp_msg *m)
+static bool slow(const jsonrpc_msg *m)
 {
-    return m->kind == ACP_MSG_REQUEST &&
+    return m->kind == JSONRPC_MSG_REQUEST &&
            (strcmp(m->method, "tools/call") == 0 || strncmp(m->method, "resources/", 10) == 0);
 }
 
 static void handle_line(stdio_state *st, const char *line, size_t len)
 {
-    acp_msg m;
+    jsonrpc_msg m;
     json_t *error = NULL;
-    if (acp_jsonrpc_parse(line, len, &m, &error) < 0) {
+    if (jsonrpc_parse(line, len, &m, &error) < 0) {
         if (error)
             (void)write_message(st, error);
         return;
@@ -117,7 +117,7 @@ static void handle_line(stdio_state *st, const char *line, size_t len)
     if (reply)
         (void)write_message(st, reply);
     mcp_call_done(&call);
-    acp_msg_done(&m);
+    jsonrpc_msg_done(&m);
 }
 
 /* Cancels every running call (the peer went away or we were told to stop). */
@@ -160,8 +160,8 @@ int mcp_serve_stdio(mcp_server *s)
                 handle_line(&st, in.data, len);
             buf_consume(&in, (size_t)(nl - in.data) + 1);
         }
-        if (in.len > ACP_MAX_LINE) {
-            fprintf(stderr, "asb mcp: a message longer than %u bytes: closing\n", ACP_MAX_LINE);
+        if (in.len > JSONRPC_MAX_LINE) {
+            fprintf(stderr, "asb mcp: a message longer than %u bytes: closing\n", JSONRPC_MAX_LINE);
             r = -EMSGSIZE;
             break;
         }

@@ -98,16 +98,16 @@ static void report_wait(mcp_call *call, const char *pool_text, const char *claim
         json_integer_value(json_object_get(json_object_get(pj, "status"), "readyReplicas"));
     json_decref(pj);
     _cleanup_free_ char *msg =
-        ready > 0 ? mcp_textf("claim %s created; taking a warm sandbox from pool \"%s\"", claim,
-                              pool)
-                  : mcp_textf("claim %s created; pool \"%s\" has no ready sandbox, so one is being "
-                              "started (cold path; waiting up to %lld s)",
-                              claim, pool, timeout);
-    json_t *n = msg ? acp_jsonrpc_notification(
-                          "notifications/progress",
-                          json_pack("{s:O,s:i,s:s}", "progressToken", call->progress_token,
-                                    "progress", 0, "message", msg))
-                    : NULL;
+        ready > 0
+            ? mcp_textf("claim %s created; taking a warm sandbox from pool \"%s\"", claim, pool)
+            : mcp_textf("claim %s created; pool \"%s\" has no ready sandbox, so one is being "
+                        "started (cold path; waiting up to %lld s)",
+                        claim, pool, timeout);
+    json_t *n =
+        msg ? jsonrpc_notification("notifications/progress",
+                                   json_pack("{s:O,s:i,s:s}", "progressToken", call->progress_token,
+                                             "progress", 0, "message", msg))
+            : NULL;
     if (n)
         (void)call->notify(call, n);
 }
@@ -238,11 +238,11 @@ static void send_progress(exec_run *x, bool force)
     if (!force && x->last_sent && now - x->last_sent < PROGRESS_INTERVAL_USEC)
         return;
     json_t *msg = mcp_json_text(x->pending.data, x->pending.len);
-    json_t *n = msg ? acp_jsonrpc_notification("notifications/progress",
-                                               json_pack("{s:O,s:I,s:o}", "progressToken",
-                                                         c->progress_token, "progress",
-                                                         (json_int_t)x->total, "message", msg))
-                    : NULL;
+    json_t *n =
+        msg ? jsonrpc_notification("notifications/progress",
+                                   json_pack("{s:O,s:I,s:o}", "progressToken", c->progress_token,
+                                             "progress", (json_int_t)x->total, "message", msg))
+            : NULL;
     if (n)
         (void)c->notify(c, n);
     buf_reset(&x->pending);

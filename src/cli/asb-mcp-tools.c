@@ -150,12 +150,12 @@ json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, cons
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
     if (!name) {
-        *ret_code = ACP_ERR_INVALID_PARAMS;
+        *ret_code = JSONRPC_ERR_INVALID_PARAMS;
         *ret_why = "tools/call needs params.name";
         return NULL;
     }
     if (args && !json_is_object(args)) {
-        *ret_code = ACP_ERR_INVALID_PARAMS;
+        *ret_code = JSONRPC_ERR_INVALID_PARAMS;
         *ret_why = "tools/call params.arguments must be an object";
         return NULL;
     }
@@ -168,7 +168,7 @@ json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, cons
         json_decref(empty);
         return tool_result(call->session, &out);
     }
-    *ret_code = ACP_ERR_INVALID_PARAMS;
+    *ret_code = JSONRPC_ERR_INVALID_PARAMS;
     *ret_why = "unknown tool (see tools/list)";
     return NULL;
 }

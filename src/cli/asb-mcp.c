@@ -95,12 +95,12 @@ static json_t *progress_token_of(const json_t *params)
     return json_is_string(t) || json_is_integer(t) ? json_incref(t) : NULL;
 }
 
-static json_t *dispatch(mcp_server *s, mcp_call *call, const acp_msg *m)
+static json_t *dispatch(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
 {
     const char *method = m->method;
     const json_t *params = m->params;
     const char *why = "invalid params";
-    int code = ACP_ERR_INVALID_PARAMS;
+    int code = JSONRPC_ERR_INVALID_PARAMS;
     json_t *result = NULL;
     char *message = NULL;
 
@@ -109,7 +109,7 @@ static json_t *dispatch(mcp_server *s, mcp_call *call, const acp_msg *m)
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (!call->session->version[0]) {
-        code = ACP_ERR_INVALID_REQUEST;
+        code = JSONRPC_ERR_INVALID_REQUEST;
         why = "the session is not initialized: send initialize first";
     } else if (strcmp(method, "tools/list") == 0) {
         result = mcp_tools_list(call->session);
@@ -126,23 +126,23 @@ static json_t *dispatch(mcp_server *s, mcp_call *call, const acp_msg *m)
     } else if (strcmp(method, "prompts/list") == 0) {
         result = json_pack("{s:[]}", "prompts");
     } else {
-        code = ACP_ERR_METHOD_NOT_FOUND;
+        code = JSONRPC_ERR_METHOD_NOT_FOUND;
         why = "method not found";
     }
     if (result)
-        return acp_jsonrpc_result(call->id, result);
-    if (code == ACP_ERR_INVALID_PARAMS && !message && why == NULL)
+        return jsonrpc_result(call->id, result);
+    if (code == JSONRPC_ERR_INVALID_PARAMS && !message && why == NULL)
         why = "invalid params";
-    json_t *reply = acp_jsonrpc_error(call->id, code, message ? message : why, NULL);
+    json_t *reply = jsonrpc_error(call->id, code, message ? message : why, NULL);
     free(message);
     return reply;
 }
 
-json_t *mcp_handle(mcp_server *s, mcp_call *call, const acp_msg *m)
+json_t *mcp_handle(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
 {
-    if (m->kind == ACP_MSG_RESPONSE)
+    if (m->kind == JSONRPC_MSG_RESPONSE)
         return NULL; /* we send no requests; a stray response is dropped */
-    if (m->kind == ACP_MSG_NOTIFICATION) {
+    if (m->kind == JSONRPC_MSG_NOTIFICATION) {
         if (strcmp(m->method, "notifications/cancelled") == 0) {
             json_t *id = json_object_get(m->params, "requestId");
             if (id)
@@ -156,7 +156,7 @@ json_t *mcp_handle(mcp_server *s, mcp_call *call, const acp_msg *m)
     call->progress_token = progress_token_of(m->params);
     json_t *reply = dispatch(s, call, m);
     if (!reply) /* out of memory building the reply: still answer */
-        reply = acp_jsonrpc_error(call->id, ACP_ERR_INTERNAL, "out of memory", NULL);
+        reply = jsonrpc_error(call->id, JSONRPC_ERR_INTERNAL, "out of memory", NULL);
     return reply;
 }
 

@@ -9,8 +9,12 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "agent/acp-jsonrpc.h"
+#include "shared/jsonrpc.h"
 #include "asb/asb.h"
+
+/* MCP's error codes beyond JSON-RPC's own. */
+#define MCP_ERR_RESOURCE_NOT_FOUND -32002
+#define MCP_ERR_UNAUTHORIZED -32000 /* body of a 401 */
 
 /* Protocol revisions we speak, newest first; an initialize asking for another gets the newest. */
 #define MCP_LATEST_VERSION "2025-11-25"
@@ -52,7 +56,7 @@ void mcp_server_done(mcp_server *s);
 /* Handles one message. A request returns its response (owned by the caller; never NULL unless out
  * of memory); a notification or a response from the peer returns NULL. call->session must be set;
  * call->id and progress_token are filled from the message here. Blocks while a tool runs. */
-json_t *mcp_handle(mcp_server *s, mcp_call *call, const acp_msg *m);
+json_t *mcp_handle(mcp_server *s, mcp_call *call, const jsonrpc_msg *m);
 
 /* Sets cancel on every running call of `session` whose id equals `id`. */
 void mcp_cancel(mcp_server *s, const mcp_session *session, const json_t *id);
