@@ -1,7 +1,7 @@
 /* libFuzzer: untrusted MCP messages (what `asb mcp` reads on stdin or in a POST body) through the
  * JSON-RPC parser and the whole MCP dispatch: initialize and version negotiation, tools/call
  * argument checks of every tool, resources/read URI parsing, cancellation and progress tokens.
- * No control plane is configured, so every tool stops at client creation with a tool error.
+ * The control plane refuses connections, so every tool stops there with a tool error.
  * Also round-trips base64 (binary file content). Invariants: every request gets exactly one
  * reply with its id, and that reply serialises to one line. */
 #include <jansson.h>
@@ -18,9 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    /* A server that refuses at once (with no server configured at all, libasb would first wait
+     * about 2 s for one that may be starting). */
     setenv("ASB_STATE_DIR", "/nonexistent-asb-fuzz", 1);
-    unsetenv("ASB_SERVER");
-    unsetenv("ASB_TOKEN");
+    setenv("ASB_SERVER", "http://127.0.0.1:1", 1);
+    setenv("ASB_TOKEN", "fuzz", 1);
     return 0;
 }
 

@@ -23,8 +23,9 @@
 
 #define MCP_PATH "/mcp"
 #define MAX_BODY JSONRPC_MAX_LINE
-#define SSE_KEEPALIVE_SEC 2 /* a silent stream sends a comment this often (detects a gone client)  \
-                             */
+#define SSE_KEEPALIVE_SEC                                                                          \
+    2 /* a silent stream sends a comment this often (detects a gone client)                        \
+       */
 
 typedef struct http_session {
     mcp_session s;
@@ -281,11 +282,10 @@ static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, htt
     st->call = (mcp_call){.session = &sess->s, .notify = sse_notify, .transport = st};
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, st, sse_free);
-    pthread_t t;
     pthread_mutex_lock(&hs->lock);
     hs->workers++;
     pthread_mutex_unlock(&hs->lock);
-    if (!r || pthread_create(&t, NULL, sse_worker, st) != 0) {
+    if (!r || mcp_thread_start(sse_worker, st) < 0) {
         pthread_mutex_lock(&hs->lock);
         hs->workers--;
         pthread_mutex_unlock(&hs->lock);
@@ -296,7 +296,6 @@ static enum MHD_Result stream_call(http_state *hs, struct MHD_Connection *c, htt
         sse_unref(st);
         return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_ERR_INTERNAL, "no thread");
     }
-    pthread_detach(t);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     MHD_add_response_header(r, "Mcp-Session-Id", sess->s.id);
@@ -508,6 +507,7 @@ int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
     while (hs.workers > 0)
         pthread_cond_wait(&hs.idle, &hs.lock);
     pthread_mutex_unlock(&hs.lock);
+    mcp_threads_join_all();
     pthread_cond_destroy(&hs.idle);
     for (http_session *n; hs.sessions; hs.sessions = n) {
         n = hs.sessions->next;

@@ -91,20 +91,14 @@ static void handle_line(stdio_state *st, const char *line, size_t len)
     mcp_call call = {.session = &st->session, .notify = stdio_notify, .transport = st};
     if (slow(&m)) {
         stdio_job *job = calloc(1, sizeof(*job));
-        pthread_t t;
-        pthread_attr_t attr;
         if (job) {
             job->st = st;
             job->msg = m;
             job->call = call;
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
             pthread_mutex_lock(&st->lock);
             st->running++;
             pthread_mutex_unlock(&st->lock);
-            int r = pthread_create(&t, &attr, job_thread, job);
-            pthread_attr_destroy(&attr);
-            if (r == 0)
+            if (mcp_thread_start(job_thread, job) == 0)
                 return;
             pthread_mutex_lock(&st->lock);
             st->running--;
@@ -182,6 +176,7 @@ int mcp_serve_stdio(mcp_server *s)
         pthread_cond_timedwait(&st.idle, &st.lock, &ts);
     }
     pthread_mutex_unlock(&st.lock);
+    mcp_threads_join_all();
     pthread_cond_destroy(&st.idle);
     pthread_mutex_destroy(&st.lock);
     pthread_mutex_destroy(&st.out_lock);

@@ -112,6 +112,13 @@ void mcp_sandbox_cache_clear(void);
 /* "message" of the last libasb error, prefixed by context, owned. NULL only when out of memory. */
 char *mcp_error_text(const char *context);
 
+/* ---- request threads (asb-mcp-threads.c) ---- */
+
+/* Runs fn(arg) on a new joinable thread. 0 or a negative errno (fn not run). */
+int mcp_thread_start(void *(*fn)(void *), void *arg);
+/* Joins every thread started, waiting for those still running. */
+void mcp_threads_join_all(void);
+
 /* ---- transports ---- */
 
 int mcp_serve_stdio(mcp_server *s);

@@ -74,7 +74,8 @@ class McpHttp:
             self.log.close()
         out = self.output()
         assert code not in SANITIZER_EXIT_CODES, f"{SANITIZER_EXIT_CODES[code]}:\n{out}"
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert "ERROR: AddressSanitizer" not in out and "ERROR: LeakSanitizer" not in out \
+            and "runtime error:" not in out, out
         return code
 
 
@@ -103,5 +104,6 @@ def drive(scenario, transport, target, env, timeout=180):
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert "fatal" not in report, f"{report['fatal']}\n{r.stderr}"
     # The stdio server's stderr is inherited: no sanitizer report may appear there.
-    assert "ERROR: AddressSanitizer" not in r.stderr and "runtime error:" not in r.stderr, r.stderr
+    assert "ERROR: AddressSanitizer" not in r.stderr and "ERROR: LeakSanitizer" not in r.stderr \
+        and "runtime error:" not in r.stderr, r.stderr
     return report
