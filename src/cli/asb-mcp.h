@@ -88,8 +88,8 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
 /* A client from the global flags and the usual discovery. On failure *ret_error (owned) says
  * why in words an agent can act on. */
 int mcp_client_new(asb_client **ret, char **ret_error);
-/* NAME is a Sandbox, or a SandboxClaim bound to one: *ret_sandbox is the Sandbox's name and
- * *ret_claim (may be NULL) the claim's name when NAME was a claim (else NULL). */
+/* NAME is a SandboxClaim bound to a sandbox (looked up first), or a Sandbox: *ret_sandbox (owned)
+ * is the Sandbox's name. On failure *ret_error (owned) says what is wrong and what to do. */
 int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char **ret_sandbox,
                         char **ret_error);
 /* Resolves NAME and opens its data plane (Ready or Finished). */
