@@ -182,3 +182,32 @@ def test_sdk_client_without_token_is_refused(tmp_path):
         assert rep["error"]["code"] == 401 and "Unauthorized" in rep["error"]["message"], rep
     finally:
         assert mcp.stop() == 0
+
+
+def test_create_sandbox_options(stack):
+    """labels, pod_labels, pod_annotations and shutdown_after_seconds reach the SandboxClaim."""
+    import datetime
+    from asb_apiserver import EXT
+    from claims_helpers import get
+    rep = drive("create", "stdio", asb_binary(), client_env(stack))
+    assert not rep["withOptions"]["isError"], rep
+    made = rep["withOptions"]["structured"]
+    claim = get(stack, EXT, "sandboxclaims", made["sandbox_claim_name"])
+    assert claim["metadata"]["labels"] == {"team": "mcp", "agents.x-k8s.io/created-by": "asb-mcp"}
+    assert claim["spec"]["additionalPodMetadata"] == {
+        "labels": {"sandbox.users.io/tier": "agents"},
+        "annotations": {"sandbox.users.io/note": "from-mcp"}}
+    lc = claim["spec"]["lifecycle"]
+    assert lc["shutdownPolicy"] == "Delete"
+    when = datetime.datetime.strptime(lc["shutdownTime"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.timezone.utc)
+    left = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    assert 500 < left <= 600, left
+    # null: no shutdown at all (the second claim cold-starts: the pool had one member).
+    assert not rep["noShutdown"]["isError"], rep["noShutdown"]
+    other = get(stack, EXT, "sandboxclaims", rep["noShutdown"]["structured"]["sandbox_claim_name"])
+    assert "lifecycle" not in other["spec"]
+    assert rep["badLabels"]["isError"] and "labels" in rep["badLabels"]["text"]
+    for c in (claim, other):
+        r = stack.delete(stack.path(EXT, "sandboxclaims", "default", c["metadata"]["name"]))
+        assert r.status_code == 200, r.text

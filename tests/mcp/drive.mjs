@@ -109,6 +109,16 @@ const scenarios = {
     report.delete = await call(client, "delete_sandbox", sb);
   },
 
+  // Claims with the optional arguments; left for the test to inspect (and delete).
+  async create(client) {
+    report.withOptions = await call(client, "create_sandbox", {
+      warmpool: process.env.MCP_POOL, labels: { team: "mcp" }, pod_labels: { "sandbox.users.io/tier": "agents" },
+      pod_annotations: { "sandbox.users.io/note": "from-mcp" }, shutdown_after_seconds: 600 });
+    report.noShutdown = await call(client, "create_sandbox", {
+      warmpool: process.env.MCP_POOL, shutdown_after_seconds: null, sandbox_ready_timeout: 90 });
+    report.badLabels = await call(client, "create_sandbox", { warmpool: process.env.MCP_POOL, labels: { n: 1 } });
+  },
+
   async noauth() {
     report.error = await errorOf(connect());
   },
