@@ -81,6 +81,8 @@ def check_every_tool(rep):
     assert len(mine) == 1 and mine[0]["claim"] == create["structured"]["sandbox_claim_name"]
     assert mine[0]["pool"] == "mcp-pool" and mine[0]["ready"] is True and mine[0]["age_seconds"] >= 0
     assert rep["fileResource"]["text"] == "hello mcp\n"
+    assert rep["blobResource"]["blob"] == "AP8BgA==" and "text" not in rep["blobResource"]
+    assert rep["blobResource"]["mimeType"] == "application/octet-stream"
     assert sorted(e["name"] for e in rep["dirResource"]) == ["bin.dat", "hello.txt"]
     assert rep["missingResource"]["code"] == -32002
     assert rep["delete"]["structured"] == {"deleted": create["structured"]["sandbox_claim_name"],

@@ -65,6 +65,7 @@ const scenarios = {
     report.sandboxes = JSON.parse((await client.readResource({ uri: "asb://sandboxes" })).contents[0].text);
     const fileUri = `asb://sandboxes/default/${created.structured?.sandbox_name}/files/work/hello.txt`;
     report.fileResource = (await client.readResource({ uri: fileUri })).contents[0];
+    report.blobResource = (await client.readResource({ uri: fileUri.replace("hello.txt", "bin.dat") })).contents[0];
     report.dirResource = JSON.parse((await client.readResource({ uri: `asb://sandboxes/default/${created.structured?.sandbox_name}/files/work/` })).contents[0].text);
     report.missingResource = await errorOf(client.readResource({ uri: "asb://nothing" }));
     report.delete = await call(client, "delete_sandbox", sb);
