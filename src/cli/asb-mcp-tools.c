@@ -9,6 +9,7 @@
 #include "basic/base64.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "cli/asb-cli.h"
 #include "cli/asb-mcp-schemas.h"
 #include "cli/asb-mcp-tools.h"
 
@@ -30,7 +31,7 @@ const char *mcp_arg_str(const json_t *args, const char *key, const char *def)
 
 const char *mcp_arg_ns(const json_t *args)
 {
-    return mcp_arg_str(args, "namespace", "default");
+    return mcp_arg_str(args, "namespace", cli_namespace()); /* -n, else "default" */
 }
 
 long long mcp_arg_int(const json_t *args, const char *key, long long def, long long min,

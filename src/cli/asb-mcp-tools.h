@@ -20,7 +20,7 @@ char *mcp_textf(const char *fmt, ...) _printf_(1, 2);
 
 /* A non-empty string argument, else def. */
 const char *mcp_arg_str(const json_t *args, const char *key, const char *def);
-/* `namespace`, default "default". */
+/* `namespace`, default the -n of `asb mcp`, else "default". */
 const char *mcp_arg_ns(const json_t *args);
 /* An integer argument, def when absent or null; -1 when not an integer in [min, max]. */
 long long mcp_arg_int(const json_t *args, const char *key, long long def, long long min,

@@ -163,7 +163,8 @@ json_t *mcp_handle(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
 static void mcp_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: asb mcp [--listen HOST:PORT [--allow-unauthenticated]]\n\n"
+            "Usage: asb mcp [--listen HOST:PORT [--auth-token TOKEN | --allow-unauthenticated]]\n"
+            "               [--via-router]\n\n"
             "Serve the Model Context Protocol: tools to claim sandboxes, run commands and move\n"
             "files, and resources for the sandboxes and their files. Over stdio by default;\n"
             "with --listen over Streamable HTTP at http://HOST:PORT/mcp.\n\n"
@@ -175,7 +176,8 @@ static void mcp_usage(FILE *f)
             "  --via-router               reach sandboxes through the router ($ASB_ROUTER, else\n"
             "                             $ASB_STATE_DIR/router), as against a cluster\n"
             "  -h, --help                 show this help\n" CLI_GLOBAL_HELP
-            "\nSee docs/mcp.md for agent host configuration.\n");
+            "\nTools take `namespace`; -n sets its default. See docs/mcp.md for agent host\n"
+            "configuration.\n");
 }
 
 static void on_signal(int sig)
