@@ -7,7 +7,7 @@
 static int bad_params(const char **ret_why, const char *why)
 {
     *ret_why = why;
-    return ACP_ERR_INVALID_PARAMS;
+    return JSONRPC_ERR_INVALID_PARAMS;
 }
 
 static const char *get_str(const json_t *o, const char *key)
@@ -156,7 +156,7 @@ int acp_params_prompt(const json_t *params, const char **ret_session_id, char **
         const char *t = block_text(b, ret_why);
         if (!t) {
             free(buf);
-            return ACP_ERR_INVALID_PARAMS;
+            return JSONRPC_ERR_INVALID_PARAMS;
         }
         if (append(&buf, &len, t) < 0) {
             free(buf);

@@ -1,5 +1,5 @@
 /* The Agent Client Protocol (AGENT.md §1.1) over JSON-RPC 2.0, one compact JSON object per line:
- * the ACP parameter checks, and the ACP names of the shared framing (src/shared/jsonrpc.h). Pure
+ * the ACP parameter checks over the shared framing (src/shared/jsonrpc.h). Pure
  * functions over jansson values; the fuzz target fuzz/fuzz-acp-jsonrpc.c drives them. */
 #pragma once
 
@@ -11,56 +11,13 @@
 
 #define ACP_PROTOCOL_VERSION 1
 
-/* The framing is the shared JSON-RPC layer (src/shared/jsonrpc.h); the ACP code keeps these
- * names for it. */
-#define ACP_ERR_PARSE JSONRPC_ERR_PARSE
-#define ACP_ERR_INVALID_REQUEST JSONRPC_ERR_INVALID_REQUEST
-#define ACP_ERR_METHOD_NOT_FOUND JSONRPC_ERR_METHOD_NOT_FOUND
-#define ACP_ERR_INVALID_PARAMS JSONRPC_ERR_INVALID_PARAMS
-#define ACP_ERR_INTERNAL JSONRPC_ERR_INTERNAL
-/* Errors of the ACP SDK's RequestError. */
+/* The framing (parse, replies, the JSONRPC_ERR_* codes) is the shared JSON-RPC layer,
+ * src/shared/jsonrpc.h. Errors of the ACP SDK's RequestError: */
 #define ACP_ERR_AUTH_REQUIRED -32000
 #define ACP_ERR_RESOURCE_NOT_FOUND -32002
 
-#define ACP_MAX_LINE JSONRPC_MAX_LINE
-
-typedef jsonrpc_msg_kind acp_msg_kind;
-#define ACP_MSG_REQUEST JSONRPC_MSG_REQUEST
-#define ACP_MSG_NOTIFICATION JSONRPC_MSG_NOTIFICATION
-#define ACP_MSG_RESPONSE JSONRPC_MSG_RESPONSE
-typedef jsonrpc_msg acp_msg;
-
-static inline int acp_jsonrpc_parse(const char *line, size_t len, acp_msg *ret, json_t **ret_error)
-{
-    return jsonrpc_parse(line, len, ret, ret_error);
-}
-static inline void acp_msg_done(acp_msg *m)
-{
-    jsonrpc_msg_done(m);
-}
-static inline json_t *acp_jsonrpc_error(json_t *id, int code, const char *message, json_t *data)
-{
-    return jsonrpc_error(id, code, message, data);
-}
-static inline json_t *acp_jsonrpc_result(json_t *id, json_t *result)
-{
-    return jsonrpc_result(id, result);
-}
-static inline json_t *acp_jsonrpc_request(json_int_t id, const char *method, json_t *params)
-{
-    return jsonrpc_request(id, method, params);
-}
-static inline json_t *acp_jsonrpc_notification(const char *method, json_t *params)
-{
-    return jsonrpc_notification(method, params);
-}
-static inline char *acp_jsonrpc_dump(const json_t *msg, size_t *ret_len)
-{
-    return jsonrpc_dump(msg, ret_len);
-}
-
 /* ACP parameter checks shared by the server and the fuzzer. On failure they return
- * ACP_ERR_INVALID_PARAMS and set *ret_why to a static description. */
+ * JSONRPC_ERR_INVALID_PARAMS and set *ret_why to a static description. */
 int acp_params_initialize(const json_t *params, json_int_t *ret_version, const char **ret_why);
 int acp_params_authenticate(const json_t *params, const char **ret_method_id,
                             const char **ret_token, const char **ret_why);
