@@ -177,6 +177,13 @@ $(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(ALL_LIB_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
+# The MCP fuzzer drives the protocol core of `asb mcp` (src/cli/asb-mcp*.c, without main).
+MCP_OBJ := $(call obj,$(wildcard src/cli/asb-mcp*.c) src/cli/asb-cli.c)
+build/fuzz/bin/fuzz-mcp-jsonrpc: $(call obj,fuzz/fuzz-mcp-jsonrpc.c) $(MCP_OBJ) $(ALL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+
 build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(ALL_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

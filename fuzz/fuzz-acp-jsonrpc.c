@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_line(const json_t *msg)
 {
     size_t len = 0;
-    char *line = acp_jsonrpc_dump(msg, &len);
+    char *line = jsonrpc_dump(msg, &len);
     if (!line)
         return;
     if (len == 0 || line[len - 1] != '\n' || memchr(line, '\n', len - 1) || strlen(line) != len)
@@ -22,7 +22,7 @@ static void check_line(const json_t *msg)
     free(line);
 }
 
-static void check_params(const acp_msg *m)
+static void check_params(const jsonrpc_msg *m)
 {
     const char *why = NULL, *a = NULL, *b = NULL;
     json_int_t v;
@@ -52,11 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        acp_msg m;
+        jsonrpc_msg m;
         json_t *err = NULL;
-        int r = acp_jsonrpc_parse(p, n, &m, &err);
+        int r = jsonrpc_parse(p, n, &m, &err);
         if (r < 0) {
-            if (r != ACP_ERR_PARSE && r != ACP_ERR_INVALID_REQUEST)
+            if (r != JSONRPC_ERR_PARSE && r != JSONRPC_ERR_INVALID_REQUEST)
                 abort();
             if (err)
                 check_line(err);
@@ -64,20 +64,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else {
             if (err || !m.root)
                 abort();
-            if (m.kind == ACP_MSG_RESPONSE) {
+            if (m.kind == JSONRPC_MSG_RESPONSE) {
                 if (m.method || (!m.result) == (!m.error) || !m.id)
                     abort();
                 acp_permission_from_response(m.result, m.error);
             } else {
-                if (!m.method || (m.kind == ACP_MSG_REQUEST) != (m.id != NULL))
+                if (!m.method || (m.kind == JSONRPC_MSG_REQUEST) != (m.id != NULL))
                     abort();
                 check_params(&m);
-                json_t *reply = acp_jsonrpc_error(m.id, ACP_ERR_METHOD_NOT_FOUND, m.method,
+                json_t *reply = jsonrpc_error(m.id, JSONRPC_ERR_METHOD_NOT_FOUND, m.method,
                                                   json_pack("{s:s}", "method", m.method));
                 check_line(reply);
                 json_decref(reply);
             }
-            acp_msg_done(&m);
+            jsonrpc_msg_done(&m);
         }
         p += n + 1;
     }

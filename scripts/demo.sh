@@ -106,6 +106,13 @@ echo; echo "\$ asb exec $claim -- python3 -c \"...\""
 import os, socket
 print("claimed sandbox", socket.gethostname(), "says:", os.environ["GREETING"])
 print("primes below 50:", [n for n in range(2, 50) if all(n % d for d in range(2, n))])'
+echo; echo "== The same sandbox as an MCP tool (asb mcp, stdio; docs/mcp.md) =="
+call='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"sandbox_claim_name":"'"$claim"'","command":"echo hello from $(hostname); python3 -c \"print(6*7)\""}}}'
+echo "> $call"
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$call" |
+  "$bin/asb" mcp | sed -n '2s/^/< /p'
 show get claims
 show release --wait "$claim"
 "$bin/asb" wait --for=jsonpath='{.status.readyReplicas}'=2 sandboxwarmpool/python-pool --timeout 60s >/dev/null

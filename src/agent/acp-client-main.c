@@ -72,7 +72,7 @@ static int connect_addr(const char *addr)
 static int send_msg(client *c, json_t *msg)
 {
     size_t len;
-    char *line = msg ? acp_jsonrpc_dump(msg, &len) : NULL;
+    char *line = msg ? jsonrpc_dump(msg, &len) : NULL;
     json_decref(msg);
     if (!line)
         return -ENOMEM;
@@ -92,14 +92,14 @@ static int send_msg(client *c, json_t *msg)
 }
 
 /* Next message from the agent. Returns 1 with *m filled, 0 on EOF, -EINTR when interrupted. */
-static int recv_msg(client *c, acp_msg *m)
+static int recv_msg(client *c, jsonrpc_msg *m)
 {
     for (;;) {
         char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
         if (nl) {
             size_t n = (size_t)(nl - c->buf);
             json_t *err = NULL;
-            int r = acp_jsonrpc_parse(c->buf, n, m, &err);
+            int r = jsonrpc_parse(c->buf, n, m, &err);
             json_decref(err);
             memmove(c->buf, nl + 1, c->len - n - 1);
             c->len -= n + 1;
@@ -108,7 +108,7 @@ static int recv_msg(client *c, acp_msg *m)
             continue;
         }
         if (c->len == c->cap) {
-            if (c->cap >= ACP_MAX_LINE)
+            if (c->cap >= JSONRPC_MAX_LINE)
                 return 0;
             size_t ncap = c->cap ? c->cap * 2 : 65536;
             char *nb = realloc(c->buf, ncap);
@@ -205,15 +205,15 @@ static const char *ask_permission(client *c, const json_t *params)
     }
 }
 
-static void answer_request(client *c, const acp_msg *m)
+static void answer_request(client *c, const jsonrpc_msg *m)
 {
     if (strcmp(m->method, "session/request_permission") == 0) {
         const char *opt = ask_permission(c, m->params);
-        send_msg(c, acp_jsonrpc_result(m->id, json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
+        send_msg(c, jsonrpc_result(m->id, json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
                                                         "selected", "optionId", opt)));
         return;
     }
-    send_msg(c, acp_jsonrpc_error(m->id, ACP_ERR_METHOD_NOT_FOUND, "Method not found",
+    send_msg(c, jsonrpc_error(m->id, JSONRPC_ERR_METHOD_NOT_FOUND, "Method not found",
                                   json_pack("{s:s}", "method", m->method)));
 }
 
@@ -222,18 +222,18 @@ static void answer_request(client *c, const acp_msg *m)
 static int call(client *c, const char *method, json_t *params, json_t **ret_result)
 {
     json_int_t id = c->next_id++;
-    if (send_msg(c, acp_jsonrpc_request(id, method, params)) < 0) {
+    if (send_msg(c, jsonrpc_request(id, method, params)) < 0) {
         fprintf(stderr, "acp-client: connection lost\n");
         return -EPIPE;
     }
     bool cancel_sent = false;
     for (;;) {
-        acp_msg m;
+        jsonrpc_msg m;
         int r = recv_msg(c, &m);
         if (r == -EINTR) {
             interrupted = 0;
             if (!cancel_sent && c->session_id) {
-                send_msg(c, acp_jsonrpc_notification(
+                send_msg(c, jsonrpc_notification(
                                 "session/cancel", json_pack("{s:s}", "sessionId", c->session_id)));
                 cancel_sent = true;
             }
@@ -243,23 +243,23 @@ static int call(client *c, const char *method, json_t *params, json_t **ret_resu
             fprintf(stderr, "acp-client: connection closed by the agent\n");
             return -EPIPE;
         }
-        if (m.kind == ACP_MSG_RESPONSE && json_is_integer(m.id) && json_integer_value(m.id) == id) {
+        if (m.kind == JSONRPC_MSG_RESPONSE && json_is_integer(m.id) && json_integer_value(m.id) == id) {
             if (m.error) {
                 fprintf(stderr, "acp-client: %s failed: %s (%lld)\n", method,
                         str(m.error, "message"),
                         (long long)json_integer_value(json_object_get(m.error, "code")));
-                acp_msg_done(&m);
+                jsonrpc_msg_done(&m);
                 return -EIO;
             }
             *ret_result = json_incref(m.result);
-            acp_msg_done(&m);
+            jsonrpc_msg_done(&m);
             return 0;
         }
-        if (m.kind == ACP_MSG_NOTIFICATION && strcmp(m.method, "session/update") == 0)
+        if (m.kind == JSONRPC_MSG_NOTIFICATION && strcmp(m.method, "session/update") == 0)
             print_update(c, m.params);
-        else if (m.kind == ACP_MSG_REQUEST)
+        else if (m.kind == JSONRPC_MSG_REQUEST)
             answer_request(c, &m);
-        acp_msg_done(&m);
+        jsonrpc_msg_done(&m);
     }
 }
 

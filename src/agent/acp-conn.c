@@ -15,7 +15,7 @@ int acp_conn_send(acp_conn *c, json_t *msg)
     if (!msg)
         return -ENOMEM;
     size_t len = 0;
-    char *line = acp_jsonrpc_dump(msg, &len);
+    char *line = jsonrpc_dump(msg, &len);
     json_decref(msg);
     if (!line)
         return -ENOMEM;
@@ -68,7 +68,7 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, const volatil
     c->pending = p;
     pthread_mutex_unlock(&c->lock);
 
-    int r = acp_conn_send(c, acp_jsonrpc_request(p->id, method, params));
+    int r = acp_conn_send(c, jsonrpc_request(p->id, method, params));
 
     pthread_mutex_lock(&c->lock);
     while (r == 0 && !p->done && !c->closed && !(cancel && *cancel))
@@ -88,7 +88,7 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, const volatil
     return r;
 }
 
-static void handle_response(acp_conn *c, const acp_msg *m)
+static void handle_response(acp_conn *c, const jsonrpc_msg *m)
 {
     if (!json_is_integer(m->id))
         return; /* not one of ours: we only send integer ids */
@@ -106,7 +106,7 @@ static void handle_response(acp_conn *c, const acp_msg *m)
 
 static void reply_error(acp_conn *c, json_t *id, int code, const char *message)
 {
-    acp_conn_send(c, acp_jsonrpc_error(id, code, message, NULL));
+    acp_conn_send(c, jsonrpc_error(id, code, message, NULL));
 }
 
 static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
@@ -114,7 +114,7 @@ static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
     json_int_t version;
     const char *why;
     if (acp_params_initialize(params, &version, &why) < 0) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, why);
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -133,7 +133,7 @@ static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
         ACP_PROTOCOL_VERSION, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         0, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 0, "sse", 0, "authMethods",
         methods, "agentInfo", "name", "acp-server", "title", "Agent Sandbox", "version", "0.1.0");
-    acp_conn_send(c, acp_jsonrpc_result(id, result));
+    acp_conn_send(c, jsonrpc_result(id, result));
 }
 
 /* An authenticated client may stay idle as long as it likes; others are closed after
@@ -158,11 +158,11 @@ static void handle_authenticate(acp_conn *c, json_t *id, const json_t *params)
 {
     const char *method_id, *token, *why;
     if (acp_params_authenticate(params, &method_id, &token, &why) < 0) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, why);
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
         return;
     }
     if (strcmp(method_id, ACP_AUTH_METHOD_ID) != 0 || !c->server->cfg.token) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, "unknown authentication method");
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, "unknown authentication method");
         return;
     }
     if (!token || !token_equal(c->server->cfg.token, token)) {
@@ -174,7 +174,7 @@ static void handle_authenticate(acp_conn *c, json_t *id, const json_t *params)
     c->authenticated = true;
     pthread_mutex_unlock(&c->lock);
     set_read_timeout(c->fd, 0);
-    acp_conn_send(c, acp_jsonrpc_result(id, json_object()));
+    acp_conn_send(c, jsonrpc_result(id, json_object()));
 }
 
 static bool is_session_method(const char *m)
@@ -182,9 +182,9 @@ static bool is_session_method(const char *m)
     return strncmp(m, "session/", 8) == 0;
 }
 
-static void dispatch(acp_conn *c, const acp_msg *m)
+static void dispatch(acp_conn *c, const jsonrpc_msg *m)
 {
-    if (m->kind == ACP_MSG_RESPONSE) {
+    if (m->kind == JSONRPC_MSG_RESPONSE) {
         handle_response(c, m);
         return;
     }
@@ -192,7 +192,7 @@ static void dispatch(acp_conn *c, const acp_msg *m)
     bool initialized = c->initialized, authenticated = c->authenticated;
     pthread_mutex_unlock(&c->lock);
 
-    if (m->kind == ACP_MSG_NOTIFICATION) {
+    if (m->kind == JSONRPC_MSG_NOTIFICATION) {
         /* Unknown notifications are ignored, as are cancels from unauthenticated peers. */
         if (strcmp(m->method, "session/cancel") == 0 && authenticated)
             acp_session_handle_cancel(c, m->params);
@@ -208,12 +208,12 @@ static void dispatch(acp_conn *c, const acp_msg *m)
     for (size_t i = 0; i < ELEMENTSOF(known); i++)
         found = found || strcmp(m->method, known[i]) == 0;
     if (!found) {
-        acp_conn_send(c, acp_jsonrpc_error(m->id, ACP_ERR_METHOD_NOT_FOUND, "Method not found",
+        acp_conn_send(c, jsonrpc_error(m->id, JSONRPC_ERR_METHOD_NOT_FOUND, "Method not found",
                                            json_pack("{s:s}", "method", m->method)));
         return;
     }
     if (!initialized) {
-        reply_error(c, m->id, ACP_ERR_INVALID_REQUEST, "Invalid Request: call initialize first");
+        reply_error(c, m->id, JSONRPC_ERR_INVALID_REQUEST, "Invalid Request: call initialize first");
         return;
     }
     if (strcmp(m->method, "authenticate") == 0) {
@@ -242,15 +242,15 @@ static void handle_line(acp_conn *c, char *line, size_t len)
         start++;
     if (start == len)
         return;
-    acp_msg m;
+    jsonrpc_msg m;
     json_t *err = NULL;
-    if (acp_jsonrpc_parse(line + start, len - start, &m, &err) < 0) {
+    if (jsonrpc_parse(line + start, len - start, &m, &err) < 0) {
         if (err)
             acp_conn_send(c, err);
         return;
     }
     dispatch(c, &m);
-    acp_msg_done(&m);
+    jsonrpc_msg_done(&m);
 }
 
 static acp_conn *conn_new(acp_server *s, int fd)
@@ -334,13 +334,13 @@ void acp_conn_serve(acp_server *s, int fd)
             continue;
         }
         scanned = len;
-        if (len >= ACP_MAX_LINE) {
+        if (len >= JSONRPC_MAX_LINE) {
             acp_conn_send(
-                c, acp_jsonrpc_error(NULL, ACP_ERR_PARSE, "Parse error: line too long", NULL));
+                c, jsonrpc_error(NULL, JSONRPC_ERR_PARSE, "Parse error: line too long", NULL));
             break;
         }
         if (len == cap) {
-            size_t ncap = MIN(cap * 2, (size_t)ACP_MAX_LINE);
+            size_t ncap = MIN(cap * 2, (size_t)JSONRPC_MAX_LINE);
             char *nb = realloc(buf, ncap);
             if (!nb)
                 break;

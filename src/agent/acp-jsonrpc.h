@@ -1,62 +1,23 @@
-/* JSON-RPC 2.0 framing for the Agent Client Protocol (AGENT.md §1.1): one compact JSON object per
- * line. Pure functions over jansson values; the fuzz target fuzz/fuzz-acp-jsonrpc.c drives them. */
+/* The Agent Client Protocol (AGENT.md §1.1) over JSON-RPC 2.0, one compact JSON object per line:
+ * the ACP parameter checks over the shared framing (src/shared/jsonrpc.h). Pure
+ * functions over jansson values; the fuzz target fuzz/fuzz-acp-jsonrpc.c drives them. */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "shared/jsonrpc.h"
+
 #define ACP_PROTOCOL_VERSION 1
 
-/* Error codes of JSON-RPC 2.0 and of the ACP SDK's RequestError. */
-#define ACP_ERR_PARSE -32700
-#define ACP_ERR_INVALID_REQUEST -32600
-#define ACP_ERR_METHOD_NOT_FOUND -32601
-#define ACP_ERR_INVALID_PARAMS -32602
-#define ACP_ERR_INTERNAL -32603
+/* The framing (parse, replies, the JSONRPC_ERR_* codes) is the shared JSON-RPC layer,
+ * src/shared/jsonrpc.h. Errors of the ACP SDK's RequestError: */
 #define ACP_ERR_AUTH_REQUIRED -32000
 #define ACP_ERR_RESOURCE_NOT_FOUND -32002
 
-/* Longest line accepted from a peer; longer input ends the connection. */
-#define ACP_MAX_LINE (8u * 1024u * 1024u)
-
-typedef enum acp_msg_kind {
-    ACP_MSG_REQUEST,
-    ACP_MSG_NOTIFICATION,
-    ACP_MSG_RESPONSE,
-} acp_msg_kind;
-
-typedef struct acp_msg {
-    acp_msg_kind kind;
-    json_t *root;       /* owned: the whole message */
-    json_t *id;         /* borrowed from root; NULL for notifications */
-    const char *method; /* borrowed; NULL for responses */
-    json_t *params;     /* borrowed; NULL when absent */
-    json_t *result;     /* borrowed; responses only, NULL on error */
-    json_t *error;      /* borrowed; responses only */
-} acp_msg;
-
-/* Parses one line (without its newline). Returns 0 and fills *ret (release with acp_msg_done), or
- * a JSON-RPC error code (<0) and sets *ret_error to the error response to send (owned by the
- * caller; NULL when nothing must be sent, e.g. a broken response from the peer). */
-int acp_jsonrpc_parse(const char *line, size_t len, acp_msg *ret, json_t **ret_error);
-void acp_msg_done(acp_msg *m);
-
-/* Builders. Each returns a new reference (NULL on ENOMEM). `id` is copied by reference, so the
- * reply carries the very JSON type the peer sent. `data` (may be NULL) is stolen. */
-json_t *acp_jsonrpc_error(json_t *id, int code, const char *message, json_t *data);
-/* `result` is stolen; NULL means JSON null. */
-json_t *acp_jsonrpc_result(json_t *id, json_t *result);
-/* `params` is stolen. */
-json_t *acp_jsonrpc_request(json_int_t id, const char *method, json_t *params);
-json_t *acp_jsonrpc_notification(const char *method, json_t *params);
-
-/* Serialises `msg` as one compact line ending in '\n'. Returns a malloc'd string owned by the
- * caller, its length in *ret_len; NULL on ENOMEM. */
-char *acp_jsonrpc_dump(const json_t *msg, size_t *ret_len);
-
 /* ACP parameter checks shared by the server and the fuzzer. On failure they return
- * ACP_ERR_INVALID_PARAMS and set *ret_why to a static description. */
+ * JSONRPC_ERR_INVALID_PARAMS and set *ret_why to a static description. */
 int acp_params_initialize(const json_t *params, json_int_t *ret_version, const char **ret_why);
 int acp_params_authenticate(const json_t *params, const char **ret_method_id,
                             const char **ret_token, const char **ret_why);

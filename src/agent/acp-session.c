@@ -93,7 +93,7 @@ static acp_session *session_find(acp_conn *c, const char *id)
 
 static void reply_error(acp_conn *c, json_t *id, int code, const char *message)
 {
-    acp_conn_send(c, acp_jsonrpc_error(id, code, message, NULL));
+    acp_conn_send(c, jsonrpc_error(id, code, message, NULL));
 }
 
 /* Opens agent session `name` and adds it to the connection. Returns the session (borrowed) or
@@ -106,7 +106,7 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
     for (int i = 0; i < 40 && !(claimed = name_claim(c->server, name)); i++)
         usleep(50 * 1000);
     if (!claimed) {
-        reply_error(c, id, ACP_ERR_INVALID_REQUEST, "session is already open on a connection");
+        reply_error(c, id, JSONRPC_ERR_INVALID_REQUEST, "session is already open on a connection");
         return NULL;
     }
     acp_session *ss = calloc(1, sizeof(*ss));
@@ -125,9 +125,9 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
         session_free(ss);
         /* -EBUSY: another process holds the session (its pid and program are in the text). */
         reply_error(c, id,
-                    r == -EINVAL  ? ACP_ERR_INVALID_PARAMS
-                    : r == -EBUSY ? ACP_ERR_INVALID_REQUEST
-                                  : ACP_ERR_INTERNAL,
+                    r == -EINVAL  ? JSONRPC_ERR_INVALID_PARAMS
+                    : r == -EBUSY ? JSONRPC_ERR_INVALID_REQUEST
+                                  : JSONRPC_ERR_INTERNAL,
                     text);
         return NULL;
     }
@@ -144,19 +144,19 @@ void acp_session_handle_new(acp_conn *c, json_t *id, const json_t *params)
 {
     const char *cwd, *why;
     if (acp_params_session(params, false, NULL, &cwd, &why) < 0) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, why);
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
         return;
     }
     _cleanup_free_ char *name = NULL;
     if (agent_session_name_generate(&name) < 0) {
-        reply_error(c, id, ACP_ERR_INTERNAL, "cannot generate a session id");
+        reply_error(c, id, JSONRPC_ERR_INTERNAL, "cannot generate a session id");
         return;
     }
     acp_session *ss = session_open(c, id, name, cwd);
     if (!ss)
         return;
     log_info("acp: session created", "session", ss->id);
-    acp_conn_send(c, acp_jsonrpc_result(id, json_pack("{s:s}", "sessionId", ss->id)));
+    acp_conn_send(c, jsonrpc_result(id, json_pack("{s:s}", "sessionId", ss->id)));
 }
 
 /* --- session/update notifications --- */
@@ -166,7 +166,7 @@ static void send_update(acp_session *ss, json_t *update)
     if (!update)
         return;
     acp_conn_send(ss->conn,
-                  acp_jsonrpc_notification("session/update", json_pack("{s:s,s:o}", "sessionId",
+                  jsonrpc_notification("session/update", json_pack("{s:s,s:o}", "sessionId",
                                                                        ss->id, "update", update)));
 }
 
@@ -311,18 +311,18 @@ void acp_session_handle_load(acp_conn *c, json_t *id, const json_t *params)
 {
     const char *sid, *cwd, *why;
     if (acp_params_session(params, true, &sid, &cwd, &why) < 0) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, why);
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
         return;
     }
     pthread_mutex_lock(&c->lock);
     bool open_here = session_find(c, sid) != NULL;
     pthread_mutex_unlock(&c->lock);
     if (open_here) {
-        reply_error(c, id, ACP_ERR_INVALID_REQUEST, "session is already open on this connection");
+        reply_error(c, id, JSONRPC_ERR_INVALID_REQUEST, "session is already open on this connection");
         return;
     }
     if (!agent_session_name_valid(sid) || !agent_session_exists(&c->server->cfg.agent, sid)) {
-        acp_conn_send(c, acp_jsonrpc_error(id, ACP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
+        acp_conn_send(c, jsonrpc_error(id, ACP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
                                            json_pack("{s:s}", "sessionId", sid)));
         return;
     }
@@ -337,7 +337,7 @@ void acp_session_handle_load(acp_conn *c, json_t *id, const json_t *params)
     agent_session_replay(ss->agent, &cbs);
     call_map_clear(ss);
     log_info("acp: session loaded", "session", ss->id);
-    acp_conn_send(c, acp_jsonrpc_result(id, json_object()));
+    acp_conn_send(c, jsonrpc_result(id, json_object()));
 }
 
 typedef struct prompt_job {
@@ -367,9 +367,9 @@ static void *prompt_thread(void *arg)
     if (r < 0 && stop != AGENT_STOP_CANCELLED) {
         log_warn("acp: prompt failed", "session", ss->id, "error", msg ? msg : strerror(-r));
         acp_conn_send(c,
-                      acp_jsonrpc_error(job->id, ACP_ERR_INTERNAL, msg ? msg : strerror(-r), NULL));
+                      jsonrpc_error(job->id, JSONRPC_ERR_INTERNAL, msg ? msg : strerror(-r), NULL));
     } else {
-        acp_conn_send(c, acp_jsonrpc_result(job->id, json_pack("{s:s}", "stopReason",
+        acp_conn_send(c, jsonrpc_result(job->id, json_pack("{s:s}", "stopReason",
                                                                agent_stop_reason_name(stop))));
     }
     free(msg);
@@ -388,13 +388,13 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
     const char *sid, *why;
     char *text = NULL;
     if (acp_params_prompt(params, &sid, &text, &why) < 0) {
-        reply_error(c, id, ACP_ERR_INVALID_PARAMS, why);
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
         return;
     }
     prompt_job *job = calloc(1, sizeof(*job));
     if (!job) {
         free(text);
-        reply_error(c, id, ACP_ERR_INTERNAL, "out of memory");
+        reply_error(c, id, JSONRPC_ERR_INTERNAL, "out of memory");
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -407,10 +407,10 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
         free(text);
         free(job);
         if (!ss)
-            acp_conn_send(c, acp_jsonrpc_error(id, ACP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
+            acp_conn_send(c, jsonrpc_error(id, ACP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
                                                json_pack("{s:s}", "sessionId", sid)));
         else
-            reply_error(c, id, ACP_ERR_INVALID_REQUEST, err);
+            reply_error(c, id, JSONRPC_ERR_INVALID_REQUEST, err);
         return;
     }
     ss->busy = true;
@@ -434,7 +434,7 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
         json_decref(job->id);
         free(job->text);
         free(job);
-        reply_error(c, id, ACP_ERR_INTERNAL, "cannot start the prompt thread");
+        reply_error(c, id, JSONRPC_ERR_INTERNAL, "cannot start the prompt thread");
     }
 }
 

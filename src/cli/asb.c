@@ -25,6 +25,7 @@ static const struct verb {
     {"suspend", asb_suspend, "Suspend a sandbox (spec.operatingMode: Suspended)"},
     {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
     {"logs", asb_logs, "Print the main process output of a sandbox"},
+    {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
 };
 
 static void usage(FILE *f)

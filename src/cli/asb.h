@@ -16,3 +16,4 @@ int asb_logs(int argc, char **argv);
 int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
 int asb_extend(int argc, char **argv);
+int asb_mcp(int argc, char **argv);

@@ -4,52 +4,52 @@
 #include "agent/acp-jsonrpc.h"
 #include "unit.h"
 
-static int parse(const char *s, acp_msg *m, json_t **err)
+static int parse(const char *s, jsonrpc_msg *m, json_t **err)
 {
-    return acp_jsonrpc_parse(s, strlen(s), m, err);
+    return jsonrpc_parse(s, strlen(s), m, err);
 }
 
 TEST(request_notification_response)
 {
-    acp_msg m;
+    jsonrpc_msg m;
     json_t *err;
     CHECK_INT_EQ(
         parse("{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"session/new\",\"params\":{}}", &m,
               &err),
         0);
-    CHECK(m.kind == ACP_MSG_REQUEST && json_is_string(m.id) && json_is_object(m.params));
+    CHECK(m.kind == JSONRPC_MSG_REQUEST && json_is_string(m.id) && json_is_object(m.params));
     CHECK_STR_EQ(m.method, "session/new");
-    acp_msg_done(&m);
+    jsonrpc_msg_done(&m);
     CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\"}", &m, &err), 0);
-    CHECK(m.kind == ACP_MSG_NOTIFICATION && !m.id && !m.params);
-    acp_msg_done(&m);
+    CHECK(m.kind == JSONRPC_MSG_NOTIFICATION && !m.id && !m.params);
+    jsonrpc_msg_done(&m);
     CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}", &m, &err), 0);
-    CHECK(m.kind == ACP_MSG_RESPONSE && json_is_null(m.result) && !m.error);
-    acp_msg_done(&m);
+    CHECK(m.kind == JSONRPC_MSG_RESPONSE && json_is_null(m.result) && !m.error);
+    jsonrpc_msg_done(&m);
 }
 
 TEST(errors_carry_codes_and_ids)
 {
-    acp_msg m;
+    jsonrpc_msg m;
     json_t *err;
-    CHECK_INT_EQ(parse("{", &m, &err), ACP_ERR_PARSE);
+    CHECK_INT_EQ(parse("{", &m, &err), JSONRPC_ERR_PARSE);
     CHECK(err && json_is_null(json_object_get(err, "id")));
     json_decref(err);
     CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":1}", &m, &err),
-                 ACP_ERR_INVALID_REQUEST);
+                 JSONRPC_ERR_INVALID_REQUEST);
     CHECK_INT_EQ(json_integer_value(json_object_get(err, "id")), 5);
     json_decref(err);
     /* A broken response gets no reply. */
     CHECK_INT_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1,\"error\":{}}", &m, &err),
-                 ACP_ERR_INVALID_REQUEST);
+                 JSONRPC_ERR_INVALID_REQUEST);
     CHECK(err == NULL);
 }
 
 TEST(dump_is_one_line)
 {
-    json_t *msg = acp_jsonrpc_notification("session/update", json_pack("{s:s}", "t", "a\nb\"c"));
+    json_t *msg = jsonrpc_notification("session/update", json_pack("{s:s}", "t", "a\nb\"c"));
     size_t len = 0;
-    char *line = acp_jsonrpc_dump(msg, &len);
+    char *line = jsonrpc_dump(msg, &len);
     CHECK(line && len == strlen(line) && line[len - 1] == '\n' && !memchr(line, '\n', len - 1));
     free(line);
     json_decref(msg);
@@ -70,7 +70,7 @@ TEST(prompt_blocks_join)
     json_decref(p);
     p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"image\",\"data\":\"\"}]}", 0,
                    NULL);
-    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), ACP_ERR_INVALID_PARAMS);
+    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), JSONRPC_ERR_INVALID_PARAMS);
     json_decref(p);
 }
 
@@ -101,6 +101,6 @@ TEST(session_params)
     CHECK_STR_EQ(cwd, "/w");
     json_decref(p);
     p = json_loads("{\"cwd\":\"w\",\"mcpServers\":[]}", 0, NULL);
-    CHECK_INT_EQ(acp_params_session(p, false, NULL, &cwd, &why), ACP_ERR_INVALID_PARAMS);
+    CHECK_INT_EQ(acp_params_session(p, false, NULL, &cwd, &why), JSONRPC_ERR_INVALID_PARAMS);
     json_decref(p);
 }

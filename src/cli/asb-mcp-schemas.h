@@ -1,0 +1,90 @@
+/* JSON Schemas of the `asb mcp` tools (inputs and structured outputs), as JSON text. */
+#pragma once
+
+#define MCP_NS_PROP                                                                                \
+    "\"namespace\":{\"type\":\"string\",\"default\":\"default\",\"description\":\"Namespace of "  \
+    "the sandbox (default: default)\"}"
+#define MCP_NAME_PROP                                                                              \
+    "\"sandbox_claim_name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The claim "    \
+    "name create_sandbox returned (a Sandbox name works too)\"}"
+#define MCP_PATH_PROP(what)                                                                        \
+    "\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"" what                       \
+    " (relative to the sandbox root; a leading / is the root too)\"}"
+
+#define MCP_SCHEMA_CREATE_IN                                                                       \
+    "{\"type\":\"object\",\"properties\":{"                                                        \
+    "\"warmpool\":{\"type\":\"string\",\"minLength\":1,\"description\":\"SandboxWarmPool to "     \
+    "claim from\"}," MCP_NS_PROP ","                                                               \
+    "\"sandbox_ready_timeout\":{\"type\":\"integer\",\"minimum\":1,\"default\":180,"              \
+    "\"description\":\"Seconds to wait for the sandbox to be ready\"},"                           \
+    "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"             \
+    "\"description\":\"Labels of the SandboxClaim\"},"                                            \
+    "\"shutdown_after_seconds\":{\"type\":[\"integer\",\"null\"],\"minimum\":1,\"default\":300,"  \
+    "\"description\":\"Delete the sandbox this many seconds from now; null: never\"},"            \
+    "\"pod_labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"         \
+    "\"pod_annotations\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}"     \
+    "},\"required\":[\"warmpool\"]}"
+#define MCP_SCHEMA_CREATE_OUT                                                                      \
+    "{\"type\":\"object\",\"properties\":{\"sandbox_claim_name\":{\"type\":\"string\"},"          \
+    "\"sandbox_name\":{\"type\":\"string\"},\"namespace\":{\"type\":\"string\"}},"                 \
+    "\"required\":[\"sandbox_claim_name\",\"namespace\"]}"
+
+#define MCP_SCHEMA_DELETE_IN                                                                       \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP                          \
+    "},\"required\":[\"sandbox_claim_name\"]}"
+#define MCP_SCHEMA_DELETE_OUT                                                                      \
+    "{\"type\":\"object\",\"properties\":{\"deleted\":{\"type\":\"string\"},"                     \
+    "\"kind\":{\"type\":\"string\"}},\"required\":[\"deleted\",\"kind\"]}"
+
+#define MCP_SCHEMA_EXEC_IN                                                                         \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP ","                      \
+    "\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command line, run " \
+    "by /bin/sh -c\"},"                                                                            \
+    "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"default\":60,\"description\":\"Seconds "   \
+    "before the command is killed\"}},\"required\":[\"sandbox_claim_name\",\"command\"]}"
+#define MCP_SCHEMA_EXEC_OUT                                                                        \
+    "{\"type\":\"object\",\"properties\":{\"exit_code\":{\"type\":\"integer\"},"                  \
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"}},"                          \
+    "\"required\":[\"exit_code\",\"stdout\",\"stderr\"]}"
+
+#define MCP_SCHEMA_UPLOAD_IN                                                                       \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP                          \
+    "," MCP_PATH_PROP("Destination file") ","                                                      \
+    "\"content\":{\"type\":\"string\",\"description\":\"File content (base64 when binary)\"},"     \
+    "\"binary\":{\"type\":\"boolean\",\"default\":false}},"                                        \
+    "\"required\":[\"sandbox_claim_name\",\"path\",\"content\"]}"
+#define MCP_SCHEMA_UPLOAD_OUT                                                                      \
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"                        \
+    "\"bytes_written\":{\"type\":\"integer\"}},\"required\":[\"path\",\"bytes_written\"]}"
+
+#define MCP_SCHEMA_DOWNLOAD_IN                                                                     \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP                          \
+    "," MCP_PATH_PROP("File to read") ","                                                          \
+    "\"binary\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Return the content "    \
+    "base64-encoded\"}},\"required\":[\"sandbox_claim_name\",\"path\"]}"
+#define MCP_SCHEMA_DOWNLOAD_OUT                                                                    \
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"                        \
+    "\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"                           \
+    "\"binary\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"content\",\"size\"]}"
+
+#define MCP_SCHEMA_LIST_IN                                                                         \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP                          \
+    "," MCP_PATH_PROP("Directory to list") ","                                                     \
+    "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,\"default\":1000}},"   \
+    "\"required\":[\"sandbox_claim_name\"]}"
+#define MCP_SCHEMA_LIST_OUT                                                                        \
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"                        \
+    "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"              \
+    "\"name\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"                              \
+    "\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"directory\"]},"                            \
+    "\"mod_time\":{\"type\":\"string\",\"format\":\"date-time\"}},"                                \
+    "\"required\":[\"name\",\"size\",\"type\",\"mod_time\"]}},"                                    \
+    "\"total_entries\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"              \
+    "\"required\":[\"entries\",\"total_entries\",\"truncated\"]}"
+
+#define MCP_SCHEMA_EXISTS_IN                                                                       \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP                          \
+    "," MCP_PATH_PROP("Path to check") "},\"required\":[\"sandbox_claim_name\",\"path\"]}"
+#define MCP_SCHEMA_EXISTS_OUT                                                                      \
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"                        \
+    "\"exists\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"exists\"]}"
