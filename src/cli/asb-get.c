@@ -240,12 +240,12 @@ static size_t columns(const asb_kind *k, bool wide, bool all_ns, const json_t *o
         const json_t *ip = json_array_get(path(obj, "status", "podIPs", NULL), 0);
         COL("IP", cell(json_is_object(ip) ? json_object_get(ip, "ip") : ip));
         COL("NETWORK", network_cell(obj));
-        /* Blocked connections: the count in the NetworkPolicyEnforced condition's message. */
+        /* Blocked connections: status.blockedConnections while a policy is enforced, else the
+         * NetworkPolicyEnforced condition's reason. */
         const json_t *np = hdr ? NULL : condition(obj, "NetworkPolicyEnforced");
-        const char *m = json_string_value(json_object_get(np, "message"));
-        const char *b = m ? strstr(m, "blocked: ") : NULL;
-        if (b)
-            snprintf(buf, sizeof(buf), "%lld", strtoll(b + 9, NULL, 10));
+        const json_t *b = hdr ? NULL : path(obj, "status", "blockedConnections", NULL);
+        if (json_is_integer(b))
+            snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(b));
         else
             snprintf(buf, sizeof(buf), "%s",
                      np && json_string_value(json_object_get(np, "reason"))

@@ -93,6 +93,6 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
         if (n == 3 && strcmp(seg[2], API_VERSION) == 0)
             return reply_json(c, 200, resource_list(seg[1]));
     }
-    return reply_status(c, 404, "NotFound", NULL, NULL,
+    return reply_status(c, KUBE_REASON_NOT_FOUND, NULL, NULL,
                         "the server could not find the requested resource");
 }

@@ -105,7 +105,7 @@ static int append_expired(watch *w, uint64_t requested, uint64_t oldest)
     char msg[128];
     snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
              (unsigned long long)requested, (unsigned long long)oldest);
-    json_t *st = api_status_failure(410, "Expired", msg, NULL, NULL);
+    json_t *st = status_failure(KUBE_REASON_EXPIRED, msg, NULL, NULL);
     int r = st ? append_json(w, "ERROR", st) : -ENOMEM;
     json_decref(st);
     return r;
@@ -226,7 +226,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     if (api_label_selector_parse(query(rq->conn, "labelSelector"), &w->labels, &err) < 0 ||
         api_field_selector_parse(query(rq->conn, "fieldSelector"), &w->fields, &err) < 0) {
         watch_free(w);
-        return reply_status(rq->conn, 400, "BadRequest", NULL, NULL, "%s",
+        return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL, "%s",
                             err ? err : "out of memory");
     }
     usec_t timeout = WATCH_DEFAULT_TIMEOUT;
@@ -235,7 +235,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     if (ts && *ts) {
         if (parse_go_int(ts, &secs) < 0 || secs < 0 || secs > 24 * 3600) {
             watch_free(w);
-            return reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+            return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                                 "invalid timeoutSeconds \"%s\"", ts);
         }
         if (secs > 0)
@@ -249,7 +249,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     int64_t rv = 0;
     if (rvs && *rvs && (parse_go_int(rvs, &rv) < 0 || rv < 0)) {
         watch_free(w);
-        return reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+        return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                             "invalid resourceVersion \"%s\"", rvs);
     }
     /* sendInitialEvents=true (the WatchList protocol): the current state first, whatever the
@@ -261,7 +261,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
         json_t *all = NULL;
         if (local_store_list(w->store, w->kind, w->ns, &all, &w->after) < 0) {
             watch_free(w);
-            return reply_status(rq->conn, 500, "InternalError", NULL, NULL,
+            return reply_status(rq->conn, KUBE_REASON_INTERNAL_ERROR, NULL, NULL,
                                 "cannot read the store");
         }
         w->initial = json_array();

@@ -75,8 +75,22 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
     return reply_json_warnings(c, code, j, NULL);
 }
 
-enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,
-                             const api_kind *k, const char *name, const char *fmt, ...)
+json_t *status_failure(kube_reason reason, const char *message, const api_kind *k,
+                       const char *name)
+{
+    return api_status_failure(kube_reason_http(reason), kube_reason_name(reason), message, k, name);
+}
+
+enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
+{
+    json_t *code = json_object_get(st, "code");
+    unsigned http = json_is_integer(code) ? (unsigned)json_integer_value(code)
+                                          : kube_reason_http(KUBE_REASON_INTERNAL_ERROR);
+    return reply_json(c, http, st);
+}
+
+enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const api_kind *k,
+                             const char *name, const char *fmt, ...)
 {
     _cleanup_free_ char *msg = NULL;
     va_list ap;
@@ -84,7 +98,7 @@ enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    return reply_json(c, code, api_status_failure(code, reason, msg, k, name));
+    return reply_failure(c, status_failure(reason, msg, k, name));
 }
 
 const char *query(struct MHD_Connection *c, const char *key)
@@ -138,7 +152,7 @@ static bool split_path(char *p, char **seg, size_t *nseg)
 
 static enum MHD_Result not_found(struct MHD_Connection *c)
 {
-    return reply_status(c, 404, "NotFound", NULL, NULL,
+    return reply_status(c, KUBE_REASON_NOT_FOUND, NULL, NULL,
                         "the server could not find the requested resource");
 }
 
@@ -180,7 +194,7 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
     if (!rq.kind || (rq.status && !rq.kind->has_status) || (rq.scale && !rq.kind->has_scale))
         return not_found(c);
     if (!rq.ns && strcmp(method, "GET") != 0)
-        return reply_status(c, 405, "MethodNotAllowed", rq.kind, NULL,
+        return reply_status(c, KUBE_REASON_METHOD_NOT_ALLOWED, rq.kind, NULL,
                             "the server does not allow this method on the requested resource");
     return apiserver_resource(&rq);
 }
@@ -219,9 +233,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (!authorized(srv, c))
-        return reply_status(c, 401, "Unauthorized", NULL, NULL, "Unauthorized");
+        return reply_status(c, KUBE_REASON_UNAUTHORIZED, NULL, NULL, "Unauthorized");
     if (ctx->too_large)
-        return reply_status(c, 413, "RequestEntityTooLarge", NULL, NULL,
+        return reply_status(c, KUBE_REASON_REQUEST_ENTITY_TOO_LARGE, NULL, NULL,
                             "Request entity too large: limit is %u", APISERVER_MAX_BODY);
     return route(srv, c, url, method, ctx);
 }

@@ -1194,10 +1194,12 @@ static void counters(local_net *n, const char *id, long long *ret_eg, long long 
 }
 
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
-                        const char **ret_status, const char **ret_reason, char **ret_message)
+                        const char **ret_status, const char **ret_reason, char **ret_message,
+                        long long *ret_blocked)
 {
     *ret_ip = NULL;
     *ret_message = NULL;
+    *ret_blocked = -1;
     net_sandbox *s = find_sb(n, uid);
     if (kind == NETPOL_UNMANAGED) {
         *ret_status = "False";
@@ -1230,8 +1232,9 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
     };
     *ret_status = "True";
     *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
+    *ret_blocked = MAX(eg, 0) + MAX(ig, 0);
     if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
-                 MAX(eg, 0) + MAX(ig, 0), MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
+                 *ret_blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
                  s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
         *ret_message = NULL;
 }

@@ -54,6 +54,7 @@ typedef struct status_update {
     bool expired; /* §2.4.6: Suspended is left as it is, PodScheduled removed */
     bool only_conditions; /* Retain after expiry: status is reset to its conditions */
     cond netpol;          /* NetworkPolicyEnforced, type NULL: none (no container) */
+    long long blocked;    /* status.blockedConnections with netpol, < 0: none */
     const char *pod_ip;   /* status.podIPs[0], NULL: none */
     json_t *resources;    /* status.resources (effective limits, owned), NULL: kept as stored
                            * while a container exists */
@@ -134,6 +135,10 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         json_object_set(status, "resources", u->resources);
     else if (!u->has_pod)
         json_object_del(status, "resources");
+    if (u->netpol.type && u->blocked >= 0)
+        json_object_set_new(status, "blockedConnections", json_integer(u->blocked));
+    else
+        json_object_del(status, "blockedConnections");
     if (u->has_pod && u->pod_ip)
         json_object_set_new(status, "podIPs", json_pack("[s]", u->pod_ip));
     else
@@ -175,7 +180,7 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
         const char *st, *reason;
         pthread_mutex_lock(&r->net_lock);
         local_net_refresh(r->net, u->uid, nk, tpl);
-        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
+        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg, &u->blocked);
         pthread_mutex_unlock(&r->net_lock);
         u->netpol = (cond){"NetworkPolicyEnforced", st, reason, msg ? msg : ""};
         u->pod_ip = ip;

@@ -173,6 +173,24 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
     return local_spawn_capture(argv, ret_out);
 }
 
+/* Whether the runtime knows a container `id` (`runc list`, so no error text is ever parsed):
+ * 1, 0, or a negative errno when the list itself failed. */
+static int container_exists(const oci_runtime *rt, const char *id)
+{
+    _cleanup_(json_decrefp) json_t *list = NULL;
+    int r = oci_list(rt, &list);
+    if (r < 0)
+        return r;
+    size_t i;
+    json_t *c;
+    json_array_foreach (list, i, c) {
+        const char *cid = json_string_value(json_object_get(c, "id"));
+        if (cid && strcmp(cid, id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
                      int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
                      char **ret_error)
@@ -223,7 +241,8 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     if (fl >= 0 && fcntl(out_read_fd, F_SETFL, fl | O_NONBLOCK) == 0)
         out = read_all(out_read_fd);
     *ret_error = runc_message(out, r);
-    return -EIO;
+    /* runc removes what a failed run created: a container still listed was there before. */
+    return container_exists(rt, id) > 0 ? -EEXIST : -EIO;
 }
 
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid)
@@ -234,7 +253,7 @@ int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *r
     if (r < 0)
         return r;
     if (r != 0)
-        return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+        return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
     json_t *j = json_loads(out, 0, NULL);
     const char *status = json_string_value(json_object_get(j, "status"));
     if (!status) {
@@ -273,7 +292,7 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
     int r = runc(rt, args, ELEMENTSOF(args), &out);
     if (r < 0)
         return r;
-    if (r == 0 || (out && strstr(out, "does not exist")))
+    if (r == 0 || container_exists(rt, id) == 0)
         return 0;
     *ret_error = runc_message(out, r);
     return -EIO;
@@ -290,7 +309,7 @@ static int simple(const oci_runtime *rt, const char *verb, const char *id, char 
     if (r == 0)
         return 0;
     *ret_error = runc_message(out, r);
-    return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+    return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
 }
 
 int oci_pause(const oci_runtime *rt, const char *id, char **ret_error)

@@ -33,3 +33,63 @@ TEST(api_error_owns_message)
     api_error_clear(&e);
     CHECK(e.message == NULL);
 }
+
+TEST(kube_reasons)
+{
+    CHECK_STR_EQ(kube_reason_name(KUBE_REASON_NOT_FOUND), "NotFound");
+    CHECK_INT_EQ(kube_reason_http(KUBE_REASON_NOT_FOUND), 404);
+    CHECK_INT_EQ(kube_reason_http(KUBE_REASON_ALREADY_EXISTS), 409);
+    CHECK_INT_EQ(kube_reason_http(KUBE_REASON_INVALID), 422);
+    CHECK_INT_EQ(kube_reason_http(KUBE_REASON_TIMEOUT), 504);
+    CHECK_STR_EQ(kube_reason_name(KUBE_REASON_UNKNOWN), "");
+    CHECK_STR_EQ(kube_reason_name((kube_reason)999), "");
+    CHECK_INT_EQ(kube_reason_from_name("AlreadyExists"), KUBE_REASON_ALREADY_EXISTS);
+    CHECK_INT_EQ(kube_reason_from_name("alreadyexists"), KUBE_REASON_UNKNOWN);
+    CHECK_INT_EQ(kube_reason_from_name(NULL), KUBE_REASON_UNKNOWN);
+    CHECK_INT_EQ(kube_reason_from_name(""), KUBE_REASON_UNKNOWN);
+    /* Every named reason round-trips through its name. */
+    for (unsigned r = 1; r < KUBE_REASON_MAX; r++)
+        CHECK_INT_EQ(kube_reason_from_name(kube_reason_name((kube_reason)r)), r);
+}
+
+TEST(kube_reason_from_http_and_errno)
+{
+    CHECK_INT_EQ(kube_reason_from_http(404), KUBE_REASON_NOT_FOUND);
+    CHECK_INT_EQ(kube_reason_from_http(409), KUBE_REASON_CONFLICT);
+    CHECK_INT_EQ(kube_reason_from_http(410), KUBE_REASON_GONE);
+    CHECK_INT_EQ(kube_reason_from_http(422), KUBE_REASON_INVALID);
+    CHECK_INT_EQ(kube_reason_from_http(418), KUBE_REASON_BAD_REQUEST);
+    CHECK_INT_EQ(kube_reason_from_http(500), KUBE_REASON_INTERNAL_ERROR);
+    CHECK_INT_EQ(kube_reason_from_http(502), KUBE_REASON_INTERNAL_ERROR);
+    CHECK_INT_EQ(kube_reason_from_http(504), KUBE_REASON_TIMEOUT);
+    CHECK_INT_EQ(kube_reason_from_http(200), KUBE_REASON_UNKNOWN);
+    CHECK_INT_EQ(kube_reason_from_errno(-ENOENT), KUBE_REASON_NOT_FOUND);
+    CHECK_INT_EQ(kube_reason_from_errno(EEXIST), KUBE_REASON_ALREADY_EXISTS);
+    CHECK_INT_EQ(kube_reason_from_errno(-EIO), KUBE_REASON_INTERNAL_ERROR);
+    CHECK_INT_EQ(kube_reason_errno(KUBE_REASON_NOT_FOUND), -ENOENT);
+    CHECK_INT_EQ(kube_reason_status(KUBE_REASON_CONFLICT), STATUS_CONFLICT);
+    CHECK_INT_EQ(kube_reason_from_status(STATUS_ABORTED), KUBE_REASON_CONFLICT);
+    CHECK_INT_EQ(kube_reason_from_status(STATUS_INTERNAL), KUBE_REASON_INTERNAL_ERROR);
+}
+
+TEST(api_error_carries_errno_and_reason)
+{
+    api_error e = API_ERROR_INIT;
+    CHECK_INT_EQ(api_error_set_errno(&e, -EEXIST, "%s exists", "x"), -1);
+    CHECK_INT_EQ(e.code, STATUS_CONFLICT);
+    CHECK_INT_EQ(e.err, -EEXIST);
+    CHECK_INT_EQ(api_error_reason(&e), KUBE_REASON_ALREADY_EXISTS);
+    CHECK_STR_EQ(e.message, "x exists");
+    api_error_set_reason(&e, KUBE_REASON_INVALID, "bad");
+    CHECK_INT_EQ(e.code, STATUS_INVALID_ARGUMENT);
+    CHECK_INT_EQ(api_error_errno(&e), -EINVAL);
+    CHECK_INT_EQ(kube_reason_http(api_error_reason(&e)), 422);
+    /* A plain status error derives its reason and errno from the code. */
+    api_error_set(&e, STATUS_NOT_FOUND, "gone");
+    CHECK_INT_EQ(api_error_reason(&e), KUBE_REASON_NOT_FOUND);
+    CHECK_INT_EQ(api_error_errno(&e), -ENOENT);
+    api_error_clear(&e);
+    CHECK(e.message == NULL);
+    CHECK_INT_EQ(e.err, 0);
+    CHECK_INT_EQ(e.reason, KUBE_REASON_UNKNOWN);
+}
