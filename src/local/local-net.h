@@ -74,6 +74,11 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
                         const char **ret_status, const char **ret_reason, char **ret_message,
                         long long *ret_blocked);
 
+/* The 64-bit FNV-1a of "<state_dir>/<what>", the seed of the bridge name, nft table, bridge MAC
+ * and veth names of a state directory. Never change it: existing hosts hold names made from it.
+ * Exposed for the unit test. */
+uint64_t local_net_name_hash(const char *state_dir, const char *what);
+
 /* nft rule text of one direction of a NetworkPolicy (`rules`: the ingress or egress list; NULL
  * or empty denies): one line per allowed (peer, port) ending in `verdict`. Peers other than
  * ipBlock and IPv6 blocks match nothing (listed in *ret_note, owned, NULL if none). Every value
