@@ -571,7 +571,8 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
                 known = known || json_equal(f, g);
             }
             if (!known) {
-                json_t *st2 = status_failure(KUBE_REASON_INVALID,
+                json_t *st2 = status_failure(
+                    KUBE_REASON_INVALID,
                     "metadata.finalizers: Forbidden: no new finalizers can be added if the "
                     "object is being deleted",
                     k, rq->name);

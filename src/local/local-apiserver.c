@@ -75,8 +75,7 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
     return reply_json_warnings(c, code, j, NULL);
 }
 
-json_t *status_failure(kube_reason reason, const char *message, const api_kind *k,
-                       const char *name)
+json_t *status_failure(kube_reason reason, const char *message, const api_kind *k, const char *name)
 {
     return api_status_failure(kube_reason_http(reason), kube_reason_name(reason), message, k, name);
 }

@@ -119,7 +119,7 @@ static char *peer_match(const json_t *peer, const char *field, buf *note, int *n
     const json_t *ipb = json_object_get(peer, "ipBlock");
     if (!json_is_object(ipb)) {
         append_rule_text(note, note_r, "%s%s", note->len ? "; " : "",
-                  "podSelector/namespaceSelector peers match nothing locally");
+                         "podSelector/namespaceSelector peers match nothing locally");
         return NULL;
     }
     const char *cidr = json_string_value(json_object_get(ipb, "cidr"));
@@ -128,8 +128,9 @@ static char *peer_match(const json_t *peer, const char *field, buf *note, int *n
     if (cidr && strchr(cidr, ':'))
         return NULL; /* IPv6: sandboxes have IPv4 only */
     if (parse_cidr4(cidr, &net, &prefix) < 0) {
-        append_rule_text(note, note_r, "%sipBlock.cidr \"%.64s\" is not an IPv4 CIDR: matches nothing",
-                  note->len ? "; " : "", cidr ? cidr : "");
+        append_rule_text(note, note_r,
+                         "%sipBlock.cidr \"%.64s\" is not an IPv4 CIDR: matches nothing",
+                         note->len ? "; " : "", cidr ? cidr : "");
         return NULL;
     }
     char a[16];
@@ -145,8 +146,10 @@ static char *peer_match(const json_t *peer, const char *field, buf *note, int *n
         if (es && strchr(es, ':'))
             continue;
         if (parse_cidr4(es, &en, &ep) < 0) {
-            append_rule_text(note, note_r, "%sipBlock.except \"%.64s\" is not an IPv4 CIDR: the peer matches nothing",
-                      note->len ? "; " : "", es ? es : "");
+            append_rule_text(
+                note, note_r,
+                "%sipBlock.except \"%.64s\" is not an IPv4 CIDR: the peer matches nothing",
+                note->len ? "; " : "", es ? es : "");
             return NULL;
         }
         char b[16];
@@ -170,7 +173,8 @@ static char *port_match(const json_t *port, buf *note, int *note_r)
                     : strcmp(proto, "SCTP") == 0 ? "sctp"
                                                  : NULL;
     if (!p) {
-        append_rule_text(note, note_r, "%sprotocol \"%.16s\" matches nothing", note->len ? "; " : "", proto);
+        append_rule_text(note, note_r, "%sprotocol \"%.16s\" matches nothing",
+                         note->len ? "; " : "", proto);
         return NULL;
     }
     const json_t *pv = json_object_get(port, "port"), *ev = json_object_get(port, "endPort");
@@ -181,7 +185,8 @@ static char *port_match(const json_t *port, buf *note, int *note_r)
         return out;
     }
     if (!json_is_integer(pv) || json_integer_value(pv) < 1 || json_integer_value(pv) > 65535) {
-        append_rule_text(note, note_r, "%snamed or invalid port matches nothing locally", note->len ? "; " : "");
+        append_rule_text(note, note_r, "%snamed or invalid port matches nothing locally",
+                         note->len ? "; " : "");
         return NULL;
     }
     json_int_t lo = json_integer_value(pv), hi = lo;
@@ -206,17 +211,17 @@ int local_net_policy_rules(const json_t *rules, bool egress, const char *verdict
                      *ports = json_object_get(rule, "ports");
         size_t np = json_array_size(peers), nq = json_array_size(ports);
         for (size_t a = 0; a < MAX(np, (size_t)1); a++) {
-            _cleanup_free_ char *pm = np ? peer_match(json_array_get(peers, a), field, &note, &note_r)
-                                         : strdup("");
+            _cleanup_free_ char *pm =
+                np ? peer_match(json_array_get(peers, a), field, &note, &note_r) : strdup("");
             if (!pm)
                 continue;
             for (size_t b = 0; b < MAX(nq, (size_t)1); b++) {
-                _cleanup_free_ char *qm = nq ? port_match(json_array_get(ports, b), &note, &note_r)
-                                             : strdup("");
+                _cleanup_free_ char *qm =
+                    nq ? port_match(json_array_get(ports, b), &note, &note_r) : strdup("");
                 if (!qm)
                     continue;
                 append_rule_text(&out, &r, "%s%s%s%s%s\n", pm, *pm && *qm ? " " : "", qm,
-                          *pm || *qm ? " " : "", verdict);
+                                 *pm || *qm ? " " : "", verdict);
             }
         }
     }
@@ -320,23 +325,28 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
         *nl = '\0';
         append_rule_text(&out, &r, "add rule inet %s o_%s %s\n", n->table, s->id, line);
     }
-    append_rule_text(&out, &r, "add rule inet %s o_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
+    append_rule_text(&out, &r, "add rule inet %s o_%s counter name \"eg_%s\" drop\n", n->table,
+                     s->id, s->id);
     for (char *line = i, *nl; line && *line; line = nl + 1) {
         nl = strchr(line, '\n');
         *nl = '\0';
         append_rule_text(&out, &r, "add rule inet %s i_%s %s\n", n->table, s->id, line);
     }
-    append_rule_text(&out, &r, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table, s->id, s->id);
+    append_rule_text(&out, &r, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table,
+                     s->id, s->id);
     /* Traffic to the host itself: only the DNS forwarder, and only when egress allows DNS. */
     if (dns_allowed(eg)) {
         append_rule_text(&out, &r,
-                  "add rule inet %1$s h_%2$s ip daddr %3$s udp dport 53 limit rate over "
-                  "%4$u/second burst %5$u packets drop\n",
-                  n->table, s->id, n->gw_s, n->dns_kernel_rate, n->dns_kernel_burst);
-        append_rule_text(&out, &r, "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n",
-                  n->table, s->id, n->gw_s);
+                         "add rule inet %1$s h_%2$s ip daddr %3$s udp dport 53 limit rate over "
+                         "%4$u/second burst %5$u packets drop\n",
+                         n->table, s->id, n->gw_s, n->dns_kernel_rate, n->dns_kernel_burst);
+        append_rule_text(&out, &r,
+                         "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th "
+                         "dport 53 accept\n",
+                         n->table, s->id, n->gw_s);
     }
-    append_rule_text(&out, &r, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
+    append_rule_text(&out, &r, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table,
+                     s->id, s->id);
     if (r < 0 || !(*ret = buf_steal(&out, NULL)))
         return -ENOMEM;
     *ret_note = NULL;
@@ -1206,8 +1216,8 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
     *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
     *ret_blocked = MAX(eg, 0) + MAX(ig, 0);
     if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
-                 *ret_blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
-                 s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
+                 *ret_blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "", s->note ? s->note : "",
+                 n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
         *ret_message = NULL;
 }
 

@@ -94,7 +94,8 @@ typedef struct api_error {
     kube_reason reason; /* KUBE_REASON_UNKNOWN: derived from code when rendered */
 } api_error;
 
-#define API_ERROR_INIT {.code = STATUS_OK, .message = NULL, .err = 0, .reason = KUBE_REASON_UNKNOWN}
+/* The other fields start as zero: no message, no errno, KUBE_REASON_UNKNOWN. */
+#define API_ERROR_INIT {.code = STATUS_OK}
 
 /* Sets *e (freeing any previous message). Returns -1 so callers can `return api_error_set(...)`. */
 int api_error_set(api_error *e, status_code code, const char *fmt, ...)
