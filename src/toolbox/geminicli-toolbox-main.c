@@ -28,14 +28,14 @@ static void usage(FILE *f)
 
 static int read_stream(FILE *in, char **ret)
 {
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     char chunk[65536];
     size_t k;
     while ((k = fread(chunk, 1, sizeof(chunk), in)) > 0)
         toolbox_buf_add(&b, chunk, k);
     if (ferror(in)) {
-        free(b.s);
+        free(b.data);
         return -EIO;
     }
     *ret = toolbox_buf_steal(&b);
