@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "local/local-apiserver-internal.h"
 #include "shared/log.h"
 
 typedef struct conn_ctx {
-    char *body;
-    size_t len, cap;
+    buf body;
     bool too_large;
 } conn_ctx;
 
@@ -170,7 +170,7 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         return apiserver_discovery(srv, c, seg, n);
 
     api_request rq = {
-        .srv = srv, .conn = c, .method = method, .body = ctx->body, .body_len = ctx->len};
+        .srv = srv, .conn = c, .method = method, .body = ctx->body.data, .body_len = ctx->body.len};
     const char *plural;
     if (n == 4) {
         plural = seg[3];
@@ -214,22 +214,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (ctx->too_large || ctx->len + n > APISERVER_MAX_BODY) {
+        if (ctx->too_large || ctx->body.len + n > APISERVER_MAX_BODY) {
             ctx->too_large = true;
             return MHD_YES;
         }
-        if (ctx->len + n + 1 > ctx->cap) {
-            size_t cap = MAX(ctx->cap * 2, ctx->len + n + 1);
-            char *nb = realloc(ctx->body, cap);
-            if (!nb)
-                return MHD_NO;
-            ctx->body = nb;
-            ctx->cap = cap;
-        }
-        memcpy(ctx->body + ctx->len, upload_data, n);
-        ctx->len += n;
-        ctx->body[ctx->len] = '\0';
-        return MHD_YES;
+        return buf_append(&ctx->body, upload_data, n) < 0 ? MHD_NO : MHD_YES;
     }
     if (!authorized(srv, c))
         return reply_status(c, KUBE_REASON_UNAUTHORIZED, NULL, NULL, "Unauthorized");
@@ -244,7 +233,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     conn_ctx *ctx = *con_cls;
     if (ctx) {
-        free(ctx->body);
+        buf_done(&ctx->body);
         free(ctx);
         *con_cls = NULL;
     }
@@ -252,12 +241,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    char buf[512];
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    size_t n = strlen(buf);
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    log_debug("microhttpd", "message", buf);
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    log_debug("microhttpd", "message", msg);
 }
 
 /* "host:port" or "[v6]:port" into a socket address. */

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "local/local-runtime-oci.h"
 
@@ -39,31 +40,21 @@ static int wait_child(pid_t pid)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-/* Reads fd to EOF into an owned string. */
+/* Reads fd to EOF into an owned string ("" when nothing; NULL on ENOMEM). */
 static char *read_all(int fd)
 {
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
+    _cleanup_buf_ buf out = BUF_INIT;
+    char chunk[4096];
     for (;;) {
-        if (cap - len < 1024) {
-            char *n = realloc(buf, cap *= 2);
-            if (!n) {
-                free(buf);
-                return NULL;
-            }
-            buf = n;
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
+        ssize_t r = read(fd, chunk, sizeof(chunk));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             break;
-        len += (size_t)r;
+        if (buf_append(&out, chunk, (size_t)r) < 0)
+            return NULL;
     }
-    buf[len] = '\0';
-    return buf;
+    return buf_steal(&out, NULL);
 }
 
 /* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3/fd4 (if >= 0) as 3 and 4.
