@@ -227,7 +227,6 @@ int acp_params_session(const json_t *params, bool need_session_id, const char **
     return 0;
 }
 
-
 static const char *block_text(const json_t *b, const char **ret_why)
 {
     const char *type = get_str(b, "type");

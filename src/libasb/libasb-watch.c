@@ -18,7 +18,7 @@ typedef struct watch_state {
     asbi_event_cb cb;
     void *payload;
     const volatile int *cancel;
-    buf line; /* bytes after the last complete event line (an error reply: all of it) */
+    buf line;    /* bytes after the last complete event line (an error reply: all of it) */
     int result;  /* set when the callback or an ERROR event ends the watch */
     int stopped; /* result is final */
     long http;   /* non-2xx: the body is collected for the Status */

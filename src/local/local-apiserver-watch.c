@@ -30,8 +30,8 @@ typedef struct watch {
     bool bookmarks, done;
     bool initial_events_end; /* sendInitialEvents: mark the end of the initial ADDED events */
     json_t *initial;         /* synthetic ADDED objects still to send */
-    buf out;    /* events not yet handed to microhttpd */
-    size_t off; /* bytes of out already handed over */
+    buf out;                 /* events not yet handed to microhttpd */
+    size_t off;              /* bytes of out already handed over */
 } watch;
 
 static void watch_free(void *cls)

@@ -77,14 +77,15 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
 
 json_t *status_failure(kube_reason reason, const char *message, const api_kind *k, const char *name)
 {
-    return api_status_failure(kube_reason_http(reason), kube_reason_name(reason), message, k, name);
+    const kube_reason_info *info = kube_reason_info_of(reason);
+    return api_status_failure(info->http, info->name, message, k, name);
 }
 
 enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
 {
     json_t *code = json_object_get(st, "code");
     unsigned http = json_is_integer(code) ? (unsigned)json_integer_value(code)
-                                          : kube_reason_http(KUBE_REASON_INTERNAL_ERROR);
+                                          : kube_reason_info_of(KUBE_REASON_INTERNAL_ERROR)->http;
     return reply_json(c, http, st);
 }
 

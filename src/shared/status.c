@@ -80,57 +80,32 @@ unsigned status_grpc(status_code code)
     return status_table[status_index(code)].grpc;
 }
 
-static const struct {
-    const char *name;
-    unsigned http;
-    status_code code;
-    int err; /* positive */
-} kube_reason_table[KUBE_REASON_MAX] = {
-    [KUBE_REASON_UNKNOWN] = {"", 500, STATUS_UNKNOWN, EIO},
-    [KUBE_REASON_BAD_REQUEST] = {"BadRequest", 400, STATUS_INVALID_ARGUMENT, EINVAL},
-    [KUBE_REASON_UNAUTHORIZED] = {"Unauthorized", 401, STATUS_UNAUTHENTICATED, EACCES},
-    [KUBE_REASON_FORBIDDEN] = {"Forbidden", 403, STATUS_PERMISSION_DENIED, EPERM},
-    [KUBE_REASON_NOT_FOUND] = {"NotFound", 404, STATUS_NOT_FOUND, ENOENT},
-    [KUBE_REASON_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405, STATUS_UNIMPLEMENTED, EOPNOTSUPP},
-    [KUBE_REASON_NOT_ACCEPTABLE] = {"NotAcceptable", 406, STATUS_INVALID_ARGUMENT, EINVAL},
-    [KUBE_REASON_ALREADY_EXISTS] = {"AlreadyExists", 409, STATUS_ALREADY_EXISTS, EEXIST},
-    [KUBE_REASON_CONFLICT] = {"Conflict", 409, STATUS_CONFLICT, ESTALE},
-    [KUBE_REASON_GONE] = {"Gone", 410, STATUS_OUT_OF_RANGE, ESTALE},
-    [KUBE_REASON_EXPIRED] = {"Expired", 410, STATUS_OUT_OF_RANGE, ESTALE},
+static const kube_reason_info kube_reason_table[KUBE_REASON_MAX] = {
+    [KUBE_REASON_UNKNOWN] = {"", 500, STATUS_UNKNOWN, -EIO},
+    [KUBE_REASON_BAD_REQUEST] = {"BadRequest", 400, STATUS_INVALID_ARGUMENT, -EINVAL},
+    [KUBE_REASON_UNAUTHORIZED] = {"Unauthorized", 401, STATUS_UNAUTHENTICATED, -EACCES},
+    [KUBE_REASON_FORBIDDEN] = {"Forbidden", 403, STATUS_PERMISSION_DENIED, -EPERM},
+    [KUBE_REASON_NOT_FOUND] = {"NotFound", 404, STATUS_NOT_FOUND, -ENOENT},
+    [KUBE_REASON_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405, STATUS_UNIMPLEMENTED, -EOPNOTSUPP},
+    [KUBE_REASON_NOT_ACCEPTABLE] = {"NotAcceptable", 406, STATUS_INVALID_ARGUMENT, -EINVAL},
+    [KUBE_REASON_ALREADY_EXISTS] = {"AlreadyExists", 409, STATUS_ALREADY_EXISTS, -EEXIST},
+    [KUBE_REASON_CONFLICT] = {"Conflict", 409, STATUS_CONFLICT, -ESTALE},
+    [KUBE_REASON_GONE] = {"Gone", 410, STATUS_OUT_OF_RANGE, -ESTALE},
+    [KUBE_REASON_EXPIRED] = {"Expired", 410, STATUS_OUT_OF_RANGE, -ESTALE},
     [KUBE_REASON_REQUEST_ENTITY_TOO_LARGE] = {"RequestEntityTooLarge", 413,
-                                              STATUS_RESOURCE_EXHAUSTED, E2BIG},
+                                              STATUS_RESOURCE_EXHAUSTED, -E2BIG},
     [KUBE_REASON_UNSUPPORTED_MEDIA_TYPE] = {"UnsupportedMediaType", 415, STATUS_INVALID_ARGUMENT,
-                                            EINVAL},
-    [KUBE_REASON_INVALID] = {"Invalid", 422, STATUS_INVALID_ARGUMENT, EINVAL},
-    [KUBE_REASON_INTERNAL_ERROR] = {"InternalError", 500, STATUS_INTERNAL, EIO},
-    [KUBE_REASON_SERVER_TIMEOUT] = {"ServerTimeout", 500, STATUS_UNAVAILABLE, EAGAIN},
-    [KUBE_REASON_SERVICE_UNAVAILABLE] = {"ServiceUnavailable", 503, STATUS_UNAVAILABLE, EAGAIN},
-    [KUBE_REASON_TIMEOUT] = {"Timeout", 504, STATUS_DEADLINE_EXCEEDED, ETIMEDOUT},
+                                            -EINVAL},
+    [KUBE_REASON_INVALID] = {"Invalid", 422, STATUS_INVALID_ARGUMENT, -EINVAL},
+    [KUBE_REASON_INTERNAL_ERROR] = {"InternalError", 500, STATUS_INTERNAL, -EIO},
+    [KUBE_REASON_SERVER_TIMEOUT] = {"ServerTimeout", 500, STATUS_UNAVAILABLE, -EAGAIN},
+    [KUBE_REASON_SERVICE_UNAVAILABLE] = {"ServiceUnavailable", 503, STATUS_UNAVAILABLE, -EAGAIN},
+    [KUBE_REASON_TIMEOUT] = {"Timeout", 504, STATUS_DEADLINE_EXCEEDED, -ETIMEDOUT},
 };
 
-static kube_reason kube_reason_valid(kube_reason r)
+const kube_reason_info *kube_reason_info_of(kube_reason r)
 {
-    return (unsigned)r < KUBE_REASON_MAX ? r : KUBE_REASON_UNKNOWN;
-}
-
-const char *kube_reason_name(kube_reason r)
-{
-    return kube_reason_table[kube_reason_valid(r)].name;
-}
-
-unsigned kube_reason_http(kube_reason r)
-{
-    return kube_reason_table[kube_reason_valid(r)].http;
-}
-
-status_code kube_reason_status(kube_reason r)
-{
-    return kube_reason_table[kube_reason_valid(r)].code;
-}
-
-int kube_reason_errno(kube_reason r)
-{
-    return -kube_reason_table[kube_reason_valid(r)].err;
+    return &kube_reason_table[(unsigned)r < KUBE_REASON_MAX ? r : KUBE_REASON_UNKNOWN];
 }
 
 kube_reason kube_reason_from_name(const char *name)
@@ -240,10 +215,11 @@ int api_error_set_reason(api_error *e, kube_reason reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    api_error_setv(e, kube_reason_status(reason), fmt, ap);
+    const kube_reason_info *info = kube_reason_info_of(reason);
+    api_error_setv(e, info->code, fmt, ap);
     va_end(ap);
-    e->reason = kube_reason_valid(reason);
-    e->err = kube_reason_errno(reason);
+    e->reason = (kube_reason)(info - kube_reason_table);
+    e->err = info->err;
     return -1;
 }
 
@@ -265,7 +241,7 @@ kube_reason api_error_reason(const api_error *e)
 
 int api_error_errno(const api_error *e)
 {
-    return e->err != 0 ? e->err : kube_reason_errno(api_error_reason(e));
+    return e->err != 0 ? e->err : kube_reason_info_of(api_error_reason(e))->err;
 }
 
 void api_error_clear(api_error *e)

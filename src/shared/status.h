@@ -66,13 +66,16 @@ typedef enum kube_reason {
     KUBE_REASON_MAX,
 } kube_reason;
 
-/* "NotFound", ...; "" for KUBE_REASON_UNKNOWN. */
-const char *kube_reason_name(kube_reason r);
-/* HTTP status of a Status reply with this reason (500 for UNKNOWN). */
-unsigned kube_reason_http(kube_reason r);
-status_code kube_reason_status(kube_reason r);
-/* Negative errno for the reason (-EIO when none fits). */
-int kube_reason_errno(kube_reason r);
+/* What the one table says about a reason. */
+typedef struct kube_reason_info {
+    const char *name; /* "NotFound", ...; "" for KUBE_REASON_UNKNOWN */
+    unsigned http;    /* HTTP status of a Status reply with this reason (500 for UNKNOWN) */
+    status_code code;
+    int err; /* negative errno for the reason (-EIO when none fits) */
+} kube_reason_info;
+
+/* The table's row for r (a static row: never NULL; out-of-range r reads as UNKNOWN). */
+const kube_reason_info *kube_reason_info_of(kube_reason r);
 /* The reason named `name` (exact, case-sensitive as on the wire); UNKNOWN for NULL or unknown. */
 kube_reason kube_reason_from_name(const char *name);
 /* The reason kube-apiserver gives an HTTP status when a reply names none: 404 NotFound, 409

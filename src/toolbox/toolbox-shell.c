@@ -150,8 +150,7 @@ static void keep_tail(buf *out, size_t *dropped)
     *dropped += cut;
 }
 
-static void format_result(toolbox_result *res, buf *out, size_t dropped, int status,
-                          pid_t bash)
+static void format_result(toolbox_result *res, buf *out, size_t dropped, int status, pid_t bash)
 {
     while (out->len > 0 && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == '\r'))
         out->data[--out->len] = '\0';
@@ -184,8 +183,7 @@ static void format_result(toolbox_result *res, buf *out, size_t dropped, int sta
 /* Reads fd into out until child exits (then drains what is already there), or until the
  * deadline (deadline_ms < 0: none). Returns 1 when the child exited (*status set), 0 on
  * deadline. */
-static int pump(int fd, pid_t child, int *status, long long deadline_ms, buf *out,
-                size_t *dropped)
+static int pump(int fd, pid_t child, int *status, long long deadline_ms, buf *out, size_t *dropped)
 {
     for (;;) {
         pid_t w = waitpid(child, status, WNOHANG);
