@@ -7,11 +7,6 @@
 #include "basic/time-util.h"
 #include "local/local-expiry.h"
 
-int local_parse_rfc3339(const char *s, int64_t *ret_usec)
-{
-    return parse_rfc3339(s, ret_usec);
-}
-
 static const char *ready_reason(const json_t *sb)
 {
     size_t i;
@@ -29,7 +24,7 @@ expiry_action local_expiry_decide(const json_t *sb, int64_t now_usec, int64_t *r
     const json_t *spec = json_object_get(sb, "spec");
     int64_t when;
     *ret_requeue = 0;
-    if (local_parse_rfc3339(json_string_value(json_object_get(spec, "shutdownTime")), &when) < 0)
+    if (parse_rfc3339(json_string_value(json_object_get(spec, "shutdownTime")), &when) < 0)
         return EXPIRY_NEVER;
     if (now_usec < when) {
         int64_t left = when - now_usec;

@@ -117,7 +117,7 @@ static void io_update(proc *p, proc_io *io)
         uv_poll_stop(&io->poll);
 }
 
-static void proc_update(proc *p)
+void proc_update(proc *p)
 {
     for (int i = 0; i < IO_N; i++)
         io_update(p, &p->io[i]);
@@ -564,11 +564,6 @@ proc *proc_new(grpc_server *s, grpc_call *call, spawned *sp, bool pty, bool exec
     p->in_fd = pty ? p->io[IO_OUT].fd : p->io[IO_IN].fd;
     call->data = p;
     return p;
-}
-
-void proc_start(proc *p)
-{
-    proc_update(p);
 }
 
 void proc_cancel(proc *p)
