@@ -108,18 +108,9 @@ int cli_read_file(const char *path, char **ret, size_t *ret_len)
         in = fd;
     }
     _cleanup_buf_ buf text = BUF_INIT;
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = read(in, chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            break;
-        if (buf_append(&text, chunk, (size_t)r) < 0)
-            return -ENOMEM;
-    }
+    int r = buf_append_fd(&text, in);
+    if (r < 0)
+        return r;
     size_t len = text.len;
     char *data = buf_steal(&text, NULL);
     if (!data)

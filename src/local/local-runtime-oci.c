@@ -40,20 +40,13 @@ static int wait_child(pid_t pid)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-/* Reads fd to EOF into an owned string ("" when nothing; NULL on ENOMEM). */
+/* Reads fd to EOF (or to its first error: a non-blocking fd stops when empty) into an owned
+ * string ("" when nothing; NULL on ENOMEM). */
 static char *read_all(int fd)
 {
     _cleanup_buf_ buf out = BUF_INIT;
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (buf_append(&out, chunk, (size_t)r) < 0)
-            return NULL;
-    }
+    if (buf_append_fd(&out, fd) == -ENOMEM)
+        return NULL;
     return buf_steal(&out, NULL);
 }
 
