@@ -44,6 +44,10 @@ json_t *status_failure(kube_reason reason, const char *message, const api_kind *
                        const char *name);
 /* Queue a Status failure reply with the HTTP status its `code` field carries; steals st. */
 enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st);
+/* The Status reply for an api_error: its reason (or the one its status code implies) and its
+ * message. */
+enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,
+                                const char *name);
 /* status_failure() with a formatted message, queued. */
 enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const api_kind *k,
                              const char *name, const char *fmt, ...)

@@ -37,13 +37,6 @@ static bool same(const json_t *a, const json_t *b)
 
 /* ---- Status builders (all return owned references) ---- */
 
-static json_t *status_not_found(const api_kind *k, const char *name)
-{
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s.%s \"%s\" not found", k->plural, k->group, name);
-    return status_failure(KUBE_REASON_NOT_FOUND, msg, k, name);
-}
-
 static json_t *status_conflict(const api_kind *k, const char *name)
 {
     char msg[600];
@@ -81,16 +74,20 @@ static json_t *status_invalid(const api_kind *k, const char *name, const api_err
 /* A store errno as kube-apiserver words it: NotFound, AlreadyExists, else InternalError. */
 static enum MHD_Result reply_store_error(api_request *rq, int r, const char *name)
 {
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+    const api_kind *k = rq->kind;
     switch (kube_reason_from_errno(r)) {
     case KUBE_REASON_NOT_FOUND:
-        return reply_failure(rq->conn, status_not_found(rq->kind, name));
+        api_error_set_errno(&e, r, "%s.%s \"%s\" not found", k->plural, k->group, name);
+        break;
     case KUBE_REASON_ALREADY_EXISTS:
-        return reply_status(rq->conn, KUBE_REASON_ALREADY_EXISTS, rq->kind, name,
-                            "%s.%s \"%s\" already exists", rq->kind->plural, rq->kind->group, name);
+        api_error_set_errno(&e, r, "%s.%s \"%s\" already exists", k->plural, k->group, name);
+        break;
     default:
-        return reply_status(rq->conn, KUBE_REASON_INTERNAL_ERROR, rq->kind, name,
-                            "Internal error occurred: %s", strerror(-r));
+        api_error_set_reason(&e, KUBE_REASON_INTERNAL_ERROR, "Internal error occurred: %s",
+                             strerror(-r));
     }
+    return reply_api_error(rq->conn, &e, k, name);
 }
 
 /* Parses the request body as a JSON value. On failure *ret_status is set. */

@@ -89,6 +89,12 @@ enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
     return reply_json(c, http, st);
 }
 
+enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,
+                                const char *name)
+{
+    return reply_failure(c, status_failure(api_error_reason(e), e->message, k, name));
+}
+
 enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const api_kind *k,
                              const char *name, const char *fmt, ...)
 {
