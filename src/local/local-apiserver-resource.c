@@ -242,6 +242,10 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
         return NULL;
     }
     json_t *texts = json_array();
+    if (!texts) {
+        json_decref(paths);
+        return status_failure(KUBE_REASON_INTERNAL_ERROR, "out of memory", NULL, NULL);
+    }
     size_t i;
     json_t *p;
     json_array_foreach (paths, i, p) {
@@ -771,6 +775,12 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
         return reply_store_error(rq, r, "");
     }
     json_t *items = json_array();
+    if (!items) {
+        json_decref(all);
+        api_selector_free(ls);
+        api_selector_free(fs);
+        return MHD_NO;
+    }
     size_t i;
     json_t *o;
     json_array_foreach (all, i, o) {
@@ -886,6 +896,10 @@ static enum MHD_Result handle_list(api_request *rq)
     if (!items)
         return ret;
     json_t *md = json_object();
+    if (!md) {
+        json_decref(items);
+        return MHD_NO;
+    }
     json_t *page = paginate(rq, items, md);
     json_t *list = page ? make_list(rq->kind, page, rv) : NULL;
     if (list)
@@ -902,6 +916,10 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
     if (!items)
         return ret;
     json_t *deleted = json_array();
+    if (!deleted) {
+        json_decref(items);
+        return MHD_NO;
+    }
     size_t i;
     json_t *o;
     json_array_foreach (items, i, o) {
