@@ -73,6 +73,9 @@ LIBASB_PKGS := libcurl jansson yaml-0.1 libnghttp2 libprotobuf-c
 # library only (the executables link the copies in LIB_OBJ).
 LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
   $(GEN)/google/protobuf/empty.pb-c.c)
+# The one error table (src/shared/status.c) and the buffer (src/basic/buf.c) libasb shares with
+# the rest of the tree, compiled a second time position-independent for the library.
+LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 
@@ -195,6 +198,11 @@ $(OUT)/obj-pic/$(GEN)/%.o: $(GEN)/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (PIC)"
 	@$(CC) $(CFLAGS_ALL) -fPIC -Wno-error -Wno-missing-braces -Wno-missing-prototypes -MMD -MP -c $< -o $@
+
+$(OUT)/obj-pic/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (PIC)"
+	@$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
 
 $(LIBASB_SO): $(LIBASB_OBJ) $(LIBASB_PB_OBJ)
 	@mkdir -p $(dir $@)

@@ -120,8 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(head);
     shutdown(sv[1], SHUT_WR);
-    char buf[4096];
-    while (read(sv[1], buf, sizeof(buf)) > 0) {
+    char drain[4096];
+    while (read(sv[1], drain, sizeof(drain)) > 0) {
     }
     close(sv[1]);
     return 0;

@@ -35,9 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(all);
     time_t t;
     if (rest_http_date_parse(v, &t) == 0) {
-        char buf[64];
-        rest_http_date_format(t, buf, sizeof(buf));
-        rest_rfc3339_format(t, buf, sizeof(buf));
+        char text[64];
+        rest_http_date_format(t, text, sizeof(text));
+        rest_rfc3339_format(t, text, sizeof(text));
     }
     bool use;
     rest_check_preconditions(true, 1700000000, v, v, v, v, v, v, &use);

@@ -17,6 +17,7 @@
 #include "agent/acp-server.h"
 #include "asb/client.h"
 #include "basic/macro.h"
+#include "shared/main-usage.h"
 
 typedef struct client {
     int fd;
@@ -375,18 +376,12 @@ int main(int argc, char **argv)
         case 'q':
             c.quiet = true;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            usage(stderr);
-            return 2;
+            return main_usage_option(o, usage);
         }
     }
-    if (optind + 1 != argc) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind + 1 != argc)
+        return main_usage_error(usage);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);

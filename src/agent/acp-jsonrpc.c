@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/buf.h"
 static int bad_params(const char **ret_why, const char *why)
 {
     *ret_why = why;
@@ -89,20 +90,6 @@ int acp_params_session(const json_t *params, bool need_session_id, const char **
     return 0;
 }
 
-static int append(char **buf, size_t *len, const char *s)
-{
-    size_t n = strlen(s);
-    char *nb = realloc(*buf, *len + n + 2);
-    if (!nb)
-        return -1;
-    if (*len > 0)
-        nb[(*len)++] = '\n';
-    memcpy(nb + *len, s, n + 1);
-    *len += n;
-    *buf = nb;
-    return 0;
-}
-
 static const char *block_text(const json_t *b, const char **ret_why)
 {
     const char *type = get_str(b, "type");
@@ -144,32 +131,24 @@ int acp_params_prompt(const json_t *params, const char **ret_session_id, char **
     json_t *prompt = json_object_get(params, "prompt");
     if (!json_is_array(prompt))
         return bad_params(ret_why, "prompt must be an array of content blocks");
-    char *buf = NULL;
-    size_t len = 0;
+    /* The blocks' texts, one per line (no line break after an empty start). */
+    _cleanup_buf_ buf text = BUF_INIT;
     size_t i;
     json_t *b;
     json_array_foreach (prompt, i, b) {
-        if (!json_is_object(b)) {
-            free(buf);
+        if (!json_is_object(b))
             return bad_params(ret_why, "each prompt block must be an object");
-        }
         const char *t = block_text(b, ret_why);
-        if (!t) {
-            free(buf);
+        if (!t)
             return JSONRPC_ERR_INVALID_PARAMS;
-        }
-        if (append(&buf, &len, t) < 0) {
-            free(buf);
-            return bad_params(ret_why, "out of memory");
-        }
-    }
-    if (!buf) {
-        buf = strdup("");
-        if (!buf)
+        if ((text.len > 0 && buf_append_byte(&text, '\n') < 0) || buf_append_str(&text, t) < 0)
             return bad_params(ret_why, "out of memory");
     }
+    char *joined = buf_steal(&text, NULL);
+    if (!joined)
+        return bad_params(ret_why, "out of memory");
     *ret_session_id = sid;
-    *ret_text = buf;
+    *ret_text = joined;
     return 0;
 }
 

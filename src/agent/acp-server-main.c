@@ -13,6 +13,7 @@
 #include "agent/acp-server.h"
 #include "asb/client.h"
 #include "basic/macro.h"
+#include "shared/main-usage.h"
 #include "shared/log.h"
 
 static acp_server *the_server;
@@ -105,18 +106,12 @@ int main(int argc, char **argv)
         case 'i':
             cfg.agent.image = optarg;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            usage(stderr);
-            return 2;
+            return main_usage_option(c, usage);
         }
     }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind != argc)
+        return main_usage_error(usage);
     log_setup("acp-server", log_json, LOG_LEVEL_INFO);
     signal(SIGPIPE, SIG_IGN);
 

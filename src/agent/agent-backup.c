@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "agent/agent-internal.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 
 static bool name_ok(const char *p)
@@ -173,26 +174,13 @@ int agent_backup_write_fd(const char *path, int in_fd, char **ret_error)
     return r;
 }
 
-typedef struct membuf {
-    char *data;
-    size_t len, cap;
-} membuf;
-
+/* libarchive write callback into the buf at ud. */
 static la_ssize_t mem_write(struct archive *a, void *ud, const void *p, size_t n)
 {
-    membuf *b = ud;
-    if (b->len + n > b->cap) {
-        size_t cap = MAX(b->cap * 2, b->len + n + 65536);
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            archive_set_error(a, ENOMEM, "out of memory");
-            return -1;
-        }
-        b->data = d;
-        b->cap = cap;
+    if (buf_append(ud, p, n) < 0) {
+        archive_set_error(a, ENOMEM, "out of memory");
+        return -1;
     }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
     return (la_ssize_t)n;
 }
 
@@ -234,7 +222,7 @@ int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_
     struct archive *wr = tar_writer();
     if (!wr)
         return -ENOMEM;
-    membuf b = {0};
+    _cleanup_buf_ buf b = BUF_INIT;
     int r;
     if (archive_write_open(wr, &b, NULL, mem_write, NULL) != ARCHIVE_OK)
         r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
@@ -242,10 +230,9 @@ int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_
         r = read_into(path, wr, ret_error);
     archive_write_free(wr);
     if (r == 0) {
-        *ret = TAKE_PTR(b.data);
         *ret_len = b.len;
+        *ret = TAKE_PTR(b.data);
     }
-    free(b.data);
     return r;
 }
 

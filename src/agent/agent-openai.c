@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent-internal.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 
 #define HTTP_TIMEOUT_S 60L
@@ -67,10 +68,10 @@ static int fix_tool_call_ids(json_t *msg)
         }
         const char *id = json_string_value(json_object_get(c, "id"));
         if (!id || !*id) {
-            char buf[64];
-            snprintf(buf, sizeof(buf), "call_%lx_%lu_%zu", (unsigned long)time(NULL),
+            char gen[64];
+            snprintf(gen, sizeof(gen), "call_%lx_%lu_%zu", (unsigned long)time(NULL),
                      __atomic_add_fetch(&id_counter, 1, __ATOMIC_RELAXED), i);
-            json_object_set_new(c, "id", json_string(buf));
+            json_object_set_new(c, "id", json_string(gen));
         }
         if (!json_object_get(c, "type"))
             json_object_set_new(c, "type", json_string("function"));
@@ -198,24 +199,13 @@ agent_openai *agent_openai_free(agent_openai *c)
     return NULL;
 }
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf;
-
+/* curl write callback into the buf at ud; a reply over 64 MiB (or ENOMEM) fails the transfer. */
 static size_t write_cb(char *p, size_t sz, size_t n, void *ud)
 {
     buf *b = ud;
     size_t add = sz * n;
-    if (b->len + add > (64u << 20))
+    if (b->len + add > (64u << 20) || buf_append(b, p, add) < 0)
         return 0;
-    char *d = realloc(b->data, b->len + add + 1);
-    if (!d)
-        return 0;
-    memcpy(d + b->len, p, add);
-    b->len += add;
-    d[b->len] = '\0';
-    b->data = d;
     return add;
 }
 
@@ -272,7 +262,7 @@ int agent_openai_chat(agent_openai *c, json_t *messages, json_t *tools, const vo
             r = -ENOMEM;
             break;
         }
-        buf resp = {0};
+        buf resp = BUF_INIT;
         long ra = 0;
         struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
         hl = curl_slist_append(hl, c->auth);
@@ -312,7 +302,7 @@ int agent_openai_chat(agent_openai *c, json_t *messages, json_t *tools, const vo
             r = agent_openai_parse_response(resp.data ? resp.data : "", resp.len, ret_message,
                                             ret_finish, ret_error);
         }
-        free(resp.data);
+        buf_done(&resp);
         if (!retry || attempt >= MAX_ATTEMPTS)
             break;
         long wait = ra > 0 ? ra : delay;

@@ -14,6 +14,7 @@
 #include "agent/agent-loop.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "shared/main-usage.h"
 
 static volatile int cancel_flag;
 static volatile int in_turn;
@@ -132,8 +133,7 @@ int main(int argc, char **argv)
             flag(argc, argv, &i, "tool-timeout", &timeout))
             continue;
         fprintf(stderr, "flag provided but not defined: %s\n", a);
-        usage(stderr);
-        return 2;
+        return main_usage_error(usage);
     }
     if (!agent_session_name_valid(session)) {
         fprintf(stderr,

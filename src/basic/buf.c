@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int buf_reserve(buf *b, size_t extra)
 {
@@ -69,6 +70,24 @@ int buf_appendf(buf *b, const char *fmt, ...)
     int r = buf_appendv(b, fmt, ap);
     va_end(ap);
     return r;
+}
+
+int buf_append_fd(buf *b, int fd)
+{
+    for (;;) {
+        int r = buf_reserve(b, 4096);
+        if (r < 0)
+            return r;
+        ssize_t n = read(fd, b->data + b->len, b->cap - b->len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return 0;
+        b->len += (size_t)n;
+        b->data[b->len] = '\0';
+    }
 }
 
 void buf_consume(buf *b, size_t n)

@@ -27,6 +27,10 @@ int buf_append_byte(buf *b, char c);
 /* Appends printf-formatted text. 0 or -ENOMEM (-EINVAL for a bad format). */
 int buf_appendf(buf *b, const char *fmt, ...) _printf_(2, 3);
 int buf_appendv(buf *b, const char *fmt, va_list ap);
+/* Appends what fd yields until end of file (a read interrupted by a signal is retried). 0,
+ * -ENOMEM, or the -errno of a failed read (-EAGAIN on an empty non-blocking fd); what was read
+ * before a failure stays in the buffer. */
+int buf_append_fd(buf *b, int fd);
 /* Drops the first n bytes (a consumed prefix), keeping the rest. */
 void buf_consume(buf *b, size_t n);
 /* Empties the buffer but keeps its allocation. */

@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 #define MAX_FILES 64
 #define CONFLICT_RETRIES 5
@@ -196,19 +197,14 @@ int asb_apply(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h':
-            apply_usage(stdout);
-            return 0;
         default:
-            apply_usage(stderr);
-            return 2;
+            return main_usage_option(c, apply_usage);
         }
     }
     if (nfiles == 0 || optind < argc) {
         fprintf(stderr, "error: %s\n",
                 nfiles == 0 ? "must specify one of -f and -k" : "unexpected arguments");
-        apply_usage(stderr);
-        return 2;
+        return main_usage_error(apply_usage);
     }
     /* Parse every manifest before touching the server: a bad file applies nothing. */
     json_t *docs[MAX_FILES] = {0};

@@ -10,6 +10,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void claim_usage(FILE *f)
 {
@@ -114,19 +115,14 @@ int asb_claim_main(int argc, char **argv)
             else
                 co.ready_timeout_ms = (long)ms;
             break;
-        case 'h':
-            claim_usage(stdout);
-            return 0;
         default:
-            claim_usage(stderr);
-            return 2;
+            return main_usage_option(c, claim_usage);
         }
     }
     if (!pool || !*pool || optind != argc) {
         fprintf(stderr, "error: %s\n",
                 !pool || !*pool ? "--pool POOL is required" : "unexpected arguments");
-        claim_usage(stderr);
-        return 2;
+        return main_usage_error(claim_usage);
     }
     if (co.shutdown_policy && co.ttl_seconds == 0) {
         fprintf(stderr, "error: --policy needs --ttl\n");

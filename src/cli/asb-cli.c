@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "cli/asb-cli.h"
@@ -90,10 +91,10 @@ const asb_kind *cli_kind(const char *name)
     return k;
 }
 
-const char *cli_ref(char *buf, size_t size, const asb_kind *k, const char *name)
+const char *cli_ref(char *out, size_t size, const asb_kind *k, const char *name)
 {
-    snprintf(buf, size, "%s.%s/%s", k->singular, k->group, name);
-    return buf;
+    snprintf(out, size, "%s.%s/%s", k->singular, k->group, name);
+    return out;
 }
 
 int cli_read_file(const char *path, char **ret, size_t *ret_len)
@@ -106,28 +107,16 @@ int cli_read_file(const char *path, char **ret, size_t *ret_len)
             return -errno;
         in = fd;
     }
-    size_t n = 0, cap = 0;
-    _cleanup_free_ char *buf = NULL;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = (n + 4096 + 1) * 2;
-            char *p = realloc(buf, cap);
-            if (!p)
-                return -ENOMEM;
-            buf = p;
-        }
-        ssize_t r = read(in, buf + n, cap - n - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = '\0';
-    *ret = TAKE_PTR(buf);
-    *ret_len = n;
+    _cleanup_buf_ buf text = BUF_INIT;
+    int r = buf_append_fd(&text, in);
+    if (r < 0)
+        return r;
+    size_t len = text.len;
+    char *data = buf_steal(&text, NULL);
+    if (!data)
+        return -ENOMEM;
+    *ret = data;
+    *ret_len = len;
     return 0;
 }
 

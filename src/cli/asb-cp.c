@@ -13,6 +13,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void cp_usage(FILE *f)
 {
@@ -198,8 +199,7 @@ int asb_cp(int argc, char **argv)
         return code;
     if (argc - optind != 2) {
         fprintf(stderr, "error: expected a source and a destination\n");
-        cp_usage(stderr);
-        return 2;
+        return main_usage_error(cp_usage);
     }
     const char *src = argv[optind], *dst = argv[optind + 1];
     _cleanup_free_ char *sname = NULL, *dname = NULL;

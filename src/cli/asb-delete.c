@@ -10,6 +10,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void delete_usage(FILE *f)
 {
@@ -142,18 +143,13 @@ int asb_delete(int argc, char **argv)
             }
             wait = !optarg || strcmp(optarg, "true") == 0;
             break;
-        case 'h':
-            delete_usage(stdout);
-            return 0;
         default:
-            delete_usage(stderr);
-            return 2;
+            return main_usage_option(c, delete_usage);
         }
     }
     if (!file && optind >= argc) {
         fprintf(stderr, "error: you must provide one or more resources by argument or filename\n");
-        delete_usage(stderr);
-        return 2;
+        return main_usage_error(delete_usage);
     }
     /* Check the arguments before deleting anything. */
     const asb_kind *k = NULL;

@@ -18,6 +18,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 typedef struct exec_state {
     asb_sandbox *sandbox;
@@ -196,18 +197,13 @@ int asb_exec(int argc, char **argv)
         case 't':
             tty = true;
             break;
-        case 'h':
-            exec_usage(stdout);
-            return 0;
         default:
-            exec_usage(stderr);
-            return 2;
+            return main_usage_option(c, exec_usage);
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "error: expected a sandbox name and a command: asb exec NAME -- CMD...\n");
-        exec_usage(stderr);
-        return 2;
+        return main_usage_error(exec_usage);
     }
     const char *name = argv[optind++];
     /* Options may follow the name (`asb exec NAME -i -- CMD`), as with kubectl. */

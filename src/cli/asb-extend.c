@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void extend_usage(FILE *f)
 {
@@ -45,18 +46,13 @@ int asb_extend(int argc, char **argv)
         case OPT_POLICY:
             policy = optarg;
             break;
-        case 'h':
-            extend_usage(stdout);
-            return 0;
         default:
-            extend_usage(stderr);
-            return 2;
+            return main_usage_option(c, extend_usage);
         }
     }
     if (argc - optind != 1 || ms < 0) {
         fprintf(stderr, "error: expected NAME and --ttl DURATION\n");
-        extend_usage(stderr);
-        return 2;
+        return main_usage_error(extend_usage);
     }
     const char *name = argv[optind];
     asb_client *cl = NULL;

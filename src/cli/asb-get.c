@@ -222,12 +222,12 @@ static char *column_cell(const api_column *c, const json_t *obj)
     case API_COLUMN_NETWORK:
         return network_cell(obj);
     case API_COLUMN_BLOCKED: {
-        /* Blocked connections: the count in the NetworkPolicyEnforced condition's message. */
+        /* Blocked connections: status.blockedConnections while a policy is enforced, else the
+         * NetworkPolicyEnforced condition's reason. */
         const json_t *np = condition(obj, "NetworkPolicyEnforced");
-        const char *m = json_string_value(json_object_get(np, "message"));
-        const char *b = m ? strstr(m, "blocked: ") : NULL;
-        if (b)
-            snprintf(buf, sizeof(buf), "%lld", strtoll(b + 9, NULL, 10));
+        const json_t *b = path(obj, "status", "blockedConnections", NULL);
+        if (json_is_integer(b))
+            snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(b));
         else
             snprintf(buf, sizeof(buf), "%s",
                      np && json_string_value(json_object_get(np, "reason"))

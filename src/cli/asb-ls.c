@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void ls_usage(FILE *f)
 {
@@ -42,8 +43,7 @@ int asb_ls(int argc, char **argv)
         return code;
     if (argc - optind != 1 || !*argv[optind] || argv[optind][0] == ':') {
         fprintf(stderr, "error: expected one NAME[:PATH]\n");
-        ls_usage(stderr);
-        return 2;
+        return main_usage_error(ls_usage);
     }
     _cleanup_free_ char *name = strdup(argv[optind]);
     if (!name)

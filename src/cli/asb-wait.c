@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static void wait_usage(FILE *f)
 {
@@ -44,12 +45,8 @@ int asb_wait(int argc, char **argv)
         case 'T':
             timeout_arg = optarg;
             break;
-        case 'h':
-            wait_usage(stdout);
-            return 0;
         default:
-            wait_usage(stderr);
-            return 2;
+            return main_usage_option(c, wait_usage);
         }
     }
     if (!for_arg) {
@@ -120,8 +117,7 @@ int asb_wait(int argc, char **argv)
             return 1;
     } else {
         fprintf(stderr, "error: expected one resource as KIND/NAME or KIND NAME\n");
-        wait_usage(stderr);
-        return 2;
+        return main_usage_error(wait_usage);
     }
     const asb_kind *k = cli_kind(kind_arg);
     if (!k)

@@ -5,6 +5,7 @@
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
+#include "shared/main-usage.h"
 
 static const struct verb {
     const char *name;
@@ -39,10 +40,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2)
+        return main_usage_error(usage);
     /* Global flags may come before the verb: `asb --server URL -n NS get sbx`. */
     while (argc >= 3 && (strcmp(argv[1], "--server") == 0 || strcmp(argv[1], "--token") == 0 ||
                          strcmp(argv[1], "-n") == 0 || strcmp(argv[1], "--namespace") == 0)) {
@@ -52,10 +51,8 @@ int main(int argc, char **argv)
         argc -= 2;
         argv += 2;
     }
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2)
+        return main_usage_error(usage);
     const char *v = argv[1];
     if (strcmp(v, "--help") == 0 || strcmp(v, "-h") == 0 || strcmp(v, "help") == 0) {
         usage(stdout);

@@ -14,6 +14,7 @@
 #include "kube/kube.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
+#include "shared/main-usage.h"
 
 typedef enum flag_type { F_BOOL, F_STR, F_INT, F_DUR, F_IGNORED } flag_type;
 
@@ -233,10 +234,8 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    if (parse_flags(argc, argv) < 0) {
-        usage(stderr);
-        return 2;
-    }
+    if (parse_flags(argc, argv) < 0)
+        return main_usage_error(usage);
     if (opt_help) {
         usage(stdout);
         return 0;

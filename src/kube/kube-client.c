@@ -12,6 +12,7 @@
 
 #include "asb/manifest.h"
 #include "api/api.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 
 const kube_res_info kube_resources[_KR_MAX] = {
@@ -48,9 +49,9 @@ static char *read_file(const char *path)
     FILE *f = fopen(path, "re");
     if (!f)
         return NULL;
-    char *buf = NULL;
+    char *text = NULL;
     size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
+    FILE *m = open_memstream(&text, &len);
     if (!m) {
         fclose(f);
         return NULL;
@@ -61,7 +62,7 @@ static char *read_file(const char *path)
         fwrite(tmp, 1, n, m);
     fclose(f);
     fclose(m);
-    return buf;
+    return text;
 }
 
 static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
@@ -278,27 +279,10 @@ int kube_client_load(const char *kubeconfig, const char *context, kube_client **
 }
 
 /* ---- requests ---- */
-typedef struct membuf {
-    char *data;
-    size_t len, cap;
-} membuf;
-
+/* curl write callback: appends to the buf at ud (a short count fails the transfer on ENOMEM). */
 static size_t collect(char *ptr, size_t size, size_t n, void *ud)
 {
-    membuf *b = ud;
-    size_t add = size * n;
-    if (b->len + add + 1 > b->cap) {
-        size_t cap = MAX(b->cap * 2, b->len + add + 1);
-        char *d = realloc(b->data, cap);
-        if (!d)
-            return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, add);
-    b->len += add;
-    b->data[b->len] = 0;
-    return add;
+    return buf_append(ud, ptr, size * n) < 0 ? 0 : size * n;
 }
 
 /* One easy handle per thread for plain requests: curl_easy_reset keeps its connection cache, so
@@ -391,7 +375,7 @@ int kube_request(kube_client *c, const char *method, const char *path, const cha
     struct curl_slist *hdrs = NULL;
     _cleanup_free_ char *tok = NULL;
     _cleanup_free_ char *payload = NULL;
-    membuf out = {0};
+    _cleanup_buf_ buf out = BUF_INIT;
     CURL *h = easy_new(c, path, &hdrs, &tok, true);
     if (!h)
         return -ENOMEM;
@@ -419,15 +403,12 @@ int kube_request(kube_client *c, const char *method, const char *path, const cha
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
     curl_slist_free_all(hdrs);
-    if (rc != CURLE_OK) {
-        free(out.data);
+    if (rc != CURLE_OK)
         return rc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -ECONNREFUSED;
-    }
     if (ret_status)
         *ret_status = status;
     if (ret_body)
         *ret_body = out.data ? json_loadb(out.data, out.len, 0, NULL) : NULL;
-    free(out.data);
     return 0;
 }
 
@@ -461,7 +442,7 @@ int kube_call(kube_client *c, const char *method, const char *path, const char *
 }
 
 typedef struct streamer {
-    membuf buf;
+    buf pending; /* bytes after the last complete line */
     kube_line_fn fn;
     void *payload;
     atomic_bool *stop;
@@ -472,11 +453,11 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
 {
     streamer *s = ud;
     size_t add = size * n;
-    if (collect(ptr, 1, add, &s->buf) != add)
+    if (collect(ptr, 1, add, &s->pending) != add)
         return 0;
-    char *start = s->buf.data;
+    char *start = s->pending.data;
     char *nl;
-    while ((nl = memchr(start, '\n', s->buf.len - (size_t)(start - s->buf.data)))) {
+    while ((nl = memchr(start, '\n', s->pending.len - (size_t)(start - s->pending.data)))) {
         *nl = 0;
         if (nl > start && s->fn(start, (size_t)(nl - start), s->payload) < 0) {
             s->aborted = true;
@@ -484,9 +465,7 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
         }
         start = nl + 1;
     }
-    size_t rest = s->buf.len - (size_t)(start - s->buf.data);
-    memmove(s->buf.data, start, rest);
-    s->buf.len = rest;
+    buf_consume(&s->pending, (size_t)(start - s->pending.data));
     return add;
 }
 
@@ -519,9 +498,9 @@ int kube_stream(kube_client *c, const char *path, kube_line_fn fn, void *payload
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(h);
     curl_slist_free_all(hdrs);
-    if (s.buf.len > 0 && rc == CURLE_OK && !s.aborted)
-        fn(s.buf.data, s.buf.len, payload);
-    free(s.buf.data);
+    if (s.pending.len > 0 && rc == CURLE_OK && !s.aborted)
+        fn(s.pending.data, s.pending.len, payload);
+    buf_done(&s.pending);
     if (ret_status)
         *ret_status = status;
     if (s.aborted)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
 #include "basic/state-files.h"
 #include "libasb/libasb-internal.h"
 
@@ -83,10 +84,10 @@ static int read_trimmed(const char *dir, const char *name, char **ret)
     free(path);
     if (fd < 0)
         return -errno;
-    char buf[4096];
+    char content[4096];
     size_t n = 0;
     for (;;) {
-        ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+        ssize_t r = read(fd, content + n, sizeof(content) - 1 - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -94,12 +95,12 @@ static int read_trimmed(const char *dir, const char *name, char **ret)
             close(fd);
             return e;
         }
-        if (r == 0 || (n += (size_t)r) == sizeof(buf) - 1)
+        if (r == 0 || (n += (size_t)r) == sizeof(content) - 1)
             break;
     }
     close(fd);
-    buf[n] = '\0';
-    char *s = buf;
+    content[n] = '\0';
+    char *s = content;
     while (*s && isspace((unsigned char)*s))
         s++;
     size_t len = strlen(s);
@@ -370,32 +371,22 @@ int asbi_setup(asb_client *c, const char *url, const char *content_type,
 }
 
 typedef struct reply {
-    char *p;
-    size_t n, cap;
-    int oom;
+    buf body;
+    int oom; /* why the write stopped: 1 out of memory, 2 over MAX_REPLY */
 } reply;
 
 static size_t reply_write(char *data, size_t size, size_t nmemb, void *userdata)
 {
     reply *r = userdata;
     size_t len = size * nmemb;
-    if (r->n + len + 1 > MAX_REPLY) {
+    if (r->body.len + len + 1 > MAX_REPLY) {
         r->oom = 2;
         return 0;
     }
-    if (r->n + len + 1 > r->cap) {
-        size_t cap = (r->n + len + 1) * 2;
-        char *p = realloc(r->p, cap);
-        if (!p) {
-            r->oom = 1;
-            return 0;
-        }
-        r->p = p;
-        r->cap = cap;
+    if (buf_append(&r->body, data, len) < 0) {
+        r->oom = 1;
+        return 0;
     }
-    memcpy(r->p + r->n, data, len);
-    r->n += len;
-    r->p[r->n] = '\0';
     return len;
 }
 
@@ -499,33 +490,32 @@ static int request(asb_client *c, const char *method, const char *url, const cha
     asbi_log(c, ASB_LOG_DEBUG, "%s %s -> %ld", method, url, status);
     report_warnings(c, &warn);
     if (rc == CURLE_WRITE_ERROR && rep.oom) {
-        free(rep.p);
+        buf_done(&rep.body);
         return rep.oom == 1 ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
                             : asbi_error_set(ASB_EPROTOCOL, (int)status, NULL,
                                              "reply from %s is too large", url);
     }
     if (rc != CURLE_OK) {
-        free(rep.p);
+        buf_done(&rep.body);
         return asbi_error_from_curl(c, rc);
     }
     if (status < 200 || status > 299) {
-        r = asbi_error_from_reply((int)status, rep.p, rep.n);
-        free(rep.p);
+        r = asbi_error_from_reply((int)status, rep.body.data, rep.body.len);
+        buf_done(&rep.body);
         return r;
     }
     /* Every verb answers a JSON object (the object, a List or a Status). */
-    json_t *j = rep.p ? json_loadb(rep.p, rep.n, 0, NULL) : NULL;
+    json_t *j = rep.body.data ? json_loadb(rep.body.data, rep.body.len, 0, NULL) : NULL;
     int is_obj = json_is_object(j);
     json_decref(j);
     if (!is_obj) {
-        free(rep.p);
+        buf_done(&rep.body);
         return asbi_error_set(ASB_EPROTOCOL, (int)status, NULL,
                               "%s %s: the reply is not a JSON object", method, url);
     }
     if (out)
-        *out = rep.p;
-    else
-        free(rep.p);
+        *out = TAKE_PTR(rep.body.data);
+    buf_done(&rep.body);
     return ASB_OK;
 }
 

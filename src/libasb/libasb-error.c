@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "libasb/libasb-internal.h"
+#include "shared/status.h"
 
 static const struct {
     int code;
@@ -101,58 +102,35 @@ int asbi_error_set(int code, int http_status, const char *reason, const char *fm
     return code;
 }
 
+/* libasb's code for each Kubernetes reason of the one table (shared/status.h): a reply's reason
+ * decides, its HTTP status only when the reason is missing or unknown. */
+static const int reason_codes[KUBE_REASON_MAX] = {
+    [KUBE_REASON_UNKNOWN] = ASB_EPROTOCOL,
+    [KUBE_REASON_BAD_REQUEST] = ASB_EBADREQUEST,
+    [KUBE_REASON_UNAUTHORIZED] = ASB_EUNAUTHORIZED,
+    [KUBE_REASON_FORBIDDEN] = ASB_EFORBIDDEN,
+    [KUBE_REASON_NOT_FOUND] = ASB_ENOTFOUND,
+    [KUBE_REASON_METHOD_NOT_ALLOWED] = ASB_EBADREQUEST,
+    [KUBE_REASON_NOT_ACCEPTABLE] = ASB_EBADREQUEST,
+    [KUBE_REASON_ALREADY_EXISTS] = ASB_EEXISTS,
+    [KUBE_REASON_CONFLICT] = ASB_ECONFLICT,
+    [KUBE_REASON_GONE] = ASB_EEXPIRED,
+    [KUBE_REASON_EXPIRED] = ASB_EEXPIRED,
+    [KUBE_REASON_REQUEST_ENTITY_TOO_LARGE] = ASB_EBADREQUEST,
+    [KUBE_REASON_UNSUPPORTED_MEDIA_TYPE] = ASB_EBADREQUEST,
+    [KUBE_REASON_INVALID] = ASB_EINVALID,
+    [KUBE_REASON_INTERNAL_ERROR] = ASB_ESERVER,
+    [KUBE_REASON_SERVER_TIMEOUT] = ASB_ESERVER,
+    [KUBE_REASON_SERVICE_UNAVAILABLE] = ASB_ESERVER,
+    [KUBE_REASON_TIMEOUT] = ASB_ETIMEOUT,
+};
+
 int asbi_error_from_status(int http_status, const char *reason)
 {
-    static const struct {
-        const char *reason;
-        int code;
-    } reasons[] = {
-        {"NotFound", ASB_ENOTFOUND},
-        {"AlreadyExists", ASB_EEXISTS},
-        {"Conflict", ASB_ECONFLICT},
-        {"Invalid", ASB_EINVALID},
-        {"BadRequest", ASB_EBADREQUEST},
-        {"Unauthorized", ASB_EUNAUTHORIZED},
-        {"Forbidden", ASB_EFORBIDDEN},
-        {"Expired", ASB_EEXPIRED},
-        {"Gone", ASB_EEXPIRED},
-        {"Timeout", ASB_ETIMEOUT},
-        {"ServerTimeout", ASB_ESERVER},
-        {"InternalError", ASB_ESERVER},
-        {"ServiceUnavailable", ASB_ESERVER},
-        {"MethodNotAllowed", ASB_EBADREQUEST},
-        {"UnsupportedMediaType", ASB_EBADREQUEST},
-        {"RequestEntityTooLarge", ASB_EBADREQUEST},
-        {"NotAcceptable", ASB_EBADREQUEST},
-    };
-    if (reason && *reason)
-        for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
-            if (strcmp(reason, reasons[i].reason) == 0)
-                return reasons[i].code;
-    switch (http_status) {
-    case 400:
-        return ASB_EBADREQUEST;
-    case 401:
-        return ASB_EUNAUTHORIZED;
-    case 403:
-        return ASB_EFORBIDDEN;
-    case 404:
-        return ASB_ENOTFOUND;
-    case 409:
-        return ASB_ECONFLICT;
-    case 410:
-        return ASB_EEXPIRED;
-    case 422:
-        return ASB_EINVALID;
-    case 504:
-        return ASB_ETIMEOUT;
-    default:
-        if (http_status >= 500)
-            return ASB_ESERVER;
-        if (http_status >= 400)
-            return ASB_EBADREQUEST;
-        return ASB_EPROTOCOL;
-    }
+    kube_reason r = kube_reason_from_name(reason);
+    if (r == KUBE_REASON_UNKNOWN)
+        r = kube_reason_from_http(http_status > 0 ? (unsigned)http_status : 0);
+    return reason_codes[r];
 }
 
 int asbi_error_from_reply(int http_status, const char *body, size_t len)

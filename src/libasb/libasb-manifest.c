@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "basic/buf.h"
 #include "libasb/libasb-internal.h"
 
 #define MAX_DEPTH 256
@@ -484,29 +485,11 @@ ASB_PUBLIC int asb_manifest_parse(char **out, const char *data, size_t len)
 
 /* ---- JSON -> YAML ---- */
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} buf;
-
-static int buf_write(void *data, unsigned char *bytes, size_t size)
+/* libyaml's output handler: appends to a buf (0 tells the emitter the write failed, which only
+ * an allocation can). */
+static int yaml_write_buf(void *data, unsigned char *bytes, size_t size)
 {
-    buf *b = data;
-    if (b->n + size + 1 > b->cap) {
-        size_t cap = (b->n + size + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return 0;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, bytes, size);
-    b->n += size;
-    b->p[b->n] = '\0';
-    return 1;
+    return buf_append(data, bytes, size) == 0;
 }
 
 /* Strings that a YAML reader (1.2 core, or 1.1 like go-yaml v2) would take for another type. */
@@ -615,10 +598,10 @@ char *asbi_yaml_dump(const json_t *v)
 {
     yaml_emitter_t e;
     yaml_event_t ev;
-    buf b = {0};
+    _cleanup_buf_ buf b = BUF_INIT;
     if (!yaml_emitter_initialize(&e))
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"), NULL;
-    yaml_emitter_set_output(&e, buf_write, &b);
+    yaml_emitter_set_output(&e, yaml_write_buf, &b);
     yaml_emitter_set_unicode(&e, 1);
     yaml_emitter_set_width(&e, -1);
     yaml_emitter_set_indent(&e, 2);
@@ -629,20 +612,19 @@ char *asbi_yaml_dump(const json_t *v)
              yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev) &&
              yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev) &&
              yaml_emitter_flush(&e);
-    bool emitter_error = !ok && !b.oom && e.error != YAML_MEMORY_ERROR;
+    bool emitter_error = !ok && e.error != YAML_MEMORY_ERROR && e.error != YAML_WRITER_ERROR;
     const char *problem = e.problem;
+    char *out = NULL;
     if (!ok) {
         if (emitter_error)
             asbi_error_set(ASB_EINVAL, 0, NULL, "yaml: %s", problem ? problem : "emitter error");
         else
             asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-        free(b.p);
-        b.p = NULL;
-    } else if (!b.p) {
-        b.p = strdup("");
+    } else if (!(out = buf_steal(&b, NULL))) {
+        asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
     yaml_emitter_delete(&e);
-    return b.p;
+    return out;
 }
 
 ASB_PUBLIC int asb_manifest_to_yaml(char **out, const char *json)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/buf.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
 
@@ -36,29 +37,17 @@ typedef struct transfer {
     size_t delivered; /* 2xx bytes given to the sink */
     int sink_ret;     /* the sink's non-zero return */
     int too_large, not_json;
-    char *buf; /* collected body (2xx without sink, or the error body) */
-    size_t len, cap, max;
+    buf body; /* collected body (2xx without sink, or the error body) */
+    size_t max;
     long status;
 } transfer;
 
-static int buf_append(transfer *t, const char *data, size_t n)
+/* Collects n more bytes of the body, at most t->max in all. */
+static int collect(transfer *t, const char *data, size_t n)
 {
-    if (t->len + n > t->max)
+    if (t->body.len + n > t->max)
         return -1;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *b = realloc(t->buf, cap);
-        if (!b)
-            return -1;
-        t->buf = b;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, data, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-    return 0;
+    return buf_append(&t->body, data, n);
 }
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
@@ -77,7 +66,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
             t->delivered += n;
             return n;
         }
-        if (t->len == 0) {
+        if (t->body.len == 0) {
             char *ct = NULL;
             curl_easy_getinfo(t->curl, CURLINFO_CONTENT_TYPE, &ct);
             if (!ct || strncmp(ct, "application/json", 16) != 0) {
@@ -86,24 +75,24 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
             }
         }
         t->max = t->req->collect_max;
-        if (buf_append(t, data, n) < 0) {
+        if (collect(t, data, n) < 0) {
             t->too_large = 1;
             return 0;
         }
         return n;
     }
     t->max = ERROR_BODY_MAX;
-    if (t->len < ERROR_BODY_MAX)
-        buf_append(t, data, n > ERROR_BODY_MAX - t->len ? ERROR_BODY_MAX - t->len : n);
+    if (t->body.len < ERROR_BODY_MAX)
+        collect(t, data, n > ERROR_BODY_MAX - t->body.len ? ERROR_BODY_MAX - t->body.len : n);
     return n;
 }
 
-static size_t on_read(char *buf, size_t size, size_t nmemb, void *userdata)
+static size_t on_read(char *dst, size_t size, size_t nmemb, void *userdata)
 {
     transfer *t = userdata;
     size_t cap = size * nmemb;
     if (t->req->source) {
-        long n = t->req->source(buf, cap, t->req->source_payload);
+        long n = t->req->source(dst, cap, t->req->source_payload);
         if (n < 0)
             return CURL_READFUNC_ABORT;
         return (size_t)n > cap ? cap : (size_t)n;
@@ -111,7 +100,7 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *userdata)
     size_t n = t->req->body_len - t->sent;
     if (n > cap)
         n = cap;
-    memcpy(buf, t->req->body + t->sent, n);
+    memcpy(dst, t->req->body + t->sent, n);
     t->sent += n;
     return n;
 }
@@ -257,18 +246,17 @@ static int perform(asb_sandbox *s, const request *req, char **ret_body, long *re
             retry = 1;
         } else if (ret == ASB_OK && (t.status < 200 || t.status > 299) &&
                    !(accept_404 && t.status == 404)) {
-            ret = asbi_sandbox_error_from_rest((int)t.status, t.buf, t.len);
+            ret = asbi_sandbox_error_from_rest((int)t.status, t.body.data, t.body.len);
             retry = t.status == 500 || t.status == 502 || t.status == 503 || t.status == 504;
         } else if (ret == ASB_OK) {
             if (ret_status)
                 *ret_status = t.status;
             if (ret_body)
-                *ret_body = t.buf;
-            else
-                free(t.buf);
+                *ret_body = TAKE_PTR(t.body.data);
+            buf_done(&t.body);
             return ASB_OK;
         }
-        free(t.buf);
+        buf_done(&t.body);
         if (!retry || !replayable || t.delivered > 0 || n >= s->max_attempts)
             return ret;
         long d = asbi_sandbox_backoff_ms(s->retry_delay_ms, n);
@@ -301,26 +289,10 @@ ASB_PUBLIC int asb_sandbox_file_read(asb_sandbox *s, const char *path, asb_sandb
     return r;
 }
 
-typedef struct growbuf {
-    char *data;
-    size_t len, cap;
-} growbuf;
-
-static int growbuf_sink(const char *data, size_t n, void *payload)
+static int buf_sink(const char *data, size_t n, void *payload)
 {
-    growbuf *g = payload;
-    if (g->len + n + 1 > g->cap) {
-        size_t cap = g->cap ? g->cap : 4096;
-        while (cap < g->len + n + 1)
-            cap *= 2;
-        char *b = realloc(g->data, cap);
-        if (!b)
-            return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-        g->data = b;
-        g->cap = cap;
-    }
-    memcpy(g->data + g->len, data, n);
-    g->len += n;
+    if (buf_append(payload, data, n) < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     return 0;
 }
 
@@ -332,18 +304,17 @@ ASB_PUBLIC int asb_sandbox_file_read_buffer(char **out, size_t *out_len, asb_san
     *out = NULL;
     if (out_len)
         *out_len = 0;
-    growbuf g = {0};
-    int r = asb_sandbox_file_read(s, path, growbuf_sink, &g);
-    if (r == ASB_OK && !g.data && !(g.data = malloc(1)))
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    if (r != ASB_OK) {
-        free(g.data);
+    _cleanup_buf_ buf b = BUF_INIT;
+    int r = asb_sandbox_file_read(s, path, buf_sink, &b);
+    if (r != ASB_OK)
         return r;
-    }
-    g.data[g.len] = '\0';
-    *out = g.data;
+    size_t len = b.len;
+    char *data = buf_steal(&b, NULL);
+    if (!data)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    *out = data;
     if (out_len)
-        *out_len = g.len;
+        *out_len = len;
     return ASB_OK;
 }
 

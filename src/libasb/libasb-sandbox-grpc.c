@@ -97,14 +97,14 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     return 0;
 }
 
-static ssize_t on_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+static ssize_t on_body(nghttp2_session *session, int32_t stream_id, uint8_t *out, size_t length,
                        uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
     call *c = user_data;
     size_t n = c->body_len - c->body_off;
     if (n > length)
         n = length;
-    memcpy(buf, c->body + c->body_off, n);
+    memcpy(out, c->body + c->body_off, n);
     c->body_off += n;
     if (c->body_off == c->body_len)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -184,7 +184,7 @@ static int connect_tcp(const char *host, const char *port)
 static int run(nghttp2_session *s, call *c, long deadline, const volatile int *cancel,
                const char *path)
 {
-    uint8_t buf[16384];
+    uint8_t frame[16384];
     for (;;) {
         if (c->cb_ret) {
             nghttp2_session_send(s); /* best effort: the RST_STREAM */
@@ -219,12 +219,12 @@ static int run(nghttp2_session *s, call *c, long deadline, const volatile int *c
             return asbi_error_set(ASB_ECONNECT, 0, NULL, "poll: %s", strerror(errno));
         if (pr <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
-        ssize_t n = read(c->fd, buf, sizeof(buf));
+        ssize_t n = read(c->fd, frame, sizeof(frame));
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
         if (n <= 0)
             break;
-        ssize_t used = nghttp2_session_mem_recv(s, buf, (size_t)n);
+        ssize_t used = nghttp2_session_mem_recv(s, frame, (size_t)n);
         if (used < 0)
             return asbi_error_set(ASB_EPROTOCOL, 0, NULL, "HTTP/2 error from sandboxd: %s",
                                   nghttp2_strerror((int)used));
@@ -314,7 +314,7 @@ int asbi_grpc_call(const asb_sandbox *sbx, const char *method, const uint8_t *re
         goto out;
     if (c.grpc_status >= 0) {
         ret = asbi_sandbox_error_from_grpc(c.grpc_status, c.grpc_message);
-        if (ret == ASB_OK && c.reader.len > 0)
+        if (ret == ASB_OK && c.reader.pending.len > 0)
             ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "truncated gRPC message");
     } else if (c.http_status && c.http_status != 200) {
         ret = asbi_sandbox_error_from_rest(c.http_status, NULL, 0);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "asb/sandbox.h"
+#include "basic/buf.h"
 
 struct asb_sandbox {
     char *rest_socket, *grpc_socket; /* local mode (NULL through the router) */
@@ -50,8 +51,7 @@ long asbi_sandbox_backoff_ms(long base_ms, int attempt);
 /* gRPC length-prefixed message reassembly from arbitrary DATA chunks. */
 typedef int (*asbi_grpc_msg_cb)(const uint8_t *msg, size_t len, void *payload);
 typedef struct asbi_grpc_reader {
-    uint8_t *buf;
-    size_t len, cap;
+    buf pending;        /* bytes of the message not yet complete */
     size_t max_message; /* 0: 64 MiB */
 } asbi_grpc_reader;
 /* Appends data and calls cb for every complete message. Returns 0, cb's non-zero value, or

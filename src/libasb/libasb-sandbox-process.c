@@ -78,12 +78,12 @@ static int call_packed(asb_sandbox *s, const char *method, const ProtobufCMessag
                        void *payload)
 {
     size_t n = protobuf_c_message_get_packed_size(msg);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf)
+    uint8_t *bytes = malloc(n ? n : 1);
+    if (!bytes)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    protobuf_c_message_pack(msg, buf);
-    int r = asbi_grpc_call(s, method, buf, n, timeout_ms, cancel, cb, payload);
-    free(buf);
+    protobuf_c_message_pack(msg, bytes);
+    int r = asbi_grpc_call(s, method, bytes, n, timeout_ms, cancel, cb, payload);
+    free(bytes);
     return r;
 }
 

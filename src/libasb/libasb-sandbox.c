@@ -475,24 +475,12 @@ int asbi_grpc_reader_feed(asbi_grpc_reader *r, const uint8_t *data, size_t len,
                           asbi_grpc_msg_cb cb, void *payload)
 {
     size_t max = r->max_message ? r->max_message : DEFAULT_MAX_MESSAGE;
-    if (len > 0) {
-        if (r->len + len > r->cap) {
-            size_t cap = r->cap ? r->cap : 4096;
-            while (cap < r->len + len)
-                cap *= 2;
-            uint8_t *b = realloc(r->buf, cap);
-            if (!b)
-                return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-            r->buf = b;
-            r->cap = cap;
-        }
-        memcpy(r->buf + r->len, data, len);
-        r->len += len;
-    }
+    if (buf_append(&r->pending, data, len) < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     size_t off = 0;
     int ret = 0;
-    while (r->len - off >= 5) {
-        const uint8_t *h = r->buf + off;
+    while (r->pending.len - off >= 5) {
+        const uint8_t *h = (const uint8_t *)r->pending.data + off;
         uint32_t n = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
         if (h[0] != 0) {
             ret = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "compressed gRPC message not supported");
@@ -503,20 +491,19 @@ int asbi_grpc_reader_feed(asbi_grpc_reader *r, const uint8_t *data, size_t len,
                                  n);
             break;
         }
-        if (r->len - off - 5 < n)
+        if (r->pending.len - off - 5 < n)
             break;
         off += 5 + n;
         ret = cb(h + 5, n, payload);
         if (ret)
             break;
     }
-    memmove(r->buf, r->buf + off, r->len - off);
-    r->len -= off;
+    buf_consume(&r->pending, off);
     return ret;
 }
 
 void asbi_grpc_reader_done(asbi_grpc_reader *r)
 {
-    free(r->buf);
-    *r = (asbi_grpc_reader){0};
+    buf_done(&r->pending);
+    r->max_message = 0;
 }

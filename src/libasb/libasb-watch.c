@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "basic/buf.h"
 #include "libasb/libasb-internal.h"
 
 #define MAX_EVENT_LINE (16u << 20)
@@ -17,8 +18,7 @@ typedef struct watch_state {
     asbi_event_cb cb;
     void *payload;
     const volatile int *cancel;
-    char *line;
-    size_t n, cap;
+    buf line;    /* bytes after the last complete event line (an error reply: all of it) */
     int result;  /* set when the callback or an ERROR event ends the watch */
     int stopped; /* result is final */
     long http;   /* non-2xx: the body is collected for the Status */
@@ -69,34 +69,25 @@ static size_t watch_write(char *data, size_t size, size_t nmemb, void *userdata)
         return 0;
     if (w->http == 0)
         curl_easy_getinfo(w->c->curl, CURLINFO_RESPONSE_CODE, &w->http);
-    if (w->n + len + 1 > MAX_EVENT_LINE) {
+    if (w->line.len + len + 1 > MAX_EVENT_LINE) {
         stop(w, asbi_error_set(ASB_EPROTOCOL, (int)w->http, NULL, "watch event too large"));
         return 0;
     }
-    if (w->n + len + 1 > w->cap) {
-        size_t cap = (w->n + len + 1) * 2;
-        char *p = realloc(w->line, cap);
-        if (!p) {
-            stop(w, asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"));
-            return 0;
-        }
-        w->line = p;
-        w->cap = cap;
+    if (buf_append(&w->line, data, len) < 0) {
+        stop(w, asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"));
+        return 0;
     }
-    memcpy(w->line + w->n, data, len);
-    w->n += len;
     if (w->http < 200 || w->http > 299)
         return len; /* an error reply: kept whole for its Status */
     size_t start = 0;
-    for (size_t i = w->n - len; i < w->n; i++) {
-        if (w->line[i] != '\n')
+    for (size_t i = w->line.len - len; i < w->line.len; i++) {
+        if (w->line.data[i] != '\n')
             continue;
-        if (!dispatch_line(w, w->line + start, i - start))
+        if (!dispatch_line(w, w->line.data + start, i - start))
             return 0;
         start = i + 1;
     }
-    memmove(w->line, w->line + start, w->n - start);
-    w->n -= start;
+    buf_consume(&w->line, start);
     return len;
 }
 
@@ -169,13 +160,13 @@ int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watc
     else if (rc != CURLE_OK)
         r = asbi_error_from_curl(c, rc);
     else if (w.http < 200 || w.http > 299)
-        r = asbi_error_from_reply((int)w.http, w.line, w.n);
+        r = asbi_error_from_reply((int)w.http, w.line.data, w.line.len);
     else {
-        if (w.n > 0) /* a last event without its newline */
-            (void)dispatch_line(&w, w.line, w.n);
+        if (w.line.len > 0) /* a last event without its newline */
+            (void)dispatch_line(&w, w.line.data, w.line.len);
         r = w.stopped ? w.result : ASB_OK;
     }
-    free(w.line);
+    buf_done(&w.line);
     return r;
 }
 
@@ -315,14 +306,14 @@ static bool jsonpath_met(const json_t *obj, const waiter *wt)
         return false;
     if (!wt->status)
         return true;
-    char buf[64];
+    char num[64];
     const char *text = NULL;
     if (json_is_string(v))
         text = json_string_value(v);
     else if (json_is_integer(v))
-        snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), text = buf;
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), text = num;
     else if (json_is_real(v))
-        snprintf(buf, sizeof(buf), "%g", json_real_value(v)), text = buf;
+        snprintf(num, sizeof(num), "%g", json_real_value(v)), text = num;
     else if (json_is_boolean(v))
         text = json_is_true(v) ? "true" : "false";
     return text && strcmp(text, wt->status) == 0;

@@ -20,11 +20,15 @@ static json_t *api_group(const char *group)
 static json_t *resource_list(const char *group)
 {
     json_t *res = json_array();
-    for (size_t i = 0; i < api_n_kinds; i++) {
+    for (size_t i = 0; res && i < api_n_kinds; i++) {
         const api_kind *k = &api_kinds[i];
         if (strcmp(k->group, group) != 0)
             continue;
         json_t *shorts = json_array();
+        if (!shorts) { /* a list with a kind missing would mislead clients */
+            json_decref(res);
+            return NULL;
+        }
         for (size_t j = 0; j < 2 && k->short_names[j]; j++)
             json_array_append_new(shorts, json_string(k->short_names[j]));
         json_array_append_new(
@@ -93,6 +97,6 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
         if (n == 3 && strcmp(seg[2], API_VERSION) == 0)
             return reply_json(c, 200, resource_list(seg[1]));
     }
-    return reply_status(c, 404, "NotFound", NULL, NULL,
+    return reply_status(c, KUBE_REASON_NOT_FOUND, NULL, NULL,
                         "the server could not find the requested resource");
 }

@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "local/local-apiserver.h"
+#include "shared/status.h"
 
 struct local_apiserver {
     struct MHD_Daemon *daemon;
@@ -37,9 +38,20 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j);
 #define WARNING_MAX_TEXT 4096
 enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
                                     const json_t *warnings);
-enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,
-                             const api_kind *k, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+/* A Status failure (owned; NULL on ENOMEM) whose HTTP code and reason come from the one table in
+ * shared/status.h: handlers name a reason, never a number. */
+json_t *status_failure(kube_reason reason, const char *message, const api_kind *k,
+                       const char *name);
+/* Queue a Status failure reply with the HTTP status its `code` field carries; steals st. */
+enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st);
+/* The Status reply for an api_error: its reason (or the one its status code implies) and its
+ * message. */
+enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,
+                                const char *name);
+/* status_failure() with a formatted message, queued. */
+enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const api_kind *k,
+                             const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 const char *query(struct MHD_Connection *c, const char *key);
 bool query_bool(struct MHD_Connection *c, const char *key);
 

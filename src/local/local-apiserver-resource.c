@@ -37,13 +37,6 @@ static bool same(const json_t *a, const json_t *b)
 
 /* ---- Status builders (all return owned references) ---- */
 
-static json_t *status_not_found(const api_kind *k, const char *name)
-{
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s.%s \"%s\" not found", k->plural, k->group, name);
-    return api_status_failure(404, "NotFound", msg, k, name);
-}
-
 static json_t *status_conflict(const api_kind *k, const char *name)
 {
     char msg[600];
@@ -51,7 +44,7 @@ static json_t *status_conflict(const api_kind *k, const char *name)
              "Operation cannot be fulfilled on %s.%s \"%s\": the object has been modified; please "
              "apply your changes to the latest version and try again",
              k->plural, k->group, name);
-    return api_status_failure(409, "Conflict", msg, k, name);
+    return status_failure(KUBE_REASON_CONFLICT, msg, k, name);
 }
 
 static json_t *status_bad_request(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -63,13 +56,13 @@ static json_t *status_bad_request(const char *fmt, ...)
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    return api_status_failure(400, "BadRequest", msg, NULL, NULL);
+    return status_failure(KUBE_REASON_BAD_REQUEST, msg, NULL, NULL);
 }
 
 static json_t *status_invalid(const api_kind *k, const char *name, const api_errors *errs)
 {
     _cleanup_free_ char *msg = api_errors_format(errs, k, name);
-    json_t *st = api_status_failure(422, "Invalid", msg, k, name);
+    json_t *st = status_failure(KUBE_REASON_INVALID, msg, k, name);
     json_t *d = json_object_get(st, "details");
     if (d) {
         json_object_set_new(d, "kind", json_string(k->kind));
@@ -78,19 +71,23 @@ static json_t *status_invalid(const api_kind *k, const char *name, const api_err
     return st;
 }
 
+/* A store errno as kube-apiserver words it: NotFound, AlreadyExists, else InternalError. */
 static enum MHD_Result reply_store_error(api_request *rq, int r, const char *name)
 {
-    if (r == -ENOENT)
-        return reply_json(rq->conn, 404, status_not_found(rq->kind, name));
-    if (r == -EEXIST) {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", rq->kind->plural, rq->kind->group,
-                 name);
-        return reply_json(rq->conn, 409,
-                          api_status_failure(409, "AlreadyExists", msg, rq->kind, name));
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+    const api_kind *k = rq->kind;
+    switch (kube_reason_from_errno(r)) {
+    case KUBE_REASON_NOT_FOUND:
+        api_error_set_errno(&e, r, "%s.%s \"%s\" not found", k->plural, k->group, name);
+        break;
+    case KUBE_REASON_ALREADY_EXISTS:
+        api_error_set_errno(&e, r, "%s.%s \"%s\" already exists", k->plural, k->group, name);
+        break;
+    default:
+        api_error_set_reason(&e, KUBE_REASON_INTERNAL_ERROR, "Internal error occurred: %s",
+                             strerror(-r));
     }
-    return reply_status(rq->conn, 500, "InternalError", rq->kind, name,
-                        "Internal error occurred: %s", strerror(-r));
+    return reply_api_error(rq->conn, &e, k, name);
 }
 
 /* Parses the request body as a JSON value. On failure *ret_status is set. */
@@ -178,7 +175,7 @@ static int dry_run(api_request *rq, enum MHD_Result *ret)
         return 0;
     if (strcmp(v, "All") == 0)
         return 1;
-    *ret = reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+    *ret = reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                         "Invalid dry run value \"%s\": supported values: \"All\"", v);
     return -1;
 }
@@ -218,7 +215,7 @@ static int field_validation_mode(api_request *rq, const char *options_kind, fiel
     if (asprintf(&msg, "%s.meta.k8s.io \"\" is invalid: %s", options_kind,
                  errs.n ? errs.v[0].message : "") < 0)
         msg = NULL;
-    json_t *st = api_status_failure(422, "Invalid", msg, NULL, NULL);
+    json_t *st = status_failure(KUBE_REASON_INVALID, msg, NULL, NULL);
     json_t *d = json_pack("{s:s,s:s,s:s,s:o}", "name", "", "group", "meta.k8s.io", "kind",
                           options_kind, "causes", api_errors_causes(&errs));
     api_errors_clear(&errs);
@@ -226,7 +223,7 @@ static int field_validation_mode(api_request *rq, const char *options_kind, fiel
         json_object_set_new(st, "details", d);
     else
         json_decref(d);
-    *ret = reply_json(rq->conn, 422, st);
+    *ret = reply_failure(rq->conn, st);
     return -1;
 }
 
@@ -239,12 +236,16 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
     *ret_warnings = NULL;
     json_t *paths = NULL;
     if (api_prune_unknown(k, obj, &paths) < 0)
-        return api_status_failure(500, "InternalError", "out of memory", NULL, NULL);
+        return status_failure(KUBE_REASON_INTERNAL_ERROR, "out of memory", NULL, NULL);
     if (json_array_size(paths) == 0 || mode == FIELD_VALIDATION_IGNORE) {
         json_decref(paths);
         return NULL;
     }
     json_t *texts = json_array();
+    if (!texts) {
+        json_decref(paths);
+        return status_failure(KUBE_REASON_INTERNAL_ERROR, "out of memory", NULL, NULL);
+    }
     size_t i;
     json_t *p;
     json_array_foreach (paths, i, p) {
@@ -272,7 +273,7 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
         fclose(f);
     }
     json_decref(texts);
-    return api_status_failure(400, "BadRequest", msg, NULL, NULL);
+    return status_failure(KUBE_REASON_BAD_REQUEST, msg, NULL, NULL);
 }
 
 static bool has_finalizers(const json_t *obj)
@@ -324,12 +325,12 @@ static enum MHD_Result handle_create(api_request *rq)
         return dret;
     _cleanup_json_ json_t *obj = parse_body(rq, true, &st);
     if (!obj)
-        return reply_json(rq->conn, 400, st);
+        return reply_failure(rq->conn, st);
     if ((st = check_type_meta(rq, obj)))
-        return reply_json(rq->conn, 400, st);
+        return reply_failure(rq->conn, st);
     _cleanup_json_ json_t *warnings = NULL;
     if ((st = check_unknown_fields(k, obj, fv, &warnings)))
-        return reply_json(rq->conn, json_integer_value(json_object_get(st, "code")), st);
+        return reply_failure(rq->conn, st);
     json_t *md = json_object_get(obj, "metadata");
     strip_server_fields(md);
     if (k->has_status)
@@ -361,7 +362,7 @@ static enum MHD_Result handle_create(api_request *rq)
         if (errs.n > 0) {
             json_t *inv = status_invalid(k, api_meta_string(obj, "name"), &errs);
             api_errors_clear(&errs);
-            return reply_json(rq->conn, 422, inv);
+            return reply_failure(rq->conn, inv);
         }
         api_errors_clear(&errs);
         json_object_set_new(md, "uid", json_string(uid));
@@ -390,15 +391,13 @@ typedef struct update_ctx {
     bool dry_run;
     json_t *dry_result; /* what would have been stored */
     json_t *error;      /* Status to answer with when the callback returns -EPROTO */
-    unsigned error_code;
     field_validation field_validation;
     json_t *warnings; /* unknown-field warnings of the last attempt (owned) */
 } update_ctx;
 
-static int fail_with(update_ctx *u, unsigned code, json_t *status)
+static int fail_with(update_ctx *u, json_t *status)
 {
     u->error = status;
-    u->error_code = code;
     return -EPROTO;
 }
 
@@ -441,7 +440,7 @@ static int build_scale_update(update_ctx *u, const json_t *old, const json_t *sc
     json_t *rv = json_object_get(json_object_get(scale, "metadata"), "resourceVersion");
     if (rv && !(json_is_string(rv) && json_string_length(rv) == 0) &&
         !same(rv, json_object_get(json_object_get(old, "metadata"), "resourceVersion")))
-        return fail_with(u, 409, status_conflict(rq->kind, rq->name));
+        return fail_with(u, status_conflict(rq->kind, rq->name));
     json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
     if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
         api_errors errs = {0};
@@ -449,7 +448,7 @@ static int build_scale_update(update_ctx *u, const json_t *old, const json_t *sc
                        "must be greater than or equal to 0");
         json_t *inv = status_invalid(rq->kind, rq->name, &errs);
         api_errors_clear(&errs);
-        return fail_with(u, 422, inv);
+        return fail_with(u, inv);
     }
     json_t *new = json_deep_copy(old);
     json_t *spec = json_object_get(new, "spec");
@@ -478,23 +477,23 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         const char *err = NULL;
         cand = api_json_patch(base, u->body, &err);
         if (!cand)
-            return fail_with(u, 422, api_status_failure(422, "Invalid", err, k, rq->name));
+            return fail_with(u, status_failure(KUBE_REASON_INVALID, err, k, rq->name));
     } else {
         cand = json_deep_copy(u->body);
     }
     if (!cand)
         return -ENOMEM;
     if (!json_is_object(cand))
-        return fail_with(u, 400, status_bad_request("the patched object is not a JSON object"));
+        return fail_with(u, status_bad_request("the patched object is not a JSON object"));
     if (rq->scale)
         return build_scale_update(u, old, cand, ret_new);
     json_t *st = check_type_meta(rq, cand);
     if (st)
-        return fail_with(u, 400, st);
+        return fail_with(u, st);
     /* The object as decoded (after the patch, as kube-apiserver decodes the patched object). */
     u->warnings = json_decref_null(u->warnings);
     if ((st = check_unknown_fields(k, cand, u->field_validation, &u->warnings)))
-        return fail_with(u, (unsigned)json_integer_value(json_object_get(st, "code")), st);
+        return fail_with(u, st);
     json_t *cmd = json_object_get(cand, "metadata");
     const json_t *omd = json_object_get(old, "metadata");
     json_t *rv = json_object_get(cmd, "resourceVersion");
@@ -507,10 +506,10 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         json_decref(zero);
         json_t *inv = status_invalid(k, rq->name, &errs);
         api_errors_clear(&errs);
-        return fail_with(u, 422, inv);
+        return fail_with(u, inv);
     }
     if (rv_given && !same(rv, json_object_get(omd, "resourceVersion")))
-        return fail_with(u, 409, status_conflict(k, rq->name));
+        return fail_with(u, status_conflict(k, rq->name));
 
     _cleanup_json_ json_t *new = NULL;
     if (rq->status) {
@@ -550,7 +549,7 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
     if (errs.n > 0) {
         json_t *inv = status_invalid(k, rq->name, &errs);
         api_errors_clear(&errs);
-        return fail_with(u, 422, inv);
+        return fail_with(u, inv);
     }
     if (!rq->status && spec_changed(k, old, new)) {
         json_int_t gen = json_integer_value(json_object_get(omd, "generation"));
@@ -573,12 +572,12 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
                 known = known || json_equal(f, g);
             }
             if (!known) {
-                json_t *st2 = api_status_failure(
-                    422, "Invalid",
+                json_t *st2 = status_failure(
+                    KUBE_REASON_INVALID,
                     "metadata.finalizers: Forbidden: no new finalizers can be added if the "
                     "object is being deleted",
                     k, rq->name);
-                return fail_with(u, 422, st2);
+                return fail_with(u, st2);
             }
         }
         if (!has_finalizers(new))
@@ -606,7 +605,7 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
     if (r < 0)
         u->warnings = json_decref_null(u->warnings);
     if (r == -EPROTO)
-        return reply_json(rq->conn, u->error_code, u->error);
+        return reply_failure(rq->conn, u->error);
     if (r < 0)
         return reply_store_error(rq, r, rq->name);
     if (u->dry_result) {
@@ -636,7 +635,7 @@ static enum MHD_Result handle_update(api_request *rq, patch_type patch)
         return dret;
     u.body = parse_body(rq, patch != PATCH_JSON, &st);
     if (!u.body)
-        return reply_json(rq->conn, 400, st);
+        return reply_failure(rq->conn, st);
     return run_update(rq, &u, update_cb);
 }
 
@@ -659,7 +658,7 @@ static int delete_cb(const json_t *old, json_t **ret_new, void *payload)
                      k->plural, k->group, u->rq->name, fields[i],
                      json_is_string(want) ? json_string_value(want) : "?", fields[i],
                      api_meta_string(old, fields[i]) ? api_meta_string(old, fields[i]) : "");
-            return fail_with(u, 409, api_status_failure(409, "Conflict", msg, k, u->rq->name));
+            return fail_with(u, status_failure(KUBE_REASON_CONFLICT, msg, k, u->rq->name));
         }
     }
     json_t *new = NULL;
@@ -699,7 +698,7 @@ static enum MHD_Result handle_delete(api_request *rq)
         json_t *st = NULL;
         u.body = parse_body(rq, true, &st);
         if (!u.body)
-            return reply_json(rq->conn, 400, st);
+            return reply_failure(rq->conn, st);
         const char *dr = json_string_value(json_array_get(json_object_get(u.body, "dryRun"), 0));
         if (dr && strcmp(dr, "All") == 0)
             u.dry_run = true;
@@ -722,7 +721,7 @@ static enum MHD_Result handle_patch(api_request *rq)
         return handle_update(rq, PATCH_MERGE);
     if (strcasecmp(type, "application/json-patch+json") == 0)
         return handle_update(rq, PATCH_JSON);
-    return reply_status(rq->conn, 415, "UnsupportedMediaType", NULL, NULL,
+    return reply_status(rq->conn, KUBE_REASON_UNSUPPORTED_MEDIA_TYPE, NULL, NULL,
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json-patch+json, application/merge-patch+json");
 }
@@ -765,7 +764,7 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
     json_t *st = NULL;
     int r = parse_selectors(rq, &ls, &fs, &st);
     if (r == -EINVAL)
-        return reply_json(rq->conn, 400, st);
+        return reply_failure(rq->conn, st);
     if (r < 0)
         return MHD_NO;
     json_t *all = NULL;
@@ -776,6 +775,12 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
         return reply_store_error(rq, r, "");
     }
     json_t *items = json_array();
+    if (!items) {
+        json_decref(all);
+        api_selector_free(ls);
+        api_selector_free(fs);
+        return MHD_NO;
+    }
     size_t i;
     json_t *o;
     json_array_foreach (all, i, o) {
@@ -858,7 +863,7 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
             want = want * 10 + (uint64_t)(*c - '0');
     }
     if (why) {
-        *ret = reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+        *ret = reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                             "invalid resource version: resourceVersion: Invalid value: \"%s\": "
                             "strconv.ParseUint: parsing \"%s\": %s",
                             v, v, why);
@@ -869,14 +874,14 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
     char msg[160];
     snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu",
              (unsigned long long)want, (unsigned long long)current);
-    json_t *st = api_status_failure(504, "Timeout", msg, NULL, NULL);
+    json_t *st = status_failure(KUBE_REASON_TIMEOUT, msg, NULL, NULL);
     json_t *d = json_pack("{s:[{s:s,s:s}],s:i}", "causes", "reason", "ResourceVersionTooLarge",
                           "message", "Too large resource version", "retryAfterSeconds", 1);
     if (st && d)
         json_object_set_new(st, "details", d);
     else
         json_decref(d);
-    *ret = reply_json(rq->conn, 504, st);
+    *ret = reply_failure(rq->conn, st);
     return -1;
 }
 
@@ -891,6 +896,10 @@ static enum MHD_Result handle_list(api_request *rq)
     if (!items)
         return ret;
     json_t *md = json_object();
+    if (!md) {
+        json_decref(items);
+        return MHD_NO;
+    }
     json_t *page = paginate(rq, items, md);
     json_t *list = page ? make_list(rq->kind, page, rv) : NULL;
     if (list)
@@ -907,6 +916,10 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
     if (!items)
         return ret;
     json_t *deleted = json_array();
+    if (!deleted) {
+        json_decref(items);
+        return MHD_NO;
+    }
     size_t i;
     json_t *o;
     json_array_foreach (items, i, o) {
@@ -954,6 +967,6 @@ enum MHD_Result apiserver_resource(api_request *rq)
         return handle_delete(rq);
     if (strcmp(m, "DELETE") == 0 && !rq->name)
         return handle_delete_collection(rq);
-    return reply_status(rq->conn, 405, "MethodNotAllowed", rq->kind, rq->name,
+    return reply_status(rq->conn, KUBE_REASON_METHOD_NOT_ALLOWED, rq->kind, rq->name,
                         "the server does not allow this method on the requested resource");
 }

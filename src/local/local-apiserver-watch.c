@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "local/local-apiserver-internal.h"
@@ -29,8 +30,8 @@ typedef struct watch {
     bool bookmarks, done;
     bool initial_events_end; /* sendInitialEvents: mark the end of the initial ADDED events */
     json_t *initial;         /* synthetic ADDED objects still to send */
-    char *buf;
-    size_t len, off, cap;
+    buf out;                 /* events not yet handed to microhttpd */
+    size_t off;              /* bytes of out already handed over */
 } watch;
 
 static void watch_free(void *cls)
@@ -41,24 +42,13 @@ static void watch_free(void *cls)
     api_selector_free(w->labels);
     api_selector_free(w->fields);
     json_decref(w->initial);
-    free(w->buf);
+    buf_done(&w->out);
     free(w);
 }
 
 static int append(watch *w, const char *type, const char *object_json)
 {
-    size_t need = strlen(type) + strlen(object_json) + 32;
-    if (w->len + need > w->cap) {
-        size_t cap = MAX(w->cap * 2, w->len + need);
-        char *nb = realloc(w->buf, cap);
-        if (!nb)
-            return -ENOMEM;
-        w->buf = nb;
-        w->cap = cap;
-    }
-    w->len += (size_t)snprintf(w->buf + w->len, w->cap - w->len,
-                               "{\"type\":\"%s\",\"object\":%s}\n", type, object_json);
-    return 0;
+    return buf_appendf(&w->out, "{\"type\":\"%s\",\"object\":%s}\n", type, object_json);
 }
 
 static int append_json(watch *w, const char *type, json_t *obj)
@@ -105,7 +95,7 @@ static int append_expired(watch *w, uint64_t requested, uint64_t oldest)
     char msg[128];
     snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
              (unsigned long long)requested, (unsigned long long)oldest);
-    json_t *st = api_status_failure(410, "Expired", msg, NULL, NULL);
+    json_t *st = status_failure(KUBE_REASON_EXPIRED, msg, NULL, NULL);
     int r = st ? append_json(w, "ERROR", st) : -ENOMEM;
     json_decref(st);
     return r;
@@ -137,7 +127,7 @@ static bool client_gone(watch *w)
     return w->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* Fills w->buf with the next events, blocking until there are some. */
+/* Fills w->out with the next events, blocking until there are some. */
 static void fill(watch *w)
 {
     if (w->initial) {
@@ -150,10 +140,10 @@ static void fill(watch *w)
         w->initial = (json_decref(w->initial), NULL);
         if (w->initial_events_end && append_bookmark(w, true) < 0)
             w->done = true;
-        if (w->len > 0)
+        if (w->out.len > 0)
             return;
     }
-    while (!w->done && w->len == 0) {
+    while (!w->done && w->out.len == 0) {
         usec_t until = w->deadline;
         if (w->bookmarks)
             until = MIN(until, w->next_bookmark);
@@ -194,14 +184,15 @@ static void fill(watch *w)
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
     watch *w = cls;
-    if (w->off == w->len) {
-        w->off = w->len = 0;
+    if (w->off == w->out.len) {
+        w->off = 0;
+        buf_reset(&w->out);
         fill(w);
-        if (w->len == 0)
+        if (w->out.len == 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
     }
-    size_t n = MIN(max, w->len - w->off);
-    memcpy(out, w->buf + w->off, n);
+    size_t n = MIN(max, w->out.len - w->off);
+    memcpy(out, w->out.data + w->off, n);
     w->off += n;
     return (ssize_t)n;
 }
@@ -226,7 +217,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     if (api_label_selector_parse(query(rq->conn, "labelSelector"), &w->labels, &err) < 0 ||
         api_field_selector_parse(query(rq->conn, "fieldSelector"), &w->fields, &err) < 0) {
         watch_free(w);
-        return reply_status(rq->conn, 400, "BadRequest", NULL, NULL, "%s",
+        return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL, "%s",
                             err ? err : "out of memory");
     }
     usec_t timeout = WATCH_DEFAULT_TIMEOUT;
@@ -235,7 +226,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     if (ts && *ts) {
         if (parse_go_int(ts, &secs) < 0 || secs < 0 || secs > 24 * 3600) {
             watch_free(w);
-            return reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+            return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                                 "invalid timeoutSeconds \"%s\"", ts);
         }
         if (secs > 0)
@@ -249,7 +240,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
     int64_t rv = 0;
     if (rvs && *rvs && (parse_go_int(rvs, &rv) < 0 || rv < 0)) {
         watch_free(w);
-        return reply_status(rq->conn, 400, "BadRequest", NULL, NULL,
+        return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                             "invalid resourceVersion \"%s\"", rvs);
     }
     /* sendInitialEvents=true (the WatchList protocol): the current state first, whatever the
@@ -261,7 +252,7 @@ enum MHD_Result apiserver_watch(api_request *rq)
         json_t *all = NULL;
         if (local_store_list(w->store, w->kind, w->ns, &all, &w->after) < 0) {
             watch_free(w);
-            return reply_status(rq->conn, 500, "InternalError", NULL, NULL,
+            return reply_status(rq->conn, KUBE_REASON_INTERNAL_ERROR, NULL, NULL,
                                 "cannot read the store");
         }
         w->initial = json_array();

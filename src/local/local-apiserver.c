@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "local/local-apiserver-internal.h"
 #include "shared/log.h"
 
 typedef struct conn_ctx {
-    char *body;
-    size_t len, cap;
+    buf body;
     bool too_large;
 } conn_ctx;
 
@@ -75,8 +75,28 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j)
     return reply_json_warnings(c, code, j, NULL);
 }
 
-enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char *reason,
-                             const api_kind *k, const char *name, const char *fmt, ...)
+json_t *status_failure(kube_reason reason, const char *message, const api_kind *k, const char *name)
+{
+    const kube_reason_info *info = kube_reason_info_of(reason);
+    return api_status_failure(info->http, info->name, message, k, name);
+}
+
+enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
+{
+    json_t *code = json_object_get(st, "code");
+    unsigned http = json_is_integer(code) ? (unsigned)json_integer_value(code)
+                                          : kube_reason_info_of(KUBE_REASON_INTERNAL_ERROR)->http;
+    return reply_json(c, http, st);
+}
+
+enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,
+                                const char *name)
+{
+    return reply_failure(c, status_failure(api_error_reason(e), e->message, k, name));
+}
+
+enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const api_kind *k,
+                             const char *name, const char *fmt, ...)
 {
     _cleanup_free_ char *msg = NULL;
     va_list ap;
@@ -84,7 +104,7 @@ enum MHD_Result reply_status(struct MHD_Connection *c, unsigned code, const char
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    return reply_json(c, code, api_status_failure(code, reason, msg, k, name));
+    return reply_failure(c, status_failure(reason, msg, k, name));
 }
 
 const char *query(struct MHD_Connection *c, const char *key)
@@ -138,7 +158,7 @@ static bool split_path(char *p, char **seg, size_t *nseg)
 
 static enum MHD_Result not_found(struct MHD_Connection *c)
 {
-    return reply_status(c, 404, "NotFound", NULL, NULL,
+    return reply_status(c, KUBE_REASON_NOT_FOUND, NULL, NULL,
                         "the server could not find the requested resource");
 }
 
@@ -157,7 +177,7 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         return apiserver_discovery(srv, c, seg, n);
 
     api_request rq = {
-        .srv = srv, .conn = c, .method = method, .body = ctx->body, .body_len = ctx->len};
+        .srv = srv, .conn = c, .method = method, .body = ctx->body.data, .body_len = ctx->body.len};
     const char *plural;
     if (n == 4) {
         plural = seg[3];
@@ -180,7 +200,7 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
     if (!rq.kind || (rq.status && !rq.kind->has_status) || (rq.scale && !rq.kind->has_scale))
         return not_found(c);
     if (!rq.ns && strcmp(method, "GET") != 0)
-        return reply_status(c, 405, "MethodNotAllowed", rq.kind, NULL,
+        return reply_status(c, KUBE_REASON_METHOD_NOT_ALLOWED, rq.kind, NULL,
                             "the server does not allow this method on the requested resource");
     return apiserver_resource(&rq);
 }
@@ -201,27 +221,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (ctx->too_large || ctx->len + n > APISERVER_MAX_BODY) {
+        if (ctx->too_large || ctx->body.len + n > APISERVER_MAX_BODY) {
             ctx->too_large = true;
             return MHD_YES;
         }
-        if (ctx->len + n + 1 > ctx->cap) {
-            size_t cap = MAX(ctx->cap * 2, ctx->len + n + 1);
-            char *nb = realloc(ctx->body, cap);
-            if (!nb)
-                return MHD_NO;
-            ctx->body = nb;
-            ctx->cap = cap;
-        }
-        memcpy(ctx->body + ctx->len, upload_data, n);
-        ctx->len += n;
-        ctx->body[ctx->len] = '\0';
-        return MHD_YES;
+        return buf_append(&ctx->body, upload_data, n) < 0 ? MHD_NO : MHD_YES;
     }
     if (!authorized(srv, c))
-        return reply_status(c, 401, "Unauthorized", NULL, NULL, "Unauthorized");
+        return reply_status(c, KUBE_REASON_UNAUTHORIZED, NULL, NULL, "Unauthorized");
     if (ctx->too_large)
-        return reply_status(c, 413, "RequestEntityTooLarge", NULL, NULL,
+        return reply_status(c, KUBE_REASON_REQUEST_ENTITY_TOO_LARGE, NULL, NULL,
                             "Request entity too large: limit is %u", APISERVER_MAX_BODY);
     return route(srv, c, url, method, ctx);
 }
@@ -231,7 +240,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     conn_ctx *ctx = *con_cls;
     if (ctx) {
-        free(ctx->body);
+        buf_done(&ctx->body);
         free(ctx);
         *con_cls = NULL;
     }
@@ -239,12 +248,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    char buf[512];
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    size_t n = strlen(buf);
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    log_debug("microhttpd", "message", buf);
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    log_debug("microhttpd", "message", msg);
 }
 
 /* "host:port" or "[v6]:port" into a socket address. */

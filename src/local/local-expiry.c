@@ -6,11 +6,6 @@
 #include "local/local-expiry.h"
 #include "reconcile/reconcile.h"
 
-int local_parse_rfc3339(const char *s, int64_t *ret_usec)
-{
-    return parse_rfc3339(s, ret_usec);
-}
-
 expiry_action local_expiry_decide(const json_t *sb, int64_t now_usec, int64_t *ret_requeue)
 {
     reconcile_sandbox_in in = {.sandbox = sb, .now = now_usec};

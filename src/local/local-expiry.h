@@ -18,10 +18,6 @@ typedef enum expiry_action {
     EXPIRY_RETAIN,  /* second pass, Retain (default): stop the container, keep object and dirs */
 } expiry_action;
 
-/* RFC 3339 (`2026-01-02T03:04:05Z`, fractions and +hh:mm offsets allowed) to µs since the
- * epoch. 0 or -EINVAL. */
-int local_parse_rfc3339(const char *s, int64_t *ret_usec);
-
 /* What to do with sandbox sb at wall-clock time now_usec (µs since the epoch). For
  * EXPIRY_PENDING and EXPIRY_MARK *ret_requeue (µs) says when to look again; else 0. */
 expiry_action local_expiry_decide(const json_t *sb, int64_t now_usec, int64_t *ret_requeue);

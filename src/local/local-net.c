@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
+#include "basic/hash.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-dns.h"
@@ -52,15 +54,11 @@ struct local_net {
     const char *dns_off; /* why there is none, or NULL */
 };
 
-static uint64_t fnv64(const char *a, const char *b)
+uint64_t local_net_name_hash(const char *state_dir, const char *what)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *s = a; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    h = (h ^ '/') * 0x100000001b3ull;
-    for (const char *s = b; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
+    uint64_t h = fnv1a64_update(FNV1A64_INIT, state_dir, state_dir ? strlen(state_dir) : 0);
+    h = fnv1a64_update(h, "/", 1);
+    return fnv1a64_update(h, what, what ? strlen(what) : 0);
 }
 
 static void ip_str(uint32_t ip, char out[16])
@@ -71,11 +69,11 @@ static void ip_str(uint32_t ip, char out[16])
 /* "a.b.c.d/n" (or a bare address as /32): network and prefix. -EINVAL otherwise. */
 static int parse_cidr4(const char *s, uint32_t *ret_net, int *ret_prefix)
 {
-    char buf[64];
-    if (!s || strlen(s) >= sizeof(buf))
+    char text[64];
+    if (!s || strlen(s) >= sizeof(text))
         return -EINVAL;
-    snprintf(buf, sizeof(buf), "%s", s);
-    char *slash = strchr(buf, '/');
+    snprintf(text, sizeof(text), "%s", s);
+    char *slash = strchr(text, '/');
     long prefix = 32;
     if (slash) {
         char *end;
@@ -86,7 +84,7 @@ static int parse_cidr4(const char *s, uint32_t *ret_net, int *ret_prefix)
             return -EINVAL;
     }
     struct in_addr a;
-    if (inet_pton(AF_INET, buf, &a) != 1)
+    if (inet_pton(AF_INET, text, &a) != 1)
         return -EINVAL;
     uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
     *ret_net = ntohl(a.s_addr) & mask;
@@ -102,49 +100,26 @@ static bool cidr4_contains(uint32_t net, int prefix, uint32_t inner, int inner_p
 
 /* ---- policy -> nft rule text ---- */
 
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) _printf_(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...)
+/* buf_appendf() that keeps the first failure in *r and appends nothing after it: rule text is
+ * built from many pieces and checked once. */
+static void append_rule_text(buf *b, int *r, const char *fmt, ...) _printf_(3, 4);
+static void append_rule_text(buf *b, int *r, const char *fmt, ...)
 {
-    if (b->oom)
+    if (*r < 0)
         return;
     va_list ap;
     va_start(ap, fmt);
-    char *add = NULL;
-    int n = vasprintf(&add, fmt, ap);
+    *r = buf_appendv(b, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        b->oom = true;
-        return;
-    }
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = MAX(b->cap * 2, b->len + (size_t)n + 1);
-        char *v = realloc(b->s, cap);
-        if (!v) {
-            free(add);
-            b->oom = true;
-            return;
-        }
-        b->s = v;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, add, (size_t)n + 1);
-    b->len += (size_t)n;
-    free(add);
 }
 
 /* The address match of one peer ("" = any), or NULL when it matches nothing here. */
-static char *peer_match(const json_t *peer, const char *field, sbuf *note)
+static char *peer_match(const json_t *peer, const char *field, buf *note, int *note_r)
 {
     const json_t *ipb = json_object_get(peer, "ipBlock");
     if (!json_is_object(ipb)) {
-        sb_printf(note, "%s%s", note->len ? "; " : "",
-                  "podSelector/namespaceSelector peers match nothing locally");
+        append_rule_text(note, note_r, "%s%s", note->len ? "; " : "",
+                         "podSelector/namespaceSelector peers match nothing locally");
         return NULL;
     }
     const char *cidr = json_string_value(json_object_get(ipb, "cidr"));
@@ -153,13 +128,15 @@ static char *peer_match(const json_t *peer, const char *field, sbuf *note)
     if (cidr && strchr(cidr, ':'))
         return NULL; /* IPv6: sandboxes have IPv4 only */
     if (parse_cidr4(cidr, &net, &prefix) < 0) {
-        sb_printf(note, "%sipBlock.cidr \"%.64s\" is not an IPv4 CIDR: matches nothing",
-                  note->len ? "; " : "", cidr ? cidr : "");
+        append_rule_text(note, note_r,
+                         "%sipBlock.cidr \"%.64s\" is not an IPv4 CIDR: matches nothing",
+                         note->len ? "; " : "", cidr ? cidr : "");
         return NULL;
     }
     char a[16];
     ip_str(net, a);
-    sbuf ex = {0}, m = {0};
+    _cleanup_buf_ buf ex = BUF_INIT, m = BUF_INIT;
+    int r = 0;
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(ipb, "except"), i, e) {
@@ -169,28 +146,24 @@ static char *peer_match(const json_t *peer, const char *field, sbuf *note)
         if (es && strchr(es, ':'))
             continue;
         if (parse_cidr4(es, &en, &ep) < 0) {
-            sb_printf(note, "%sipBlock.except \"%.64s\" is not an IPv4 CIDR: the peer matches nothing",
-                      note->len ? "; " : "", es ? es : "");
-            free(ex.s);
+            append_rule_text(
+                note, note_r,
+                "%sipBlock.except \"%.64s\" is not an IPv4 CIDR: the peer matches nothing",
+                note->len ? "; " : "", es ? es : "");
             return NULL;
         }
         char b[16];
         ip_str(en, b);
-        sb_printf(&ex, "%s%s/%d", ex.len ? ", " : "", b, ep);
+        append_rule_text(&ex, &r, "%s%s/%d", ex.len ? ", " : "", b, ep);
     }
-    sb_printf(&m, "ip %s %s/%d", field, a, prefix);
+    append_rule_text(&m, &r, "ip %s %s/%d", field, a, prefix);
     if (ex.len)
-        sb_printf(&m, " ip %s != { %s }", field, ex.s);
-    free(ex.s);
-    if (m.oom) {
-        free(m.s);
-        return NULL;
-    }
-    return m.s;
+        append_rule_text(&m, &r, " ip %s != { %s }", field, ex.data);
+    return r < 0 ? NULL : buf_steal(&m, NULL);
 }
 
 /* The port match of one NetworkPolicyPort ("" = any), or NULL when it matches nothing. */
-static char *port_match(const json_t *port, sbuf *note)
+static char *port_match(const json_t *port, buf *note, int *note_r)
 {
     const char *proto = json_string_value(json_object_get(port, "protocol"));
     if (!proto)
@@ -200,7 +173,8 @@ static char *port_match(const json_t *port, sbuf *note)
                     : strcmp(proto, "SCTP") == 0 ? "sctp"
                                                  : NULL;
     if (!p) {
-        sb_printf(note, "%sprotocol \"%.16s\" matches nothing", note->len ? "; " : "", proto);
+        append_rule_text(note, note_r, "%sprotocol \"%.16s\" matches nothing",
+                         note->len ? "; " : "", proto);
         return NULL;
     }
     const json_t *pv = json_object_get(port, "port"), *ev = json_object_get(port, "endPort");
@@ -211,7 +185,8 @@ static char *port_match(const json_t *port, sbuf *note)
         return out;
     }
     if (!json_is_integer(pv) || json_integer_value(pv) < 1 || json_integer_value(pv) > 65535) {
-        sb_printf(note, "%snamed or invalid port matches nothing locally", note->len ? "; " : "");
+        append_rule_text(note, note_r, "%snamed or invalid port matches nothing locally",
+                         note->len ? "; " : "");
         return NULL;
     }
     json_int_t lo = json_integer_value(pv), hi = lo;
@@ -225,37 +200,41 @@ static char *port_match(const json_t *port, sbuf *note)
 int local_net_policy_rules(const json_t *rules, bool egress, const char *verdict, char **ret,
                            char **ret_note)
 {
-    sbuf out = {0}, note = {0};
+    _cleanup_buf_ buf out = BUF_INIT, note = BUF_INIT;
+    int r = 0, note_r = 0;
     const char *peers_key = egress ? "to" : "from", *field = egress ? "daddr" : "saddr";
     size_t i;
     json_t *rule;
-    sb_printf(&out, "%s", "");
+    append_rule_text(&out, &r, "%s", "");
     json_array_foreach(rules, i, rule) {
         const json_t *peers = json_object_get(rule, peers_key),
                      *ports = json_object_get(rule, "ports");
         size_t np = json_array_size(peers), nq = json_array_size(ports);
         for (size_t a = 0; a < MAX(np, (size_t)1); a++) {
-            _cleanup_free_ char *pm = np ? peer_match(json_array_get(peers, a), field, &note)
-                                         : strdup("");
+            _cleanup_free_ char *pm =
+                np ? peer_match(json_array_get(peers, a), field, &note, &note_r) : strdup("");
             if (!pm)
                 continue;
             for (size_t b = 0; b < MAX(nq, (size_t)1); b++) {
-                _cleanup_free_ char *qm = nq ? port_match(json_array_get(ports, b), &note)
-                                             : strdup("");
+                _cleanup_free_ char *qm =
+                    nq ? port_match(json_array_get(ports, b), &note, &note_r) : strdup("");
                 if (!qm)
                     continue;
-                sb_printf(&out, "%s%s%s%s%s\n", pm, *pm && *qm ? " " : "", qm,
-                          *pm || *qm ? " " : "", verdict);
+                append_rule_text(&out, &r, "%s%s%s%s%s\n", pm, *pm && *qm ? " " : "", qm,
+                                 *pm || *qm ? " " : "", verdict);
             }
         }
     }
-    if (out.oom || note.oom) {
-        free(out.s);
-        free(note.s);
+    if (r < 0 || note_r < 0)
         return -ENOMEM;
-    }
-    *ret = out.s;
-    *ret_note = note.s;
+    /* No note stays NULL; the rule text is "" when no rule matches anything. */
+    bool has_note = note.len > 0;
+    _cleanup_free_ char *text = buf_steal(&out, NULL);
+    _cleanup_free_ char *why = has_note ? buf_steal(&note, NULL) : NULL;
+    if (!text || (has_note && !why))
+        return -ENOMEM;
+    *ret = TAKE_PTR(text);
+    *ret_note = TAKE_PTR(why);
     return 0;
 }
 
@@ -339,34 +318,37 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
     int k = local_net_policy_rules(eg, true, "goto c_dst", &e, &en);
     if (k < 0 || (k = local_net_policy_rules(in, false, "accept", &i, &inote)) < 0)
         return k;
-    sbuf out = {0};
+    _cleanup_buf_ buf out = BUF_INIT;
+    int r = 0;
     for (char *line = e, *nl; line && *line; line = nl + 1) {
         nl = strchr(line, '\n');
         *nl = '\0';
-        sb_printf(&out, "add rule inet %s o_%s %s\n", n->table, s->id, line);
+        append_rule_text(&out, &r, "add rule inet %s o_%s %s\n", n->table, s->id, line);
     }
-    sb_printf(&out, "add rule inet %s o_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
+    append_rule_text(&out, &r, "add rule inet %s o_%s counter name \"eg_%s\" drop\n", n->table,
+                     s->id, s->id);
     for (char *line = i, *nl; line && *line; line = nl + 1) {
         nl = strchr(line, '\n');
         *nl = '\0';
-        sb_printf(&out, "add rule inet %s i_%s %s\n", n->table, s->id, line);
+        append_rule_text(&out, &r, "add rule inet %s i_%s %s\n", n->table, s->id, line);
     }
-    sb_printf(&out, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table, s->id, s->id);
+    append_rule_text(&out, &r, "add rule inet %s i_%s counter name \"ig_%s\" drop\n", n->table,
+                     s->id, s->id);
     /* Traffic to the host itself: only the DNS forwarder, and only when egress allows DNS. */
     if (dns_allowed(eg)) {
-        sb_printf(&out,
-                  "add rule inet %1$s h_%2$s ip daddr %3$s udp dport 53 limit rate over "
-                  "%4$u/second burst %5$u packets drop\n",
-                  n->table, s->id, n->gw_s, n->dns_kernel_rate, n->dns_kernel_burst);
-        sb_printf(&out, "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n",
-                  n->table, s->id, n->gw_s);
+        append_rule_text(&out, &r,
+                         "add rule inet %1$s h_%2$s ip daddr %3$s udp dport 53 limit rate over "
+                         "%4$u/second burst %5$u packets drop\n",
+                         n->table, s->id, n->gw_s, n->dns_kernel_rate, n->dns_kernel_burst);
+        append_rule_text(&out, &r,
+                         "add rule inet %1$s h_%2$s ip daddr %3$s meta l4proto { tcp, udp } th "
+                         "dport 53 accept\n",
+                         n->table, s->id, n->gw_s);
     }
-    sb_printf(&out, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table, s->id, s->id);
-    if (out.oom) {
-        free(out.s);
+    append_rule_text(&out, &r, "add rule inet %s h_%s counter name \"eg_%s\" drop\n", n->table,
+                     s->id, s->id);
+    if (r < 0 || !(*ret = buf_steal(&out, NULL)))
         return -ENOMEM;
-    }
-    *ret = out.s;
     *ret_note = NULL;
     if (en || inote) {
         if (asprintf(ret_note, "%s%s%s", en ? en : "", en && inote ? "; " : "",
@@ -452,20 +434,20 @@ static int run_ip_start(const char *batch, const char *ns_path, bool force, ip_c
 
 static int run_ip_wait(ip_child *c, char **ret_error)
 {
-    char buf[1024];
+    char text[1024];
     size_t got = 0;
     ssize_t k;
-    while (got < sizeof(buf) - 1 && (k = read(c->err_fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+    while (got < sizeof(text) - 1 && (k = read(c->err_fd, text + got, sizeof(text) - 1 - got)) > 0)
         got += (size_t)k;
-    buf[got] = '\0';
+    text[got] = '\0';
     close(c->err_fd);
     int st = 0;
     while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
-    buf[strcspn(buf, "\n")] = '\0';
-    if (ret_error && asprintf(ret_error, "ip: %s", *buf ? buf : "failed") < 0)
+    text[strcspn(text, "\n")] = '\0';
+    if (ret_error && asprintf(ret_error, "ip: %s", *text ? text : "failed") < 0)
         *ret_error = NULL;
     return -EIO;
 }
@@ -541,7 +523,7 @@ static const char *base_table_fmt =
  * from the state dir (locally administered, unicast). *ret_set: whether it must be set. */
 static void bridge_mac(local_net *n, bool exists, char ret[18], bool *ret_set)
 {
-    uint64_t h = fnv64(n->state_dir, "bridge-mac");
+    uint64_t h = local_net_name_hash(n->state_dir, "bridge-mac");
     unsigned char m[6];
     for (size_t i = 0; i < 6; i++)
         m[i] = (unsigned char)(h >> (40 - 8 * i));
@@ -761,7 +743,7 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     local_net *n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
-    uint64_t h = fnv64(o->state_dir, "");
+    uint64_t h = local_net_name_hash(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
     if (!(n->state_dir = strdup(o->state_dir)) ||
@@ -876,7 +858,7 @@ static net_sandbox *add_sb(local_net *n, const char *uid)
     if (!s->uid)
         return NULL;
     snprintf(s->id, sizeof(s->id), "%012llx",
-             (unsigned long long)(fnv64(n->state_dir, uid) & 0xffffffffffffull));
+             (unsigned long long)(local_net_name_hash(n->state_dir, uid) & 0xffffffffffffull));
     n->n_sb++;
     return s;
 }
@@ -916,13 +898,13 @@ static uint32_t stored_ip(local_net *n, const char *uid)
 {
     _cleanup_free_ char *p = sb_path(n, uid, "ip");
     _cleanup_fclose_ FILE *f = p ? fopen(p, "re") : NULL;
-    char buf[32];
+    char text[32];
     uint32_t ip;
     int prefix;
-    if (!f || !fgets(buf, sizeof(buf), f))
+    if (!f || !fgets(text, sizeof(text), f))
         return 0;
-    buf[strcspn(buf, "\n")] = '\0';
-    if (parse_cidr4(buf, &ip, &prefix) < 0 || prefix != 32 || (ip & n->mask) != n->pool)
+    text[strcspn(text, "\n")] = '\0';
+    if (parse_cidr4(text, &ip, &prefix) < 0 || prefix != 32 || (ip & n->mask) != n->pool)
         return 0;
     return ip;
 }
@@ -1145,7 +1127,7 @@ void local_net_detach(local_net *n, const char *uid)
         drop_sb(n, uid);
     } else
         snprintf(id, sizeof(id), "%012llx",
-                 (unsigned long long)(fnv64(n->state_dir, uid) & 0xffffffffffffull));
+                 (unsigned long long)(local_net_name_hash(n->state_dir, uid) & 0xffffffffffffull));
     remove_namespace(n, uid, id);
 }
 
@@ -1194,10 +1176,12 @@ static void counters(local_net *n, const char *id, long long *ret_eg, long long 
 }
 
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
-                        const char **ret_status, const char **ret_reason, char **ret_message)
+                        const char **ret_status, const char **ret_reason, char **ret_message,
+                        long long *ret_blocked)
 {
     *ret_ip = NULL;
     *ret_message = NULL;
+    *ret_blocked = -1;
     net_sandbox *s = find_sb(n, uid);
     if (kind == NETPOL_UNMANAGED) {
         *ret_status = "False";
@@ -1230,9 +1214,10 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
     };
     *ret_status = "True";
     *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
+    *ret_blocked = MAX(eg, 0) + MAX(ig, 0);
     if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
-                 MAX(eg, 0) + MAX(ig, 0), MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "",
-                 s->note ? s->note : "", n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
+                 *ret_blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "", s->note ? s->note : "",
+                 n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
         *ret_message = NULL;
 }
 
@@ -1240,7 +1225,7 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
 
 int local_net_purge(const local_net_options *o)
 {
-    uint64_t h = fnv64(o->state_dir, "");
+    uint64_t h = local_net_name_hash(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
     _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL, *batch = NULL,

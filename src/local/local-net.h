@@ -67,9 +67,17 @@ int local_net_purge(const local_net_options *o);
 bool local_net_has_namespace(local_net *n, const char *uid);
 
 /* The NetworkPolicyEnforced condition and the address of a sandbox. Strings owned by the
- * caller; *ret_ip NULL when the sandbox has none. */
+ * caller; *ret_ip NULL when the sandbox has none. *ret_blocked is the number of connections the
+ * policy dropped (egress + ingress), -1 when nothing enforces one: the structured twin of the
+ * count the message words, so nobody has to parse the message. */
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
-                        const char **ret_status, const char **ret_reason, char **ret_message);
+                        const char **ret_status, const char **ret_reason, char **ret_message,
+                        long long *ret_blocked);
+
+/* The 64-bit FNV-1a of "<state_dir>/<what>", the seed of the bridge name, nft table, bridge MAC
+ * and veth names of a state directory. Never change it: existing hosts hold names made from it.
+ * Exposed for the unit test. */
+uint64_t local_net_name_hash(const char *state_dir, const char *what);
 
 /* nft rule text of one direction of a NetworkPolicy (`rules`: the ingress or egress list; NULL
  * or empty denies): one line per allowed (peer, port) ending in `verdict`. Peers other than

@@ -554,7 +554,7 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
     k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
                          main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
-    if (k < 0 && err && strstr(err, "already exists")) {
+    if (k == -EEXIST) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);

@@ -40,6 +40,7 @@ typedef struct status_update {
     bool has_pod;       /* a container exists: network condition, pod-name annotation */
     const char *pod_ip; /* status.podIPs[0], NULL: none */
     const char *netpol_status, *netpol_reason, *netpol_message; /* NetworkPolicyEnforced */
+    long long blocked; /* status.blockedConnections with the netpol condition, < 0: none */
     json_t *resources; /* status.resources (effective limits, owned), NULL: kept as stored
                         * while a container exists */
 } status_update;
@@ -91,6 +92,12 @@ static int local_status(const status_update *u, const json_t *old, json_t *statu
     }
     if (json_object_set_new(status, "conditions", kept) < 0)
         return -ENOMEM;
+    if (u->has_pod && u->netpol_status && u->blocked >= 0) {
+        if (json_object_set_new(status, "blockedConnections", json_integer(u->blocked)) < 0)
+            return -ENOMEM;
+    } else {
+        json_object_del(status, "blockedConnections");
+    }
     const json_t *stored = json_object_get(json_object_get(old, "status"), "resources");
     if (u->resources && json_object_set(status, "resources", u->resources) < 0)
         return -ENOMEM;
@@ -177,7 +184,7 @@ static void write_status(local_reconciler *r, const json_t *sb, status_update *u
         const char *st, *reason;
         pthread_mutex_lock(&r->net_lock);
         local_net_refresh(r->net, u->uid, nk, tpl);
-        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg);
+        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg, &u->blocked);
         pthread_mutex_unlock(&r->net_lock);
         u->netpol_status = st;
         u->netpol_reason = reason;

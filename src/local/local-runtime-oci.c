@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "local/local-runtime-oci.h"
 
@@ -39,31 +40,14 @@ static int wait_child(pid_t pid)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-/* Reads fd to EOF into an owned string. */
+/* Reads fd to EOF (or to its first error: a non-blocking fd stops when empty) into an owned
+ * string ("" when nothing; NULL on ENOMEM). */
 static char *read_all(int fd)
 {
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!buf)
+    _cleanup_buf_ buf out = BUF_INIT;
+    if (buf_append_fd(&out, fd) == -ENOMEM)
         return NULL;
-    for (;;) {
-        if (cap - len < 1024) {
-            char *n = realloc(buf, cap *= 2);
-            if (!n) {
-                free(buf);
-                return NULL;
-            }
-            buf = n;
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    return buf;
+    return buf_steal(&out, NULL);
 }
 
 /* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3/fd4 (if >= 0) as 3 and 4.
@@ -173,6 +157,24 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
     return local_spawn_capture(argv, ret_out);
 }
 
+/* Whether the runtime knows a container `id` (`runc list`, so no error text is ever parsed):
+ * 1, 0, or a negative errno when the list itself failed. */
+static int container_exists(const oci_runtime *rt, const char *id)
+{
+    _cleanup_(json_decrefp) json_t *list = NULL;
+    int r = oci_list(rt, &list);
+    if (r < 0)
+        return r;
+    size_t i;
+    json_t *c;
+    json_array_foreach (list, i, c) {
+        const char *cid = json_string_value(json_object_get(c, "id"));
+        if (cid && strcmp(cid, id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
                      int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
                      char **ret_error)
@@ -223,7 +225,8 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     if (fl >= 0 && fcntl(out_read_fd, F_SETFL, fl | O_NONBLOCK) == 0)
         out = read_all(out_read_fd);
     *ret_error = runc_message(out, r);
-    return -EIO;
+    /* runc removes what a failed run created: a container still listed was there before. */
+    return container_exists(rt, id) > 0 ? -EEXIST : -EIO;
 }
 
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid)
@@ -234,7 +237,7 @@ int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *r
     if (r < 0)
         return r;
     if (r != 0)
-        return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+        return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
     json_t *j = json_loads(out, 0, NULL);
     const char *status = json_string_value(json_object_get(j, "status"));
     if (!status) {
@@ -273,7 +276,7 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
     int r = runc(rt, args, ELEMENTSOF(args), &out);
     if (r < 0)
         return r;
-    if (r == 0 || (out && strstr(out, "does not exist")))
+    if (r == 0 || container_exists(rt, id) == 0)
         return 0;
     *ret_error = runc_message(out, r);
     return -EIO;
@@ -290,7 +293,7 @@ static int simple(const oci_runtime *rt, const char *verb, const char *id, char 
     if (r == 0)
         return 0;
     *ret_error = runc_message(out, r);
-    return out && strstr(out, "does not exist") ? -ENOENT : -EIO;
+    return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
 }
 
 int oci_pause(const oci_runtime *rt, const char *id, char **ret_error)

@@ -19,11 +19,13 @@ void oci_runtime_done(oci_runtime *rt);
  * write end fd 5 and its read end fd 6 (held by sandboxd so that the pipe keeps a reader, and
  * its writers block instead of failing, while no asb serve reads); its stdout/stderr are out_fd
  * (the write end of a pipe: never a host file the sandbox could write). On failure runc's
- * message is read from out_read_fd. */
+ * message is read from out_read_fd into *ret_error; -EEXIST when a container `id` already
+ * existed (decided by `runc list`, not by the message), -EIO for other runc failures. */
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
                      int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
                      char **ret_error);
-/* `runc state`: *ret_status owned ("running", "stopped", ...), *ret_pid. -ENOENT if unknown. */
+/* `runc state`: *ret_status owned ("running", "stopped", ...), *ret_pid. -ENOENT if unknown
+ * (not in `runc list`). */
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid);
 /* `runc list --format json`: *ret owned array of {id, status, pid, ...} (possibly empty). */
 int oci_list(const oci_runtime *rt, json_t **ret);

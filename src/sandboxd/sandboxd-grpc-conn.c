@@ -18,13 +18,13 @@ typedef struct conn_write {
     size_t len;
 } conn_write;
 
-static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *uvb)
 {
     static char rbuf[64 * 1024];
-    *buf = uv_buf_init(rbuf, sizeof(rbuf));
+    *uvb = uv_buf_init(rbuf, sizeof(rbuf));
 }
 
-static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *uvb)
 {
     grpc_conn *conn = stream->data;
     if (nread == 0)
@@ -33,7 +33,7 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
         grpc_conn_close(conn);
         return;
     }
-    ssize_t r = nghttp2_session_mem_recv(conn->session, (const uint8_t *)buf->base, (size_t)nread);
+    ssize_t r = nghttp2_session_mem_recv(conn->session, (const uint8_t *)uvb->base, (size_t)nread);
     if (r < 0) {
         grpc_conn_close(conn);
         return;
@@ -64,7 +64,7 @@ int grpc_conn_start(grpc_conn *conn)
 static void conn_closed_cb(uv_handle_t *h)
 {
     grpc_conn *conn = h->data;
-    free(conn->wbuf);
+    buf_done(&conn->wbuf);
     free(conn);
 }
 
@@ -123,18 +123,18 @@ static void conn_write_cb(uv_write_t *req, int status)
 
 static int conn_write_out(grpc_conn *conn)
 {
-    if (conn->wlen == 0)
+    if (conn->wbuf.len == 0)
         return 0;
     size_t off = 0;
     if (conn->writes_pending == 0) {
-        uv_buf_t b = uv_buf_init((char *)conn->wbuf, (unsigned)conn->wlen);
+        uv_buf_t b = uv_buf_init(conn->wbuf.data, (unsigned)conn->wbuf.len);
         int n = uv_try_write(&conn->h.stream, &b, 1);
         if (n < 0 && n != UV_EAGAIN)
             return n;
         if (n > 0)
             off = (size_t)n;
-        if (off == conn->wlen) {
-            conn->wlen = 0;
+        if (off == conn->wbuf.len) {
+            buf_reset(&conn->wbuf);
             return 0;
         }
     }
@@ -142,9 +142,8 @@ static int conn_write_out(grpc_conn *conn)
     if (!w)
         return -ENOMEM;
     w->conn = conn;
-    w->buf = TAKE_PTR(conn->wbuf);
-    w->len = conn->wlen - off;
-    conn->wlen = conn->wcap = 0;
+    w->len = conn->wbuf.len - off;
+    w->buf = (uint8_t *)buf_steal(&conn->wbuf, NULL); /* never NULL: the buffer holds data */
     uv_buf_t b = uv_buf_init((char *)w->buf + off, (unsigned)w->len);
     int r = uv_write(&w->req, &conn->h.stream, &b, 1, conn_write_cb);
     if (r < 0) {
@@ -153,21 +152,6 @@ static int conn_write_out(grpc_conn *conn)
         return r;
     }
     conn->writes_pending += w->len;
-    return 0;
-}
-
-static int conn_append(grpc_conn *conn, const uint8_t *p, size_t n)
-{
-    if (conn->wlen + n > conn->wcap) {
-        size_t cap = MAX(conn->wcap * 2, MAX(conn->wlen + n, (size_t)16384));
-        uint8_t *b = realloc(conn->wbuf, cap);
-        if (!b)
-            return -ENOMEM;
-        conn->wbuf = b;
-        conn->wcap = cap;
-    }
-    memcpy(conn->wbuf + conn->wlen, p, n);
-    conn->wlen += n;
     return 0;
 }
 
@@ -187,10 +171,10 @@ static void conn_flush(grpc_conn *conn)
         }
         if (n == 0)
             break;
-        r = conn_append(conn, p, (size_t)n);
+        r = buf_append(&conn->wbuf, p, (size_t)n);
         if (r < 0)
             break;
-        if (conn->wlen >= CONN_WRITE_CHUNK) {
+        if (conn->wbuf.len >= CONN_WRITE_CHUNK) {
             r = conn_write_out(conn);
             if (r < 0)
                 break;

@@ -74,7 +74,7 @@ static void start_on_message(grpc_call *c, const uint8_t *msg, size_t len)
         grpc_call_finish(c, STATUS_INTERNAL, "failed to send init event");
         return;
     }
-    proc_start(p);
+    proc_update(p);
 }
 
 static void execute_on_message(grpc_call *c, const uint8_t *msg, size_t len)
@@ -88,7 +88,7 @@ static void execute_on_message(grpc_call *c, const uint8_t *msg, size_t len)
     proc *p = run_command(c, req->config, NULL, true, &id);
     process__v1__execute_request__free_unpacked(req, NULL);
     if (p)
-        proc_start(p);
+        proc_update(p);
 }
 
 static void run_on_cancel(grpc_call *c)
@@ -138,11 +138,6 @@ static void write_stdin_on_message(grpc_call *c, const uint8_t *msg, size_t len)
         }
     }
     process__v1__write_stdin_request__free_unpacked(req, NULL);
-}
-
-static void write_stdin_on_cancel(grpc_call *c)
-{
-    proc_stdin_cancel(c);
 }
 
 static void send_signal_on_message(grpc_call *c, const uint8_t *msg, size_t len)
@@ -209,7 +204,7 @@ const grpc_method grpc_process_methods[] = {
      run_on_drain},
     {"/process.v1.ProcessService/Execute", false, execute_on_message, NULL, run_on_cancel, NULL},
     {"/process.v1.ProcessService/WriteStdin", false, write_stdin_on_message, NULL,
-     write_stdin_on_cancel, NULL},
+     proc_stdin_cancel, NULL},
     {"/process.v1.ProcessService/SendSignal", false, send_signal_on_message, NULL, NULL, NULL},
     {"/process.v1.ProcessService/ResizeTTY", false, resize_tty_on_message, NULL, NULL, NULL},
 };

@@ -286,7 +286,7 @@ unsigned grpc_server_active_calls(grpc_server *s)
         return 0;
     unsigned n = s->ncalls;
     for (grpc_conn *c = s->conns; c; c = c->next)
-        if (c->writes_pending > 0 || c->wlen > 0)
+        if (c->writes_pending > 0 || c->wbuf.len > 0)
             n++;
     return n;
 }

@@ -4,6 +4,7 @@
 #include <nghttp2/nghttp2.h>
 #include <uv.h>
 
+#include "basic/buf.h"
 #include "sandboxd/sandboxd-grpc-call.h"
 #include "sandboxd/sandboxd-grpc.h"
 #include "sandboxd/sandboxd-process.h"
@@ -40,8 +41,7 @@ struct grpc_conn {
         uv_handle_t handle;
     } h;
     nghttp2_session *session;
-    uint8_t *wbuf; /* bytes produced by nghttp2, not yet handed to the socket */
-    size_t wlen, wcap;
+    buf wbuf; /* bytes produced by nghttp2, not yet handed to the socket */
     size_t writes_pending; /* bytes in uv_write requests in flight */
     bool dirty;
     bool closing;

@@ -172,18 +172,18 @@ static void call_kick(grpc_call *c)
     grpc_conn_mark_dirty(c->conn);
 }
 
-int grpc_call_send_framed(grpc_call *c, uint8_t *buf, size_t off, size_t len)
+int grpc_call_send_framed(grpc_call *c, uint8_t *frame, size_t off, size_t len)
 {
     if (c->finished || !c->conn || c->conn->closing) {
-        free(buf);
+        free(frame);
         return -ECANCELED;
     }
     grpc_outbuf *o = malloc(sizeof(*o));
     if (!o) {
-        free(buf);
+        free(frame);
         return -ENOMEM;
     }
-    *o = (grpc_outbuf){.buf = buf, .off = off, .len = off + len};
+    *o = (grpc_outbuf){.buf = frame, .off = off, .len = off + len};
     if (c->out_tail)
         c->out_tail->next = o;
     else
@@ -201,12 +201,12 @@ int grpc_call_send_framed(grpc_call *c, uint8_t *buf, size_t off, size_t len)
 int grpc_call_send(grpc_call *c, const ProtobufCMessage *msg)
 {
     size_t len = protobuf_c_message_get_packed_size(msg);
-    uint8_t *buf = malloc(GRPC_FRAME_HEADER + len);
-    if (!buf)
+    uint8_t *frame = malloc(GRPC_FRAME_HEADER + len);
+    if (!frame)
         return -ENOMEM;
-    grpc_frame_header(buf, len);
-    protobuf_c_message_pack(msg, buf + GRPC_FRAME_HEADER);
-    return grpc_call_send_framed(c, buf, 0, GRPC_FRAME_HEADER + len);
+    grpc_frame_header(frame, len);
+    protobuf_c_message_pack(msg, frame + GRPC_FRAME_HEADER);
+    return grpc_call_send_framed(c, frame, 0, GRPC_FRAME_HEADER + len);
 }
 
 void grpc_call_finish(grpc_call *c, status_code code, const char *msg)
@@ -239,7 +239,7 @@ void grpc_call_cancel(grpc_call *c, status_code code, const char *msg)
     grpc_call_finish(c, code, msg);
 }
 
-static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t *out,
                             size_t length, uint32_t *data_flags, nghttp2_data_source *source,
                             void *user_data)
 {
@@ -248,7 +248,7 @@ static ssize_t data_read_cb(nghttp2_session *session, int32_t stream_id, uint8_t
     while (n < length && c->out_head) {
         grpc_outbuf *o = c->out_head;
         size_t k = MIN(length - n, o->len - o->off);
-        memcpy(buf + n, o->buf + o->off, k);
+        memcpy(out + n, o->buf + o->off, k);
         o->off += k;
         n += k;
         if (o->off == o->len) {
@@ -364,12 +364,12 @@ static void call_data(grpc_call *c, const uint8_t *data, size_t len)
     int r = grpc_frame_decode(&c->dec, data, len, on_request_message, c);
     if (r == 0 || c->finished)
         return;
-    char buf[128];
+    char text[128];
     switch (r) {
     case -EMSGSIZE:
-        snprintf(buf, sizeof(buf), "grpc: received message larger than max (%zu vs. %u)",
+        snprintf(text, sizeof(text), "grpc: received message larger than max (%zu vs. %u)",
                  c->dec.msg_len, GRPC_MAX_RECV_MESSAGE);
-        grpc_call_cancel(c, STATUS_RESOURCE_EXHAUSTED, buf);
+        grpc_call_cancel(c, STATUS_RESOURCE_EXHAUSTED, text);
         break;
     case -EPROTONOSUPPORT:
         grpc_call_cancel(c, STATUS_UNIMPLEMENTED, "grpc: compressed messages are not supported");

@@ -117,7 +117,7 @@ static void io_update(proc *p, proc_io *io)
         uv_poll_stop(&io->poll);
 }
 
-static void proc_update(proc *p)
+void proc_update(proc *p)
 {
     for (int i = 0; i < IO_N; i++)
         io_update(p, &p->io[i]);
@@ -247,15 +247,15 @@ static size_t varint_len(size_t v)
 }
 
 /* Frames buf[CHUNK_HEADROOM..+n) as a StartResponse{stdout|stderr} and queues it. */
-static void send_chunk(proc *p, int kind, uint8_t *buf, size_t n)
+static void send_chunk(proc *p, int kind, uint8_t *chunk, size_t n)
 {
     if (!p->call) {
-        free(buf);
+        free(chunk);
         return;
     }
     size_t vl = varint_len(n), msg_len = 1 + vl + n;
     size_t off = CHUNK_HEADROOM - (GRPC_FRAME_HEADER + 1 + vl);
-    uint8_t *h = buf + off;
+    uint8_t *h = chunk + off;
     grpc_frame_header(h, msg_len);
     h[5] = kind == IO_OUT ? 0x12 : 0x1a; /* field 2 or 3, wire type 2 */
     size_t v = n;
@@ -263,7 +263,7 @@ static void send_chunk(proc *p, int kind, uint8_t *buf, size_t n)
         h[6 + i] = (uint8_t)((v & 0x7f) | (i + 1 < vl ? 0x80 : 0));
         v >>= 7;
     }
-    grpc_call_send_framed(p->call, buf, off, GRPC_FRAME_HEADER + msg_len);
+    grpc_call_send_framed(p->call, chunk, off, GRPC_FRAME_HEADER + msg_len);
     if (grpc_call_pending(p->call) > GRPC_CALL_HIGH_WATER) {
         p->paused = true;
         proc_update(p);
@@ -327,7 +327,7 @@ static void read_pump(proc *p, proc_io *io)
 {
     static uint8_t xbuf[EXECUTE_READ];
     for (int i = 0; i < READS_PER_WAKEUP && io->fd >= 0 && !p->paused; i++) {
-        uint8_t *buf = NULL;
+        uint8_t *block = NULL;
         ssize_t n;
         if (p->execute) {
             if (capture_room(p) > 0)
@@ -337,22 +337,22 @@ static void read_pump(proc *p, proc_io *io)
                 continue;
             }
         } else {
-            buf = malloc(CHUNK_HEADROOM + p->chunk);
-            if (!buf)
+            block = malloc(CHUNK_HEADROOM + p->chunk);
+            if (!block)
                 return;
-            n = read(io->fd, buf + CHUNK_HEADROOM, p->chunk);
+            n = read(io->fd, block + CHUNK_HEADROOM, p->chunk);
         }
         if (n > 0) {
             if (p->execute) {
                 if (capture(p, io->kind, xbuf, (size_t)n) < 0)
                     io_eof(p, io);
             } else {
-                send_chunk(p, io->kind, buf, (size_t)n);
+                send_chunk(p, io->kind, block, (size_t)n);
             }
             continue;
         }
         int e = n < 0 ? errno : 0;
-        free(buf);
+        free(block);
         if (e == EINTR)
             continue;
         if (e == EAGAIN) {
@@ -564,11 +564,6 @@ proc *proc_new(grpc_server *s, grpc_call *call, spawned *sp, bool pty, bool exec
     p->in_fd = pty ? p->io[IO_OUT].fd : p->io[IO_IN].fd;
     call->data = p;
     return p;
-}
-
-void proc_start(proc *p)
-{
-    proc_update(p);
 }
 
 void proc_cancel(proc *p)

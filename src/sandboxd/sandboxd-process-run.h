@@ -11,8 +11,9 @@ typedef struct proc proc;
 /* Wraps a freshly spawned child (takes the fds in *sp) and tracks it. `id` > 0 registers it for
  * WriteStdin/SendSignal/ResizeTTY. Returns NULL on ENOMEM (the child is then killed). */
 proc *proc_new(grpc_server *s, grpc_call *call, spawned *sp, bool pty, bool execute, int32_t id);
-/* Starts the output pumps (after init was sent for Start). */
-void proc_start(proc *p);
+/* Arms or stops each output pump of the process for its current state (first after init was
+ * sent for Start). */
+void proc_update(proc *p);
 /* The call went away: forget it and SIGKILL the process group. */
 void proc_cancel(proc *p);
 /* The call's output queue drained: resume reading. */

@@ -36,7 +36,7 @@ static void byteranges_free(void *cls)
     free(b);
 }
 
-static ssize_t byteranges_read(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t byteranges_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     byteranges *b = cls;
     if (b->cur >= b->n || pos < b->seg[b->cur].start)
@@ -49,12 +49,12 @@ static ssize_t byteranges_read(void *cls, uint64_t pos, char *buf, size_t max)
     uint64_t in = pos - s->start;
     size_t n = (size_t)MIN((uint64_t)max, s->len - in);
     if (s->lit) {
-        memcpy(buf, s->lit + in, n);
+        memcpy(out, s->lit + in, n);
         return (ssize_t)n;
     }
     ssize_t r;
     do
-        r = pread(b->fd, buf, n, s->file_off + (int64_t)in);
+        r = pread(b->fd, out, n, s->file_off + (int64_t)in);
     while (r < 0 && errno == EINTR);
     if (r <= 0) /* read error, or the file shrank under us */
         return MHD_CONTENT_READER_END_WITH_ERROR;

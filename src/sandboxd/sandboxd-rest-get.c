@@ -46,16 +46,16 @@ static int stat_link_target(sandboxd *sd, const char *dir_path, const char *name
 
 static void entry_json(json_buf *b, const dir_entry *e)
 {
-    char buf[64];
+    char tmp[64];
     json_buf_lit(b, "{\"name\":");
     json_buf_string(b, e->name, strlen(e->name));
-    snprintf(buf, sizeof(buf), ",\"size\":%" PRId64 ",\"type\":\"%s\",\"modified_at\":\"",
+    snprintf(tmp, sizeof(tmp), ",\"size\":%" PRId64 ",\"type\":\"%s\",\"modified_at\":\"",
              (int64_t)e->st.st_size, S_ISDIR(e->st.st_mode) ? "directory" : "file");
-    json_buf_lit(b, buf);
-    rest_rfc3339_format(e->st.st_mtim.tv_sec, buf, sizeof(buf));
-    json_buf_lit(b, buf);
-    snprintf(buf, sizeof(buf), "\",\"mode\":\"%04o\"}", (unsigned)(e->st.st_mode & 0777));
-    json_buf_lit(b, buf);
+    json_buf_lit(b, tmp);
+    rest_rfc3339_format(e->st.st_mtim.tv_sec, tmp, sizeof(tmp));
+    json_buf_lit(b, tmp);
+    snprintf(tmp, sizeof(tmp), "\",\"mode\":\"%04o\"}", (unsigned)(e->st.st_mode & 0777));
+    json_buf_lit(b, tmp);
 }
 
 static void entries_free(dir_entry *v, size_t n)

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "basic/buf.h"
 #include "sandboxd/sandboxd-rest.h"
 #include "sandboxd/sandboxd.h"
 #include "shared/status.h"
@@ -96,9 +97,10 @@ int rest_query_get(const char *query, const char *key, char **ret);
 
 /* --- sandboxd-rest-json.c --- */
 
+/* Go-compatible JSON text built in a buf; an allocation failure is remembered (oom) so a
+ * writer can append freely and check once, at json_buf_steal(). */
 typedef struct json_buf {
-    char *data;
-    size_t len, cap;
+    buf text;
     bool oom;
 } json_buf;
 
@@ -148,10 +150,10 @@ rest_range_result rest_range_parse_all(const char *header, int64_t size, rest_ra
                                        size_t *ret_n);
 /* HTTP-date (IMF-fixdate, RFC 850, asctime) -> seconds since the epoch. 0 or -EINVAL. */
 int rest_http_date_parse(const char *s, time_t *ret);
-/* Formats t as an IMF-fixdate into buf (>= 30 bytes). */
-void rest_http_date_format(time_t t, char *buf, size_t size);
-/* RFC 3339 UTC, whole seconds, into buf (>= 32 bytes). */
-void rest_rfc3339_format(time_t t, char *buf, size_t size);
+/* Formats t as an IMF-fixdate into out (>= 30 bytes). */
+void rest_http_date_format(time_t t, char *out, size_t size);
+/* RFC 3339 UTC, whole seconds, into out (>= 32 bytes). */
+void rest_rfc3339_format(time_t t, char *out, size_t size);
 
 typedef enum {
     COND_PROCEED,

@@ -10,21 +10,8 @@
 
 void json_buf_raw(json_buf *b, const char *s, size_t n)
 {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = MAX(b->cap * 2, b->len + n + 64);
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    if (!b->oom && buf_append(&b->text, s, n) < 0)
+        b->oom = true;
 }
 
 void json_buf_lit(json_buf *b, const char *s)
@@ -121,20 +108,17 @@ void json_buf_string(json_buf *b, const char *str, size_t n)
 
 char *json_buf_steal(json_buf *b, size_t *ret_len)
 {
-    if (b->oom || !b->data) {
+    if (b->oom || !b->text.data) {
         json_buf_done(b);
         return NULL;
     }
-    if (ret_len)
-        *ret_len = b->len;
-    b->len = b->cap = 0;
-    return TAKE_PTR(b->data);
+    return buf_steal(&b->text, ret_len);
 }
 
 void json_buf_done(json_buf *b)
 {
-    free(b->data);
-    *b = (json_buf){0};
+    buf_done(&b->text);
+    b->oom = false;
 }
 
 char *rest_error_body(status_code code, const char *message, size_t *ret_len)

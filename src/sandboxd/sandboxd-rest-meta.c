@@ -83,7 +83,7 @@ static void metadata_compute(const char *metadata_prefix)
         if (i + 1 < k && cmp_env(&vars[i], &vars[i + 1]) == 0)
             continue;
         size_t nl = strcspn(vars[i], "=");
-        if (b.len > strlen("{\"env\":{"))
+        if (b.text.len > strlen("{\"env\":{"))
             json_buf_lit(&b, ",");
         json_buf_string(&b, vars[i], nl);
         json_buf_lit(&b, ":");

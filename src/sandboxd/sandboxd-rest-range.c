@@ -168,18 +168,18 @@ int rest_http_date_parse(const char *s, time_t *ret)
     return -EINVAL;
 }
 
-void rest_http_date_format(time_t t, char *buf, size_t size)
+void rest_http_date_format(time_t t, char *out, size_t size)
 {
     struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, size, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
-        snprintf(buf, size, "Thu, 01 Jan 1970 00:00:00 GMT");
+    if (!gmtime_r(&t, &tm) || strftime(out, size, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+        snprintf(out, size, "Thu, 01 Jan 1970 00:00:00 GMT");
 }
 
-void rest_rfc3339_format(time_t t, char *buf, size_t size)
+void rest_rfc3339_format(time_t t, char *out, size_t size)
 {
     struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, size, "1970-01-01T00:00:00Z");
+    if (!gmtime_r(&t, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(out, size, "1970-01-01T00:00:00Z");
 }
 
 /* Whether an If-Match / If-None-Match list contains "*" (we have no ETag, so only "*" matches). */

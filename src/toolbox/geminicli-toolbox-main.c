@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "shared/main-usage.h"
 #include "toolbox/toolbox.h"
 
 static void usage(FILE *f)
@@ -28,14 +29,14 @@ static void usage(FILE *f)
 
 static int read_stream(FILE *in, char **ret)
 {
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     char chunk[65536];
     size_t k;
     while ((k = fread(chunk, 1, sizeof(chunk), in)) > 0)
         toolbox_buf_add(&b, chunk, k);
     if (ferror(in)) {
-        free(b.s);
+        buf_done(&b);
         return -EIO;
     }
     *ret = toolbox_buf_steal(&b);
@@ -53,18 +54,12 @@ int main(int argc, char **argv)
         case 'r':
             root_arg = optarg;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
         default:
-            usage(stderr);
-            return 2;
+            return main_usage_option(c, usage);
         }
     }
-    if (optind >= argc || argc - optind > 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind >= argc || argc - optind > 2)
+        return main_usage_error(usage);
     const char *tool = argv[optind];
     const char *src = argc - optind == 2 ? argv[optind + 1] : "-";
     if (!toolbox_find(tool)) {

@@ -27,7 +27,7 @@ static size_t count_occurrences(const char *hay, size_t hay_len, const char *nee
 static char *replace_all(const char *hay, size_t hay_len, const char *old, const char *new,
                          size_t *ret_len)
 {
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     size_t ol = strlen(old), nl = strlen(new);
     const char *p = hay, *end = hay + hay_len;

@@ -130,7 +130,7 @@ int toolbox_read_all(const char *path, char **ret, size_t *ret_len)
         return -errno;
     if (S_ISDIR(st.st_mode))
         return -EISDIR;
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     char chunk[65536];
     for (;;) {
@@ -139,14 +139,14 @@ int toolbox_read_all(const char *path, char **ret, size_t *ret_len)
             if (errno == EINTR)
                 continue;
             int e = errno;
-            free(b.s);
+            free(b.data);
             return -e;
         }
         if (k == 0)
             break;
         toolbox_buf_add(&b, chunk, (size_t)k);
         if (b.len > TOOLBOX_MAX_FILE_SIZE) {
-            free(b.s);
+            free(b.data);
             return -EFBIG;
         }
     }
@@ -181,7 +181,7 @@ int toolbox_text_slice(const char *data, size_t len, size_t start, size_t end, t
             total++;
     if (end > total)
         end = total;
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     bool cut = false;
     size_t line = 0;

@@ -148,7 +148,7 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     clock_gettime(CLOCK_REALTIME, &now);
     now_ns = ts_ns(now);
     qsort(hits.v, hits.n, sizeof(toolbox_file), file_cmp);
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_printf(&b,
                        "Found %zu file(s) matching \"%s\" within %s%s, sorted by modification "
                        "time (newest first):",

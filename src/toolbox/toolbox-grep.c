@@ -16,7 +16,7 @@ static const char *const skip_dirs[] = {"node_modules", ".git", NULL};
 /* \d and \D are not POSIX; everything else is passed through to regcomp. */
 static char *translate(const char *p, bool fixed)
 {
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_add(&b, "", 0);
     for (const char *c = p; *c; c++) {
         if (fixed) {
@@ -107,7 +107,7 @@ static int path_cmp(const void *a, const void *b)
     return strcmp(((const toolbox_file *)a)->path, ((const toolbox_file *)b)->path);
 }
 
-static void add_line(toolbox_buf *b, size_t no, char sep, const char *s, size_t len)
+static void add_line(buf *b, size_t no, char sep, const char *s, size_t len)
 {
     toolbox_buf_printf(b, "\nL%zu%c ", no + 1, sep);
     toolbox_buf_add(b, s, MIN(len, (size_t)TOOLBOX_MAX_LINE_LEN));
@@ -275,7 +275,7 @@ static int grep_search(grep_run *g, const toolbox_ctx *ctx, const char *target, 
 }
 
 /* One file's block: match lines and their before/after context, overlaps merged. */
-static void grep_format_file(toolbox_buf *b, const grep_run *g, size_t i, size_t j, size_t before,
+static void grep_format_file(buf *b, const grep_run *g, size_t i, size_t j, size_t before,
                              size_t after)
 {
     const text *t = &g->texts[g->hits[i].file];
@@ -301,7 +301,7 @@ static void grep_format_file(toolbox_buf *b, const grep_run *g, size_t i, size_t
 static char *grep_format(const grep_run *g, const char *where, const char *filter, const char *lim)
 {
     const grep_opts *o = g->o;
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     if (o->names_only) {
         size_t nf = 0;
         for (size_t i = 0; i < g->nhits; i++)
@@ -331,8 +331,8 @@ static char *grep_format(const grep_run *g, const char *where, const char *filte
         toolbox_buf_puts(&b, "\n---");
         i = j;
     }
-    while (b.len > 0 && strchr(" \t\r\n", b.s[b.len - 1]))
-        b.s[--b.len] = '\0';
+    while (b.len > 0 && strchr(" \t\r\n", b.data[b.len - 1]))
+        b.data[--b.len] = '\0';
     return toolbox_buf_steal(&b);
 }
 

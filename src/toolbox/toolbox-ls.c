@@ -116,7 +116,7 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return 0;
     }
     qsort(v, n, sizeof(*v), entry_cmp);
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     toolbox_buf_printf(&b, "Directory listing for %s:\n", abs);
     for (size_t i = 0; i < n; i++) {
         if (i)

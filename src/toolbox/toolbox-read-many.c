@@ -84,7 +84,7 @@ static void select_entry(const toolbox_ctx *ctx, const char *entry, bool recursi
 }
 
 /* Appends one file's block; a skipped file goes to *skipped instead. Returns true if read. */
-static bool append_file(toolbox_buf *b, toolbox_buf *skipped, const char *path, const char *rel)
+static bool append_file(buf *b, buf *skipped, const char *path, const char *rel)
 {
     _cleanup_free_ char *data = NULL;
     size_t len = 0;
@@ -132,7 +132,7 @@ int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (sel.n)
         qsort(sel.v, sel.n, sizeof(char *), path_cmp);
 
-    toolbox_buf b = {0}, skipped = {0};
+    buf b = BUF_INIT, skipped = BUF_INIT;
     size_t nread = 0;
     for (size_t i = 0; i < sel.n; i++) {
         if (i > 0 && strcmp(sel.v[i], sel.v[i - 1]) == 0)
@@ -148,7 +148,7 @@ int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         free(sel.v[i]);
     free(sel.v);
     if (nread == 0) {
-        free(b.s);
+        free(b.data);
         toolbox_set_llm(res, "No files matching the criteria were found or all were skipped.");
     } else {
         toolbox_buf_puts(&b, "\n--- End of content ---");
@@ -157,7 +157,7 @@ int toolbox_read_many(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     if (sel.outside)
         toolbox_buf_printf(&skipped, "\n- %zu path(s) outside the workspace", sel.outside);
     toolbox_set_display(res, "Successfully read and concatenated content from %zu file(s).%s%s",
-                        nread, skipped.len ? "\n\nSkipped:" : "", skipped.len ? skipped.s : "");
-    free(skipped.s);
+                        nread, skipped.len ? "\n\nSkipped:" : "", skipped.len ? skipped.data : "");
+    free(skipped.data);
     return 0;
 }

@@ -245,47 +245,38 @@ int toolbox_arg_strv(json_t *args, const char *key, bool required, size_t min_it
     return 0;
 }
 
-void toolbox_buf_add(toolbox_buf *b, const char *s, size_t n)
+void toolbox_buf_add(buf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = MAX(b->cap * 2, b->len + n + 1);
-        cap = MAX(cap, (size_t)256);
-        char *t = realloc(b->s, cap);
-        if (!t)
-            abort(); /* out of memory in a one-shot helper: nothing sensible to return */
-        b->s = t;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
+    if (buf_append(b, s, n) < 0)
+        abort(); /* out of memory in a one-shot helper: nothing sensible to return */
 }
 
-void toolbox_buf_puts(toolbox_buf *b, const char *s)
+void toolbox_buf_puts(buf *b, const char *s)
 {
     toolbox_buf_add(b, s, strlen(s));
 }
 
-void toolbox_buf_printf(toolbox_buf *b, const char *fmt, ...)
+void toolbox_buf_printf(buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    _cleanup_free_ char *s = vfmt(fmt, ap);
+    int r = buf_appendv(b, fmt, ap);
     va_end(ap);
-    if (s)
-        toolbox_buf_puts(b, s);
+    if (r == -ENOMEM)
+        abort();
 }
 
-char *toolbox_buf_steal(toolbox_buf *b)
+char *toolbox_buf_steal(buf *b)
 {
-    char *s = b->s ? b->s : strdup("");
-    *b = (toolbox_buf){0};
+    char *s = buf_steal(b, NULL);
+    if (!s)
+        abort();
     return s;
 }
 
 char *toolbox_utf8_sanitize(const char *s, size_t len)
 {
-    toolbox_buf b = {0};
+    buf b = BUF_INIT;
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
     static const char fffd[] = "\xEF\xBF\xBD";
     toolbox_buf_add(&b, "", 0);

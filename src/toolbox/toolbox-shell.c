@@ -92,7 +92,7 @@ static pid_t spawn(const char *command, const char *cwd, int out_fd)
 }
 
 /* Processes still in our process group, other than ourselves: the background PIDs. */
-static void background_pids(toolbox_buf *b, pid_t exclude)
+static void background_pids(buf *b, pid_t exclude)
 {
     pid_t self = getpid(), pgrp = getpgrp();
     _cleanup_closedir_ DIR *d = opendir("/proc");
@@ -106,18 +106,18 @@ static void background_pids(toolbox_buf *b, pid_t exclude)
         long pid = strtol(de->d_name, &end, 10);
         if (*end || pid <= 0 || pid == self || pid == exclude)
             continue;
-        char path[64], buf[1024];
+        char path[64], stat_line[1024];
         snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
-        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        ssize_t k = read(fd, stat_line, sizeof(stat_line) - 1);
         close(fd);
         if (k <= 0)
             continue;
-        buf[k] = '\0';
+        stat_line[k] = '\0';
         /* "pid (comm) state ppid pgrp ...": comm may contain anything, so parse after ')'. */
-        char *rp = strrchr(buf, ')');
+        char *rp = strrchr(stat_line, ')');
         char state;
         long ppid, pg;
         if (!rp || sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pg) != 3)
@@ -141,39 +141,37 @@ static void background_pids(toolbox_buf *b, pid_t exclude)
     free(v);
 }
 
-static void keep_tail(toolbox_buf *out, size_t *dropped)
+static void keep_tail(buf *out, size_t *dropped)
 {
     if (out->len <= OUTPUT_CAP)
         return;
     size_t cut = out->len - OUTPUT_CAP / 2;
-    memmove(out->s, out->s + cut, out->len - cut + 1);
-    out->len -= cut;
+    buf_consume(out, cut);
     *dropped += cut;
 }
 
-static void format_result(toolbox_result *res, toolbox_buf *out, size_t dropped, int status,
-                          pid_t bash)
+static void format_result(toolbox_result *res, buf *out, size_t dropped, int status, pid_t bash)
 {
-    while (out->len > 0 && (out->s[out->len - 1] == '\n' || out->s[out->len - 1] == '\r'))
-        out->s[--out->len] = '\0';
-    toolbox_buf b = {0};
+    while (out->len > 0 && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == '\r'))
+        out->data[--out->len] = '\0';
+    buf b = BUF_INIT;
     toolbox_buf_puts(&b, "Output: ");
     if (dropped)
         toolbox_buf_printf(&b, "[... first %zu bytes of output dropped ...]\n", dropped);
-    toolbox_buf_puts(&b, out->len || dropped ? out->s : "(empty)");
+    toolbox_buf_puts(&b, out->len || dropped ? out->data : "(empty)");
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         toolbox_buf_printf(&b, "\nExit Code: %d", WEXITSTATUS(status));
     if (WIFSIGNALED(status))
         toolbox_buf_printf(&b, "\nSignal: %d", WTERMSIG(status));
-    toolbox_buf bg = {0};
+    buf bg = BUF_INIT;
     background_pids(&bg, bash);
     if (bg.len)
-        toolbox_buf_printf(&b, "\nBackground PIDs: %s", bg.s);
-    free(bg.s);
+        toolbox_buf_printf(&b, "\nBackground PIDs: %s", bg.data);
+    free(bg.data);
     toolbox_buf_printf(&b, "\nProcess Group PGID: %d", (int)getpgrp());
     res->llm = toolbox_buf_steal(&b);
     if (out->len)
-        toolbox_set_display(res, "%s", out->s);
+        toolbox_set_display(res, "%s", out->data);
     else if (WIFSIGNALED(status))
         toolbox_set_display(res, "Command terminated by signal: %d", WTERMSIG(status));
     else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
@@ -185,20 +183,19 @@ static void format_result(toolbox_result *res, toolbox_buf *out, size_t dropped,
 /* Reads fd into out until child exits (then drains what is already there), or until the
  * deadline (deadline_ms < 0: none). Returns 1 when the child exited (*status set), 0 on
  * deadline. */
-static int pump(int fd, pid_t child, int *status, long long deadline_ms, toolbox_buf *out,
-                size_t *dropped)
+static int pump(int fd, pid_t child, int *status, long long deadline_ms, buf *out, size_t *dropped)
 {
     for (;;) {
         pid_t w = waitpid(child, status, WNOHANG);
         if (w == child) {
             if (fd >= 0) {
-                char buf[65536];
+                char chunk[65536];
                 ssize_t k;
                 int fl = fcntl(fd, F_GETFL);
                 fcntl(fd, F_SETFL, fl | O_NONBLOCK);
                 /* bounded: a background writer must not keep us here */
-                for (int i = 0; i < 64 && (k = read(fd, buf, sizeof(buf))) > 0; i++) {
-                    toolbox_buf_add(out, buf, (size_t)k);
+                for (int i = 0; i < 64 && (k = read(fd, chunk, sizeof(chunk))) > 0; i++) {
+                    toolbox_buf_add(out, chunk, (size_t)k);
                     keep_tail(out, dropped);
                 }
             }
@@ -221,10 +218,10 @@ static int pump(int fd, pid_t child, int *status, long long deadline_ms, toolbox
             (void)!read(sigchld_pipe[0], c, sizeof(c));
         }
         if (fd >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
-            char buf[65536];
-            ssize_t r = read(fd, buf, sizeof(buf));
+            char chunk[65536];
+            ssize_t r = read(fd, chunk, sizeof(chunk));
             if (r > 0) {
-                toolbox_buf_add(out, buf, (size_t)r);
+                toolbox_buf_add(out, chunk, (size_t)r);
                 keep_tail(out, dropped);
             } else if (r == 0) {
                 fd = -1; /* EOF: everyone closed it; keep waiting for bash */
@@ -269,7 +266,7 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     sigaction(SIGCHLD, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    toolbox_buf out = {0};
+    buf out = BUF_INIT;
     toolbox_buf_add(&out, "", 0);
     size_t dropped = 0;
     int status = 0;
@@ -302,7 +299,7 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
                             (int)pid, log);
             toolbox_set_display(res, "Command moved to background (PID: %d).", (int)pid);
         }
-        free(out.s);
+        free(out.data);
         return 0;
     }
     int p[2];
@@ -312,13 +309,13 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     close(p[1]);
     if (pid < 0) {
         close(p[0]);
-        free(out.s);
+        free(out.data);
         return toolbox_fail(res, "shell_execute_error", "Output: (empty)\nError: spawn bash: %s",
                             strerror((int)-pid));
     }
     pump(p[0], pid, &status, -1, &out, &dropped);
     close(p[0]);
     format_result(res, &out, dropped, status, pid);
-    free(out.s);
+    free(out.data);
     return 0;
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "basic/buf.h"
+
 #define TOOLBOX_MAX_LINES 2000            /* lines per text read */
 #define TOOLBOX_MAX_LINE_LEN 2000         /* characters per line */
 #define TOOLBOX_MAX_FILE_SIZE (20u << 20) /* files over 20 MB refused */
@@ -86,15 +88,13 @@ typedef struct toolbox_text {
 } toolbox_text;
 int toolbox_text_slice(const char *data, size_t len, size_t start, size_t end, toolbox_text *ret);
 
-/* Growing string buffer. */
-typedef struct toolbox_buf {
-    char *s;
-    size_t len, cap;
-} toolbox_buf;
-void toolbox_buf_add(toolbox_buf *b, const char *s, size_t n);
-void toolbox_buf_puts(toolbox_buf *b, const char *s);
-void toolbox_buf_printf(toolbox_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-char *toolbox_buf_steal(toolbox_buf *b);
+/* Appends to a basic/buf and aborts on ENOMEM: the toolbox is a one-shot helper with nothing
+ * sensible to answer without memory, so its text builders never check. */
+void toolbox_buf_add(buf *b, const char *s, size_t n);
+void toolbox_buf_puts(buf *b, const char *s);
+void toolbox_buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The text (owned, "" when empty) and an empty b. */
+char *toolbox_buf_steal(buf *b);
 
 /* Replaces invalid UTF-8 with U+FFFD. Owned. */
 char *toolbox_utf8_sanitize(const char *s, size_t len);

@@ -157,6 +157,9 @@ def test_default_policy_public_only(lab, start_sbx):
         n = row[hdr.index("BLOCKED")]
         return int(n) if n.isdigit() and int(n) > 0 else None
     assert wait_for(blocked, what="a blocked count in asb get -o wide") >= 5
+    # The count is a structured status field (the column reads it, not the condition message).
+    st = get_sandbox(asb, "netpol-a")["status"]
+    assert isinstance(st["blockedConnections"], int) and st["blockedConnections"] >= 5, st
     ip_col = asb_cli.ok(asb, "get", "sandbox", "netpol-a", "-o", "wide")
     assert ip_a in ip_col
 

@@ -72,6 +72,19 @@ TEST(prompt_blocks_join)
                    NULL);
     CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), JSONRPC_ERR_INVALID_PARAMS);
     json_decref(p);
+    /* An empty prompt is "", and an empty first block adds no line break. */
+    p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[]}", 0, NULL);
+    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), 0);
+    CHECK_STR_EQ(text, "");
+    free(text);
+    json_decref(p);
+    p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\",\"text\":\"\"},"
+                   "{\"type\":\"text\",\"text\":\"b\"},{\"type\":\"text\",\"text\":\"c\"}]}",
+                   0, NULL);
+    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), 0);
+    CHECK_STR_EQ(text, "b\nc");
+    free(text);
+    json_decref(p);
 }
 
 TEST(permission_outcomes)

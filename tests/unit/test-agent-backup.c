@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent-internal.h"
+#include "basic/hash.h"
 #include "unit.h"
 
 /* ---- trees ---- */
@@ -38,14 +39,13 @@ typedef struct tree {
 static uint64_t hash_file(int dirfd, const char *name)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FNV1A64_INIT;
     if (fd < 0)
         return 0;
-    unsigned char buf[4096];
+    unsigned char chunk[4096];
     ssize_t k;
-    while ((k = read(fd, buf, sizeof(buf))) > 0)
-        for (ssize_t i = 0; i < k; i++)
-            h = (h ^ buf[i]) * 1099511628211ull;
+    while ((k = read(fd, chunk, sizeof(chunk))) > 0)
+        h = fnv1a64_update(h, chunk, (size_t)k);
     close(fd);
     return h;
 }

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/hash.h"
@@ -53,6 +54,29 @@ TEST(buf_refuses_overflow)
     CHECK_INT_EQ(buf_append_str(&b, "x"), 0);
     CHECK_INT_EQ(buf_reserve(&b, SIZE_MAX), -ENOMEM);
     CHECK(strcmp(b.data, "x") == 0);
+}
+
+TEST(buf_append_fd_reads_to_eof)
+{
+    int p[2];
+    CHECK_INT_EQ(pipe(p), 0);
+    /* More than one read's worth, so the loop has to go round. */
+    char chunk[3000];
+    memset(chunk, 'x', sizeof(chunk));
+    CHECK_INT_EQ(write(p[1], chunk, sizeof(chunk)), (int)sizeof(chunk));
+    CHECK_INT_EQ(write(p[1], chunk, sizeof(chunk)), (int)sizeof(chunk));
+    close(p[1]);
+    buf b = BUF_INIT;
+    CHECK_INT_EQ(buf_append_str(&b, "head:"), 0);
+    CHECK_INT_EQ(buf_append_fd(&b, p[0]), 0);
+    CHECK_INT_EQ(b.len, 5 + 2 * sizeof(chunk));
+    CHECK(memcmp(b.data, "head:xxx", 8) == 0);
+    CHECK_INT_EQ(b.data[b.len], '\0');
+    close(p[0]);
+    /* A closed fd is an error, and what was there stays. */
+    CHECK_INT_EQ(buf_append_fd(&b, p[0]), -EBADF);
+    CHECK_INT_EQ(b.len, 5 + 2 * sizeof(chunk));
+    buf_done(&b);
 }
 
 TEST(fnv1a_known_values)

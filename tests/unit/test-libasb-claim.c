@@ -55,12 +55,12 @@ TEST(fake_handle_drives_agent_code)
     const char *last = NULL;
     CHECK_INT_EQ(asb_handle_fake_commands(h, &last), 1);
     CHECK_STR_EQ(last, "/bin/sh work/run.sh");
-    char *buf = NULL;
+    char *text = NULL;
     size_t len = 0;
-    CHECK_INT_EQ(asb_handle_file_read(&buf, &len, h, "/work/./run.sh"), ASB_OK);
+    CHECK_INT_EQ(asb_handle_file_read(&text, &len, h, "/work/./run.sh"), ASB_OK);
     CHECK_INT_EQ(len, 8);
-    CHECK_STR_EQ(buf, "echo hi\n");
-    asb_free(buf);
+    CHECK_STR_EQ(text, "echo hi\n");
+    asb_free(text);
     const char *f[] = {"false", NULL}, *b[] = {"boom", NULL};
     asb_sandbox_result *res = NULL;
     CHECK_INT_EQ(asb_handle_execute(&res, h, f, NULL), ASB_OK);
@@ -98,8 +98,8 @@ TEST(fake_handle_files)
     CHECK_INT_EQ(ex, 1);
     CHECK_INT_EQ(asb_handle_file_exists(&ex, h, "a/q"), ASB_OK);
     CHECK_INT_EQ(ex, 0);
-    char *buf = NULL;
-    CHECK_INT_EQ(asb_handle_file_read(&buf, NULL, h, "missing"), ASB_ENOTFOUND);
+    char *text = NULL;
+    CHECK_INT_EQ(asb_handle_file_read(&text, NULL, h, "missing"), ASB_ENOTFOUND);
     CHECK_STR_EQ(asb_error_last()->reason, "NOT_FOUND");
     CHECK_INT_EQ(asb_handle_file_delete(h, "a", 0), ASB_ECONFLICT);
     CHECK_INT_EQ(asb_handle_file_delete(h, "a", 1), ASB_OK);

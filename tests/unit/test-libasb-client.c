@@ -66,6 +66,16 @@ TEST(status_mapping)
     CHECK_INT_EQ(asbi_error_from_status(500, "InternalError"), ASB_ESERVER);
     CHECK_INT_EQ(asbi_error_from_status(503, NULL), ASB_ESERVER);
     CHECK_INT_EQ(asbi_error_from_status(302, NULL), ASB_EPROTOCOL);
+    /* An unknown reason falls back to the HTTP status; a known one wins over it. */
+    CHECK_INT_EQ(asbi_error_from_status(404, "SomethingNew"), ASB_ENOTFOUND);
+    CHECK_INT_EQ(asbi_error_from_status(500, "NotFound"), ASB_ENOTFOUND);
+    CHECK_INT_EQ(asbi_error_from_status(504, NULL), ASB_ETIMEOUT);
+    CHECK_INT_EQ(asbi_error_from_status(500, "ServerTimeout"), ASB_ESERVER);
+    CHECK_INT_EQ(asbi_error_from_status(410, NULL), ASB_EEXPIRED);
+    CHECK_INT_EQ(asbi_error_from_status(405, NULL), ASB_EBADREQUEST);
+    CHECK_INT_EQ(asbi_error_from_status(418, NULL), ASB_EBADREQUEST);
+    CHECK_INT_EQ(asbi_error_from_status(0, NULL), ASB_EPROTOCOL);
+    CHECK_INT_EQ(asbi_error_from_status(-1, "Gone"), ASB_EEXPIRED);
 }
 
 TEST(status_reply_message)

@@ -156,11 +156,11 @@ TEST(grpc_reader_reassembly)
     CHECK_INT_EQ(s.n, 2);
     CHECK_STR_EQ(s.msgs[0], "hello");
     CHECK_STR_EQ(s.msgs[1], "");
-    CHECK_INT_EQ(r.len, 7); /* the partial third message stays buffered */
+    CHECK_INT_EQ(r.pending.len, 7); /* the partial third message stays buffered */
     CHECK_INT_EQ(asbi_grpc_reader_feed(&r, (const uint8_t *)"c", 1, collect, &s), 0);
     CHECK_INT_EQ(s.n, 3);
     CHECK_STR_EQ(s.msgs[2], "abc");
-    CHECK_INT_EQ(r.len, 0);
+    CHECK_INT_EQ(r.pending.len, 0);
     asbi_grpc_reader_done(&r);
 
     /* a callback's non-zero value stops delivery and is returned */

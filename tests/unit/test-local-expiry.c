@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "basic/time-util.h"
 #include "local/local-expiry.h"
 #include "unit.h"
 
@@ -25,20 +26,20 @@ static json_t *sb(const char *when, const char *policy, const char *ready_reason
 TEST(parse_rfc3339)
 {
     int64_t v;
-    CHECK_INT_EQ(local_parse_rfc3339("1970-01-01T00:00:10Z", &v), 0);
+    CHECK_INT_EQ(parse_rfc3339("1970-01-01T00:00:10Z", &v), 0);
     CHECK_INT_EQ(v, 10 * SEC);
-    CHECK_INT_EQ(local_parse_rfc3339("1970-01-01T01:00:10+01:00", &v), 0);
+    CHECK_INT_EQ(parse_rfc3339("1970-01-01T01:00:10+01:00", &v), 0);
     CHECK_INT_EQ(v, 10 * SEC);
-    CHECK_INT_EQ(local_parse_rfc3339("1970-01-01T00:00:10.25Z", &v), 0);
+    CHECK_INT_EQ(parse_rfc3339("1970-01-01T00:00:10.25Z", &v), 0);
     CHECK_INT_EQ(v, 10 * SEC + 250000);
-    CHECK_INT_EQ(local_parse_rfc3339("2026-11-29T20:00:00Z", &v), 0);
+    CHECK_INT_EQ(parse_rfc3339("2026-11-29T20:00:00Z", &v), 0);
     CHECK_INT_EQ(v, 1795982400LL * SEC);
-    CHECK_INT_EQ(local_parse_rfc3339("2026-11-29T20:00:00", &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_rfc3339("2026-13-29T20:00:00Z", &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_rfc3339("tomorrow", &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_rfc3339("", &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_rfc3339(NULL, &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_rfc3339("2026-11-29T20:00:00Zjunk", &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339("2026-11-29T20:00:00", &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339("2026-13-29T20:00:00Z", &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339("tomorrow", &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339("", &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339(NULL, &v), -EINVAL);
+    CHECK_INT_EQ(parse_rfc3339("2026-11-29T20:00:00Zjunk", &v), -EINVAL);
 }
 
 TEST(never_without_shutdown_time)

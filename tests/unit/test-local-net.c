@@ -129,3 +129,13 @@ TEST(bundle_joins_the_namespace_and_names_the_forwarder)
     CHECK_STR_EQ(buf, "nameserver 10.244.0.1\n");
     CHECK_INT_EQ(fs_rm_rf(dir), 0);
 }
+
+/* The names of bridges, tables and veths on existing hosts come from this hash: the values are
+ * the ones the hand-written FNV-1a in local-net.c produced before it moved to basic/hash.h. */
+TEST(name_hash_is_stable)
+{
+    CHECK(local_net_name_hash("/var/lib/asb", "bridge-mac") == UINT64_C(0xf0261eee966d4cec));
+    CHECK(local_net_name_hash("/var/lib/asb", "") == UINT64_C(0xa954aa264cc596bf));
+    CHECK(local_net_name_hash("/tmp/x", "0b6c2f7e-uid") == UINT64_C(0xf3e0016681d91cc7));
+    CHECK(local_net_name_hash(NULL, NULL) == UINT64_C(0xaf63a24c860189fe));
+}

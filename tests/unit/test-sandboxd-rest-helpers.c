@@ -187,7 +187,7 @@ TEST(range_all)
 TEST(http_dates)
 {
     time_t t = 0;
-    char buf[64];
+    char text[64];
     CHECK_INT_EQ(rest_http_date_parse("Tue, 14 Nov 2023 22:13:20 GMT", &t), 0);
     CHECK_INT_EQ(t, 1700000000);
     CHECK_INT_EQ(rest_http_date_parse("Tuesday, 14-Nov-23 22:13:20 GMT", &t), 0);
@@ -196,10 +196,10 @@ TEST(http_dates)
     CHECK_INT_EQ(t, 1700000000);
     CHECK_INT_EQ(rest_http_date_parse("yesterday", &t), -EINVAL);
     CHECK_INT_EQ(rest_http_date_parse("Tue, 14 Nov 2023 22:13:20 GMT junk", &t), -EINVAL);
-    rest_http_date_format(1700000000, buf, sizeof(buf));
-    CHECK_STR_EQ(buf, "Tue, 14 Nov 2023 22:13:20 GMT");
-    rest_rfc3339_format(1700000000, buf, sizeof(buf));
-    CHECK_STR_EQ(buf, "2023-11-14T22:13:20Z");
+    rest_http_date_format(1700000000, text, sizeof(text));
+    CHECK_STR_EQ(text, "Tue, 14 Nov 2023 22:13:20 GMT");
+    rest_rfc3339_format(1700000000, text, sizeof(text));
+    CHECK_STR_EQ(text, "2023-11-14T22:13:20Z");
 }
 
 TEST(preconditions)
