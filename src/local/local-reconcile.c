@@ -1041,6 +1041,11 @@ static void *reconcile_thread(void *arg)
  * busy without a queue of forks fighting over them. */
 static size_t default_start_workers(void)
 {
+    const char *env = getenv("ASB_START_WORKERS"); /* benchmarks and tests: 1 = one at a time */
+    char *end;
+    unsigned long w = env ? strtoul(env, &end, 10) : 0;
+    if (env && *env && !*end && w >= 1 && w <= 64)
+        return w;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return (size_t)MIN(MAX(n > 0 ? 2 * n : 2, 2), 16);
 }
