@@ -655,8 +655,12 @@ static json_t *cache_items(const json_t *map)
  * none). */
 static usec_t run_pass(local_controller *c)
 {
-    pass p = {cache_items(c->cache[0]), cache_items(c->cache[1]), cache_items(c->cache[2]),
-              cache_items(c->cache[3]), json_object(), 0};
+    pass p = {cache_items(c->cache[0]),
+              cache_items(c->cache[1]),
+              cache_items(c->cache[2]),
+              cache_items(c->cache[3]),
+              json_object(),
+              0};
     if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
         return USEC_PER_SEC;

@@ -59,7 +59,7 @@ typedef struct rec_start {
     json_t *sandbox; /* a deep copy */
     size_t handler;
     oci_runtime rt; /* a copy of rec_handler(r, handler) */
-    int result;      /* 0, or <0 with failure filled */
+    int result;     /* 0, or <0 with failure filled */
     rec_failure failure;
     pid_t pid;
     bool ready; /* sandboxd answered health */
