@@ -38,6 +38,7 @@ struct local_controller {
 
 typedef struct pass {
     json_t *templates, *pools, *claims, *sandboxes;
+    json_t *adopted; /* claim uid -> true: adopted in this pass's first round */
     usec_t requeue; /* µs from now, 0 = none */
 } pass;
 
@@ -508,7 +509,9 @@ static int cmp_claims(const void *a, const void *b)
     return k ? k : strcmp(api_meta_string(x, "name") ?: "", api_meta_string(y, "name") ?: "");
 }
 
-static void reconcile_claims(local_controller *c, pass *p)
+/* adopt_only: the first round, which only runs the claims whose plan is to adopt a member
+ * (once each; a conflict waits for the second round); else every claim not adopted yet. */
+static void reconcile_claims(local_controller *c, pass *p, bool adopt_only)
 {
     size_t n = json_array_size(p->claims);
     json_t **v = calloc(n ? n : 1, sizeof(*v));
@@ -519,7 +522,8 @@ static void reconcile_claims(local_controller *c, pass *p)
     qsort(v, n, sizeof(*v), cmp_claims);
     for (size_t i = 0; i < n; i++) {
         json_t *claim = json_incref(v[i]);
-        if (reconcile_deleting(claim)) {
+        const char *cuid = api_meta_string(claim, "uid");
+        if (reconcile_deleting(claim) || (cuid && json_object_get(p->adopted, cuid))) {
             json_decref(claim);
             continue;
         }
@@ -540,10 +544,19 @@ static void reconcile_claims(local_controller *c, pass *p)
             reconcile_claim_out out;
             if (reconcile_claim(&in, &out) < 0)
                 break;
+            /* Marked before it runs: the second round never runs a claim of the first again
+             * (its cached object does not show the adoption yet). */
+            if (adopt_only && (out.action != RECONCILE_CLAIM_ADOPT || !cuid ||
+                               json_object_set_new(p->adopted, cuid, json_true()) < 0)) {
+                reconcile_claim_out_done(&out);
+                break;
+            }
             int r = execute_claim(c, p, claim, &out);
+            if (adopt_only && r == -EAGAIN)
+                json_object_del(p->adopted, cuid); /* a conflict: the second round retries */
             requeue(p, out.requeue);
             reconcile_claim_out_done(&out);
-            if (r != -EAGAIN)
+            if (r != -EAGAIN || adopt_only)
                 break;
             if (attempt + 1 == ADOPT_ATTEMPTS) {
                 set_claim_ready(c, claim, "AdoptionConflict",
@@ -572,6 +585,7 @@ static void pass_free(pass *p)
     json_decref(p->pools);
     json_decref(p->claims);
     json_decref(p->sandboxes);
+    json_decref(p->adopted);
 }
 
 static int kind_index(const local_controller *c, const api_kind *k)
@@ -641,9 +655,13 @@ static json_t *cache_items(const json_t *map)
  * none). */
 static usec_t run_pass(local_controller *c)
 {
-    pass p = {cache_items(c->cache[0]), cache_items(c->cache[1]), cache_items(c->cache[2]),
-              cache_items(c->cache[3]), 0};
-    if (!p.templates || !p.pools || !p.claims || !p.sandboxes) {
+    pass p = {cache_items(c->cache[0]),
+              cache_items(c->cache[1]),
+              cache_items(c->cache[2]),
+              cache_items(c->cache[3]),
+              json_object(),
+              0};
+    if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
         return USEC_PER_SEC;
     }
@@ -651,9 +669,14 @@ static usec_t run_pass(local_controller *c)
     if (collect_garbage(c, &p))
         relist(c, c->k_sb, &p.sandboxes);
     reconcile_templates(c, &p);
+    /* Claims that can adopt a Ready member do so first, in their own short transactions, not
+     * behind the commits of the pools' replacements; the pools see those adoptions (they
+     * update p.sandboxes in place) and refill; then every other claim, as before (one that
+     * waits for a member sees the replacements and does not start a cold sandbox). */
+    reconcile_claims(c, &p, true);
     if (reconcile_pools(c, &p))
         relist(c, c->k_sb, &p.sandboxes);
-    reconcile_claims(c, &p);
+    reconcile_claims(c, &p, false);
     usec_t rq = p.requeue;
     pass_free(&p);
     return rq;

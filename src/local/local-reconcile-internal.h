@@ -45,6 +45,41 @@ typedef struct rec_pool {
     bool stop;
 } rec_pool;
 
+/* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
+typedef struct rec_failure {
+    const char *reason;
+    char *message;
+} rec_failure;
+
+/* One container start for the start workers (local-reconcile-start.c): the Sandbox as the loop
+ * saw it and the runtime it runs under are copied in; the outcome comes back to the loop, which
+ * alone records entries and writes the status. */
+typedef struct rec_start {
+    char *uid;
+    json_t *sandbox; /* a deep copy */
+    size_t handler;
+    oci_runtime rt; /* a copy of rec_handler(r, handler) */
+    int result;     /* 0, or <0 with failure filled */
+    rec_failure failure;
+    pid_t pid;
+    bool ready; /* sandboxd answered health */
+    struct rec_start *next;
+} rec_start;
+
+/* Starts run on a bounded pool of their own, one object at a time: a uid is queued, running or
+ * done-but-not-collected at most once, and the loop leaves it alone meanwhile. */
+typedef struct rec_starter {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    rec_start *head, *tail; /* queued */
+    rec_start *done;        /* finished, for the loop to collect */
+    char **busy;            /* uids queued, running or done */
+    size_t n_busy;
+    pthread_t *threads;
+    size_t n_threads;
+    bool stop;
+} rec_starter;
+
 /* A Sandbox whose container could not be started at this generation: retried on the next
  * resync or spec change, not on every status write of its own. */
 typedef struct rec_failed {
@@ -100,6 +135,7 @@ struct local_reconciler {
     /* local_net is single-threaded: the loop and the teardown workers take this lock. */
     pthread_mutex_t net_lock;
     rec_pool pool;
+    rec_starter starter;
     usec_t teardown_grace;
     local_logs *logs; /* sandboxd's output (pipes), NULL without root */
 };
@@ -129,12 +165,6 @@ void rec_watch_main(local_reconciler *r, const char *uid);
 /* The recorded exit code of the sandbox's main process: 0 and *ret_code, or -ENOENT. */
 int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code);
 
-/* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
-typedef struct rec_failure {
-    const char *reason;
-    char *message;
-} rec_failure;
-
 rec_entry *rec_find(local_reconciler *r, const char *uid);
 /* The OCI runtime of handler index i (0 = default), and the one a known container runs under
  * (the default for unknown uids). Borrowed. */
@@ -153,6 +183,32 @@ int rec_handler_for_class(local_reconciler *r, const char *class_name, size_t *r
 void rec_handlers_restore(local_reconciler *r);
 /* Creates and starts the container of a Running sandbox. 0, or <0 with f filled. */
 int rec_materialise(local_reconciler *r, const json_t *sandbox, rec_failure *f);
+/* The loop's part of rec_materialise: what stops every start, then the handler of the
+ * Sandbox's runtime class (set up on first use). 0, or <0 with f filled. */
+int rec_materialise_handler(local_reconciler *r, const json_t *sandbox, size_t *ret_handler,
+                            rec_failure *f);
+/* The part of rec_materialise that may run on any thread: everything but choosing the handler
+ * (rt is its runtime) and recording the entry; *ret_pid the container's first process. */
+int rec_materialise_run(local_reconciler *r, const json_t *sandbox, const oci_runtime *rt,
+                        pid_t *ret_pid, rec_failure *f);
+
+/* Starts the start workers (n >= 1). */
+int rec_starter_start(local_reconciler *r, size_t n);
+/* Queues the start (and first health check) of sb's container under handler: 0, or <0 when it
+ * could not be queued (no workers, out of memory: start it on the calling thread). */
+int rec_start_async(local_reconciler *r, const json_t *sb, size_t handler);
+/* Whether a start of uid is queued, running or finished but not collected yet: the loop does
+ * not touch the object meanwhile (one object is never reconciled by two threads at once). */
+bool rec_start_pending(local_reconciler *r, const char *uid);
+/* Takes the finished starts (a list linked by next, oldest first); the caller collects each
+ * with rec_start_collected and frees it with rec_start_free. */
+rec_start *rec_start_take_done(local_reconciler *r);
+/* The uid is no longer pending (its entry, if any, is recorded now). */
+void rec_start_collected(local_reconciler *r, const char *uid);
+rec_start *rec_start_free(rec_start *s);
+/* Stops the workers: running starts finish, queued ones are dropped (the next pass or the next
+ * asb serve starts them). Finished starts stay for rec_start_take_done. */
+void rec_starter_stop(local_reconciler *r);
 /* Deletes the container and its socket dir; with purge also the sandbox's persistent dirs. */
 void rec_teardown(local_reconciler *r, const char *uid, bool purge);
 /* Adopts an already running container found by runc list. */

@@ -363,21 +363,55 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
     return 0;
 }
 
-int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
+/* What stops any container of this asb serve, before its runtime class is looked at. */
+static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
 {
-    const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
-    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
-                                        "spec");
-    const json_t *ctr = json_array_get(json_object_get(pod, "containers"), 0);
-    if (!uid || !name)
+    if (!api_meta_string(sb, "uid") || !api_meta_string(sb, "name"))
         return fail(f, "ReconcilerError", -EINVAL, "Error seen: the Sandbox has no metadata.uid");
     if (r->no_root)
         return fail(f, "ReconcilerError", -EPERM, "Error seen: %s", r->no_root);
     if (r->inject_error)
         return fail(f, "ReconcilerError", -ENOENT, "Error seen: %s", r->inject_error);
+    return 0;
+}
+
+int rec_materialise_handler(local_reconciler *r, const json_t *sb, size_t *ret_handler,
+                            rec_failure *f)
+{
+    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
+                                        "spec");
+    int k = preconditions(r, sb, f);
+    if (k < 0)
+        return k;
+    return rec_handler_for_class(r, json_string_value(json_object_get(pod, "runtimeClassName")),
+                                 ret_handler, f);
+}
+
+int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
+{
+    const char *uid = api_meta_string(sb, "uid");
     size_t handler = 0;
-    int k = rec_handler_for_class(r, json_string_value(json_object_get(pod, "runtimeClassName")),
-                                  &handler, f);
+    int k = rec_materialise_handler(r, sb, &handler, f);
+    if (k < 0)
+        return k;
+    pid_t pid = 0;
+    if ((k = rec_materialise_run(r, sb, rec_handler(r, handler), &pid, f)) < 0)
+        return k;
+    rec_adopt(r, uid, pid);
+    rec_entry *e = rec_find(r, uid);
+    if (e)
+        e->handler = handler;
+    return 0;
+}
+
+int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
+                        pid_t *ret_pid, rec_failure *f)
+{
+    const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
+    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
+                                        "spec");
+    const json_t *ctr = json_array_get(json_object_get(pod, "containers"), 0);
+    int k = preconditions(r, sb, f);
     if (k < 0)
         return k;
     _cleanup_free_ char *rootfs = NULL;
@@ -552,15 +586,15 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+    k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
                          main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     if (k == -EEXIST) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
-        oci_delete(rec_handler(r, handler), uid, &derr);
-        k = oci_run_detached(rec_handler(r, handler), uid, bundle, rest_fd, grpc_fd,
+        oci_delete(rt, uid, &derr);
+        k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
                              main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     }
     if (r->idmap) {
@@ -586,13 +620,10 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     pid_t pid = read_pid(pidfile);
     if (pid <= 0) { /* no pid file: ask the runtime, or the container would look dead */
         _cleanup_free_ char *st = NULL;
-        if (oci_state(rec_handler(r, handler), uid, &st, &pid) < 0)
+        if (oci_state(rt, uid, &st, &pid) < 0)
             pid = 0;
     }
-    rec_adopt(r, uid, pid);
-    rec_entry *e = rec_find(r, uid);
-    if (e)
-        e->handler = handler;
+    *ret_pid = pid;
     char ms[32], prep[32], storage[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);

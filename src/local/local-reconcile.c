@@ -416,12 +416,31 @@ static int add_finalizer(local_reconciler *r, const json_t *sb)
     return k < 0 ? k : deleting ? -ENOENT : 0;
 }
 
+/* The container of sb could not be started at generation gen: reported, and retried at the
+ * next resync or spec change. */
+static void start_failed(local_reconciler *r, const json_t *sb, long long gen, rec_failure *f)
+{
+    const char *uid = api_meta_string(sb, "uid");
+    status_update u = {.uid = uid};
+    failed_set(r, uid, gen);
+    rec_teardown(r, uid, false);
+    u.o.failure_reason = f->reason;
+    u.o.failure_message = f->message ? f->message : "out of memory";
+    log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason", f->reason,
+             "message", f->message ? f->message : "");
+    write_status(r, sb, &u);
+}
+
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
 static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
 {
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
+        return false;
+    /* A worker is starting its container: the object is left alone until the loop collects
+     * the outcome (run_starts_done reconciles it again then, also when it was deleted). */
+    if (rec_start_pending(r, uid))
         return false;
     if (reconcile_deleting(sb)) {
         /* Deleted: tear down in the pool, then drop the finalizer (the object goes then). */
@@ -508,16 +527,20 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
         /* (o is zero: Ready=False/DependenciesNotReady "Pod does not exist") */
         write_status(r, sb, &u);
     }
-    if (!e && rec_materialise(r, sb, &f) < 0) {
-        failed_set(r, uid, gen);
-        rec_teardown(r, uid, false);
-        u.o.failure_reason = f.reason;
-        u.o.failure_message = f.message ? f.message : "out of memory";
-        log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason",
-                 f.reason, "message", f.message ? f.message : "");
-        write_status(r, sb, &u);
-        free(f.message);
-        return false;
+    if (!e) {
+        /* runc run and the first health check go to a start worker; on the calling thread only
+         * when none can take it. */
+        size_t handler = 0;
+        int k = rec_materialise_handler(r, sb, &handler, &f);
+        if (k >= 0 && rec_start_async(r, sb, handler) == 0)
+            return false;
+        if (k >= 0)
+            k = rec_materialise(r, sb, &f);
+        if (k < 0) {
+            start_failed(r, sb, gen, &f);
+            free(f.message);
+            return false;
+        }
     }
     e = rec_find(r, uid);
     if (!e)
@@ -572,7 +595,7 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
             const char *uid = api_meta_string(sb, "uid");
             known |= uid && strcmp(uid, de->d_name) == 0;
         }
-        if (!known && !rec_teardown_pending(r, de->d_name)) {
+        if (!known && !rec_teardown_pending(r, de->d_name) && !rec_start_pending(r, de->d_name)) {
             _cleanup_free_ char *p = NULL;
             if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
                 continue;
@@ -639,7 +662,8 @@ static bool idmap_keep(const char *uid, void *payload)
 
 static bool net_keep(const char *uid, void *userdata)
 {
-    return rec_find(userdata, uid) != NULL || rec_teardown_pending(userdata, uid);
+    return rec_find(userdata, uid) != NULL || rec_teardown_pending(userdata, uid) ||
+           rec_start_pending(userdata, uid);
 }
 
 /* The first process of a Ready sandbox's container exited (seen by its pidfd, or by a resync
@@ -692,8 +716,8 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
                 const char *uid = api_meta_string(sb, "uid");
                 wanted |= uid && id && strcmp(uid, id) == 0;
             }
-            if (!id || rec_teardown_pending(r, id))
-                continue;
+            if (!id || rec_teardown_pending(r, id) || rec_start_pending(r, id))
+                continue; /* a worker owns it now */
             bool paused = st && strcmp(st, "paused") == 0;
             if (wanted && st && (strcmp(st, "running") == 0 || paused)) {
                 pid_t cpid = (pid_t)json_integer_value(json_object_get(c, "pid"));
@@ -800,7 +824,8 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
             timer_clear(r, uid);
             /* Deleted without the teardown finalizer (created before it existed, or removed by
              * hand): tear down now, late. */
-            if (!rec_teardown_take_finalized(r, uid) && !rec_teardown_pending(r, uid)) {
+            if (!rec_teardown_take_finalized(r, uid) && !rec_teardown_pending(r, uid) &&
+                !rec_start_pending(r, uid)) { /* a start's outcome: run_starts_done */
                 log_info("sandbox deleted: removing its container", "uid", uid);
                 rec_teardown_async(r, uid, NULL, NULL);
             }
@@ -815,6 +840,47 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     if (uid && strcmp(uid, api_meta_string(cur, "uid") ?: "") == 0)
         *pending |= reconcile_one(r, cur, false);
     json_decref(cur);
+}
+
+/* Records one finished start (its entry) and reconciles its Sandbox as stored now: Ready when
+ * sandboxd answered, the failure reported, or torn down when the Sandbox went meanwhile. */
+static void start_done(local_reconciler *r, rec_start *s, bool *pending)
+{
+    if (s->result == 0) {
+        rec_adopt(r, s->uid, s->pid);
+        rec_entry *e = rec_find(r, s->uid);
+        if (e) {
+            e->handler = s->handler;
+            e->ready = s->ready;
+        }
+    }
+    rec_start_collected(r, s->uid);
+    if (s->result == -ESHUTDOWN)
+        return; /* not started: the next asb serve does */
+    json_t *cur = NULL;
+    bool same = local_store_get(r->store, r->kind, api_meta_string(s->sandbox, "namespace"),
+                                api_meta_string(s->sandbox, "name"), &cur) == 0 &&
+                strcmp(api_meta_string(cur, "uid") ?: "", s->uid) == 0;
+    if (!same) {
+        if (!rec_teardown_pending(r, s->uid)) /* gone (no finalizer): nothing waits for it */
+            rec_teardown_async(r, s->uid, NULL, NULL);
+    } else if (s->result < 0 && !reconcile_deleting(cur)) {
+        long long gen = json_integer_value(
+            json_object_get(json_object_get(s->sandbox, "metadata"), "generation"));
+        start_failed(r, cur, gen, &s->failure);
+    } else
+        *pending |= reconcile_one(r, cur, false);
+    json_decref(cur);
+}
+
+static void run_starts_done(local_reconciler *r, bool *pending)
+{
+    for (rec_start *s = rec_start_take_done(r); s;) {
+        rec_start *next = s->next;
+        start_done(r, s, pending);
+        rec_start_free(s);
+        s = next;
+    }
 }
 
 /* A main process exited (the watcher saw an exit file): reconcile the sandboxes that have one. */
@@ -941,6 +1007,7 @@ static void *reconcile_thread(void *arg)
             break;
         if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
             bool p = false;
+            run_starts_done(r, &p);
             run_pid_exits(r, &p);
             run_main_exits(r, &p);
             run_due_timers(r, &p);
@@ -963,6 +1030,7 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
+        run_starts_done(r, &p);
         run_pid_exits(r, &p);
         run_main_exits(r, &p);
         run_due_timers(r, &p);
@@ -976,6 +1044,19 @@ static void *reconcile_thread(void *arg)
     return NULL;
 }
 
+/* Starts are runc's and sandboxd's CPU plus waits on the kernel: two per CPU keep the CPUs
+ * busy without a queue of forks fighting over them. */
+static size_t default_start_workers(void)
+{
+    const char *env = getenv("ASB_START_WORKERS"); /* benchmarks and tests: 1 = one at a time */
+    char *end;
+    unsigned long w = env ? strtoul(env, &end, 10) : 0;
+    if (env && *env && !*end && w >= 1 && w <= 64)
+        return w;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return (size_t)MIN(MAX(n > 0 ? 2 * n : 2, 2), 16);
+}
+
 int local_reconciler_start(const local_reconciler_options *o, local_reconciler **ret)
 {
     local_reconciler *r = calloc(1, sizeof(*r));
@@ -985,6 +1066,8 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     r->idmap = o->idmap;
     pthread_mutex_init(&r->net_lock, NULL);
     pthread_mutex_init(&r->pool.lock, NULL);
+    pthread_mutex_init(&r->starter.lock, NULL);
+    pthread_cond_init(&r->starter.work, NULL);
     pthread_cond_init(&r->pool.work, NULL);
     pthread_cond_init(&r->pool.done, NULL);
     r->teardown_grace = o->teardown_grace ? o->teardown_grace : 10 * USEC_PER_SEC;
@@ -1054,6 +1137,11 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         local_reconciler_stop(r);
         return k;
     }
+    k = rec_starter_start(r, o->start_workers ? o->start_workers : default_start_workers());
+    if (k < 0) {
+        local_reconciler_stop(r);
+        return k;
+    }
     k = pthread_create(&r->thread, NULL, reconcile_thread, r);
     if (k != 0) {
         r->thread = 0;
@@ -1087,10 +1175,25 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
 {
     if (!r)
         return NULL;
-    if (r->thread) {
+    if (r->thread)
         pthread_join(r->thread, NULL);
-        finish_deletions(r);
+    /* Running starts finish; their containers are recorded, so that a deletion below tears
+     * them down under the right runtime (and a later asb serve re-adopts the others). */
+    rec_starter_stop(r);
+    for (rec_start *s = rec_start_take_done(r); s;) {
+        rec_start *next = s->next;
+        if (s->result == 0) {
+            rec_adopt(r, s->uid, s->pid);
+            rec_entry *e = rec_find(r, s->uid);
+            if (e)
+                e->handler = s->handler;
+        }
+        rec_start_collected(r, s->uid);
+        rec_start_free(s);
+        s = next;
     }
+    if (r->thread)
+        finish_deletions(r);
     rec_pool_stop(r, now_usec(CLOCK_MONOTONIC) + r->teardown_grace);
     if (r->watcher_started) {
         uint64_t one = 1;
@@ -1131,6 +1234,11 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     free(r->state_dir);
     pthread_mutex_destroy(&r->net_lock);
     pthread_mutex_destroy(&r->pool.lock);
+    for (size_t i = 0; i < r->starter.n_busy; i++)
+        free(r->starter.busy[i]);
+    free(r->starter.busy);
+    pthread_mutex_destroy(&r->starter.lock);
+    pthread_cond_destroy(&r->starter.work);
     pthread_cond_destroy(&r->pool.work);
     pthread_cond_destroy(&r->pool.done);
     free(r);

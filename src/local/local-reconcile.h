@@ -24,6 +24,8 @@ typedef struct local_reconciler_options {
     local_idmap *idmap;     /* borrowed, must outlive the reconciler: each sandbox's user
                              * namespace ids; NULL: sandboxes share the host's ids */
     size_t teardown_workers; /* parallel deletions; 0 = 4 */
+    size_t start_workers;    /* parallel container starts; 0 = $ASB_START_WORKERS,
+                              * else two per CPU (2..16) */
     usec_t teardown_grace;   /* how long stop waits for pending deletions; 0 = 10 s */
     size_t log_max;          /* bytes of sandboxd output kept per sandbox (x2: one rotation) */
 } local_reconciler_options;

@@ -161,7 +161,9 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
     _cleanup_free_ char *dir = NULL, *path = NULL, *tmp = NULL, *tree = NULL, *out = NULL;
     if (asprintf(&dir, "%s/scratch", state_dir) < 0 ||
         asprintf(&path, "%s/ext4-%" PRId64 ".img", dir, bytes) < 0 ||
-        asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0 || asprintf(&tree, "%s.d", tmp) < 0)
+        /* per thread: start workers may make the same template at once (the loser's rename
+         * replaces an identical file) */
+        asprintf(&tmp, "%s.%d.tmp", path, (int)gettid()) < 0 || asprintf(&tree, "%s.d", tmp) < 0)
         return -ENOMEM;
     if (access(path, F_OK) == 0) {
         *ret = TAKE_PTR(path);

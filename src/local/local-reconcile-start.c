@@ -1,0 +1,201 @@
+/* Container starts off the reconcile loop: a bounded pool of worker threads runs `runc run`
+ * and the first health check of each new Sandbox, so that N sandboxes start in parallel and the
+ * loop (deletions, status, expiry, other sandboxes) never waits behind one. The loop decides
+ * (handler, failures, status) and records entries; a worker only runs the start and hands the
+ * outcome back (rec_start_take_done). See local-reconcile-internal.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "basic/macro.h"
+#include "local/local-reconcile-internal.h"
+#include "shared/log.h"
+
+#define START_HEALTH_TIMEOUT_MS 5000
+
+rec_start *rec_start_free(rec_start *s)
+{
+    if (!s)
+        return NULL;
+    free(s->uid);
+    json_decref(s->sandbox);
+    oci_runtime_done(&s->rt);
+    free(s->failure.message);
+    free(s);
+    return NULL;
+}
+
+/* Locked. */
+static ssize_t busy_index(rec_starter *st, const char *uid)
+{
+    for (size_t i = 0; i < st->n_busy; i++)
+        if (strcmp(st->busy[i], uid) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+bool rec_start_pending(local_reconciler *r, const char *uid)
+{
+    pthread_mutex_lock(&r->starter.lock);
+    bool b = busy_index(&r->starter, uid) >= 0;
+    pthread_mutex_unlock(&r->starter.lock);
+    return b;
+}
+
+void rec_start_collected(local_reconciler *r, const char *uid)
+{
+    rec_starter *st = &r->starter;
+    pthread_mutex_lock(&st->lock);
+    ssize_t i = busy_index(st, uid);
+    if (i >= 0) {
+        free(st->busy[i]);
+        st->busy[i] = st->busy[--st->n_busy];
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+int rec_start_async(local_reconciler *r, const json_t *sb, size_t handler)
+{
+    rec_starter *st = &r->starter;
+    const char *uid = api_meta_string(sb, "uid");
+    const oci_runtime *rt = rec_handler(r, handler);
+    if (!uid)
+        return -EINVAL;
+    rec_start *s = calloc(1, sizeof(*s));
+    if (!s || !(s->uid = strdup(uid)) || !(s->sandbox = json_deep_copy(sb)) ||
+        oci_runtime_init(&s->rt, rt->binary, rt->root) < 0) {
+        rec_start_free(s);
+        return -ENOMEM;
+    }
+    s->handler = handler;
+    pthread_mutex_lock(&st->lock);
+    if (st->n_threads == 0 || st->stop) {
+        pthread_mutex_unlock(&st->lock);
+        rec_start_free(s);
+        return -ESHUTDOWN;
+    }
+    if (busy_index(st, uid) >= 0) { /* the caller checks; never two starts of one object */
+        pthread_mutex_unlock(&st->lock);
+        rec_start_free(s);
+        return 0;
+    }
+    char **v = realloc(st->busy, (st->n_busy + 1) * sizeof(*v));
+    if (!v || !(v[st->n_busy] = strdup(uid))) {
+        if (v)
+            st->busy = v;
+        pthread_mutex_unlock(&st->lock);
+        rec_start_free(s);
+        return -ENOMEM;
+    }
+    st->busy = v;
+    st->n_busy++;
+    if (st->tail)
+        st->tail->next = s;
+    else
+        st->head = s;
+    st->tail = s;
+    pthread_cond_signal(&st->work);
+    pthread_mutex_unlock(&st->lock);
+    return 0;
+}
+
+rec_start *rec_start_take_done(local_reconciler *r)
+{
+    pthread_mutex_lock(&r->starter.lock);
+    rec_start *d = r->starter.done, *rev = NULL;
+    r->starter.done = NULL;
+    pthread_mutex_unlock(&r->starter.lock);
+    while (d) { /* pushed newest first */
+        rec_start *n = d->next;
+        d->next = rev;
+        rev = d;
+        d = n;
+    }
+    return rev;
+}
+
+static void run_start(local_reconciler *r, rec_start *s)
+{
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    s->result = rec_materialise_run(r, s->sandbox, &s->rt, &s->pid, &s->failure);
+    if (s->result == 0)
+        s->ready = rec_health(r, s->uid, START_HEALTH_TIMEOUT_MS);
+    /* Start and end on the monotonic clock: overlapping intervals show the parallelism. */
+    usec_t t1 = now_usec(CLOCK_MONOTONIC);
+    char start[32], end[32], ms[32];
+    snprintf(start, sizeof(start), "%llu", (unsigned long long)t0);
+    snprintf(end, sizeof(end), "%llu", (unsigned long long)t1);
+    snprintf(ms, sizeof(ms), "%.1f", (double)(t1 - t0) / 1000.0);
+    log_info("sandbox start finished", "uid", s->uid, "sandbox",
+             api_meta_string(s->sandbox, "name") ?: "", "ready", s->ready ? "true" : "false",
+             "start_usec", start, "end_usec", end, "start_ms", ms);
+}
+
+static void *start_worker(void *arg)
+{
+    local_reconciler *r = arg;
+    rec_starter *st = &r->starter;
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!st->head && !st->stop)
+            pthread_cond_wait(&st->work, &st->lock);
+        if (st->stop)
+            break;
+        rec_start *s = st->head;
+        st->head = s->next;
+        if (!st->head)
+            st->tail = NULL;
+        s->next = NULL;
+        pthread_mutex_unlock(&st->lock);
+        if (local_store_is_shutdown(r->store))
+            s->result = -ESHUTDOWN; /* SIGTERM: no more containers */
+        else
+            run_start(r, s);
+        pthread_mutex_lock(&st->lock);
+        s->next = st->done;
+        st->done = s;
+        pthread_mutex_unlock(&st->lock);
+        local_store_nudge(r->store); /* the loop collects it now, not at its next wake-up */
+        pthread_mutex_lock(&st->lock);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+int rec_starter_start(local_reconciler *r, size_t n)
+{
+    rec_starter *st = &r->starter;
+    st->threads = calloc(n, sizeof(pthread_t));
+    if (!st->threads)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int k = pthread_create(&st->threads[i], NULL, start_worker, r);
+        if (k != 0)
+            return st->n_threads ? 0 : -k;
+        st->n_threads++;
+    }
+    return 0;
+}
+
+void rec_starter_stop(local_reconciler *r)
+{
+    rec_starter *st = &r->starter;
+    pthread_mutex_lock(&st->lock);
+    st->stop = true;
+    pthread_cond_broadcast(&st->work);
+    pthread_mutex_unlock(&st->lock);
+    for (size_t i = 0; i < st->n_threads; i++)
+        pthread_join(st->threads[i], NULL);
+    free(st->threads);
+    st->threads = NULL;
+    st->n_threads = 0;
+    while (st->head) { /* never started: forgotten, the next asb serve starts them */
+        rec_start *s = st->head;
+        st->head = s->next;
+        rec_start_collected(r, s->uid);
+        rec_start_free(s);
+    }
+    st->tail = NULL;
+}
