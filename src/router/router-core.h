@@ -123,6 +123,9 @@ const char *router_upstream_host(const char *addr);
  * Content-Length when it sent one). 0 or -ENOMEM. */
 int router_request_head(buf *out, const char *method, const char *url, const char *host,
                         const router_headers *h, bool chunked);
+/* Turns the head just appended by router_request_head into a protocol upgrade request: adds
+ * "Connection: Upgrade" and "Upgrade: proto" before its final blank line. 0 or -ENOMEM. */
+int router_request_upgrade(buf *out, const char *proto);
 /* Chunked-encoding framing of one piece of body. 0 or -ENOMEM. */
 int router_chunk(buf *out, const char *data, size_t n);
 
@@ -177,7 +180,9 @@ int router_request_refuse_malformed(const router_message *rq, buf *out);
 
 /* Turns an upstream HTTP/1.1 response into the bytes for an HTTP/1.1 client: interim (1xx)
  * responses dropped, hop-by-hop headers dropped, a body without a length re-framed chunked (or,
- * for an HTTP/1.0 client, delimited by closing). Does no I/O. */
+ * for an HTTP/1.0 client, delimited by closing). A 101 Switching Protocols (the answer to an
+ * upgrade request) is relayed with its Connection/Upgrade headers and ends the relay with
+ * `upgraded` set: what follows it is the new protocol's bytes. Does no I/O. */
 typedef struct router_relay {
     router_message m;
     buf *out;
@@ -186,6 +191,7 @@ typedef struct router_relay {
     bool keep_alive;    /* in: the client connection may be kept; cleared when it cannot */
     bool head_done;     /* the response head was emitted */
     bool done;          /* the whole response was emitted */
+    bool upgraded;      /* the response was a 101 to an upgrade: a byte tunnel follows */
     bool chunked_out, no_body;
     int err;
 } router_relay;

@@ -27,6 +27,10 @@
 /* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the
  * peer consumes would be an extra event (a wake-up) per request. */
 static void want_out(lconn *c, bool up, bool on);
+void router_loop_want_out(lconn *c, bool up, bool on)
+{
+    want_out(c, up, on);
+}
 
 static void conn_release(lconn *c)
 {
@@ -124,8 +128,7 @@ static int out_detail(lconn *c, const router_error *err)
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
-/* Sends what is pending. Returns 0 (all sent or the socket is full) or a negative errno. */
-static int client_flush(lconn *c)
+int router_loop_client_flush(lconn *c)
 {
     while (c->out_off < c->out.len && c->can_write) {
         ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
@@ -205,22 +208,39 @@ static void request_reset(lconn *c)
 
 /* ---- upstream ---- */
 
-static int upstream_connect(lconn *c, const char *addr)
+/* A non-blocking connect to "unix:/path" or a numeric "host:port" / "[v6]:port" (a name
+ * would need a DNS lookup, which blocks: -EADDRNOTAVAIL, the caller hands the connection off).
+ * A TCP connect in progress finishes in the background: the request waits in up_req until
+ * EPOLLOUT, and a refusal shows as the first send's error (502). */
+static int upstream_socket(const char *addr)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    const char *path = addr + 5;
-    if (strlen(path) >= sizeof(sa.sun_path))
-        return -ENAMETOOLONG;
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int r = router_sockaddr_numeric(addr, &ss, &sl);
+    if (r < 0)
+        return r;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int r = -errno;
-        close(fd);
-        return r; /* -EAGAIN: backlog full, the caller hands the connection off */
+    if (ss.ss_family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+    if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+        r = -errno;
+        close(fd);
+        return r; /* -EAGAIN: a unix socket's backlog is full, the caller hands off */
+    }
+    return fd;
+}
+
+static int upstream_connect(lconn *c, const char *addr)
+{
+    int fd = upstream_socket(addr);
+    if (fd < 0)
+        return fd;
+    /* EPOLLOUT from the start: it tells when a TCP connect in progress is done */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | EPOLLOUT,
                              .data.ptr = (void *)((uintptr_t)c | TAG_UP)};
     if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int r = -errno;
@@ -230,9 +250,9 @@ static int upstream_connect(lconn *c, const char *addr)
     c->up_fd = fd;
     c->up_addr = strdup(addr);
     c->up_can_read = false;
-    c->up_can_write = true;
+    c->up_can_write = true; /* a connect in progress: the first send says EAGAIN */
     c->up_eof = false;
-    c->up_ev_out = false;
+    c->up_ev_out = true;
     c->up_rdhup = false;
     return c->up_addr ? 0 : -ENOMEM;
 }
@@ -251,13 +271,17 @@ static int upstream_get(lconn *c, const char *addr)
     return r;
 }
 
-static int build_request(lconn *c)
+static int build_request(lconn *c, const char *addr)
 {
     buf_reset(&c->up_req);
     c->up_req_off = 0;
     c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
-    return router_request_head(&c->up_req, http_method_str(c->rq.p.method),
-                               router_message_url(&c->rq), "sandbox", &c->rq.h, c->req_chunked);
+    int r = router_request_head(&c->up_req, http_method_str(c->rq.p.method),
+                                router_message_url(&c->rq), router_upstream_host(addr), &c->rq.h,
+                                c->req_chunked);
+    if (r == 0 && c->rq.p.upgrade)
+        r = router_request_upgrade(&c->up_req, router_headers_get(&c->rq.h, "upgrade"));
+    return r;
 }
 
 /* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
@@ -338,13 +362,10 @@ static int request_dispatch(lconn *c)
     router_error err = {0};
     http_parser *p = &c->rq.p;
     c->keep_alive = http_should_keep_alive(p);
-    if (p->upgrade) {
-        /* the blocking code answers upgrades (501) */
-        upstream_drop(c);
-        conn_handoff(c, false);
-        return 1;
-    }
-    router_admission a = {.loopback = c->loopback};
+    if (p->upgrade)
+        c->keep_alive = false; /* http_parser stops at the head: only a tunnel can follow */
+    /* an upgrade is proxied (a tunnel after the 101); CONNECT is not */
+    router_admission a = {.loopback = c->loopback, .upgrade = p->method == HTTP_CONNECT};
     router_admission_from_headers(&a, http_method_str(p->method), router_message_url(&c->rq),
                                   &c->rq.h);
     router_target t = {0};
@@ -373,18 +394,24 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
     if (r < 0)
         return out_detail(c, err) < 0 ? -1 : 0;
     const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
-    if (!addr || strncmp(addr, "unix:", 5) != 0) {
+    if (!addr && c->rq.p.upgrade) {
+        /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
-        goto handoff;
+        router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
+        return out_detail(c, err) < 0 ? -1 : 0;
     }
-    r = build_request(c);
+    if (!addr) {
+        router_target_done(t);
+        goto handoff; /* the legacy emulation: blocking calls to sandboxd (docs/router.md) */
+    }
+    r = build_request(c, addr);
     if (r == 0) {
         c->up_retried = false;
         r = upstream_send(c, addr);
     }
     router_target_done(t);
-    if (r == -EAGAIN)
-        goto handoff;
+    if (r == -EAGAIN || r == -EADDRNOTAVAIL)
+        goto handoff; /* a full unix backlog, or a host name to look up */
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
         router_error_upstream(err, r, c->route.id);
@@ -560,7 +587,16 @@ static void relay_step(lconn *c)
         if (rerr == 0) {
             ssize_t k = router_relay_feed(&c->relay, w->rd, len, &c->out);
             c->keep_alive = c->relay.keep_alive;
-            if (c->relay.done) {
+            if (c->relay.done && c->relay.upgraded && c->rq.p.upgrade && k >= 0) {
+                if (router_loop_tunnel_begin(c, w->rd + k, len - (size_t)k) < 0) {
+                    c->st = ST_CLOSING;
+                    upstream_drop(c);
+                }
+                return;
+            }
+            if (c->relay.done && c->relay.upgraded)
+                k = -EPROTO; /* a 101 to a request that asked for no upgrade */
+            else if (c->relay.done) {
                 if ((size_t)k != len || !router_relay_reusable(&c->relay))
                     upstream_drop(c);
                 relay_end(c, 0);
@@ -723,8 +759,13 @@ static int parse_step(lconn *c)
             return 0;
         }
         if (c->in_len == IN_CAP) {
-            conn_handoff(c, false); /* a head larger than the buffer */
-            return 1;
+            /* a head larger than ROUTER_HEAD_MAX: Go's answer to one over MaxHeaderBytes */
+            static const char msg[] = "431 Request Header Fields Too Large";
+            c->keep_alive = false;
+            router_reply(&c->out, 431, "text/plain; charset=utf-8", NULL, msg, sizeof(msg) - 1,
+                         false, false);
+            c->st = ST_CLOSING;
+            return 0;
         }
         if (c->rd_eof)
             c->st = ST_CLOSING;
@@ -740,6 +781,10 @@ void router_loop_conn_run(lconn *c)
 {
     if (c->st == ST_RESOLVING)
         return; /* router_loop_resolve_done picks it up */
+    if (c->st == ST_TUNNEL) {
+        router_loop_tunnel_run(c);
+        return;
+    }
     for (;;) {
         if (c->st == ST_SNIFF) {
             while (c->in_len < 24 && c->can_read) {
@@ -773,7 +818,11 @@ void router_loop_conn_run(lconn *c)
             body_step(c);
         if (c->st == ST_UPSTREAM)
             relay_step(c);
-        if (client_flush(c) < 0) {
+        if (c->st == ST_TUNNEL) {
+            router_loop_tunnel_run(c);
+            return;
+        }
+        if (router_loop_client_flush(c) < 0) {
             router_loop_conn_close(c);
             return;
         }

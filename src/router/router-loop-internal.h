@@ -13,7 +13,9 @@
 #define OUT_HIGH 65536 /* neither side is read while more than this waits to go to the other */
 #define CLIENT_IDLE_MS 120000
 
-enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_CLOSING };
+/* ST_TUNNEL: after a 101 to an upgrade request, bytes are copied both ways until either side
+ * ends (router-loop-tunnel.c). */
+enum { ST_SNIFF, ST_READ, ST_UPSTREAM, ST_RESOLVING, ST_TUNNEL, ST_CLOSING };
 
 typedef struct lworker lworker;
 
@@ -82,6 +84,18 @@ static inline long long now_ms(void)
 }
 
 #define TAG_UP 1UL
+
+/* Sends what is pending to the client. 0 (all sent or the socket is full) or a negative errno. */
+int router_loop_client_flush(lconn *c);
+/* EPOLLOUT is asked for only while a write is blocked (up: on the upstream socket). */
+void router_loop_want_out(lconn *c, bool up, bool on);
+/* Switches c to ST_TUNNEL after the 101 (already in c->out); early: upstream bytes that came
+ * with it. The client bytes after the request head, in c->in, go upstream first. 0 or -ENOMEM. */
+int router_loop_tunnel_begin(lconn *c, const char *early, size_t n);
+/* Copies bytes both ways with flow control (neither side is read while more than OUT_HIGH bytes
+ * wait for the other); closes c once either side ended and what it sent was delivered.
+ * Returns 1 when c was closed. */
+int router_loop_tunnel_run(lconn *c);
 
 /* Accepts fd on worker w and runs it as far as it goes (closes it on failure). */
 void router_loop_conn_new(lworker *w, int fd);

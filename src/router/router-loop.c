@@ -94,7 +94,7 @@ static void *worker_main(void *p)
                     c->up_rdhup = true;
                 if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
                     c->up_can_write = true;
-                if (c->st != ST_UPSTREAM) {
+                if (c->st != ST_UPSTREAM && c->st != ST_TUNNEL) {
                     /* an idle kept-alive upstream went away: forget it */
                     if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
                         c->up_eof = true;

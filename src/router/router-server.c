@@ -116,12 +116,13 @@ static int connect_unix(const char *path, long timeout_ms)
     return fd;
 }
 
-static int connect_tcp(const char *hostport, long timeout_ms)
+/* Splits "host:port" or "[v6]:port": *ret_host owned by the caller, *ret_port borrowed. */
+static int split_hostport(const char *hostport, char **ret_host, const char **ret_port)
 {
-    _cleanup_free_ char *host = NULL;
     const char *colon = strrchr(hostport, ':');
     if (!colon)
         return -EINVAL;
+    char *host;
     if (hostport[0] == '[') {
         const char *end = strchr(hostport, ']');
         if (!end || end + 1 != colon)
@@ -131,8 +132,52 @@ static int connect_tcp(const char *hostport, long timeout_ms)
         host = strndup(hostport, (size_t)(colon - hostport));
     if (!host)
         return -ENOMEM;
+    *ret_host = host;
+    *ret_port = colon + 1;
+    return 0;
+}
+
+int router_sockaddr_numeric(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (strncmp(addr, "unix:", 5) == 0) {
+        struct sockaddr_un *sa = (struct sockaddr_un *)ret;
+        if (strlen(addr + 5) >= sizeof(sa->sun_path))
+            return -ENAMETOOLONG;
+        sa->sun_family = AF_UNIX;
+        strcpy(sa->sun_path, addr + 5);
+        *ret_len = sizeof(*sa);
+        return 0;
+    }
+    _cleanup_free_ char *host = NULL;
+    const char *port;
+    int r = split_hostport(addr, &host, &port);
+    if (r < 0)
+        return r;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV},
+                    *res = NULL;
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g == EAI_NONAME)
+        return -EADDRNOTAVAIL; /* a name: looking it up would block */
+    if (g != 0)
+        return g == EAI_MEMORY ? -ENOMEM : -EINVAL;
+    memcpy(ret, res->ai_addr, res->ai_addrlen);
+    *ret_len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int connect_tcp(const char *hostport, long timeout_ms)
+{
+    _cleanup_free_ char *host = NULL;
+    const char *port;
+    int sr = split_hostport(hostport, &host, &port);
+    if (sr < 0)
+        return sr;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int g = getaddrinfo(host, colon + 1, &hints, &res);
+    int g = getaddrinfo(host, port, &hints, &res);
     if (g != 0)
         return -EHOSTUNREACH;
     int r = -ECONNREFUSED;
