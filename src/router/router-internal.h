@@ -71,9 +71,11 @@ int router_framing_check(const struct http_parser *p, const http_field *fields, 
 /* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
  * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
 int router_connect(const char *addr, long timeout_ms);
-/* The socket address of "unix:/path" or a numeric "host:port" / "[v6]:port", without any
- * lookup. 0, -EADDRNOTAVAIL (a host name), -EINVAL or -ENOMEM. */
-int router_sockaddr_numeric(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len);
+/* The socket address of "unix:/path" or "host:port" / "[v6]:port" (the first one a name
+ * resolves to). Without lookup, only numeric hosts (a name: -EADDRNOTAVAIL, nothing blocks);
+ * with it, a DNS lookup may block. 0, -EHOSTUNREACH, -EINVAL or -ENOMEM. */
+int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
+                    socklen_t *ret_len);
 
 /* Legacy path split: for "/download/<rest>" style targets. Writes the decoded remainder (after
  * the given prefix, query removed, percent-decoded) into *out (owned). Returns 0 or -EINVAL. */

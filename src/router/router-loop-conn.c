@@ -35,6 +35,7 @@ void router_loop_want_out(lconn *c, bool up, bool on)
 static void conn_release(lconn *c)
 {
     free(c->up_addr);
+    free(c->sa_addr);
     free(c->in);
     router_message_done(&c->rq);
     buf_done(&c->out);
@@ -89,14 +90,6 @@ static void want_out(lconn *c, bool up, bool on)
                              .data.ptr = ptr};
     if (epoll_ctl(c->w->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
         *cur = on;
-}
-
-static void upstream_drop(lconn *c)
-{
-    c->up_fd = safe_close(c->up_fd);
-    free(c->up_addr);
-    c->up_addr = NULL;
-    c->up_can_read = c->up_can_write = c->up_eof = c->up_ev_out = c->up_rdhup = false;
 }
 
 /* Gives the connection to a thread running the blocking code: it gets every byte the loop has
@@ -206,140 +199,6 @@ static void request_reset(lconn *c)
     c->head_start = c->in_len > c->in_start ? now_ms() : 0;
 }
 
-/* ---- upstream ---- */
-
-/* A non-blocking connect to "unix:/path" or a numeric "host:port" / "[v6]:port" (a name
- * would need a DNS lookup, which blocks: -EADDRNOTAVAIL, the caller hands the connection off).
- * A TCP connect in progress finishes in the background: the request waits in up_req until
- * EPOLLOUT, and a refusal shows as the first send's error (502). */
-static int upstream_socket(const char *addr)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int r = router_sockaddr_numeric(addr, &ss, &sl);
-    if (r < 0)
-        return r;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return -errno;
-    if (ss.ss_family != AF_UNIX) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
-        r = -errno;
-        close(fd);
-        return r; /* -EAGAIN: a unix socket's backlog is full, the caller hands off */
-    }
-    return fd;
-}
-
-static int upstream_connect(lconn *c, const char *addr)
-{
-    int fd = upstream_socket(addr);
-    if (fd < 0)
-        return fd;
-    /* EPOLLOUT from the start: it tells when a TCP connect in progress is done */
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | EPOLLOUT,
-                             .data.ptr = (void *)((uintptr_t)c | TAG_UP)};
-    if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    c->up_fd = fd;
-    c->up_addr = strdup(addr);
-    c->up_can_read = false;
-    c->up_can_write = true; /* a connect in progress: the first send says EAGAIN */
-    c->up_eof = false;
-    c->up_ev_out = true;
-    c->up_rdhup = false;
-    return c->up_addr ? 0 : -ENOMEM;
-}
-
-static int upstream_get(lconn *c, const char *addr)
-{
-    c->up_reused = false;
-    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0 && !c->up_eof) {
-        c->up_reused = true;
-        return 0;
-    }
-    upstream_drop(c);
-    int r = upstream_connect(c, addr);
-    if (r < 0)
-        upstream_drop(c);
-    return r;
-}
-
-static int build_request(lconn *c, const char *addr)
-{
-    buf_reset(&c->up_req);
-    c->up_req_off = 0;
-    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
-    int r = router_request_head(&c->up_req, http_method_str(c->rq.p.method),
-                                router_message_url(&c->rq), router_upstream_host(addr), &c->rq.h,
-                                c->req_chunked);
-    if (r == 0 && c->rq.p.upgrade)
-        r = router_request_upgrade(&c->up_req, router_headers_get(&c->rq.h, "upgrade"));
-    return r;
-}
-
-/* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
- * or -errno. A body-less request's head stays in up_req for a retry on a fresh connection. */
-static int upstream_flush(lconn *c)
-{
-    while (c->up_req_off < c->up_req.len && c->up_can_write) {
-        ssize_t n = send(c->up_fd, c->up_req.data + c->up_req_off, c->up_req.len - c->up_req_off,
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->up_can_write = false;
-                want_out(c, true, true);
-                break;
-            }
-            return -errno;
-        }
-        c->up_req_off += (size_t)n;
-    }
-    if (c->has_body && c->up_req_off == c->up_req.len) {
-        buf_reset(&c->up_req);
-        c->up_req_off = 0;
-    }
-    if (c->up_req_off == c->up_req.len && c->up_ev_out)
-        want_out(c, true, false);
-    return 0;
-}
-
-static void relay_start(lconn *c)
-{
-    router_relay_start(&c->relay, c->rq.p.method == HTTP_HEAD,
-                       c->rq.p.http_major == 1 && c->rq.p.http_minor == 0, c->keep_alive);
-    c->r_got = false;
-}
-
-/* (Re)sends the built request on a (new) upstream connection. */
-static int upstream_send(lconn *c, const char *addr)
-{
-    int r = upstream_get(c, addr);
-    if (r < 0)
-        return r;
-    c->up_req_off = 0;
-    relay_start(c);
-    r = upstream_flush(c);
-    if (r < 0 && c->up_reused) {
-        upstream_drop(c);
-        if ((r = upstream_get(c, addr)) < 0)
-            return r;
-        c->up_req_off = 0;
-        r = upstream_flush(c);
-    }
-    if (r < 0)
-        upstream_drop(c);
-    return r;
-}
-
 /* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
 static void answer_upstream_error(lconn *c, int r)
 {
@@ -351,6 +210,7 @@ static void answer_upstream_error(lconn *c, int r)
 }
 
 static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
+static int dispatch_sent(lconn *c, int r, router_error *err);
 static int resolve_async(lconn *c);
 
 /* A request head (and, without a body, the whole request) is in c->rq. Returns 1 when the connection was handed
@@ -390,7 +250,6 @@ static int request_dispatch(lconn *c)
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
 static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
 {
-    router_ctx *ctx = c->w->L->ctx;
     if (r < 0)
         return out_detail(c, err) < 0 ? -1 : 0;
     const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
@@ -404,14 +263,37 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         router_target_done(t);
         goto handoff; /* the legacy emulation: blocking calls to sandboxd (docs/router.md) */
     }
-    r = build_request(c, addr);
+    r = router_loop_upstream_request(c, addr);
     if (r == 0) {
         c->up_retried = false;
-        r = upstream_send(c, addr);
+        r = router_loop_upstream_send(c, addr);
+    }
+    if (r == -EADDRNOTAVAIL) {
+        /* a host name: looked up on a helper thread, then dispatch_send goes on */
+        r = router_loop_upstream_lookup(c, addr);
+        router_target_done(t);
+        if (r < 0)
+            goto handoff; /* no thread: the blocking code connects on its own */
+        return 0;
     }
     router_target_done(t);
-    if (r == -EAGAIN || r == -EADDRNOTAVAIL)
-        goto handoff; /* a full unix backlog, or a host name to look up */
+    return dispatch_sent(c, r, err);
+handoff:
+    router_loop_upstream_drop(c);
+    conn_handoff(c, false);
+    return 1;
+}
+
+/* The request went upstream (r == 0) or could not (r < 0). Returns like request_dispatch. */
+static int dispatch_sent(lconn *c, int r, router_error *err)
+{
+    router_ctx *ctx = c->w->L->ctx;
+    if (r == -EAGAIN) {
+        /* a full unix backlog: the blocking code waits for room */
+        router_loop_upstream_drop(c);
+        conn_handoff(c, false);
+        return 1;
+    }
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
         router_error_upstream(err, r, c->route.id);
@@ -432,24 +314,10 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         http_parser_pause(&c->rq.p, 0);
     }
     return 0;
-handoff:
-    upstream_drop(c);
-    conn_handoff(c, false);
-    return 1;
 }
 
-/* A resolution that may block (cache miss, resume, waiting for Ready) runs on a thread of its
- * own; the connection waits in ST_RESOLVING (its events ignored) and the worker picks the
- * result up from its done list when the thread signals the worker's eventfd. */
-typedef struct resolve_job {
-    router_resolution res; /* first: the helper thread hands back &res */
-    struct resolve_job *next;
-    lconn *c;
-} resolve_job;
-
-static void resolved(router_resolution *res)
+void router_loop_job_post(router_loop_job *j)
 {
-    resolve_job *j = (resolve_job *)res;
     lworker *w = j->c->w;
     pthread_mutex_lock(&w->lock);
     j->next = w->done;
@@ -459,9 +327,14 @@ static void resolved(router_resolution *res)
     (void)!write(w->ev, &one, sizeof(one));
 }
 
+static void resolved(router_resolution *res)
+{
+    router_loop_job_post((router_loop_job *)res);
+}
+
 static int resolve_async(lconn *c)
 {
-    resolve_job *j = calloc(1, sizeof(*j));
+    router_loop_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -1;
     j->c = c;
@@ -469,7 +342,7 @@ static int resolve_async(lconn *c)
         .resolver = c->w->L->ctx->resolver, .route = c->route, .done = resolved};
     if (router_resolve_async(&j->res) < 0) {
         free(j);
-        upstream_drop(c);
+        router_loop_upstream_drop(c);
         conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
         return 1;
     }
@@ -480,17 +353,27 @@ static int resolve_async(lconn *c)
 void router_loop_resolve_done(lworker *w)
 {
     pthread_mutex_lock(&w->lock);
-    resolve_job *list = w->done;
+    router_loop_job *list = w->done;
     w->done = NULL;
     pthread_mutex_unlock(&w->lock);
     while (list) {
-        resolve_job *j = list;
+        router_loop_job *j = list;
         list = j->next;
         lconn *c = j->c;
         c->st = ST_READ;
         c->last_io = now_ms();
-        int r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
-        router_target_done(&j->res.target);
+        int r;
+        if (j->lookup) {
+            router_error err = {0};
+            r = router_loop_upstream_looked_up(c, j);
+            if (r == 0)
+                r = router_loop_upstream_send(c, j->addr ? j->addr : c->sa_addr);
+            r = dispatch_sent(c, r, &err);
+            free(j->addr);
+        } else {
+            r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
+            router_target_done(&j->res.target);
+        }
         free(j);
         if (r == 1)
             continue;
@@ -513,20 +396,20 @@ static void relay_end(lconn *c, int err)
     if (err == 0 && c->body_streaming) {
         /* an early answer (e.g. 400 before the body was read): the rest of the body is read and
          * dropped, then the connection goes on as the response said */
-        upstream_drop(c);
+        router_loop_upstream_drop(c);
         c->resp_done = true;
         return;
     }
     if (err == 0) {
         if (c->up_req_off < c->up_req.len || c->body_err < 0)
-            upstream_drop(c); /* it answered before taking the whole body */
+            router_loop_upstream_drop(c); /* it answered before taking the whole body */
         c->in_start += c->req_len;
         request_reset(c);
         c->st = c->keep_alive ? ST_READ : ST_CLOSING;
         c->last_io = now_ms(); /* the client's idle time starts now */
         return;
     }
-    upstream_drop(c);
+    router_loop_upstream_drop(c);
     if (c->relay.head_done) {
         /* the response started: cut the connection (whatever was relayed is flushed) */
         c->keep_alive = false;
@@ -543,7 +426,7 @@ static void relay_step(lconn *c)
     lworker *w = c->w;
     while (c->st == ST_UPSTREAM && c->up_fd >= 0) {
         if (c->up_req_off < c->up_req.len && c->up_can_write) {
-            int r = upstream_flush(c);
+            int r = router_loop_upstream_flush(c);
             if (r < 0 && c->has_body) {
                 /* the upstream stopped reading the body; its answer may be there to read */
                 c->body_err = r;
@@ -555,8 +438,8 @@ static void relay_step(lconn *c)
                 if (!c->r_got && c->up_reused && !c->up_retried) {
                     c->up_retried = true;
                     _cleanup_free_ char *addr = strdup(c->up_addr);
-                    upstream_drop(c);
-                    if (addr && upstream_send(c, addr) == 0)
+                    router_loop_upstream_drop(c);
+                    if (addr && router_loop_upstream_send(c, addr) == 0)
                         continue;
                 }
                 relay_end(c, -ECONNRESET);
@@ -590,7 +473,7 @@ static void relay_step(lconn *c)
             if (c->relay.done && c->relay.upgraded && c->rq.p.upgrade && k >= 0) {
                 if (router_loop_tunnel_begin(c, w->rd + k, len - (size_t)k) < 0) {
                     c->st = ST_CLOSING;
-                    upstream_drop(c);
+                    router_loop_upstream_drop(c);
                 }
                 return;
             }
@@ -598,7 +481,7 @@ static void relay_step(lconn *c)
                 k = -EPROTO; /* a 101 to a request that asked for no upgrade */
             else if (c->relay.done) {
                 if ((size_t)k != len || !router_relay_reusable(&c->relay))
-                    upstream_drop(c);
+                    router_loop_upstream_drop(c);
                 relay_end(c, 0);
                 return;
             }
@@ -611,8 +494,8 @@ static void relay_step(lconn *c)
                 /* a stale kept-alive connection: once more on a fresh one */
                 c->up_retried = true;
                 _cleanup_free_ char *addr = strdup(c->up_addr);
-                upstream_drop(c);
-                if (addr && upstream_send(c, addr) == 0)
+                router_loop_upstream_drop(c);
+                if (addr && router_loop_upstream_send(c, addr) == 0)
                     continue;
             }
             relay_end(c, rerr);
@@ -674,18 +557,18 @@ static void body_step(lconn *c)
                 c->body_streaming = false;
                 if (c->resp_done)
                     relay_end(c, 0);
-                else if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0)
+                else if (c->up_fd >= 0 && c->up_can_write && router_loop_upstream_flush(c) < 0)
                     c->body_err = -EPIPE; /* relay_step reads whatever answer there is */
                 return;
             }
             if (HTTP_PARSER_ERRNO(&c->rq.p) != HPE_OK) {
                 /* a malformed body: nothing sensible can follow on either connection */
-                upstream_drop(c);
+                router_loop_upstream_drop(c);
                 c->keep_alive = false;
                 c->st = ST_CLOSING;
                 return;
             }
-            if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0) {
+            if (c->up_fd >= 0 && c->up_can_write && router_loop_upstream_flush(c) < 0) {
                 c->body_err = -EPIPE;
                 buf_reset(&c->up_req);
                 c->up_req_off = 0;
@@ -695,7 +578,7 @@ static void body_step(lconn *c)
         int r = client_read(c);
         if (r < 0 || (r == 0 && c->rd_eof)) {
             /* the client went away in the middle of its body */
-            upstream_drop(c);
+            router_loop_upstream_drop(c);
             c->keep_alive = false;
             c->st = ST_CLOSING;
             return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -51,6 +52,9 @@ typedef struct lconn {
     long long deadline, last_io;
     long long head_start; /* when the request head being read began (0: none) */
     router_route route;
+    char *sa_addr; /* the upstream address last looked up, and what it resolved to */
+    struct sockaddr_storage sa;
+    socklen_t sa_len;
     bool dead;
     bool ev_out, up_ev_out; /* EPOLLOUT registered (only while a write is blocked) */
     bool rdhup, up_rdhup;   /* the peer's FIN was seen: read until EOF */
@@ -63,7 +67,7 @@ struct lworker {
     lconn *conns;
     lconn *dead; /* closed during this batch of events, freed after it */
     pthread_mutex_t lock;
-    struct resolve_job *done; /* finished resolutions (under lock) */
+    struct router_loop_job *done; /* finished resolutions and lookups (under lock) */
     char rd[RD_CAP];
 };
 
@@ -84,6 +88,40 @@ static inline long long now_ms(void)
 }
 
 #define TAG_UP 1UL
+
+/* Work that may block (a target resolution: control-plane lookup, resume; or a host name's DNS
+ * lookup) runs on a helper thread; the connection waits in ST_RESOLVING (its events ignored)
+ * and the worker picks the finished job up from its done list when the thread signals the
+ * worker's eventfd (router_loop_job_post). */
+typedef struct router_loop_job {
+    router_resolution res; /* first: the helper thread hands back &res */
+    struct router_loop_job *next;
+    lconn *c;
+    bool lookup; /* a DNS lookup of addr, not a resolution */
+    char *addr;
+    struct sockaddr_storage sa;
+    socklen_t sa_len;
+    int r;
+} router_loop_job;
+
+/* Hands a finished job to its connection's worker (from the helper thread). */
+void router_loop_job_post(router_loop_job *j);
+
+/* ---- upstream (router-loop-upstream.c) ---- */
+void router_loop_upstream_drop(lconn *c);
+/* Builds the upstream request head for c's request into up_req. 0 or -ENOMEM. */
+int router_loop_upstream_request(lconn *c, const char *addr);
+/* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
+ * or -errno. A body-less request's head stays in up_req for a retry on a fresh connection. */
+int router_loop_upstream_flush(lconn *c);
+void router_loop_relay_start(lconn *c);
+/* (Re)sends the built request on a kept or new upstream connection. -EADDRNOTAVAIL: addr is a
+ * host name not looked up yet (router_loop_upstream_lookup); -EAGAIN: a full unix backlog. */
+int router_loop_upstream_send(lconn *c, const char *addr);
+/* Starts looking addr up on a helper thread (c waits in ST_RESOLVING). 0 or a negative errno. */
+int router_loop_upstream_lookup(lconn *c, const char *addr);
+/* Keeps a finished lookup's result for c's next connects. 0 or the lookup's error. */
+int router_loop_upstream_looked_up(lconn *c, router_loop_job *j);
 
 /* Sends what is pending to the client. 0 (all sent or the socket is full) or a negative errno. */
 int router_loop_client_flush(lconn *c);

@@ -137,7 +137,8 @@ static int split_hostport(const char *hostport, char **ret_host, const char **re
     return 0;
 }
 
-int router_sockaddr_numeric(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len)
+int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
+                    socklen_t *ret_len)
 {
     memset(ret, 0, sizeof(*ret));
     if (strncmp(addr, "unix:", 5) == 0) {
@@ -156,13 +157,15 @@ int router_sockaddr_numeric(const char *addr, struct sockaddr_storage *ret, sock
         return r;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV},
+                             .ai_flags = lookup ? 0 : AI_NUMERICHOST | AI_NUMERICSERV},
                     *res = NULL;
     int g = getaddrinfo(host, port, &hints, &res);
-    if (g == EAI_NONAME)
+    if (g == EAI_NONAME && !lookup)
         return -EADDRNOTAVAIL; /* a name: looking it up would block */
+    if (g == EAI_MEMORY)
+        return -ENOMEM;
     if (g != 0)
-        return g == EAI_MEMORY ? -ENOMEM : -EINVAL;
+        return -EHOSTUNREACH; /* as router_connect says it (502) */
     memcpy(ret, res->ai_addr, res->ai_addrlen);
     *ret_len = res->ai_addrlen;
     freeaddrinfo(res);

@@ -154,11 +154,18 @@ def test_upgrade_and_requests_over_tcp_upstream(start_router):  # noqa: F811
         resp = requests.get(r.url + "/v1/x", headers={"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "tcpbox"})
         assert resp.status_code == 400 and resp.text == "no upgrade"
         assert seen[-1].startswith("GET /v1/x HTTP/1.1\r\nHost: 127.0.0.1:")
+        # a host name: looked up on a helper thread, then connected from the loop
+        r2 = start_router("--target-template", f"localhost:{port}", "--token", TOKEN)
+        for _ in range(2):
+            resp = requests.get(r2.url + "/v1/y", headers={"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "named"})
+            assert resp.status_code == 400 and resp.text == "no upgrade"
+            assert seen[-1].startswith(f"GET /v1/y HTTP/1.1\r\nHost: localhost:{port}\r\n")
     finally:
         ls.close()
 
 
 def test_tcp_upstream_refused_is_502(start_router):  # noqa: F811
+    """Refused after a non-blocking connect (a numeric address) and after a lookup (a name)."""
     s = socket.socket(socket.AF_INET)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -167,6 +174,10 @@ def test_tcp_upstream_refused_is_502(start_router):  # noqa: F811
     resp = requests.get(r.url + "/v1/x", headers={"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "gone"})
     assert resp.status_code == 502
     assert resp.json() == {"detail": "Could not connect to the backend sandbox: gone"}
+    r = start_router("--target-template", f"localhost:{port}", "--token", TOKEN)
+    resp = requests.get(r.url + "/v1/x", headers={"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "gone2"})
+    assert resp.status_code == 502
+    assert resp.json() == {"detail": "Could not connect to the backend sandbox: gone2"}
 
 
 def test_upgrade_to_legacy_emulation_is_501(fakes, start_router):  # noqa: F811
