@@ -25,8 +25,8 @@
  * pieces. */
 typedef struct router_headers {
     buf a;
-    size_t *off; /* where each name starts in a */
-    size_t n, cap;
+    buf offs; /* size_t: where each name starts in a (malloc'd, so aligned) */
+    size_t n;
     int st; /* 0 none, 1 in a name, 2 in a value */
     size_t bytes;
 } router_headers;
@@ -42,7 +42,7 @@ void router_headers_done(router_headers *h);
 
 static inline const char *router_headers_name(const router_headers *h, size_t i)
 {
-    return h->a.data + h->off[i];
+    return h->a.data + ((const size_t *)(const void *)h->offs.data)[i];
 }
 /* The name being accumulated (NUL-terminated; its length so far in *ret_len). */
 const char *router_headers_current(const router_headers *h, size_t *ret_len);

@@ -121,22 +121,50 @@ static int out_detail(lconn *c, const router_error *err)
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
-int router_loop_client_flush(lconn *c)
+int router_loop_send(lconn *c, bool up, const char *data, size_t len, size_t *off)
 {
-    while (c->out_off < c->out.len && c->can_write) {
-        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+    bool *can_write = up ? &c->up_can_write : &c->can_write;
+    while (*off < len && *can_write) {
+        ssize_t n = send(up ? c->up_fd : c->fd, data + *off, len - *off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->can_write = false;
-                want_out(c, false, true);
+                *can_write = false;
+                want_out(c, up, true);
                 break;
             }
             return -errno;
         }
-        c->out_off += (size_t)n;
+        *off += (size_t)n;
     }
+    return 0;
+}
+
+ssize_t router_loop_recv(lconn *c, bool up, char *dst, size_t cap)
+{
+    bool *can_read = up ? &c->up_can_read : &c->can_read;
+    for (;;) {
+        ssize_t n = recv(up ? c->up_fd : c->fd, dst, cap, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            *can_read = false;
+            return -EAGAIN;
+        }
+        if (n < 0)
+            return -errno;
+        if (n > 0 && (size_t)n < cap && !(up ? c->up_rdhup : c->rdhup))
+            *can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        return n;
+    }
+}
+
+int router_loop_client_flush(lconn *c)
+{
+    int r = router_loop_send(c, false, c->out.data, c->out.len, &c->out_off);
+    if (r < 0)
+        return r;
     if (c->out_off == c->out.len) {
         c->out.len = c->out_off = 0;
         if (c->ev_out)
@@ -450,18 +478,10 @@ static void relay_step(lconn *c)
             return; /* back-pressure: wait for the client */
         if (!c->up_can_read)
             return;
-        ssize_t n = recv(c->up_fd, w->rd, RD_CAP, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->up_can_read = false;
-                return;
-            }
-        }
-        int rerr = n < 0 ? -errno : 0;
-        if (n > 0 && n < RD_CAP && !c->up_rdhup)
-            c->up_can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        ssize_t n = router_loop_recv(c, true, w->rd, RD_CAP);
+        if (n == -EAGAIN)
+            return;
+        int rerr = n < 0 ? (int)n : 0;
         if (n > 0) {
             c->r_got = true;
             c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
@@ -514,28 +534,20 @@ static int client_read(lconn *c)
         c->in_parsed -= c->in_start;
         c->in_start = 0;
     }
-    for (;;) {
-        if (c->rd_eof || !c->can_read || c->in_len == IN_CAP)
-            return 0;
-        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->can_read = false;
-            return 0;
-        }
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            c->rd_eof = true;
-            return 0;
-        }
-        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
-            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
-        c->last_io = now_ms();
-        c->in_len += (size_t)n;
-        return 1;
+    if (c->rd_eof || !c->can_read || c->in_len == IN_CAP)
+        return 0;
+    ssize_t n = router_loop_recv(c, false, c->in + c->in_len, IN_CAP - c->in_len);
+    if (n == -EAGAIN)
+        return 0;
+    if (n < 0)
+        return -1;
+    if (n == 0) {
+        c->rd_eof = true;
+        return 0;
     }
+    c->last_io = now_ms();
+    c->in_len += (size_t)n;
+    return 1;
 }
 
 /* Forwards the request body while the upstream takes it (flow control: the client is not read

@@ -123,6 +123,12 @@ int router_loop_upstream_lookup(lconn *c, const char *addr);
 /* Keeps a finished lookup's result for c's next connects. 0 or the lookup's error. */
 int router_loop_upstream_looked_up(lconn *c, router_loop_job *j);
 
+/* The loop's two I/O primitives, on the client (up false) or upstream socket, edge-triggered:
+ * router_loop_send writes data[*off, len) while the socket takes it (EAGAIN: can_write cleared
+ * and EPOLLOUT asked for), 0 or -errno; router_loop_recv reads up to cap bytes: n, 0 at EOF,
+ * -EAGAIN (can_read cleared; also after a short read unless the peer's FIN was seen) or -errno. */
+int router_loop_send(lconn *c, bool up, const char *data, size_t len, size_t *off);
+ssize_t router_loop_recv(lconn *c, bool up, char *dst, size_t cap);
 /* Sends what is pending to the client. 0 (all sent or the socket is full) or a negative errno. */
 int router_loop_client_flush(lconn *c);
 /* EPOLLOUT is asked for only while a write is blocked (up: on the upstream socket). */

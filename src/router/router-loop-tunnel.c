@@ -20,75 +20,51 @@ int router_loop_tunnel_begin(lconn *c, const char *early, size_t n)
  * Returns 1 when something moved, 0 when blocked, a negative errno on a failure. */
 static int client_to_upstream(lconn *c)
 {
-    int moved = 0;
-    while (c->in_start < c->in_len && c->up_can_write) {
-        ssize_t n = send(c->up_fd, c->in + c->in_start, c->in_len - c->in_start, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->up_can_write = false;
-            router_loop_want_out(c, true, true);
-            break;
-        }
-        if (n < 0)
-            return -errno;
-        c->in_start += (size_t)n;
-        moved = 1;
-    }
+    size_t before = c->in_start;
+    int r = router_loop_send(c, true, c->in, c->in_len, &c->in_start);
+    if (r < 0)
+        return r;
+    int moved = c->in_start > before;
     if (c->in_start < c->in_len)
         return moved; /* the upstream is not taking more: the client is not read (flow control) */
     c->in_start = c->in_len = c->in_parsed = 0;
     if (c->up_ev_out)
         router_loop_want_out(c, true, false);
-    while (c->can_read && !c->rd_eof) {
-        ssize_t n = recv(c->fd, c->in, IN_CAP, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->can_read = false;
-            break;
-        }
-        if (n < 0)
-            return -errno;
-        if (n == 0) {
-            c->rd_eof = true;
-            break;
-        }
-        if ((size_t)n < IN_CAP && !c->rdhup)
-            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
-        c->in_len = (size_t)n;
-        c->last_io = now_ms();
+    if (!c->can_read || c->rd_eof)
+        return moved;
+    ssize_t n = router_loop_recv(c, false, c->in, IN_CAP);
+    if (n == -EAGAIN)
+        return moved;
+    if (n < 0)
+        return (int)n;
+    if (n == 0) {
+        c->rd_eof = true;
         return 1;
     }
-    return moved;
+    c->in_len = (size_t)n;
+    c->last_io = now_ms();
+    return 1;
 }
 
 /* Upstream -> client, while fewer than OUT_HIGH bytes wait for the client. */
 static int upstream_to_client(lconn *c)
 {
     lworker *w = c->w;
-    while (c->up_can_read && !c->up_eof && c->out.len - c->out_off <= OUT_HIGH) {
-        ssize_t n = recv(c->up_fd, w->rd, RD_CAP, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->up_can_read = false;
-            return 0;
-        }
-        if (n < 0)
-            return -errno;
-        if (n == 0) {
-            c->up_eof = true;
-            return 1;
-        }
-        if ((size_t)n < RD_CAP && !c->up_rdhup)
-            c->up_can_read = false;
-        if (buf_append(&c->out, w->rd, (size_t)n) < 0)
-            return -ENOMEM;
-        c->last_io = now_ms();
+    if (!c->up_can_read || c->up_eof || c->out.len - c->out_off > OUT_HIGH)
+        return 0;
+    ssize_t n = router_loop_recv(c, true, w->rd, RD_CAP);
+    if (n == -EAGAIN)
+        return 0;
+    if (n < 0)
+        return (int)n;
+    if (n == 0) {
+        c->up_eof = true;
         return 1;
     }
-    return 0;
+    if (buf_append(&c->out, w->rd, (size_t)n) < 0)
+        return -ENOMEM;
+    c->last_io = now_ms();
+    return 1;
 }
 
 int router_loop_tunnel_run(lconn *c)

@@ -104,21 +104,9 @@ int router_loop_upstream_request(lconn *c, const char *addr)
  * or -errno. A body-less request's head stays in up_req for a retry on a fresh connection. */
 int router_loop_upstream_flush(lconn *c)
 {
-    while (c->up_req_off < c->up_req.len && c->up_can_write) {
-        ssize_t n = send(c->up_fd, c->up_req.data + c->up_req_off, c->up_req.len - c->up_req_off,
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->up_can_write = false;
-                router_loop_want_out(c, true, true);
-                break;
-            }
-            return -errno;
-        }
-        c->up_req_off += (size_t)n;
-    }
+    int r = router_loop_send(c, true, c->up_req.data, c->up_req.len, &c->up_req_off);
+    if (r < 0)
+        return r;
     if (c->has_body && c->up_req_off == c->up_req.len) {
         buf_reset(&c->up_req);
         c->up_req_off = 0;
