@@ -300,9 +300,7 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         /* a host name: looked up on a helper thread, then dispatch_send goes on */
         r = router_loop_upstream_lookup(c, addr);
         router_target_done(t);
-        if (r < 0)
-            goto handoff; /* no thread: the blocking code connects on its own */
-        return 0;
+        return r < 0 ? dispatch_sent(c, -ECONNREFUSED, err) : 0; /* no thread: 502 */
     }
     router_target_done(t);
     return dispatch_sent(c, r, err);
@@ -316,12 +314,7 @@ handoff:
 static int dispatch_sent(lconn *c, int r, router_error *err)
 {
     router_ctx *ctx = c->w->L->ctx;
-    if (r == -EAGAIN) {
-        /* a full unix backlog: the blocking code waits for room */
-        router_loop_upstream_drop(c);
-        conn_handoff(c, false);
-        return 1;
-    }
+    /* -EAGAIN, a unix socket's full backlog, is a failure too: Go's dialer says so at once */
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
         router_error_upstream(err, r, c->route.id);

@@ -45,7 +45,7 @@ static int upstream_socket(lconn *c, const char *addr)
     if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
         r = -errno;
         close(fd);
-        return r; /* -EAGAIN: a unix socket's backlog is full, the caller hands off */
+        return r; /* -EAGAIN: a unix socket's backlog is full (502, as in Go) */
     }
     return fd;
 }
