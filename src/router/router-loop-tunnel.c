@@ -72,8 +72,11 @@ int router_loop_tunnel_run(lconn *c)
     for (;;) {
         int a = client_to_upstream(c);
         int b = upstream_to_client(c);
+        size_t pending = c->out.len - c->out_off;
         if (a < 0 || b < 0 || router_loop_client_flush(c) < 0)
             break;
+        if (c->out.len - c->out_off < pending)
+            b = 1; /* the client took bytes: the upstream may be read again */
         bool client_done = c->rd_eof && c->in_start == c->in_len;
         bool upstream_done = c->up_eof && c->out.len == 0;
         if (client_done || upstream_done)

@@ -11,6 +11,7 @@ import requests
 from test_router_standalone import Fakes, start_router, fakes  # noqa: F401 (fixtures)
 
 TOKEN = "sekret"
+FLOOD = 128 << 20
 
 
 def serve_upgrade(listener, seen):
@@ -32,8 +33,17 @@ def serve_upgrade(listener, seen):
             c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10\r\n\r\nno upgrade")
             c.close()
             return
+        path = lines[0].split(" ")[1]
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: shout\r\n"
-                  b"\r\nhello " + lines[0].split(" ")[1].encode() + b"\n" + rest.upper())
+                  b"\r\nhello " + path.encode() + b"\n" + rest.upper())
+        if path == "/flood":  # as fast as the router takes it
+            try:
+                for _ in range(FLOOD // (1 << 20)):
+                    c.sendall(b"x" * (1 << 20))
+            except OSError:
+                pass
+            c.close()
+            return
         while True:
             chunk = c.recv(65536)
             if not chunk:
@@ -200,3 +210,44 @@ def test_head_over_64k_is_431(fakes, start_router):  # noqa: F811
     assert resp.status_code == 431
     assert resp.text == "431 Request Header Fields Too Large"
     assert resp.headers["Connection"] == "close"
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_tunnel_back_pressure(fakes, start_router):  # noqa: F811
+    """An upstream that floods a stalled client through a tunnel: the router holds its memory
+    flat (the upstream is not read while 64 KiB wait for the client), then everything arrives."""
+    ls = socket.socket(socket.AF_UNIX)
+    ls.bind(fakes.path("flood"))
+    ls.listen(4)
+    fakes.socks.append(ls)
+    serve_upgrade(ls, [])
+    r = start_router("--target-template", f"unix:{fakes.dir}/{{id}}/{{socket}}.sock", "--token", TOKEN)
+    before = rss_kib(r.proc.pid)
+    s = socket.create_connection(("127.0.0.1", r.port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(30)
+    try:
+        s.sendall(f"GET /flood HTTP/1.1\r\nHost: r\r\nAuthorization: Bearer {TOKEN}\r\nX-Sandbox-ID: flood\r\n"
+                  "X-Sandbox-Port: 8080\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n".encode())
+        head, rest = read_head(s)
+        assert head.startswith("HTTP/1.1 101 ")
+        got = len(rest)
+        time.sleep(1.5)  # the client stalls; the upstream keeps offering 128 MiB
+        stalled = rss_kib(r.proc.pid)
+        assert stalled - before < 32 * 1024, (before, stalled)
+        while True:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            got += len(d)
+        assert got == len(b"hello /flood\n") + FLOOD
+        assert rss_kib(r.proc.pid) - before < 32 * 1024
+    finally:
+        s.close()
