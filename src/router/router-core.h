@@ -14,8 +14,8 @@
 #include "router/router-internal.h"
 
 /* The most bytes a request or response head (URL plus headers) may take. The epoll loop's input
- * buffer and the blocking path's read buffer are both this size, so a head the loop could not
- * hold is one the thread cannot either (it answers it). */
+ * buffer is this size (a longer request head is answered 431), as is the blocking path's read
+ * buffer, so whatever the loop hands off fits. */
 #define ROUTER_HEAD_MAX 65536
 
 /* ---- header list ---- */
@@ -58,7 +58,7 @@ typedef struct router_admission {
     const char *authorization; /* NULL: absent */
     bool loopback;             /* the client is a loopback peer */
     bool http2;                /* HTTP/2 client: gRPC allowed */
-    bool upgrade;              /* HTTP/1.1 protocol upgrade asked for (answered 501) */
+    bool upgrade;              /* an upgrade (or CONNECT) the caller cannot proxy: 501 */
 } router_admission;
 
 /* Fills a's info and authorization from an HTTP/1.1 header list (first occurrence wins). */

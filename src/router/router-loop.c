@@ -1,19 +1,19 @@
 /* The event-driven HTTP/1.1 engine. A fixed pool of worker threads (one per CPU), each with its
  * own epoll loop (edge-triggered, every fd registered once), accepts connections from the shared
- * listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves requests without a thread of their
- * own whenever the target is a unix socket (sandboxd's REST, or a proxied legacy port): the head
- * goes through the proxy core's admission (router-core.h), the upstream connection is
- * non-blocking and kept alive per client connection, a request body streams upstream as it
+ * listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves every proxied request without a
+ * thread of its own: the head goes through the proxy core's admission (router-core.h), the
+ * upstream connection (unix socket or TCP, connected without blocking; a host name looked up on
+ * a helper thread) is kept alive per client connection, a request body streams upstream as it
  * arrives and the response is relayed by the core's relay, with flow control both ways (neither
- * side is read while more than OUT_HIGH bytes wait for the other). Router-made answers (healthz,
- * 400 and the smuggling refusals, 401, 404, 502, 504) are written by the loop too; a resolution
- * that may block runs on a helper thread while the connection waits.
+ * side is read while more than OUT_HIGH bytes wait for the other); after a 101 the connection
+ * is a byte tunnel (router-loop-tunnel.c). Router-made answers (healthz, 400 and the smuggling
+ * refusals, 401, 404, 431, 502, 504) are written by the loop too; a resolution that may block
+ * runs on a helper thread while the connection waits.
  *
  * What is left is handed off, at a request boundary and before any of that request was
  * answered, to a thread running the blocking code (router_http1_serve / router_h2_serve) with
- * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd), TCP upstreams,
- * protocol upgrades, heads larger than the input buffer and HTTP/2. The connection stays on that
- * thread. */
+ * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd) and HTTP/2. The
+ * connection stays on that thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
