@@ -626,8 +626,9 @@ static void request_reset(h1_conn *c)
     router_target_done(&c->target);
 }
 
-void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
+bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
+    bool handed_back = false;
     h1_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .up_fd = -1};
     router_message_init(&c.rq, HTTP_REQUEST, &request_hooks, &c);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
@@ -667,6 +668,13 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             if (finish_request(&c) < 0)
                 break;
             request_reset(&c);
+            /* The loop handed this connection off for one request (the legacy emulation's);
+             * the next ones go back to it with whatever was read after this one. */
+            if (ctx->handback && ctx->handback(ctx->handback_payload, fd, c.loopback, in + off,
+                                               have - off) == 0) {
+                handed_back = true;
+                break;
+            }
             continue;
         }
         if (e != HPE_OK) {
@@ -687,4 +695,5 @@ out:
     request_reset(&c);
     router_message_done(&c.rq);
     upstream_drop(&c);
+    return handed_back;
 }

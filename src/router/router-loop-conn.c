@@ -740,6 +740,11 @@ void router_loop_conn_run(lconn *c)
 
 void router_loop_conn_new(lworker *w, int fd)
 {
+    router_loop_conn_adopt(w, fd, w->L->hooks.loopback(fd), NULL, 0);
+}
+
+void router_loop_conn_adopt(lworker *w, int fd, bool loopback, const char *pre, size_t npre)
+{
     lconn *c = calloc(1, sizeof(*c));
     if (c)
         c->in = malloc(IN_CAP);
@@ -752,10 +757,16 @@ void router_loop_conn_new(lworker *w, int fd)
     c->w = w;
     c->fd = fd;
     c->up_fd = -1;
-    c->loopback = w->L->hooks.loopback(fd);
+    c->loopback = loopback;
     c->can_write = true;
     c->last_io = now_ms();
     c->head_start = c->last_io; /* the header deadline runs from accept */
+    if (pre) {
+        c->st = ST_READ; /* given back between requests: HTTP/1.1 already */
+        memcpy(c->in, pre, npre);
+        c->in_len = npre;
+        c->head_start = npre ? c->last_io : 0;
+    }
     router_message_init(&c->rq, HTTP_REQUEST, &request_hooks, c);
     c->next = w->conns;
     if (w->conns)

@@ -68,6 +68,8 @@ struct lworker {
     lconn *dead; /* closed during this batch of events, freed after it */
     pthread_mutex_t lock;
     struct router_loop_job *done; /* finished resolutions and lookups (under lock) */
+    struct loop_adoption *adopt;  /* connections given back by the blocking code (under lock) */
+    bool exited;                  /* the worker stopped: nothing is adopted any more */
     char rd[RD_CAP];
 };
 
@@ -143,6 +145,9 @@ int router_loop_tunnel_run(lconn *c);
 
 /* Accepts fd on worker w and runs it as far as it goes (closes it on failure). */
 void router_loop_conn_new(lworker *w, int fd);
+/* Same for a connection the blocking code gives back: HTTP/1.1 already (no h2 sniffing), its
+ * first input pre[0..npre). */
+void router_loop_conn_adopt(lworker *w, int fd, bool loopback, const char *pre, size_t npre);
 /* Runs the connection's state machine as far as it goes (after events). */
 void router_loop_conn_run(lconn *c);
 /* Closes the client connection (and its upstream); its memory lives until router_loop_reap. */

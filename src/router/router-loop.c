@@ -36,6 +36,75 @@
 #include "basic/macro.h"
 #include "router/router-loop-internal.h"
 
+/* A connection the blocking code gives back, waiting for its worker. */
+typedef struct loop_adoption {
+    struct loop_adoption *next;
+    int fd;
+    bool loopback;
+    size_t npre;
+    char pre[];
+} loop_adoption;
+
+/* Takes the list of connections given back (all of them when the worker stops). */
+static loop_adoption *adoptions_take(lworker *w, bool exiting)
+{
+    pthread_mutex_lock(&w->lock);
+    loop_adoption *list = w->adopt;
+    w->adopt = NULL;
+    if (exiting)
+        w->exited = true;
+    pthread_mutex_unlock(&w->lock);
+    return list;
+}
+
+static void adoptions_run(lworker *w, bool exiting)
+{
+    for (loop_adoption *a = adoptions_take(w, exiting), *next; a; a = next) {
+        next = a->next;
+        if (exiting) {
+            w->L->hooks.closed(w->L->hooks.payload, a->fd);
+            close(a->fd);
+        } else
+            router_loop_conn_adopt(w, a->fd, a->loopback, a->pre, a->npre);
+        free(a);
+    }
+}
+
+int router_loop_adopt(router_loop *L, int fd, bool loopback, const char *pre, size_t npre)
+{
+    if (npre > IN_CAP)
+        return -E2BIG;
+    if (atomic_load(&L->phase) != 0)
+        return -ESHUTDOWN;
+    loop_adoption *a = malloc(sizeof(*a) + npre);
+    if (!a)
+        return -ENOMEM;
+    *a = (loop_adoption){.fd = fd, .loopback = loopback, .npre = npre};
+    if (npre)
+        memcpy(a->pre, pre, npre);
+    size_t nw = L->nw; /* workers only ever get added while starting */
+    if (nw == 0)
+        return -ESHUTDOWN;
+    lworker *w = &L->w[(size_t)fd % nw]; /* spread without shared state */
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    pthread_mutex_lock(&w->lock);
+    bool taken = !w->exited;
+    if (taken) {
+        a->next = w->adopt;
+        w->adopt = a;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!taken) {
+        fcntl(fd, F_SETFL, fl);
+        free(a);
+        return -ESHUTDOWN;
+    }
+    uint64_t one = 1;
+    (void)!write(w->ev, &one, sizeof(one));
+    return 0;
+}
+
 static void *worker_main(void *p)
 {
     lworker *w = p;
@@ -80,6 +149,7 @@ static void *worker_main(void *p)
                 uint64_t v;
                 (void)!read(w->ev, &v, sizeof(v));
                 router_loop_resolve_done(w);
+                adoptions_run(w, false);
                 continue;
             }
             /* A connection closed earlier in this batch could have been freed: events of this
@@ -117,6 +187,7 @@ static void *worker_main(void *p)
         }
         router_loop_reap(w);
     }
+    adoptions_run(w, true);
     while (w->conns)
         router_loop_conn_close(w->conns);
     router_loop_reap(w);
@@ -144,6 +215,9 @@ int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *h
     }
     int fl = fcntl(listen_fd, F_GETFL);
     fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+    /* set before any worker runs: a connection handed off and given back (router_loop_adopt)
+     * may find the loop through *ret before this returns */
+    *ret = L;
     int r = 0;
     for (size_t i = 0; i < nw; i++) {
         lworker *w = &L->w[i];
@@ -168,6 +242,7 @@ int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *h
         L->nw++;
     }
     if (r < 0) {
+        *ret = NULL;
         router_loop_stop(L, 2);
         return r;
     }

@@ -268,8 +268,10 @@ static void *conn_thread(void *p)
         goto out;
     if (a->h2)
         router_h2_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
-    else
-        router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
+    else if (router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre)) {
+        free(a); /* back on the event loop, still tracked */
+        return NULL;
+    }
 out:
     conn_remove(&a->r->conns, a->fd);
     close(a->fd);
@@ -302,6 +304,12 @@ static void hook_closed(void *payload, int fd)
 {
     router *r = payload;
     conn_remove(&r->conns, fd);
+}
+
+static int ctx_handback(void *payload, int fd, bool loopback, const char *pre, size_t npre)
+{
+    router *r = payload;
+    return router_loop_adopt(r->loop, fd, loopback, pre, npre);
 }
 
 static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
@@ -399,6 +407,8 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, char
                                .closed = hook_closed,
                                .loopback = peer_is_loopback,
                                .handoff = hook_handoff};
+    r->ctx.handback = ctx_handback;
+    r->ctx.handback_payload = r;
     int e = router_loop_start(&r->ctx, fd, &hooks, &r->loop);
     if (e < 0) {
         close(fd);

@@ -251,3 +251,49 @@ def test_tunnel_back_pressure(fakes, start_router):  # noqa: F811
         assert rss_kib(r.proc.pid) - before < 32 * 1024
     finally:
         s.close()
+
+
+def threads(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads")
+
+
+def test_legacy_request_gives_the_connection_back_to_the_loop(fakes, start_router):  # noqa: F811
+    """A request to the legacy emulation runs on a thread of its own; after it, the connection
+    (kept alive) goes back to the event loop: the thread ends while the client still uses it."""
+    fakes.echo("echo")
+    r = start_router("--target-template", f"unix:{fakes.dir}/{{id}}/{{socket}}.sock", "--token", TOKEN)
+    h = {"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "echo"}
+    with requests.Session() as s:
+        assert s.get(r.url + "/v1/warm", headers={**h, "X-Sandbox-Port": "8080"}).status_code == 200
+        base = threads(r.proc.pid)
+        for i in range(3):
+            resp = s.get(r.url + "/", headers={**h, "X-Sandbox-Port": "8888"})  # the emulation's
+            assert resp.status_code == 200 and resp.json()["status"] == "ok"
+            deadline = time.monotonic() + 5
+            while threads(r.proc.pid) > base:
+                assert time.monotonic() < deadline, (threads(r.proc.pid), base)
+                time.sleep(0.02)
+            resp = s.get(r.url + f"/v1/rest{i}", headers={**h, "X-Sandbox-Port": "8080"})
+            assert resp.status_code == 200 and resp.text == f"GET /v1/rest{i} auth=None sid=None"
+        # pipelined: a legacy request followed at once by two more on the same connection
+        c = socket.create_connection(("127.0.0.1", r.port))
+        c.settimeout(10)
+        reqs = b"".join(f"GET {'/v1/p' + str(i) if i else '/'} HTTP/1.1\r\nHost: r\r\nAuthorization: Bearer {TOKEN}\r\n"
+                        f"X-Sandbox-ID: echo\r\nX-Sandbox-Port: {8080 if i else 8888}\r\n\r\n"
+                        .encode() for i in range(3))
+        c.sendall(reqs)
+        data = b""
+        while data.count(b"auth=None sid=None") < 2:
+            try:
+                chunk = c.recv(65536)
+            except TimeoutError:
+                raise AssertionError(data)
+            assert chunk, data
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert data.index(b"Sandbox Runtime is active.") < data.index(b"GET /v1/p1 ") < data.index(b"GET /v1/p2 ")
+        c.close()
