@@ -12,8 +12,9 @@
  *
  * What is left is handed off, at a request boundary and before any of that request was
  * answered, to a thread running the blocking code (router_http1_serve / router_h2_serve) with
- * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd) and HTTP/2. The
- * connection stays on that thread. */
+ * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd) and HTTP/2. An
+ * HTTP/2 connection stays on its thread; an HTTP/1.1 one comes back after its legacy request
+ * (router_loop_adopt: the worker takes it from its adoption list when its eventfd fires). */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
