@@ -1,6 +1,9 @@
 /* The router's proxy core without sockets: header list, admission, router-made answers, the
  * upstream request head and the response relay state machine. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -424,4 +427,27 @@ TEST(request_upgrade_head)
     CHECK_STR_EQ(out.data, "GET /ws HTTP/1.1\r\nHost: sandbox\r\nSec-WebSocket-Key: k\r\n"
                            "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
     router_headers_done(&h);
+}
+
+TEST(sockaddr_without_and_with_lookup)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    CHECK_INT_EQ(router_sockaddr("unix:/run/x.sock", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_UNIX);
+    CHECK_STR_EQ(((struct sockaddr_un *)&ss)->sun_path, "/run/x.sock");
+    CHECK_INT_EQ(router_sockaddr("10.1.2.3:8888", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_INET);
+    CHECK_INT_EQ(ntohs(((struct sockaddr_in *)&ss)->sin_port), 8888);
+    CHECK_INT_EQ(sl, sizeof(struct sockaddr_in));
+    CHECK_INT_EQ(router_sockaddr("[::1]:9090", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_INET6);
+    CHECK_INT_EQ(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 9090);
+    /* a name is never looked up without lookup (it would block the event loop) */
+    CHECK_INT_EQ(router_sockaddr("box.ns.svc.cluster.local:8080", false, &ss, &sl), -EADDRNOTAVAIL);
+    CHECK_INT_EQ(router_sockaddr("no-port", false, &ss, &sl), -EINVAL);
+    CHECK_INT_EQ(router_sockaddr("[::1:80", false, &ss, &sl), -EINVAL);
+    CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), 0);
+    CHECK(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    CHECK_INT_EQ(router_sockaddr("nothing.invalid:80", true, &ss, &sl), -EHOSTUNREACH);
 }
