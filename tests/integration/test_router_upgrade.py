@@ -198,6 +198,20 @@ def test_upgrade_to_legacy_emulation_is_501(fakes, start_router):  # noqa: F811
     assert resp.status_code == 501
     assert resp.json() == {"detail": "Protocol upgrades are not supported by this router."}
     assert resp.headers["Connection"] == "close"
+    # CONNECT is not proxied either, whatever the target
+    c = socket.create_connection(("127.0.0.1", r.port))
+    c.settimeout(10)
+    c.sendall(f"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAuthorization: Bearer {TOKEN}\r\n"
+              "X-Sandbox-ID: echo\r\nX-Sandbox-Port: 8080\r\n\r\n".encode())
+    data = b""
+    while True:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    c.close()
+    assert data.startswith(b"HTTP/1.1 501 Not Implemented\r\n")
+    assert data.endswith(b'{"detail":"Protocol upgrades are not supported by this router."}')
 
 
 def test_head_over_64k_is_431(fakes, start_router):  # noqa: F811
