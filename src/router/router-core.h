@@ -14,8 +14,8 @@
 #include "router/router-internal.h"
 
 /* The most bytes a request or response head (URL plus headers) may take. The epoll loop's input
- * buffer and the blocking path's read buffer are both this size, so a head the loop could not
- * hold is one the thread cannot either (it answers it). */
+ * buffer is this size (a longer request head is answered 431), as is the blocking path's read
+ * buffer, so whatever the loop hands off fits. */
 #define ROUTER_HEAD_MAX 65536
 
 /* ---- header list ---- */
@@ -25,8 +25,8 @@
  * pieces. */
 typedef struct router_headers {
     buf a;
-    size_t *off; /* where each name starts in a */
-    size_t n, cap;
+    buf offs; /* size_t: where each name starts in a (malloc'd, so aligned) */
+    size_t n;
     int st; /* 0 none, 1 in a name, 2 in a value */
     size_t bytes;
 } router_headers;
@@ -42,7 +42,7 @@ void router_headers_done(router_headers *h);
 
 static inline const char *router_headers_name(const router_headers *h, size_t i)
 {
-    return h->a.data + h->off[i];
+    return h->a.data + ((const size_t *)(const void *)h->offs.data)[i];
 }
 /* The name being accumulated (NUL-terminated; its length so far in *ret_len). */
 const char *router_headers_current(const router_headers *h, size_t *ret_len);
@@ -58,7 +58,7 @@ typedef struct router_admission {
     const char *authorization; /* NULL: absent */
     bool loopback;             /* the client is a loopback peer */
     bool http2;                /* HTTP/2 client: gRPC allowed */
-    bool upgrade;              /* HTTP/1.1 protocol upgrade asked for (answered 501) */
+    bool upgrade;              /* an upgrade (or CONNECT) the caller cannot proxy: 501 */
 } router_admission;
 
 /* Fills a's info and authorization from an HTTP/1.1 header list (first occurrence wins). */
@@ -123,6 +123,9 @@ const char *router_upstream_host(const char *addr);
  * Content-Length when it sent one). 0 or -ENOMEM. */
 int router_request_head(buf *out, const char *method, const char *url, const char *host,
                         const router_headers *h, bool chunked);
+/* Turns the head just appended by router_request_head into a protocol upgrade request: adds
+ * "Connection: Upgrade" and "Upgrade: proto" before its final blank line. 0 or -ENOMEM. */
+int router_request_upgrade(buf *out, const char *proto);
 /* Chunked-encoding framing of one piece of body. 0 or -ENOMEM. */
 int router_chunk(buf *out, const char *data, size_t n);
 
@@ -177,7 +180,9 @@ int router_request_refuse_malformed(const router_message *rq, buf *out);
 
 /* Turns an upstream HTTP/1.1 response into the bytes for an HTTP/1.1 client: interim (1xx)
  * responses dropped, hop-by-hop headers dropped, a body without a length re-framed chunked (or,
- * for an HTTP/1.0 client, delimited by closing). Does no I/O. */
+ * for an HTTP/1.0 client, delimited by closing). A 101 Switching Protocols (the answer to an
+ * upgrade request) is relayed with its Connection/Upgrade headers and ends the relay with
+ * `upgraded` set: what follows it is the new protocol's bytes. Does no I/O. */
 typedef struct router_relay {
     router_message m;
     buf *out;
@@ -186,6 +191,7 @@ typedef struct router_relay {
     bool keep_alive;    /* in: the client connection may be kept; cleared when it cannot */
     bool head_done;     /* the response head was emitted */
     bool done;          /* the whole response was emitted */
+    bool upgraded;      /* the response was a 101 to an upgrade: a byte tunnel follows */
     bool chunked_out, no_body;
     int err;
 } router_relay;

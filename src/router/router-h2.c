@@ -28,42 +28,40 @@
 #define WINDOW (1024 * 1024)
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
 
+/* A byte queue: appended at the end, taken from start (compacted when it would grow). */
 typedef struct bbuf {
-    char *d;
-    size_t start, end, cap;
+    buf b;
+    size_t start;
 } bbuf;
 
 static size_t bb_len(const bbuf *b)
 {
-    return b->end - b->start;
+    return b->b.len - b->start;
+}
+
+static const char *bb_data(const bbuf *b)
+{
+    return b->b.data ? b->b.data + b->start : "";
+}
+
+/* Forgets the first n bytes. */
+static void bb_drop(bbuf *b, size_t n)
+{
+    b->start += n;
+    if (b->start == b->b.len)
+        b->start = b->b.len = 0;
 }
 
 static int bb_put(bbuf *b, const void *p, size_t n)
 {
     if (n == 0)
         return 0;
-    if (b->start > 0 && b->start == b->end)
-        b->start = b->end = 0;
-    if (b->end + n > b->cap) {
-        if (b->start > 0) {
-            memmove(b->d, b->d + b->start, b->end - b->start);
-            b->end -= b->start;
-            b->start = 0;
-        }
-        if (b->end + n > b->cap) {
-            size_t cap = b->cap ? b->cap : 16384;
-            while (cap < b->end + n)
-                cap *= 2;
-            char *d = realloc(b->d, cap);
-            if (!d)
-                return -ENOMEM;
-            b->d = d;
-            b->cap = cap;
-        }
+    if (b->start > 0 && b->b.len + n > b->b.cap) {
+        memmove(b->b.data, b->b.data + b->start, b->b.len - b->start);
+        b->b.len -= b->start;
+        b->start = 0;
     }
-    memcpy(b->d + b->end, p, n);
-    b->end += n;
-    return 0;
+    return buf_append(&b->b, p, n);
 }
 
 static size_t bb_take(bbuf *b, void *out, size_t n)
@@ -71,42 +69,36 @@ static size_t bb_take(bbuf *b, void *out, size_t n)
     size_t k = MIN(n, bb_len(b));
     if (k == 0)
         return 0;
-    memcpy(out, b->d + b->start, k);
-    b->start += k;
-    if (b->start == b->end)
-        b->start = b->end = 0;
+    memcpy(out, bb_data(b), k);
+    bb_drop(b, k);
     return k;
 }
 
 static void bb_free(bbuf *b)
 {
-    free(b->d);
-    *b = (bbuf){0};
+    buf_done(&b->b);
+    b->start = 0;
 }
 
+/* nghttp2 header pairs (owned copies), the array grown in a buf. */
 typedef struct nvlist {
-    nghttp2_nv *v;
-    size_t n, cap;
+    buf b;
+    nghttp2_nv *v; /* b's data */
+    size_t n;
     size_t bytes;
 } nvlist;
 
 static int nv_add(nvlist *l, const char *name, size_t nl, const char *value, size_t vl)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        nghttp2_nv *v = realloc(l->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
     char *n = strndup(name, nl), *val = strndup(value, vl);
-    if (!n || !val) {
+    nghttp2_nv nv = {(uint8_t *)n, (uint8_t *)val, nl, vl, NGHTTP2_NV_FLAG_NONE};
+    if (!n || !val || buf_append(&l->b, &nv, sizeof(nv)) < 0) {
         free(n);
         free(val);
         return -ENOMEM;
     }
-    l->v[l->n++] = (nghttp2_nv){(uint8_t *)n, (uint8_t *)val, nl, vl, NGHTTP2_NV_FLAG_NONE};
+    l->v = (nghttp2_nv *)(void *)l->b.data;
+    l->n++;
     l->bytes += nl + vl;
     return 0;
 }
@@ -122,7 +114,7 @@ static void nv_free(nvlist *l)
         free(l->v[i].name);
         free(l->v[i].value);
     }
-    free(l->v);
+    buf_done(&l->b);
     *l = (nvlist){0};
 }
 
@@ -677,7 +669,7 @@ static void start_rest(h2_stream *st, const char *addr, bool end_stream)
     bb_put(&st->h1out, head.data, head.len);
     if (bb_len(&st->req) > 0) {
         size_t n = bb_len(&st->req);
-        h1_put_body(st, st->req.d + st->req.start, n);
+        h1_put_body(st, bb_data(&st->req), n);
         bb_free(&st->req);
     }
     if (st->req_eof && st->h1_chunked)
@@ -732,7 +724,7 @@ static void run_legacy(h2_stream *st)
         } else {
             bbuf body = st->resp;
             st->resp = (bbuf){0};
-            respond_simple(st, d.status, d.ctype, d.extra, body.d ? body.d + body.start : "",
+            respond_simple(st, d.status, d.ctype, d.extra, bb_data(&body),
                            bb_len(&body));
             bb_free(&body);
         }
@@ -743,7 +735,7 @@ static void run_legacy(h2_stream *st)
     router_legacy_response lr = {0};
     int r =
         router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
-                             st->req.d ? st->req.d + st->req.start : NULL, bb_len(&st->req), &lr);
+                             bb_len(&st->req) ? bb_data(&st->req) : NULL, bb_len(&st->req), &lr);
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
@@ -1031,7 +1023,7 @@ static int flush_session(nghttp2_session *s, int fd, bbuf *out)
             return -ENOMEM;
     }
     while (bb_len(out) > 0) {
-        ssize_t n = send(fd, out->d + out->start, bb_len(out), MSG_NOSIGNAL);
+        ssize_t n = send(fd, bb_data(out), bb_len(out), MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -1039,10 +1031,8 @@ static int flush_session(nghttp2_session *s, int fd, bbuf *out)
                 return 0;
             return -errno;
         }
-        out->start += (size_t)n;
+        bb_drop(out, (size_t)n);
     }
-    if (out->start == out->end)
-        out->start = out->end = 0;
     return 0;
 }
 
@@ -1074,7 +1064,7 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
     if (revents & POLLOUT || bb_len(&st->h1out) > 0) {
         while (bb_len(&st->h1out) > 0) {
             ssize_t n =
-                send(st->h1fd, st->h1out.d + st->h1out.start, bb_len(&st->h1out), MSG_NOSIGNAL);
+                send(st->h1fd, bb_data(&st->h1out), bb_len(&st->h1out), MSG_NOSIGNAL);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0) {
@@ -1082,12 +1072,12 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
                     /* The upstream stopped reading; it may have answered early (e.g. 400
                      * before the body): keep reading, drop the rest of the body. */
                     st->h1_wdead = true;
-                    st->h1out.start = st->h1out.end = 0;
+                    bb_drop(&st->h1out, bb_len(&st->h1out));
                     break;
                 }
                 break;
             }
-            st->h1out.start += (size_t)n;
+            bb_drop(&st->h1out, (size_t)n);
         }
         if ((bb_len(&st->h1out) == 0 || st->h1_wdead) && st->req_pending_consume > 0) {
             nghttp2_session_consume(c->s, st->id, st->req_pending_consume);

@@ -9,6 +9,7 @@
 void router_headers_reset(router_headers *h)
 {
     buf_reset(&h->a);
+    buf_reset(&h->offs);
     h->n = 0;
     h->st = 0;
     h->bytes = 0;
@@ -17,7 +18,7 @@ void router_headers_reset(router_headers *h)
 void router_headers_done(router_headers *h)
 {
     buf_done(&h->a);
-    free(h->off);
+    buf_done(&h->offs);
     *h = (router_headers){0};
 }
 
@@ -29,15 +30,10 @@ int router_headers_field(router_headers *h, const char *at, size_t n)
     if (h->st == 2 && buf_append_byte(&h->a, '\0') < 0)
         return -ENOMEM;
     if (h->st != 1) {
-        if (h->n == h->cap) {
-            size_t c = h->cap ? 2 * h->cap : 32;
-            size_t *v = realloc(h->off, c * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            h->off = v;
-            h->cap = c;
-        }
-        h->off[h->n++] = h->a.len;
+        size_t off = h->a.len;
+        if (buf_append(&h->offs, &off, sizeof(off)) < 0)
+            return -ENOMEM;
+        h->n++;
     }
     h->st = 1;
     return buf_append(&h->a, at, n);
@@ -67,9 +63,9 @@ int router_headers_end(router_headers *h)
 
 const char *router_headers_current(const router_headers *h, size_t *ret_len)
 {
-    size_t off = h->off[h->n - 1];
-    *ret_len = h->a.len - off;
-    return h->a.data + off;
+    const char *name = router_headers_name(h, h->n - 1);
+    *ret_len = (size_t)(h->a.data + h->a.len - name);
+    return name;
 }
 
 const char *router_headers_get(const router_headers *h, const char *name)

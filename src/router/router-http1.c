@@ -1,7 +1,8 @@
-/* HTTP/1.1 client connections: requests parsed with http_parser (nodejs), proxied to the
- * sandbox's REST socket over HTTP/1.1 with blocking I/O. Bodies stream both ways chunk by chunk
- * (a full socket buffer blocks the writer: back-pressure), upstream connections are kept alive
- * and reused by the next request of the same client connection. */
+/* The blocking HTTP/1.1 path: the one request the event loop hands off because the legacy
+ * emulation (router-legacy*.c, blocking calls to sandboxd) answers it, parsed with the core's
+ * message reader and admitted by the core; then the connection goes back to the loop
+ * (ctx->handback). A legacy /upload streams on to sandboxd as a PUT (a full socket buffer
+ * blocks the writer: back-pressure); everything else the loop proxies itself. */
 #include <errno.h>
 #include <http_parser.h>
 #include <jansson.h>
@@ -26,7 +27,7 @@
 
 /* MODE_UPLOAD: a legacy /upload whose "file" part headers are not in yet (body buffered);
  * MODE_UPLOAD_PROXY: the multipart body streams on to sandboxd as PUT /v1/files/<filename>. */
-enum { MODE_LOCAL, MODE_PROXY, MODE_LEGACY, MODE_UPLOAD, MODE_UPLOAD_PROXY };
+enum { MODE_LOCAL, MODE_LEGACY, MODE_UPLOAD, MODE_UPLOAD_PROXY };
 #define MAX_UPLOAD_PREAMBLE (1024 * 1024)
 
 typedef struct h1_conn {
@@ -40,11 +41,9 @@ typedef struct h1_conn {
     int mode;
     bool req_chunked;
     int body_err;
-    /* the kept-alive upstream connection */
+    /* the upstream connection of an /upload */
     int up_fd;
     char *up_addr;
-    bool up_reused;
-    const char *up_target; /* address of the current request's upstream (in target) */
     char *body;
     size_t body_len;
     char *upload_name;
@@ -106,16 +105,10 @@ static void set_timeout(int fd, int opt, long ms)
     setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }
 
-/* A kept-alive connection is reused without a check: a stale one (closed by sandboxd's idle
- * timeout) fails at the first write or read, and the request is retried once on a new
- * connection when nothing of it can have been processed (see finish_request). */
 static int upstream_get(h1_conn *c, const char *addr)
 {
-    c->up_reused = false;
-    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0) {
-        c->up_reused = true;
+    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0)
         return c->up_fd;
-    }
     upstream_drop(c);
     int fd = router_connect(addr, c->ctx->connect_timeout_ms);
     if (fd < 0)
@@ -129,60 +122,6 @@ static int upstream_get(h1_conn *c, const char *addr)
         return -ENOMEM;
     }
     return fd;
-}
-
-/* Sends the request head upstream. Framing: the client's Content-Length, or chunked when the
- * client sent chunked. */
-static int send_request_head(h1_conn *c, const char *addr)
-{
-    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
-    _cleanup_buf_ buf head = BUF_INIT;
-    int r = router_request_head(&head, http_method_str(c->rq.p.method), router_message_url(&c->rq),
-                                router_upstream_host(addr), &c->rq.h, c->req_chunked);
-    return r < 0 ? r : router_write_all(c->up_fd, head.data, head.len);
-}
-
-/* ---- the response relay ---- */
-
-/* Reads the upstream response and streams it to the client, one upstream read at a time.
- * Returns 0, or a negative errno; -ETIMEDOUT / -ECONNRESET before any byte reached the client are
- * answered by the caller. */
-static int relay_response(h1_conn *c, bool *ret_head_sent, bool *ret_got_bytes)
-{
-    router_relay r = {0};
-    router_relay_start(&r, c->rq.p.method == HTTP_HEAD, c->rq.p.http_major == 1 && c->rq.p.http_minor == 0,
-                       c->keep_alive);
-    _cleanup_buf_ buf out = BUF_INIT;
-    *ret_got_bytes = false;
-    char rd[ROUTER_HEAD_MAX];
-    int ret = 0;
-    while (!r.done) {
-        ssize_t n = recv(c->up_fd, rd, sizeof(rd), 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            ret = (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT : -errno;
-            break;
-        }
-        if (n > 0)
-            *ret_got_bytes = true;
-        ssize_t k = router_relay_feed(&r, rd, (size_t)n, &out);
-        c->keep_alive = r.keep_alive;
-        if (out.len > 0 && (ret = router_write_all(c->fd, out.data, out.len)) < 0)
-            break;
-        buf_reset(&out);
-        if (k < 0) {
-            ret = (int)k;
-            break;
-        }
-        if (r.done && ((size_t)k != (size_t)n || !router_relay_reusable(&r)))
-            upstream_drop(c);
-    }
-    if (ret < 0)
-        upstream_drop(c);
-    *ret_head_sent = r.head_done;
-    router_relay_done(&r);
-    return ret;
 }
 
 /* ---- request callbacks ---- */
@@ -260,39 +199,17 @@ static int rq_headers_complete(void *payload)
     case ROUTER_ADMIT_TARGET:
         break;
     }
-    const char *addr = c->target.rest;
-    if (c->route.kind == ROUTER_KIND_LEGACY) {
-        if (!c->target.legacy) {
-            const char *ct = router_headers_get(&c->rq.h, "content-type");
-            c->mode = p->method == HTTP_POST && path_is(url, "/upload") && ct &&
-                              strncasecmp(ct, "multipart/form-data", 19) == 0
-                          ? MODE_UPLOAD
-                          : MODE_LEGACY;
-            const char *expect = router_headers_get(&c->rq.h, "expect");
-            if (expect && strcasecmp(expect, "100-continue") == 0 &&
-                router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
-                return -1;
-            return 0;
-        }
-        addr = c->target.legacy;
-    }
-    int r = upstream_get(c, addr);
-    if (r >= 0)
-        r = send_request_head(c, addr);
-    if (r < 0 && c->up_reused) {
-        upstream_drop(c);
-        r = upstream_get(c, addr);
-        if (r >= 0)
-            r = send_request_head(c, addr);
-    }
-    c->up_target = addr;
-    if (r < 0) {
-        upstream_drop(c);
-        c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
-        router_error_upstream(&err, r, c->route.id);
+    if (c->route.kind != ROUTER_KIND_LEGACY || c->target.legacy) {
+        /* proxied: the event loop's (it hands off only the emulation's requests) */
+        router_error_set(&err, 500, "An internal error occurred in the proxy.");
+        c->keep_alive = false;
         return respond_local(c, &err);
     }
-    c->mode = MODE_PROXY;
+    const char *ct = router_headers_get(&c->rq.h, "content-type");
+    c->mode = p->method == HTTP_POST && path_is(url, "/upload") && ct &&
+                      strncasecmp(ct, "multipart/form-data", 19) == 0
+                  ? MODE_UPLOAD
+                  : MODE_LEGACY;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
@@ -330,7 +247,7 @@ static int rq_body(void *payload, const char *at, size_t n)
         }
         return append(&c->body, &c->body_len, at, n) < 0;
     }
-    if ((c->mode != MODE_PROXY && c->mode != MODE_UPLOAD_PROXY) || c->body_err < 0)
+    if (c->mode != MODE_UPLOAD_PROXY || c->body_err < 0)
         return 0;
     int r = 0;
     if (c->req_chunked) {
@@ -349,8 +266,7 @@ static int rq_body(void *payload, const char *at, size_t n)
 static int rq_complete(void *payload)
 {
     h1_conn *c = payload;
-    if ((c->mode == MODE_PROXY || c->mode == MODE_UPLOAD_PROXY) && c->req_chunked &&
-        c->body_err == 0) {
+    if (c->mode == MODE_UPLOAD_PROXY && c->req_chunked && c->body_err == 0) {
         int r = router_write_all(c->up_fd, "0\r\n\r\n", 5);
         if (r < 0)
             c->body_err = r;
@@ -575,39 +491,6 @@ static int finish_request(h1_conn *c)
         return upload_finish(c);
     if (c->mode == MODE_LEGACY || c->mode == MODE_UPLOAD)
         return serve_legacy(c) < 0 || !c->keep_alive ? -1 : 0;
-    if (c->mode == MODE_PROXY) {
-        router_error err;
-        if (c->body_err < 0) {
-            /* The upstream may have answered early (e.g. 400 before reading the body) and
-             * stopped reading: relay that answer if it is there. */
-            bool head_sent = false, got = false;
-            int r = c->up_fd >= 0 ? relay_response(c, &head_sent, &got) : -EPIPE;
-            upstream_drop(c);
-            if (r == 0)
-                return c->keep_alive && !c->close_after ? 0 : -1;
-            if (head_sent)
-                return -1;
-            router_error_upstream(&err, -ECONNREFUSED, c->route.id);
-            c->keep_alive = false;
-            send_detail(c, &err);
-            return -1;
-        }
-        bool head_sent = false, got = false;
-        int r = relay_response(c, &head_sent, &got);
-        if (r < 0 && !got && c->up_reused && !has_body(c) && (r == -ECONNRESET || r == -EPIPE)) {
-            /* a stale kept-alive connection: once more on a fresh one */
-            if (upstream_get(c, c->up_target) >= 0 && send_request_head(c, c->up_target) == 0)
-                r = relay_response(c, &head_sent, &got);
-        }
-        if (r < 0) {
-            if (head_sent)
-                return -1;
-            router_error_upstream(&err, r, c->route.id);
-            c->keep_alive = false;
-            send_detail(c, &err);
-            return -1;
-        }
-    }
     return c->keep_alive && !c->close_after ? 0 : -1;
 }
 
@@ -626,8 +509,9 @@ static void request_reset(h1_conn *c)
     router_target_done(&c->target);
 }
 
-void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
+bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
+    bool handed_back = false;
     h1_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .up_fd = -1};
     router_message_init(&c.rq, HTTP_REQUEST, &request_hooks, &c);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_MS);
@@ -667,7 +551,14 @@ void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             if (finish_request(&c) < 0)
                 break;
             request_reset(&c);
-            continue;
+            /* The loop handed this connection off for one request (the legacy emulation's);
+             * the next ones go back to it with whatever was read after this one. */
+            if (ctx->handback && ctx->handback(ctx->handback_payload, fd, c.loopback, in + off,
+                                               have - off) == 0) {
+                handed_back = true;
+                break;
+            }
+            continue; /* not taken (stopping): the next request is refused (500) */
         }
         if (e != HPE_OK) {
             /* A callback's failure already answered or lost the client; a parse error gets 400. */
@@ -687,4 +578,5 @@ out:
     request_reset(&c);
     router_message_done(&c.rq);
     upstream_drop(&c);
+    return handed_back;
 }

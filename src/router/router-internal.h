@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "router/router.h"
@@ -70,6 +71,11 @@ int router_framing_check(const struct http_parser *p, const http_field *fields, 
 /* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
  * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
 int router_connect(const char *addr, long timeout_ms);
+/* The socket address of "unix:/path" or "host:port" / "[v6]:port" (the first one a name
+ * resolves to). Without lookup, only numeric hosts (a name: -EADDRNOTAVAIL, nothing blocks);
+ * with it, a DNS lookup may block. 0, -EHOSTUNREACH, -EINVAL or -ENOMEM. */
+int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
+                    socklen_t *ret_len);
 
 /* Legacy path split: for "/download/<rest>" style targets. Writes the decoded remainder (after
  * the given prefix, query removed, percent-decoded) into *out (owned). Returns 0 or -EINVAL. */
@@ -113,11 +119,18 @@ typedef struct router_ctx {
     long proxy_timeout_ms;
     long connect_timeout_ms;
     long header_timeout_ms; /* 0: none */
+    /* Gives a connection served by the blocking HTTP/1.1 code back to the event loop at a
+     * request boundary (pre: bytes read and not consumed yet, copied). 0: taken (the caller
+     * forgets fd); <0: not taken. NULL: the connection stays with the blocking code. */
+    int (*handback)(void *payload, int fd, bool loopback, const char *pre, size_t npre);
+    void *handback_payload;
 } router_ctx;
 
-/* Serves one client connection until it closes. The caller closes fd afterwards. `pre` holds bytes
- * already read from the socket (the sniffed preface). */
-void router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
+/* Serves one client connection until it closes or, after a request (the legacy emulation's:
+ * the loop hands those off), until ctx->handback takes it back. Returns true when handed back
+ * (fd is no longer the caller's), false when the caller closes fd. `pre` holds bytes already
+ * read from the socket. */
+bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
 void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre);
 
 /* Writes all of buf (blocking socket). Returns 0 or a negative errno. */
@@ -139,6 +152,11 @@ typedef struct router_loop_hooks {
     int (*handoff)(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
                    const char *pre, size_t npre);
 } router_loop_hooks;
+
+/* Takes fd (a tracked client connection, between requests) into the loop from another thread,
+ * with pre[0..npre) (at most ROUTER_HEAD_MAX, copied) as its first input. 0 or -ESHUTDOWN /
+ * -ENOMEM (the caller keeps fd). */
+int router_loop_adopt(router_loop *L, int fd, bool loopback, const char *pre, size_t npre);
 
 /* Starts one worker per CPU (ASB_ROUTER_WORKERS overrides) accepting on listen_fd. */
 int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *hooks,

@@ -27,10 +27,15 @@
 /* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the
  * peer consumes would be an extra event (a wake-up) per request. */
 static void want_out(lconn *c, bool up, bool on);
+void router_loop_want_out(lconn *c, bool up, bool on)
+{
+    want_out(c, up, on);
+}
 
 static void conn_release(lconn *c)
 {
     free(c->up_addr);
+    free(c->sa_addr);
     free(c->in);
     router_message_done(&c->rq);
     buf_done(&c->out);
@@ -87,14 +92,6 @@ static void want_out(lconn *c, bool up, bool on)
         *cur = on;
 }
 
-static void upstream_drop(lconn *c)
-{
-    c->up_fd = safe_close(c->up_fd);
-    free(c->up_addr);
-    c->up_addr = NULL;
-    c->up_can_read = c->up_can_write = c->up_eof = c->up_ev_out = c->up_rdhup = false;
-}
-
 /* Gives the connection to a thread running the blocking code: it gets every byte the loop has
  * not answered yet (pending response bytes first, then the unconsumed request bytes). */
 static void conn_handoff(lconn *c, bool h2)
@@ -124,23 +121,50 @@ static int out_detail(lconn *c, const router_error *err)
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
-/* Sends what is pending. Returns 0 (all sent or the socket is full) or a negative errno. */
-static int client_flush(lconn *c)
+int router_loop_send(lconn *c, bool up, const char *data, size_t len, size_t *off)
 {
-    while (c->out_off < c->out.len && c->can_write) {
-        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+    bool *can_write = up ? &c->up_can_write : &c->can_write;
+    while (*off < len && *can_write) {
+        ssize_t n = send(up ? c->up_fd : c->fd, data + *off, len - *off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->can_write = false;
-                want_out(c, false, true);
+                *can_write = false;
+                want_out(c, up, true);
                 break;
             }
             return -errno;
         }
-        c->out_off += (size_t)n;
+        *off += (size_t)n;
     }
+    return 0;
+}
+
+ssize_t router_loop_recv(lconn *c, bool up, char *dst, size_t cap)
+{
+    bool *can_read = up ? &c->up_can_read : &c->can_read;
+    for (;;) {
+        ssize_t n = recv(up ? c->up_fd : c->fd, dst, cap, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            *can_read = false;
+            return -EAGAIN;
+        }
+        if (n < 0)
+            return -errno;
+        if (n > 0 && (size_t)n < cap && !(up ? c->up_rdhup : c->rdhup))
+            *can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        return n;
+    }
+}
+
+int router_loop_client_flush(lconn *c)
+{
+    int r = router_loop_send(c, false, c->out.data, c->out.len, &c->out_off);
+    if (r < 0)
+        return r;
     if (c->out_off == c->out.len) {
         c->out.len = c->out_off = 0;
         if (c->ev_out)
@@ -203,119 +227,6 @@ static void request_reset(lconn *c)
     c->head_start = c->in_len > c->in_start ? now_ms() : 0;
 }
 
-/* ---- upstream ---- */
-
-static int upstream_connect(lconn *c, const char *addr)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    const char *path = addr + 5;
-    if (strlen(path) >= sizeof(sa.sun_path))
-        return -ENAMETOOLONG;
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int r = -errno;
-        close(fd);
-        return r; /* -EAGAIN: backlog full, the caller hands the connection off */
-    }
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-                             .data.ptr = (void *)((uintptr_t)c | TAG_UP)};
-    if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    c->up_fd = fd;
-    c->up_addr = strdup(addr);
-    c->up_can_read = false;
-    c->up_can_write = true;
-    c->up_eof = false;
-    c->up_ev_out = false;
-    c->up_rdhup = false;
-    return c->up_addr ? 0 : -ENOMEM;
-}
-
-static int upstream_get(lconn *c, const char *addr)
-{
-    c->up_reused = false;
-    if (c->up_fd >= 0 && c->up_addr && strcmp(c->up_addr, addr) == 0 && !c->up_eof) {
-        c->up_reused = true;
-        return 0;
-    }
-    upstream_drop(c);
-    int r = upstream_connect(c, addr);
-    if (r < 0)
-        upstream_drop(c);
-    return r;
-}
-
-static int build_request(lconn *c)
-{
-    buf_reset(&c->up_req);
-    c->up_req_off = 0;
-    c->req_chunked = (c->rq.p.flags & F_CHUNKED) != 0;
-    return router_request_head(&c->up_req, http_method_str(c->rq.p.method),
-                               router_message_url(&c->rq), "sandbox", &c->rq.h, c->req_chunked);
-}
-
-/* Writes the pending request bytes (head, then body). Returns 0 (sent or waiting for EPOLLOUT)
- * or -errno. A body-less request's head stays in up_req for a retry on a fresh connection. */
-static int upstream_flush(lconn *c)
-{
-    while (c->up_req_off < c->up_req.len && c->up_can_write) {
-        ssize_t n = send(c->up_fd, c->up_req.data + c->up_req_off, c->up_req.len - c->up_req_off,
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->up_can_write = false;
-                want_out(c, true, true);
-                break;
-            }
-            return -errno;
-        }
-        c->up_req_off += (size_t)n;
-    }
-    if (c->has_body && c->up_req_off == c->up_req.len) {
-        buf_reset(&c->up_req);
-        c->up_req_off = 0;
-    }
-    if (c->up_req_off == c->up_req.len && c->up_ev_out)
-        want_out(c, true, false);
-    return 0;
-}
-
-static void relay_start(lconn *c)
-{
-    router_relay_start(&c->relay, c->rq.p.method == HTTP_HEAD,
-                       c->rq.p.http_major == 1 && c->rq.p.http_minor == 0, c->keep_alive);
-    c->r_got = false;
-}
-
-/* (Re)sends the built request on a (new) upstream connection. */
-static int upstream_send(lconn *c, const char *addr)
-{
-    int r = upstream_get(c, addr);
-    if (r < 0)
-        return r;
-    c->up_req_off = 0;
-    relay_start(c);
-    r = upstream_flush(c);
-    if (r < 0 && c->up_reused) {
-        upstream_drop(c);
-        if ((r = upstream_get(c, addr)) < 0)
-            return r;
-        c->up_req_off = 0;
-        r = upstream_flush(c);
-    }
-    if (r < 0)
-        upstream_drop(c);
-    return r;
-}
-
 /* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
 static void answer_upstream_error(lconn *c, int r)
 {
@@ -327,6 +238,7 @@ static void answer_upstream_error(lconn *c, int r)
 }
 
 static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
+static int dispatch_sent(lconn *c, int r, router_error *err);
 static int resolve_async(lconn *c);
 
 /* A request head (and, without a body, the whole request) is in c->rq. Returns 1 when the connection was handed
@@ -338,13 +250,10 @@ static int request_dispatch(lconn *c)
     router_error err = {0};
     http_parser *p = &c->rq.p;
     c->keep_alive = http_should_keep_alive(p);
-    if (p->upgrade) {
-        /* the blocking code answers upgrades (501) */
-        upstream_drop(c);
-        conn_handoff(c, false);
-        return 1;
-    }
-    router_admission a = {.loopback = c->loopback};
+    if (p->upgrade)
+        c->keep_alive = false; /* http_parser stops at the head: only a tunnel can follow */
+    /* an upgrade is proxied (a tunnel after the 101); CONNECT is not */
+    router_admission a = {.loopback = c->loopback, .upgrade = p->method == HTTP_CONNECT};
     router_admission_from_headers(&a, http_method_str(p->method), router_message_url(&c->rq),
                                   &c->rq.h);
     router_target t = {0};
@@ -369,22 +278,43 @@ static int request_dispatch(lconn *c)
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
 static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
 {
-    router_ctx *ctx = c->w->L->ctx;
     if (r < 0)
         return out_detail(c, err) < 0 ? -1 : 0;
     const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
-    if (!addr || strncmp(addr, "unix:", 5) != 0) {
+    if (!addr && c->rq.p.upgrade) {
+        /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
-        goto handoff;
+        router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
+        return out_detail(c, err) < 0 ? -1 : 0;
     }
-    r = build_request(c);
+    if (!addr) {
+        router_target_done(t);
+        goto handoff; /* the legacy emulation: blocking calls to sandboxd (docs/router.md) */
+    }
+    r = router_loop_upstream_request(c, addr);
     if (r == 0) {
         c->up_retried = false;
-        r = upstream_send(c, addr);
+        r = router_loop_upstream_send(c, addr);
+    }
+    if (r == -EADDRNOTAVAIL) {
+        /* a host name: looked up on a helper thread, then dispatch_send goes on */
+        r = router_loop_upstream_lookup(c, addr);
+        router_target_done(t);
+        return r < 0 ? dispatch_sent(c, -ECONNREFUSED, err) : 0; /* no thread: 502 */
     }
     router_target_done(t);
-    if (r == -EAGAIN)
-        goto handoff;
+    return dispatch_sent(c, r, err);
+handoff:
+    router_loop_upstream_drop(c);
+    conn_handoff(c, false);
+    return 1;
+}
+
+/* The request went upstream (r == 0) or could not (r < 0). Returns like request_dispatch. */
+static int dispatch_sent(lconn *c, int r, router_error *err)
+{
+    router_ctx *ctx = c->w->L->ctx;
+    /* -EAGAIN, a unix socket's full backlog, is a failure too: Go's dialer says so at once */
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
         router_error_upstream(err, r, c->route.id);
@@ -405,24 +335,10 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
         http_parser_pause(&c->rq.p, 0);
     }
     return 0;
-handoff:
-    upstream_drop(c);
-    conn_handoff(c, false);
-    return 1;
 }
 
-/* A resolution that may block (cache miss, resume, waiting for Ready) runs on a thread of its
- * own; the connection waits in ST_RESOLVING (its events ignored) and the worker picks the
- * result up from its done list when the thread signals the worker's eventfd. */
-typedef struct resolve_job {
-    router_resolution res; /* first: the helper thread hands back &res */
-    struct resolve_job *next;
-    lconn *c;
-} resolve_job;
-
-static void resolved(router_resolution *res)
+void router_loop_job_post(router_loop_job *j)
 {
-    resolve_job *j = (resolve_job *)res;
     lworker *w = j->c->w;
     pthread_mutex_lock(&w->lock);
     j->next = w->done;
@@ -432,9 +348,14 @@ static void resolved(router_resolution *res)
     (void)!write(w->ev, &one, sizeof(one));
 }
 
+static void resolved(router_resolution *res)
+{
+    router_loop_job_post((router_loop_job *)res);
+}
+
 static int resolve_async(lconn *c)
 {
-    resolve_job *j = calloc(1, sizeof(*j));
+    router_loop_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -1;
     j->c = c;
@@ -442,7 +363,7 @@ static int resolve_async(lconn *c)
         .resolver = c->w->L->ctx->resolver, .route = c->route, .done = resolved};
     if (router_resolve_async(&j->res) < 0) {
         free(j);
-        upstream_drop(c);
+        router_loop_upstream_drop(c);
         conn_handoff(c, false); /* the thread path resolves (blocking) on its own thread */
         return 1;
     }
@@ -453,17 +374,27 @@ static int resolve_async(lconn *c)
 void router_loop_resolve_done(lworker *w)
 {
     pthread_mutex_lock(&w->lock);
-    resolve_job *list = w->done;
+    router_loop_job *list = w->done;
     w->done = NULL;
     pthread_mutex_unlock(&w->lock);
     while (list) {
-        resolve_job *j = list;
+        router_loop_job *j = list;
         list = j->next;
         lconn *c = j->c;
         c->st = ST_READ;
         c->last_io = now_ms();
-        int r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
-        router_target_done(&j->res.target);
+        int r;
+        if (j->lookup) {
+            router_error err = {0};
+            r = router_loop_upstream_looked_up(c, j);
+            if (r == 0)
+                r = router_loop_upstream_send(c, j->addr ? j->addr : c->sa_addr);
+            r = dispatch_sent(c, r, &err);
+            free(j->addr);
+        } else {
+            r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
+            router_target_done(&j->res.target);
+        }
         free(j);
         if (r == 1)
             continue;
@@ -486,20 +417,20 @@ static void relay_end(lconn *c, int err)
     if (err == 0 && c->body_streaming) {
         /* an early answer (e.g. 400 before the body was read): the rest of the body is read and
          * dropped, then the connection goes on as the response said */
-        upstream_drop(c);
+        router_loop_upstream_drop(c);
         c->resp_done = true;
         return;
     }
     if (err == 0) {
         if (c->up_req_off < c->up_req.len || c->body_err < 0)
-            upstream_drop(c); /* it answered before taking the whole body */
+            router_loop_upstream_drop(c); /* it answered before taking the whole body */
         c->in_start += c->req_len;
         request_reset(c);
         c->st = c->keep_alive ? ST_READ : ST_CLOSING;
         c->last_io = now_ms(); /* the client's idle time starts now */
         return;
     }
-    upstream_drop(c);
+    router_loop_upstream_drop(c);
     if (c->relay.head_done) {
         /* the response started: cut the connection (whatever was relayed is flushed) */
         c->keep_alive = false;
@@ -516,7 +447,7 @@ static void relay_step(lconn *c)
     lworker *w = c->w;
     while (c->st == ST_UPSTREAM && c->up_fd >= 0) {
         if (c->up_req_off < c->up_req.len && c->up_can_write) {
-            int r = upstream_flush(c);
+            int r = router_loop_upstream_flush(c);
             if (r < 0 && c->has_body) {
                 /* the upstream stopped reading the body; its answer may be there to read */
                 c->body_err = r;
@@ -528,8 +459,8 @@ static void relay_step(lconn *c)
                 if (!c->r_got && c->up_reused && !c->up_retried) {
                     c->up_retried = true;
                     _cleanup_free_ char *addr = strdup(c->up_addr);
-                    upstream_drop(c);
-                    if (addr && upstream_send(c, addr) == 0)
+                    router_loop_upstream_drop(c);
+                    if (addr && router_loop_upstream_send(c, addr) == 0)
                         continue;
                 }
                 relay_end(c, -ECONNRESET);
@@ -540,18 +471,10 @@ static void relay_step(lconn *c)
             return; /* back-pressure: wait for the client */
         if (!c->up_can_read)
             return;
-        ssize_t n = recv(c->up_fd, w->rd, RD_CAP, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->up_can_read = false;
-                return;
-            }
-        }
-        int rerr = n < 0 ? -errno : 0;
-        if (n > 0 && n < RD_CAP && !c->up_rdhup)
-            c->up_can_read = false; /* a short read: edge-triggered, more bytes make an event */
+        ssize_t n = router_loop_recv(c, true, w->rd, RD_CAP);
+        if (n == -EAGAIN)
+            return;
+        int rerr = n < 0 ? (int)n : 0;
         if (n > 0) {
             c->r_got = true;
             c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
@@ -560,9 +483,18 @@ static void relay_step(lconn *c)
         if (rerr == 0) {
             ssize_t k = router_relay_feed(&c->relay, w->rd, len, &c->out);
             c->keep_alive = c->relay.keep_alive;
-            if (c->relay.done) {
+            if (c->relay.done && c->relay.upgraded && c->rq.p.upgrade && k >= 0) {
+                if (router_loop_tunnel_begin(c, w->rd + k, len - (size_t)k) < 0) {
+                    c->st = ST_CLOSING;
+                    router_loop_upstream_drop(c);
+                }
+                return;
+            }
+            if (c->relay.done && c->relay.upgraded)
+                k = -EPROTO; /* a 101 to a request that asked for no upgrade */
+            else if (c->relay.done) {
                 if ((size_t)k != len || !router_relay_reusable(&c->relay))
-                    upstream_drop(c);
+                    router_loop_upstream_drop(c);
                 relay_end(c, 0);
                 return;
             }
@@ -575,8 +507,8 @@ static void relay_step(lconn *c)
                 /* a stale kept-alive connection: once more on a fresh one */
                 c->up_retried = true;
                 _cleanup_free_ char *addr = strdup(c->up_addr);
-                upstream_drop(c);
-                if (addr && upstream_send(c, addr) == 0)
+                router_loop_upstream_drop(c);
+                if (addr && router_loop_upstream_send(c, addr) == 0)
                     continue;
             }
             relay_end(c, rerr);
@@ -595,28 +527,20 @@ static int client_read(lconn *c)
         c->in_parsed -= c->in_start;
         c->in_start = 0;
     }
-    for (;;) {
-        if (c->rd_eof || !c->can_read || c->in_len == IN_CAP)
-            return 0;
-        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->can_read = false;
-            return 0;
-        }
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            c->rd_eof = true;
-            return 0;
-        }
-        if ((size_t)n < IN_CAP - c->in_len && !c->rdhup)
-            c->can_read = false; /* a short read: edge-triggered, more bytes make an event */
-        c->last_io = now_ms();
-        c->in_len += (size_t)n;
-        return 1;
+    if (c->rd_eof || !c->can_read || c->in_len == IN_CAP)
+        return 0;
+    ssize_t n = router_loop_recv(c, false, c->in + c->in_len, IN_CAP - c->in_len);
+    if (n == -EAGAIN)
+        return 0;
+    if (n < 0)
+        return -1;
+    if (n == 0) {
+        c->rd_eof = true;
+        return 0;
     }
+    c->last_io = now_ms();
+    c->in_len += (size_t)n;
+    return 1;
 }
 
 /* Forwards the request body while the upstream takes it (flow control: the client is not read
@@ -638,18 +562,18 @@ static void body_step(lconn *c)
                 c->body_streaming = false;
                 if (c->resp_done)
                     relay_end(c, 0);
-                else if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0)
+                else if (c->up_fd >= 0 && c->up_can_write && router_loop_upstream_flush(c) < 0)
                     c->body_err = -EPIPE; /* relay_step reads whatever answer there is */
                 return;
             }
             if (HTTP_PARSER_ERRNO(&c->rq.p) != HPE_OK) {
                 /* a malformed body: nothing sensible can follow on either connection */
-                upstream_drop(c);
+                router_loop_upstream_drop(c);
                 c->keep_alive = false;
                 c->st = ST_CLOSING;
                 return;
             }
-            if (c->up_fd >= 0 && c->up_can_write && upstream_flush(c) < 0) {
+            if (c->up_fd >= 0 && c->up_can_write && router_loop_upstream_flush(c) < 0) {
                 c->body_err = -EPIPE;
                 buf_reset(&c->up_req);
                 c->up_req_off = 0;
@@ -659,7 +583,7 @@ static void body_step(lconn *c)
         int r = client_read(c);
         if (r < 0 || (r == 0 && c->rd_eof)) {
             /* the client went away in the middle of its body */
-            upstream_drop(c);
+            router_loop_upstream_drop(c);
             c->keep_alive = false;
             c->st = ST_CLOSING;
             return;
@@ -723,8 +647,13 @@ static int parse_step(lconn *c)
             return 0;
         }
         if (c->in_len == IN_CAP) {
-            conn_handoff(c, false); /* a head larger than the buffer */
-            return 1;
+            /* a head larger than ROUTER_HEAD_MAX: Go's answer to one over MaxHeaderBytes */
+            static const char msg[] = "431 Request Header Fields Too Large";
+            c->keep_alive = false;
+            router_reply(&c->out, 431, "text/plain; charset=utf-8", NULL, msg, sizeof(msg) - 1,
+                         false, false);
+            c->st = ST_CLOSING;
+            return 0;
         }
         if (c->rd_eof)
             c->st = ST_CLOSING;
@@ -740,6 +669,10 @@ void router_loop_conn_run(lconn *c)
 {
     if (c->st == ST_RESOLVING)
         return; /* router_loop_resolve_done picks it up */
+    if (c->st == ST_TUNNEL) {
+        router_loop_tunnel_run(c);
+        return;
+    }
     for (;;) {
         if (c->st == ST_SNIFF) {
             while (c->in_len < 24 && c->can_read) {
@@ -773,7 +706,11 @@ void router_loop_conn_run(lconn *c)
             body_step(c);
         if (c->st == ST_UPSTREAM)
             relay_step(c);
-        if (client_flush(c) < 0) {
+        if (c->st == ST_TUNNEL) {
+            router_loop_tunnel_run(c);
+            return;
+        }
+        if (router_loop_client_flush(c) < 0) {
             router_loop_conn_close(c);
             return;
         }
@@ -803,6 +740,11 @@ void router_loop_conn_run(lconn *c)
 
 void router_loop_conn_new(lworker *w, int fd)
 {
+    router_loop_conn_adopt(w, fd, w->L->hooks.loopback(fd), NULL, 0);
+}
+
+void router_loop_conn_adopt(lworker *w, int fd, bool loopback, const char *pre, size_t npre)
+{
     lconn *c = calloc(1, sizeof(*c));
     if (c)
         c->in = malloc(IN_CAP);
@@ -815,10 +757,16 @@ void router_loop_conn_new(lworker *w, int fd)
     c->w = w;
     c->fd = fd;
     c->up_fd = -1;
-    c->loopback = w->L->hooks.loopback(fd);
+    c->loopback = loopback;
     c->can_write = true;
     c->last_io = now_ms();
     c->head_start = c->last_io; /* the header deadline runs from accept */
+    if (pre) {
+        c->st = ST_READ; /* given back between requests: HTTP/1.1 already */
+        memcpy(c->in, pre, npre);
+        c->in_len = npre;
+        c->head_start = npre ? c->last_io : 0;
+    }
     router_message_init(&c->rq, HTTP_REQUEST, &request_hooks, c);
     c->next = w->conns;
     if (w->conns)

@@ -1,19 +1,20 @@
 /* The event-driven HTTP/1.1 engine. A fixed pool of worker threads (one per CPU), each with its
  * own epoll loop (edge-triggered, every fd registered once), accepts connections from the shared
- * listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves requests without a thread of their
- * own whenever the target is a unix socket (sandboxd's REST, or a proxied legacy port): the head
- * goes through the proxy core's admission (router-core.h), the upstream connection is
- * non-blocking and kept alive per client connection, a request body streams upstream as it
+ * listener (EPOLLEXCLUSIVE), sniffs the h2 preface and serves every proxied request without a
+ * thread of its own: the head goes through the proxy core's admission (router-core.h), the
+ * upstream connection (unix socket or TCP, connected without blocking; a host name looked up on
+ * a helper thread) is kept alive per client connection, a request body streams upstream as it
  * arrives and the response is relayed by the core's relay, with flow control both ways (neither
- * side is read while more than OUT_HIGH bytes wait for the other). Router-made answers (healthz,
- * 400 and the smuggling refusals, 401, 404, 502, 504) are written by the loop too; a resolution
- * that may block runs on a helper thread while the connection waits.
+ * side is read while more than OUT_HIGH bytes wait for the other); after a 101 the connection
+ * is a byte tunnel (router-loop-tunnel.c). Router-made answers (healthz, 400 and the smuggling
+ * refusals, 401, 404, 431, 502, 504) are written by the loop too; a resolution that may block
+ * runs on a helper thread while the connection waits.
  *
  * What is left is handed off, at a request boundary and before any of that request was
  * answered, to a thread running the blocking code (router_http1_serve / router_h2_serve) with
- * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd), TCP upstreams,
- * protocol upgrades, heads larger than the input buffer and HTTP/2. The connection stays on that
- * thread. */
+ * the bytes not yet consumed: the legacy emulation (blocking calls to sandboxd) and HTTP/2. An
+ * HTTP/2 connection stays on its thread; an HTTP/1.1 one comes back after its legacy request
+ * (router_loop_adopt: the worker takes it from its adoption list when its eventfd fires). */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -35,6 +36,75 @@
 
 #include "basic/macro.h"
 #include "router/router-loop-internal.h"
+
+/* A connection the blocking code gives back, waiting for its worker. */
+typedef struct loop_adoption {
+    struct loop_adoption *next;
+    int fd;
+    bool loopback;
+    size_t npre;
+    char pre[];
+} loop_adoption;
+
+/* Takes the list of connections given back (all of them when the worker stops). */
+static loop_adoption *adoptions_take(lworker *w, bool exiting)
+{
+    pthread_mutex_lock(&w->lock);
+    loop_adoption *list = w->adopt;
+    w->adopt = NULL;
+    if (exiting)
+        w->exited = true;
+    pthread_mutex_unlock(&w->lock);
+    return list;
+}
+
+static void adoptions_run(lworker *w, bool exiting)
+{
+    for (loop_adoption *a = adoptions_take(w, exiting), *next; a; a = next) {
+        next = a->next;
+        if (exiting) {
+            w->L->hooks.closed(w->L->hooks.payload, a->fd);
+            close(a->fd);
+        } else
+            router_loop_conn_adopt(w, a->fd, a->loopback, a->pre, a->npre);
+        free(a);
+    }
+}
+
+int router_loop_adopt(router_loop *L, int fd, bool loopback, const char *pre, size_t npre)
+{
+    if (npre > IN_CAP)
+        return -E2BIG;
+    if (atomic_load(&L->phase) != 0)
+        return -ESHUTDOWN;
+    loop_adoption *a = malloc(sizeof(*a) + npre);
+    if (!a)
+        return -ENOMEM;
+    *a = (loop_adoption){.fd = fd, .loopback = loopback, .npre = npre};
+    if (npre)
+        memcpy(a->pre, pre, npre);
+    size_t nw = L->nw; /* workers only ever get added while starting */
+    if (nw == 0)
+        return -ESHUTDOWN;
+    lworker *w = &L->w[(size_t)fd % nw]; /* spread without shared state */
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    pthread_mutex_lock(&w->lock);
+    bool taken = !w->exited;
+    if (taken) {
+        a->next = w->adopt;
+        w->adopt = a;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!taken) {
+        fcntl(fd, F_SETFL, fl);
+        free(a);
+        return -ESHUTDOWN;
+    }
+    uint64_t one = 1;
+    (void)!write(w->ev, &one, sizeof(one));
+    return 0;
+}
 
 static void *worker_main(void *p)
 {
@@ -80,6 +150,7 @@ static void *worker_main(void *p)
                 uint64_t v;
                 (void)!read(w->ev, &v, sizeof(v));
                 router_loop_resolve_done(w);
+                adoptions_run(w, false);
                 continue;
             }
             /* A connection closed earlier in this batch could have been freed: events of this
@@ -94,7 +165,7 @@ static void *worker_main(void *p)
                     c->up_rdhup = true;
                 if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
                     c->up_can_write = true;
-                if (c->st != ST_UPSTREAM) {
+                if (c->st != ST_UPSTREAM && c->st != ST_TUNNEL) {
                     /* an idle kept-alive upstream went away: forget it */
                     if (e & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
                         c->up_eof = true;
@@ -117,6 +188,7 @@ static void *worker_main(void *p)
         }
         router_loop_reap(w);
     }
+    adoptions_run(w, true);
     while (w->conns)
         router_loop_conn_close(w->conns);
     router_loop_reap(w);
@@ -144,6 +216,9 @@ int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *h
     }
     int fl = fcntl(listen_fd, F_GETFL);
     fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+    /* set before any worker runs: a connection handed off and given back (router_loop_adopt)
+     * may find the loop through *ret before this returns */
+    *ret = L;
     int r = 0;
     for (size_t i = 0; i < nw; i++) {
         lworker *w = &L->w[i];
@@ -168,6 +243,7 @@ int router_loop_start(router_ctx *ctx, int listen_fd, const router_loop_hooks *h
         L->nw++;
     }
     if (r < 0) {
+        *ret = NULL;
         router_loop_stop(L, 2);
         return r;
     }

@@ -6,9 +6,11 @@
 
 #include "router/router-core.h"
 
+/* A 1xx that is not the 101 answering an upgrade (http_parser sets `upgrade` for that one
+ * before on_headers_complete). */
 static bool interim(const http_parser *p)
 {
-    return p->type == HTTP_RESPONSE && p->status_code < 200;
+    return p->type == HTTP_RESPONSE && p->status_code < 200 && !p->upgrade;
 }
 
 static int on_begin(http_parser *p)

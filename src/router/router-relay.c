@@ -27,12 +27,14 @@ static int rs_headers_complete(void *payload)
     const router_headers *h = &r->m.h;
     const buf *reason = &r->m.first;
     bool has_len = (p->flags & F_CONTENTLENGTH) && !(p->flags & F_CHUNKED);
-    r->no_body = r->head_request || p->status_code == 204 || p->status_code == 304;
+    const char *proto = p->upgrade ? router_headers_get(h, "upgrade") : NULL;
+    r->upgraded = p->status_code == 101 && proto;
+    r->no_body = r->head_request || r->upgraded || p->status_code == 204 || p->status_code == 304;
     r->chunked_out = !r->no_body && !has_len;
     if (r->chunked_out && r->client_http10)
         r->keep_alive = false, r->chunked_out = false; /* delimited by closing */
     buf *o = r->out;
-    if (buf_reserve(o, 128 + reason->len + h->a.len + 4 * h->n) < 0)
+    if (buf_reserve(o, 128 + reason->len + h->a.len + 4 * h->n + (proto ? strlen(proto) : 0)) < 0)
         return fail(r, -ENOMEM);
     unsigned sc = p->status_code % 1000;
     char line[13] = "HTTP/1.1 000 ";
@@ -59,7 +61,11 @@ static int rs_headers_complete(void *payload)
 #define PUT_LIT(lit) put(o, lit, sizeof(lit) - 1)
     if (r->chunked_out)
         PUT_LIT("Transfer-Encoding: chunked\r\n");
-    if (!r->keep_alive)
+    if (r->upgraded) {
+        PUT_LIT("Connection: Upgrade\r\nUpgrade: ");
+        put(o, proto, strlen(proto));
+        PUT_LIT("\r\n");
+    } else if (!r->keep_alive)
         PUT_LIT("Connection: close\r\n");
     PUT_LIT("\r\n");
 #undef PUT_LIT
@@ -99,7 +105,7 @@ void router_relay_start(router_relay *r, bool head_request, bool client_http10, 
     r->head_request = head_request;
     r->client_http10 = client_http10;
     r->keep_alive = keep_alive;
-    r->head_done = r->done = r->chunked_out = r->no_body = false;
+    r->head_done = r->done = r->chunked_out = r->no_body = r->upgraded = false;
     r->err = 0;
 }
 

@@ -93,6 +93,14 @@ int router_request_head(buf *out, const char *method, const char *url, const cha
     return r;
 }
 
+int router_request_upgrade(buf *out, const char *proto)
+{
+    if (out->len < 2 || memcmp(out->data + out->len - 2, "\r\n", 2) != 0)
+        return -EINVAL;
+    out->len -= 2;
+    return buf_appendf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n\r\n", proto);
+}
+
 int router_chunk(buf *out, const char *data, size_t n)
 {
     char pre[32];

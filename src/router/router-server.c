@@ -116,12 +116,13 @@ static int connect_unix(const char *path, long timeout_ms)
     return fd;
 }
 
-static int connect_tcp(const char *hostport, long timeout_ms)
+/* Splits "host:port" or "[v6]:port": *ret_host owned by the caller, *ret_port borrowed. */
+static int split_hostport(const char *hostport, char **ret_host, const char **ret_port)
 {
-    _cleanup_free_ char *host = NULL;
     const char *colon = strrchr(hostport, ':');
     if (!colon)
         return -EINVAL;
+    char *host;
     if (hostport[0] == '[') {
         const char *end = strchr(hostport, ']');
         if (!end || end + 1 != colon)
@@ -131,8 +132,55 @@ static int connect_tcp(const char *hostport, long timeout_ms)
         host = strndup(hostport, (size_t)(colon - hostport));
     if (!host)
         return -ENOMEM;
+    *ret_host = host;
+    *ret_port = colon + 1;
+    return 0;
+}
+
+int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
+                    socklen_t *ret_len)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (strncmp(addr, "unix:", 5) == 0) {
+        struct sockaddr_un *sa = (struct sockaddr_un *)ret;
+        if (strlen(addr + 5) >= sizeof(sa->sun_path))
+            return -ENAMETOOLONG;
+        sa->sun_family = AF_UNIX;
+        strcpy(sa->sun_path, addr + 5);
+        *ret_len = sizeof(*sa);
+        return 0;
+    }
+    _cleanup_free_ char *host = NULL;
+    const char *port;
+    int r = split_hostport(addr, &host, &port);
+    if (r < 0)
+        return r;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = lookup ? 0 : AI_NUMERICHOST | AI_NUMERICSERV},
+                    *res = NULL;
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g == EAI_NONAME && !lookup)
+        return -EADDRNOTAVAIL; /* a name: looking it up would block */
+    if (g == EAI_MEMORY)
+        return -ENOMEM;
+    if (g != 0)
+        return -EHOSTUNREACH; /* as router_connect says it (502) */
+    memcpy(ret, res->ai_addr, res->ai_addrlen);
+    *ret_len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int connect_tcp(const char *hostport, long timeout_ms)
+{
+    _cleanup_free_ char *host = NULL;
+    const char *port;
+    int sr = split_hostport(hostport, &host, &port);
+    if (sr < 0)
+        return sr;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int g = getaddrinfo(host, colon + 1, &hints, &res);
+    int g = getaddrinfo(host, port, &hints, &res);
     if (g != 0)
         return -EHOSTUNREACH;
     int r = -ECONNREFUSED;
@@ -220,8 +268,10 @@ static void *conn_thread(void *p)
         goto out;
     if (a->h2)
         router_h2_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
-    else
-        router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre);
+    else if (router_http1_serve(ctx, a->fd, a->loopback, a->pre, a->npre)) {
+        free(a); /* back on the event loop, still tracked */
+        return NULL;
+    }
 out:
     conn_remove(&a->r->conns, a->fd);
     close(a->fd);
@@ -254,6 +304,12 @@ static void hook_closed(void *payload, int fd)
 {
     router *r = payload;
     conn_remove(&r->conns, fd);
+}
+
+static int ctx_handback(void *payload, int fd, bool loopback, const char *pre, size_t npre)
+{
+    router *r = payload;
+    return router_loop_adopt(r->loop, fd, loopback, pre, npre);
 }
 
 static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const char *out, size_t nout,
@@ -351,6 +407,8 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, char
                                .closed = hook_closed,
                                .loopback = peer_is_loopback,
                                .handoff = hook_handoff};
+    r->ctx.handback = ctx_handback;
+    r->ctx.handback_payload = r;
     int e = router_loop_start(&r->ctx, fd, &hooks, &r->loop);
     if (e < 0) {
         close(fd);

@@ -2,6 +2,7 @@
 timeouts and upstream failures (502/504), auth modes, and --state-dir against a real asb serve."""
 import http.server
 import os
+import shutil
 import socket
 import socketserver
 import subprocess
@@ -84,6 +85,7 @@ class Fakes:
             s.server_close()
         for s in self.socks:
             s.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,6 +1,9 @@
 /* The router's proxy core without sockets: header list, admission, router-made answers, the
  * upstream request head and the response relay state machine. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,4 +371,83 @@ TEST(message_reader_requests)
     CHECK(strstr(out.data, "Connection: close\r\n") != NULL);
     router_message_done(&m);
     buf_done(&s.body);
+}
+
+TEST(relay_upgrade_101_and_refused_upgrade)
+{
+    router_relay r = {0};
+    _cleanup_buf_ buf out = BUF_INIT;
+    /* a 101 ends the relay; the bytes after it (the new protocol's) are not consumed */
+    static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                             "Upgrade: echo\r\nX-Y: z\r\n\r\nTUNNEL";
+    for (size_t step = 1; step <= sizeof(sw); step += 5) {
+        router_relay_start(&r, false, false, false);
+        buf_reset(&out);
+        size_t off = 0;
+        while (!r.done && off < strlen(sw)) {
+            size_t n = strlen(sw) - off < step ? strlen(sw) - off : step;
+            ssize_t k = router_relay_feed(&r, sw + off, n, &out);
+            CHECK(k >= 0);
+            off += (size_t)k;
+            if ((size_t)k < n)
+                break;
+        }
+        CHECK(r.done);
+        CHECK(r.upgraded);
+        CHECK_STR_EQ(sw + off, "TUNNEL");
+        CHECK_STR_EQ(out.data, "HTTP/1.1 101 Switching Protocols\r\nX-Y: z\r\n"
+                               "Connection: Upgrade\r\nUpgrade: echo\r\n\r\n");
+        router_relay_done(&r);
+    }
+    /* an upstream that does not switch: an ordinary response, closed after */
+    static const char no[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\n\r\nno";
+    router_relay_start(&r, false, false, false);
+    buf_reset(&out);
+    CHECK_INT_EQ(router_relay_feed(&r, no, strlen(no), &out), (ssize_t)strlen(no));
+    CHECK(r.done);
+    CHECK(!r.upgraded);
+    CHECK_STR_EQ(out.data,
+                 "HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno");
+    router_relay_done(&r);
+}
+
+TEST(request_upgrade_head)
+{
+    router_headers h = {0};
+    static const char *kv[][2] = {{"Connection", "Upgrade"}, {"Upgrade", "websocket"},
+                                  {"Sec-WebSocket-Key", "k"}};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_INT_EQ(router_headers_field(&h, kv[i][0], strlen(kv[i][0])), 0);
+        CHECK_INT_EQ(router_headers_value(&h, kv[i][1], strlen(kv[i][1])), 0);
+    }
+    CHECK_INT_EQ(router_headers_end(&h), 0);
+    _cleanup_buf_ buf out = BUF_INIT;
+    CHECK_INT_EQ(router_request_head(&out, "GET", "/ws", "sandbox", &h, false), 0);
+    CHECK_INT_EQ(router_request_upgrade(&out, router_headers_get(&h, "upgrade")), 0);
+    CHECK_STR_EQ(out.data, "GET /ws HTTP/1.1\r\nHost: sandbox\r\nSec-WebSocket-Key: k\r\n"
+                           "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    router_headers_done(&h);
+}
+
+TEST(sockaddr_without_and_with_lookup)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    CHECK_INT_EQ(router_sockaddr("unix:/run/x.sock", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_UNIX);
+    CHECK_STR_EQ(((struct sockaddr_un *)&ss)->sun_path, "/run/x.sock");
+    CHECK_INT_EQ(router_sockaddr("10.1.2.3:8888", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_INET);
+    CHECK_INT_EQ(ntohs(((struct sockaddr_in *)&ss)->sin_port), 8888);
+    CHECK_INT_EQ(sl, sizeof(struct sockaddr_in));
+    CHECK_INT_EQ(router_sockaddr("[::1]:9090", false, &ss, &sl), 0);
+    CHECK_INT_EQ(ss.ss_family, AF_INET6);
+    CHECK_INT_EQ(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 9090);
+    /* a name is never looked up without lookup (it would block the event loop) */
+    CHECK_INT_EQ(router_sockaddr("box.ns.svc.cluster.local:8080", false, &ss, &sl), -EADDRNOTAVAIL);
+    CHECK_INT_EQ(router_sockaddr("no-port", false, &ss, &sl), -EINVAL);
+    CHECK_INT_EQ(router_sockaddr("[::1:80", false, &ss, &sl), -EINVAL);
+    CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), 0);
+    CHECK(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    CHECK_INT_EQ(router_sockaddr("nothing.invalid:80", true, &ss, &sl), -EHOSTUNREACH);
 }
