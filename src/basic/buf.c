@@ -90,6 +90,20 @@ int buf_append_fd(buf *b, int fd)
     }
 }
 
+char *strdup_printf(const char *fmt, ...)
+{
+    buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = buf_appendv(&b, fmt, ap);
+    va_end(ap);
+    if (r < 0) {
+        buf_done(&b);
+        return NULL;
+    }
+    return buf_steal(&b, NULL);
+}
+
 void buf_consume(buf *b, size_t n)
 {
     if (n >= b->len) {

@@ -31,6 +31,8 @@ int buf_appendv(buf *b, const char *fmt, va_list ap);
  * -ENOMEM, or the -errno of a failed read (-EAGAIN on an empty non-blocking fd); what was read
  * before a failure stays in the buffer. */
 int buf_append_fd(buf *b, int fd);
+/* A new string (owned by the caller) made by printf; NULL on -ENOMEM. */
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
 /* Drops the first n bytes (a consumed prefix), keeping the rest. */
 void buf_consume(buf *b, size_t n);
 /* Empties the buffer but keeps its allocation. */

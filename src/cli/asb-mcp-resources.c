@@ -118,8 +118,8 @@ json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why)
     json_array_foreach (json_object_get(summaries, "sandboxes"), i, s) {
         const char *name = json_string_value(json_object_get(s, "name"));
         const char *ns = json_string_value(json_object_get(s, "namespace"));
-        char *uri = mcp_textf(SANDBOXES_URI "/%s/%s/files/", ns, name);
-        char *title = mcp_textf("Files of sandbox %s", name);
+        char *uri = strdup_printf(SANDBOXES_URI "/%s/%s/files/", ns, name);
+        char *title = strdup_printf("Files of sandbox %s", name);
         json_t *r = uri && title ? json_pack("{s:s,s:s,s:s,s:s}", "uri", uri, "name", name, "title",
                                              title, "mimeType", "application/json")
                                  : NULL;
@@ -224,7 +224,7 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
     const char *slash2 = slash1 ? strchr(slash1 + 1, '/') : NULL;
     if (!slash2 || slash1 == p || slash2 == slash1 + 1 || strncmp(slash2, "/files/", 7) != 0) {
         *ret_message =
-            mcp_textf("unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE ")", uri);
+            strdup_printf("unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE ")", uri);
         return NULL;
     }
     _cleanup_free_ char *ns = strndup(p, (size_t)(slash1 - p));

@@ -12,25 +12,14 @@
 
 bool mcp_via_router;
 
-static char *textf(const char *fmt, ...) _printf_(1, 2);
-static char *textf(const char *fmt, ...)
-{
-    _cleanup_buf_ buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    int r = buf_appendv(&b, fmt, ap);
-    va_end(ap);
-    return r < 0 ? NULL : buf_steal(&b, NULL);
-}
-
 char *mcp_error_text(const char *context)
 {
     const asb_error *e = asb_error_last();
     const char *msg = e && e->message && *e->message ? e->message : "unknown error";
     if (e && e->code == ASB_ECONNECT)
-        return textf("%s%scannot reach the Agent Sandbox server (%s); is `asb serve` running?",
+        return strdup_printf("%s%scannot reach the Agent Sandbox server (%s); is `asb serve` running?",
                      context ? context : "", context ? ": " : "", msg);
-    return textf("%s%s%s", context ? context : "", context ? ": " : "", msg);
+    return strdup_printf("%s%s%s", context ? context : "", context ? ": " : "", msg);
 }
 
 static void client_log(int level, const char *message, void *payload)
@@ -75,7 +64,7 @@ int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char *
         const char *sn = claim_sandbox(claim);
         if (!sn) {
             json_decref(claim);
-            *ret_error = textf("sandbox claim \"%s\" in namespace \"%s\" has no sandbox yet; wait "
+            *ret_error = strdup_printf("sandbox claim \"%s\" in namespace \"%s\" has no sandbox yet; wait "
                                "a moment and try again, or create a new one with create_sandbox",
                                name, ns);
             return -1;
@@ -90,7 +79,7 @@ int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char *
     }
     r = asb_object_get(NULL, cl, "sandbox", ns, name);
     if (r == ASB_ENOTFOUND) {
-        *ret_error = textf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or Sandbox "
+        *ret_error = strdup_printf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or Sandbox "
                            "has that name (create one with create_sandbox, or read the "
                            "asb://sandboxes resource for the existing ones)",
                            name, ns);
@@ -223,7 +212,7 @@ static bool handle_stale(int r)
 int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
                      char **ret_error)
 {
-    char *key = textf("%s/%s", ns, name);
+    char *key = strdup_printf("%s/%s", ns, name);
     if (!key)
         return ASB_ENOMEM;
     cached_sandbox *c = lookup(key);
@@ -233,7 +222,7 @@ int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *
         release(c, handle_stale(r));
         if (!handle_stale(r))
             return r;
-        key = textf("%s/%s", ns, name);
+        key = strdup_printf("%s/%s", ns, name);
         if (!key)
             return ASB_ENOMEM;
     }
@@ -247,7 +236,7 @@ int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *
 
 void mcp_sandbox_forget(const char *ns, const char *name)
 {
-    _cleanup_free_ char *key = textf("%s/%s", ns, name);
+    _cleanup_free_ char *key = strdup_printf("%s/%s", ns, name);
     if (!key)
         return;
     cached_sandbox *c = lookup(key);

@@ -52,7 +52,7 @@ static bool run(const json_t *args, tool_out *out, mcp_sandbox_op op, file_op *f
     if (r != ASB_OK) {
         const asb_error *e = asb_error_last();
         out->error = op == op_list && e && e->code == ASB_EBADREQUEST
-                         ? mcp_textf("list_files %s: not a directory (use download_file to read "
+                         ? strdup_printf("list_files %s: not a directory (use download_file to read "
                                      "a file)",
                                      f->path)
                          : mcp_file_error(tool, f->path);
@@ -110,7 +110,7 @@ void mcp_tool_download(mcp_call *call, const json_t *args, tool_out *out)
     } else {
         content = json_stringn(f.read, f.read_len);
         if (!content)
-            out->error = mcp_textf("download_file %s: the file is not UTF-8 text; call it again "
+            out->error = strdup_printf("download_file %s: the file is not UTF-8 text; call it again "
                                    "with binary: true to get base64",
                                    f.path);
     }

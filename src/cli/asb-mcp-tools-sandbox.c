@@ -75,14 +75,14 @@ static char *claim_failure(int r, const char *claim, const char *pool, long long
     const asb_error *e = asb_error_last();
     const char *msg = e && e->message && *e->message ? e->message : asb_strerror(r);
     if (r == ASB_ETIMEOUT)
-        return mcp_textf("sandbox claim %s from warm pool \"%s\" was not ready within %lld s: the "
+        return strdup_printf("sandbox claim %s from warm pool \"%s\" was not ready within %lld s: the "
                          "pool had no ready sandbox and the cold start took longer (%s). The "
                          "claim was deleted; retry with a larger sandbox_ready_timeout, or wait "
                          "for the pool to refill",
                          claim, pool, timeout, msg);
     if (r == ASB_ECANCELLED)
-        return mcp_textf("create_sandbox cancelled; claim %s was deleted", claim);
-    return mcp_textf("sandbox claim %s from warm pool \"%s\" failed: %s (the claim was deleted)",
+        return strdup_printf("create_sandbox cancelled; claim %s was deleted", claim);
+    return strdup_printf("sandbox claim %s from warm pool \"%s\" failed: %s (the claim was deleted)",
                      claim, pool, msg);
 }
 
@@ -99,8 +99,8 @@ static void report_wait(mcp_call *call, const char *pool_text, const char *claim
     json_decref(pj);
     _cleanup_free_ char *msg =
         ready > 0
-            ? mcp_textf("claim %s created; taking a warm sandbox from pool \"%s\"", claim, pool)
-            : mcp_textf("claim %s created; pool \"%s\" has no ready sandbox, so one is being "
+            ? strdup_printf("claim %s created; taking a warm sandbox from pool \"%s\"", claim, pool)
+            : strdup_printf("claim %s created; pool \"%s\" has no ready sandbox, so one is being "
                         "started (cold path; waiting up to %lld s)",
                         claim, pool, timeout);
     json_t *n =
@@ -141,7 +141,7 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     _cleanup_free_ char *pool_text = NULL;
     int r = asb_object_get(&pool_text, cl, "sandboxwarmpool", ns, pool);
     if (r == ASB_ENOTFOUND) {
-        out->error = mcp_textf("unknown warm pool \"%s\" in namespace \"%s\": create a "
+        out->error = strdup_printf("unknown warm pool \"%s\" in namespace \"%s\": create a "
                                "SandboxWarmPool first (asb apply) or name an existing one",
                                pool, ns);
         return;
@@ -195,7 +195,7 @@ void mcp_tool_delete(mcp_call *call, const json_t *args, tool_out *out)
         r = asb_object_delete(NULL, cl, kind, ns, name);
     }
     if (r == ASB_ENOTFOUND)
-        out->error = mcp_textf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or "
+        out->error = strdup_printf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or "
                                "Sandbox has that name (already deleted?)",
                                name, ns);
     else if (r != ASB_OK)
@@ -306,7 +306,7 @@ static json_t *output_text(const buf *b, bool cut)
     json_t *s = mcp_json_text(b->data ? b->data : "", b->len);
     if (s && cut) {
         char *t =
-            mcp_textf("%s\n[output truncated at %u bytes]", json_string_value(s), EXEC_OUTPUT_MAX);
+            strdup_printf("%s\n[output truncated at %u bytes]", json_string_value(s), EXEC_OUTPUT_MAX);
         json_decref(s);
         s = t ? json_string(t) : NULL;
         free(t);
@@ -343,7 +343,7 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
         json_decref(so);
         json_decref(se);
     } else if (r == ASB_ETIMEOUT) {
-        out->error = mcp_textf("the command timed out after %lld s and was killed; run it in the "
+        out->error = strdup_printf("the command timed out after %lld s and was killed; run it in the "
                                "background (nohup ... &) or pass a larger timeout",
                                timeout);
     } else if (r == ASB_ECANCELLED || call->cancel) {

@@ -13,16 +13,6 @@
 #include "cli/asb-mcp-schemas.h"
 #include "cli/asb-mcp-tools.h"
 
-char *mcp_textf(const char *fmt, ...)
-{
-    _cleanup_buf_ buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    int r = buf_appendv(&b, fmt, ap);
-    va_end(ap);
-    return r < 0 ? NULL : buf_steal(&b, NULL);
-}
-
 const char *mcp_arg_str(const json_t *args, const char *key, const char *def)
 {
     const char *s = json_string_value(json_object_get(args, key));
@@ -61,12 +51,12 @@ char *mcp_file_error(const char *op, const char *path)
     int code = e ? e->code : ASB_ERROR;
     const char *msg = e && e->message && *e->message ? e->message : asb_strerror(code);
     if (code == ASB_ENOTFOUND)
-        return mcp_textf("%s %s: no such file or directory in the sandbox", op, path);
+        return strdup_printf("%s %s: no such file or directory in the sandbox", op, path);
     if (code == ASB_EFORBIDDEN)
-        return mcp_textf("%s %s: the path escapes the sandbox root or is not permitted (%s); use "
+        return strdup_printf("%s %s: the path escapes the sandbox root or is not permitted (%s); use "
                          "a path inside the sandbox",
                          op, path, msg);
-    return mcp_textf("%s %s: %s", op, path, msg);
+    return strdup_printf("%s %s: %s", op, path, msg);
 }
 
 static const struct tool {

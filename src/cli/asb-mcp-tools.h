@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-mcp.h"
 
@@ -14,9 +15,6 @@ typedef struct tool_out {
     json_t *structured;
     char *error;
 } tool_out;
-
-/* printf into a new string (owned); NULL when out of memory. */
-char *mcp_textf(const char *fmt, ...) _printf_(1, 2);
 
 /* A non-empty string argument, else def. */
 const char *mcp_arg_str(const json_t *args, const char *key, const char *def);

@@ -2,15 +2,14 @@
 JSON-RPC line client, and the Node.js ACP SDK driver (tests/acp). Imported explicitly."""
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
 import time
 
 import pytest
 
-from asb_apiserver import BUILD, ROOT, SANITIZER_EXIT_CODES
+from listening_daemon import ListeningDaemon
+from asb_apiserver import BUILD, ROOT
 
 ACP_DIR = os.path.join(ROOT, "tests", "acp")
 
@@ -22,8 +21,10 @@ def acp_binary(name="acp-server"):
     return path
 
 
-class AcpServer:
+class AcpServer(ListeningDaemon):
     """One acp-server process with its own HOME (agent history under ~/.local/sandboxed-tools)."""
+
+    name = "acp-server"
 
     def __init__(self, tmp_path, args=(), env=None):
         self.home = tmp_path / "home"
@@ -37,42 +38,11 @@ class AcpServer:
                 self.env.pop(k, None)
         self.proc = None
 
-    def start(self, timeout=15):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([acp_binary(), "--listen", "127.0.0.1:0", *self.args],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(r"listening address=(\S+)", self.output())
-            if m:
-                self.address = m.group(1)
-                self.port = int(self.address.rsplit(":", 1)[1])
-                return self
-            if self.proc.poll() is not None:
-                raise AssertionError(f"acp-server exited ({self.proc.returncode}):\n{self.output()}")
-            time.sleep(0.02)
-        raise AssertionError(f"acp-server not listening within {timeout}s:\n{self.output()}")
+    def argv(self):
+        return [acp_binary(), "--listen", "127.0.0.1:0", *self.args]
 
-    def output(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self, timeout=20):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"acp-server did not exit:\n{self.output()}")
-        finally:
-            self.log.close()
-        out = self.output()
-        assert code not in SANITIZER_EXIT_CODES, f"{SANITIZER_EXIT_CODES[code]}:\n{out}"
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
-        return code
+    def on_listening(self):
+        self.port = int(self.address.rsplit(":", 1)[1])
 
 
 class RawClient:

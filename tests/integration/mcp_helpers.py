@@ -2,14 +2,13 @@
 on a free loopback port, and the Node.js MCP SDK driver (tests/mcp). Imported explicitly."""
 import json
 import os
-import re
-import signal
 import subprocess
 import time
 
 import pytest
 
-from asb_apiserver import EXT, ROOT, SANITIZER_EXIT_CODES, asb_binary
+from listening_daemon import ListeningDaemon
+from asb_apiserver import EXT, ROOT, asb_binary
 from claims_helpers import create, pool, template, wait_pool_ready
 
 MCP_DIR = os.path.join(ROOT, "tests", "mcp")
@@ -31,52 +30,21 @@ def client_env(asb, **extra):
     return env
 
 
-class McpHttp:
+class McpHttp(ListeningDaemon):
     """One `asb mcp --listen 127.0.0.1:0` process."""
+
+    name = "asb mcp"
 
     def __init__(self, tmp_path, asb, args=()):
         self.log_path = tmp_path / f"asb-mcp-{time.monotonic_ns()}.log"
         self.env = client_env(asb)
         self.args = list(args)
 
-    def start(self, timeout=15):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([asb_binary(), "mcp", "--listen", "127.0.0.1:0", *self.args],
-                                     stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(r"listening address=(\S+)", self.output())
-            if m:
-                self.address = m.group(1)
-                self.url = f"http://{self.address}/mcp"
-                return self
-            if self.proc.poll() is not None:
-                raise AssertionError(f"asb mcp exited ({self.proc.returncode}):\n{self.output()}")
-            time.sleep(0.02)
-        raise AssertionError(f"asb mcp not listening within {timeout}s:\n{self.output()}")
+    def argv(self):
+        return [asb_binary(), "mcp", "--listen", "127.0.0.1:0", *self.args]
 
-    def output(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self, timeout=20):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"asb mcp did not exit:\n{self.output()}")
-        finally:
-            self.log.close()
-        out = self.output()
-        assert code not in SANITIZER_EXIT_CODES, f"{SANITIZER_EXIT_CODES[code]}:\n{out}"
-        assert "ERROR: AddressSanitizer" not in out and "ERROR: LeakSanitizer" not in out \
-            and "runtime error:" not in out, out
-        return code
+    def on_listening(self):
+        self.url = f"http://{self.address}/mcp"
 
 
 def _installed_matches_lock():

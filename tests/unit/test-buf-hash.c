@@ -91,3 +91,11 @@ TEST(fnv1a_known_values)
     uint32_t h = fnv1a32_update(FNV1A32_INIT, "foo", 3);
     CHECK_INT_EQ(fnv1a32_update(h, "bar", 3), 0xbf9cf968u);
 }
+
+TEST(strdup_printf_formats_a_new_string)
+{
+    _cleanup_free_ char *s = strdup_printf("%s-%d", "pod", 7);
+    CHECK(s && strcmp(s, "pod-7") == 0);
+    _cleanup_free_ char *e = strdup_printf("%s", "");
+    CHECK(e && strcmp(e, "") == 0);
+}
