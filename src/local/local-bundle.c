@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "local/local-bundle.h"
@@ -238,7 +239,7 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
                               ? "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                               : "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"},
     };
-    int r = fs_mkdir_p(etc, 0755);
+    int r = mkdir_p(etc, 0755);
     for (size_t i = 0; r == 0 && i < ELEMENTSOF(files); i++) {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", etc, files[i].name) < 0)
@@ -263,7 +264,7 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
 static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t *mounts,
                        char **ret_error)
 {
-    int r = fs_mkdir_p(rootfs, 0755);
+    int r = mkdir_p(rootfs, 0755);
     for (size_t i = 0; r == 0 && i < ELEMENTSOF(host_dirs); i++) {
         char host[PATH_MAX], link[PATH_MAX], inside[PATH_MAX];
         snprintf(host, sizeof(host), "/%s", host_dirs[i]);
@@ -299,7 +300,7 @@ static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t 
     _cleanup_free_ char *alt = NULL;
     if (asprintf(&alt, "%s/alternatives", etc) < 0)
         return -ENOMEM;
-    if (stat("/etc/alternatives", &st) == 0 && S_ISDIR(st.st_mode) && fs_mkdir_p(alt, 0755) == 0)
+    if (stat("/etc/alternatives", &st) == 0 && S_ISDIR(st.st_mode) && mkdir_p(alt, 0755) == 0)
         add_bind(mounts, "/etc/alternatives", "/etc/alternatives", true);
     return 0;
 }
@@ -371,7 +372,7 @@ static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", sys, dirs[i]) < 0)
             return -ENOMEM;
-        int r = fs_mkdir_p(d, 0755); /* each level: the parents it makes obey the umask */
+        int r = mkdir_p(d, 0755); /* each level: the parents it makes obey the umask */
         if (r < 0)
             return r;
         if (chmod(d, 0755) < 0)
@@ -410,7 +411,7 @@ static void mount_points(const char *rootfs, const json_t *mounts)
 int local_bundle_write(const local_bundle_params *p, char **ret_error)
 {
     *ret_error = NULL;
-    int r = fs_mkdir_p(p->bundle_dir, 0711);
+    int r = mkdir_p(p->bundle_dir, 0711);
     if (r < 0) {
         if (asprintf(ret_error, "cannot create the bundle %s: %s", p->bundle_dir, strerror(-r)) <
             0)

@@ -13,11 +13,6 @@
 #include "basic/macro.h"
 #include "local/local-fs.h"
 
-int fs_mkdir_p(const char *path, mode_t mode)
-{
-    return mkdir_p(path, mode);
-}
-
 int fs_write_file(const char *path, const char *content, mode_t mode)
 {
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);

@@ -1,11 +1,9 @@
-/* Small filesystem helpers for the local runtime: directories, whole-file writes, copies and
+/* Small filesystem helpers for the local runtime: whole-file writes, copies and
  * recursive removal. Return 0 or a negative errno; never log. */
 #pragma once
 
 #include <sys/types.h>
 
-/* Creates path and its missing parents (parents 0755, the last one `mode`). */
-int fs_mkdir_p(const char *path, mode_t mode);
 /* Writes content to path (created or truncated) with mode. */
 int fs_write_file(const char *path, const char *content, mode_t mode);
 /* Copies the regular file src to dst atomically (dst.tmp + rename) with mode. */

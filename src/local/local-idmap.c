@@ -470,7 +470,7 @@ int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret
              !(m->registry = strdup(o->registry ? o->registry : LOCAL_IDMAP_REGISTRY)) ||
              asprintf(&m->slots_dir, "%s/userns/sandboxes", canon) < 0)
         r = -ENOMEM;
-    if (r == 0 && (r = fs_mkdir_p(m->slots_dir, 0700)) < 0)
+    if (r == 0 && (r = mkdir_p(m->slots_dir, 0700)) < 0)
         failf(ret_error, r, "cannot create %s: %s", m->slots_dir, strerror(-r));
     if (r == 0 && (r = load_slots(m)) < 0)
         failf(ret_error, r, "cannot read %s: %s", m->slots_dir, strerror(-r));

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
@@ -143,7 +144,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
         *ret_rootfs = TAKE_PTR(rootfs);
         return 0; /* already unpacked */
     }
-    int k = fs_mkdir_p(images, 0700);
+    int k = mkdir_p(images, 0700);
     if (k < 0)
         return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot create %s: %s", ref,
                      images, strerror(-k));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-inject.h"
@@ -53,11 +54,11 @@ static int install_binary(const char *binary, const char *name, const char *dir,
     if (asprintf(&bindir, "%s/bin", dir) < 0 || asprintf(&libdir, "%s/lib", dir) < 0 ||
         asprintf(&bin, "%s/%s", bindir, name) < 0)
         return -ENOMEM;
-    int r = fs_mkdir_p(dir, 0755);
+    int r = mkdir_p(dir, 0755);
     if (r == 0)
-        r = fs_mkdir_p(bindir, 0755);
+        r = mkdir_p(bindir, 0755);
     if (r == 0)
-        r = fs_mkdir_p(libdir, 0755);
+        r = mkdir_p(libdir, 0755);
     if (r == 0)
         r = fs_copy_file(binary, bin, 0755);
     if (r < 0) {

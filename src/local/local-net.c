@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/buf.h"
 #include "basic/hash.h"
 #include "basic/macro.h"
@@ -554,7 +555,7 @@ static int setup_host(local_net *n, char **ret_error)
     nft_ctx_buffer_output(n->nft);
     nft_ctx_buffer_error(n->nft);
     _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
-    int k = fs_mkdir_p(n->net_dir, 0700);
+    int k = mkdir_p(n->net_dir, 0700);
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
@@ -1061,7 +1062,7 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
             drop_sb(n, uid);
             return -ENOMEM;
         }
-        if ((k = fs_mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
+        if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
             (k = fs_write_file(ns, "", 0600)) < 0 || (k = fs_write_file(inb, cmd, 0600)) < 0 ||
             (k = fs_write_file(hb, hcmd, 0600)) < 0) {
             local_net_detach(n, uid);
@@ -1257,7 +1258,7 @@ int local_net_purge(const local_net_options *o)
     }
     if (valid_ifname(bridge) && if_nametoindex(bridge) > 0 &&
         asprintf(&path, "%s/purge.batch", net_dir) >= 0 &&
-        asprintf(&batch, "link del %s\n", bridge) >= 0 && fs_mkdir_p(net_dir, 0700) == 0 &&
+        asprintf(&batch, "link del %s\n", bridge) >= 0 && mkdir_p(net_dir, 0700) == 0 &&
         fs_write_file(path, batch, 0600) == 0) {
         char *err = NULL;
         if (run_ip(path, NULL, false, &err) < 0)

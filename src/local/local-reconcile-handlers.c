@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-reconcile-internal.h"
@@ -58,7 +59,7 @@ static int handler_index(local_reconciler *r, const char *binary, bool create, s
         oci_runtime_done(&v[r->n_extra]);
         return -ENOMEM;
     }
-    int k = fs_mkdir_p(root, 0700);
+    int k = mkdir_p(root, 0700);
     if (k < 0)
         log_warn("cannot create the runtime state root", "root", root, "error", strerror(-k));
     *ret = ++r->n_extra;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -354,7 +355,7 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
                         *base = path_of(r, "sandboxes", uid, NULL), *err = NULL;
     if (!run || !base)
         return -ENOMEM;
-    int k = fs_mkdir_p(run, 0700);
+    int k = mkdir_p(run, 0700);
     if (k == 0)
         k = local_scratch_prepare(r->state_dir, base, ephemeral, u, g, ret, &err);
     if (k < 0)
@@ -468,16 +469,16 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     if ((k = local_bundle_volumes(sb, vols, &vv, &nvv, &vnames, &verr)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
-    k = vnames[0] ? fs_mkdir_p(vols, 0755) : 0;
+    k = vnames[0] ? mkdir_p(vols, 0755) : 0;
     for (size_t i = 0; k == 0 && vnames[i]; i++) {
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
             k = -ENOMEM;
-        else if ((k = fs_mkdir_p(d, 0755)) == 0 && chown(d, hu, hg) < 0)
+        else if ((k = mkdir_p(d, 0755)) == 0 && chown(d, hu, hg) < 0)
             k = -errno;
     }
     for (size_t i = 0; k == 0 && i < nvv; i++)
-        if ((k = fs_mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, hu, hg) < 0)
+        if ((k = mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, hu, hg) < 0)
             k = -errno;
     if (k < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);

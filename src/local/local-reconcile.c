@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -1107,7 +1108,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
             r->inject_error = err ? err : strdup("cannot inject sandboxd");
             log_warn("sandboxes unavailable", "reason", r->inject_error);
         }
-        fs_mkdir_p(runc_root, 0700);
+        mkdir_p(runc_root, 0700);
         k = local_logs_start(o->log_max, &r->logs);
         if (k < 0)
             log_warn("cannot collect sandbox output", "error", strerror(-k));

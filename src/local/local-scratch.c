@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-runtime-oci.h"
@@ -169,12 +170,12 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
         *ret = TAKE_PTR(path);
         return 0;
     }
-    int k = fs_mkdir_p(dir, 0700);
+    int k = mkdir_p(dir, 0700);
     if (k < 0)
         return failf(ret_error, k, "cannot create %s: %s", dir, strerror(-k));
     unlink(tmp);
     fs_rm_rf(tree);
-    k = fs_mkdir_p(tree, 0755);
+    k = mkdir_p(tree, 0755);
     for (size_t i = 0; k == 0 && i < ELEMENTSOF(scratch_dirs); i++) {
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", tree, scratch_dirs[i].name) < 0)
@@ -270,7 +271,7 @@ static int mount_image(const char *image, const char *mnt, char **ret_error)
 {
     char dev[64];
     int fd = -1;
-    int k = fs_mkdir_p(mnt, 0700);
+    int k = mkdir_p(mnt, 0700);
     if (k < 0)
         return failf(ret_error, k, "cannot create %s: %s", mnt, strerror(-k));
     k = loop_attach(image, &fd, dev, sizeof(dev));
@@ -361,7 +362,7 @@ int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes
     *ret_error = NULL;
     if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&ws, "%s/workspace", base) < 0)
         return -ENOMEM;
-    int k = fs_mkdir_p(base, 0755);
+    int k = mkdir_p(base, 0755);
     if (k < 0)
         return failf(ret_error, k, "cannot create %s: %s", base, strerror(-k));
     struct stat st;

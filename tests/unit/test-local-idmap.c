@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-idmap.h"
@@ -27,7 +28,7 @@ static void setup(void)
 static char *state(const char *name)
 {
     char *p = NULL;
-    if (asprintf(&p, "%s/%s", base, name) < 0 || fs_mkdir_p(p, 0700) < 0)
+    if (asprintf(&p, "%s/%s", base, name) < 0 || mkdir_p(p, 0700) < 0)
         abort();
     return p;
 }
