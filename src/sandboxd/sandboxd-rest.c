@@ -19,7 +19,12 @@
 #include "shared/log.h"
 
 #define FILES_PREFIX "/v1/files/"
-#define CONNECTION_MEMORY_LIMIT (512 * 1024)
+/* libmicrohttpd 0.9.75 zeroes a connection's whole memory pool at every keep-alive reset
+ * (MHD_pool_reset): with 512 KiB that memset was 31-42 % of sandboxd's CPU per small request
+ * and, 50 connections x 512 KiB not fitting the caches, 11-19 us of it (docs/performance.md,
+ * router section). 128 KiB still takes request heads of 100 KiB (the router forwards at most
+ * 64 KiB); bigger ones are answered 431. */
+#define CONNECTION_MEMORY_LIMIT (128 * 1024)
 /* libmicrohttpd's own per-listener limit: --max-connections plus room for connections cut to
  * make room that are still closing (the cap itself is enforced by rest_conns_on_accept). */
 #define CONNECTION_LIMIT_SLACK 64
