@@ -2,6 +2,7 @@
  * upstream request head and the response relay state machine. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/un.h>
 #include <stdlib.h>
@@ -447,7 +448,14 @@ TEST(sockaddr_without_and_with_lookup)
     CHECK_INT_EQ(router_sockaddr("box.ns.svc.cluster.local:8080", false, &ss, &sl), -EADDRNOTAVAIL);
     CHECK_INT_EQ(router_sockaddr("no-port", false, &ss, &sl), -EINVAL);
     CHECK_INT_EQ(router_sockaddr("[::1:80", false, &ss, &sl), -EINVAL);
-    CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), 0);
-    CHECK(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-    CHECK_INT_EQ(router_sockaddr("nothing.invalid:80", true, &ss, &sl), -EHOSTUNREACH);
+    /* a lookup: only where this machine resolves localhost itself (a fresh root may have no
+     * /etc/hosts); no name that would need a DNS server is asked for */
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    if (getaddrinfo("localhost", "80", &hints, &ai) == 0) {
+        freeaddrinfo(ai);
+        CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), 0);
+        CHECK(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    } else {
+        CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), -EHOSTUNREACH);
+    }
 }
