@@ -21,6 +21,7 @@ import time
 import requests
 
 import bench_cleanup
+from bench_libasb import build_libasb_client, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -33,20 +34,8 @@ EXT = "extensions.agents.x-k8s.io"
 CLIENT = os.path.join(BUILD, "bench", "claim-bench-client")
 
 
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-
-
 def build_client():
-    os.makedirs(os.path.dirname(CLIENT), exist_ok=True)
-    lib = os.path.join(BUILD, "lib")
-    env = {**os.environ, "PKG_CONFIG_PATH": os.path.join(lib, "pkgconfig")}
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libasb"], capture_output=True,
-                           text=True, env=env, check=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                    os.path.join(ROOT, "bench", "claim-bench-client.c"), *flags, "-ljansson",
-                    "-lpthread", f"-Wl,-rpath,{lib}", "-o", CLIENT], check=True)
+    build_libasb_client("claim-bench-client.c", CLIENT, ("-ljansson", "-lpthread"))
 
 
 def start_server(state):

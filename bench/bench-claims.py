@@ -14,6 +14,7 @@ import time
 import requests
 
 import bench_cleanup
+from bench_libasb import pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -21,11 +22,6 @@ RUNC = shutil.which("runc") or "/usr/sbin/runc"
 N = int(os.environ.get("BENCH_CLAIMS", "30"))
 POOL = int(os.environ.get("BENCH_POOL", "5"))
 EXT = "extensions.agents.x-k8s.io"
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
 def start_server(state):

@@ -20,16 +20,12 @@ import time
 import requests
 
 import bench_cleanup
+from bench_libasb import pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
 N = int(os.environ.get("BENCH_SANDBOXES", "10"))
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
 def start_server(state, network="none", userns=True):

@@ -16,6 +16,7 @@ import time
 import requests
 
 import bench_cleanup
+from bench_libasb import build_libasb_client, pct
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import importlib.util  # noqa: E402
@@ -35,20 +36,8 @@ ASB = os.path.join(BUILD, "bin", "asb")
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 
 
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-
-
 def build_client():
-    os.makedirs(os.path.dirname(CLIENT), exist_ok=True)
-    lib = os.path.join(BUILD, "lib")
-    env = {**os.environ, "PKG_CONFIG_PATH": os.path.join(lib, "pkgconfig")}
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libasb"], capture_output=True,
-                           text=True, env=env, check=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                    os.path.join(ROOT, "bench", "mcp-bench-client.c"), *flags,
-                    f"-Wl,-rpath,{lib}", "-o", CLIENT], check=True)
+    build_libasb_client("mcp-bench-client.c", CLIENT)
 
 
 class Stdio:
