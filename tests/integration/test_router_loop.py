@@ -157,12 +157,17 @@ def test_head_split_across_writes(setup):
         s.close()
 
 
-def rss_kib(pid):
+def proc_status(pid, key):
+    """A number from /proc/PID/status (VmRSS in KiB, Threads, ...)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    raise AssertionError(f"no {key}")
+
+
+def rss_kib(pid):
+    return proc_status(pid, "VmRSS")
 
 
 def test_slow_client_back_pressure(setup):

@@ -8,6 +8,7 @@ import time
 import pytest
 import requests
 
+from test_router_loop import proc_status, rss_kib
 from test_router_standalone import Fakes, start_router, fakes  # noqa: F401 (fixtures)
 
 TOKEN = "sekret"
@@ -231,14 +232,6 @@ def test_head_over_64k_is_431(fakes, start_router):  # noqa: F811
     assert resp.headers["Connection"] == "close"
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 def test_tunnel_back_pressure(fakes, start_router):  # noqa: F811
     """An upstream that floods a stalled client through a tunnel: the router holds its memory
     flat (the upstream is not read while 64 KiB wait for the client), then everything arrives."""
@@ -272,14 +265,6 @@ def test_tunnel_back_pressure(fakes, start_router):  # noqa: F811
         s.close()
 
 
-def threads(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    raise AssertionError("no Threads")
-
-
 def test_legacy_request_gives_the_connection_back_to_the_loop(fakes, start_router):  # noqa: F811
     """A request to the legacy emulation runs on a thread of its own; after it, the connection
     (kept alive) goes back to the event loop: the thread ends while the client still uses it."""
@@ -288,13 +273,13 @@ def test_legacy_request_gives_the_connection_back_to_the_loop(fakes, start_route
     h = {"Authorization": f"Bearer {TOKEN}", "X-Sandbox-ID": "echo"}
     with requests.Session() as s:
         assert s.get(r.url + "/v1/warm", headers={**h, "X-Sandbox-Port": "8080"}).status_code == 200
-        base = threads(r.proc.pid)
+        base = proc_status(r.proc.pid, "Threads")
         for i in range(3):
             resp = s.get(r.url + "/", headers={**h, "X-Sandbox-Port": "8888"})  # the emulation's
             assert resp.status_code == 200 and resp.json()["status"] == "ok"
             deadline = time.monotonic() + 5
-            while threads(r.proc.pid) > base:
-                assert time.monotonic() < deadline, (threads(r.proc.pid), base)
+            while proc_status(r.proc.pid, "Threads") > base:
+                assert time.monotonic() < deadline, (proc_status(r.proc.pid, "Threads"), base)
                 time.sleep(0.02)
             resp = s.get(r.url + f"/v1/rest{i}", headers={**h, "X-Sandbox-Port": "8080"})
             assert resp.status_code == 200 and resp.text == f"GET /v1/rest{i} auth=None sid=None"
