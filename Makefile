@@ -234,7 +234,8 @@ $(LIBASB_SO): $(LIBASB_OBJ) $(LIBASB_PB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -shared -Wl,-soname,libasb.so.0 $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed \
-	  -Wl,-z,defs $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(LIBASB_PKGS)) -lpthread
+	  -Wl,-z,defs $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(LIBASB_PKGS)) -lhttp_parser \
+	  -lpthread
 
 $(OUT)/lib/libasb.so: $(LIBASB_SO)
 	@ln -sf libasb.so.0 $@
@@ -250,7 +251,7 @@ $(OUT)/lib/pkgconfig/libasb.pc: Makefile
 	@printf '%s\n' 'libdir=$(abspath $(OUT)/lib)' 'includedir=$(abspath include)' '' \
 	  'Name: libasb' 'Description: Agent Sandbox client library' 'Version: 0.1.0' \
 	  'Requires.private: $(LIBASB_PKGS)' 'Cflags: -I$${includedir}' \
-	  'Libs: -L$${libdir} -lasb' 'Libs.private: -lpthread' > $@
+	  'Libs: -L$${libdir} -lasb' 'Libs.private: -lhttp_parser -lpthread' > $@
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)
