@@ -82,9 +82,11 @@ LIBASB_PKGS := libcurl jansson yaml-0.1 libnghttp2 libprotobuf-c
 # library only (the executables link the copies in LIB_OBJ).
 LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
   $(GEN)/google/protobuf/empty.pb-c.c)
-# The one error table (src/shared/status.c) and the buffer (src/basic/buf.c) libasb shares with
-# the rest of the tree, compiled a second time position-independent for the library.
-LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c)
+# The one error table (src/shared/status.c), the buffer (src/basic/buf.c) and the loader of
+# libcurl (src/basic/dlopen-util.c) libasb shares with the rest of the tree, compiled a second
+# time position-independent for the library.
+LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c \
+  src/basic/dlopen-util.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 

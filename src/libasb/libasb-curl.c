@@ -1,7 +1,7 @@
 /* dlopen of libcurl on first use (see libasb-curl.h for why). */
-#include <dlfcn.h>
 #include <pthread.h>
 
+#include "basic/dlopen-util.h"
 #include "libasb/libasb-curl.h"
 #include "libasb/libasb-internal.h"
 
@@ -13,38 +13,26 @@ asbi_curl_api asbi_curl;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[256];
 
-static void *sym(void *lib, const char *name)
-{
-    void *p = dlsym(lib, name);
-    if (!p && !load_error[0])
-        snprintf(load_error, sizeof(load_error), "%s: no symbol %s", LIBCURL_SONAME, name);
-    return p;
-}
-
 static void load(void)
 {
-    /* Never closed: the handles and the global state live as long as the process. */
-    void *lib = dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        snprintf(load_error, sizeof(load_error), "%s", e ? e : LIBCURL_SONAME ": cannot load");
-        return;
-    }
-    asbi_curl_api a = {
-        .free = sym(lib, "curl_free"),
-        .easy_init = sym(lib, "curl_easy_init"),
-        .easy_cleanup = sym(lib, "curl_easy_cleanup"),
-        .easy_reset = sym(lib, "curl_easy_reset"),
-        .easy_setopt = sym(lib, "curl_easy_setopt"),
-        .easy_getinfo = sym(lib, "curl_easy_getinfo"),
-        .easy_perform = sym(lib, "curl_easy_perform"),
-        .easy_strerror = sym(lib, "curl_easy_strerror"),
-        .easy_escape = sym(lib, "curl_easy_escape"),
-        .slist_append = sym(lib, "curl_slist_append"),
-        .slist_free_all = sym(lib, "curl_slist_free_all"),
+    asbi_curl_api a = {0};
+    CURLcode (*global_init)(long flags) = NULL;
+    const dlopen_symbol symbols[] = {
+        DLOPEN_SYMBOL("curl_free", a.free),
+        DLOPEN_SYMBOL("curl_easy_init", a.easy_init),
+        DLOPEN_SYMBOL("curl_easy_cleanup", a.easy_cleanup),
+        DLOPEN_SYMBOL("curl_easy_reset", a.easy_reset),
+        DLOPEN_SYMBOL("curl_easy_setopt", a.easy_setopt),
+        DLOPEN_SYMBOL("curl_easy_getinfo", a.easy_getinfo),
+        DLOPEN_SYMBOL("curl_easy_perform", a.easy_perform),
+        DLOPEN_SYMBOL("curl_easy_strerror", a.easy_strerror),
+        DLOPEN_SYMBOL("curl_easy_escape", a.easy_escape),
+        DLOPEN_SYMBOL("curl_slist_append", a.slist_append),
+        DLOPEN_SYMBOL("curl_slist_free_all", a.slist_free_all),
+        DLOPEN_SYMBOL("curl_global_init", global_init),
     };
-    CURLcode (*global_init)(long flags) = sym(lib, "curl_global_init");
-    if (load_error[0])
+    if (dlopen_symbols(LIBCURL_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), load_error,
+                       sizeof(load_error)) < 0)
         return;
     CURLcode rc = global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {

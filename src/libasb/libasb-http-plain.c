@@ -305,15 +305,15 @@ static int feed(exchange_state *s, const char *data, size_t n)
         return ASBI_HTTP_STOPPED;
     if (s->complete)
         return ASB_OK;
-    if (used != n || HTTP_PARSER_ERRNO(&s->parser) != HPE_OK)
-        return asbi_error_set(ASB_EPROTOCOL, (int)s->parser.status_code, NULL,
-                              "malformed reply from %s: %s", s->server,
-                              http_errno_description(HTTP_PARSER_ERRNO(&s->parser)));
-    if (n == 0)
+    if (n == 0) /* the parser calls an early end "invalid EOF state": it is a cut connection */
         return asbi_error_set(ASB_ECONNECT, 0, NULL,
                               "the connection to the server %s failed: closed before the end of "
                               "the reply",
                               s->server);
+    if (used != n || HTTP_PARSER_ERRNO(&s->parser) != HPE_OK)
+        return asbi_error_set(ASB_EPROTOCOL, (int)s->parser.status_code, NULL,
+                              "malformed reply from %s: %s", s->server,
+                              http_errno_description(HTTP_PARSER_ERRNO(&s->parser)));
     return ASB_OK;
 }
 
