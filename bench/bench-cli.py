@@ -9,7 +9,8 @@ measured in the same run, alternating so both see the same load:
     the same run;
   - `asb claim --pool P` + `asb exec SANDBOX -- true` from a warm pool kept full (needs root and
     runc; skipped otherwise), against the spawn floor (target: p50 <= floor + 10 ms).
-BENCH_CLI_RUNS (200) start samples, BENCH_CLI_CLAIMS (30) claim+exec pairs."""
+BENCH_CLI_RUNS (200) start samples, BENCH_CLI_CLAIMS (30) claim+exec pairs. BENCH_CLI_BASELINE=PATH
+adds the same rows for another asb binary (e.g. one built from an older tree), in the same run."""
 import os
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ RUNC = shutil.which("runc") or "/usr/sbin/runc"
 RUNS = int(os.environ.get("BENCH_CLI_RUNS", "200"))
 CLAIMS = int(os.environ.get("BENCH_CLI_CLAIMS", "30"))
 POOL = 3
+BASELINE = os.environ.get("BENCH_CLI_BASELINE")
 EXT = "extensions.agents.x-k8s.io"
 # What build/bin/asb linked before the server moved to asb-server and libcurl became lazy.
 OLD_LIBS = ["-lmicrohttpd", "-lnghttp2", "-lprotobuf-c", "-ljansson", "-lsqlite3", "-lcurl",
@@ -106,25 +108,38 @@ def wait_full(url, s, name, n, timeout=300):
     raise RuntimeError(f"pool {name} not full after {timeout}s")
 
 
+def claim_exec_once(url, s, env, asb, name):
+    wait_full(url, s, "cli", POOL)
+    t0 = time.perf_counter()
+    out = subprocess.run([asb, "claim", "--pool", "cli", "--name", name], env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"asb claim: {out.stderr}")
+    t1 = time.perf_counter()
+    ex = subprocess.run([asb, "exec", out.stdout.strip(), "--", "true"], env=env,
+                        capture_output=True)
+    t2 = time.perf_counter()
+    if ex.returncode != 0:
+        raise RuntimeError(f"asb exec: {ex.stderr}")
+    s.delete(api(url, "sandboxclaims", name), timeout=30)
+    return (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
+
+
 def claim_exec(url, s, env, n):
-    """n rounds of `asb claim` + `asb exec -- true` (timed together) and one floor spawn; the
-    claim is released and the pool full again before the next round (untimed)."""
-    total, floor = [], []
+    """n rounds of `asb claim` + `asb exec -- true` (timed together) and one floor spawn (and the
+    baseline binary's pair); the claim is deleted and the pool full again before each pair
+    (untimed)."""
+    total, floor, base = [], [], []
     for i in range(n):
-        wait_full(url, s, "cli", POOL)
-        t0 = time.perf_counter()
-        out = subprocess.run([ASB, "claim", "--pool", "cli", "--name", f"c{i}"], env=env,
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"asb claim: {out.stderr}")
-        sbx = out.stdout.strip()
-        ex = subprocess.run([ASB, "exec", sbx, "--", "true"], env=env, capture_output=True)
-        total.append((time.perf_counter() - t0) * 1000)
-        if ex.returncode != 0:
-            raise RuntimeError(f"asb exec: {ex.stderr}")
+        total.append(claim_exec_once(url, s, env, ASB, f"c{i}"))
         floor.append(run(["/bin/true"])[1])
-        s.delete(api(url, "sandboxclaims", f"c{i}"), timeout=30)
-    return total, floor
+        if BASELINE:
+            base.append(claim_exec_once(url, s, env, BASELINE, f"b{i}"))
+    return total, floor, base
+
+
+def parts(rows, i):
+    return [r[i] for r in rows]
 
 
 def main():
@@ -144,16 +159,18 @@ def main():
         env.pop("ASB_SERVER", None)
         env.pop("ASB_TOKEN", None)
         os.environ.update(ASB_STATE_DIR=state)
-        cpu, wall = measure({"help": [ASB, "--help"], "get": [ASB, "get", "sandboxes"],
-                             "old": [old]}, RUNS)
-        row("spawn floor (/bin/true), CPU", cpu["floor"])
-        row("baseline: previous layout's libraries, no work, CPU", cpu["old"])
-        row("asb --help (process start), CPU", cpu["help"])
-        row("asb get sandboxes (one request), CPU", cpu["get"])
-        row("spawn floor (/bin/true), wall", wall["floor"])
-        row("baseline: previous layout's libraries, no work, wall", wall["old"])
-        row("asb --help (process start), wall", wall["help"])
-        row("asb get sandboxes (one request), wall", wall["get"])
+        cases = {"help": [ASB, "--help"], "get": [ASB, "get", "sandboxes"], "old": [old]}
+        if BASELINE:
+            cases.update({"bhelp": [BASELINE, "--help"], "bget": [BASELINE, "get", "sandboxes"]})
+        cpu, wall = measure(cases, RUNS)
+        for what, v in (("CPU", cpu), ("wall", wall)):
+            row(f"spawn floor (/bin/true), {what}", v["floor"])
+            row(f"baseline: previous layout's libraries, no work, {what}", v["old"])
+            if BASELINE:
+                row(f"baseline binary: asb --help, {what}", v["bhelp"])
+                row(f"baseline binary: asb get sandboxes, {what}", v["bget"])
+            row(f"asb --help (process start), {what}", v["help"])
+            row(f"asb get sandboxes (one request), {what}", v["get"])
         print(f"asb process start CPU p50 {pct(cpu['help'], 50):.2f} ms (target <= 3 ms); "
               f"shared libraries: {len(ldd(ASB))}")
         if os.geteuid() != 0 or not os.path.exists(RUNC):
@@ -170,11 +187,18 @@ def main():
                 "metadata": {"name": "cli"},
                 "spec": {"replicas": POOL, "sandboxTemplateRef": {"name": "cli"}}}
                    ).raise_for_status()
-            total, floor = claim_exec(url, s, env, CLAIMS)
-            row("asb claim + asb exec -- true (warm pool), wall", total)
+            total, floor, base = claim_exec(url, s, env, CLAIMS)
             row("spawn floor (/bin/true), wall", floor)
-            print(f"asb claim + asb exec p50 {pct(total, 50):.2f} ms = floor + "
-                  f"{pct(total, 50) - pct(floor, 50):.2f} ms (target: floor + 10 ms)")
+            if BASELINE:
+                row("baseline binary: asb claim + asb exec -- true, wall", parts(base, 0))
+                row("  of which asb claim", parts(base, 1))
+                row("  of which asb exec", parts(base, 2))
+            row("asb claim + asb exec -- true (warm pool), wall", parts(total, 0))
+            row("  of which asb claim", parts(total, 1))
+            row("  of which asb exec", parts(total, 2))
+            p50 = pct(parts(total, 0), 50)
+            print(f"asb claim + asb exec p50 {p50:.2f} ms = floor + {p50 - pct(floor, 50):.2f} ms "
+                  f"(target: floor + 10 ms)")
             s.delete(api(url, "sandboxwarmpools", "cli"), timeout=30)
     finally:
         if proc:
