@@ -135,15 +135,18 @@ static int wait_fd(exchange_state *s, int fd, short events, long limit_at, const
     }
 }
 
-static int connect_one(exchange_state *s, const struct addrinfo *ai, int *ret_fd)
+/* One address. Returns ASB_OK with *ret_fd; ASB_ECONNECT with *ret_errno (no error set yet: the
+ * next address may work); or the wait's ASB_ETIMEOUT / ASB_ECANCELLED (set). */
+static int connect_one(exchange_state *s, const struct addrinfo *ai, int *ret_fd, int *ret_errno)
 {
     _cleanup_close_ int fd =
         socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-        if (errno != EINPROGRESS)
-            return -errno;
+    int c = fd < 0 ? -1 : connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (c < 0 && (fd < 0 || errno != EINPROGRESS)) {
+        *ret_errno = errno;
+        return ASB_ECONNECT;
+    }
+    if (c < 0) { /* in progress */
         long limit = s->x->connect_timeout_ms > 0 ? now_ms() + s->x->connect_timeout_ms : 0;
         int r = wait_fd(s, fd, POLLOUT, limit, "connect");
         if (r != ASB_OK)
@@ -151,15 +154,18 @@ static int connect_one(exchange_state *s, const struct addrinfo *ai, int *ret_fd
         int err = 0;
         socklen_t len = sizeof(err);
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-            return -errno;
-        if (err != 0)
-            return -err;
+            err = errno;
+        if (err != 0) {
+            *ret_errno = err;
+            return ASB_ECONNECT;
+        }
     }
     *ret_fd = TAKE_FD(fd);
-    return 0;
+    return ASB_OK;
 }
 
-/* Connects to the URL's host. Returns ASB_OK with *ret_fd, or an error (set). */
+/* Connects to the URL's host, trying its addresses in turn. Returns ASB_OK with *ret_fd, or an
+ * error (set). */
 static int connect_server(exchange_state *s, const url_parts *u, int *ret_fd)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ais = NULL;
@@ -168,18 +174,15 @@ static int connect_server(exchange_state *s, const url_parts *u, int *ret_fd)
         return asbi_error_set(ASB_ECONNECT, 0, NULL,
                               "the connection to the server %s failed: %s: %s", s->server,
                               u->host, gai_strerror(g));
-    int r = -ECONNREFUSED;
-    for (struct addrinfo *ai = ais; ai; ai = ai->ai_next) {
-        r = connect_one(s, ai, ret_fd);
-        if (r == 0 || r == ASB_ECANCELLED || r == ASB_ETIMEOUT)
-            break;
-    }
+    int r = ASB_ECONNECT, err = ECONNREFUSED;
+    for (struct addrinfo *ai = ais; ai && r == ASB_ECONNECT; ai = ai->ai_next)
+        r = connect_one(s, ai, ret_fd, &err);
     freeaddrinfo(ais);
-    if (r == 0 || r == ASB_ECANCELLED || r == ASB_ETIMEOUT)
+    if (r != ASB_ECONNECT)
         return r;
     return asbi_error_set(ASB_ECONNECT, 0, NULL,
                           "the connection to the server %s failed: connect to %s port %s: %s",
-                          s->server, u->host, u->port, strerror(-r));
+                          s->server, u->host, u->port, strerror(err));
 }
 
 /* The request head and body, in one buffer. */
