@@ -11,7 +11,10 @@ typedef struct dlopen_symbol {
     void **ptr;
 } dlopen_symbol;
 
-#define DLOPEN_SYMBOL(name, fp) {name, (void **)&(fp)}
+#define DLOPEN_SYMBOL(name, fp)                                                                    \
+    {                                                                                              \
+        name, (void **)&(fp)                                                                       \
+    }
 
 /* Loads soname (RTLD_NOW | RTLD_LOCAL; never unloaded) and resolves every symbol. Returns 0, or
  * -ENOENT (library missing) / -ENOSYS (a symbol missing) with a message in errbuf. Not

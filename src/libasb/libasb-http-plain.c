@@ -61,9 +61,9 @@ static int url_split(const char *url, url_parts *ret)
     /* The target runs from the path to the end, fragment excepted. */
     const char *path = pu.field_set & (1 << UF_PATH) ? url + pu.field_data[UF_PATH].off : "/";
     size_t end = pu.field_set & (1 << UF_FRAGMENT) ? (size_t)pu.field_data[UF_FRAGMENT].off - 1
-                                                    : strlen(url);
-    ret->target = pu.field_set & (1 << UF_PATH) ? strndup(path, end - (size_t)(path - url))
-                                                : strdup("/");
+                                                   : strlen(url);
+    ret->target =
+        pu.field_set & (1 << UF_PATH) ? strndup(path, end - (size_t)(path - url)) : strdup("/");
     bool v6 = ret->host && strchr(ret->host, ':');
     if (!ret->host || !ret->port || !ret->target ||
         asprintf(&ret->host_header, "%s%s%s:%s", v6 ? "[" : "", ret->host, v6 ? "]" : "",
@@ -172,8 +172,8 @@ static int connect_server(exchange_state *s, const url_parts *u, int *ret_fd)
     int g = getaddrinfo(u->host, u->port, &hints, &ais);
     if (g != 0)
         return asbi_error_set(ASB_ECONNECT, 0, NULL,
-                              "the connection to the server %s failed: %s: %s", s->server,
-                              u->host, gai_strerror(g));
+                              "the connection to the server %s failed: %s: %s", s->server, u->host,
+                              gai_strerror(g));
     int r = ASB_ECONNECT, err = ECONNREFUSED;
     for (struct addrinfo *ai = ais; ai && r == ASB_ECONNECT; ai = ai->ai_next)
         r = connect_one(s, ai, ret_fd, &err);
@@ -188,8 +188,9 @@ static int connect_server(exchange_state *s, const url_parts *u, int *ret_fd)
 /* The request head and body, in one buffer. */
 static int format_request(const asbi_http_exchange *x, const url_parts *u, buf *out)
 {
-    int r = buf_appendf(out, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libasb/" ASB_VERSION
-                             "\r\nConnection: close\r\n",
+    int r = buf_appendf(out,
+                        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libasb/" ASB_VERSION
+                        "\r\nConnection: close\r\n",
                         x->method, u->target, u->host_header);
     for (size_t i = 0; r >= 0 && i < x->n_headers; i++)
         r = buf_appendf(out, "%s\r\n", x->headers[i]);

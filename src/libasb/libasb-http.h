@@ -17,8 +17,8 @@
 #define ASBI_HTTP_STOPPED 1
 
 typedef struct asbi_http_exchange {
-    const char *method; /* "GET", "POST", ... */
-    const char *url;    /* absolute http:// or https:// URL */
+    const char *method;         /* "GET", "POST", ... */
+    const char *url;            /* absolute http:// or https:// URL */
     const char *const *headers; /* "Name: value" lines (no CRLF), n_headers of them */
     size_t n_headers;
     const char *body; /* NULL: none */

@@ -175,9 +175,15 @@ TEST(request_bytes)
     CHECK_INT_EQ(fake_start(&f, url), 0);
     const char *headers[] = {"Accept: application/json", "Content-Type: application/json"};
     collected c = {0};
-    asbi_http_exchange x = {.method = "PUT", .url = url, .headers = headers, .n_headers = 2,
-                            .body = "{\"k\":1}", .body_len = 7, .timeout_ms = 5000,
-                            .on_body = collect_body, .payload = &c};
+    asbi_http_exchange x = {.method = "PUT",
+                            .url = url,
+                            .headers = headers,
+                            .n_headers = 2,
+                            .body = "{\"k\":1}",
+                            .body_len = 7,
+                            .timeout_ms = 5000,
+                            .on_body = collect_body,
+                            .payload = &c};
     long status = 0;
     CHECK_INT_EQ(asbi_http_plain(&x, url, &status), ASB_OK);
     pthread_join(f.thread, NULL);
@@ -264,8 +270,8 @@ TEST(connection_refused)
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/", ntohs(a.sin_port));
     collected c = {0};
-    asbi_http_exchange x = {.method = "GET", .url = url, .timeout_ms = 5000,
-                            .on_body = collect_body, .payload = &c};
+    asbi_http_exchange x = {
+        .method = "GET", .url = url, .timeout_ms = 5000, .on_body = collect_body, .payload = &c};
     long status = 0;
     CHECK_INT_EQ(asbi_http_plain(&x, url, &status), ASB_ECONNECT); /* bound, not listening */
     CHECK(strstr(asb_error_last()->message, "Connection refused") != NULL);
