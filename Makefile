@@ -64,7 +64,16 @@ KUBE_OBJ := $(call nonmain,kube)
 EXTRA_MAINS := $(wildcard src/router/*-main.c src/agent/*-main.c src/toolbox/*-main.c \
   src/kube/*-main.c)
 EXTRA_BINS := $(foreach m,$(EXTRA_MAINS),$(OUT)/bin/$(patsubst %-main.c,%,$(notdir $(m))))
-ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
+# The asb CLI is a client (libasb, src/basic, src/shared); the server side of `asb serve` is its
+# own binary, asb-server, that `asb serve` execs (src/cli/asb-serve-exec.c), so the client does
+# not load the control plane's libraries at every start. Both link the common objects from
+# archives so that only the members they use (and those members' libraries) come in.
+ASB_SERVER_SRC := src/cli/asb-serve.c src/cli/asb-server-main.c
+ASB_OBJ := $(call obj,$(filter-out $(ASB_SERVER_SRC),$(wildcard src/cli/*.c)))
+ASB_SERVER_OBJ := $(call obj,$(ASB_SERVER_SRC))
+COMMON_A := $(OUT)/obj/libasb-common.a
+LIBASB_A_STATIC := $(OUT)/obj/libasb-objs.a
+API_A := $(OUT)/obj/libasb-api.a
 # libasb, the client library (include/asb/*.h): position-independent objects linked into
 # build/lib/libasb.so.0 (only ASB_PUBLIC symbols exported), libasb.a, the CLI and the tests.
 LIBASB_OBJ := $(call obj,$(wildcard src/libasb/*.c))
@@ -73,9 +82,11 @@ LIBASB_PKGS := libcurl jansson yaml-0.1 libnghttp2 libprotobuf-c
 # library only (the executables link the copies in LIB_OBJ).
 LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
   $(GEN)/google/protobuf/empty.pb-c.c)
-# The one error table (src/shared/status.c) and the buffer (src/basic/buf.c) libasb shares with
-# the rest of the tree, compiled a second time position-independent for the library.
-LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c)
+# The one error table (src/shared/status.c), the buffer (src/basic/buf.c) and the loader of
+# libcurl (src/basic/dlopen-util.c) libasb shares with the rest of the tree, compiled a second
+# time position-independent for the library.
+LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c \
+  src/basic/dlopen-util.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 
@@ -84,7 +95,8 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
-BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(EXTRA_BINS) $(OUT)/bin/asb-gen-crds
+BINS := $(OUT)/bin/sandboxd $(OUT)/bin/asb $(OUT)/bin/asb-server $(EXTRA_BINS) \
+  $(OUT)/bin/asb-gen-crds
 
 .PHONY: all deps test unit fuzz fuzz-build bench chaos demo clean format images fresh-check
 all: deps
@@ -138,7 +150,23 @@ $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(OUT)/bin/asb: $(ASB_OBJ) $(ROUTER_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
+$(COMMON_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@ && ar rcs $@ $^
+$(LIBASB_A_STATIC): $(LIBASB_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@ && ar rcs $@ $^
+$(API_A): $(call obj,$(wildcard src/api/*.c))
+	@mkdir -p $(dir $@)
+	@rm -f $@ && ar rcs $@ $^
+
+# asb get prints a kind's columns from the kind tables of src/api.
+$(OUT)/bin/asb: $(ASB_OBJ) $(LIBASB_A_STATIC) $(API_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(OUT)/bin/asb-server: $(ASB_SERVER_OBJ) $(ROUTER_OBJ) $(LIBASB_OBJ) $(CP_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
@@ -208,7 +236,8 @@ $(LIBASB_SO): $(LIBASB_OBJ) $(LIBASB_PB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -shared -Wl,-soname,libasb.so.0 $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed \
-	  -Wl,-z,defs $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(LIBASB_PKGS)) -lpthread
+	  -Wl,-z,defs $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(LIBASB_PKGS)) -lhttp_parser \
+	  -lpthread
 
 $(OUT)/lib/libasb.so: $(LIBASB_SO)
 	@ln -sf libasb.so.0 $@
@@ -224,7 +253,7 @@ $(OUT)/lib/pkgconfig/libasb.pc: Makefile
 	@printf '%s\n' 'libdir=$(abspath $(OUT)/lib)' 'includedir=$(abspath include)' '' \
 	  'Name: libasb' 'Description: Agent Sandbox client library' 'Version: 0.1.0' \
 	  'Requires.private: $(LIBASB_PKGS)' 'Cflags: -I$${includedir}' \
-	  'Libs: -L$${libdir} -lasb' 'Libs.private: -lpthread' > $@
+	  'Libs: -L$${libdir} -lasb' 'Libs.private: -lhttp_parser -lpthread' > $@
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=fuzz $(FUZZ_BIN)

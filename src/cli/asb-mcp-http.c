@@ -9,7 +9,6 @@
  * handled while another connection's tool call runs. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "basic/buf.h"
 #include "basic/random-util.h"
+#include "cli/asb-mcp-mhd.h"
 #include "cli/asb-mcp.h"
 
 #define MCP_PATH "/mcp"
@@ -469,6 +469,9 @@ static int listen_on(const char *address, char **ret_bound)
 
 int mcp_serve_http(mcp_server *s, const mcp_http_options *o)
 {
+    int lr = mcp_mhd_load();
+    if (lr < 0)
+        return lr;
     _cleanup_free_ char *bound = NULL;
     int fd = listen_on(o->listen, &bound);
     if (fd < 0) {

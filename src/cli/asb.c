@@ -12,7 +12,7 @@ static const struct verb {
     int (*run)(int argc, char **argv);
     const char *summary;
 } verbs[] = {
-    {"serve", asb_serve, "Run the local control plane (Kubernetes-shaped API server)"},
+    {"serve", asb_serve_exec, "Run the local control plane (Kubernetes-shaped API server)"},
     {"apply", asb_apply, "Create or update objects from YAML or JSON manifests"},
     {"get", asb_get, "Show objects (table, -o json|yaml|wide|name)"},
     {"delete", asb_delete, "Delete objects"},

@@ -1,5 +1,5 @@
 /* The control-plane client: where the server and token come from (options, environment, state
- * directory), one libcurl easy handle per client, and the request/response verbs. */
+ * directory) and the request/response verbs (over libasb-http.h's transports). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,28 +16,12 @@
 
 #include "basic/buf.h"
 #include "basic/state-files.h"
+#include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
 #define MAX_REPLY (64u << 20)
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-int asbi_curl_global_init(void)
-{
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return asbi_error_set(ASB_ERROR, 0, NULL, "curl_global_init: %s",
-                              curl_easy_strerror(curl_init_rc));
-    return ASB_OK;
-}
 
 void asbi_log(asb_client *c, int level, const char *fmt, ...)
 {
@@ -222,9 +206,6 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
     if (opts && (opts->version == 0 || opts->version > ASB_CLIENT_OPTIONS_VERSION))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_client_options: unknown version %u",
                               opts->version);
-    int ir = asbi_curl_global_init();
-    if (ir != ASB_OK)
-        return ir;
     asb_client *c = calloc(1, sizeof(*c));
     if (!c)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -252,8 +233,6 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
     }
     if (r == ASB_OK)
         r = configure(c, opts);
-    if (r == ASB_OK && !(c->curl = curl_easy_init()))
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "curl_easy_init failed");
     if (r != ASB_OK) {
         asb_client_free(c);
         return r;
@@ -266,7 +245,7 @@ ASB_PUBLIC void asb_client_free(asb_client *c)
 {
     if (!c)
         return;
-    if (c->curl)
+    if (c->curl) /* only set once libcurl is loaded */
         curl_easy_cleanup(c->curl);
     free(c->server);
     free(c->field_validation);
@@ -284,14 +263,10 @@ ASB_PUBLIC const char *asb_client_server(const asb_client *c)
     return c ? c->server : NULL;
 }
 
-static char *escape(asb_client *c, const char *s)
-{
-    return curl_easy_escape(c->curl, s, 0);
-}
-
 char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name, const char *sub)
 {
-    char *ens = ns ? escape(c, ns) : NULL, *ename = name ? escape(c, name) : NULL, *p = NULL;
+    char *ens = ns ? asbi_url_escape(ns) : NULL, *ename = name ? asbi_url_escape(name) : NULL;
+    char *p = NULL;
     if ((ns && !ens) || (name && !ename) ||
         asprintf(&p, "%s/apis/%s/%s%s%s/%s%s%s%s%s", c->server, k->group, k->version,
                  ens ? "/namespaces/" : "", ens ? ens : "", k->plural, ename ? "/" : "",
@@ -299,74 +274,33 @@ char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *na
         p = NULL;
         asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
-    curl_free(ens);
-    curl_free(ename);
+    free(ens);
+    free(ename);
     return p;
 }
 
-int asbi_error_from_curl(asb_client *c, CURLcode rc)
+void asbi_headers_free(char *lines[ASBI_MAX_HEADERS], size_t n)
 {
-    const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
-    switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-        return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to %s timed out: %s", c->server,
-                              detail);
-    case CURLE_ABORTED_BY_CALLBACK:
-        return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
-    case CURLE_OUT_OF_MEMORY:
-        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-        return asbi_error_set(ASB_EINVAL, 0, NULL, "bad server URL %s: %s", c->server, detail);
-    default:
-        return asbi_error_set(ASB_ECONNECT, 0, NULL, "the connection to the server %s failed: %s",
-                              c->server, detail);
+    for (size_t i = 0; i < n; i++) {
+        explicit_bzero(lines[i], strlen(lines[i])); /* the token */
+        free(lines[i]);
     }
 }
 
-int asbi_setup(asb_client *c, const char *url, const char *content_type,
-               struct curl_slist **ret_headers)
+int asbi_headers(const asb_client *c, const char *content_type, char *lines[ASBI_MAX_HEADERS],
+                 size_t *ret_n)
 {
-    struct curl_slist *h = NULL, *t;
-    char *auth = NULL, *ct = NULL;
-    curl_easy_reset(c->curl);
-    c->errbuf[0] = '\0';
-    if (c->token && asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
-        auth = NULL;
-    if (content_type && asprintf(&ct, "Content-Type: %s", content_type) < 0)
-        ct = NULL;
-    int ok = (!c->token || auth) && (!content_type || ct);
-    if (ok && (t = curl_slist_append(h, "Accept: application/json")))
-        h = t;
-    else
-        ok = 0;
-    if (ok && auth && (t = curl_slist_append(h, auth)))
-        h = t;
-    else if (auth)
-        ok = 0;
-    if (ok && ct && (t = curl_slist_append(h, ct)))
-        h = t;
-    else if (ct)
-        ok = 0;
-    if (auth) {
-        explicit_bzero(auth, strlen(auth));
-        free(auth);
-    }
-    free(ct);
+    size_t n = 0;
+    bool ok = (lines[n++] = strdup("Accept: application/json")) != NULL;
+    if (ok && c->token)
+        ok = (lines[n++] = strdup_printf("Authorization: Bearer %s", c->token)) != NULL;
+    if (ok && content_type)
+        ok = (lines[n++] = strdup_printf("Content-Type: %s", content_type)) != NULL;
     if (!ok) {
-        curl_slist_free_all(h);
+        asbi_headers_free(lines, n - 1);
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
-    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "libasb/" ASB_VERSION);
-    if (c->noproxy)
-        curl_easy_setopt(c->curl, CURLOPT_NOPROXY, c->noproxy);
-    *ret_headers = h;
+    *ret_n = n;
     return ASB_OK;
 }
 
@@ -375,19 +309,18 @@ typedef struct reply {
     int oom; /* why the write stopped: 1 out of memory, 2 over MAX_REPLY */
 } reply;
 
-static size_t reply_write(char *data, size_t size, size_t nmemb, void *userdata)
+static bool reply_body(const char *data, size_t len, long status, void *payload)
 {
-    reply *r = userdata;
-    size_t len = size * nmemb;
+    reply *r = payload;
     if (r->body.len + len + 1 > MAX_REPLY) {
         r->oom = 2;
-        return 0;
+        return false;
     }
     if (buf_append(&r->body, data, len) < 0) {
         r->oom = 1;
-        return 0;
+        return false;
     }
-    return len;
+    return true;
 }
 
 /* The text of a `Warning` header value, `299 - "text"` (RFC 7234: code, agent, quoted-string,
@@ -422,44 +355,45 @@ static char *warning_text(const char *v, size_t n)
     return t;
 }
 
-typedef struct warnings {
-    char **v;
-    size_t n;
-} warnings;
+typedef struct reply_state {
+    reply rep;
+    char **warn; /* texts of the reply's Warning headers */
+    size_t n_warn;
+} reply_state;
 
-static size_t header_cb(char *data, size_t size, size_t nmemb, void *userdata)
+static void reply_header(const char *name, size_t name_len, const char *v, size_t vn,
+                         void *payload)
 {
-    warnings *w = userdata;
-    size_t len = size * nmemb, name = strlen("Warning:");
-    if (len <= name || strncasecmp(data, "Warning:", name) != 0 || w->n >= 64)
-        return len;
-    const char *v = data + name;
-    size_t vn = len - name;
-    while (vn > 0 && (*v == ' ' || *v == '\t'))
-        v++, vn--;
-    while (vn > 0 && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
-        vn--;
-    char **nv = realloc(w->v, (w->n + 1) * sizeof(*nv));
+    reply_state *st = payload;
+    if (name_len != strlen("Warning") || strncasecmp(name, "Warning", name_len) != 0 ||
+        st->n_warn >= 64)
+        return;
+    char **nv = realloc(st->warn, (st->n_warn + 1) * sizeof(*nv));
     if (!nv)
-        return len;
-    w->v = nv;
-    if ((w->v[w->n] = warning_text(v, vn)))
-        w->n++;
-    return len;
+        return;
+    st->warn = nv;
+    if ((st->warn[st->n_warn] = warning_text(v, vn)))
+        st->n_warn++;
+}
+
+static bool reply_state_body(const char *data, size_t len, long status, void *payload)
+{
+    return reply_body(data, len, status, &((reply_state *)payload)->rep);
 }
 
 /* Hands the reply's warnings to the warning callback (or the log) and frees them. */
-static void report_warnings(asb_client *c, warnings *w)
+static void report_warnings(asb_client *c, reply_state *st)
 {
-    for (size_t i = 0; i < w->n; i++) {
+    for (size_t i = 0; i < st->n_warn; i++) {
         if (c->warning_cb)
-            c->warning_cb(w->v[i], c->warning_payload);
+            c->warning_cb(st->warn[i], c->warning_payload);
         else
-            asbi_log(c, ASB_LOG_WARNING, "%s", w->v[i]);
-        free(w->v[i]);
+            asbi_log(c, ASB_LOG_WARNING, "%s", st->warn[i]);
+        free(st->warn[i]);
     }
-    free(w->v);
-    *w = (warnings){0};
+    free(st->warn);
+    st->warn = NULL;
+    st->n_warn = 0;
 }
 
 /* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status.
@@ -467,37 +401,40 @@ static void report_warnings(asb_client *c, warnings *w)
 static int request(asb_client *c, const char *method, const char *url, const char *content_type,
                    const char *body, char **out)
 {
-    struct curl_slist *h = NULL;
-    int r = asbi_setup(c, url, content_type, &h);
+    char *lines[ASBI_MAX_HEADERS];
+    size_t n_lines = 0;
+    int r = asbi_headers(c, content_type, lines, &n_lines);
     if (r != ASB_OK)
         return r;
-    reply rep = {0};
-    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, reply_write);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &rep);
-    warnings warn = {0};
-    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &warn);
-    if (body) {
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-    }
-    CURLcode rc = curl_easy_perform(c->curl);
-    curl_slist_free_all(h);
+    reply_state st = {0};
+    asbi_http_exchange x = {
+        .method = method,
+        .url = url,
+        .headers = (const char *const *)lines,
+        .n_headers = n_lines,
+        .body = body,
+        .body_len = body ? strlen(body) : 0,
+        .timeout_ms = c->timeout_ms,
+        .connect_timeout_ms = c->connect_timeout_ms,
+        .on_header = reply_header,
+        .on_body = reply_state_body,
+        .payload = &st,
+    };
     long status = 0;
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    r = asbi_http_perform(c, &x, &status);
+    asbi_headers_free(lines, n_lines);
     asbi_log(c, ASB_LOG_DEBUG, "%s %s -> %ld", method, url, status);
-    report_warnings(c, &warn);
-    if (rc == CURLE_WRITE_ERROR && rep.oom) {
+    report_warnings(c, &st);
+    reply rep = st.rep;
+    if (r == ASBI_HTTP_STOPPED) {
         buf_done(&rep.body);
         return rep.oom == 1 ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
                             : asbi_error_set(ASB_EPROTOCOL, (int)status, NULL,
                                              "reply from %s is too large", url);
     }
-    if (rc != CURLE_OK) {
+    if (r != ASB_OK) {
         buf_done(&rep.body);
-        return asbi_error_from_curl(c, rc);
+        return r;
     }
     if (status < 200 || status > 299) {
         r = asbi_error_from_reply((int)status, rep.body.data, rep.body.len);
@@ -566,12 +503,12 @@ static int append_query(char **url, asb_client *c, const char *key, const char *
 {
     if (!value || !*value)
         return ASB_OK;
-    char *ev = escape(c, value), *u = NULL;
+    char *ev = asbi_url_escape(value), *u = NULL;
     if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
-        curl_free(ev);
+        free(ev);
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
-    curl_free(ev);
+    free(ev);
     free(*url);
     *url = u;
     return ASB_OK;

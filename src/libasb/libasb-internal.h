@@ -24,10 +24,10 @@ char *asbi_yaml_dump(const json_t *v);
 /* Lowercase-insensitive compare helper for kind names. */
 const asb_kind *asbi_kind_find(const char *name);
 
-#include <curl/curl.h>
+#include "libasb/libasb-curl.h"
 
 struct asb_client {
-    CURL *curl;
+    CURL *curl;    /* the curl transport's handle, made on its first use; NULL before */
     char *server;  /* no trailing slash */
     char *token;   /* may be NULL */
     char *noproxy; /* $NO_PROXY plus the loopback names */
@@ -41,9 +41,6 @@ struct asb_client {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-/* curl_global_init once per process (thread-safe). Returns ASB_OK or an error (set). */
-int asbi_curl_global_init(void);
-
 void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* "/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/<sub>]]"; ns NULL: cluster-wide.
@@ -51,12 +48,13 @@ void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((for
 char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name,
                 const char *sub);
 
-/* Common curl setup for one request: URL, auth, headers (returned in *ret_headers, freed by the
- * caller with curl_slist_free_all). Returns ASB_OK or an error (set). */
-int asbi_setup(asb_client *c, const char *url, const char *content_type,
-               struct curl_slist **ret_headers);
-/* Sets the last error from a failed curl transfer and returns the code. */
-int asbi_error_from_curl(asb_client *c, CURLcode rc);
+/* The request headers every call sends (Accept, Authorization when there is a token, and
+ * Content-Type when content_type is not NULL) into lines[0..*ret_n), each owned by the caller
+ * (asbi_headers_free). Returns ASB_OK or ASB_ENOMEM (set). */
+#define ASBI_MAX_HEADERS 4
+int asbi_headers(const asb_client *c, const char *content_type, char *lines[ASBI_MAX_HEADERS],
+                 size_t *ret_n);
+void asbi_headers_free(char *lines[ASBI_MAX_HEADERS], size_t n);
 
 /* Internal watch: events as parsed JSON (object borrowed during the call). */
 typedef int (*asbi_event_cb)(const char *type, json_t *object, void *payload);

@@ -1,7 +1,6 @@
 /* Sandbox files over sandboxd's REST API on its unix socket (libcurl), with upstream's retry
  * rules: connection failures and 500/502/503/504 are retried with exponential backoff, as long as
  * the request body can be replayed and no byte of a streamed reply was delivered yet. */
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +149,9 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
     char errbuf[CURL_ERROR_SIZE] = "";
     char *url = NULL;
     struct curl_slist *h = NULL, *tmp;
-    int ret = ASB_OK;
+    int ret = asbi_curl_load();
+    if (ret != ASB_OK)
+        return ret;
     CURL *c = curl_easy_init();
     if (!c)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");

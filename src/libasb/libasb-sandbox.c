@@ -26,9 +26,6 @@ static int sandbox_alloc(asb_sandbox **ret, const asb_sandbox_options *opts)
     if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0 || opts->max_attempts < 0 ||
                  opts->retry_delay_ms < 0))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_options: negative value");
-    int r = asbi_curl_global_init();
-    if (r != ASB_OK)
-        return r;
     asb_sandbox *s = calloc(1, sizeof(*s));
     if (!s)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");

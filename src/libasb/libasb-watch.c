@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "basic/buf.h"
+#include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"
 
 #define MAX_EVENT_LINE (16u << 20)
@@ -61,51 +62,42 @@ static int dispatch_line(watch_state *w, const char *s, size_t n)
     return 1;
 }
 
-static size_t watch_write(char *data, size_t size, size_t nmemb, void *userdata)
+static bool watch_body(const char *data, size_t len, long status, void *payload)
 {
-    watch_state *w = userdata;
-    size_t len = size * nmemb;
+    watch_state *w = payload;
     if (w->stopped)
-        return 0;
-    if (w->http == 0)
-        curl_easy_getinfo(w->c->curl, CURLINFO_RESPONSE_CODE, &w->http);
+        return false;
+    w->http = status;
     if (w->line.len + len + 1 > MAX_EVENT_LINE) {
         stop(w, asbi_error_set(ASB_EPROTOCOL, (int)w->http, NULL, "watch event too large"));
-        return 0;
+        return false;
     }
     if (buf_append(&w->line, data, len) < 0) {
         stop(w, asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"));
-        return 0;
+        return false;
     }
     if (w->http < 200 || w->http > 299)
-        return len; /* an error reply: kept whole for its Status */
+        return true; /* an error reply: kept whole for its Status */
     size_t start = 0;
     for (size_t i = w->line.len - len; i < w->line.len; i++) {
         if (w->line.data[i] != '\n')
             continue;
         if (!dispatch_line(w, w->line.data + start, i - start))
-            return 0;
+            return false;
         start = i + 1;
     }
     buf_consume(&w->line, start);
-    return len;
+    return true;
 }
 
-static int watch_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                          curl_off_t ulnow)
+static int add_query(char **url, const char *key, const char *value)
 {
-    watch_state *w = userdata;
-    return w->cancel && *w->cancel ? 1 : 0;
-}
-
-static int add_query(char **url, CURL *curl, const char *key, const char *value)
-{
-    char *ev = curl_easy_escape(curl, value, 0), *u = NULL;
+    char *ev = asbi_url_escape(value), *u = NULL;
     if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
-        curl_free(ev);
+        free(ev);
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
-    curl_free(ev);
+    free(ev);
     free(*url);
     *url = u;
     return ASB_OK;
@@ -117,48 +109,56 @@ int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watc
     char *url = asbi_path(c, k, ns ? ns : "default", NULL, NULL), *fs = NULL, ts[32];
     if (!url)
         return ASB_ENOMEM;
-    int r = add_query(&url, c->curl, "watch", "true");
+    int r = add_query(&url, "watch", "true");
     if (r == ASB_OK && p->name) {
         if (asprintf(&fs, "metadata.name=%s", p->name) < 0)
             fs = NULL, r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         else
-            r = add_query(&url, c->curl, "fieldSelector", fs);
+            r = add_query(&url, "fieldSelector", fs);
         free(fs);
     }
     if (r == ASB_OK && p->label_selector && *p->label_selector)
-        r = add_query(&url, c->curl, "labelSelector", p->label_selector);
+        r = add_query(&url, "labelSelector", p->label_selector);
     if (r == ASB_OK && p->resource_version && *p->resource_version)
-        r = add_query(&url, c->curl, "resourceVersion", p->resource_version);
+        r = add_query(&url, "resourceVersion", p->resource_version);
     if (r == ASB_OK && p->allow_bookmarks)
-        r = add_query(&url, c->curl, "allowWatchBookmarks", "true");
+        r = add_query(&url, "allowWatchBookmarks", "true");
     if (r == ASB_OK && p->timeout_ms > 0) {
         /* The server keeps the stream open past our deadline, so ours decides. */
         snprintf(ts, sizeof(ts), "%ld", p->timeout_ms / 1000 + 5);
-        r = add_query(&url, c->curl, "timeoutSeconds", ts);
+        r = add_query(&url, "timeoutSeconds", ts);
     }
-    struct curl_slist *h = NULL;
+    char *lines[ASBI_MAX_HEADERS];
+    size_t n_lines = 0;
     if (r == ASB_OK)
-        r = asbi_setup(c, url, NULL, &h);
+        r = asbi_headers(c, NULL, lines, &n_lines);
     if (r != ASB_OK) {
         free(url);
         return r;
     }
     watch_state w = {.c = c, .cb = cb, .payload = payload, .cancel = p->cancel};
-    curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, p->timeout_ms > 0 ? p->timeout_ms : 0L);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, watch_write);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &w);
-    curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
-    curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, &w);
+    asbi_http_exchange x = {
+        .method = "GET",
+        .url = url,
+        .headers = (const char *const *)lines,
+        .n_headers = n_lines,
+        .timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 0,
+        .connect_timeout_ms = c->connect_timeout_ms,
+        .cancel = p->cancel,
+        .on_body = watch_body,
+        .payload = &w,
+    };
     asbi_log(c, ASB_LOG_DEBUG, "WATCH %s", url);
-    CURLcode rc = curl_easy_perform(c->curl);
-    curl_slist_free_all(h);
+    long status = 0;
+    r = asbi_http_perform(c, &x, &status);
+    asbi_headers_free(lines, n_lines);
     free(url);
+    if (w.http == 0)
+        w.http = status;
     if (w.stopped)
         r = w.result;
-    else if (rc != CURLE_OK)
-        r = asbi_error_from_curl(c, rc);
+    else if (r != ASB_OK) /* the transport's error (set) */
+        r = r == ASBI_HTTP_STOPPED ? asbi_error_set(ASB_ERROR, 0, NULL, "watch stopped") : r;
     else if (w.http < 200 || w.http > 299)
         r = asbi_error_from_reply((int)w.http, w.line.data, w.line.len);
     else {

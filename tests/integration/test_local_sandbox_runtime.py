@@ -314,6 +314,8 @@ def test_without_root_sandboxes_say_why():
         os.chmod(d, 0o755)
         binary = os.path.join(d, "asb")
         shutil.copy(asb_binary(), binary)
+        # `asb serve` execs the asb-server next to asb.
+        shutil.copy(os.path.join(os.path.dirname(asb_binary()), "asb-server"), d)
         state = os.path.join(d, "state")
         os.mkdir(state)
         os.chown(state, 65534, 65534)
