@@ -55,11 +55,17 @@ static int walk(const json_t *v, const char *p, json_t *ret)
                 }
                 return 0;
             }
-            size_t n = strcspn(p, ".[");
-            if (n == 0)
+            /* A key ends at an unescaped '.' or '['; "\." is a dot inside it (labels). */
+            _cleanup_buf_ buf key = BUF_INIT;
+            for (; *p && *p != '.' && *p != '['; p++) {
+                if (*p == '\\' && p[1])
+                    p++;
+                if (buf_append_byte(&key, *p) < 0)
+                    return -ENOMEM;
+            }
+            if (key.len == 0)
                 return *p ? -EINVAL : 0; /* a trailing '.' is the value itself */
-            v = child(v, p, n);
-            p += n;
+            v = child(v, key.data, key.len);
         } else if (*p == '[') {
             p++;
             if (strncmp(p, "*]", 2) == 0) {
