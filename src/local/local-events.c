@@ -33,7 +33,9 @@ static json_t *event_new(const char *controller, const json_t *regarding, const 
     if (uuid_v4(uid) < 0)
         return NULL;
     reconcile_format_time(now, 0, ts);
-    reconcile_format_time(now, 6, micro);
+    /* MicroTime is fixed-width ("...:05.000000Z"): string order is time order for pruning */
+    snprintf(micro, sizeof(micro), "%.*s.%06lldZ", (int)strlen(ts) - 1, ts,
+             (long long)(now % 1000000));
     uint64_t id = (uint64_t)now * 1000 + (atomic_fetch_add(&seq, 1) % 1000);
     _cleanup_free_ char *ev_name = NULL;
     if (asprintf(&ev_name, "%s.%016llx", name, (unsigned long long)id) < 0)
