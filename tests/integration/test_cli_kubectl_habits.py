@@ -352,3 +352,24 @@ def test_metrics_endpoint(asb):
     assert samples[("asb_reconcile_errors_total", '{controller="claims"}')] == 0
     asb.merge_patch(asb.path(CORE, "sandboxes", name="gone"), {"metadata": {"finalizers": None}})
     assert asb.post("/metrics", {}).status_code == 405
+
+
+def test_claim_progress_on_a_terminal_only(asb):
+    """Without a runtime the claim never gets Ready: on a terminal `asb claim` says what it waits
+    for; with stdout a pipe it stays silent (only the timeout error)."""
+    import pty
+    create(asb, "sandboxtemplates", EXT, template("t1"))
+    create(asb, "sandboxwarmpools", EXT, pool("p1", "t1", 1))
+    p = run(asb, "claim", "--pool", "p1", "--name", "quiet", "--timeout", "2s")
+    assert p.returncode == 1 and p.stdout == "" and "waiting for Ready" not in p.stderr, p.stderr
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([asb_binary(), "claim", "--pool", "p1", "--name", "loud",
+                               "--timeout", "2s"], stdout=slave, stderr=subprocess.PIPE,
+                              text=True, env=cli_env(asb), timeout=60)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"^claim loud: waiting for Ready \(Ready=False \w+: .+\)$", proc.stderr, re.M), \
+        proc.stderr
