@@ -67,6 +67,10 @@ void local_event_record(local_store *s, const char *controller, const json_t *re
         log_warn("cannot record event", "reason", reason, "error", strerror(ENOMEM));
         return;
     }
+    if (!api_meta_string(regarding, "name") || !api_meta_string(regarding, "namespace")) {
+        log_warn("cannot record event: its object has no name or namespace", "reason", reason);
+        return;
+    }
     int64_t now = (int64_t)now_usec(CLOCK_REALTIME);
     json_t *ev = event_new(controller, regarding, type, reason, action, note, now);
     int r = ev ? local_store_create(s, &api_event_kind, ev) : -ENOMEM;
