@@ -238,6 +238,7 @@ typedef struct watch_ctx {
     const asb_kind *k;
     const get_opts *g;
     cli_table *t;
+    bool need_header; /* the list was empty: the first row comes with the header */
 } watch_ctx;
 
 static volatile int interrupted;
@@ -268,7 +269,9 @@ static int on_watch_event(const char *type, const char *object_json, void *paylo
     if (json_array_size(items) > 0)
         r = w->g->o == OUT_JSON || w->g->o == OUT_YAML || w->g->o == OUT_JSONPATH
                 ? print_items(w->k, w->g, items, true, w->t)
-                : print_rows(w->k, w->g, items, w->t, true);
+                : print_rows(w->k, w->g, items, w->t, !w->need_header);
+    if (json_array_size(items) > 0)
+        w->need_header = false;
     json_decref(items);
     fflush(stdout);
     return r;
@@ -276,7 +279,7 @@ static int on_watch_event(const char *type, const char *object_json, void *paylo
 
 /* -w: changes after resource version rv, until interrupted (Ctrl-C ends it with status 0). */
 static int watch(asb_client *cl, const asb_kind *k, const get_opts *g, const char *name,
-                 const char *rv, cli_table *t)
+                 const char *rv, cli_table *t, bool need_header)
 {
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
@@ -286,7 +289,7 @@ static int watch(asb_client *cl, const asb_kind *k, const get_opts *g, const cha
     wo.label_selector = g->selector;
     wo.resource_version = rv;
     wo.cancel = &interrupted;
-    watch_ctx w = {k, g, t};
+    watch_ctx w = {k, g, t, need_header};
     const char *ns = g->all_ns ? NULL : cli_namespace();
     for (;;) {
         int r = asb_object_watch(cl, k->plural, ns, &wo, on_watch_event, &w);
@@ -422,7 +425,7 @@ int asb_get(int argc, char **argv)
             else
                 fprintf(stderr, "No resources found in %s namespace.\n", cli_namespace());
             if (g.watch)
-                ret = watch(cl, k, &g, NULL, rv, &t);
+                ret = watch(cl, k, &g, NULL, rv, &t, true);
             goto out;
         }
     } else {
@@ -448,7 +451,7 @@ int asb_get(int argc, char **argv)
         ret = 1;
     else if (g.watch) {
         fflush(stdout);
-        ret = watch(cl, k, &g, watch_name, rv, &t);
+        ret = watch(cl, k, &g, watch_name, rv, &t, false);
     }
 out:
     json_decref(items);

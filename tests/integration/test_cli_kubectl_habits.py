@@ -373,3 +373,24 @@ def test_claim_progress_on_a_terminal_only(asb):
     assert proc.returncode == 1, proc.stderr
     assert re.search(r"^claim loud: waiting for Ready \(Ready=False \w+: .+\)$", proc.stderr, re.M), \
         proc.stderr
+
+
+def test_get_events_watch_for_one_object(asb):
+    create(asb, "sandboxtemplates", EXT, template("t1"))
+    proc = subprocess.Popen([asb_binary(), "get", "events", "-w", "--for", "swp/p2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=cli_env(asb))
+    try:
+        time.sleep(0.5)  # the list (empty) is taken, the watch runs
+        create(asb, "sandboxwarmpools", EXT, pool("p1", "t1", 1))
+        create(asb, "sandboxwarmpools", EXT, pool("p2", "t1", 1))
+        head = proc.stdout.readline()  # nothing was listed: the header comes with the first row
+        assert head.split() == ["NAME", "TYPE", "REASON", "OBJECT", "NOTE", "AGE"], head
+        line = proc.stdout.readline()
+        assert "sandboxwarmpool/p2" in line and "SuccessfulCreate" in line, line
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "sandboxwarmpool/p1" not in out
+    assert "No resources found in default namespace." in err
