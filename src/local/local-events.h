@@ -1,7 +1,8 @@
 /* The event recorder of `asb serve`: what the controllers did and why, as events.k8s.io/v1 Event
  * objects in the store (served read-only under /apis/events.k8s.io/v1, watched like any kind).
  * Retention is bounded as kube-apiserver bounds it: an Event lives LOCAL_EVENTS_TTL_USEC, and
- * at most LOCAL_EVENTS_PER_OBJECT are kept per regarding object (oldest dropped first). */
+ * at most LOCAL_EVENTS_PER_OBJECT are kept per regarding object (oldest dropped first, at once
+ * when this process recorded them; by the sweep that runs every minute otherwise). */
 #pragma once
 
 #include <jansson.h>
