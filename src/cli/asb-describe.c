@@ -113,8 +113,8 @@ static void print_runtime(const json_t *obj, const char *kind)
         const char *k;
         json_t *v;
         json_object_foreach (json_object_get(json_object_get(ctr, "resources"), "limits"), k, v) {
-            _cleanup_free_ char *t = json_is_string(v) ? strdup(json_string_value(v))
-                                                       : json_dumps(v, JSON_ENCODE_ANY);
+            _cleanup_free_ char *t =
+                json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
             printf("%s%s=%s", any ? ", " : "", k, t ? t : "");
             any = true;
         }
@@ -245,7 +245,8 @@ static void describe_one(asb_client *cl, const json_t *obj)
     printf(FIELD "%s\n", "Name:", cli_meta(obj, "name") ?: "");
     printf(FIELD "%s\n", "Namespace:", cli_meta(obj, "namespace") ?: "");
     printf(FIELD "%s\n", "Kind:", kind);
-    printf(FIELD "%s\n", "API Version:", json_string_value(json_object_get(obj, "apiVersion")) ?: "");
+    printf(FIELD "%s\n",
+           "API Version:", json_string_value(json_object_get(obj, "apiVersion")) ?: "");
     print_map("Labels:", at(obj, "metadata", "labels", NULL));
     print_map("Annotations:", at(obj, "metadata", "annotations", NULL));
     printf(FIELD "%s (%s ago)\n", "Created:", cli_meta(obj, "creationTimestamp") ?: "<unknown>",

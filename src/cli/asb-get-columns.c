@@ -91,7 +91,6 @@ static char *claim_latency(const json_t *obj, const json_t *ready)
     return NULL;
 }
 
-
 /* What a sandbox can reach. Until network policy is enforced locally a sandbox has a loopback
  * interface only, whatever its template's networkPolicy says; a NetworkPolicyEnforced condition
  * (when enforcement exists) says otherwise. */
@@ -119,7 +118,8 @@ static char *column_cell(const api_column *c, const json_t *obj)
         for (char *p = kind; p && *p; p++)
             *p = (char)tolower((unsigned char)*p);
         char *s = NULL;
-        if (!kind || asprintf(&s, "%s/%s", kind, json_string_value(json_object_get(reg, "name")) ?: "") < 0)
+        if (!kind ||
+            asprintf(&s, "%s/%s", kind, json_string_value(json_object_get(reg, "name")) ?: "") < 0)
             return NULL;
         return s;
     }

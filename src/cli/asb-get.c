@@ -34,19 +34,18 @@ typedef struct get_opts {
 
 static void get_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: asb get KIND[/NAME] [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]\n"
-            "                 [-w] [--for KIND/NAME]\n\n"
-            "Kinds: sandbox (sandboxes, sbx), sandboxtemplate (template), sandboxwarmpool\n"
-            "(warmpool, swp), sandboxclaim (claim), event (events, ev).\n\n"
-            "Options:\n"
-            "  -o, --output FORMAT   json, yaml, wide, name, jsonpath=TEMPLATE or\n"
-            "                        custom-columns=HEADER:PATH[,...] (default: a table)\n"
-            "  -l, --selector SEL    label selector (a=b,c!=d,e in (x,y))\n"
-            "  -A, --all-namespaces  list across namespaces\n"
-            "  -w, --watch           after the list, print objects as they change\n"
-            "      --for KIND/NAME   events: only those about this object\n"
-            "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f, "Usage: asb get KIND[/NAME] [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]\n"
+               "                 [-w] [--for KIND/NAME]\n\n"
+               "Kinds: sandbox (sandboxes, sbx), sandboxtemplate (template), sandboxwarmpool\n"
+               "(warmpool, swp), sandboxclaim (claim), event (events, ev).\n\n"
+               "Options:\n"
+               "  -o, --output FORMAT   json, yaml, wide, name, jsonpath=TEMPLATE or\n"
+               "                        custom-columns=HEADER:PATH[,...] (default: a table)\n"
+               "  -l, --selector SEL    label selector (a=b,c!=d,e in (x,y))\n"
+               "  -A, --all-namespaces  list across namespaces\n"
+               "  -w, --watch           after the list, print objects as they change\n"
+               "      --for KIND/NAME   events: only those about this object\n"
+               "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
 static int parse_output(get_opts *g, const char *arg)
@@ -204,7 +203,7 @@ static int print_items(const asb_kind *k, const get_opts *g, json_t *items, bool
                                         : print_json_or_yaml(json_array_get(items, 0), g->o);
         json_t *list = json_pack("{s:s,s:O,s:s,s:{s:s}}", "apiVersion", "v1", "items", items,
                                  "kind", "List", "metadata", "resourceVersion", "");
-        int r = !list                    ? 1
+        int r = !list                  ? 1
                 : g->o == OUT_JSONPATH ? print_jsonpath(g->template, list)
                                        : print_json_or_yaml(list, g->o);
         json_decref(list);
@@ -361,8 +360,8 @@ static int list_objects(asb_client *cl, const asb_kind *k, const get_opts *g, js
         return cli_print_error(NULL);
     json_t *list = json_loads(s, 0, NULL);
     json_array_extend(items, json_object_get(list, "items"));
-    const char *rv = json_string_value(
-        json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
     *ret_rv = rv ? strdup(rv) : NULL;
     json_decref(list);
     if (g->for_ref && filter_for(items, g->for_ref) < 0)

@@ -7,8 +7,8 @@
 #include "cli/asb-jsonpath.h"
 
 /* [?(@.key=="value")] on one array item: does it match? s points at `?(@.`. */
-static int filter_parse(const char *s, const char **ret_key, size_t *ret_klen,
-                        const char **ret_val, size_t *ret_vlen, const char **ret_end)
+static int filter_parse(const char *s, const char **ret_key, size_t *ret_klen, const char **ret_val,
+                        size_t *ret_vlen, const char **ret_end)
 {
     if (strncmp(s, "?(@.", 4) != 0)
         return -EINVAL;
@@ -257,8 +257,7 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
     return 0;
 }
 
-int cli_jsonpath_render(buf *out, const char *template, const json_t *root,
-                        const char **ret_error)
+int cli_jsonpath_render(buf *out, const char *template, const json_t *root, const char **ret_error)
 {
     const char *err = NULL;
     int r = render(out, template, template + strlen(template), root, &err);

@@ -16,8 +16,7 @@ int cli_jsonpath_values(const json_t *root, const char *expr, json_t *ret);
 
 /* Renders template against root into out. 0, -EINVAL (syntax: *ret_error, when not NULL, says
  * where, static) or -ENOMEM. */
-int cli_jsonpath_render(buf *out, const char *template, const json_t *root,
-                        const char **ret_error);
+int cli_jsonpath_render(buf *out, const char *template, const json_t *root, const char **ret_error);
 
 /* One value as a cell: a string as it is, anything else as compact JSON. Owned; NULL on ENOMEM. */
 char *cli_jsonpath_text(const json_t *v);

@@ -15,8 +15,7 @@ enum MHD_Result apiserver_metrics(local_apiserver *srv, struct MHD_Connection *c
     char *text = NULL;
     size_t n = 0;
     if (local_metrics_render(srv->store, &text, &n) < 0)
-        return reply_status(c, KUBE_REASON_INTERNAL_ERROR, NULL, NULL,
-                            "cannot render the metrics");
+        return reply_status(c, KUBE_REASON_INTERNAL_ERROR, NULL, NULL, "cannot render the metrics");
     struct MHD_Response *r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(text);

@@ -180,7 +180,8 @@ int local_events_prune(local_store *s, const char *ns, int64_t now)
     qsort(v, n, sizeof(*v), cmp_newest_first);
     for (size_t i = 0; i < n; i++) {
         char key[1024];
-        const char *ns_i = api_meta_string(v[i], "namespace"), *name = api_meta_string(v[i], "name");
+        const char *ns_i = api_meta_string(v[i], "namespace"),
+                   *name = api_meta_string(v[i], "name");
         if (index_key(key, sizeof(key), json_object_get(v[i], "regarding"), ns_i) < 0)
             continue;
         json_t *names = json_object_get(kept, key);

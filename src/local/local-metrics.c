@@ -27,11 +27,11 @@ typedef struct histogram {
 #define MAX_SERIES 8
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static histogram claim_ready[MAX_SERIES];     /* by launch_type */
-static histogram reconcile_time[MAX_SERIES];  /* by controller */
+static histogram claim_ready[MAX_SERIES];    /* by launch_type */
+static histogram reconcile_time[MAX_SERIES]; /* by controller */
 static unsigned long long reconcile_errors[MAX_SERIES];
-static histogram router_time[MAX_SERIES];     /* all requests (label unused) */
-static unsigned long long router_codes[600];  /* requests by status code */
+static histogram router_time[MAX_SERIES];    /* all requests (label unused) */
+static unsigned long long router_codes[600]; /* requests by status code */
 static unsigned long long dns_queries, dns_blocked;
 
 /* The series for label (a static string or one copied into the slot's own storage). Caller
@@ -128,8 +128,7 @@ static int header(buf *out, const char *name, const char *type, const char *help
 }
 
 /* One histogram series; label "" renders without labels. */
-static int render_histogram(buf *out, const char *name, const char *label_name,
-                            const histogram *h)
+static int render_histogram(buf *out, const char *name, const char *label_name, const histogram *h)
 {
     char lbl[128] = "";
     if (h->label[0])
@@ -149,8 +148,8 @@ static int render_histogram(buf *out, const char *name, const char *label_name,
     return r < 0 ? r : 0;
 }
 
-static int render_histograms(buf *out, const char *name, const char *label_name,
-                             const histogram *h, const char *help)
+static int render_histograms(buf *out, const char *name, const char *label_name, const histogram *h,
+                             const char *help)
 {
     int r = header(out, name, "histogram", help);
     for (size_t i = 0; i < MAX_SERIES && h[i].label && r >= 0; i++)
@@ -193,8 +192,8 @@ static int render_observed(buf *out)
     return r < 0 ? r : 0;
 }
 
-static const char *const phases[] = {"Pending", "Ready", "Suspended", "Expired", "Failed",
-                                     "Terminating"};
+static const char *const phases[] = {"Pending", "Ready",  "Suspended",
+                                     "Expired", "Failed", "Terminating"};
 
 /* A Sandbox's phase for the gauge, from what the controllers wrote. */
 static const char *sandbox_phase(const json_t *sb)
@@ -258,8 +257,8 @@ static int append_label_value(buf *out, const char *v)
 {
     int r = 0;
     for (const char *p = v ? v : ""; *p && r >= 0; p++)
-        r = *p == '\\' ? buf_append_str(out, "\\\\")
-            : *p == '"' ? buf_append_str(out, "\\\"")
+        r = *p == '\\'   ? buf_append_str(out, "\\\\")
+            : *p == '"'  ? buf_append_str(out, "\\\"")
             : *p == '\n' ? buf_append_str(out, "\\n")
                          : buf_append_byte(out, *p);
     return r;

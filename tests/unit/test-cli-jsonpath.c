@@ -63,8 +63,7 @@ TEST(text_literals_and_range)
     CHECK_RENDER("names: {.items[*].metadata.name}!", "names: a b!");
     CHECK_RENDER("{\"a\\tb\\n\"}", "a\tb\n");
     CHECK_RENDER("{range .items[*]}{.metadata.name}={.status.n}{\"\\n\"}{end}", "a=3\nb=\n");
-    CHECK_RENDER("{range .items[*]}[{range .status.conditions[*]}{.type}{end}]{end}",
-                 "[Ready][]");
+    CHECK_RENDER("{range .items[*]}[{range .status.conditions[*]}{.type}{end}]{end}", "[Ready][]");
     CHECK_RENDER("no actions", "no actions");
 }
 

@@ -33,9 +33,8 @@ static void remove_db(char *path)
 
 static json_t *regarding(const char *name)
 {
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "apiVersion", "agents.x-k8s.io/v1beta1",
-                     "kind", "Sandbox", "metadata", "name", name, "namespace", "default", "uid",
-                     name);
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "apiVersion", "agents.x-k8s.io/v1beta1", "kind",
+                     "Sandbox", "metadata", "name", name, "namespace", "default", "uid", name);
 }
 
 static size_t count(local_store *s)
