@@ -238,6 +238,7 @@ typedef struct watch_ctx {
     const get_opts *g;
     cli_table *t;
     bool need_header; /* the list was empty: the first row comes with the header */
+    char rv[32];      /* the last resourceVersion seen: a resumed watch starts after it */
 } watch_ctx;
 
 static volatile int interrupted;
@@ -252,11 +253,16 @@ static void on_signal(int sig)
 static int on_watch_event(const char *type, const char *object_json, void *payload)
 {
     watch_ctx *w = payload;
-    if (strcmp(type, "BOOKMARK") == 0)
-        return 0;
     json_t *items = json_array();
     if (!items || json_array_append_new(items, json_loads(object_json, 0, NULL)) < 0 ||
         !json_is_object(json_array_get(items, 0))) {
+        json_decref(items);
+        return 0;
+    }
+    const char *rv = cli_meta(json_array_get(items, 0), "resourceVersion");
+    if (rv && strlen(rv) < sizeof(w->rv))
+        strcpy(w->rv, rv);
+    if (strcmp(type, "BOOKMARK") == 0) {
         json_decref(items);
         return 0;
     }
@@ -286,15 +292,18 @@ static int watch(asb_client *cl, const asb_kind *k, const get_opts *g, const cha
     asb_watch_options wo = ASB_WATCH_OPTIONS_INIT;
     wo.name = name;
     wo.label_selector = g->selector;
-    wo.resource_version = rv;
+    wo.allow_bookmarks = 1; /* keeps w.rv current while nothing changes */
     wo.cancel = &interrupted;
-    watch_ctx w = {k, g, t, need_header};
+    watch_ctx w = {k, g, t, need_header, ""};
+    if (rv && strlen(rv) < sizeof(w.rv))
+        strcpy(w.rv, rv);
     const char *ns = g->all_ns ? NULL : cli_namespace();
     for (;;) {
+        wo.resource_version = w.rv[0] ? w.rv : NULL;
         int r = asb_object_watch(cl, k->plural, ns, &wo, on_watch_event, &w);
         if (r == ASB_ECANCELLED)
             return 0;
-        if (r == ASB_OK) /* the server ended the stream: go on from where it was */
+        if (r == ASB_OK) /* the server ended the stream: go on after the last version seen */
             continue;
         return r > 0 ? 1 : cli_print_error(NULL);
     }
