@@ -31,7 +31,6 @@
 
 #define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
 #define NOT_READY_RETRY (200 * USEC_PER_MSEC)
-#define EVENT_SOURCE "asb-serve-reconciler"
 #define HEALTH_TIMEOUT_MS 5000
 #define ANN_POD_NAME "agents.x-k8s.io/pod-name"
 
@@ -367,7 +366,7 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
     if (out.action == RECONCILE_SANDBOX_EXPIRE_MARK) {
         /* First pass: say so and persist; the container is removed on the next pass. */
         log_info("sandbox expired", "sandbox", name, "uid", uid);
-        local_event_record(r->store, EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Expired", "Expire",
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Expired", "Expire",
                            "spec.lifecycle.shutdownTime %s passed",
                            json_string_value(json_object_get(
                                json_object_get(json_object_get(sb, "spec"), "lifecycle"),
@@ -437,7 +436,7 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     u.o.failure_message = f->message ? f->message : "out of memory";
     log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason", f->reason,
              "message", f->message ? f->message : "");
-    local_event_record(r->store, EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
+    local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
                        "Start", "%s", u.o.failure_message);
     local_metrics_reconcile_error("sandboxes");
     write_status(r, sb, &u);
@@ -892,7 +891,7 @@ static void start_done(local_reconciler *r, rec_start *s, bool *pending)
         start_failed(r, cur, gen, &s->failure);
     } else {
         if (s->result == 0)
-            local_event_record(r->store, EVENT_SOURCE, cur, LOCAL_EVENT_NORMAL, "Started",
+            local_event_record(r->store, REC_EVENT_SOURCE, cur, LOCAL_EVENT_NORMAL, "Started",
                                "Start", "started its container");
         *pending |= reconcile_one(r, cur, false);
     }

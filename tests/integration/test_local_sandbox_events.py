@@ -56,3 +56,19 @@ def test_started_expired_and_failed_are_events(start_sbx):
     assert count and int(count.group(1)) >= 2, text
     errors = re.search(r'^asb_reconcile_errors_total\{controller="sandboxes"\} (\d+)$', text, re.M)
     assert errors and int(errors.group(1)) >= 1, text
+
+
+def test_image_unpack_is_pulling_then_pulled(start_sbx, tmp_path):
+    import pytest
+    from test_local_sandbox_oci import UMOCI, build_layout
+    if not UMOCI:
+        pytest.skip("umoci is not installed (scripts/deps.sh)")
+    layout = build_layout(tmp_path)
+    asb = start_sbx()
+    create(asb, "img", image=f"oci:{layout}:t")
+    wait_ready(asb, "img", timeout=60)
+    evs = wait_for(lambda: [e for e in about(asb, "img") if e["reason"] in ("Pulling", "Pulled")])
+    assert [e["reason"] for e in sorted(evs, key=lambda e: e["eventTime"])] == ["Pulling", "Pulled"]
+    assert evs[0]["action"] == "Pull" and str(layout) in evs[0]["note"]
+    pulled = [e for e in evs if e["reason"] == "Pulled"][0]
+    assert re.search(r"ready in \d+\.\d{3}s$", pulled["note"]), pulled["note"]
