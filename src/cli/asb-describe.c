@@ -183,7 +183,7 @@ static void print_conditions(const json_t *obj)
     cli_table_print(&t);
 }
 
-/* Events about kind/name (owned array, borrowed from list), oldest first. */
+/* Oldest first: an eventTime is fixed-width MicroTime, so string order is time order. */
 static int cmp_event_time(const void *a, const void *b)
 {
     const char *x = json_string_value(json_object_get(*(json_t *const *)a, "eventTime"));
@@ -191,8 +191,9 @@ static int cmp_event_time(const void *a, const void *b)
     return strcmp(x ? x : "", y ? y : "");
 }
 
-/* The object's Events, oldest first; "<none>" when there are none (or events are not served). */
-static void print_events(asb_client *cl, const char *kind, const char *name)
+/* The object's Events, oldest first; "<none>" when there are none (or events are not served).
+ * Those of an earlier object of the same name (another uid) are not its. */
+static void print_events(asb_client *cl, const char *kind, const char *name, const char *uid)
 {
     _cleanup_free_ char *s = NULL;
     json_t *list = NULL;
@@ -206,7 +207,9 @@ static void print_events(asb_client *cl, const char *kind, const char *name)
         const json_t *reg = json_object_get(ev, "regarding");
         const char *rk = json_string_value(json_object_get(reg, "kind"));
         const char *rn = json_string_value(json_object_get(reg, "name"));
-        if (mine && rk && rn && strcmp(rk, kind) == 0 && strcmp(rn, name) == 0)
+        const char *ru = json_string_value(json_object_get(reg, "uid"));
+        if (mine && rk && rn && strcmp(rk, kind) == 0 && strcmp(rn, name) == 0 &&
+            (!uid || !ru || strcmp(ru, uid) == 0))
             mine[n++] = ev;
     }
     if (n == 0) {
@@ -257,7 +260,7 @@ static void describe_one(asb_client *cl, const json_t *obj)
     print_runtime(obj, kind);
     print_spec(obj);
     print_conditions(obj);
-    print_events(cl, kind, cli_meta(obj, "name") ?: "");
+    print_events(cl, kind, cli_meta(obj, "name") ?: "", cli_meta(obj, "uid"));
 }
 
 int asb_describe(int argc, char **argv)

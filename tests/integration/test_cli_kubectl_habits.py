@@ -174,6 +174,11 @@ def test_describe(asb):
     out = ok(asb, "describe", "sbx", "lim")
     assert re.search(r"^Limits:\s+memory=256Mi$", out, re.M)
     assert re.search(r"^Events:\s+<none>$", out, re.M)
+    # The events of an earlier object of the same name (another uid) are not shown.
+    assert "SuccessfulCreate" in ok(asb, "describe", "swp", "p1")
+    assert asb.delete(asb.path(EXT, "sandboxwarmpools", name="p1")).status_code == 200
+    create(asb, "sandboxwarmpools", EXT, pool("p1", "t1", 0))
+    assert re.search(r"^Events:\s+<none>$", ok(asb, "describe", "swp", "p1"), re.M)
     p = run(asb, "describe", "sbx", "missing")
     assert p.returncode == 1 and 'sandboxes.agents.x-k8s.io "missing" not found' in p.stderr
 
