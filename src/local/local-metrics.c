@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "asb/sandbox.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -192,32 +193,18 @@ static int render_observed(buf *out)
     return r < 0 ? r : 0;
 }
 
-static const char *const phases[] = {"Pending", "Ready",  "Suspended",
-                                     "Expired", "Failed", "Terminating"};
+/* Sandboxes by phase: libasb's classification (asb_sandbox_phase_of), the one the SDK, the CLI
+ * and the router share, indexed by asb_sandbox_phase. */
+static const char *const phases[] = {"Pending",   "Ready",   "Finished",
+                                     "Suspended", "Stopped", "FinishedGone"};
 
-/* A Sandbox's phase for the gauge, from what the controllers wrote. */
-static const char *sandbox_phase(const json_t *sb)
+static asb_sandbox_phase sandbox_phase(const json_t *sb)
 {
-    if (reconcile_deleting(sb))
-        return "Terminating";
-    if (reconcile_sandbox_ready(sb))
-        return "Ready";
-    const json_t *conds = json_object_get(json_object_get(sb, "status"), "conditions");
-    size_t i;
-    json_t *c;
-    json_array_foreach (conds, i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *reason = json_string_value(json_object_get(c, "reason"));
-        if (!t || strcmp(t, "Ready") != 0 || !reason)
-            continue;
-        if (strcmp(reason, "SandboxExpired") == 0)
-            return "Expired";
-        if (strstr(reason, "Suspend"))
-            return "Suspended";
-        if (strstr(reason, "Fail") || strstr(reason, "Error"))
-            return "Failed";
-    }
-    return "Pending";
+    asb_sandbox_phase p = ASB_SANDBOX_PENDING;
+    _cleanup_free_ char *text = json_dumps(sb, JSON_COMPACT);
+    if (!text || asb_sandbox_phase_of(&p, NULL, text) != ASB_OK || (size_t)p >= ELEMENTSOF(phases))
+        p = ASB_SANDBOX_PENDING;
+    return p;
 }
 
 static int render_sandboxes(local_store *store, buf *out)
@@ -232,10 +219,7 @@ static int render_sandboxes(local_store *store, buf *out)
     size_t i;
     json_t *sb;
     json_array_foreach (items, i, sb) {
-        const char *ph = sandbox_phase(sb);
-        for (size_t j = 0; j < ELEMENTSOF(phases); j++)
-            if (strcmp(ph, phases[j]) == 0)
-                by_phase[j]++;
+        by_phase[sandbox_phase(sb)]++;
         json_int_t b = json_integer_value(
             json_object_get(json_object_get(sb, "status"), "blockedConnections"));
         blocked += b > 0 ? (unsigned long long)b : 0;

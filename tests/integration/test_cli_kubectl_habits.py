@@ -352,7 +352,8 @@ def test_metrics_endpoint(asb):
     assert samples[("asb_warmpool_desired_replicas", '{namespace="default",warmpool="p1"}')] == 2
     assert samples[("asb_warmpool_ready_replicas", '{namespace="default",warmpool="p1"}')] == 0
     assert samples[("asb_sandboxes", '{phase="Pending"}')] == 3  # 2 members + the cold one
-    assert samples[("asb_sandboxes", '{phase="Terminating"}')] == 1
+    assert samples[("asb_sandboxes", '{phase="Stopped"}')] == 1  # being deleted (libasb's phase)
+    assert samples[("asb_sandboxes", '{phase="FinishedGone"}')] == 0
     assert samples[("asb_sandboxes", '{phase="Ready"}')] == 0
     count = samples[("asb_reconcile_duration_seconds_count", '{controller="claims"}')]
     inf = samples[("asb_reconcile_duration_seconds_bucket", '{controller="claims",le="+Inf"}')]

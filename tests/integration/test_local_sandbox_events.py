@@ -56,6 +56,8 @@ def test_started_expired_and_failed_are_events(start_sbx):
     assert count and int(count.group(1)) >= 2, text
     errors = re.search(r'^asb_reconcile_errors_total\{controller="sandboxes"\} (\d+)$', text, re.M)
     assert errors and int(errors.group(1)) >= 1, text
+    # The expired one (Retain) and the one that cannot start are both Stopped for libasb.
+    assert re.search(r'^asb_sandboxes\{phase="Stopped"\} 2$', text, re.M), text
 
 
 def test_image_unpack_is_pulling_then_pulled(start_sbx, tmp_path):
