@@ -298,3 +298,6 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# The CLI's JSONPath templates are unit-tested on their own (the CLI is not in ALL_LIB_OBJ).
+$(OUT)/tests/test-cli-jsonpath: $(call obj,src/cli/asb-jsonpath.c)

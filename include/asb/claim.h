@@ -36,12 +36,18 @@ typedef struct asb_claim_options {
     int no_connect;              /* non-zero: no data-plane handle (control plane only) */
     const asb_sandbox_options *sandbox_options; /* for the handle; may be NULL */
     const volatile int *cancel; /* ends the wait: ASB_ECANCELLED, the claim rolled back */
+    /* Version 2: called (on the waiting thread) each time the claim's Ready condition changes
+     * while create/attach waits: the claim's name and "Ready=False Reason: message" (both
+     * borrowed, valid during the call). May be NULL. */
+    void (*progress)(const char *claim, const char *condition, void *payload);
+    void *progress_payload;
 } asb_claim_options;
 
-#define ASB_CLAIM_OPTIONS_VERSION 1
+#define ASB_CLAIM_OPTIONS_VERSION 2
 /* clang-format off */
 #define ASB_CLAIM_OPTIONS_INIT \
-    {ASB_CLAIM_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, ASB_DATA_PLANE_LOCAL, NULL, 0, NULL, NULL}
+    {ASB_CLAIM_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, ASB_DATA_PLANE_LOCAL, NULL, 0, NULL, NULL, \
+     NULL, NULL}
 /* clang-format on */
 
 /* Claims a sandbox from the SandboxWarmPool `pool` in ns (NULL: "default"): creates a

@@ -76,6 +76,10 @@ ASB_PUBLIC const char *asb_client_server(const asb_client *client);
  * are mapped from its Status: ASB_ENOTFOUND, ASB_EEXISTS, ASB_ECONFLICT, ASB_EINVALID, ...
  * with the Status message in asb_error_last(). */
 
+/* The server's /version document (JSON: kube's version.Info; `asb serve` adds "asbVersion").
+ * *out owned (asb_free). */
+ASB_PUBLIC int asb_server_version(char **out, asb_client *client);
+
 /* GET one object. */
 ASB_PUBLIC int asb_object_get(char **out, asb_client *client, const char *kind, const char *ns,
                               const char *name);

@@ -20,12 +20,14 @@ typedef struct asb_kind {
 
 /* Finds a kind by any name a person would type: the Kind ("Sandbox", any case), the singular,
  * plural and short names (sandbox, sandboxes, sbx; sandboxtemplate(s), template(s);
- * sandboxwarmpool(s), warmpool(s), swp; sandboxclaim(s), claim(s)), each optionally qualified
- * with its group ("sandboxes.agents.x-k8s.io").
+ * sandboxwarmpool(s), warmpool(s), swp; sandboxclaim(s), claim(s); event(s), ev for the
+ * events.k8s.io/v1 Events `asb serve` records), each optionally qualified with its group
+ * ("sandboxes.agents.x-k8s.io").
  * *out is borrowed (static). Returns ASB_OK, ASB_EINVAL (NULL) or ASB_EUNKNOWNKIND. */
 ASB_PUBLIC int asb_kind_lookup(const asb_kind **out, const char *name);
 
-/* Number of kinds and the i-th kind (NULL when out of range), for listing them. Borrowed. */
+/* Number of agents.x-k8s.io kinds and the i-th one (NULL when out of range), for listing them
+ * (Event is found by asb_kind_lookup only). Borrowed. */
 ASB_PUBLIC size_t asb_kind_count(void);
 ASB_PUBLIC const asb_kind *asb_kind_at(size_t i);
 

@@ -57,6 +57,7 @@ typedef enum api_column_value {
     API_COLUMN_NETWORK,       /* what the sandbox can reach */
     API_COLUMN_BLOCKED,       /* blocked connections of the NetworkPolicyEnforced condition */
     API_COLUMN_FIRST_POD_IP,  /* json_path's value, or its .ip when an object */
+    API_COLUMN_REGARDING,     /* an Event's object: kind/name of .regarding */
 } api_column_value;
 
 /* A printer column. `asb get` prints NAME (and NAMESPACE with -A) first, then these in order,

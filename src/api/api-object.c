@@ -67,6 +67,8 @@ const api_kind *api_kind_by_plural(const char *group, const char *plural)
     for (size_t i = 0; i < api_n_kinds; i++)
         if (strcmp(api_kinds[i].group, group) == 0 && strcmp(api_kinds[i].plural, plural) == 0)
             return &api_kinds[i];
+    if (strcmp(group, API_GROUP_EVENTS) == 0 && strcmp(plural, api_event_kind.plural) == 0)
+        return &api_event_kind;
     return NULL;
 }
 
@@ -84,6 +86,10 @@ const api_kind *api_kind_by_name(const char *name)
             if (strcmp(k->aliases[j], name) == 0)
                 return k;
     }
+    const api_kind *e = &api_event_kind;
+    if (strcasecmp(e->kind, name) == 0 || strcmp(e->plural, name) == 0 ||
+        strcmp(e->singular, name) == 0 || strcmp(e->short_names[0], name) == 0)
+        return e;
     return NULL;
 }
 

@@ -11,6 +11,9 @@
 #define API_VERSION "v1beta1"
 #define API_GROUP_CORE "agents.x-k8s.io"
 #define API_GROUP_EXT "extensions.agents.x-k8s.io"
+/* Events (api-kind-event.c) live in their own group and version, outside api_kinds[]. */
+#define API_GROUP_EVENTS "events.k8s.io"
+#define API_VERSION_EVENTS "v1"
 
 typedef struct api_errors api_errors;
 typedef struct api_field api_field;
@@ -37,6 +40,9 @@ typedef struct api_kind {
 
 extern const api_kind api_kinds[];
 extern const size_t api_n_kinds;
+/* events.k8s.io/v1 Event: found by api_kind_by_name and api_kind_by_plural, never listed in
+ * api_kinds[] (it has no CRD and no spec). */
+extern const api_kind api_event_kind;
 
 /* Borrowed pointers into the static table, or NULL. */
 const api_kind *api_kind_by_plural(const char *group, const char *plural);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
@@ -74,6 +75,15 @@ static char *claim_of_sandbox(asb_client *cl, const char *name)
     return ret;
 }
 
+/* Progress while the claim waits (a cold start takes seconds to minutes), for a person at a
+ * terminal only: silent when stdout is not a TTY, so `sbx=$(asb claim ...)` prints nothing
+ * extra. */
+static void claim_progress(const char *claim, const char *condition, void *payload)
+{
+    (void)payload;
+    fprintf(stderr, "claim %s: waiting for Ready (%s)\n", claim, condition);
+}
+
 int asb_claim_main(int argc, char **argv)
 {
     enum { OPT_TTL = 0x2001, OPT_NAME, OPT_TIMEOUT, OPT_POLICY };
@@ -135,6 +145,8 @@ int asb_claim_main(int argc, char **argv)
     /* Ctrl-C while waiting deletes the claim; once we hand it over it is the user's. */
     co.auto_cleanup = 1;
     co.no_connect = 1;
+    if (isatty(STDOUT_FILENO))
+        co.progress = claim_progress;
     if (asb_claims_cleanup_install() != ASB_OK) {
         ret = cli_print_error(NULL);
         goto out;

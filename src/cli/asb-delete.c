@@ -1,4 +1,4 @@
-/* `asb delete KIND NAME... | KIND/NAME | -f FILE`: delete objects, printing
+/* `asb delete KIND NAME... | KIND/NAME | -f FILE | KIND --all | KIND -l SEL`: delete objects, printing
  * `KIND.GROUP "NAME" deleted` as kubectl does, then (unless --wait=false) wait until they are
  * gone: a Sandbox stays, with a deletionTimestamp, until its teardown on the host finished. */
 #include <getopt.h>
@@ -14,9 +14,11 @@
 
 static void delete_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb delete KIND NAME... | KIND/NAME... | -f FILE\n\n"
+    fprintf(f, "Usage: asb delete KIND NAME... | KIND/NAME... | -f FILE | KIND --all | KIND -l SEL\n\n"
                "Options:\n"
                "  -f, --filename FILE      delete the objects of a manifest (- for stdin)\n"
+               "      --all                delete every object of KIND in the namespace\n"
+               "  -l, --selector SEL       delete the objects of KIND with these labels\n"
                "      --ignore-not-found   a missing object is not an error\n"
                "      --wait=false         return once deletion started (default: wait until\n"
                "                           the objects are gone, at most 120 s)\n"
@@ -84,6 +86,27 @@ static int wait_deleted(asb_client *cl)
     return ret;
 }
 
+/* --all / -l: every object of k in the namespace the selector (NULL: all) matches. */
+static int delete_listed(asb_client *cl, const asb_kind *k, const char *selector)
+{
+    asb_list_options lo = ASB_LIST_OPTIONS_INIT;
+    lo.label_selector = selector;
+    _cleanup_free_ char *s = NULL;
+    if (asb_object_list(&s, cl, k->plural, cli_namespace(), &lo) != ASB_OK)
+        return cli_print_error(NULL);
+    json_t *list = json_loads(s, 0, NULL);
+    json_t *items = json_object_get(list, "items");
+    int ret = 0;
+    if (json_array_size(items) == 0)
+        fprintf(stderr, "No resources found\n");
+    size_t i;
+    json_t *o;
+    json_array_foreach (items, i, o)
+        ret |= delete_one(cl, k, cli_namespace(), cli_meta(o, "name"), true);
+    json_decref(list);
+    return ret;
+}
+
 static int delete_file(asb_client *cl, const char *file, bool ignore_not_found)
 {
     _cleanup_free_ char *data = NULL, *arr = NULL;
@@ -120,13 +143,15 @@ int asb_delete(int argc, char **argv)
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
                                          {"ignore-not-found", no_argument, NULL, 'I'},
                                          {"wait", optional_argument, NULL, 'W'},
+                                         {"all", no_argument, NULL, 'a'},
+                                         {"selector", required_argument, NULL, 'l'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
-    const char *file = NULL;
-    bool ignore = false, wait = true;
+    const char *file = NULL, *selector = NULL;
+    bool ignore = false, wait = true, all = false;
     int c;
-    while ((c = getopt_long(argc, argv, "f:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:l:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
         switch (c) {
@@ -135,6 +160,12 @@ int asb_delete(int argc, char **argv)
             break;
         case 'I':
             ignore = true;
+            break;
+        case 'a':
+            all = true;
+            break;
+        case 'l':
+            selector = optarg;
             break;
         case 'W':
             if (optarg && strcmp(optarg, "false") != 0 && strcmp(optarg, "true") != 0) {
@@ -153,7 +184,15 @@ int asb_delete(int argc, char **argv)
     }
     /* Check the arguments before deleting anything. */
     const asb_kind *k = NULL;
-    if (!file && !strchr(argv[optind], '/')) {
+    if (all || selector) {
+        if (file || optind + 1 != argc || strchr(argv[optind], '/')) {
+            fprintf(stderr, "error: --all and --selector take one KIND and no names\n");
+            return 2;
+        }
+        if (!(k = cli_kind(argv[optind])))
+            return 2;
+        optind = argc; /* no names below */
+    } else if (!file && !strchr(argv[optind], '/')) {
         if (!(k = cli_kind(argv[optind])))
             return 2;
         if (optind + 1 >= argc) {
@@ -181,6 +220,8 @@ int asb_delete(int argc, char **argv)
         return ret;
     if (file)
         ret |= delete_file(cl, file, ignore);
+    if (all || selector)
+        ret |= delete_listed(cl, k, selector);
     for (int i = optind; i < argc; i++) {
         if (k) {
             ret |= delete_one(cl, k, cli_namespace(), argv[i], ignore);

@@ -15,6 +15,7 @@ static const struct verb {
     {"serve", asb_serve_exec, "Run the local control plane (Kubernetes-shaped API server)"},
     {"apply", asb_apply, "Create or update objects from YAML or JSON manifests"},
     {"get", asb_get, "Show objects (table, -o json|yaml|wide|name)"},
+    {"describe", asb_describe, "Show one object in detail, with its conditions and events"},
     {"delete", asb_delete, "Delete objects"},
     {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
     {"claim", asb_claim_main, "Claim a sandbox from a warm pool (prints the sandbox name)"},
@@ -27,7 +28,14 @@ static const struct verb {
     {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
     {"logs", asb_logs, "Print the main process output of a sandbox"},
     {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
+    {"version", asb_version_main, "Print the client and server versions"},
+    {"completion", asb_completion, "Print a shell completion script (bash or zsh)"},
 };
+
+const char *asb_verb_name(size_t i)
+{
+    return i < ELEMENTSOF(verbs) ? verbs[i].name : NULL;
+}
 
 static void usage(FILE *f)
 {

@@ -1,6 +1,8 @@
 /* The `asb` command: one file per verb (asb-<verb>.c), dispatched from the table in asb.c. */
 #pragma once
 
+#include <stddef.h>
+
 /* Each verb gets argv with argv[0] = the verb name; returns the process exit code. */
 /* The server (asb-server only). */
 int asb_serve(int argc, char **argv);
@@ -20,3 +22,8 @@ int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
 int asb_extend(int argc, char **argv);
 int asb_mcp(int argc, char **argv);
+int asb_describe(int argc, char **argv);
+int asb_version_main(int argc, char **argv);
+int asb_completion(int argc, char **argv);
+/* The i-th verb of asb's table (for completion), NULL past the end. */
+const char *asb_verb_name(size_t i);

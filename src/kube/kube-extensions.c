@@ -164,10 +164,17 @@ int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t
             json_t *created = NULL;
             int e = kube_create(ctl, KR_SANDBOX, ns, json_array_get(out.create, done), &created);
             if (e < 0) {
+                _cleanup_free_ char *msg = NULL;
+                if (asprintf(&msg, "cannot create a warm sandbox: %s", strerror(-e)) >= 0)
+                    kube_event(ctl, pool, "Warning", "FailedCreate", msg);
                 err = e;
                 break;
             }
             exp_add(ctl, key, "create", kube_str(created, "metadata.name"));
+            _cleanup_free_ char *msg = NULL;
+            if (asprintf(&msg, "created warm sandbox %s",
+                         kube_str(created, "metadata.name") ?: "") >= 0)
+                kube_event(ctl, pool, "Normal", "SuccessfulCreate", msg);
             json_decref(created);
         }
         batch *= 2;

@@ -469,9 +469,15 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
     }
     if (e < 0) {
         add_error(c, "create pod %s: %s", c->name, strerror(-e));
+        _cleanup_free_ char *msg = NULL;
+        if (asprintf(&msg, "cannot create pod %s: %s", c->name, strerror(-e)) >= 0)
+            kube_event(c->ctl, c->sb, "Warning", "FailedCreate", msg);
         return NULL;
     }
     log_info("created pod", "namespace", c->ns, "sandbox", c->name);
+    _cleanup_free_ char *msg = NULL;
+    if (asprintf(&msg, "created pod %s", c->name) >= 0)
+        kube_event(c->ctl, c->sb, "Normal", "Created", msg);
     set_pod_name(c, json_string(c->name));
     *ret_state = POD_OWNED;
     *ret_n = 1;
@@ -805,6 +811,8 @@ static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
         return false;
     case RECONCILE_SANDBOX_EXPIRE_MARK:
         *ret_err = out.status_changed ? write_status(c, out.status) : 0;
+        if (out.status_changed && *ret_err == 0)
+            kube_event(c->ctl, c->sb, "Normal", "Expired", "spec.shutdownTime passed");
         return true;
     case RECONCILE_SANDBOX_EXPIRE_DELETE:
     case RECONCILE_SANDBOX_EXPIRE_RETAIN:

@@ -85,6 +85,7 @@ typedef struct ready_wait {
     const char *name;
     char *sandbox_name;
     char last[512]; /* the last Ready condition seen, for the timeout message */
+    const asb_claim_options *opts; /* its progress callback (version >= 2), or NULL */
 } ready_wait;
 
 /* 0: keep waiting; WAIT_MET: Ready with a sandbox; an error: terminal. Pure (unit-tested). */
@@ -119,18 +120,26 @@ static int on_claim_event(const char *type, json_t *obj, void *payload)
                               "claim %s was deleted while waiting for it to be ready", w->name);
     if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0)
         return 0;
-    return asbi_claim_check(obj, &w->sandbox_name, w->last, sizeof(w->last));
+    char before[sizeof(w->last)];
+    memcpy(before, w->last, sizeof(before));
+    int r = asbi_claim_check(obj, &w->sandbox_name, w->last, sizeof(w->last));
+    const asb_claim_options *o = w->opts;
+    if (r == 0 && o && o->version >= 2 && o->progress && w->last[0] &&
+        strcmp(before, w->last) != 0)
+        o->progress(w->name, w->last, o->progress_payload);
+    return r;
 }
 
 /* Watches the claim until Ready (its current state first, so nothing is missed). */
 static int wait_ready(asb_client *c, const char *ns, const char *name, long timeout_ms,
-                      const volatile int *cancel, char **ret_sandbox)
+                      const asb_claim_options *o, char **ret_sandbox)
 {
     const asb_kind *k;
     int r = asb_kind_lookup(&k, "SandboxClaim");
     if (r != ASB_OK)
         return r;
-    ready_wait w = {.name = name};
+    const volatile int *cancel = o ? o->cancel : NULL;
+    ready_wait w = {.name = name, .opts = o};
     long long deadline = mono_usec() + (long long)timeout_ms * 1000;
     for (;;) {
         long left = (long)((deadline - mono_usec()) / 1000);
@@ -280,7 +289,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
             goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    r = wait_ready(client, cl->ns, cl->name, tmo, o ? o->cancel : NULL, &cl->sandbox_name);
+    r = wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;
@@ -328,7 +337,7 @@ ASB_PUBLIC int asb_claim_attach(asb_claim **out, asb_client *client, const char 
     r = asb_object_get(NULL, client, "SandboxClaim", ns, name);
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
     if (r == ASB_OK)
-        r = wait_ready(client, ns, name, tmo, o ? o->cancel : NULL, &cl->sandbox_name);
+        r = wait_ready(client, ns, name, tmo, o, &cl->sandbox_name);
     if (r == ASB_OK) {
         cl->ready_usec = mono_usec() - t0;
         r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);

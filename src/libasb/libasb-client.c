@@ -493,6 +493,18 @@ static int object_call(char **out, asb_client *c, const char *kind, const char *
     return r;
 }
 
+ASB_PUBLIC int asb_server_version(char **out, asb_client *c)
+{
+    if (!out || !c)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_server_version: NULL argument");
+    char *url = NULL;
+    if (asprintf(&url, "%s/version", c->server) < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    int r = request(c, "GET", url, NULL, NULL, out);
+    free(url);
+    return r;
+}
+
 ASB_PUBLIC int asb_object_get(char **out, asb_client *c, const char *kind, const char *ns,
                               const char *name)
 {

@@ -13,7 +13,11 @@ static const asb_kind kinds[] = {
     {"SandboxTemplate", "sandboxtemplates", "sandboxtemplate", EXT, "v1beta1", EXT "/v1beta1"},
     {"SandboxWarmPool", "sandboxwarmpools", "sandboxwarmpool", EXT, "v1beta1", EXT "/v1beta1"},
     {"SandboxClaim", "sandboxclaims", "sandboxclaim", EXT, "v1beta1", EXT "/v1beta1"},
+    /* Found by name, but not one of the agents.x-k8s.io kinds asb_kind_count() counts: the
+     * Events the controllers record (read-only). */
+    {"Event", "events", "event", "events.k8s.io", "v1", "events.k8s.io/v1"},
 };
+#define N_AGENT_KINDS 4
 
 /* Extra names per kind (short names and the unprefixed forms). */
 static const char *const aliases[][4] = {
@@ -21,6 +25,7 @@ static const char *const aliases[][4] = {
     {"template", "templates", NULL},
     {"warmpool", "warmpools", "swp", NULL},
     {"claim", "claims", NULL},
+    {"ev", NULL},
 };
 
 static int name_matches(const asb_kind *k, size_t idx, const char *name, size_t len)
@@ -66,7 +71,7 @@ ASB_PUBLIC int asb_kind_lookup(const asb_kind **out, const char *name)
 
 ASB_PUBLIC size_t asb_kind_count(void)
 {
-    return sizeof(kinds) / sizeof(kinds[0]);
+    return N_AGENT_KINDS;
 }
 
 ASB_PUBLIC const asb_kind *asb_kind_at(size_t i)

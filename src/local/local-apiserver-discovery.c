@@ -2,6 +2,7 @@
  * kubectl-style and official clients find our kinds. */
 #include <string.h>
 
+#include "asb/common.h"
 #include "local/local-apiserver-internal.h"
 
 static json_t *group_version(const char *group)
@@ -61,10 +62,12 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
 {
     if (n == 1 && strcmp(seg[0], "version") == 0)
         return reply_json(c, 200,
-                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor",
-                                    "31", "gitVersion", "v1.31.0-asb", "gitCommit", "",
+                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1",
+                                    "minor", "31", "gitVersion", "v1.31.0-asb", "gitCommit", "",
                                     "gitTreeState", "clean", "buildDate", "", "goVersion", "",
-                                    "compiler", "gcc", "platform", "linux/amd64"));
+                                    "compiler", "gcc", "platform", "linux/amd64",
+                                    /* what `asb version` prints as the server's version */
+                                    "asbVersion", ASB_VERSION));
     if (n == 1 && (strcmp(seg[0], "healthz") == 0 || strcmp(seg[0], "readyz") == 0 ||
                    strcmp(seg[0], "livez") == 0)) {
         struct MHD_Response *r = MHD_create_response_from_buffer(2, "ok", MHD_RESPMEM_PERSISTENT);

@@ -58,4 +58,7 @@ bool query_bool(struct MHD_Connection *c, const char *key);
 enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
                                     size_t nseg);
 enum MHD_Result apiserver_watch(api_request *rq);
+/* GET /metrics (local-apiserver-metrics.c). */
+enum MHD_Result apiserver_metrics(local_apiserver *srv, struct MHD_Connection *c,
+                                  const char *method);
 enum MHD_Result apiserver_resource(api_request *rq);

@@ -172,8 +172,12 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         return MHD_NO;
     if (!split_path(path, seg, &n))
         return not_found(c);
-    if (n < 4 || strcmp(seg[0], "apis") != 0 || !api_group_known(seg[1]) ||
-        strcmp(seg[2], API_VERSION) != 0)
+    if (n == 1 && strcmp(seg[0], "metrics") == 0)
+        return apiserver_metrics(srv, c, method);
+    bool events = n >= 4 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], API_GROUP_EVENTS) == 0 &&
+                  strcmp(seg[2], API_VERSION_EVENTS) == 0;
+    if (!events && (n < 4 || strcmp(seg[0], "apis") != 0 || !api_group_known(seg[1]) ||
+                    strcmp(seg[2], API_VERSION) != 0))
         return apiserver_discovery(srv, c, seg, n);
 
     api_request rq = {
@@ -199,6 +203,10 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
     rq.kind = api_kind_by_plural(seg[1], plural);
     if (!rq.kind || (rq.status && !rq.kind->has_status) || (rq.scale && !rq.kind->has_scale))
         return not_found(c);
+    /* Events are written by the controllers' recorder only: read, watch and delete them. */
+    if (events && strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+        return reply_status(c, KUBE_REASON_METHOD_NOT_ALLOWED, rq.kind, NULL,
+                            "events are recorded by asb serve's controllers and are read-only");
     if (!rq.ns && strcmp(method, "GET") != 0)
         return reply_status(c, KUBE_REASON_METHOD_NOT_ALLOWED, rq.kind, NULL,
                             "the server does not allow this method on the requested resource");

@@ -14,6 +14,8 @@
 #include "basic/macro.h"
 #include "basic/random-util.h"
 #include "local/local-controller.h"
+#include "local/local-events.h"
+#include "local/local-metrics.h"
 #include "local/local-finalizer.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -22,6 +24,7 @@
 #define CREATE_PENDING_REQUEUE (200 * USEC_PER_MSEC)
 #define ADOPT_ATTEMPTS 3
 #define FOREGROUND_FINALIZER "foregroundDeletion"
+#define EVENT_SOURCE "asb-serve-controller"
 
 struct local_controller {
     local_store *store;
@@ -246,8 +249,11 @@ static void delete_sandbox(local_controller *c, const json_t *sb, const char *wh
 {
     patch_ctx p = {.remove = true};
     int r = apply(c, c->k_sb, sb, &p, NULL);
-    if (r == 0)
+    if (r == 0) {
         log_info("deleting sandbox", "sandbox", api_meta_string(sb, "name"), "reason", why);
+        local_event_record(c->store, EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Deleted", "Delete",
+                           "deleted: %s", why);
+    }
     else if (r != -ENOENT && r != -ESTALE)
         log_warn("cannot delete sandbox", "sandbox", api_meta_string(sb, "name"), "error",
                  strerror(-r));
@@ -352,8 +358,14 @@ static bool reconcile_pools(local_controller *c, pass *p)
             if (r < 0) {
                 log_warn("cannot create warm pool sandbox", "pool", api_meta_string(pool, "name"),
                          "error", strerror(-r));
+                local_event_record(c->store, EVENT_SOURCE, pool, LOCAL_EVENT_WARNING,
+                                   "FailedCreate", "Create", "cannot create a warm sandbox: %s",
+                                   strerror(-r));
                 break;
             }
+            local_event_record(c->store, EVENT_SOURCE, pool, LOCAL_EVENT_NORMAL,
+                               "SuccessfulCreate", "Create", "created warm sandbox %s",
+                               api_meta_string(x, "name") ?: "");
             changed = true;
         }
         if (out.status_changed) {
@@ -500,6 +512,31 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
     return 0;
 }
 
+/* After a claim plan ran: its Event (the core names the reason, as on a cluster) and, when this
+ * plan made the claim Ready for the first time, its latency by launch type. */
+static void claim_executed(local_controller *c, pass *p, const json_t *claim,
+                           const reconcile_claim_out *out)
+{
+    if (out->event_reason) {
+        const char *action = strcmp(out->event_reason, "SandboxAdopted") == 0       ? "Adopt"
+                             : strcmp(out->event_reason, "SandboxProvisioned") == 0 ? "Create"
+                                                                                    : "Delete";
+        local_event_record(c->store, EVENT_SOURCE, claim, LOCAL_EVENT_NORMAL, out->event_reason,
+                           action, "%s", out->message ?: out->event_reason);
+    }
+    const json_t *ann = json_object_get(json_object_get(out->claim_patch, "metadata"),
+                                        "annotations");
+    const char *ready_at = json_string_value(json_object_get(ann, RECONCILE_ANN_FIRST_READY));
+    if (!ready_at)
+        return;
+    const char *sname = json_string_value(
+        json_object_get(json_object_get(out->status, "sandbox"), "name"));
+    const json_t *sb = find_obj(p->sandboxes, api_meta_string(claim, "namespace"), sname);
+    const char *lt = json_string_value(json_object_get(
+        json_object_get(json_object_get(sb, "metadata"), "labels"), RECONCILE_LABEL_LAUNCH_TYPE));
+    local_metrics_claim_ready(claim, ready_at, lt ?: "unknown");
+}
+
 static int cmp_claims(const void *a, const void *b)
 {
     const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
@@ -552,6 +589,8 @@ static void reconcile_claims(local_controller *c, pass *p, bool adopt_only)
                 break;
             }
             int r = execute_claim(c, p, claim, &out);
+            if (r == 0)
+                claim_executed(c, p, claim, &out);
             if (adopt_only && r == -EAGAIN)
                 json_object_del(p->adopted, cuid); /* a conflict: the second round retries */
             requeue(p, out.requeue);
@@ -655,6 +694,7 @@ static json_t *cache_items(const json_t *map)
  * none). */
 static usec_t run_pass(local_controller *c)
 {
+    usec_t start = now_usec(CLOCK_MONOTONIC);
     pass p = {cache_items(c->cache[0]),
               cache_items(c->cache[1]),
               cache_items(c->cache[2]),
@@ -663,6 +703,7 @@ static usec_t run_pass(local_controller *c)
               0};
     if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
+        local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, true);
         return USEC_PER_SEC;
     }
     /* Within a pass, after our own changes, sandboxes are read from the store again. */
@@ -679,6 +720,7 @@ static usec_t run_pass(local_controller *c)
     reconcile_claims(c, &p, false);
     usec_t rq = p.requeue;
     pass_free(&p);
+    local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, false);
     return rq;
 }
 

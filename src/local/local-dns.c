@@ -18,6 +18,7 @@
 #include "basic/time-util.h"
 #include "local/local-dns-query.h"
 #include "local/local-dns.h"
+#include "local/local-metrics.h"
 #include "shared/log.h"
 
 #define DNS_SLOTS 256        /* UDP queries waiting for the upstream, all sandboxes */
@@ -169,9 +170,12 @@ static void tcp_done(dns_limits *l, uint32_t addr)
 static void dns_forward_query(local_dns *n, const uint8_t *buf, size_t len,
                               const struct sockaddr_in *client)
 {
-    if (!budget_take(n->lim, client->sin_addr.s_addr, true))
+    if (!budget_take(n->lim, client->sin_addr.s_addr, true)) {
+        local_metrics_dns_query(true);
         return; /* the client retries */
+    }
     local_dns_verdict v = local_dns_query_check(buf, len);
+    local_metrics_dns_query(v != LOCAL_DNS_RELAY);
     if (v != LOCAL_DNS_RELAY) {
         uint8_t err[12];
         if (v != LOCAL_DNS_DROP && local_dns_query_error(err, buf, len, (int)v) == sizeof(err))
@@ -256,9 +260,14 @@ static bool dns_tcp_one(dns_tcp_conn *c, int *up, unsigned char *buf)
     if (!read_full(c->fd, buf, 2))
         return false;
     size_t len = (size_t)buf[0] << 8 | buf[1];
-    if (!read_full(c->fd, buf + 2, len) || !budget_take(c->lim, c->client, false))
+    if (!read_full(c->fd, buf + 2, len))
         return false;
+    if (!budget_take(c->lim, c->client, false)) {
+        local_metrics_dns_query(true);
+        return false;
+    }
     local_dns_verdict v = local_dns_query_check(buf + 2, len);
+    local_metrics_dns_query(v != LOCAL_DNS_RELAY);
     if (v == LOCAL_DNS_DROP)
         return false;
     if (v != LOCAL_DNS_RELAY) {

@@ -11,6 +11,9 @@
 #include "local/local-runtime-class.h"
 #include "local/local-runtime-oci.h"
 
+/* reportingController of the Events the Sandbox reconciler records (local-events.h). */
+#define REC_EVENT_SOURCE "asb-serve-reconciler"
+
 /* A container this process knows is running, keyed by the Sandbox's metadata.uid. */
 typedef struct rec_entry {
     char *uid;

@@ -23,6 +23,7 @@
 #include "local/local-fs.h"
 #include "local/local-image.h"
 #include "local/local-limits.h"
+#include "local/local-events.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
 #include "reconcile/reconcile.h"
@@ -417,10 +418,20 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return k;
     _cleanup_free_ char *rootfs = NULL;
     _cleanup_(json_decrefp) json_t *image = NULL;
-    k = resolve_image(r->state_dir, json_string_value(json_object_get(ctr, "image")), &rootfs,
-                      &image, f);
+    const char *image_ref = json_string_value(json_object_get(ctr, "image"));
+    bool unpack = image_ref && strncmp(image_ref, "oci:", 4) == 0;
+    usec_t unpack_start = now_usec(CLOCK_MONOTONIC);
+    /* An OCI image is unpacked (once; later starts reuse it): say so, as kubelet says Pulling. */
+    if (unpack)
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Pulling", "Pull",
+                           "unpacking image \"%s\"", image_ref);
+    k = resolve_image(r->state_dir, image_ref, &rootfs, &image, f);
     if (k < 0)
         return k;
+    if (unpack)
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Pulled", "Pull",
+                           "image \"%s\" ready in %.3fs", image_ref,
+                           (double)(now_usec(CLOCK_MONOTONIC) - unpack_start) / 1e6);
     /* workingDir of the container, else the image's WorkingDir (umoci says "/" when unset). */
     const char *wd = json_string_value(json_object_get(ctr, "workingDir"));
     if (!wd || !*wd) {

@@ -17,6 +17,8 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-events.h"
+#include "local/local-metrics.h"
 #include "local/local-bundle.h"
 #include "local/local-finalizer.h"
 #include "local/local-fs.h"
@@ -364,6 +366,11 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
     if (out.action == RECONCILE_SANDBOX_EXPIRE_MARK) {
         /* First pass: say so and persist; the container is removed on the next pass. */
         log_info("sandbox expired", "sandbox", name, "uid", uid);
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Expired", "Expire",
+                           "spec.lifecycle.shutdownTime %s passed",
+                           json_string_value(json_object_get(
+                               json_object_get(json_object_get(sb, "spec"), "lifecycle"),
+                               "shutdownTime")) ?: "");
         u.has_pod = rec_find(r, uid) != NULL;
         write_status(r, sb, &u);
         timer_set(r, sb, (usec_t)out.requeue);
@@ -429,12 +436,15 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     u.o.failure_message = f->message ? f->message : "out of memory";
     log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason", f->reason,
              "message", f->message ? f->message : "");
+    local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
+                       "Start", "%s", u.o.failure_message);
+    local_metrics_reconcile_error("sandboxes");
     write_status(r, sb, &u);
 }
 
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
-static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
+static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool force)
 {
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
@@ -579,6 +589,16 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
 }
 
 /* Removes per-sandbox directories left behind by sandboxes that no longer exist. */
+/* reconcile_one_untimed, its duration observed for /metrics. */
+static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
+{
+    usec_t start = now_usec(CLOCK_MONOTONIC);
+    bool pending = reconcile_one_untimed(r, sb, force);
+    local_metrics_reconcile("sandboxes", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6,
+                            false);
+    return pending;
+}
+
 static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
 {
     _cleanup_free_ char *dir = NULL;
@@ -869,8 +889,12 @@ static void start_done(local_reconciler *r, rec_start *s, bool *pending)
         long long gen = json_integer_value(
             json_object_get(json_object_get(s->sandbox, "metadata"), "generation"));
         start_failed(r, cur, gen, &s->failure);
-    } else
+    } else {
+        if (s->result == 0)
+            local_event_record(r->store, REC_EVENT_SOURCE, cur, LOCAL_EVENT_NORMAL, "Started",
+                               "Start", "started its container");
         *pending |= reconcile_one(r, cur, false);
+    }
     json_decref(cur);
 }
 
