@@ -1044,6 +1044,14 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, resync(r, &pending, periodic));
             if (periodic)
                 next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
+            /* A nudge that came with the deadline was consumed by the wait: collect what it
+             * announced (a finished start would otherwise wait for the next one). */
+            bool p = false;
+            run_starts_done(r, &p);
+            run_pid_exits(r, &p);
+            run_main_exits(r, &p);
+            run_due_timers(r, &p);
+            pending = p || pending;
             continue;
         }
         if (n < 0) {
