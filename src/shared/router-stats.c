@@ -1,0 +1,50 @@
+/* Requests the router answered (router-stats.h). */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "basic/macro.h"
+#include "shared/router-stats.h"
+
+/* Seconds: from a kept-alive REST call (sub-millisecond) to a cold resume (minutes). */
+const double router_stats_bounds[ROUTER_STATS_NBOUNDS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                          0.025,  0.05,  0.1,    0.25,  0.5,
+                                                          1,      2.5,   10,     60};
+
+static _Atomic uint64_t codes[ROUTER_STATS_NCODES];
+static _Atomic uint64_t buckets[ROUTER_STATS_NBOUNDS + 1];
+static _Atomic uint64_t sum_us;
+
+int64_t router_stats_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void router_stats_answered(int status, int64_t started_us)
+{
+    if (status >= 100 && status < ROUTER_STATS_NCODES)
+        atomic_fetch_add_explicit(&codes[status], 1, memory_order_relaxed);
+    if (started_us <= 0)
+        return;
+    int64_t us = router_stats_now() - started_us;
+    if (us < 0)
+        us = 0;
+    double s = (double)us / 1e6;
+    size_t i = 0;
+    while (i < ROUTER_STATS_NBOUNDS && s > router_stats_bounds[i])
+        i++;
+    atomic_fetch_add_explicit(&buckets[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sum_us, (uint64_t)us, memory_order_relaxed);
+}
+
+void router_stats_snapshot(router_stats *ret)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < ROUTER_STATS_NCODES; i++)
+        ret->codes[i] = atomic_load_explicit(&codes[i], memory_order_relaxed);
+    for (size_t i = 0; i < ELEMENTSOF(buckets); i++)
+        n += ret->buckets[i] = atomic_load_explicit(&buckets[i], memory_order_relaxed);
+    ret->count = n;
+    ret->sum_us = atomic_load_explicit(&sum_us, memory_order_relaxed);
+}
