@@ -168,7 +168,7 @@ static int render_observed(buf *out)
         r = buf_appendf(out, "asb_dns_queries_total %llu\n", dns_queries);
     if (r >= 0)
         r = header(out, "asb_dns_queries_blocked_total", "counter",
-                   "DNS queries from sandboxes refused by policy or budget.");
+                   "DNS queries from sandboxes not relayed (malformed, over budget).");
     if (r >= 0)
         r = buf_appendf(out, "asb_dns_queries_blocked_total %llu\n", dns_blocked);
     return r < 0 ? r : 0;

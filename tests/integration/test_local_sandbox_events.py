@@ -130,3 +130,29 @@ def test_claim_on_a_terminal_tells_the_image_pull(start_sbx, tmp_path):
     assert p.stdout.strip().startswith("sandbox-claim-"), p.stdout
     evs = wait_for(lambda: [e for e in about(asb, p.stdout.strip()) if e["reason"] == "Pulled"])
     assert evs, "the piped claim's sandbox unpacked its image too (recorded, not printed)"
+    # /metrics: three claims served cold, none warm
+    assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="cold"}') == 3
+    assert asb.metric("asb_claim_ready_seconds_bucket", '{launch_type="cold",le="+Inf"}') == 3
+    assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="warm"}') == 0
+
+
+def test_metrics_of_a_warm_pool_and_a_warm_claim(start_sbx):
+    """Pool ready/desired gauges follow the pool; a claim served from it is observed in the
+    claim latency histogram as warm; sandboxes by phase count the Ready ones."""
+    from asb_cli import ok as cli_ok
+    from claims_helpers import EXT, create as create_obj, pool, template, wait_pool_ready
+    asb = start_sbx()
+    labels = '{namespace="default",warmpool="wp"}'
+    create_obj(asb, EXT, "sandboxtemplates", template("wp-tpl"))
+    create_obj(asb, EXT, "sandboxwarmpools", pool("wp", "wp-tpl", replicas=2))
+    assert asb.metric("asb_warmpool_desired_replicas", labels) == 2
+    wait_pool_ready(asb, "wp", 2, timeout=90)
+    assert wait_for(lambda: asb.metric("asb_warmpool_ready_replicas", labels) == 2), asb.output()
+    assert asb.metric("asb_sandboxes", '{phase="Ready"}') == 2
+    name = cli_ok(asb, "claim", "--pool", "wp", "--timeout", "60s").strip()
+    assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="warm"}') == 1
+    assert asb.metric("asb_claim_ready_seconds_sum", '{launch_type="warm"}') > 0
+    assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="cold"}') == 0
+    # the pool replenishes: 2 Ready members again, and the claimed one Ready besides
+    assert wait_for(lambda: asb.metric("asb_warmpool_ready_replicas", labels) == 2, timeout=60)
+    assert wait_for(lambda: asb.metric("asb_sandboxes", '{phase="Ready"}') == 3, timeout=60), name
