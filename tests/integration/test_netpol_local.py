@@ -164,6 +164,11 @@ def test_default_policy_public_only(lab, start_sbx):
     # blocked connections are the live sandboxes' counts summed.
     assert asb.metric("asb_dns_queries_total") >= 2
     assert asb.metric("asb_blocked_connections") >= st["blockedConnections"]
+    # `asb describe` shows the pod IP and the policy's state with the blocked count.
+    out = asb_cli.ok(asb, "describe", "sandbox", "netpol-a")
+    assert re.search(rf"^Pod IPs:\s+{re.escape(ip_a)}$", out, re.M), out
+    assert re.search(r"^Network Policy:\s+SecureDefault \(enforced\), \d+ blocked connections$",
+                     out, re.M), out
     ip_col = asb_cli.ok(asb, "get", "sandbox", "netpol-a", "-o", "wide")
     assert ip_a in ip_col
 
