@@ -112,8 +112,7 @@ claim_progress *claim_progress_start(const char *ns, const char *claim)
         return NULL;
     pthread_mutex_init(&p->lock, NULL);
     if ((claim && !(p->claim = strdup(claim))) || cli_client(&p->client) != 0 ||
-        !(p->ns = strdup(ns)) ||
-        !(p->rv = events_version(p->client, ns)) ||
+        !(p->ns = strdup(ns)) || !(p->rv = events_version(p->client, ns)) ||
         pthread_create(&p->thread, NULL, watch_thread, p) != 0) {
         progress_free(p);
         return NULL;

@@ -40,10 +40,10 @@ static int append_kind_resources(json_t *res, const api_kind *k)
         return -ENOMEM;
     for (size_t j = 0; j < 2 && k->short_names[j]; j++)
         json_array_append_new(shorts, json_string(k->short_names[j]));
-    json_t *verbs = events ? json_pack("[sssss]", "delete", "deletecollection", "get", "list",
-                                       "watch")
-                           : json_pack("[ssssssss]", "create", "delete", "deletecollection", "get",
-                                       "list", "patch", "update", "watch");
+    json_t *verbs = events
+                        ? json_pack("[sssss]", "delete", "deletecollection", "get", "list", "watch")
+                        : json_pack("[ssssssss]", "create", "delete", "deletecollection", "get",
+                                    "list", "patch", "update", "watch");
     if (!verbs) {
         json_decref(shorts);
         return -ENOMEM;
@@ -64,10 +64,10 @@ static int append_kind_resources(json_t *res, const api_kind *k)
     if (k->has_scale) {
         char name[128];
         snprintf(name, sizeof(name), "%s/scale", k->plural);
-        if (json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name",
-                                                 name, "singularName", "", "namespaced", 1,
-                                                 "group", "autoscaling", "version", "v1", "kind",
-                                                 "Scale", "verbs", "get", "patch", "update")) < 0)
+        if (json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "group",
+                                                 "autoscaling", "version", "v1", "kind", "Scale",
+                                                 "verbs", "get", "patch", "update")) < 0)
             return -ENOMEM;
     }
     return 0;

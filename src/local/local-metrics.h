@@ -1,8 +1,9 @@
 /* Prometheus metrics of `asb serve` (text exposition format 0.0.4), served at /metrics on the API
  * port. Counters and histograms are process-wide (one `asb serve` per process, as a Prometheus
  * client's default registry): the controllers and the DNS forwarder observe into them from any
- * thread, the router's counters are its own (shared/router-stats.h), read at scrape time; gauges (pools, sandboxes by phase, blocked connections) are read from
- * the store at scrape time so they can never drift from it. */
+ * thread, the router's counters are its own (shared/router-stats.h), read at scrape time; gauges
+ * (pools, sandboxes by phase, blocked connections) are read from the store at scrape time so they
+ * can never drift from it. */
 #pragma once
 
 #include <jansson.h>

@@ -468,9 +468,9 @@ TEST(stats_codes_and_latency_buckets)
 {
     router_stats a, b;
     router_stats_snapshot(&a);
-    router_stats_answered(404, router_stats_now() - 1500); /* 1.5 ms ago */
+    router_stats_answered(404, router_stats_now() - 1500);     /* 1.5 ms ago */
     router_stats_answered(200, router_stats_now() - 20000000); /* 20 s ago */
-    router_stats_answered(200, 0); /* no start known: counted, no latency */
+    router_stats_answered(200, 0);                  /* no start known: counted, no latency */
     router_stats_answered(700, router_stats_now()); /* not a status: a latency only */
     router_stats_snapshot(&b);
     CHECK_INT_EQ(b.codes[404] - a.codes[404], 1);
