@@ -153,6 +153,21 @@ def test_metrics_of_a_warm_pool_and_a_warm_claim(start_sbx):
     assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="warm"}') == 1
     assert asb.metric("asb_claim_ready_seconds_sum", '{launch_type="warm"}') > 0
     assert asb.metric("asb_claim_ready_seconds_count", '{launch_type="cold"}') == 0
+    # The router counts what a sandbox answered (the relayed response head) with its latency.
+    import os
+    import requests
+    router = open(os.path.join(asb.state_dir, "router")).read().strip()
+    ok0 = asb.metric("asb_router_requests_total", '{code="200"}')
+    missing0 = asb.metric("asb_router_requests_total", '{code="404"}')
+    timed0 = asb.metric("asb_router_request_duration_seconds_count")
+    h = {"Authorization": f"Bearer {asb.token}", "X-Sandbox-ID": name}
+    with requests.Session() as s:
+        assert s.get(router + "/v1/health", headers=h, timeout=10).status_code == 200
+        r = s.get(router + "/v1/files/no-such-file", headers=h, timeout=10)
+        assert r.status_code == 404, r.text  # sandboxd's own 404, relayed
+    assert asb.metric("asb_router_requests_total", '{code="200"}') - ok0 == 1
+    assert asb.metric("asb_router_requests_total", '{code="404"}') - missing0 == 1
+    assert asb.metric("asb_router_request_duration_seconds_count") - timed0 == 2
     # the pool replenishes: 2 Ready members again, and the claimed one Ready besides
     assert wait_for(lambda: asb.metric("asb_warmpool_ready_replicas", labels) == 2, timeout=60)
     assert wait_for(lambda: asb.metric("asb_sandboxes", '{phase="Ready"}') == 3, timeout=60), name
