@@ -76,11 +76,14 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
-/* The events' current resourceVersion (owned), or NULL. */
+/* The events' current resourceVersion (owned), or NULL. Asked with a field selector no event
+ * matches, so the answer is an empty list whatever the namespace holds. */
 static char *events_version(asb_client *cl, const char *ns)
 {
+    asb_list_options lo = ASB_LIST_OPTIONS_INIT;
+    lo.field_selector = "metadata.name=asb-claim-progress.none";
     char *text = NULL;
-    if (asb_object_list(&text, cl, "events", ns, NULL) != ASB_OK)
+    if (asb_object_list(&text, cl, "events", ns, &lo) != ASB_OK)
         return NULL;
     json_t *list = json_loads(text, 0, NULL);
     asb_free(text);
