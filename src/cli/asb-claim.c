@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "cli/asb-claim-progress.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"
@@ -75,15 +76,6 @@ static char *claim_of_sandbox(asb_client *cl, const char *name)
     return ret;
 }
 
-/* Progress while the claim waits (a cold start takes seconds to minutes), for a person at a
- * terminal only: silent when stdout is not a TTY, so `sbx=$(asb claim ...)` prints nothing
- * extra. */
-static void claim_progress(const char *claim, const char *condition, void *payload)
-{
-    (void)payload;
-    fprintf(stderr, "claim %s: waiting for Ready (%s)\n", claim, condition);
-}
-
 int asb_claim_main(int argc, char **argv)
 {
     enum { OPT_TTL = 0x2001, OPT_NAME, OPT_TIMEOUT, OPT_POLICY };
@@ -145,14 +137,23 @@ int asb_claim_main(int argc, char **argv)
     /* Ctrl-C while waiting deletes the claim; once we hand it over it is the user's. */
     co.auto_cleanup = 1;
     co.no_connect = 1;
-    if (isatty(STDOUT_FILENO))
-        co.progress = claim_progress;
     if (asb_claims_cleanup_install() != ASB_OK) {
         ret = cli_print_error(NULL);
         goto out;
     }
+    /* Progress while the claim waits (a cold start takes seconds to minutes, an image unpack
+     * more), for a person at a terminal only: silent when stdout is not a TTY, so
+     * `sbx=$(asb claim ...)` prints nothing extra. */
+    claim_progress *progress = NULL;
+    if (isatty(STDOUT_FILENO)) {
+        progress = claim_progress_start(cli_namespace(), co.name);
+        co.progress = claim_progress_ready;
+        co.progress_payload = progress;
+    }
     asb_claim *claim = NULL;
-    if (asb_claim_create(&claim, cl, cli_namespace(), pool, &co) != ASB_OK) {
+    int cr = asb_claim_create(&claim, cl, cli_namespace(), pool, &co);
+    progress = claim_progress_stop(progress);
+    if (cr != ASB_OK) {
         const asb_error *e = asb_error_last();
         ret = cli_print_error(e && e->code == ASB_ECLAIMFAILED ? "claim failed" : NULL);
         goto out;

@@ -1,14 +1,26 @@
-/* Discovery documents (/version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/v1beta1) so
- * kubectl-style and official clients find our kinds. */
+/* Discovery documents (/version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>:
+ * the agents groups at v1beta1, events.k8s.io at v1) so kubectl-style and official clients find
+ * our kinds. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "asb/common.h"
 #include "local/local-apiserver-internal.h"
 
+/* The version a group is served at: the agents groups at API_VERSION, events.k8s.io at v1;
+ * NULL for a group we do not serve. */
+static const char *served_version(const char *group)
+{
+    if (strcmp(group, API_GROUP_EVENTS) == 0)
+        return API_VERSION_EVENTS;
+    return api_group_known(group) ? API_VERSION : NULL;
+}
+
 static json_t *group_version(const char *group)
 {
-    return json_pack("{s:s++,s:s}", "groupVersion", group, "/", API_VERSION, "version",
-                     API_VERSION);
+    const char *v = served_version(group);
+    return json_pack("{s:s++,s:s}", "groupVersion", group, "/", v, "version", v);
 }
 
 static json_t *api_group(const char *group)
@@ -18,43 +30,66 @@ static json_t *api_group(const char *group)
                      group_version(group));
 }
 
+/* One kind's discovery entries (the kind, its status and scale subresources) appended to res.
+ * Events are written by the recorder only: read, watched and deleted. 0 or -ENOMEM. */
+static int append_kind_resources(json_t *res, const api_kind *k)
+{
+    bool events = k == &api_event_kind;
+    json_t *shorts = json_array();
+    if (!shorts)
+        return -ENOMEM;
+    for (size_t j = 0; j < 2 && k->short_names[j]; j++)
+        json_array_append_new(shorts, json_string(k->short_names[j]));
+    json_t *verbs = events
+                        ? json_pack("[sssss]", "delete", "deletecollection", "get", "list", "watch")
+                        : json_pack("[ssssssss]", "create", "delete", "deletecollection", "get",
+                                    "list", "patch", "update", "watch");
+    if (!verbs) {
+        json_decref(shorts);
+        return -ENOMEM;
+    }
+    if (json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:o,s:o,s:s}", "name", k->plural,
+                                             "singularName", k->singular, "namespaced", 1, "kind",
+                                             k->kind, "verbs", verbs, "shortNames", shorts,
+                                             "storageVersionHash", "")) < 0)
+        return -ENOMEM;
+    if (k->has_status) {
+        char name[128];
+        snprintf(name, sizeof(name), "%s/status", k->plural);
+        if (json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "kind",
+                                                 k->kind, "verbs", "get", "patch", "update")) < 0)
+            return -ENOMEM;
+    }
+    if (k->has_scale) {
+        char name[128];
+        snprintf(name, sizeof(name), "%s/scale", k->plural);
+        if (json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", name,
+                                                 "singularName", "", "namespaced", 1, "group",
+                                                 "autoscaling", "version", "v1", "kind", "Scale",
+                                                 "verbs", "get", "patch", "update")) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The APIResourceList of a served group; NULL on -ENOMEM (a list with a kind missing would
+ * mislead clients). */
 static json_t *resource_list(const char *group)
 {
     json_t *res = json_array();
-    for (size_t i = 0; res && i < api_n_kinds; i++) {
-        const api_kind *k = &api_kinds[i];
-        if (strcmp(k->group, group) != 0)
-            continue;
-        json_t *shorts = json_array();
-        if (!shorts) { /* a list with a kind missing would mislead clients */
-            json_decref(res);
-            return NULL;
-        }
-        for (size_t j = 0; j < 2 && k->short_names[j]; j++)
-            json_array_append_new(shorts, json_string(k->short_names[j]));
-        json_array_append_new(
-            res, json_pack("{s:s,s:s,s:b,s:s,s:[ssssssss],s:o,s:s}", "name", k->plural,
-                           "singularName", k->singular, "namespaced", 1, "kind", k->kind, "verbs",
-                           "create", "delete", "deletecollection", "get", "list", "patch", "update",
-                           "watch", "shortNames", shorts, "storageVersionHash", ""));
-        if (k->has_status) {
-            char name[128];
-            snprintf(name, sizeof(name), "%s/status", k->plural);
-            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[sss]}", "name", name,
-                                                 "singularName", "", "namespaced", 1, "kind",
-                                                 k->kind, "verbs", "get", "patch", "update"));
-        }
-        if (k->has_scale) {
-            char name[128];
-            snprintf(name, sizeof(name), "%s/scale", k->plural);
-            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[sss]}", "name", name,
-                                                 "singularName", "", "namespaced", 1, "group",
-                                                 "autoscaling", "version", "v1", "kind", "Scale",
-                                                 "verbs", "get", "patch", "update"));
-        }
+    int r = res ? 0 : -ENOMEM;
+    if (r == 0 && strcmp(group, API_GROUP_EVENTS) == 0)
+        r = append_kind_resources(res, &api_event_kind);
+    for (size_t i = 0; r == 0 && i < api_n_kinds; i++)
+        if (strcmp(api_kinds[i].group, group) == 0)
+            r = append_kind_resources(res, &api_kinds[i]);
+    if (r < 0) {
+        json_decref(res);
+        return NULL;
     }
     return json_pack("{s:s,s:s,s:s++,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
-                     "groupVersion", group, "/", API_VERSION, "resources", res);
+                     "groupVersion", group, "/", served_version(group), "resources", res);
 }
 
 enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
@@ -92,12 +127,13 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
                                     "v1", "resources"));
     if (n == 1 && strcmp(seg[0], "apis") == 0)
         return reply_json(c, 200,
-                          json_pack("{s:s,s:s,s:[oo]}", "kind", "APIGroupList", "apiVersion", "v1",
-                                    "groups", api_group(API_GROUP_CORE), api_group(API_GROUP_EXT)));
-    if (n >= 2 && strcmp(seg[0], "apis") == 0 && api_group_known(seg[1])) {
+                          json_pack("{s:s,s:s,s:[ooo]}", "kind", "APIGroupList", "apiVersion", "v1",
+                                    "groups", api_group(API_GROUP_CORE), api_group(API_GROUP_EXT),
+                                    api_group(API_GROUP_EVENTS)));
+    if (n >= 2 && strcmp(seg[0], "apis") == 0 && served_version(seg[1])) {
         if (n == 2)
             return reply_json(c, 200, api_group(seg[1]));
-        if (n == 3 && strcmp(seg[2], API_VERSION) == 0)
+        if (n == 3 && strcmp(seg[2], served_version(seg[1])) == 0)
             return reply_json(c, 200, resource_list(seg[1]));
     }
     return reply_status(c, KUBE_REASON_NOT_FOUND, NULL, NULL,

@@ -1,6 +1,7 @@
 /* Prometheus metrics of `asb serve` (local-metrics.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-metrics.h"
+#include "shared/router-stats.h"
 #include "reconcile/reconcile.h"
 
 /* Seconds: from a warm adoption (milliseconds) to a cold start pulling an image (minutes). */
@@ -31,8 +33,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static histogram claim_ready[MAX_SERIES];    /* by launch_type */
 static histogram reconcile_time[MAX_SERIES]; /* by controller */
 static unsigned long long reconcile_errors[MAX_SERIES];
-static histogram router_time[MAX_SERIES];    /* all requests (label unused) */
-static unsigned long long router_codes[600]; /* requests by status code */
 static unsigned long long dns_queries, dns_blocked;
 
 /* The series for label (a static string or one copied into the slot's own storage). Caller
@@ -105,15 +105,6 @@ void local_metrics_reconcile_error(const char *controller)
     pthread_mutex_unlock(&lock);
 }
 
-void local_metrics_router_request(int code, double seconds)
-{
-    pthread_mutex_lock(&lock);
-    if (code >= 100 && code < (int)ELEMENTSOF(router_codes))
-        router_codes[code]++;
-    observe(series(router_time, ""), seconds);
-    pthread_mutex_unlock(&lock);
-}
-
 void local_metrics_dns_query(bool blocked)
 {
     pthread_mutex_lock(&lock);
@@ -172,22 +163,12 @@ static int render_observed(buf *out)
         r = buf_appendf(out, "asb_reconcile_errors_total{controller=\"%s\"} %llu\n",
                         reconcile_time[i].label, reconcile_errors[i]);
     if (r >= 0)
-        r = header(out, "asb_router_requests_total", "counter",
-                   "Requests the router answered, by HTTP status code.");
-    for (size_t i = 0; i < ELEMENTSOF(router_codes) && r >= 0; i++)
-        if (router_codes[i])
-            r = buf_appendf(out, "asb_router_requests_total{code=\"%zu\"} %llu\n", i,
-                            router_codes[i]);
-    if (r >= 0)
-        r = render_histograms(out, "asb_router_request_duration_seconds", "", router_time,
-                              "Time the router took to answer a request.");
-    if (r >= 0)
         r = header(out, "asb_dns_queries_total", "counter", "DNS queries from sandboxes.");
     if (r >= 0)
         r = buf_appendf(out, "asb_dns_queries_total %llu\n", dns_queries);
     if (r >= 0)
         r = header(out, "asb_dns_queries_blocked_total", "counter",
-                   "DNS queries from sandboxes refused by policy or budget.");
+                   "DNS queries from sandboxes not relayed (malformed, over budget).");
     if (r >= 0)
         r = buf_appendf(out, "asb_dns_queries_blocked_total %llu\n", dns_blocked);
     return r < 0 ? r : 0;
@@ -285,12 +266,43 @@ static int render_pools(local_store *store, buf *out)
     return r < 0 ? r : 0;
 }
 
+/* The router's counters (shared/router-stats.h): requests by code, and their latency. */
+static int render_router(buf *out)
+{
+    _cleanup_free_ router_stats *st = malloc(sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    router_stats_snapshot(st);
+    int r = header(out, "asb_router_requests_total", "counter",
+                   "Requests the router answered, by HTTP status code.");
+    for (size_t i = 0; i < ROUTER_STATS_NCODES && r >= 0; i++)
+        if (st->codes[i])
+            r = buf_appendf(out, "asb_router_requests_total{code=\"%zu\"} %llu\n", i,
+                            (unsigned long long)st->codes[i]);
+    const char *name = "asb_router_request_duration_seconds";
+    if (r >= 0)
+        r = header(out, name, "histogram",
+                   "Time from a request's head to its response head, through the router.");
+    unsigned long long cum = 0;
+    for (size_t i = 0; i < ROUTER_STATS_NBOUNDS && r >= 0; i++) {
+        cum += st->buckets[i];
+        r = buf_appendf(out, "%s_bucket{le=\"%g\"} %llu\n", name, router_stats_bounds[i], cum);
+    }
+    if (r >= 0)
+        r = buf_appendf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                        (unsigned long long)st->count, name, (double)st->sum_us / 1e6, name,
+                        (unsigned long long)st->count);
+    return r < 0 ? r : 0;
+}
+
 int local_metrics_render(local_store *store, char **ret_text, size_t *ret_len)
 {
     _cleanup_buf_ buf out = BUF_INIT;
     pthread_mutex_lock(&lock);
     int r = render_observed(&out);
     pthread_mutex_unlock(&lock);
+    if (r >= 0)
+        r = render_router(&out);
     if (r >= 0)
         r = render_pools(store, &out);
     if (r >= 0)

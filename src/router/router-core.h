@@ -169,8 +169,8 @@ static inline const char *router_message_url(const router_message *m)
 }
 
 /* Checks a finished head for the request-smuggling shapes (router_framing_check, Go's rules).
- * Returns 0 when the request may proceed, -EINVAL with the answer (400/501, Go's text/plain
- * body, Connection: close) appended to out, or -ENOMEM. */
+ * Returns 0 when the request may proceed, the HTTP status (400/501) of the answer appended to
+ * out (Go's text/plain body, Connection: close), or -ENOMEM. */
 int router_request_refuse_framing(const router_message *rq, buf *out);
 /* The answer to a request http_parser refused (400 {"detail":"Malformed HTTP request."}, then
  * close), appended to out. 0 or -ENOMEM. */

@@ -22,6 +22,7 @@
 
 #include "basic/macro.h"
 #include "router/router-core.h"
+#include "shared/router-stats.h"
 
 #define RESP_HIGH (1024 * 1024)
 #define OUT_HIGH (256 * 1024)
@@ -160,6 +161,7 @@ typedef struct h2_stream {
     router_message rm; /* the HTTP/1.1 upstream's response */
     bool is_head;
     long long deadline_ms;
+    int64_t started_us; /* router_stats_now() when the request's headers began */
     /* legacy layer */
     bool legacy;
     bool resolving; /* a resolve_job is out for this stream */
@@ -228,10 +230,12 @@ static void resume_client(h2_stream *st)
         nghttp2_session_resume_data(st->c->s, st->id);
 }
 
-static int submit_resp(h2_stream *st, nvlist *hdrs, bool body)
+/* Submits the response head (status: its :status, counted in router_stats). */
+static int submit_resp(h2_stream *st, int status, nvlist *hdrs, bool body)
 {
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = resp_read};
     st->resp_submitted = true;
+    router_stats_answered(status, st->started_us);
     return nghttp2_submit_response(st->c->s, st->id, hdrs->v, hdrs->n, body ? &prd : NULL);
 }
 
@@ -257,7 +261,7 @@ static void respond_error(h2_stream *st, const router_error *err)
         nv_adds(&h, "grpc-status", gs);
         if (msg)
             nv_adds(&h, "grpc-message", msg);
-        submit_resp(st, &h, false);
+        submit_resp(st, 200, &h, false);
     } else {
         _cleanup_free_ char *body = router_detail_json(err->detail);
         snprintf(status, sizeof(status), "%d", err->http_status);
@@ -266,7 +270,7 @@ static void respond_error(h2_stream *st, const router_error *err)
         if (body)
             bb_put(&st->resp, body, strlen(body));
         st->resp_eof = true;
-        submit_resp(st, &h, true);
+        submit_resp(st, err->http_status, &h, true);
     }
     nv_free(&h);
     /* Whatever request body already arrived will never be forwarded. */
@@ -297,7 +301,7 @@ static void respond_simple(h2_stream *st, int status, const char *ctype, const c
     }
     bb_put(&st->resp, body, len);
     st->resp_eof = true;
-    submit_resp(st, &h, len > 0);
+    submit_resp(st, status, &h, len > 0);
     nv_free(&h);
 }
 
@@ -364,13 +368,14 @@ static int up_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame
                 nv_free(&st->resp_hdrs);
                 return 0;
             }
+            int code = status ? atoi(status) : 0; /* the upstream's :status field */
             if (end) {
                 /* trailers-only */
                 st->resp_eof = true;
-                submit_resp(st, &st->resp_hdrs, false);
+                submit_resp(st, code, &st->resp_hdrs, false);
                 return 0;
             }
-            submit_resp(st, &st->resp_hdrs, true);
+            submit_resp(st, code, &st->resp_hdrs, true);
             return 0;
         }
         if (end) {
@@ -561,7 +566,7 @@ static int h1_headers_complete(void *payload)
     bool body = !(st->is_head || p->status_code == 204 || p->status_code == 304);
     if (!body)
         st->resp_eof = true;
-    submit_resp(st, &h, body);
+    submit_resp(st, (int)p->status_code, &h, body);
     nv_free(&h);
     return st->is_head ? 1 : 0;
 }
@@ -893,6 +898,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->c = c;
     st->id = frame->hd.stream_id;
+    st->started_us = router_stats_now();
     st->h1fd = -1;
     st->next = c->streams;
     c->streams = st;

@@ -20,6 +20,7 @@
 #include "basic/macro.h"
 #include "router/router-core.h"
 #include "router/router-legacy-parse.h"
+#include "shared/router-stats.h"
 #include "shared/status.h"
 
 #define MAX_LEGACY_BODY (64 * 1024 * 1024)
@@ -51,6 +52,7 @@ typedef struct h1_conn {
     router_route route;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
+    int64_t started_us;      /* router_stats_now() when the request head was in (0: not yet) */
 } h1_conn;
 
 static long long mono_ms(void)
@@ -78,6 +80,7 @@ static int send_simple(h1_conn *c, int status, const char *ctype, const char *ex
                        const char *body, size_t len)
 {
     _cleanup_buf_ buf out = BUF_INIT;
+    router_stats_answered(status, c->started_us);
     int r = router_reply(&out, status, ctype, extra, body, len, c->keep_alive,
                          c->rq.p.method == HTTP_HEAD);
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
@@ -86,6 +89,7 @@ static int send_simple(h1_conn *c, int status, const char *ctype, const char *ex
 static int send_detail(h1_conn *c, const router_error *err)
 {
     _cleanup_buf_ buf out = BUF_INIT;
+    router_stats_answered(err->http_status, c->started_us);
     int r = router_reply_error(&out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
@@ -162,6 +166,8 @@ static int refuse_bad_framing(h1_conn *c)
     int r = router_request_refuse_framing(&c->rq, &out);
     if (r == 0)
         return 0;
+    if (r > 0)
+        router_stats_answered(r, c->started_us);
     c->keep_alive = false;
     c->mode = MODE_LOCAL;
     if (out.len > 0)
@@ -175,6 +181,7 @@ static int rq_headers_complete(void *payload)
     http_parser *p = &c->rq.p;
     router_error err = {0};
     c->head_deadline = 0;
+    c->started_us = router_stats_now();
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
@@ -297,6 +304,7 @@ static int dl_head(int status, const char *ctype, const char *extra, long long l
     _cleanup_free_ char *head = NULL;
     char lenbuf[64];
     d->chunked = len < 0;
+    router_stats_answered(status, c->started_us);
     if (len >= 0)
         snprintf(lenbuf, sizeof(lenbuf), "Content-Length: %lld\r\n", len);
     else
@@ -497,6 +505,7 @@ static int finish_request(h1_conn *c)
 static void request_reset(h1_conn *c)
 {
     router_message_reset(&c->rq);
+    c->started_us = 0;
     free(c->body);
     c->body = NULL;
     c->body_len = 0;
@@ -565,6 +574,7 @@ bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             if (e > HPE_CB_chunk_complete && c.mode == MODE_LOCAL) {
                 _cleanup_buf_ buf out = BUF_INIT;
                 c.keep_alive = false;
+                router_stats_answered(400, c.started_us);
                 if (router_request_refuse_malformed(&c.rq, &out) == 0)
                     router_write_all(fd, out.data, out.len);
             }

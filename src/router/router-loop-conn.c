@@ -112,12 +112,19 @@ static void conn_handoff(lconn *c, bool h2)
 
 /* ---- writing to the client ---- */
 
+/* Counts the answer to the current request (router-stats.h). */
+static void count_answer(lconn *c, int status)
+{
+    router_stats_answered(status, c->started_us);
+}
+
 /* An answer of the router's own: with a request body still unread, the connection closes after
  * it (the body is not read). */
 static int out_detail(lconn *c, const router_error *err)
 {
     if (c->has_body && !c->msg_done)
         c->keep_alive = false;
+    count_answer(c, err->http_status);
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
@@ -180,8 +187,12 @@ static int rq_headers_complete(void *payload)
     lconn *c = payload;
     http_parser *p = &c->rq.p;
     c->head_done = true;
+    c->started_us = router_stats_now();
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
-    if (router_request_refuse_framing(&c->rq, &c->out) < 0) {
+    int refused = router_request_refuse_framing(&c->rq, &c->out);
+    if (refused != 0) {
+        if (refused > 0)
+            count_answer(c, refused);
         c->refused = true; /* answered (or out of memory): the connection closes */
         return -1;
     }
@@ -261,6 +272,7 @@ static int request_dispatch(lconn *c)
     case ROUTER_ADMIT_HEALTHZ:
         if (c->has_body)
             c->keep_alive = false;
+        count_answer(c, 200);
         return router_reply(&c->out, 200, "application/json", NULL, router_healthz_body,
                             strlen(router_healthz_body), c->keep_alive, false) < 0
                    ? -1
@@ -483,6 +495,10 @@ static void relay_step(lconn *c)
         if (rerr == 0) {
             ssize_t k = router_relay_feed(&c->relay, w->rd, len, &c->out);
             c->keep_alive = c->relay.keep_alive;
+            if (c->relay.head_done && !c->counted) {
+                c->counted = true;
+                count_answer(c, c->relay.m.p.status_code);
+            }
             if (c->relay.done && c->relay.upgraded && c->rq.p.upgrade && k >= 0) {
                 if (router_loop_tunnel_begin(c, w->rd + k, len - (size_t)k) < 0) {
                     c->st = ST_CLOSING;
@@ -607,8 +623,10 @@ static int parse_step(lconn *c)
             if (e != HPE_OK && e != HPE_PAUSED) {
                 /* refused framing (answered), a malformed request (400) or a callback out of
                  * memory: the connection closes after what is already queued */
-                if (!c->refused && e > HPE_CB_chunk_complete)
+                if (!c->refused && e > HPE_CB_chunk_complete) {
+                    router_stats_answered(400, c->head_start * 1000);
                     router_request_refuse_malformed(&c->rq, &c->out);
+                }
                 c->keep_alive = false;
                 c->st = ST_CLOSING;
                 return 0;
@@ -650,6 +668,7 @@ static int parse_step(lconn *c)
             /* a head larger than ROUTER_HEAD_MAX: Go's answer to one over MaxHeaderBytes */
             static const char msg[] = "431 Request Header Fields Too Large";
             c->keep_alive = false;
+            router_stats_answered(431, c->head_start * 1000);
             router_reply(&c->out, 431, "text/plain; charset=utf-8", NULL, msg, sizeof(msg) - 1,
                          false, false);
             c->st = ST_CLOSING;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "router/router-core.h"
+#include "shared/router-stats.h"
 
 #define IN_CAP ROUTER_HEAD_MAX /* the blocking path reads heads into as much */
 #define RD_CAP 65536
@@ -49,6 +50,8 @@ typedef struct lconn {
     size_t up_req_off;
     router_relay relay;
     bool r_got; /* a byte of the response came in */
+    bool counted;       /* the answer to the current request went to router_stats */
+    int64_t started_us; /* router_stats_now() when the current request's head was in */
     long long deadline, last_io;
     long long head_start; /* when the request head being read began (0: none) */
     router_route route;

@@ -121,6 +121,7 @@ void router_loop_relay_start(lconn *c)
     router_relay_start(&c->relay, c->rq.p.method == HTTP_HEAD,
                        c->rq.p.http_major == 1 && c->rq.p.http_minor == 0, c->keep_alive);
     c->r_got = false;
+    c->counted = false;
 }
 
 /* (Re)sends the built request on a (new) upstream connection. */

@@ -125,7 +125,7 @@ int router_request_refuse_framing(const router_message *rq, buf *out)
         return 0;
     int r = router_reply(out, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body),
                          false, rq->p.method == HTTP_HEAD);
-    return r < 0 ? r : -EINVAL;
+    return r < 0 ? r : e.status;
 }
 
 int router_request_refuse_malformed(const router_message *rq, buf *out)

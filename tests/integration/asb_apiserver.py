@@ -152,6 +152,16 @@ class AsbServer:
         assert r.status_code == 201, r.text
         return r.json()
 
+    def metric(self, name, labels=""):
+        """The value of one sample of /metrics (labels as rendered: '{code="200"}'); 0 when the
+        series is not there yet."""
+        r = self.get("/metrics")
+        assert r.status_code == 200, r.text
+        for line in r.text.splitlines():
+            if line.startswith(name + labels + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return 0
+
 
 @pytest.fixture
 def start_asb(tmp_path):

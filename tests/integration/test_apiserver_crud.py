@@ -40,7 +40,7 @@ def test_discovery(asb):
     groups = asb.get("/apis").json()
     assert groups["kind"] == "APIGroupList"
     names = {g["name"]: g for g in groups["groups"]}
-    assert set(names) == {CORE, EXT}
+    assert set(names) == {CORE, EXT, "events.k8s.io"}  # events: read by kubectl-style clients
     assert names[EXT]["preferredVersion"]["groupVersion"] == f"{EXT}/{V}"
     assert asb.get(f"/apis/{CORE}").json()["kind"] == "APIGroup"
     rl = asb.get(f"/apis/{EXT}/{V}").json()
@@ -57,6 +57,19 @@ def test_discovery(asb):
     assert asb.get("/version").json()["major"] == "1"
     assert asb.get("/api").json()["versions"] == ["v1"]
     status_of(asb.get("/apis/nope.example.com/v1"), 404, "NotFound")
+    # events.k8s.io/v1, served like the other groups (read, watch and delete only)
+    ev = names["events.k8s.io"]
+    assert ev["preferredVersion"] == {"groupVersion": "events.k8s.io/v1", "version": "v1"}
+    assert ev["versions"] == [ev["preferredVersion"]]
+    assert asb.get("/apis/events.k8s.io").json() == ev
+    rl = asb.get("/apis/events.k8s.io/v1").json()
+    assert rl["kind"] == "APIResourceList" and rl["groupVersion"] == "events.k8s.io/v1"
+    assert [r["name"] for r in rl["resources"]] == ["events"]
+    er = rl["resources"][0]
+    assert er["kind"] == "Event" and er["namespaced"] is True and er["shortNames"] == ["ev"]
+    assert sorted(er["verbs"]) == ["delete", "deletecollection", "get", "list", "watch"]
+    status_of(asb.get("/apis/events.k8s.io/v1beta1"), 404, "NotFound")
+    status_of(asb.get(f"/apis/{CORE}/v1"), 404, "NotFound")
     status_of(asb.get(f"/apis/{CORE}/v1alpha9/namespaces/default/sandboxes"), 404, "NotFound")
 
 

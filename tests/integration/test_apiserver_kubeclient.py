@@ -138,3 +138,33 @@ def test_dynamic_client_discovery(asb, tmp_path, monkeypatch):
     swp = dc.resources.get(api_version=f"{EXT}/{V}", kind="SandboxWarmPool")
     assert swp.short_names == ["swp"] and "status" in swp.subresources
     assert sbx.delete(namespace="default", name="dyn").metadata.name == "dyn"
+
+
+def test_events_found_by_discovery_and_read_with_events_v1_api(asb, tmp_path, monkeypatch):
+    """events.k8s.io/v1 is in discovery like the other groups: the dynamic client finds the
+    Event kind, and the typed EventsV1Api lists and watches the events the controllers record."""
+    from kubernetes import dynamic
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = client.Configuration(host=asb.url, api_key={"authorization": f"Bearer {asb.token}"})
+    api_client = client.ApiClient(cfg)
+    dc = dynamic.DynamicClient(api_client)
+    ev = dc.resources.get(api_version="events.k8s.io/v1", kind="Event")
+    assert ev.namespaced and ev.short_names == ["ev"] and "watch" in ev.verbs
+    assert "create" not in ev.verbs  # recorded by the controllers only
+    tmpl = {"apiVersion": f"{EXT}/{V}", "kind": "SandboxTemplate", "metadata": {"name": "et"},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}}
+    custom_api(asb).create_namespaced_custom_object(EXT, V, "default", "sandboxtemplates", tmpl)
+    events_api = client.EventsV1Api(api_client)
+    w = watch.Watch()
+    seen = []
+    swp = {"apiVersion": f"{EXT}/{V}", "kind": "SandboxWarmPool", "metadata": {"name": "ep"},
+           "spec": {"replicas": 1, "sandboxTemplateRef": {"name": "et"}}}
+    custom_api(asb).create_namespaced_custom_object(EXT, V, "default", "sandboxwarmpools", swp)
+    for e in w.stream(events_api.list_namespaced_event, "default", timeout_seconds=20):
+        seen.append(e["object"])
+        if e["object"].regarding.name == "ep":
+            w.stop()
+    assert seen and seen[-1].reason == "SuccessfulCreate" and seen[-1].regarding.kind == "SandboxWarmPool"
+    listed = events_api.list_namespaced_event("default")
+    assert any(e.regarding.name == "ep" and e.reason == "SuccessfulCreate" for e in listed.items)
+    assert dc.resources.get(api_version="events.k8s.io/v1", kind="Event").get(namespace="default").items

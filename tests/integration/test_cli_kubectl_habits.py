@@ -363,6 +363,51 @@ def test_metrics_endpoint(asb):
     assert asb.post("/metrics", {}).status_code == 405
 
 
+def router_counts(asb):
+    """({code label: count}, requests with a latency, all samples) of the router's metrics."""
+    samples, types = parse_metrics(asb.get("/metrics").text)
+    assert types["asb_router_requests_total"] == "counter"
+    assert types["asb_router_request_duration_seconds"] == "histogram"
+    codes = {k[1]: v for k, v in samples.items() if k[0] == "asb_router_requests_total"}
+    return codes, samples[("asb_router_request_duration_seconds_count", "")], samples
+
+
+def test_metrics_router_requests_by_code_and_latency(asb):
+    """The router's answers are counted by code with their latency, on the epoll loop (HTTP/1.1)
+    and on the HTTP/2 path, from the same process-wide counters /metrics reads."""
+    import grpc
+    from grpc_helpers import Client
+    router = open(os.path.join(asb.state_dir, "router")).read().strip()
+    codes0, count0, _ = router_counts(asb)
+    auth = {"Authorization": f"Bearer {asb.token}"}
+    with requests.Session() as s:  # one kept-alive connection: the loop answers all of them
+        for _ in range(3):
+            assert s.get(router + "/v1/files/", timeout=10).status_code == 401
+        assert s.get(router + "/v1/files/", headers={**auth, "X-Sandbox-ID": "ghost"},
+                     timeout=10).status_code == 404
+        assert s.get(router + "/healthz", timeout=10).status_code == 200
+    g = Client(router[len("http://"):].rstrip("/"))
+    try:  # HTTP/2: gRPC's errors are trailers-only answers with :status 200
+        try:
+            g.execute(["true"], metadata=[("x-sandbox-id", "ghost"),
+                                          ("authorization", f"Bearer {asb.token}")])
+            raise AssertionError("a ghost sandbox executed")
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.NOT_FOUND, e
+    finally:
+        g.close()
+    codes, count, samples = router_counts(asb)
+    for code, n in (("401", 3), ("404", 1), ("200", 2)):  # 200: /healthz and the gRPC answer
+        label = f'{{code="{code}"}}'
+        assert codes.get(label, 0) - codes0.get(label, 0) == n, (code, codes0, codes)
+    assert count - count0 == 6, (count0, count)
+    assert samples[("asb_router_request_duration_seconds_bucket", '{le="+Inf"}')] == count
+    assert samples[("asb_router_request_duration_seconds_sum", "")] > 0
+    buckets = sorted((float(k[1][5:-2]), v) for k, v in samples.items()
+                     if k[0] == "asb_router_request_duration_seconds_bucket" and "Inf" not in k[1])
+    assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), buckets  # cumulative
+
+
 def test_claim_progress_on_a_terminal_only(asb):
     """Without a runtime the claim never gets Ready: on a terminal `asb claim` says what it waits
     for; with stdout a pipe it stays silent (only the timeout error)."""

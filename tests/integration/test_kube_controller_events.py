@@ -41,3 +41,33 @@ def test_expiry_is_an_event(fake, controller):  # noqa: F811
     evs = wait_for(lambda: [e for e in reasons(fake, "Sandbox", "old") if e["reason"] == "Expired"],
                    what="Expired event")
     assert evs[0]["type"] == "Normal" and "shutdownTime" in evs[0]["message"]
+
+
+def test_failed_pod_create_is_a_warning_with_its_reason(tmp_path):
+    """A Pod the controller may not create (RBAC without `create pods`): a Warning event on the
+    Sandbox, reason FailedCreate, its message saying which pod and why; the Sandbox's status
+    says it too."""
+    from kube_fixtures import Controller, FakeApi, sandbox_obj
+    from test_kube_controller_rbac import rules
+    rs = []
+    for r in rules():
+        if "pods" in r["resources"] and "create" in r["verbs"]:
+            rs.append({**r, "resources": ["pods"], "verbs": [v for v in r["verbs"] if v != "create"]})
+            rest = [x for x in r["resources"] if x != "pods"]
+            if rest:
+                rs.append({**r, "resources": rest})
+        else:
+            rs.append(r)
+    fake = FakeApi(tmp_path, rbac=rs)
+    ctl = Controller(fake, tmp_path, "noperm")
+    try:
+        fake.create("sandboxes", sandbox_obj("nope"))
+        evs = wait_for(lambda: [e for e in reasons(fake, "Sandbox", "nope")
+                                if e["reason"] == "FailedCreate"], what="FailedCreate event")
+        assert evs[0]["type"] == "Warning", evs
+        assert evs[0]["message"].startswith("cannot create pod nope: "), evs
+        assert evs[0]["source"]["component"] == "agent-sandbox-controller"
+        assert fake.get("pods", "nope") is None
+    finally:
+        ctl.stop()
+        fake.stop()

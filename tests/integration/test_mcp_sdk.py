@@ -3,7 +3,7 @@ package-lock.json) over stdio and Streamable HTTP, against a real `asb serve` wi
 claimed from a warm pool."""
 import pytest
 
-from asb_apiserver import asb_binary
+from asb_apiserver import asb, asb_binary, start_asb  # noqa: F401  (fixtures)
 from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
 from mcp_helpers import McpHttp, client_env, drive, make_pool
 
@@ -40,7 +40,7 @@ def test_every_tool_via_router(stack):
     check_every_tool(drive("tools", "stdio", asb_binary(), client_env(stack, MCP_ARGS="--via-router")))
 
 
-def check_every_tool(rep):
+def check_every_tool(rep, after_delete=True):
     assert rep["server"]["name"] == "asb-mcp"
     assert sorted(t["name"] for t in rep["tools"]) == sorted(TOOLS)
     assert all(t["hasOutput"] for t in rep["tools"])
@@ -88,6 +88,8 @@ def check_every_tool(rep):
     assert rep["delete"]["structured"] == {"deleted": create["structured"]["sandbox_claim_name"],
                                            "kind": "SandboxClaim"}
     assert rep["deleteAgain"]["isError"] and "unknown sandbox" in rep["deleteAgain"]["text"]
+    if not after_delete:
+        return
     # Resolved afresh ("unknown sandbox"), or, through the router, its own 404 for the sandbox.
     after = rep["afterDelete"]
     assert after["isError"] and ("unknown sandbox" in after["text"] or
@@ -216,3 +218,22 @@ def test_create_sandbox_options(stack):
     for c in (claim, other):
         r = stack.delete(stack.path(EXT, "sandboxclaims", "default", c["metadata"]["name"]))
         assert r.status_code == 200, r.text
+
+
+def test_cold_path_progress_and_timeout_error(asb):  # noqa: F811  (ASB_RUNTIME=none)
+    """A pool with no ready sandbox: create_sandbox says the cold path is taken (progress), and
+    when the sandbox is not ready in time the error tells the agent what happened and what to
+    do; the claim is rolled back."""
+    from asb_apiserver import EXT
+    from claims_helpers import create, items, pool, template
+    create(asb, EXT, "sandboxtemplates", template("mcp-pool-tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("mcp-pool", "mcp-pool-tpl", replicas=1))
+    rep = drive("coldTimeout", "stdio", asb_binary(), client_env(asb))
+    assert len(rep["progress"]) == 1, rep
+    msg = rep["progress"][0]["message"]
+    assert 'pool "mcp-pool" has no ready sandbox' in msg and "cold path; waiting up to 1 s" in msg
+    res = rep["result"]
+    assert res["isError"], res
+    assert 'from warm pool "mcp-pool" was not ready within 1 s' in res["text"], res
+    assert "retry with a larger sandbox_ready_timeout, or wait for the pool to refill" in res["text"]
+    assert items(asb, EXT, "sandboxclaims") == []

@@ -141,11 +141,15 @@ def test_flood_from_one_sandbox_does_not_starve_another(lab, start_sbx, tmp_path
     create_sb(asb, "dns-victim")
 
     # Garbage is answered locally (or dropped) and never reaches the upstream.
+    refused0 = asb.metric("asb_dns_queries_blocked_total")
     rcodes = exec_json(asb, "dns-flooder", GARBAGE, BRIDGE_IP)
     assert rcodes[:7] == [1] * 7, rcodes          # FORMERR
     assert rcodes[7] == 4, rcodes                 # NOTIMP
     assert rcodes[8:] == [None, None, None, None] or rcodes[8] is None, rcodes
     assert upstream_count(counter) == 0
+    refused = asb.metric("asb_dns_queries_blocked_total")
+    assert refused - refused0 >= 8, (refused0, refused)  # the FORMERR and NOTIMP ones at least
+    queries = asb.metric("asb_dns_queries_total")
     ok = exec_json(asb, "dns-victim", QUERY, BRIDGE_IP, "1", "0", "0")
     assert ok[0]["ms"] is not None and ok[0]["ip"] == DNS_ANSWER, ok
     assert upstream_count(counter) == 1
@@ -173,6 +177,9 @@ def test_flood_from_one_sandbox_does_not_starve_another(lab, start_sbx, tmp_path
     secs = f["end"] - f["start"]
     assert relayed <= 100 + 50 * (secs + 2) + 15, (relayed, f)
     assert "DNS: queries of a sandbox dropped" in asb.output()
+    # /metrics: the relayed query counted, and the flood's queries over budget refused
+    assert asb.metric("asb_dns_queries_total") - queries >= 1 + relayed
+    assert asb.metric("asb_dns_queries_blocked_total") - refused >= 100
 
 
 def test_dns_budget_flags_validated(tmp_path):

@@ -160,6 +160,15 @@ def test_default_policy_public_only(lab, start_sbx):
     # The count is a structured status field (the column reads it, not the condition message).
     st = get_sandbox(asb, "netpol-a")["status"]
     assert isinstance(st["blockedConnections"], int) and st["blockedConnections"] >= 5, st
+    # /metrics: the DNS forwarder counted the queries above (UDP and TCP, relayed), and the
+    # blocked connections are the live sandboxes' counts summed.
+    assert asb.metric("asb_dns_queries_total") >= 2
+    assert asb.metric("asb_blocked_connections") >= st["blockedConnections"]
+    # `asb describe` shows the pod IP and the policy's state with the blocked count.
+    out = asb_cli.ok(asb, "describe", "sandbox", "netpol-a")
+    assert re.search(rf"^Pod IPs:\s+{re.escape(ip_a)}$", out, re.M), out
+    assert re.search(r"^Network Policy:\s+SecureDefault \(enforced\), \d+ blocked connections$",
+                     out, re.M), out
     ip_col = asb_cli.ok(asb, "get", "sandbox", "netpol-a", "-o", "wide")
     assert ip_a in ip_col
 

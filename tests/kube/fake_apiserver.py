@@ -491,7 +491,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self):
         n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self.rfile.read(n) if n and not self._body_read else b""
+        self._body_read = True
         try:
             return json.loads(raw) if raw else {}
         except ValueError:
@@ -500,6 +501,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method):
         u = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        self._body_read = False
         try:
             if u.path.startswith("/fake/"):
                 return self._fake(method, u.path, q)
@@ -550,6 +552,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, o)
             raise ApiError(405, "MethodNotAllowed", "method not allowed")
         except ApiError as e:
+            # A request refused before its body was read (401, 403): read it now, as
+            # kube-apiserver does, or its bytes would be taken for the next request on the
+            # kept-alive connection.
+            if not self._body_read:
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                self._body_read = True
             self._send(e.code, status_obj(e.code, e.reason, e.message))
         except (BrokenPipeError, ConnectionResetError):
             pass

@@ -123,6 +123,14 @@ const scenarios = {
   async noauth() {
     report.error = await errorOf(connect());
   },
+
+  // A pool with no ready sandbox and a cold start slower than the timeout: the progress says
+  // so, and the error tells the agent what to do.
+  async coldTimeout(client) {
+    report.progress = [];
+    report.result = await call(client, "create_sandbox", { warmpool: process.env.MCP_POOL, sandbox_ready_timeout: 1 },
+      { onprogress: (p) => report.progress.push(p) });
+  },
 };
 
 try {

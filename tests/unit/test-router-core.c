@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "router/router-core.h"
+#include "shared/router-stats.h"
 #include "shared/status.h"
 #include "unit.h"
 
@@ -367,7 +368,7 @@ TEST(message_reader_requests)
     router_message_reset(&m);
     static const char bad[] = "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
     router_message_execute(&m, bad, strlen(bad));
-    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), -EINVAL);
+    CHECK_INT_EQ(router_request_refuse_framing(&m, &out), 400); /* the status it answered */
     CHECK(strncmp(out.data, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain", 50) == 0);
     CHECK(strstr(out.data, "Connection: close\r\n") != NULL);
     router_message_done(&m);
@@ -458,4 +459,34 @@ TEST(sockaddr_without_and_with_lookup)
     } else {
         CHECK_INT_EQ(router_sockaddr("localhost:80", true, &ss, &sl), -EHOSTUNREACH);
     }
+}
+
+/* The router's counters (shared/router-stats.h): a code and a latency bucket per answer (the
+ * buckets are per-bucket counts, cumulated by the renderer), codes outside 100..599 not
+ * counted, an unknown start not timed. */
+TEST(stats_codes_and_latency_buckets)
+{
+    router_stats a, b;
+    router_stats_snapshot(&a);
+    router_stats_answered(404, router_stats_now() - 1500);     /* 1.5 ms ago */
+    router_stats_answered(200, router_stats_now() - 20000000); /* 20 s ago */
+    router_stats_answered(200, 0);                  /* no start known: counted, no latency */
+    router_stats_answered(700, router_stats_now()); /* not a status: a latency only */
+    router_stats_snapshot(&b);
+    CHECK_INT_EQ(b.codes[404] - a.codes[404], 1);
+    CHECK_INT_EQ(b.codes[200] - a.codes[200], 2);
+    CHECK_INT_EQ(b.count - a.count, 3);
+    CHECK(b.sum_us - a.sum_us >= 20001500);
+    /* 1.5 ms: the 0.0025 bucket; 20 s: the 60 one; ~0: the first */
+    size_t i25 = 0, i60 = 0;
+    for (size_t i = 0; i < ROUTER_STATS_NBOUNDS; i++) {
+        if (router_stats_bounds[i] == 0.0025)
+            i25 = i;
+        if (router_stats_bounds[i] == 60)
+            i60 = i;
+    }
+    CHECK_INT_EQ(b.buckets[i25] - a.buckets[i25], 1);
+    CHECK_INT_EQ(b.buckets[i60] - a.buckets[i60], 1);
+    CHECK_INT_EQ(b.buckets[0] - a.buckets[0], 1);
+    CHECK_INT_EQ(b.buckets[ROUTER_STATS_NBOUNDS] - a.buckets[ROUTER_STATS_NBOUNDS], 0);
 }
