@@ -232,9 +232,12 @@ static int32_t submit(nghttp2_session *s, const asb_sandbox *sbx, const char *me
     char tmo[32], authority[300], auth[4096];
     snprintf(tmo, sizeof(tmo), "%ldm", timeout_ms > 0 ? timeout_ms : 0);
     nghttp2_nv hdrs[16] = {
-        NV(":method", "POST"),          NV(":scheme", "http"),
-        NV(":path", method),            NV(":authority", "localhost"),
-        NV("content-type", "application/grpc"), NV("te", "trailers"),
+        NV(":method", "POST"),
+        NV(":scheme", "http"),
+        NV(":path", method),
+        NV(":authority", "localhost"),
+        NV("content-type", "application/grpc"),
+        NV("te", "trailers"),
         NV("user-agent", "libasb/" ASB_VERSION),
     };
     size_t nh = 7;

@@ -77,11 +77,11 @@ typedef struct asbi_grpc_followup {
 } asbi_grpc_followup;
 
 /* One gRPC call on a fresh connection to the sandbox's gRPC unix socket, or to the router over
- * TCP (h2c prior knowledge, X-Sandbox-* headers) in router mode: sends one request message (unframed
- * protobuf bytes), delivers every response message to cb, and maps the final status. `follow`
- * (may be NULL) is a follow-up request for the same connection (above). Returns ASB_OK, cb's
- * non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT, ASB_ECONNECT,
- * ASB_EPROTOCOL or the mapped gRPC status (error set). */
+ * TCP (h2c prior knowledge, X-Sandbox-* headers) in router mode: sends one request message
+ * (unframed protobuf bytes), delivers every response message to cb, and maps the final status.
+ * `follow` (may be NULL) is a follow-up request for the same connection (above). Returns ASB_OK,
+ * cb's non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT,
+ * ASB_ECONNECT, ASB_EPROTOCOL or the mapped gRPC status (error set). */
 int asbi_grpc_call(const asb_sandbox *s, const char *method, const uint8_t *req, size_t req_len,
                    long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload,
                    asbi_grpc_followup *follow);

@@ -161,7 +161,7 @@ typedef struct start_state {
     const asb_sandbox_callbacks *cbs;
     int exit_code, exited;
     asbi_grpc_followup *close_stdin; /* NULL unless opts->close_stdin */
-    uint8_t close_req[16];          /* WriteStdinRequest{process_id, eof: {}} */
+    uint8_t close_req[16];           /* WriteStdinRequest{process_id, eof: {}} */
 } start_state;
 
 /* Queues WriteStdin(process_id, eof) on the Start's own connection. */
