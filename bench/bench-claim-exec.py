@@ -127,6 +127,12 @@ def main():
         seq = [int(l[0]) / 1000 for l in seq_out]
         seq_floor = [int(l[2]) / 1000 for l in seq_out]
         rows.append((f"warm claim -> first Execute, {N_SEQ} sequential", len(seq), pct(seq, 50), pct(seq, 99)))
+        ready = [int(l[1]) / 1000 for l in seq_out]
+        rows.append(("  of which claim -> Ready (asb_claim_ready_usec)", len(ready), pct(ready, 50),
+                     pct(ready, 99)))
+        rest = [(int(l[0]) - int(l[1])) / 1000 for l in seq_out]
+        rows.append(("  of which Ready -> first Execute result", len(rest), pct(rest, 50),
+                     pct(rest, 99)))
         if os.path.exists(os.path.join(state, "router")):
             n = max(1, N_SEQ // 4)
             via = [int(l[0]) / 1000 for l in client(
