@@ -21,6 +21,7 @@ import time
 import requests
 
 import bench_cleanup
+from bench_issue16 import row as issue16_row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -173,6 +174,12 @@ def main():
             row(f"asb get sandboxes (one request), {what}", v["get"])
         print(f"asb process start CPU p50 {pct(cpu['help'], 50):.2f} ms (target <= 3 ms); "
               f"shared libraries: {len(ldd(ASB))}")
+        start = pct(cpu["help"], 50)
+        issue16_row("cli-start", f"p50 {start:.2f} ms CPU ({len(ldd(ASB))} shared libraries)",
+                    f"floor {pct(cpu['floor'], 50):.2f} ms; old layout's libraries "
+                    f"{pct(cpu['old'], 50):.2f} ms"
+                    + (f"; baseline binary {pct(cpu['bhelp'], 50):.2f} ms" if BASELINE else ""),
+                    start <= 3)
         if os.geteuid() != 0 or not os.path.exists(RUNC):
             print("asb claim + asb exec: skipped (needs root and runc)")
         else:
@@ -199,6 +206,12 @@ def main():
             p50 = pct(parts(total, 0), 50)
             print(f"asb claim + asb exec p50 {p50:.2f} ms = floor + {p50 - pct(floor, 50):.2f} ms "
                   f"(target: floor + 10 ms)")
+            f50 = pct(floor, 50)
+            issue16_row("cli-claim-exec", f"p50 {p50:.2f} ms = floor + {p50 - f50:.2f} ms",
+                        f"floor {f50:.2f} ms"
+                        + (f"; baseline binary p50 {pct(parts(base, 0), 50):.2f} ms" if BASELINE
+                           else ""),
+                        p50 <= f50 + 10)
             s.delete(api(url, "sandboxwarmpools", "cli"), timeout=30)
     finally:
         if proc:

@@ -14,6 +14,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from grpc_helpers import Client  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_issue16 import row as issue16_row  # noqa: E402
 
 BIN = os.path.join(ROOT, "build", "bin", "sandboxd")
 CLIENT_SRC = os.path.join(ROOT, "bench", "grpc-bench-client.c")
@@ -129,6 +131,12 @@ def c_execute_vs_floor(addr, n):
     return [r[0] / 1e6 for r in rows], [r[1] / 1e6 for r in rows]
 
 
+def c_noop_split(addr, n):
+    """Per iteration: Execute, floor and a no-spawn RPC's round trip (ms), paired."""
+    rows = [tuple(map(float, line.split())) for line in c_client(addr, "noop", n).splitlines()]
+    return [(e / 1e3, f / 1e3, r / 1e3) for e, f, r in rows]
+
+
 def c_stream(addr, pid):
     c0 = cpu_seconds(pid)
     mbps = float(c_client(addr, "stream", STREAM_BYTES).split()[0])
@@ -162,6 +170,7 @@ def main():
         c = Client(addr)
         lat, floor = execute_vs_floor(c, N_EXEC)
         clat, cfloor = c_execute_vs_floor(addr, N_EXEC)
+        split = c_noop_split(addr, N_EXEC)
         cmbps_4k, ccpu_4k = c_stream(addr, d.pid)
         noop = grpc_noop_latency(c, N_EXEC)
         time.sleep(1.5)  # sandboxd returns freed heap 1 s after its last call
@@ -196,6 +205,12 @@ def main():
                  f"p50 <= floor+0.3 ms: {'OK' if ce50 <= cf50 + 0.3 else 'MISSED'} ({ce50 - cf50:+.3f})"))
     rows.append(("C client: Execute minus floor, paired median (ms)", f"{cd50:+.3f}", "same-iteration pairs",
                  f"<= 0.3 ms: {'OK' if cd50 <= 0.3 else 'MISSED'}"))
+    rt50 = statistics.median(r for _, _, r in split)
+    sp50 = statistics.median(e - f - r for e, f, r in split)
+    rows.append(("C client: no-spawn RPC round trip p50 (ms)", f"{rt50:.3f}",
+                 "SendSignal -> NOT_FOUND: the transport's share", ""))
+    rows.append(("C client: Execute - floor - no-spawn RTT, paired (ms)", f"{sp50:+.3f}",
+                 "sandboxd's spawn path beyond the floor", ""))
     rows.append(("C client: Start stream 256 MiB, chunk 4 KiB (MB/s)", f"{cmbps_4k:.0f}",
                  f"pipe read 4 KiB: {pipe_throughput(4096):.0f}", f"daemon CPU {ccpu_4k:.2f} s/GiB"))
     f50, f99 = pct(floor, 50) * 1e3, pct(floor, 99) * 1e3
@@ -223,6 +238,8 @@ def main():
     print("  ".join(hdr[i].ljust(w[i]) for i in range(4)))
     for r in rows:
         print("  ".join(r[i].ljust(w[i]) for i in range(4)))
+    issue16_row("exec-floor", f"{cd50:+.3f} ms (Execute p50 {ce50:.3f} ms, C client, {N_EXEC} pairs)",
+                f"spawn floor p50 {cf50:.3f} ms", cd50 <= 0.3)
 
 
 if __name__ == "__main__":

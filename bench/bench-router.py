@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+from bench_issue16 import row as issue16_row
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 SANDBOXD = os.path.join(BUILD, "bin", "sandboxd")
@@ -125,6 +127,9 @@ def main():
         print(f"median direct/router ratio: {med(ratios):.2f}x")
         ratio = best["direct (unix socket)"][0] / best["router (tcp, h1)"][0]
         print(f"direct/router throughput ratio: {ratio:.2f}x (target <= 1.5x)")
+        rrps, drps = best["router (tcp, h1)"][0], best["direct (unix socket)"][0]
+        issue16_row("router", f"1/{ratio:.2f} of direct, {rrps:.0f} req/s (median of rounds "
+                    f"1/{med(ratios):.2f})", f"direct {drps:.0f} req/s", ratio <= 1.5 and rrps >= 25000)
     finally:
         for p in (r, d):
             p.terminate()

@@ -2,6 +2,10 @@
  * requests), so the daemon is measured without a Python client's overhead.
  *   grpc-bench-client PORT execute N   -> per iteration: Execute(`true`) round trip and a direct
  *                                          posix_spawn+waitpid of /bin/true, in microseconds
+ *   grpc-bench-client PORT noop N       -> per iteration: the round trip of an RPC that spawns
+ *                                          nothing (SendSignal to an unknown process: NOT_FOUND),
+ *                                          then Execute(`true`) and the floor as above: the
+ *                                          transport's share of an Execute, paired
  *   grpc-bench-client PORT stream BYTES -> Start(head -c BYTES /dev/zero): MB/s of DATA received */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -174,6 +178,26 @@ int main(int argc, char **argv)
             double f = spawn_true();
             if (i >= 50)
                 printf("%.1f %.1f\n", e, f);
+        }
+    } else if (strcmp(argv[2], "noop") == 0) {
+        char *cmd[] = {"true"};
+        /* SendSignalRequest{process_id: 999999, signal: 15}, hand-encoded */
+        static const uint8_t sig[] = {0x08, 0xbf, 0x84, 0x3d, 0x10, 0x0f};
+        int n = atoi(argv[3]);
+        for (int i = 0; i < n + 50; i++) {
+            body nb = {.len = 5 + sizeof(sig)};
+            nb.buf[4] = sizeof(sig);
+            memcpy(nb.buf + 5, sig, sizeof(sig));
+            double t = now_us();
+            call(s, "/process.v1.ProcessService/SendSignal", &nb);
+            double rt = now_us() - t;
+            make_body(&b, cmd, 1);
+            t = now_us();
+            call(s, "/process.v1.ProcessService/Execute", &b);
+            double e = now_us() - t;
+            double f = spawn_true();
+            if (i >= 50)
+                printf("%.1f %.1f %.1f\n", e, f, rt);
         }
     } else {
         char *cmd[] = {"head", "-c", argv[3], "/dev/zero"};

@@ -90,6 +90,12 @@ ASB_PUBLIC int asb_sandbox_wait_settled(char **out, asb_client *client, const ch
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts);
 
+/* asb_sandbox_open() on a Sandbox object already read (its JSON text, as asb_object_get() gives
+ * it), so that a caller which has just read it does not read it again; the same checks, waits and
+ * errors, plus ASB_EINVAL when sandbox_json is not JSON or has no metadata.name. */
+ASB_PUBLIC int asb_sandbox_open_object(asb_sandbox **out, asb_client *client, const char *ns,
+                                       const char *sandbox_json, const asb_sandbox_options *opts);
+
 /* Opens a handle that reaches the sandbox `name` in ns (NULL: "default") through a router at
  * router_url ("http://HOST:PORT"): file calls are REST requests to router_url with the headers
  * X-Sandbox-ID, X-Sandbox-Namespace and X-Sandbox-Port: 8080, process calls gRPC over a TCP h2c
@@ -184,12 +190,17 @@ typedef struct asb_sandbox_process_options {
     unsigned int pty_cols, pty_rows; /* initial size when both are non-zero */
     const volatile int *cancel;      /* when *cancel becomes non-zero (any thread) the call ends
                                         with ASB_ECANCELLED within ~100 ms; may be NULL */
+    /* version 2: */
+    int close_stdin; /* asb_sandbox_start only: close the process's stdin as soon as it has
+                        started (`kubectl exec` without -i), on the Start call's own connection;
+                        what asb_sandbox_write_stdin(.., eof 1) from init_cb does, one
+                        connection cheaper */
 } asb_sandbox_process_options;
 
-#define ASB_SANDBOX_PROCESS_OPTIONS_VERSION 1
+#define ASB_SANDBOX_PROCESS_OPTIONS_VERSION 2
 /* clang-format off */
 #define ASB_SANDBOX_PROCESS_OPTIONS_INIT \
-    {ASB_SANDBOX_PROCESS_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, NULL}
+    {ASB_SANDBOX_PROCESS_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, NULL, 0}
 /* clang-format on */
 
 typedef struct asb_sandbox_result {

@@ -61,10 +61,6 @@ static int on_init(int process_id, void *payload)
 {
     exec_state *st = payload;
     atomic_store(&st->pid, process_id);
-    /* Without -i the remote stdin is closed at once, as `kubectl exec` without -i (on a terminal
-     * closing stdin would close the terminal, so it stays open there). */
-    if (!st->interactive && !st->tty)
-        (void)asb_sandbox_write_stdin(st->sandbox, process_id, NULL, 0, 1);
     pthread_mutex_lock(&st->lock);
     st->init_done = true;
     pthread_cond_broadcast(&st->started);
@@ -260,6 +256,10 @@ int asb_exec(int argc, char **argv)
 
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.cancel = &st.cancel;
+    /* Without -i the remote stdin is closed at once, as `kubectl exec` without -i (on a terminal
+     * closing stdin would close the terminal, so it stays open there); libasb sends the close on
+     * the Start call's own connection. */
+    po.close_stdin = !interactive && !tty;
     if (tty) {
         po.pty = 1;
         (void)window_size(&po.pty_cols, &po.pty_rows);

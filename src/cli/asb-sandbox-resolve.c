@@ -92,10 +92,11 @@ int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
         free(text);
         return cli_print_sandbox_error(sn);
     }
-    free(text);
     int r = ASB_ECONFLICT;
+    /* From the object just read: resolution and open share one GET. */
     if (phase == ASB_SANDBOX_READY || phase == ASB_SANDBOX_FINISHED || phase == ASB_SANDBOX_PENDING)
-        r = asb_sandbox_open(ret, cl, cli_namespace(), sn, NULL);
+        r = asb_sandbox_open_object(ret, cl, cli_namespace(), text, NULL);
+    free(text);
     if (r == ASB_OK) {
         asb_free(why);
         return 0;

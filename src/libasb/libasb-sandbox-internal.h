@@ -64,10 +64,24 @@ void asbi_grpc_reader_done(asbi_grpc_reader *r);
  * by the caller. Other schemes and malformed URLs give ASB_EINVAL. */
 int asbi_router_url_split(const char *url, char **ret_host, char **ret_port);
 
+/* A second unary request a call may carry on its own connection (at most one): the message
+ * callback fills method/req/req_len and sets ready, and the request goes out as a new stream on
+ * the next turn of the call's loop (unless the call has ended by then). Its reply and status are
+ * read and dropped: it is for a best-effort step such as closing a started process's stdin. */
+typedef struct asbi_grpc_followup {
+    const char *method;
+    const uint8_t *req; /* unframed protobuf, the callback's */
+    size_t req_len;
+    int ready; /* set by the message callback */
+    int sent;  /* set once submitted */
+} asbi_grpc_followup;
+
 /* One gRPC call on a fresh connection to the sandbox's gRPC unix socket, or to the router over
- * TCP (h2c prior knowledge, X-Sandbox-* headers) in router mode: sends one request message (unframed
- * protobuf bytes), delivers every response message to cb, and maps the final status. Returns
- * ASB_OK, cb's non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT,
+ * TCP (h2c prior knowledge, X-Sandbox-* headers) in router mode: sends one request message
+ * (unframed protobuf bytes), delivers every response message to cb, and maps the final status.
+ * `follow` (may be NULL) is a follow-up request for the same connection (above). Returns ASB_OK,
+ * cb's non-zero value (the call is cancelled), ASB_ECANCELLED (*cancel), ASB_ETIMEOUT,
  * ASB_ECONNECT, ASB_EPROTOCOL or the mapped gRPC status (error set). */
 int asbi_grpc_call(const asb_sandbox *s, const char *method, const uint8_t *req, size_t req_len,
-                   long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload);
+                   long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb, void *payload,
+                   asbi_grpc_followup *follow);

@@ -75,14 +75,14 @@ static int config_init(config *c, const char *fn, const char *const *argv,
 /* Packs msg and runs the call. */
 static int call_packed(asb_sandbox *s, const char *method, const ProtobufCMessage *msg,
                        long timeout_ms, const volatile int *cancel, asbi_grpc_msg_cb cb,
-                       void *payload)
+                       void *payload, asbi_grpc_followup *follow)
 {
     size_t n = protobuf_c_message_get_packed_size(msg);
     uint8_t *bytes = malloc(n ? n : 1);
     if (!bytes)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     protobuf_c_message_pack(msg, bytes);
-    int r = asbi_grpc_call(s, method, bytes, n, timeout_ms, cancel, cb, payload);
+    int r = asbi_grpc_call(s, method, bytes, n, timeout_ms, cancel, cb, payload, follow);
     free(bytes);
     return r;
 }
@@ -145,7 +145,7 @@ ASB_PUBLIC int asb_sandbox_execute(asb_sandbox_result **out, asb_sandbox *s,
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
     r = call_packed(s, SERVICE "Execute", &req.base, o ? o->timeout_ms : 0, o ? o->cancel : NULL,
-                    on_execute_reply, res);
+                    on_execute_reply, res, NULL);
     config_done(&c);
     if (r == ASB_OK && !res->out_data)
         r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "Execute returned no response");
@@ -160,7 +160,27 @@ ASB_PUBLIC int asb_sandbox_execute(asb_sandbox_result **out, asb_sandbox *s,
 typedef struct start_state {
     const asb_sandbox_callbacks *cbs;
     int exit_code, exited;
+    asbi_grpc_followup *close_stdin; /* NULL unless opts->close_stdin */
+    uint8_t close_req[16];           /* WriteStdinRequest{process_id, eof: {}} */
 } start_state;
+
+/* Queues WriteStdin(process_id, eof) on the Start's own connection. */
+static void queue_close_stdin(start_state *st, int process_id)
+{
+    Process__V1__WriteStdinRequest req;
+    process__v1__write_stdin_request__init(&req);
+    Google__Protobuf__Empty empty = GOOGLE__PROTOBUF__EMPTY__INIT;
+    req.process_id = process_id;
+    req.payload_case = PROCESS__V1__WRITE_STDIN_REQUEST__PAYLOAD_EOF;
+    req.eof = &empty;
+    size_t n = protobuf_c_message_get_packed_size(&req.base);
+    if (n > sizeof(st->close_req))
+        return; /* cannot happen: a varint id and an empty message */
+    st->close_stdin->req_len = protobuf_c_message_pack(&req.base, st->close_req);
+    st->close_stdin->req = st->close_req;
+    st->close_stdin->method = SERVICE "WriteStdin";
+    st->close_stdin->ready = 1;
+}
 
 static int on_start_event(const uint8_t *msg, size_t len, void *payload)
 {
@@ -172,6 +192,8 @@ static int on_start_event(const uint8_t *msg, size_t len, void *payload)
     int r = 0;
     switch (m->event_case) {
     case PROCESS__V1__START_RESPONSE__EVENT_INIT:
+        if (st->close_stdin && m->init)
+            queue_close_stdin(st, m->init->process_id);
         if (cb && cb->init_cb)
             r = cb->init_cb(m->init ? m->init->process_id : 0, cb->payload);
         break;
@@ -219,9 +241,12 @@ ASB_PUBLIC int asb_sandbox_start(int *out_exit_code, asb_sandbox *s, const char 
         pty.rows = o->pty_rows;
         req.pty = &pty;
     }
+    asbi_grpc_followup close_stdin = {0};
     start_state st = {.cbs = cbs, .exit_code = -1};
+    if (o && o->version >= 2 && o->close_stdin)
+        st.close_stdin = &close_stdin;
     r = call_packed(s, SERVICE "Start", &req.base, o ? o->timeout_ms : 0, o ? o->cancel : NULL,
-                    on_start_event, &st);
+                    on_start_event, &st, st.close_stdin);
     config_done(&c);
     if (r == ASB_OK && !st.exited)
         r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "Start stream ended without an exit event");
@@ -243,13 +268,13 @@ ASB_PUBLIC int asb_sandbox_write_stdin(asb_sandbox *s, int process_id, const voi
         req.payload_case = PROCESS__V1__WRITE_STDIN_REQUEST__PAYLOAD_INPUT;
         req.input.data = (uint8_t *)data;
         req.input.len = len;
-        r = call_packed(s, SERVICE "WriteStdin", &req.base, 0, NULL, ignore_reply, NULL);
+        r = call_packed(s, SERVICE "WriteStdin", &req.base, 0, NULL, ignore_reply, NULL, NULL);
     }
     if (r == ASB_OK && eof) {
         Google__Protobuf__Empty empty = GOOGLE__PROTOBUF__EMPTY__INIT;
         req.payload_case = PROCESS__V1__WRITE_STDIN_REQUEST__PAYLOAD_EOF;
         req.eof = &empty;
-        r = call_packed(s, SERVICE "WriteStdin", &req.base, 0, NULL, ignore_reply, NULL);
+        r = call_packed(s, SERVICE "WriteStdin", &req.base, 0, NULL, ignore_reply, NULL, NULL);
     }
     return r;
 }
@@ -261,7 +286,7 @@ ASB_PUBLIC int asb_sandbox_signal(asb_sandbox *s, int process_id, int signal)
     Process__V1__SendSignalRequest req = PROCESS__V1__SEND_SIGNAL_REQUEST__INIT;
     req.process_id = process_id;
     req.signal = (Process__V1__Signal)signal;
-    return call_packed(s, SERVICE "SendSignal", &req.base, 0, NULL, ignore_reply, NULL);
+    return call_packed(s, SERVICE "SendSignal", &req.base, 0, NULL, ignore_reply, NULL, NULL);
 }
 
 ASB_PUBLIC int asb_sandbox_resize(asb_sandbox *s, int process_id, unsigned int cols,
@@ -273,5 +298,5 @@ ASB_PUBLIC int asb_sandbox_resize(asb_sandbox *s, int process_id, unsigned int c
     req.process_id = process_id;
     req.cols = cols;
     req.rows = rows;
-    return call_packed(s, SERVICE "ResizeTTY", &req.base, 0, NULL, ignore_reply, NULL);
+    return call_packed(s, SERVICE "ResizeTTY", &req.base, 0, NULL, ignore_reply, NULL, NULL);
 }

@@ -232,18 +232,11 @@ static bool ready_true_but_stale(const json_t *obj)
  * before its latest spec change (a claim just adopted it from a warm pool). */
 #define SANDBOX_OPEN_STALE_WAIT_MS 10000
 
-ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
-                                const char *name, const asb_sandbox_options *opts)
+/* asb_sandbox_open() on the parsed object (consumed). */
+static int open_object(asb_sandbox **out, asb_client *client, const char *ns, const char *name,
+                       json_t *obj, const asb_sandbox_options *opts)
 {
-    if (!out || !client || !name || !*name)
-        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_open: NULL out, client or name");
-    *out = NULL;
-    char *text = NULL;
-    int r = asb_object_get(&text, client, "Sandbox", ns, name);
-    if (r != ASB_OK)
-        return r;
-    json_t *obj = json_loads(text, 0, NULL);
-    asb_free(text);
+    int r;
     if (ready_true_but_stale(obj)) {
         /* A warm-adopted sandbox: its claim is Ready (the Sandbox's Ready condition, copied),
          * but the adoption bumped the Sandbox's generation. Wait for the controller to confirm
@@ -286,6 +279,46 @@ out:
     free(why);
     json_decref(obj);
     return r;
+}
+
+ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
+                                const char *name, const asb_sandbox_options *opts)
+{
+    if (!out || !client || !name || !*name)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_open: NULL out, client or name");
+    *out = NULL;
+    char *text = NULL;
+    int r = asb_object_get(&text, client, "Sandbox", ns, name);
+    if (r != ASB_OK)
+        return r;
+    json_t *obj = json_loads(text, 0, NULL);
+    asb_free(text);
+    return open_object(out, client, ns, name, obj, opts);
+}
+
+ASB_PUBLIC int asb_sandbox_open_object(asb_sandbox **out, asb_client *client, const char *ns,
+                                       const char *sandbox_json, const asb_sandbox_options *opts)
+{
+    if (!out || !client || !sandbox_json)
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_object: NULL out, client or object");
+    *out = NULL;
+    json_t *obj = json_loads(sandbox_json, 0, NULL);
+    if (!obj)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_open_object: not a JSON object");
+    const char *n = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (!n || !*n) {
+        json_decref(obj);
+        return asbi_error_set(ASB_EINVAL, 0, NULL,
+                              "asb_sandbox_open_object: the object has no metadata.name");
+    }
+    /* A copy: open_object may replace obj by a fresher read. */
+    _cleanup_free_ char *name = strdup(n);
+    if (!name) {
+        json_decref(obj);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    return open_object(out, client, ns, name, obj, opts);
 }
 
 ASB_PUBLIC void asb_sandbox_free(asb_sandbox *s)

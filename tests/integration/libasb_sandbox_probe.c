@@ -317,6 +317,17 @@ static int procs(asb_sandbox *s)
     const char *const stty[] = {"sh", "-c", "stty size; echo first; read x; stty size", NULL};
     run_stream(s, "pty", stty, &pty, resizer, 0);
     run_stream(s, "cancel", sleeper, NULL, NULL, 1);
+    /* close_stdin: the EOF goes out on the Start's connection; `read` sees it at once. */
+    asb_sandbox_process_options closed = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
+    closed.close_stdin = 1;
+    closed.timeout_ms = 10000;
+    const char *const reader[] = {"sh", "-c", "read x || echo eof", NULL};
+    run_stream(s, "closed", reader, &closed, NULL, 0);
+    /* Version-1 options have no close_stdin: the field is not read, stdin stays open. */
+    asb_sandbox_process_options v1 = closed;
+    v1.version = 1;
+    v1.timeout_ms = 500;
+    run_stream(s, "closed-v1", reader, &v1, NULL, 0);
 
     report("stdin-unknown", asb_sandbox_write_stdin(s, 999999, "x", 1, 0));
     report("signal-unknown", asb_sandbox_signal(s, 999999, SIGTERM));
@@ -362,6 +373,20 @@ static int byname(const char *name)
         asb_sandbox_result_free(res);
     }
     asb_sandbox_free(s);
+    s = NULL;
+    /* The same from an object already read. */
+    char *text = NULL;
+    if (asb_object_get(&text, c, "Sandbox", NULL, name) == ASB_OK) {
+        r = asb_sandbox_open_object(&s, c, NULL, text, NULL);
+        report("open-object", r);
+        if (r == ASB_OK)
+            printf("object-grpc %s\n", asb_sandbox_grpc_socket(s));
+        asb_sandbox_free(s);
+        s = NULL;
+        asb_free(text);
+    }
+    report("open-object-notjson", asb_sandbox_open_object(&s, c, NULL, "{not json", NULL));
+    report("open-object-noname", asb_sandbox_open_object(&s, c, NULL, "{\"metadata\":{}}", NULL));
     asb_client_free(c);
     return 0;
 }

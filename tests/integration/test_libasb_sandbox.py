@@ -143,6 +143,9 @@ def test_processes(probe, sockets):
     assert pty.startswith("pid>0:1 exit 0 exits 1"), pty
     assert "24 80" in pty and "40 100" in pty and pty.index("24 80") < pty.index("40 100"), pty
     assert r["cancel"][0] == 77 and "exits 0" in lines_starting(out, "cancel-result ")[0]
+    assert r["closed"][0] == 0, out
+    assert "closed-result pid>0:1 exit 0 exits 1 out [eof|] err []" in out
+    assert r["closed-v1"][0] == -14, out  # version 1: no close, `read` waits until the deadline
     for unknown in ("stdin-unknown", "signal-unknown", "resize-unknown"):
         assert r[unknown][0] == -4 and r[unknown][2][0] == "NOT_FOUND", out
         assert "process 999999 not found" in r[unknown][2][2]
@@ -163,6 +166,8 @@ def test_open_by_name(probe, start_asb, start_sandboxd, short_dir):
     env = cli_env(server)
     out = run_probe(probe, "-", "-", "byname", "nosuch", env=env)
     assert results(out)["open"][0] == -4, out
+    assert results(out)["open-object-notjson"][0] == -3, out
+    assert "no metadata.name" in results(out)["open-object-noname"][2][2], out
     # An image no runtime can pull: nothing but this test makes the Sandbox Ready.
     created = server.create_sandbox("byname", image="registry.invalid/none:latest")
     uid = created["metadata"]["uid"]
@@ -180,6 +185,7 @@ def test_open_by_name(probe, start_asb, start_sandboxd, short_dir):
         pytest.skip("the control plane's reconciler overrode the Ready condition")
     assert r["open"][0] == 0, out
     assert f"rest {run_dir}/rest.sock" in out and f"grpc {run_dir}/grpc.sock" in out
+    assert results(out)["open-object"][0] == 0 and f"object-grpc {run_dir}/grpc.sock" in out, out
     if r["execute"][0] == -13 and not os.path.exists(os.path.join(run_dir, "grpc.sock")):
         pytest.skip("the control plane's runtime removed the sandbox's run directory")
     assert r["execute"][0] == 0 and "out by-name" in out
