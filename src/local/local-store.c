@@ -20,6 +20,14 @@ struct local_store {
     size_t window, head, count; /* ring[head] is the oldest */
     bool shutting_down;
     uint64_t nudges; /* local_store_nudge calls: wake waiters without a change */
+    /* An open batch (local_store_batch_begin): its owner holds `lock` (recursive) until the
+     * batch ends; every write inside is a SAVEPOINT of the one transaction, and its events wait
+     * in `pending` until the COMMIT, so nobody sees a change that could still be rolled back. */
+    bool in_batch;
+    bool batch_failed;
+    uint64_t batch_rv; /* s->rv when the batch began */
+    store_event **pending;
+    size_t n_pending, pending_cap;
 };
 
 static const char schema[] =
@@ -60,7 +68,12 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
     local_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    pthread_mutex_init(&s->lock, NULL);
+    /* Recursive: the owner of a batch holds the lock across the calls it makes inside. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&s->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -107,6 +120,7 @@ local_store *local_store_free(local_store *s)
     for (size_t i = 0; i < s->count; i++)
         store_event_unref(s->ring[(s->head + i) % s->window]);
     free(s->ring);
+    store_events_free(s->pending, s->n_pending);
     if (s->db)
         sqlite3_close(s->db);
     pthread_cond_destroy(&s->changed);
@@ -228,27 +242,20 @@ out:
     return 0;
 }
 
-/* Publishes an event into the window and wakes watchers. Caller holds the lock; steals obj/old. */
-static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
-                           json_t *old)
+/* Drops every retained event: watchers cannot be told about a change, so they must relist.
+ * Caller holds the lock. */
+static void forget_window_locked(local_store *s)
 {
-    store_event *e = calloc(1, sizeof(*e));
-    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    if (!e || !js) {
-        /* Out of memory: watchers cannot be told about this change, so make them relist. */
-        free(e);
-        free(js);
-        json_decref(obj);
-        json_decref(old);
-        for (size_t i = 0; i < s->count; i++)
-            s->ring[(s->head + i) % s->window] =
-                store_event_unref(s->ring[(s->head + i) % s->window]);
-        s->head = s->count = 0;
-        s->compacted_rv = s->rv;
-        pthread_cond_broadcast(&s->changed);
-        return;
-    }
-    *e = (store_event){1, s->rv, type, k, obj, old, js};
+    for (size_t i = 0; i < s->count; i++)
+        s->ring[(s->head + i) % s->window] = store_event_unref(s->ring[(s->head + i) % s->window]);
+    s->head = s->count = 0;
+    s->compacted_rv = s->rv;
+    pthread_cond_broadcast(&s->changed);
+}
+
+/* Appends a made event to the window (steals it). Caller holds the lock. */
+static void ring_push_locked(local_store *s, store_event *e)
+{
     if (s->count == s->window) {
         store_event *gone = s->ring[s->head];
         s->compacted_rv = gone->rv;
@@ -258,6 +265,40 @@ static void publish_locked(local_store *s, store_event_type type, const api_kind
     }
     s->ring[(s->head + s->count) % s->window] = e;
     s->count++;
+}
+
+/* Publishes an event into the window and wakes watchers; inside a batch it waits for the
+ * batch's COMMIT. Caller holds the lock; steals obj/old. */
+static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
+                           json_t *old)
+{
+    store_event *e = calloc(1, sizeof(*e));
+    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (e && js && s->in_batch && s->n_pending == s->pending_cap) {
+        size_t cap = s->pending_cap ? 2 * s->pending_cap : 16;
+        store_event **v = realloc(s->pending, cap * sizeof(*v));
+        if (v) {
+            s->pending = v;
+            s->pending_cap = cap;
+        }
+    }
+    if (!e || !js || (s->in_batch && s->n_pending == s->pending_cap)) {
+        free(e);
+        free(js);
+        json_decref(obj);
+        json_decref(old);
+        if (s->in_batch)
+            s->batch_failed = true; /* its changes could not all be announced: roll back */
+        else
+            forget_window_locked(s);
+        return;
+    }
+    *e = (store_event){1, s->rv, type, k, obj, old, js};
+    if (s->in_batch) {
+        s->pending[s->n_pending++] = e;
+        return;
+    }
+    ring_push_locked(s, e);
     pthread_cond_broadcast(&s->changed);
 }
 
@@ -330,6 +371,28 @@ static int write_row(local_store *s, const api_kind *k, const char *ns, const ch
     return r;
 }
 
+/* One write's transaction: its own BEGIN IMMEDIATE ... COMMIT (one fsync), or inside a batch a
+ * SAVEPOINT of the batch's transaction, so a failed write undoes only itself. */
+static int txn_begin(local_store *s)
+{
+    return exec_simple(s, s->in_batch ? "SAVEPOINT store_write" : "BEGIN IMMEDIATE");
+}
+
+static int txn_commit(local_store *s)
+{
+    return exec_simple(s, s->in_batch ? "RELEASE store_write" : "COMMIT");
+}
+
+static void txn_rollback(local_store *s)
+{
+    if (s->in_batch) {
+        if (exec_simple(s, "ROLLBACK TO store_write") < 0 ||
+            exec_simple(s, "RELEASE store_write") < 0)
+            s->batch_failed = true;
+    } else
+        exec_simple(s, "ROLLBACK");
+}
+
 static int commit_rv(local_store *s, uint64_t rv)
 {
     sqlite3_stmt *st = NULL;
@@ -340,7 +403,7 @@ static int commit_rv(local_store *s, uint64_t rv)
     int r = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, "rv");
     sqlite3_finalize(st);
     if (r == 0)
-        r = exec_simple(s, "COMMIT");
+        r = txn_commit(s);
     return r;
 }
 
@@ -348,14 +411,14 @@ static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, c
                             json_t *obj, bool insert_only)
 {
     uint64_t rv = s->rv + 1;
-    int r = exec_simple(s, "BEGIN IMMEDIATE");
+    int r = txn_begin(s);
     if (r < 0)
         return r;
     r = write_row(s, k, ns, name, obj, insert_only, rv);
     if (r == 0)
         r = commit_rv(s, rv);
     if (r < 0) {
-        exec_simple(s, "ROLLBACK");
+        txn_rollback(s);
         return r;
     }
     s->rv = rv;
@@ -467,7 +530,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     uint64_t rv = s->rv;
     bool began = false;
     if (r >= 0) {
-        r = exec_simple(s, "BEGIN IMMEDIATE");
+        r = txn_begin(s);
         began = r == 0;
     }
     for (size_t i = 0; r >= 0 && i < n; i++) {
@@ -487,9 +550,9 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     if (r >= 0 && rv != s->rv)
         r = commit_rv(s, rv);
     else if (r >= 0 && began)
-        r = exec_simple(s, "COMMIT");
+        r = txn_commit(s);
     if (r < 0 && began)
-        exec_simple(s, "ROLLBACK");
+        txn_rollback(s);
     if (r >= 0) {
         uint64_t base = s->rv;
         for (size_t i = 0; i < n; i++) {
@@ -512,6 +575,47 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     free(olds);
     free(news);
     free(res);
+    return r;
+}
+
+int local_store_batch_begin(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->in_batch) { /* batches do not nest */
+        pthread_mutex_unlock(&s->lock);
+        return -EBUSY;
+    }
+    int r = exec_simple(s, "BEGIN IMMEDIATE");
+    if (r < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return r;
+    }
+    s->in_batch = true;
+    s->batch_failed = false;
+    s->batch_rv = s->rv;
+    return 0; /* the lock stays held until local_store_batch_end */
+}
+
+int local_store_batch_end(local_store *s)
+{
+    if (!s->in_batch)
+        return -EINVAL;
+    int r = s->batch_failed ? -EIO : exec_simple(s, "COMMIT");
+    s->in_batch = false;
+    if (r == 0) {
+        for (size_t i = 0; i < s->n_pending; i++)
+            ring_push_locked(s, s->pending[i]);
+        if (s->n_pending)
+            pthread_cond_broadcast(&s->changed);
+    } else {
+        exec_simple(s, "ROLLBACK");
+        store_events_free(s->pending, s->n_pending);
+        s->pending = NULL;
+        s->pending_cap = 0;
+        s->rv = s->batch_rv; /* nothing of the batch happened */
+    }
+    s->n_pending = 0;
+    pthread_mutex_unlock(&s->lock);
     return r;
 }
 
