@@ -267,8 +267,13 @@ static bool owned_by_uid(const json_t *obj, const char *uid)
     return false;
 }
 
-static void delete_sandbox(local_controller *c, const json_t *sb, const char *why)
+/* Returns true when it wrote (deleted or marked for its teardown). A sandbox whose teardown is
+ * already under way is left alone: every pass during a teardown used to mark it again and record
+ * another "Deleted" Event, one store commit per such sandbox per pass. */
+static bool delete_sandbox(local_controller *c, const json_t *sb, const char *why)
 {
+    if (reconcile_deleting(sb))
+        return false;
     patch_ctx p = {.remove = true};
     int r = apply(c, c->k_sb, sb, &p, NULL);
     if (r == 0) {
@@ -279,6 +284,7 @@ static void delete_sandbox(local_controller *c, const json_t *sb, const char *wh
     else if (r != -ENOENT && r != -ESTALE)
         log_warn("cannot delete sandbox", "sandbox", api_meta_string(sb, "name"), "error",
                  strerror(-r));
+    return r == 0;
 }
 
 static bool collect_garbage_batched(local_controller *c, pass *p)
@@ -287,10 +293,8 @@ static bool collect_garbage_batched(local_controller *c, pass *p)
     size_t i;
     json_t *sb;
     json_array_foreach (p->sandboxes, i, sb) {
-        if (orphaned(p, sb)) {
-            delete_sandbox(c, sb, "owner deleted");
-            changed = true;
-        }
+        if (orphaned(p, sb))
+            changed |= delete_sandbox(c, sb, "owner deleted");
     }
     /* Foreground deletion: the claim goes once its sandboxes are gone. */
     json_t *claim;
@@ -379,10 +383,8 @@ static bool reconcile_pools_batched(local_controller *c, pass *p)
             apply(c, c->k_sb, m, &pc, NULL);
             changed = true;
         }
-        json_array_foreach (out.remove, j, x) {
-            delete_sandbox(c, x, "warm pool");
-            changed = true;
-        }
+        json_array_foreach (out.remove, j, x)
+            changed |= delete_sandbox(c, x, "warm pool");
         json_array_foreach (out.create, j, x) {
             int r = create_object(c, c->k_sb, x);
             if (r < 0) {
