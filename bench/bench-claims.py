@@ -141,7 +141,7 @@ def burst_round(build, network, serialised=False):
                 out += run_client(state, "burst", "b", 1)
         else:
             out = run_client(state, "burst", "b", BURST)
-        lat = [int(l[0]) / 1000 for l in out]
+        lat = [int(l[2]) / 1000 for l in out]  # asb_claim_ready_usec: claim create -> Ready
         names = {l[1] for l in out}
         if len(names) != BURST:
             raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")

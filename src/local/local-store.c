@@ -47,6 +47,8 @@ struct local_store {
     uint64_t published_rv; /* the newest event in the window */
 };
 
+static void wait_durable_locked(local_store *s);
+
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;" /* the WAL is synced by the group commit (struct local_store) */
@@ -93,6 +95,14 @@ static int open_wal(local_store *s, const char *path)
                  "error", strerror(errno));
         return -errno;
     }
+    /* The WAL's directory entry, once (SQLite syncs it at its first WAL sync, which is ours). */
+    char *slash = strrchr(wal, '/');
+    if (slash)
+        *slash = '\0';
+    const char *dir_path = !slash ? "." : *wal ? wal : "/";
+    _cleanup_close_ int dir = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0)
+        (void)fsync(dir);
     return 0;
 }
 
@@ -174,6 +184,7 @@ local_store *local_store_free(local_store *s)
 uint64_t local_store_current_rv(local_store *s)
 {
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     uint64_t rv = s->rv;
     pthread_mutex_unlock(&s->lock);
     return rv;
@@ -238,6 +249,7 @@ int local_store_get(local_store *s, const api_kind *k, const char *ns, const cha
                     json_t **ret)
 {
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     int r = get_locked(s, k, ns, name, ret);
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -250,6 +262,7 @@ int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t *
     if (!items)
         return -ENOMEM;
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     sqlite3_stmt *st;
     int r = 0;
     if (sqlite3_prepare_v2(
@@ -390,6 +403,16 @@ static void make_durable(local_store *s, uint64_t seq)
         pthread_cond_broadcast(&s->synced);
     }
     publish_durable_locked(s);
+}
+
+/* Readers see durable state only: a read waits for the sync of the commits made before it (it
+ * never adds a sync of its own while a writer leads one), so nobody acts on a change that a power
+ * cut could still take back, and a reader never sees an object before its writer was told it
+ * exists. The batch owner reads its own writes. Caller holds the lock once. */
+static void wait_durable_locked(local_store *s)
+{
+    while (!s->in_batch && s->synced_seq < s->commit_seq)
+        make_durable(s, s->commit_seq);
 }
 
 /* The end of a public write: when it committed (the resourceVersion moved since rv_before) and is

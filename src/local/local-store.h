@@ -1,7 +1,12 @@
 /* The object store of `asb serve`: every object as JSON in SQLite (WAL), one global
  * resourceVersion counter, and an in-memory window of recent events for watches that wakes
- * waiters the moment a write commits. Thread-safe: one mutex serialises the SQLite connection and
- * the event window, so event order is commit order. */
+ * waiters the moment a write is durable. Thread-safe: one mutex serialises the SQLite connection
+ * and the event window, so event order is commit order. Writes are group-committed: a COMMIT
+ * does not sync under the mutex; the writer waits (mutex released) for one fdatasync of the WAL
+ * that covers its commit and those of every writer that committed meanwhile, so concurrent
+ * writers share syncs. A write returns, and its event reaches watchers, only once durable; a
+ * read (get, list, current_rv) waits for the sync of the commits before it, so nobody sees a
+ * change before it is durable. */
 #pragma once
 
 #include <stdbool.h>
