@@ -91,9 +91,10 @@ static int open_wal(local_store *s, const char *path)
         return -ENOMEM;
     s->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
     if (s->wal_fd < 0) {
-        log_warn("cannot open the store's WAL: every commit syncs on its own", "path", wal,
-                 "error", strerror(errno));
-        return -errno;
+        int e = errno;
+        log_warn("cannot open the store's WAL: every commit syncs on its own", "path", wal, "error",
+                 strerror(e));
+        return -e;
     }
     /* The WAL's directory entry, once (SQLite syncs it at its first WAL sync, which is ours). */
     char *slash = strrchr(wal, '/');
