@@ -1,6 +1,15 @@
 #!/usr/bin/python3
 """Claims: SandboxClaim create -> Ready (seen on a watch) from a warm pool kept full, next to a
 cold claim (pool of 0: a new runc sandbox) in the same run, and the warm pool's refill rate.
+
+Then the burst rows of issue 16, with `--network none` and with bridge networking: BENCH_BURST
+(50) concurrent claims (libasb, bench/claim-bench-client.c, one thread each) on a full pool of
+that size, claim -> Ready p50/p99, and the pool's refill rate (sandboxes/s from the burst's
+start until the pool is full again; the claims are closed right after Ready, so their teardowns
+run during the refill, as in a claim/close cycle). Each server is a fresh one. The baseline in
+the same run: with BENCH_BASELINE_BUILD=<dir holding another build's bin/> (e.g. main's), the
+same rows for that build, rounds alternated (BENCH_ROUNDS, 1); without it, the same pool with
+the claims made one at a time (serialised), on this build.
 Needs root and runc; prints a table with p50/p99 in milliseconds."""
 import json
 import glob
@@ -14,21 +23,29 @@ import time
 import requests
 
 import bench_cleanup
-from bench_libasb import pct
+from bench_libasb import build_libasb_client, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
 N = int(os.environ.get("BENCH_CLAIMS", "30"))
+BURST = int(os.environ.get("BENCH_BURST", "50"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+BASELINE = os.environ.get("BENCH_BASELINE_BUILD")
+CLIENT = os.path.join(BUILD, "bench", "claim-bench-client")
+TARGET_BURST_P99 = 50.0
+TARGET_REFILL = {"none": 30.0, "bridge": 15.0}
 POOL = int(os.environ.get("BENCH_POOL", "5"))
 EXT = "extensions.agents.x-k8s.io"
 
 
-def start_server(state):
+def start_server(state, build=BUILD, network=None):
     env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
-           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
+           "ASB_SANDBOXD": os.path.join(build, "bin", "sandboxd")}
+    if network:
+        env["ASB_NETWORK"] = network
     log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
+    proc = subprocess.Popen([os.path.join(build, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     for _ in range(500):
         if os.path.exists(os.path.join(state, "server")):
@@ -91,10 +108,92 @@ def wait_full(url, s, name, n, timeout=120):
     raise RuntimeError(f"pool {name} not full")
 
 
+def run_client(state, *args):
+    env = {**os.environ, "ASB_STATE_DIR": state, "BENCH_EXEC": "0"}
+    env.pop("ASB_SERVER", None)
+    env.pop("ASB_TOKEN", None)
+    out = subprocess.run([CLIENT, *map(str, args)], capture_output=True, text=True, env=env,
+                         timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
+    return [line.split() for line in out.stdout.splitlines()]
+
+
+def burst_round(build, network, serialised=False):
+    """A fresh server (build, network), a pool of BURST, BURST claims at once (or one at a time),
+    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s)."""
+    state = tempfile.mkdtemp(prefix="asb-bb-", dir="/tmp")
+    proc = None
+    try:
+        proc, url, s = start_server(state, build, network)
+        post(s, url, "sandboxtemplates", {
+            "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxTemplate", "metadata": {"name": "t"},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
+        post(s, url, "sandboxwarmpools", {
+            "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxWarmPool", "metadata": {"name": "b"},
+            "spec": {"replicas": BURST, "sandboxTemplateRef": {"name": "t"}}})
+        wait_full(url, s, "b", BURST, timeout=600)
+        time.sleep(1)  # the fill's last status writes and health checks settle
+        t0 = time.perf_counter()
+        if serialised:
+            out = []
+            for _ in range(BURST):
+                out += run_client(state, "burst", "b", 1)
+        else:
+            out = run_client(state, "burst", "b", BURST)
+        lat = [int(l[2]) / 1000 for l in out]  # asb_claim_ready_usec: claim create -> Ready
+        names = {l[1] for l in out}
+        if len(names) != BURST:
+            raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")
+        wait_full(url, s, "b", BURST, timeout=600)
+        refill = BURST / (time.perf_counter() - t0)
+        return lat, refill
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(60)
+        bench_cleanup.cleanup_state(state)
+
+
+def burst_rows():
+    """Issue 16's burst and refill rows for --network none and bridge, with their baseline."""
+    build_libasb_client("claim-bench-client.c", CLIENT, ("-ljansson", "-lpthread"))
+    nets = ["none", "bridge"] if shutil.which("nft") else ["none"]
+    base_name = "baseline build" if BASELINE else "baseline: claims serialised"
+    res = {}
+    for rnd in range(ROUNDS):
+        for net in nets:
+            for who in ("this build", base_name):
+                build = BASELINE if (who != "this build" and BASELINE) else BUILD
+                lat, refill = burst_round(build, net, serialised=(who != "this build" and not BASELINE))
+                r = res.setdefault((net, who), ([], []))
+                r[0].extend(lat)
+                r[1].append(refill)
+    print(f"\n{'burst of %d claims on a full pool of %d' % (BURST, BURST):44} {'network':>8} "
+          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9}  target")
+    for net in nets:
+        for who in ("this build", base_name):
+            lat, refills = res[(net, who)]
+            refill = sorted(refills)[len(refills) // 2]
+            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f}  "
+                  + (f"p99 < {TARGET_BURST_P99:.0f} ms, refill >= {TARGET_REFILL[net]:.0f}/s"
+                     if who == "this build" else ""))
+    if BASELINE:
+        print(f"baseline build: {BASELINE}; rounds alternated: {ROUNDS}")
+
+
 def main():
     if os.geteuid() != 0 or not os.path.exists(RUNC):
         print("skipped: needs root and runc")
         return 0
+    if os.environ.get("BENCH_BURST_ONLY") != "1":
+        single()
+    burst_rows()
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return 0
+
+
+def single():
     state = tempfile.mkdtemp(prefix="asb-bc-", dir="/tmp")
     proc, url, s = start_server(state)
     try:
@@ -121,7 +220,6 @@ def main():
         proc.terminate()
         proc.wait(30)
         bench_cleanup.cleanup_state(state)
-    return 0
 
 
 if __name__ == "__main__":

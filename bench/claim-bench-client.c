@@ -6,8 +6,10 @@
  *                                      (second column: claim -> Ready alone; third: the spawn
  *                                      floor, posix_spawn + waitpid of /bin/true, right after);
  *                                      close (untimed)
- *   claim-bench-client burst POOL N    N threads claim at once (each: claim -> first result);
- *                                      the claims are closed once all are timed
+ *   claim-bench-client burst POOL N    N threads claim at once (each: claim -> first result;
+ *                                      third column: claim -> Ready alone); the claims are
+ *                                      closed once all are timed
+ * BENCH_EXEC=0: no Execute, the time is claim -> Ready (what bench-claims.py measures).
  * BENCH_ROUTER=1: the claims' data plane goes through the router instead of the sockets.
  *   claim-bench-client cold N          baseline: Sandbox create -> Ready (watch) -> first
  *                                      Execute result (second column: create -> Ready alone;
@@ -111,6 +113,8 @@ static long long claim_once(asb_client *c, const char *pool, asb_claim **ret)
     int r = asb_claim_create(ret, c, NULL, pool, &o);
     if (r != ASB_OK)
         die("claim", r);
+    if (getenv("BENCH_EXEC") && strcmp(getenv("BENCH_EXEC"), "0") == 0)
+        return now_us() - t0;
     r = first_exec(asb_claim_sandbox(*ret));
     if (r != ASB_OK)
         die("execute", r);
@@ -173,7 +177,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++)
             pthread_join(t[i], NULL);
         for (int i = 0; i < n; i++) {
-            printf("%lld %s\n", a[i].us, asb_claim_sandbox_name(a[i].claim));
+            printf("%lld %s %lld\n", a[i].us, asb_claim_sandbox_name(a[i].claim),
+                   asb_claim_ready_usec(a[i].claim));
             asb_claim_close(a[i].claim, c);
             asb_client_free(a[i].client);
         }

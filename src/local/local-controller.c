@@ -164,6 +164,28 @@ static int apply(local_controller *c, const api_kind *k, const json_t *obj, patc
     return r;
 }
 
+/* One store transaction for the writes that follow (adoptions, a pool's creates, their Events):
+ * one fsync instead of one per write, and their watch events go out together the moment it
+ * commits. Without a batch (begin failed) the writes simply commit one by one. */
+static bool batch_begin(local_controller *c)
+{
+    int r = local_store_batch_begin(c->store);
+    if (r < 0)
+        log_warn("cannot batch store writes; writing one at a time", "error", strerror(-r));
+    return r == 0;
+}
+
+/* Returns false when the batch rolled back: none of its writes happened. */
+static bool batch_end(local_controller *c, bool began, const char *what)
+{
+    if (!began)
+        return true;
+    int r = local_store_batch_end(c->store);
+    if (r < 0)
+        log_warn("store batch rolled back", "writes", what, "error", strerror(-r));
+    return r == 0;
+}
+
 /* Server-set metadata as the API server does it (uid, creationTimestamp, generation, a name for
  * generateName), then create. */
 static int create_object(local_controller *c, const api_kind *k, json_t *obj)
@@ -245,8 +267,13 @@ static bool owned_by_uid(const json_t *obj, const char *uid)
     return false;
 }
 
-static void delete_sandbox(local_controller *c, const json_t *sb, const char *why)
+/* Returns true when it wrote (deleted or marked for its teardown). A sandbox whose teardown is
+ * already under way is left alone: every pass during a teardown used to mark it again and record
+ * another "Deleted" Event, one store commit per such sandbox per pass. */
+static bool delete_sandbox(local_controller *c, const json_t *sb, const char *why)
 {
+    if (reconcile_deleting(sb))
+        return false;
     patch_ctx p = {.remove = true};
     int r = apply(c, c->k_sb, sb, &p, NULL);
     if (r == 0) {
@@ -257,18 +284,17 @@ static void delete_sandbox(local_controller *c, const json_t *sb, const char *wh
     else if (r != -ENOENT && r != -ESTALE)
         log_warn("cannot delete sandbox", "sandbox", api_meta_string(sb, "name"), "error",
                  strerror(-r));
+    return r == 0;
 }
 
-static bool collect_garbage(local_controller *c, pass *p)
+static bool collect_garbage_batched(local_controller *c, pass *p)
 {
     bool changed = false;
     size_t i;
     json_t *sb;
     json_array_foreach (p->sandboxes, i, sb) {
-        if (orphaned(p, sb)) {
-            delete_sandbox(c, sb, "owner deleted");
-            changed = true;
-        }
+        if (orphaned(p, sb))
+            changed |= delete_sandbox(c, sb, "owner deleted");
     }
     /* Foreground deletion: the claim goes once its sandboxes are gone. */
     json_t *claim;
@@ -304,6 +330,14 @@ static bool collect_garbage(local_controller *c, pass *p)
     return changed;
 }
 
+static bool collect_garbage(local_controller *c, pass *p)
+{
+    bool began = batch_begin(c);
+    bool changed = collect_garbage_batched(c, p);
+    batch_end(c, began, "garbage collection");
+    return changed;
+}
+
 /* ---- templates and pools ---- */
 
 static void reconcile_templates(local_controller *c, pass *p)
@@ -321,7 +355,7 @@ static void reconcile_templates(local_controller *c, pass *p)
 }
 
 /* Returns true when it changed Sandboxes. */
-static bool reconcile_pools(local_controller *c, pass *p)
+static bool reconcile_pools_batched(local_controller *c, pass *p)
 {
     bool changed = false;
     size_t i;
@@ -349,10 +383,8 @@ static bool reconcile_pools(local_controller *c, pass *p)
             apply(c, c->k_sb, m, &pc, NULL);
             changed = true;
         }
-        json_array_foreach (out.remove, j, x) {
-            delete_sandbox(c, x, "warm pool");
-            changed = true;
-        }
+        json_array_foreach (out.remove, j, x)
+            changed |= delete_sandbox(c, x, "warm pool");
         json_array_foreach (out.create, j, x) {
             int r = create_object(c, c->k_sb, x);
             if (r < 0) {
@@ -375,6 +407,18 @@ static bool reconcile_pools(local_controller *c, pass *p)
         requeue(p, out.requeue);
         reconcile_pool_out_done(&out);
     }
+    return changed;
+}
+
+/* Every pool's creates, deletions and status in one transaction: a refill of N members is one
+ * fsync, not 2N + 1 (each create and its Event), and a claim that arrives meanwhile waits for
+ * one commit instead of all of them. */
+static bool reconcile_pools(local_controller *c, pass *p)
+{
+    bool began = batch_begin(c);
+    bool changed = reconcile_pools_batched(c, p);
+    if (!batch_end(c, began, "warm pools"))
+        changed = true; /* p->sandboxes may name creates that never happened: relist */
     return changed;
 }
 
@@ -548,7 +592,7 @@ static int cmp_claims(const void *a, const void *b)
 
 /* adopt_only: the first round, which only runs the claims whose plan is to adopt a member
  * (once each; a conflict waits for the second round); else every claim not adopted yet. */
-static void reconcile_claims(local_controller *c, pass *p, bool adopt_only)
+static void reconcile_claims_in(local_controller *c, pass *p, bool adopt_only)
 {
     size_t n = json_array_size(p->claims);
     json_t **v = calloc(n ? n : 1, sizeof(*v));
@@ -616,6 +660,23 @@ static void reconcile_claims(local_controller *c, pass *p, bool adopt_only)
         json_decref(claim);
     }
     free(v);
+}
+
+/* The adopting round runs as one batch: N claims that arrived together are adopted by one
+ * commit (one fsync) and their Ready events reach the watches together when it commits. */
+static void reconcile_claims(local_controller *c, pass *p, bool adopt_only)
+{
+    if (!adopt_only) {
+        reconcile_claims_in(c, p, false);
+        return;
+    }
+    bool began = batch_begin(c);
+    reconcile_claims_in(c, p, true);
+    if (!batch_end(c, began, "adoptions")) {
+        /* None of them happened: forget what the pass believed, the second round retries. */
+        json_object_clear(p->adopted);
+        relist(c, c->k_sb, &p->sandboxes);
+    }
 }
 
 static void pass_free(pass *p)

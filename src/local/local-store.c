@@ -1,10 +1,12 @@
 /* SQLite-backed object store with a watch event window. See local-store.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "local/local-store.h"
@@ -20,11 +22,36 @@ struct local_store {
     size_t window, head, count; /* ring[head] is the oldest */
     bool shutting_down;
     uint64_t nudges; /* local_store_nudge calls: wake waiters without a change */
+    /* An open batch (local_store_batch_begin): its owner holds `lock` (recursive) until the
+     * batch ends; every write inside is a SAVEPOINT of the one transaction, and its events wait
+     * in `pending` until the COMMIT, so nobody sees a change that could still be rolled back. */
+    bool in_batch;
+    bool batch_failed;
+    uint64_t batch_rv; /* s->rv when the batch began */
+    /* Group commit. A COMMIT writes the WAL without syncing it (synchronous=NORMAL); the writer
+     * then waits, with the lock released, until an fdatasync of the WAL covers its commit. One
+     * writer at a time syncs (the leader) and covers every commit made before it started, so N
+     * concurrent writers cost about two fsyncs instead of N serialised ones, and no writer
+     * returns (nor is its event published) before its commit is durable. wal_fd < 0: the
+     * fallback, synchronous=FULL, every COMMIT syncs itself. */
+    int wal_fd;
+    pthread_cond_t synced;
+    uint64_t commit_seq, synced_seq; /* commits made / known durable */
+    bool syncing;
+    /* Events of commits not yet durable (and of an open batch: seq 0), in commit order. */
+    struct pending_event {
+        store_event *e;
+        uint64_t seq;
+    } *pending;
+    size_t n_pending, pending_cap;
+    uint64_t published_rv; /* the newest event in the window */
 };
+
+static void wait_durable_locked(local_store *s);
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=FULL;"
+    "PRAGMA synchronous=NORMAL;" /* the WAL is synced by the group commit (struct local_store) */
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS objects(resource TEXT NOT NULL, namespace TEXT NOT NULL,"
     " name TEXT NOT NULL, rv INTEGER NOT NULL, data TEXT NOT NULL,"
@@ -55,17 +82,49 @@ void store_events_free(store_event **v, size_t n)
     free(v);
 }
 
+/* Our own descriptor of the WAL for the group commit's fdatasync (the same inode SQLite writes:
+ * it keeps the file, rewinding it after a checkpoint, until its connection closes). */
+static int open_wal(local_store *s, const char *path)
+{
+    _cleanup_free_ char *wal = NULL;
+    if (asprintf(&wal, "%s-wal", path) < 0)
+        return -ENOMEM;
+    s->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (s->wal_fd < 0) {
+        int e = errno;
+        log_warn("cannot open the store's WAL: every commit syncs on its own", "path", wal, "error",
+                 strerror(e));
+        return -e;
+    }
+    /* The WAL's directory entry, once (SQLite syncs it at its first WAL sync, which is ours). */
+    char *slash = strrchr(wal, '/');
+    if (slash)
+        *slash = '\0';
+    const char *dir_path = !slash ? "." : *wal ? wal : "/";
+    _cleanup_close_ int dir = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0)
+        (void)fsync(dir);
+    return 0;
+}
+
 int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error)
 {
     local_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    pthread_mutex_init(&s->lock, NULL);
+    /* Recursive: the owner of a batch holds the lock across the calls it makes inside. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&s->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->changed, &ca);
+    pthread_cond_init(&s->synced, NULL);
     pthread_condattr_destroy(&ca);
+    s->wal_fd = -1;
     s->window = window ? window : 1;
     s->ring = calloc(s->window, sizeof(*s->ring));
     if (!s->ring) {
@@ -88,6 +147,8 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
             sqlite3_finalize(st);
         }
     }
+    if (r == SQLITE_OK && open_wal(s, path) < 0)
+        r = sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, &err);
     if (r != SQLITE_OK) {
         if (asprintf(ret_error, "%s: %s", path, err ? err : sqlite3_errmsg(s->db)) < 0)
             *ret_error = NULL;
@@ -95,7 +156,7 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
         local_store_free(s);
         return -EIO;
     }
-    s->compacted_rv = s->rv;
+    s->compacted_rv = s->published_rv = s->rv;
     *ret = s;
     return 0;
 }
@@ -107,8 +168,14 @@ local_store *local_store_free(local_store *s)
     for (size_t i = 0; i < s->count; i++)
         store_event_unref(s->ring[(s->head + i) % s->window]);
     free(s->ring);
+    for (size_t i = 0; i < s->n_pending; i++)
+        store_event_unref(s->pending[i].e);
+    free(s->pending);
     if (s->db)
         sqlite3_close(s->db);
+    if (s->wal_fd >= 0)
+        close(s->wal_fd);
+    pthread_cond_destroy(&s->synced);
     pthread_cond_destroy(&s->changed);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -118,6 +185,7 @@ local_store *local_store_free(local_store *s)
 uint64_t local_store_current_rv(local_store *s)
 {
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     uint64_t rv = s->rv;
     pthread_mutex_unlock(&s->lock);
     return rv;
@@ -182,6 +250,7 @@ int local_store_get(local_store *s, const api_kind *k, const char *ns, const cha
                     json_t **ret)
 {
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     int r = get_locked(s, k, ns, name, ret);
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -194,6 +263,7 @@ int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t *
     if (!items)
         return -ENOMEM;
     pthread_mutex_lock(&s->lock);
+    wait_durable_locked(s);
     sqlite3_stmt *st;
     int r = 0;
     if (sqlite3_prepare_v2(
@@ -228,27 +298,22 @@ out:
     return 0;
 }
 
-/* Publishes an event into the window and wakes watchers. Caller holds the lock; steals obj/old. */
-static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
-                           json_t *old)
+/* Drops every retained event: watchers cannot be told about a change, so they must relist.
+ * Caller holds the lock. */
+static void forget_window_locked(local_store *s)
 {
-    store_event *e = calloc(1, sizeof(*e));
-    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    if (!e || !js) {
-        /* Out of memory: watchers cannot be told about this change, so make them relist. */
-        free(e);
-        free(js);
-        json_decref(obj);
-        json_decref(old);
-        for (size_t i = 0; i < s->count; i++)
-            s->ring[(s->head + i) % s->window] =
-                store_event_unref(s->ring[(s->head + i) % s->window]);
-        s->head = s->count = 0;
-        s->compacted_rv = s->rv;
-        pthread_cond_broadcast(&s->changed);
-        return;
-    }
-    *e = (store_event){1, s->rv, type, k, obj, old, js};
+    while (s->n_pending)
+        store_event_unref(s->pending[--s->n_pending].e);
+    for (size_t i = 0; i < s->count; i++)
+        s->ring[(s->head + i) % s->window] = store_event_unref(s->ring[(s->head + i) % s->window]);
+    s->head = s->count = 0;
+    s->compacted_rv = s->published_rv = s->rv;
+    pthread_cond_broadcast(&s->changed);
+}
+
+/* Appends a made event to the window (steals it). Caller holds the lock. */
+static void ring_push_locked(local_store *s, store_event *e)
+{
     if (s->count == s->window) {
         store_event *gone = s->ring[s->head];
         s->compacted_rv = gone->rv;
@@ -258,7 +323,105 @@ static void publish_locked(local_store *s, store_event_type type, const api_kind
     }
     s->ring[(s->head + s->count) % s->window] = e;
     s->count++;
+    s->published_rv = e->rv;
+}
+
+/* Queues the event of a write; it reaches the window (and the watchers) once the write's commit
+ * is durable (commit_done_locked, then make_durable). Caller holds the lock; steals obj/old. */
+static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
+                           json_t *old)
+{
+    store_event *e = calloc(1, sizeof(*e));
+    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (e && js && s->n_pending == s->pending_cap) {
+        size_t cap = s->pending_cap ? 2 * s->pending_cap : 16;
+        struct pending_event *v = realloc(s->pending, cap * sizeof(*v));
+        if (v) {
+            s->pending = v;
+            s->pending_cap = cap;
+        }
+    }
+    if (!e || !js || s->n_pending == s->pending_cap) {
+        free(e);
+        free(js);
+        json_decref(obj);
+        json_decref(old);
+        if (s->in_batch)
+            s->batch_failed = true; /* its changes could not all be announced: roll back */
+        else
+            forget_window_locked(s);
+        return;
+    }
+    *e = (store_event){1, s->rv, type, k, obj, old, js};
+    s->pending[s->n_pending++] = (struct pending_event){e, 0};
+}
+
+/* A COMMIT succeeded (outside a batch, or a batch's own): its events get its sequence number.
+ * Returns that number for make_durable. Caller holds the lock. */
+static uint64_t commit_done_locked(local_store *s)
+{
+    uint64_t seq = ++s->commit_seq;
+    for (size_t i = s->n_pending; i-- > 0 && s->pending[i].seq == 0;)
+        s->pending[i].seq = seq;
+    return seq;
+}
+
+/* Moves the events of durable commits into the window. Caller holds the lock. */
+static void publish_durable_locked(local_store *s)
+{
+    size_t i = 0;
+    while (i < s->n_pending && s->pending[i].seq && s->pending[i].seq <= s->synced_seq)
+        ring_push_locked(s, s->pending[i++].e);
+    if (i == 0)
+        return;
+    memmove(s->pending, s->pending + i, (s->n_pending - i) * sizeof(*s->pending));
+    s->n_pending -= i;
     pthread_cond_broadcast(&s->changed);
+}
+
+/* Returns once commit `seq` is durable, its events published. Caller holds the lock exactly once
+ * (it is released while waiting and while syncing). */
+static void make_durable(local_store *s, uint64_t seq)
+{
+    if (s->wal_fd < 0) /* synchronous=FULL: the COMMIT synced */
+        s->synced_seq = MAX(s->synced_seq, seq);
+    while (s->synced_seq < seq) {
+        if (s->syncing) {
+            pthread_cond_wait(&s->synced, &s->lock);
+            continue;
+        }
+        /* The leader: one fdatasync covers every commit made so far. */
+        uint64_t upto = s->commit_seq;
+        s->syncing = true;
+        pthread_mutex_unlock(&s->lock);
+        int r = fdatasync(s->wal_fd);
+        int e = errno;
+        pthread_mutex_lock(&s->lock);
+        if (r < 0) /* the commit stands in the database; say so, as SQLite's own sync would */
+            log_error("cannot sync the store's WAL", "error", strerror(e));
+        s->syncing = false;
+        s->synced_seq = MAX(s->synced_seq, upto);
+        pthread_cond_broadcast(&s->synced);
+    }
+    publish_durable_locked(s);
+}
+
+/* Readers see durable state only: a read waits for the sync of the commits made before it (it
+ * never adds a sync of its own while a writer leads one), so nobody acts on a change that a power
+ * cut could still take back, and a reader never sees an object before its writer was told it
+ * exists. The batch owner reads its own writes. Caller holds the lock once. */
+static void wait_durable_locked(local_store *s)
+{
+    while (!s->in_batch && s->synced_seq < s->commit_seq)
+        make_durable(s, s->commit_seq);
+}
+
+/* The end of a public write: when it committed (the resourceVersion moved since rv_before) and is
+ * not part of a batch, wait until it is durable and published. Caller holds the lock once. */
+static void settle_locked(local_store *s, uint64_t rv_before)
+{
+    if (!s->in_batch && s->rv != rv_before)
+        make_durable(s, commit_done_locked(s));
 }
 
 static int set_rv(json_t *obj, uint64_t rv)
@@ -330,6 +493,28 @@ static int write_row(local_store *s, const api_kind *k, const char *ns, const ch
     return r;
 }
 
+/* One write's transaction: its own BEGIN IMMEDIATE ... COMMIT (one fsync), or inside a batch a
+ * SAVEPOINT of the batch's transaction, so a failed write undoes only itself. */
+static int txn_begin(local_store *s)
+{
+    return exec_simple(s, s->in_batch ? "SAVEPOINT store_write" : "BEGIN IMMEDIATE");
+}
+
+static int txn_commit(local_store *s)
+{
+    return exec_simple(s, s->in_batch ? "RELEASE store_write" : "COMMIT");
+}
+
+static void txn_rollback(local_store *s)
+{
+    if (s->in_batch) {
+        if (exec_simple(s, "ROLLBACK TO store_write") < 0 ||
+            exec_simple(s, "RELEASE store_write") < 0)
+            s->batch_failed = true;
+    } else
+        exec_simple(s, "ROLLBACK");
+}
+
 static int commit_rv(local_store *s, uint64_t rv)
 {
     sqlite3_stmt *st = NULL;
@@ -340,7 +525,7 @@ static int commit_rv(local_store *s, uint64_t rv)
     int r = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, "rv");
     sqlite3_finalize(st);
     if (r == 0)
-        r = exec_simple(s, "COMMIT");
+        r = txn_commit(s);
     return r;
 }
 
@@ -348,14 +533,14 @@ static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, c
                             json_t *obj, bool insert_only)
 {
     uint64_t rv = s->rv + 1;
-    int r = exec_simple(s, "BEGIN IMMEDIATE");
+    int r = txn_begin(s);
     if (r < 0)
         return r;
     r = write_row(s, k, ns, name, obj, insert_only, rv);
     if (r == 0)
         r = commit_rv(s, rv);
     if (r < 0) {
-        exec_simple(s, "ROLLBACK");
+        txn_rollback(s);
         return r;
     }
     s->rv = rv;
@@ -369,11 +554,13 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj)
         return -EINVAL;
     json_t *copy = NULL;
     pthread_mutex_lock(&s->lock);
+    uint64_t rv_before = s->rv;
     int r = write_locked(s, k, ns, name, obj, true);
     if (r == 0) {
         copy = json_deep_copy(obj);
         publish_locked(s, STORE_ADDED, k, copy, NULL);
     }
+    settle_locked(s, rv_before);
     pthread_mutex_unlock(&s->lock);
     return r;
 }
@@ -382,6 +569,7 @@ int local_store_update(local_store *s, const api_kind *k, const char *ns, const 
                        store_update_fn fn, void *payload, json_t **ret)
 {
     pthread_mutex_lock(&s->lock);
+    uint64_t rv_before = s->rv;
     json_t *old = NULL, *new = NULL;
     int r = get_locked(s, k, ns, name, &old);
     if (r < 0)
@@ -418,6 +606,7 @@ int local_store_update(local_store *s, const api_kind *k, const char *ns, const 
     publish_locked(s, STORE_MODIFIED, k, copy, TAKE_PTR(old));
     *ret = TAKE_PTR(new);
 out:
+    settle_locked(s, rv_before);
     pthread_mutex_unlock(&s->lock);
     json_decref(old);
     json_decref(new);
@@ -428,6 +617,7 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
                        json_t **ret)
 {
     pthread_mutex_lock(&s->lock);
+    uint64_t rv_before = s->rv;
     json_t *old = NULL;
     int r = get_locked(s, k, ns, name, &old);
     if (r == 0)
@@ -442,6 +632,7 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
             json_decref(gone);
         }
     }
+    settle_locked(s, rv_before);
     pthread_mutex_unlock(&s->lock);
     json_decref(old);
     return r;
@@ -450,6 +641,7 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
 int local_store_update_many(local_store *s, store_op *ops, size_t n)
 {
     pthread_mutex_lock(&s->lock);
+    uint64_t rv_before = s->rv;
     json_t **olds = calloc(n ? n : 1, sizeof(*olds)), **news = calloc(n ? n : 1, sizeof(*news));
     int *res = calloc(n ? n : 1, sizeof(*res));
     int r = olds && news && res ? 0 : -ENOMEM;
@@ -467,7 +659,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     uint64_t rv = s->rv;
     bool began = false;
     if (r >= 0) {
-        r = exec_simple(s, "BEGIN IMMEDIATE");
+        r = txn_begin(s);
         began = r == 0;
     }
     for (size_t i = 0; r >= 0 && i < n; i++) {
@@ -487,9 +679,9 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     if (r >= 0 && rv != s->rv)
         r = commit_rv(s, rv);
     else if (r >= 0 && began)
-        r = exec_simple(s, "COMMIT");
+        r = txn_commit(s);
     if (r < 0 && began)
-        exec_simple(s, "ROLLBACK");
+        txn_rollback(s);
     if (r >= 0) {
         uint64_t base = s->rv;
         for (size_t i = 0; i < n; i++) {
@@ -504,6 +696,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
         }
         r = 0;
     }
+    settle_locked(s, rv_before);
     pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; olds && i < n; i++)
         json_decref(olds[i]);
@@ -512,6 +705,44 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     free(olds);
     free(news);
     free(res);
+    return r;
+}
+
+int local_store_batch_begin(local_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->in_batch) { /* batches do not nest */
+        pthread_mutex_unlock(&s->lock);
+        return -EBUSY;
+    }
+    int r = exec_simple(s, "BEGIN IMMEDIATE");
+    if (r < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return r;
+    }
+    s->in_batch = true;
+    s->batch_failed = false;
+    s->batch_rv = s->rv;
+    return 0; /* the lock stays held until local_store_batch_end */
+}
+
+int local_store_batch_end(local_store *s)
+{
+    if (!s->in_batch)
+        return -EINVAL;
+    int r = s->batch_failed ? -EIO : exec_simple(s, "COMMIT");
+    s->in_batch = false;
+    if (r == 0)
+        settle_locked(s, s->batch_rv);
+    else {
+        exec_simple(s, "ROLLBACK");
+        /* Drop the batch's own events (seq 0): the earlier ones belong to other writers'
+         * commits still waiting for their sync. */
+        while (s->n_pending && s->pending[s->n_pending - 1].seq == 0)
+            store_event_unref(s->pending[--s->n_pending].e);
+        s->rv = s->batch_rv; /* nothing of the batch happened */
+    }
+    pthread_mutex_unlock(&s->lock);
     return r;
 }
 
@@ -572,7 +803,7 @@ int local_store_wait_nudged(local_store *s, uint64_t after, usec_t deadline, uin
             r = -ESTALE;
             break;
         }
-        if (s->rv > after) {
+        if (s->published_rv > after) {
             r = collect_locked(s, after, ret);
             break;
         }

@@ -1,7 +1,12 @@
 /* The object store of `asb serve`: every object as JSON in SQLite (WAL), one global
  * resourceVersion counter, and an in-memory window of recent events for watches that wakes
- * waiters the moment a write commits. Thread-safe: one mutex serialises the SQLite connection and
- * the event window, so event order is commit order. */
+ * waiters the moment a write is durable. Thread-safe: one mutex serialises the SQLite connection
+ * and the event window, so event order is commit order. Writes are group-committed: a COMMIT
+ * does not sync under the mutex; the writer waits (mutex released) for one fdatasync of the WAL
+ * that covers its commit and those of every writer that committed meanwhile, so concurrent
+ * writers share syncs. A write returns, and its event reaches watchers, only once durable; a
+ * read (get, list, current_rv) waits for the sync of the commits before it, so nobody sees a
+ * change before it is durable. */
 #pragma once
 
 #include <stdbool.h>
@@ -73,6 +78,19 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n);
 /* *ret: the deleted object with the deletion's resourceVersion (owned). */
 int local_store_delete(local_store *s, const api_kind *k, const char *ns, const char *name,
                        json_t **ret);
+
+/* A batch: every write this thread makes between begin and end (create, update, update_many,
+ * delete) joins ONE transaction, so N writes cost one COMMIT and one fsync instead of N. Each
+ * write still succeeds or fails on its own (a SAVEPOINT), and still gets its own
+ * resourceVersion and event; the events are published together at the COMMIT, so no watcher
+ * sees a change before it is durable. The calling thread holds the store lock from begin to end:
+ * other threads' reads and writes wait, so keep a batch to a few dozen writes and never wait
+ * (local_store_wait) inside one. Batches do not nest (-EBUSY).
+ * local_store_batch_end commits and publishes; on failure (-EIO) nothing of the batch happened,
+ * no event is published and the resourceVersion counter is as it was before begin (objects the
+ * caller passed may still carry the resourceVersion they were given). */
+int local_store_batch_begin(local_store *s);
+int local_store_batch_end(local_store *s);
 
 /* Watch support. Fails with -ESTALE when events after `after` are no longer retained;
  * *ret_oldest then says the oldest resourceVersion a watch may start from. */
