@@ -23,6 +23,7 @@ import time
 import requests
 
 import bench_cleanup
+from bench_issue16 import row
 from bench_libasb import build_libasb_client, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,6 +181,17 @@ def burst_rows():
                      if who == "this build" else ""))
     if BASELINE:
         print(f"baseline build: {BASELINE}; rounds alternated: {ROUNDS}")
+    for net in nets:
+        lat, refills = res[(net, "this build")]
+        blat, brefills = res[(net, base_name)]
+        refill = sorted(refills)[len(refills) // 2]
+        brefill = sorted(brefills)[len(brefills) // 2]
+        if net == "none":
+            row("burst-50", f"p50 {pct(lat, 50):.1f} / p99 {pct(lat, 99):.1f} ms",
+                f"{base_name}: p50 {pct(blat, 50):.1f} / p99 {pct(blat, 99):.1f} ms",
+                ok=pct(lat, 99) < TARGET_BURST_P99)
+        row(f"refill-{net}", f"{refill:.1f} sandboxes/s", f"{base_name}: {brefill:.1f}/s",
+            ok=refill >= TARGET_REFILL[net])
 
 
 def main():
