@@ -365,6 +365,8 @@ static enum MHD_Result handle_create(api_request *rq)
             return reply_failure(rq->conn, inv);
         }
         api_errors_clear(&errs);
+        if ((st = apiserver_snapshot_admit_create(rq, obj)))
+            return reply_failure(rq->conn, st);
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
@@ -693,6 +695,9 @@ static enum MHD_Result handle_delete(api_request *rq)
     int dry = dry_run(rq, &dret);
     if (dry < 0)
         return dret;
+    json_t *refused = apiserver_snapshot_admit_delete(rq);
+    if (refused)
+        return reply_failure(rq->conn, refused);
     update_ctx u = {.rq = rq, .dry_run = dry};
     if (rq->body_len > 0) {
         json_t *st = NULL;
