@@ -205,3 +205,33 @@ def test_warm_pool_and_claim_from_snapshot(start_sbx, sbx_state):
     sb = get_sandbox(asb, c["status"]["sandbox"]["name"])
     got = os.path.join(workspace(sbx_state, sb), "venv", "installed")
     assert open(got).read() == "after a long pip install"
+
+
+def test_cli_snapshot_and_fork(start_sbx, sbx_state):
+    from asb_cli import ok, run
+    asb = start_sbx()
+    src = create(asb, "work")
+    wait_ready(asb, "work")
+    with open(os.path.join(workspace(sbx_state, src), "state.txt"), "w") as f:
+        f.write("prepared")
+    snap = ok(asb, "snapshot", "create", "work", "--name", "cp1", "--wait").strip()
+    assert snap == "cp1"
+    assert ready_condition(get_snapshot(asb, "cp1"))["status"] == "True"
+    table = ok(asb, "snapshot", "ls")
+    assert "cp1" in table and "work" in table and "True" in table
+    names = ok(asb, "fork", "work", "--count", "3", "--name", "try", timeout=120).split()
+    assert names == ["try-1", "try-2", "try-3"]
+    for n in names:
+        sb = get_sandbox(asb, n)
+        assert sb["spec"]["podTemplate"]["spec"]["containers"][0]["image"].startswith("snapshot:work-snap-")
+        assert open(os.path.join(workspace(sbx_state, sb), "state.txt")).read() == "prepared"
+    # From an existing snapshot, generated name; a bad one fails clearly.
+    (one,) = ok(asb, "fork", "--from-snapshot", "cp1", timeout=60).split()
+    assert one.startswith("cp1-fork-")
+    p = run(asb, "fork", "ghost")
+    assert p.returncode != 0 and "ghost" in p.stderr and not p.stdout
+    p = run(asb, "snapshot", "create", "ghost")
+    assert p.returncode != 0 and "Not found" in p.stderr
+    assert ok(asb, "snapshot", "rm", "cp1") == 'sandboxsnapshot.extensions.agents.x-k8s.io "cp1" deleted\n'
+    p = run(asb, "snapshot", "rm", "cp1")
+    assert p.returncode != 0 and "not found" in p.stderr
