@@ -1,5 +1,6 @@
 /* Capture of directory trees into a manifest and store objects (local-snapshot-tree.h). */
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -142,6 +143,14 @@ static int extents_json(json_t *e, const uint64_t *v, size_t n)
     return 0;
 }
 
+static bool same_inode(const json_t *h, const struct stat *st)
+{
+    const json_t *ct = json_object_get(h, "ctime");
+    return json_integer_value(json_object_get(h, "ino")) == (json_int_t)st->st_ino &&
+           json_integer_value(json_array_get(ct, 0)) == (json_int_t)st->st_ctim.tv_sec &&
+           json_integer_value(json_array_get(ct, 1)) == (json_int_t)st->st_ctim.tv_nsec;
+}
+
 /* The hint's entry for path when the inode is unchanged; borrowed. */
 static const json_t *unchanged(capture *c, const char *path, const struct stat *st)
 {
@@ -163,9 +172,7 @@ static const json_t *unchanged(capture *c, const char *path, const struct stat *
 static int capture_file(capture *c, int dir_fd, const char *name, const char *path,
                         const struct stat *st, json_t *e)
 {
-    if (json_object_set_new(e, "size", json_integer((json_int_t)st->st_size)) < 0 ||
-        json_object_set_new(e, "ino", json_integer((json_int_t)st->st_ino)) < 0 ||
-        json_object_set_new(e, "ctime", time_json(&st->st_ctim)) < 0)
+    if (json_object_set_new(e, "size", json_integer((json_int_t)st->st_size)) < 0)
         return -ENOMEM;
     const json_t *h = unchanged(c, path, st);
     if (h) {
@@ -304,8 +311,17 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         json_object_set_new(e, "mtime", time_json(&st.st_mtim)) < 0 ||
         json_object_set_new(e, "atime", time_json(&st.st_atim)) < 0)
         return -ENOMEM;
-    int k = capture_xattrs(dir_fd, name, e);
-    if (k < 0)
+    if (json_object_set_new(e, "ino", json_integer((json_int_t)st.st_ino)) < 0 ||
+        json_object_set_new(e, "ctime", time_json(&st.st_ctim)) < 0)
+        return -ENOMEM;
+    /* Setting an xattr changes ctime: an inode whose ctime is unchanged keeps the xattrs the
+     * hint recorded, without asking the filesystem again (the frozen pass stays short). */
+    const json_t *h = json_object_get(c->hint, path), *hx = json_object_get(h, "xattrs");
+    int k = 0;
+    if (h && same_inode(h, &st)) {
+        if (hx && json_object_set_new(e, "xattrs", json_deep_copy(hx)) < 0)
+            return -ENOMEM;
+    } else if ((k = capture_xattrs(dir_fd, name, e)) < 0)
         return failed(c, k, path, "cannot read the xattrs of");
     if (S_ISLNK(st.st_mode)) {
         _cleanup_free_ char *t = malloc((size_t)st.st_size + 1);

@@ -23,21 +23,14 @@
 
 struct snap_store {
     char *dir;
-    int objects_fd, tmp_fd, manifests_fd; /* O_PATH-free directory fds */
+    int objects_fd, tmp_fd, manifests_fd; /* directory fds */
+    /* Kept from one object to the next: a compression context and 256 KiB buffers made per
+     * file would cost more than compressing a small file (page faults of fresh mappings). */
+    ZSTD_CCtx *cctx;
+    ZSTD_DCtx *dctx;
+    EVP_MD_CTX *md;
+    char *in, *out;
 };
-
-static void evp_freep(EVP_MD_CTX **p)
-{
-    EVP_MD_CTX_free(*p);
-}
-static void cctx_freep(ZSTD_CCtx **p)
-{
-    ZSTD_freeCCtx(*p);
-}
-static void dctx_freep(ZSTD_DCtx **p)
-{
-    ZSTD_freeDCtx(*p);
-}
 
 snap_store *snap_store_free(snap_store *s)
 {
@@ -49,6 +42,11 @@ snap_store *snap_store_free(snap_store *s)
         close(s->tmp_fd);
     if (s->manifests_fd >= 0)
         close(s->manifests_fd);
+    ZSTD_freeCCtx(s->cctx);
+    ZSTD_freeDCtx(s->dctx);
+    EVP_MD_CTX_free(s->md);
+    free(s->in);
+    free(s->out);
     free(s->dir);
     free(s);
     return NULL;
@@ -75,7 +73,12 @@ int snap_store_open(const char *dir, snap_store **ret)
     if (!s)
         return -ENOMEM;
     s->objects_fd = s->tmp_fd = s->manifests_fd = -1;
-    int k = (s->dir = strdup(dir)) ? 0 : -ENOMEM;
+    s->cctx = ZSTD_createCCtx();
+    s->dctx = ZSTD_createDCtx();
+    s->md = EVP_MD_CTX_new();
+    s->in = malloc(IO_CHUNK);
+    s->out = malloc(IO_CHUNK);
+    int k = (s->dir = strdup(dir)) && s->cctx && s->dctx && s->md && s->in && s->out ? 0 : -ENOMEM;
     if (k == 0)
         k = open_dir(dir, "objects", &s->objects_fd);
     if (k == 0)
@@ -150,13 +153,12 @@ static int tmp_create(snap_store *s, char **ret_name)
 }
 
 /* Compresses in[0, n) (end: finish the frame) into fd. */
-static int compress_chunk(ZSTD_CCtx *cctx, int fd, const void *in, size_t n, int end,
+static int compress_chunk(ZSTD_CCtx *cctx, char *out, int fd, const void *in, size_t n, int end,
                           uint64_t *stored)
 {
-    static __thread char out[IO_CHUNK];
     ZSTD_inBuffer ib = {in, n, 0};
     for (;;) {
-        ZSTD_outBuffer ob = {out, sizeof(out), 0};
+        ZSTD_outBuffer ob = {out, IO_CHUNK, 0};
         size_t left = ZSTD_compressStream2(cctx, &ob, &ib, end ? ZSTD_e_end : ZSTD_e_continue);
         if (ZSTD_isError(left))
             return -EIO;
@@ -180,11 +182,13 @@ static int object_path(const char *hex, char path[SNAP_HASH_HEX + 4])
 int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uint64_t len,
                    char ret_hex[SNAP_HASH_HEX + 1], uint64_t *ret_stored)
 {
-    _cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-    _cleanup_(cctx_freep) ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    _cleanup_free_ char *tmp = NULL, *in = malloc(IO_CHUNK);
-    if (!md || !cctx || !in || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+    EVP_MD_CTX *md = s->md;
+    ZSTD_CCtx *cctx = s->cctx;
+    char *in = s->in;
+    _cleanup_free_ char *tmp = NULL;
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
         return -ENOMEM;
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
     _cleanup_close_ int out = tmp_create(s, &tmp);
     if (out < 0)
@@ -208,7 +212,7 @@ int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uin
             if (EVP_DigestUpdate(md, in, (size_t)r) != 1)
                 k = -ENOMEM;
             else
-                k = compress_chunk(cctx, out, in, (size_t)r, 0, &stored);
+                k = compress_chunk(cctx, s->out, out, in, (size_t)r, 0, &stored);
             off += (uint64_t)r;
             left -= (uint64_t)r;
             total += (uint64_t)r;
@@ -217,7 +221,7 @@ int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uin
     if (k == 0 && total != len)
         k = -EIO;
     if (k == 0)
-        k = compress_chunk(cctx, out, NULL, 0, 1, &stored);
+        k = compress_chunk(cctx, s->out, out, NULL, 0, 1, &stored);
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned dlen = 0;
     if (k == 0 && EVP_DigestFinal_ex(md, digest, &dlen) != 1)
@@ -297,11 +301,12 @@ int snap_store_get(snap_store *s, const char *hex, int fd, const uint64_t *exten
     _cleanup_close_ int in = openat(s->objects_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (in < 0)
         return errno == ENOENT ? -ENOENT : -errno;
-    _cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-    _cleanup_(dctx_freep) ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    _cleanup_free_ char *ib = malloc(IO_CHUNK), *obuf = malloc(IO_CHUNK);
-    if (!md || !dctx || !ib || !obuf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+    EVP_MD_CTX *md = s->md;
+    ZSTD_DCtx *dctx = s->dctx;
+    char *ib = s->in, *obuf = s->out;
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
         return -ENOMEM;
+    ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
     uint64_t whole[2] = {0, len};
     if (!extents) {
         extents = whole;
