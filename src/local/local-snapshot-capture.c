@@ -22,10 +22,10 @@ typedef struct capture {
     snap_store *store;
     const snap_capture_options *o;
     snap_stats *stats;
-    json_t *entries;   /* of the root being captured */
-    json_t *inodes;    /* "dev:ino" -> first path, for hard links */
-    json_t *hint;      /* path -> entry of the hint's root of the same name (borrowed) */
-    dev_t dev;         /* the root's filesystem */
+    json_t *entries; /* of the root being captured */
+    json_t *inodes;  /* "dev:ino" -> first path, for hard links */
+    json_t *hint;    /* path -> entry of the hint's root of the same name (borrowed) */
+    dev_t dev;       /* the root's filesystem */
     char **ret_error;
 } capture;
 
@@ -137,8 +137,8 @@ static int extents_json(json_t *e, const uint64_t *v, size_t n)
     if (!a || json_object_set_new(e, "extents", a) < 0)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        if (json_array_append_new(a, json_pack("[I,I]", (json_int_t)v[2 * i],
-                                               (json_int_t)v[2 * i + 1])) < 0)
+        if (json_array_append_new(
+                a, json_pack("[I,I]", (json_int_t)v[2 * i], (json_int_t)v[2 * i + 1])) < 0)
             return -ENOMEM;
     return 0;
 }
@@ -185,7 +185,8 @@ static int capture_file(capture *c, int dir_fd, const char *name, const char *pa
             size_t i;
             const json_t *x;
             data = 0;
-            json_array_foreach(ext, i, x) data += (uint64_t)json_integer_value(json_array_get(x, 1));
+            json_array_foreach (ext, i, x)
+                data += (uint64_t)json_integer_value(json_array_get(x, 1));
         }
         c->stats->bytes += data;
         return 0;
@@ -261,8 +262,8 @@ static int walk_dir(capture *c, int fd, const char *path)
     if (k == 0)
         qsort(names, n, sizeof(*names), compare_names); /* a manifest does not depend on order */
     for (size_t i = 0; k == 0 && i < n; i++) {
-        _cleanup_free_ char *child = *path ? strdup_printf("%s/%s", path, names[i])
-                                           : strdup(names[i]);
+        _cleanup_free_ char *child =
+            *path ? strdup_printf("%s/%s", path, names[i]) : strdup(names[i]);
         k = child ? walk(c, dirfd(d), names[i], child) : -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
@@ -297,8 +298,11 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         if (json_object_set_new(c->inodes, key, json_string(path)) < 0)
             return -ENOMEM;
     }
-    const char *type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file"
-                       : S_ISLNK(st.st_mode) ? "symlink" : S_ISFIFO(st.st_mode) ? "fifo" : NULL;
+    const char *type = S_ISDIR(st.st_mode)    ? "dir"
+                       : S_ISREG(st.st_mode)  ? "file"
+                       : S_ISLNK(st.st_mode)  ? "symlink"
+                       : S_ISFIFO(st.st_mode) ? "fifo"
+                                              : NULL;
     if (!type) { /* sockets and devices: nothing a restore could make useful */
         json_array_remove(c->entries, json_array_size(c->entries) - 1);
         c->stats->entries--;
@@ -350,16 +354,14 @@ static int hint_index(const json_t *hint, const char *name, json_t **ret)
     *ret = NULL;
     const json_t *r, *e;
     size_t i, j;
-    json_array_foreach(json_object_get(hint, "roots"), i, r)
-    {
+    json_array_foreach (json_object_get(hint, "roots"), i, r) {
         if (!json_is_string(json_object_get(r, "name")) ||
             strcmp(json_string_value(json_object_get(r, "name")), name) != 0)
             continue;
         json_t *idx = json_object();
         if (!idx)
             return -ENOMEM;
-        json_array_foreach(json_object_get(r, "entries"), j, e)
-        {
+        json_array_foreach (json_object_get(r, "entries"), j, e) {
             const char *p = json_string_value(json_object_get(e, "path"));
             if (p && json_object_set(idx, p, (json_t *)e) < 0) {
                 json_decref(idx);
@@ -372,15 +374,14 @@ static int hint_index(const json_t *hint, const char *name, json_t **ret)
 }
 
 int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
-                 const snap_capture_options *o, json_t **ret, snap_stats *stats,
-                 char **ret_error)
+                 const snap_capture_options *o, json_t **ret, snap_stats *stats, char **ret_error)
 {
     snap_stats local = {0};
     if (!stats)
         stats = &local;
     uint64_t entries0 = stats->entries, bytes0 = stats->bytes;
-    _cleanup_(json_decrefp) json_t *m = json_pack("{s:i,s:[]}", "version", SNAP_MANIFEST_VERSION,
-                                                  "roots");
+    _cleanup_(json_decrefp) json_t *m =
+        json_pack("{s:i,s:[]}", "version", SNAP_MANIFEST_VERSION, "roots");
     if (!m)
         return -ENOMEM;
     for (size_t i = 0; i < n_roots; i++) {
@@ -394,15 +395,21 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
         _cleanup_(json_decrefp) json_t *inodes = json_object(), *hint = NULL;
         json_t *entries = json_array();
         if (!inodes || !entries ||
-            json_array_append_new(json_object_get(m, "roots"),
-                                  json_pack("{s:s,s:o}", "name", roots[i].name, "entries",
-                                            entries)) < 0)
+            json_array_append_new(
+                json_object_get(m, "roots"),
+                json_pack("{s:s,s:o}", "name", roots[i].name, "entries", entries)) < 0)
             return -ENOMEM;
         int k = hint_index(o->hint, roots[i].name, &hint);
         if (k < 0)
             return k;
-        capture c = {.store = s, .o = o, .stats = stats, .entries = entries, .inodes = inodes,
-                     .hint = hint, .dev = st.st_dev, .ret_error = ret_error};
+        capture c = {.store = s,
+                     .o = o,
+                     .stats = stats,
+                     .entries = entries,
+                     .inodes = inodes,
+                     .hint = hint,
+                     .dev = st.st_dev,
+                     .ret_error = ret_error};
         if ((k = walk(&c, fd, ".", "")) < 0)
             return k;
     }

@@ -431,9 +431,8 @@ static int mark_live(const json_t *manifest, json_t *live)
 {
     const json_t *root, *e;
     size_t i, j;
-    json_array_foreach(json_object_get(manifest, "roots"), i, root)
-        json_array_foreach(json_object_get(root, "entries"), j, e)
-        {
+    json_array_foreach (json_object_get(manifest, "roots"), i, root)
+        json_array_foreach (json_object_get(root, "entries"), j, e) {
             const char *h = json_string_value(json_object_get(e, "object"));
             if (h && json_object_set_new(live, h, json_true()) < 0)
                 return -ENOMEM;
