@@ -174,6 +174,10 @@ def test_bad_input_and_nothing_lost(start_sbx, sbx_state):
     r = asb.delete(asb.path(EXT, "sandboxsnapshots", name="s"))
     assert r.status_code == 409 and r.json()["reason"] == "Conflict", r.text
     assert "SandboxTemplate \"from-snap\"" in r.json()["message"]
+    # Nor does a collection delete take it (it deletes what it may: here nothing).
+    r = asb.delete(asb.path(EXT, "sandboxsnapshots"))
+    assert r.status_code == 200 and r.json()["items"] == [], r.text
+    assert asb.get(asb.path(EXT, "sandboxsnapshots", name="s")).status_code == 200
     assert asb.delete(asb.path(EXT, "sandboxtemplates", name="from-snap")).status_code == 200
     store = os.path.join(sbx_state, "snapshots")
     uid = get_snapshot(asb, "s")["metadata"]["uid"]
