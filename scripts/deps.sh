@@ -16,6 +16,8 @@ PACKAGES=(
   protobuf-compiler libprotobuf-dev
   libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libarchive-dev
   libhttp-parser-dev libnftables-dev
+  # snapshots (local-snapshot-store.c): zstd compression, SHA-256 object names
+  libzstd-dev libssl-dev
   # runtime: OCI runtime and image unpacker, networking, process tools
   runc umoci iproute2 nftables procps util-linux curl openssl ca-certificates
   # ephemeral storage of local sandboxes: mke2fs makes their ext4 images (local-scratch.c)

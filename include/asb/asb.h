@@ -10,5 +10,6 @@
 #include "asb/sandbox.h"
 #include "asb/handle.h"
 #include "asb/claim.h"
+#include "asb/snapshot.h"
 
 #endif

@@ -16,6 +16,8 @@ extern const api_field api_warmpool_spec[], api_warmpool_status[];
 extern const api_column api_warmpool_columns[];
 extern const api_field api_claim_spec[], api_claim_status[];
 extern const api_column api_claim_columns[];
+extern const api_field api_snapshot_spec[], api_snapshot_status[];
+extern const api_column api_snapshot_columns[];
 
 extern const api_field api_pod_template_props[];     /* metadata (labels, annotations), spec */
 extern const api_field api_volume_claim_template[];  /* one item of volumeClaimTemplates */

@@ -25,6 +25,7 @@
 #include "local/local-controller.h"
 #include "local/local-limits.h"
 #include "local/local-reconcile.h"
+#include "local/local-snapshot.h"
 #include "local/local-store.h"
 #include "router/router.h"
 #include "shared/log.h"
@@ -605,6 +606,19 @@ int asb_serve(int argc, char **argv)
         local_store_free(store);
         return 1;
     }
+    /* SandboxSnapshots: capture, and the garbage of deleted ones (docs/snapshots.md). */
+    local_snapshotter *snapper = NULL;
+    local_snapshotter_options so = {.store = store, .state_dir = dir, .idmap = idmap};
+    r = local_snapshotter_start(&so, &snapper);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: cannot start the snapshotter: %s\n", strerror(-r));
+        local_store_shutdown(store);
+        local_controller_stop(ctl);
+        local_reconciler_stop(rec);
+        local_apiserver_stop(srv);
+        local_store_free(store);
+        return 1;
+    }
     /* The data-plane router: sandboxes resolved through this API, resumed on demand. */
     router *rt = NULL;
     _cleanup_free_ char *router_url = NULL;
@@ -639,7 +653,8 @@ int asb_serve(int argc, char **argv)
                 res->free(res);
             router_stop(rt);
             local_store_shutdown(store);
-            local_controller_stop(ctl);
+            local_snapshotter_stop(snapper);
+        local_controller_stop(ctl);
             local_reconciler_stop(rec);
             local_apiserver_stop(srv);
             local_store_free(store);
@@ -653,6 +668,7 @@ int asb_serve(int argc, char **argv)
         fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir, strerror(-r));
         router_stop(rt);
         local_store_shutdown(store);
+        local_snapshotter_stop(snapper);
         local_controller_stop(ctl);
         local_reconciler_stop(rec);
         local_apiserver_stop(srv);
@@ -671,6 +687,7 @@ int asb_serve(int argc, char **argv)
     (void)remove_url_files(dir);
     router_stop(rt);
     local_store_shutdown(store);
+    local_snapshotter_stop(snapper);
     local_controller_stop(ctl);
     local_reconciler_stop(rec);
     local_apiserver_stop(srv);

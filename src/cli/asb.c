@@ -20,6 +20,8 @@ static const struct verb {
     {"wait", asb_wait, "Wait for a condition on an object (or its deletion)"},
     {"claim", asb_claim_main, "Claim a sandbox from a warm pool (prints the sandbox name)"},
     {"release", asb_release, "Release (delete) sandbox claims"},
+    {"snapshot", asb_snapshot_main, "Snapshot a sandbox's files (create), list (ls), delete (rm)"},
+    {"fork", asb_fork_main, "Snapshot a sandbox and start copies of it (prints their names)"},
     {"extend", asb_extend, "Move the shutdown time of a claim or sandbox to now + DURATION"},
     {"exec", asb_exec, "Run a command in a sandbox (-i stdin, -t terminal)"},
     {"cp", asb_cp, "Copy a file into or out of a sandbox (NAME:PATH)"},

@@ -21,6 +21,8 @@ int asb_logs(int argc, char **argv);
 int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
 int asb_extend(int argc, char **argv);
+int asb_snapshot_main(int argc, char **argv);
+int asb_fork_main(int argc, char **argv);
 int asb_mcp(int argc, char **argv);
 int asb_describe(int argc, char **argv);
 int asb_version_main(int argc, char **argv);

@@ -13,6 +13,9 @@ static const asb_kind kinds[] = {
     {"SandboxTemplate", "sandboxtemplates", "sandboxtemplate", EXT, "v1beta1", EXT "/v1beta1"},
     {"SandboxWarmPool", "sandboxwarmpools", "sandboxwarmpool", EXT, "v1beta1", EXT "/v1beta1"},
     {"SandboxClaim", "sandboxclaims", "sandboxclaim", EXT, "v1beta1", EXT "/v1beta1"},
+    /* Found by name, not counted by asb_kind_count() either: our extension (docs/snapshots.md),
+     * not one of upstream's four. */
+    {"SandboxSnapshot", "sandboxsnapshots", "sandboxsnapshot", EXT, "v1beta1", EXT "/v1beta1"},
     /* Found by name, but not one of the agents.x-k8s.io kinds asb_kind_count() counts: the
      * Events the controllers record (read-only). */
     {"Event", "events", "event", "events.k8s.io", "v1", "events.k8s.io/v1"},
@@ -25,6 +28,7 @@ static const char *const aliases[][4] = {
     {"template", "templates", NULL},
     {"warmpool", "warmpools", "swp", NULL},
     {"claim", "claims", NULL},
+    {"snapshot", "snapshots", "ssnap", NULL},
     {"ev", NULL},
 };
 

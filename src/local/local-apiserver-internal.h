@@ -55,6 +55,12 @@ enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const
 const char *query(struct MHD_Connection *c, const char *key);
 bool query_bool(struct MHD_Connection *c, const char *key);
 
+/* SandboxSnapshot admission (local-apiserver-snapshot.c): NULL to go on, else the Status to
+ * answer (owned): creating one for a missing Sandbox (Invalid), deleting one still needed
+ * (Conflict). Other kinds: NULL. */
+json_t *apiserver_snapshot_admit_create(api_request *rq, const json_t *obj);
+json_t *apiserver_snapshot_admit_delete(api_request *rq);
+
 enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
                                     size_t nseg);
 enum MHD_Result apiserver_watch(api_request *rq);

@@ -365,6 +365,8 @@ static enum MHD_Result handle_create(api_request *rq)
             return reply_failure(rq->conn, inv);
         }
         api_errors_clear(&errs);
+        if ((st = apiserver_snapshot_admit_create(rq, obj)))
+            return reply_failure(rq->conn, st);
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
@@ -693,6 +695,9 @@ static enum MHD_Result handle_delete(api_request *rq)
     int dry = dry_run(rq, &dret);
     if (dry < 0)
         return dret;
+    json_t *refused = apiserver_snapshot_admit_delete(rq);
+    if (refused)
+        return reply_failure(rq->conn, refused);
     update_ctx u = {.rq = rq, .dry_run = dry};
     if (rq->body_len > 0) {
         json_t *st = NULL;
@@ -928,6 +933,11 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
         one.ns = api_meta_string(o, "namespace");
         one.name = api_meta_string(o, "name");
         update_ctx u = {.rq = &one};
+        json_t *refused = apiserver_snapshot_admit_delete(&one);
+        if (refused) { /* a snapshot still needed stays, as an item failing a check does */
+            json_decref(refused);
+            continue;
+        }
         if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
             0)
             json_array_append_new(deleted, gone);

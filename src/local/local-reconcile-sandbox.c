@@ -26,6 +26,7 @@
 #include "local/local-events.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
+#include "local/local-snapshot.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -365,6 +366,28 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
     return 0;
 }
 
+/* Seeds the new sandbox's workspace and volumes from a snapshot, once: sandboxes/<uid>/seeded
+ * records it (the snapshot's uid and its base image, which a snapshot of this sandbox records as
+ * its source image), so that a restart keeps what the sandbox changed since. */
+static int seed_once(local_reconciler *r, const char *uid, const char *snap_uid,
+                     const char *base_image, const char *workspace, const char *vols,
+                     uint32_t ns_start, rec_failure *f)
+{
+    _cleanup_free_ char *marker = path_of(r, "sandboxes", uid, LOCAL_SNAPSHOT_SEEDED),
+                        *content = NULL, *msg = NULL;
+    if (!marker || asprintf(&content, "%s\n%s\n", snap_uid, base_image ? base_image : "host") < 0)
+        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+    if (access(marker, F_OK) == 0)
+        return 0;
+    int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, &msg);
+    if (k == 0)
+        k = fs_write_file(marker, content, 0644);
+    if (k < 0)
+        return fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",
+                    msg ? msg : strerror(-k));
+    return 0;
+}
+
 /* What stops any container of this asb serve, before its runtime class is looked at. */
 static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
 {
@@ -416,9 +439,23 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     int k = preconditions(r, sb, f);
     if (k < 0)
         return k;
-    _cleanup_free_ char *rootfs = NULL;
+    _cleanup_free_ char *rootfs = NULL, *snap_uid = NULL, *snap_image = NULL;
     _cleanup_(json_decrefp) json_t *image = NULL;
     const char *image_ref = json_string_value(json_object_get(ctr, "image"));
+    /* snapshot:NAME: the snapshot's source image is the root filesystem; its files seed the
+     * workspace and volumes below. */
+    if (image_ref && strncmp(image_ref, LOCAL_SNAPSHOT_IMAGE_PREFIX,
+                             strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) == 0) {
+        const char *reason = NULL;
+        k = local_snapshot_resolve(r->store, api_meta_string(sb, "namespace"),
+                                   image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX), &snap_uid,
+                                   &snap_image, &reason, &f->message);
+        if (k < 0) {
+            f->reason = reason;
+            return k;
+        }
+        image_ref = snap_image;
+    }
     bool unpack = image_ref && strncmp(image_ref, "oci:", 4) == 0;
     usec_t unpack_start = now_usec(CLOCK_MONOTONIC);
     /* An OCI image is unpacked (once; later starts reuse it): say so, as kubelet says Pulling. */
@@ -495,6 +532,12 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         local_bundle_volumes_free(vv, nvv, vnames);
         return fail(f, "ReconcilerError", k, "Error seen: cannot create the volume directories: %s",
                     strerror(-k));
+    }
+
+    if (snap_uid && (k = seed_once(r, uid, snap_uid, snap_image, sc.workspace, vols, ns_start,
+                                   f)) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return k;
     }
 
     /* A container command: sandboxd runs it as the main process; its output goes through a

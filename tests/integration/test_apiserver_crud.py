@@ -47,8 +47,9 @@ def test_discovery(asb):
     assert rl["kind"] == "APIResourceList" and rl["groupVersion"] == f"{EXT}/{V}"
     res = {r["name"]: r for r in rl["resources"]}
     assert set(res) == {"sandboxtemplates", "sandboxwarmpools", "sandboxwarmpools/status", "sandboxwarmpools/scale",
-                        "sandboxclaims", "sandboxclaims/status"}
+                        "sandboxclaims", "sandboxclaims/status", "sandboxsnapshots", "sandboxsnapshots/status"}
     assert res["sandboxwarmpools"]["kind"] == "SandboxWarmPool"
+    assert res["sandboxsnapshots"]["kind"] == "SandboxSnapshot" and res["sandboxsnapshots"]["namespaced"]
     assert res["sandboxwarmpools"]["shortNames"] == ["swp"]
     assert res["sandboxclaims"]["namespaced"] is True
     assert "watch" in res["sandboxclaims"]["verbs"]

@@ -48,7 +48,8 @@ def test_generator_marks_only_kubernetes_types():
     marked = json.loads(subprocess.run([GEN, "--k8s-refs"], check=True, capture_output=True, text=True).stdout)
     assert sorted(plain) == sorted(marked) == [
         "agents.x-k8s.io_sandboxes", "extensions.agents.x-k8s.io_sandboxclaims",
-        "extensions.agents.x-k8s.io_sandboxtemplates", "extensions.agents.x-k8s.io_sandboxwarmpools"]
+        "extensions.agents.x-k8s.io_sandboxsnapshots", "extensions.agents.x-k8s.io_sandboxtemplates",
+        "extensions.agents.x-k8s.io_sandboxwarmpools"]
     assert "x-asb-k8s-type" not in json.dumps(plain)
     spec = marked["extensions.agents.x-k8s.io_sandboxtemplates"]["spec"]["versions"][0]["schema"][
         "openAPIV3Schema"]["properties"]["spec"]["properties"]

@@ -1,0 +1,154 @@
+/* Starting a Sandbox from a SandboxSnapshot (local-snapshot.h): resolving `snapshot:NAME`,
+ * seeding the new sandbox's directories, and what keeps a snapshot from being deleted. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "basic/buf.h"
+#include "basic/macro.h"
+#include "local/local-fs.h"
+#include "local/local-snapshot-manifest.h"
+#include "local/local-snapshot-store.h"
+#include "local/local-snapshot-tree.h"
+#include "local/local-snapshot.h"
+#include "reconcile/reconcile.h"
+
+int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
+                           char **ret_image, const char **ret_reason, char **ret_message)
+{
+    const api_kind *k = api_kind_by_plural(API_GROUP_EXT, "sandboxsnapshots");
+    _cleanup_(json_decrefp) json_t *snap = NULL;
+    int r = local_store_get(store, k, ns, name, &snap);
+    if (r < 0 || reconcile_deleting(snap)) {
+        *ret_reason = "SnapshotNotFound";
+        *ret_message =
+            strdup_printf("SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
+        return r < 0 ? r : -ENOENT;
+    }
+    const json_t *ready = reconcile_condition(snap, "Ready");
+    if (!json_is_string(json_object_get(ready, "status")) ||
+        strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0) {
+        *ret_reason = "SnapshotNotReady";
+        *ret_message = strdup_printf("SandboxSnapshot \"%s\" is not Ready: %s", name,
+                                     json_string_value(json_object_get(ready, "message"))
+                                         ?: "not captured yet");
+        return -EAGAIN;
+    }
+    const char *img = json_string_value(
+        json_object_get(json_object_get(json_object_get(snap, "status"), "source"), "image"));
+    *ret_uid = strdup(api_meta_string(snap, "uid"));
+    *ret_image = img ? strdup(img) : NULL;
+    if (!*ret_uid || (img && !*ret_image)) {
+        free(*ret_uid);
+        *ret_uid = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Removes what dir holds, keeping dir. */
+static void empty_dir(const char *dir)
+{
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, e->d_name);
+        if (p)
+            fs_rm_rf(p);
+    }
+}
+
+int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
+                        const char *volumes_dir, uint32_t id_base, char **ret_message)
+{
+    _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir), *err = NULL;
+    if (!dir)
+        return -ENOMEM;
+    snap_store *s = NULL;
+    _cleanup_(json_decrefp) json_t *m = NULL;
+    int k = snap_store_open(dir, &s);
+    if (k == 0 && (k = snap_store_load_manifest(s, snapshot_uid, &m)) == 0)
+        k = snap_manifest_check(m, &err);
+    const json_t *root;
+    size_t i;
+    json_array_foreach (k == 0 ? json_object_get(m, "roots") : NULL, i, root) {
+        const char *name = json_string_value(json_object_get(root, "name"));
+        _cleanup_free_ char *dest =
+            strcmp(name, SNAP_ROOT_WORKSPACE) == 0
+                ? strdup(workspace)
+                : strdup_printf("%s/%s", volumes_dir, name + strlen(SNAP_ROOT_VOLUME_PREFIX));
+        if (!dest) {
+            k = -ENOMEM;
+            break;
+        }
+        /* A volume the new sandbox does not declare: nothing to put it in. */
+        if (access(dest, F_OK) < 0)
+            continue;
+        if ((k = snap_restore(s, m, name, dest, id_base, &err)) < 0)
+            break;
+    }
+    snap_store_free(s);
+    if (k < 0) {
+        empty_dir(workspace);
+        json_array_foreach (json_object_get(m, "roots"), i, root) {
+            const char *name = json_string_value(json_object_get(root, "name"));
+            _cleanup_free_ char *dest = name && strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0
+                                            ? strdup_printf("%s/%s", volumes_dir, name + 7)
+                                            : NULL;
+            if (dest)
+                empty_dir(dest);
+        }
+        *ret_message =
+            strdup_printf("cannot restore snapshot %s: %s", snapshot_uid, err ? err : strerror(-k));
+    }
+    return k;
+}
+
+static bool uses(const json_t *pod_template, const char *image)
+{
+    const json_t *c;
+    size_t i;
+    json_array_foreach (json_object_get(json_object_get(pod_template, "spec"), "containers"), i,
+                        c) {
+        const char *img = json_string_value(json_object_get(c, "image"));
+        if (img && strcmp(img, image) == 0)
+            return true;
+    }
+    return false;
+}
+
+char *local_snapshot_in_use(local_store *store, const char *ns, const char *name)
+{
+    _cleanup_free_ char *image = strdup_printf(LOCAL_SNAPSHOT_IMAGE_PREFIX "%s", name);
+    const api_kind *kt = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates"),
+                   *ks = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
+    _cleanup_(json_decrefp) json_t *tpls = NULL, *sbs = NULL;
+    uint64_t rv;
+    if (!image)
+        return NULL;
+    const json_t *it;
+    size_t i;
+    if (local_store_list(store, kt, ns, &tpls, &rv) == 0)
+        json_array_foreach (tpls, i, it)
+            if (uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+                return strdup_printf("SandboxSnapshot \"%s\" is the image of SandboxTemplate "
+                                     "\"%s\": change or delete the template first",
+                                     name, api_meta_string(it, "name"));
+    /* A Sandbox that has been Ready was seeded already: it no longer needs the snapshot. */
+    if (local_store_list(store, ks, ns, &sbs, &rv) == 0)
+        json_array_foreach (sbs, i, it)
+            if (!reconcile_deleting(it) && !reconcile_sandbox_ready(it) &&
+                uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+                return strdup_printf("SandboxSnapshot \"%s\" is the image of Sandbox \"%s\", which "
+                                     "has not started from it yet: wait until it is Ready, or "
+                                     "delete it first",
+                                     name, api_meta_string(it, "name"));
+    return NULL;
+}
