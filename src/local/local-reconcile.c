@@ -1016,6 +1016,17 @@ static void run_due_timers(local_reconciler *r, bool *pending)
     }
 }
 
+/* What the workers and watchers announced with a nudge, and the timers that came due. */
+static void run_announced(local_reconciler *r, bool *pending)
+{
+    bool p = false;
+    run_starts_done(r, &p);
+    run_pid_exits(r, &p);
+    run_main_exits(r, &p);
+    run_due_timers(r, &p);
+    *pending = p || *pending;
+}
+
 static void *reconcile_thread(void *arg)
 {
     local_reconciler *r = arg;
@@ -1031,12 +1042,7 @@ static void *reconcile_thread(void *arg)
         if (n == -ESHUTDOWN)
             break;
         if (n == 0 && now_usec(CLOCK_MONOTONIC) < wake) {
-            bool p = false;
-            run_starts_done(r, &p);
-            run_pid_exits(r, &p);
-            run_main_exits(r, &p);
-            run_due_timers(r, &p);
-            pending = p || pending;
+            run_announced(r, &pending);
             continue;
         }
         if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= wake)) {
@@ -1046,12 +1052,7 @@ static void *reconcile_thread(void *arg)
                 next_resync = now_usec(CLOCK_MONOTONIC) + r->resync_interval;
             /* A nudge that came with the deadline was consumed by the wait: collect what it
              * announced (a finished start would otherwise wait for the next one). */
-            bool p = false;
-            run_starts_done(r, &p);
-            run_pid_exits(r, &p);
-            run_main_exits(r, &p);
-            run_due_timers(r, &p);
-            pending = p || pending;
+            run_announced(r, &pending);
             continue;
         }
         if (n < 0) {
@@ -1063,11 +1064,8 @@ static void *reconcile_thread(void *arg)
             rv = MAX(rv, evs[i]->rv);
             handle_event(r, evs[i], &p);
         }
-        run_starts_done(r, &p);
-        run_pid_exits(r, &p);
-        run_main_exits(r, &p);
-        run_due_timers(r, &p);
         pending = p || pending;
+        run_announced(r, &pending);
         store_events_free(evs, (size_t)n);
         if (now_usec(CLOCK_MONOTONIC) >= next_resync) { /* a steady stream of writes */
             rv = MAX(rv, resync(r, &pending, true));
