@@ -8,7 +8,8 @@
  *                                      the claims are closed once all are timed
  * BENCH_ROUTER=1: the claims' data plane goes through the router instead of the sockets.
  *   claim-bench-client cold N          baseline: Sandbox create -> Ready (watch) -> first
- *                                      Execute result; then delete it (untimed) */
+ *                                      Execute result (second column: create -> Ready
+ *                                      alone); then delete it (untimed) */
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <pthread.h>
@@ -178,12 +179,13 @@ int main(int argc, char **argv)
             if ((r = asb_object_wait_condition(NULL, c, "Sandbox", NULL, name, "Ready", NULL,
                                                &wo)) != ASB_OK)
                 die("wait", r);
+            long long ready = now_us() - t0;
             asb_sandbox *s = NULL;
             if ((r = asb_sandbox_open(&s, c, NULL, name, NULL)) != ASB_OK)
                 die("open", r);
             if ((r = first_exec(s)) != ASB_OK)
                 die("execute", r);
-            printf("%lld\n", now_us() - t0);
+            printf("%lld %lld\n", now_us() - t0, ready);
             fflush(stdout);
             asb_sandbox_free(s);
             asb_object_delete(NULL, c, "Sandbox", NULL, name);
