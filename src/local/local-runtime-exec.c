@@ -108,9 +108,12 @@ int local_runtime_exec_fd(const char *binary)
             images = v;
             int m = sealed_copy(src, st.st_size);
             if (m >= 0) {
-                images[n_images++] = (exec_image){
-                    .path = TAKE_PTR(path), .dev = st.st_dev, .ino = st.st_ino,
-                    .size = st.st_size, .mtime = st.st_mtim, .fd = m};
+                images[n_images++] = (exec_image){.path = TAKE_PTR(path),
+                                                  .dev = st.st_dev,
+                                                  .ino = st.st_ino,
+                                                  .size = st.st_size,
+                                                  .mtime = st.st_mtim,
+                                                  .fd = m};
                 fd = m;
             }
         }
