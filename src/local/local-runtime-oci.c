@@ -7,9 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,73 +53,37 @@ static char *read_all(int fd)
     return buf_steal(&out, NULL);
 }
 
-/* What the spawned child does before exec (spawn_child). */
-typedef struct spawn_args {
-    char *const *argv;
-    int exec_fd, null_fd, out_fd;
-    int fds[4]; /* become 3..6 when >= 0 */
-} spawn_args;
-
-/* The child of spawn: it shares asb serve's memory (CLONE_VM) on a stack of its own, with every
- * signal blocked, until it execs. No sanitizer instrumentation: its stack frames would poison
- * shadow memory of a stack that is unmapped afterwards. */
-__attribute__((no_sanitize_address)) static int spawn_child(void *payload)
-{
-    const spawn_args *a = payload;
-    /* A handler would run on shared memory: caught signals go back to their default first. */
-    for (int sig = 1; sig < _NSIG; sig++) {
-        struct sigaction sa;
-        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
-            ((sa.sa_flags & SA_SIGINFO) || (sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)))
-            signal(sig, SIG_DFL);
-    }
-    signal(SIGPIPE, SIG_DFL);
-    umask(022);
-    if (dup2(a->null_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->out_fd, 2) < 0)
-        _exit(127);
-    for (int i = 0; i < 4; i++)
-        if (a->fds[i] >= 0 && dup2(a->fds[i], 3 + i) < 0)
-            _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (a->exec_fd >= 0)
-        syscall(SYS_execveat, a->exec_fd, "", a->argv, environ, AT_EMPTY_PATH);
-    execvp(a->argv[0], a->argv);
-    _exit(127);
-}
-
-#define SPAWN_STACK_SIZE (256 * 1024)
-
 /* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3..fd6 (if >= 0) as 3..6.
  * exec_fd >= 0: the image to exec (local-runtime-exec.h), argv[0] only when that fails.
- * Not posix_spawn because the child needs umask 022: runc creates missing mount points in the
- * rootfs with it, and asb serve's own umask (077) would make them untraversable for the
- * sandbox user. Not fork: copying asb serve's page tables for every runc call was a quarter of
- * its CPU in a burst of deletions; clone(CLONE_VM | CLONE_VFORK) shares them, as posix_spawn
- * does, and suspends only the calling thread until the child has exec'd. */
+ * fork+exec rather than posix_spawn because the child needs umask 022: runc creates missing mount
+ * points in the rootfs with it, and asb serve's own umask (077) would make them untraversable
+ * for the sandbox user. Only async-signal-safe calls happen between fork and exec. (A child
+ * sharing asb serve's memory, clone(CLONE_VM | CLONE_VFORK), would save copying the page tables
+ * but may not call anything that takes a lock another thread holds, sanitizer interceptors
+ * included; a netpol test of the ASan build hung with it: docs/performance.md.) */
 static int spawn(char *const argv[], int exec_fd, int out_fd, int fd3, int fd4, int fd5, int fd6,
                  pid_t *ret_pid)
 {
-    _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0)
-        return -errno;
-    spawn_args a = {.argv = argv, .exec_fd = exec_fd, .null_fd = null, .out_fd = out_fd,
-                    .fds = {fd3, fd4, fd5, fd6}};
-    void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED)
-        return -errno;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = clone(spawn_child, (char *)stack + SPAWN_STACK_SIZE,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-    int err = errno;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    munmap(stack, SPAWN_STACK_SIZE);
+    pid_t pid = fork();
     if (pid < 0)
-        return -err;
+        return -errno;
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        signal(SIGPIPE, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        umask(022);
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+            _exit(127);
+        if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0) ||
+            (fd5 >= 0 && dup2(fd5, 5) < 0) || (fd6 >= 0 && dup2(fd6, 6) < 0))
+            _exit(127);
+        if (exec_fd >= 0)
+            syscall(SYS_execveat, exec_fd, "", argv, environ, AT_EMPTY_PATH);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
     *ret_pid = pid;
     return 0;
 }

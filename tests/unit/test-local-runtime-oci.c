@@ -1,6 +1,6 @@
 /* The runtime driver's own mechanics, without runc: the sealed exec image of the runtime binary
  * (local-runtime-exec.h), the pidfd kill of a teardown (oci_kill_wait) and the spawn helper
- * (clone with CLONE_VM | CLONE_VFORK: umask, output, exit status). */
+ * (umask 022, output, exit status). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
