@@ -7,6 +7,13 @@
     and separately their anonymous memory (memory.stat anon / total_rss);
   - host side: the growth of `asb serve`'s RSS (there is no per-sandbox shim: runc --detach);
   - system: the drop of MemAvailable (/proc/meminfo) from before the first create.
+Then issue 16's deletion row: the server gets BENCH_DELETE sandboxes in all (default 200, the
+missing ones created untimed), every one is deleted at once (one DELETE each, back to back) and
+the clock stops when no object is listed and no container is left in `runc list` ("deleting 200
+sandboxes until all containers are gone", target under 10 s). Baselines in the same run: the
+runtime alone (the same number of bare `runc run --detach` containers removed by `runc delete
+--force`, 4 at a time like the server's teardown workers) and, with BENCH_BASELINE_BUILD=<a build
+dir of another tree>, the same deletion through that build's `asb serve`.
 Deletes every sandbox at the end, also on failure. Needs root and runc."""
 import importlib.util
 import glob
@@ -18,6 +25,7 @@ import tempfile
 import time
 
 import bench_cleanup
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("bench_local_sandbox",
@@ -27,6 +35,9 @@ _spec.loader.exec_module(bls)
 
 RUNC = bls.RUNC
 N = int(os.environ.get("BENCH_SANDBOXES", "100"))
+N_DELETE = int(os.environ.get("BENCH_DELETE", "200"))
+DELETE_TARGET_S = 10.0
+BASELINE_BUILD = os.environ.get("BENCH_BASELINE_BUILD")
 TARGET_MIB = 3.0
 READY_TIMEOUT = float(os.environ.get("BENCH_READY_TIMEOUT", "300"))
 MIB = 1024 * 1024
@@ -104,6 +115,131 @@ def all_ready(url, s, names):
     return ready
 
 
+def create(base, s, name):
+    body = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+            "metadata": {"name": name},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}}
+    s.post(base, json=body, timeout=30).raise_for_status()
+
+
+def wait_ready(url, s, names):
+    t0 = time.monotonic()
+    while True:
+        n = all_ready(url, s, names)
+        if n == len(names):
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > READY_TIMEOUT:
+            raise RuntimeError(f"only {n}/{len(names)} sandboxes Ready within {READY_TIMEOUT:.0f}s")
+        time.sleep(0.2)
+
+
+def timed_delete(url, s, state, names):
+    """Seconds from the first DELETE until every object is gone (a DELETED event each, on a watch
+    opened before: polling a list of 200 objects would take the CPU the teardowns need) and runc
+    lists no container."""
+    import json
+    import requests
+    base = f"{url}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"
+    r = s.get(base, timeout=60)
+    r.raise_for_status()
+    w = requests.get(base, params={"watch": "true",
+                                   "resourceVersion": r.json()["metadata"]["resourceVersion"]},
+                     headers=s.headers, stream=True, timeout=READY_TIMEOUT)
+    left = set(names) & {o["metadata"]["name"] for o in r.json()["items"]}
+    try:
+        t0 = time.monotonic()
+        for name in sorted(names):
+            r = s.delete(f"{base}/{name}", timeout=30)
+            if r.status_code not in (200, 202, 404):
+                r.raise_for_status()
+        for line in w.iter_lines():
+            if line:
+                ev = json.loads(line)
+                if ev["type"] == "DELETED":
+                    left.discard(ev["object"]["metadata"]["name"])
+            if not left:
+                break
+            if time.monotonic() - t0 > READY_TIMEOUT:
+                raise RuntimeError(f"sandboxes left {READY_TIMEOUT:.0f}s after their deletion")
+    finally:
+        w.close()
+    while container_pids(state):
+        if time.monotonic() - t0 > READY_TIMEOUT:
+            raise RuntimeError(f"containers left {READY_TIMEOUT:.0f}s after their deletion")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def teardown_profile(state):
+    """p50 of each timing field of the server's `sandbox torn down` log lines ("" when none)."""
+    import re
+    fields = {}
+    for line in open(os.path.join(state, "serve.log"), errors="replace"):
+        if "sandbox torn down" in line:
+            for k, v in re.findall(r"(\w+_ms)=([0-9.]+)", line):
+                fields.setdefault(k, []).append(float(v))
+    return ", ".join(f"{k} {sorted(v)[len(v) // 2]:.1f}" for k, v in fields.items())
+
+
+def delete_with(build, n):
+    """Creates n sandboxes through build's `asb serve` (untimed) and times their deletion."""
+    tmp = tempfile.mkdtemp(prefix="asb-del-", dir="/tmp")
+    proc = None
+    try:
+        old = bls.BUILD
+        bls.BUILD = build
+        try:
+            proc, url, s = bls.start_server(tmp)
+        finally:
+            bls.BUILD = old
+        base = f"{url}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"
+        names = {f"del-{i}" for i in range(n)}
+        for name in sorted(names):
+            create(base, s, name)
+        wait_ready(url, s, names)
+        t = timed_delete(url, s, tmp, names)
+        print(f"  baseline build, per teardown p50 ms: {teardown_profile(tmp)}")
+        return t
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=60)
+        bench_cleanup.cleanup_state(tmp)
+
+
+def bare_runc_delete(n, workers=4):
+    """n bare `runc run --detach` containers (a sleeping /usr/bin/sleep on a read-only /usr),
+    then the seconds `runc delete --force` of all of them takes, `workers` at a time."""
+    tmp = tempfile.mkdtemp(prefix="asb-bdel-", dir="/tmp")
+    root = os.path.join(tmp, "runc")
+    try:
+        bundle = os.path.join(tmp, "bare")
+        rootfs = os.path.join(bundle, "rootfs")
+        os.makedirs(os.path.join(rootfs, "usr"))
+        for link in ("bin", "lib", "lib64", "sbin"):
+            if os.path.islink("/" + link):
+                os.symlink(os.readlink("/" + link), os.path.join(rootfs, link))
+        subprocess.run([RUNC, "spec", "--bundle", bundle], check=True)
+        import json
+        cfg = json.load(open(os.path.join(bundle, "config.json")))
+        cfg["process"]["terminal"] = False
+        cfg["process"]["args"] = ["/usr/bin/sleep", "infinity"]
+        cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
+                              "options": ["rbind", "ro"]})
+        json.dump(cfg, open(os.path.join(bundle, "config.json"), "w"))
+        for i in range(n):
+            subprocess.run([RUNC, "--root", root, "run", "--detach", "--bundle", bundle,
+                            f"bare{i}"], check=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(workers) as ex:
+            list(ex.map(lambda i: subprocess.run([RUNC, "--root", root, "delete", "--force",
+                                                  f"bare{i}"], check=True), range(n)))
+        return time.monotonic() - t0
+    finally:
+        bench_cleanup.cleanup_state(tmp, extra_runc_roots=[root])
+
+
 def main():
     if os.geteuid() != 0 or not os.path.exists(RUNC):
         print("bench-local-density: skipped (needs root and runc)")
@@ -120,18 +256,8 @@ def main():
         avail0, serve0 = meminfo("MemAvailable"), rss(proc.pid)
         t0 = time.monotonic()
         for name in sorted(names):
-            body = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
-                    "metadata": {"name": name},
-                    "spec": {"podTemplate": {"spec": {"containers": [{"name": "main",
-                                                                       "image": "host"}]}}}}
-            s.post(base, json=body, timeout=30).raise_for_status()
-        while True:
-            n = all_ready(url, s, names)
-            if n == N:
-                break
-            if time.monotonic() - t0 > READY_TIMEOUT:
-                raise RuntimeError(f"only {n}/{N} sandboxes Ready within {READY_TIMEOUT:.0f}s")
-            time.sleep(0.2)
+            create(base, s, name)
+        wait_ready(url, s, names)
         t_ready = time.monotonic() - t0
         time.sleep(2.0)  # idle: let start-up work settle
         drop_caches()    # page cache is reclaimable: count what stays
@@ -163,6 +289,21 @@ def main():
             dom = max(rows[1:3] + [("container page cache/kernel", charged - anon)],
                       key=lambda r: r[1])
             print(f"dominated by: {dom[0].strip()} ({per(dom[1]):.2f} MiB/sandbox)")
+        if N_DELETE > 0:
+            more = {f"idle-{i}" for i in range(N, N_DELETE)}
+            for name in sorted(more):
+                create(base, s, name)
+            names |= more
+            wait_ready(url, s, names)
+            t_del = timed_delete(url, s, tmp, names)
+            print(f"  this build, per teardown p50 ms: {teardown_profile(tmp)}")
+            bare = bare_runc_delete(len(names))
+            other = delete_with(BASELINE_BUILD, len(names)) if BASELINE_BUILD else None
+            verdict = "met" if t_del < DELETE_TARGET_S else "MISSED"
+            print(f"delete {len(names)} sandboxes until all containers are gone: {t_del:.2f} s "
+                  f"(target under {DELETE_TARGET_S:.0f} s: {verdict}); baselines in the same run: "
+                  f"bare runc delete --force x{len(names)}, 4 at a time {bare:.2f} s"
+                  + (f", {BASELINE_BUILD} {other:.2f} s" if other is not None else ""))
     finally:
         if base and proc and proc.poll() is None:
             for name in sorted(names):

@@ -7,7 +7,16 @@ namespaces) so that today's secure default is compared with it in the same run. 
 alternate between no limits at all (the servers run with every default off) and the
 built-in defaults set explicitly (memory 1Gi, cpu 2, ephemeral-storage 10Gi: the last one is a
 loop-mounted ext4 image holding workspace, home and /tmp), so the cost of the limits is measured
-side by side. Needs root and runc; prints a table with p50/p99 in milliseconds."""
+side by side. Needs root and runc; prints a table with p50/p99 in milliseconds.
+
+Then issue 16's rows, each with its target and a baseline of the same run:
+  - "cold create -> Ready vs bare runc": the user-namespace server's create -> Ready p50 over the
+    bare `runc run` p50 (target <= 1.15x); with BENCH_BASELINE_BUILD=<build dir of another tree>
+    a third server from that build is rotated in with the others and its ratio printed beside;
+  - "cold create -> first Execute": libasb create -> Ready -> Execute(`true`) result
+    (bench/claim-bench-client.c `cold`, BENCH_COLD times), against each sample's own create ->
+    Ready plus the spawn floor (posix_spawn + waitpid of /bin/true, measured alternately) + 5 ms
+    (the p50 of the per-sample differences)."""
 import glob
 import json
 import os
@@ -26,16 +35,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
 N = int(os.environ.get("BENCH_SANDBOXES", "10"))
+N_COLD = int(os.environ.get("BENCH_COLD", "10"))
+BASELINE_BUILD = os.environ.get("BENCH_BASELINE_BUILD")
+READY_RATIO_TARGET = 1.15
+FIRST_EXEC_SLACK_MS = 5.0
 
 
-def start_server(state, network="none", userns=True):
+def start_server(state, network="none", userns=True, build=None):
+    build = build or BUILD
     env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": network,
-           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd"), "ASB_DEFAULT_MEMORY": "0",
+           "ASB_SANDBOXD": os.path.join(build, "bin", "sandboxd"), "ASB_DEFAULT_MEMORY": "0",
            "ASB_DEFAULT_CPU": "0", "ASB_DEFAULT_EPHEMERAL_STORAGE": "0"}
     if not userns:
         env["ASB_USERNS_RANGE"] = "off"
     log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
+    proc = subprocess.Popen([os.path.join(build, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     for _ in range(500):
         if os.path.exists(os.path.join(state, "server")):
@@ -85,7 +99,8 @@ def create_to_ready(url, s, name, limits=None):
     raise RuntimeError("watch ended before Ready")
 
 
-def bare_runc(tmp, n):
+def bare_runc_bundle(tmp):
+    """The bare baseline's bundle: /usr/bin/true on a read-only bind of the host's /usr."""
     bundle = os.path.join(tmp, "bare")
     rootfs = os.path.join(bundle, "rootfs")
     os.makedirs(os.path.join(rootfs, "usr"))
@@ -99,14 +114,50 @@ def bare_runc(tmp, n):
     cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
                           "options": ["rbind", "ro"]})
     json.dump(cfg, open(os.path.join(bundle, "config.json"), "w"))
-    root = os.path.join(tmp, "bare-runc")
-    times = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        subprocess.run([RUNC, "--root", root, "run", "--bundle", bundle, f"bare{i}"], check=True,
-                       stdin=subprocess.DEVNULL)
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
+    return bundle
+
+
+def bare_runc_once(tmp, bundle, i):
+    """One bare `runc run` in ms."""
+    t0 = time.perf_counter()
+    subprocess.run([RUNC, "--root", os.path.join(tmp, "bare-runc"), "run", "--bundle", bundle,
+                    f"bare{i}"], check=True, stdin=subprocess.DEVNULL)
+    return (time.perf_counter() - t0) * 1000
+
+
+def bare_runc(tmp, n):
+    bundle = bare_runc_bundle(tmp)
+    return [bare_runc_once(tmp, bundle, i) for i in range(n)]
+
+
+def spawn_floor_ms():
+    """posix_spawn + waitpid of /bin/true: the floor absolute latencies are stated against."""
+    t0 = time.perf_counter()
+    pid = os.posix_spawn("/bin/true", ["/bin/true"], os.environ)
+    os.waitpid(pid, 0)
+    return (time.perf_counter() - t0) * 1000
+
+
+def cold_first_execute(state, n):
+    """n x (libasb create -> Ready -> first Execute result) on the server of state, each followed
+    by a spawn floor sample: (first Execute ms, create -> Ready ms, floor ms) lists."""
+    from bench_libasb import build_libasb_client
+    client = os.path.join(BUILD, "bench", "claim-bench-client")
+    build_libasb_client("claim-bench-client.c", client, ("-ljansson", "-lpthread"))
+    env = {**os.environ, "ASB_STATE_DIR": state}
+    env.pop("ASB_SERVER", None)
+    env.pop("ASB_TOKEN", None)
+    first, ready, floor = [], [], []
+    for _ in range(n):
+        out = subprocess.run([client, "cold", "1"], capture_output=True, text=True, env=env,
+                             timeout=600)
+        if out.returncode != 0:
+            raise RuntimeError(f"claim-bench-client cold: {out.stderr}")
+        total_us, ready_us = out.stdout.split()[:2]
+        first.append(int(total_us) / 1000)
+        ready.append(int(ready_us) / 1000)
+        floor.append(spawn_floor_ms())
+    return first, ready, floor
 
 
 def main():
@@ -116,7 +167,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="asb-bench-", dir="/tmp")
     old_state = os.path.join(tmp, "no-userns")
     os.makedirs(old_state)
-    proc = old_proc = None
+    base_state = os.path.join(tmp, "baseline")
+    os.makedirs(base_state)
+    proc = old_proc = base_proc = None
     try:
         # Two servers: today's secure default (a user namespace per sandbox) and the configuration
         # before it (host ids), each measured with no limits; limits are per sandbox.
@@ -126,15 +179,24 @@ def main():
         create_to_ready(old_url, old_s, "warmup")
         # The first sandbox of a size makes its ext4 template (mke2fs): measured on its own.
         first = create_to_ready(url, s, "warmup-limited", LIMITS)
-        before, ready, cgroup, limited = [], [], [], []
+        before, ready, cgroup, limited, baseline, bare = [], [], [], [], [], []
+        bundle = bare_runc_bundle(tmp)
         kinds = [(before, old_url, old_s, "bench-old", None), (ready, url, s, "bench", None),
                  (cgroup, url, s, "bench-cg", CGROUP_LIMITS),
                  (limited, url, s, "bench-lim", LIMITS)]
+        if BASELINE_BUILD:
+            base_proc, base_url, base_s = start_server(base_state, build=BASELINE_BUILD)
+            create_to_ready(base_url, base_s, "warmup")
+            kinds.append((baseline, base_url, base_s, "bench-base", None))
+        # The bare baseline takes its turn in the rotation, so a load change on the machine
+        # moves both sides of the ratio alike.
+        kinds.append((bare, None, None, "bare", None))
         for i in range(N):
             for k in range(len(kinds)):  # the order rotates: no kind always comes first or last
                 out, u, sess, prefix, limits = kinds[(i + k) % len(kinds)]
-                out.append(create_to_ready(u, sess, f"{prefix}-{i}", limits))
-        bare = bare_runc(tmp, N)
+                out.append(bare_runc_once(tmp, bundle, i) if u is None else
+                           create_to_ready(u, sess, f"{prefix}-{i}", limits))
+        first_exec, first_ready, floor = cold_first_execute(tmp, N_COLD)
         w = 58
         rows = [
             ("Sandbox create -> Ready, host ids, no limits (before)", before, N),
@@ -143,6 +205,11 @@ def main():
             ("  ... with memory+cpu+ephemeral-storage 10Gi (default)", limited, N),
             ("bare runc run /usr/bin/true (baseline)", bare, N),
         ]
+        if baseline:
+            rows.insert(2, (f"  ... the same, {BASELINE_BUILD} (baseline build)", baseline, N))
+        rows += [("cold create -> first Execute (libasb)", first_exec, N_COLD),
+                 ("  ... its create -> Ready", first_ready, N_COLD),
+                 ("spawn floor (posix_spawn + waitpid /bin/true)", floor, N_COLD)]
         print(f"{'metric':<{w}} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}")
         for label, v, n in rows:
             print(f"{label:<{w}} {pct(v, 50):8.1f} {pct(v, 99):8.1f} {n:>4}")
@@ -151,12 +218,28 @@ def main():
               f"{pct(before, 50) / pct(bare, 50):.2f}x, user namespace {pct(ready, 50) / pct(bare, 50):.2f}x, "
               f"secure default (user namespace + limits) {pct(limited, 50) / pct(bare, 50):.2f}x "
               f"(+{pct(limited, 50) - pct(before, 50):.1f} ms over before)")
+        ratio = pct(ready, 50) / pct(bare, 50)
+        print(f"cold create -> Ready vs bare runc: {ratio:.2f}x ({pct(ready, 50):.1f} vs "
+              f"{pct(bare, 50):.1f} ms p50; target <= {READY_RATIO_TARGET:.2f}x: "
+              f"{'met' if ratio <= READY_RATIO_TARGET else 'MISSED'})"
+              + (f"; baseline build {pct(baseline, 50) / pct(bare, 50):.2f}x "
+                 f"({pct(baseline, 50):.1f} ms)" if baseline else ""))
+        # Paired: each sample's own create -> Ready is its baseline (the machine's load moves
+        # both alike), so the comparison is on the per-sample difference.
+        after_ready = [f - r for f, r in zip(first_exec, first_ready)]
+        bound = pct(floor, 50) + FIRST_EXEC_SLACK_MS
+        print(f"cold create -> first Execute: {pct(first_exec, 50):.1f} ms p50, its own create -> "
+              f"Ready + {pct(after_ready, 50):.2f} ms p50 (p99 {pct(after_ready, 99):.2f}); target "
+              f"<= create -> Ready + floor {pct(floor, 50):.2f} + {FIRST_EXEC_SLACK_MS:.0f} ms = "
+              f"+{bound:.2f} ms: {'met' if pct(after_ready, 50) <= bound else 'MISSED'}")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
-        for p in (proc, old_proc):
+        for p in (proc, old_proc, base_proc):
             if p:
                 p.terminate()
                 p.wait(timeout=30)
         bench_cleanup.cleanup_state(old_state)
+        bench_cleanup.cleanup_state(base_state)
         bench_cleanup.cleanup_state(tmp, extra_runc_roots=[os.path.join(tmp, "bare-runc")])
     return 0
 

@@ -31,6 +31,7 @@ typedef struct rec_job {
     char *ns, *name; /* the Sandbox whose finalizer goes when done; NULL: none (already gone) */
     oci_runtime rt;
     bool frozen;
+    int pidfd; /* the container's first process (rec_entry_pidfd), or -1 */
     struct rec_job *next;
 } rec_job;
 
@@ -157,9 +158,19 @@ bool rec_teardown_take_finalized(local_reconciler *r, const char *uid);
  * (running teardowns finish; queued ones stay recorded as deletionTimestamp in the store). */
 void rec_pool_stop(local_reconciler *r, usec_t deadline);
 /* The teardown itself, on the calling thread: 0, or the error of runc delete (the container may
- * still exist; everything else was removed anyway). */
+ * still exist; everything else was removed anyway). pidfd: the container's first process
+ * (rec_entry_pidfd; borrowed), killed before runc delete; -1 leaves it all to runc.
+ * *ret_times (may be NULL): where the time went. */
+typedef struct rec_teardown_times {
+    usec_t kill;    /* the pidfd SIGKILL and the wait for the first process */
+    usec_t runtime; /* runc delete */
+    usec_t host;    /* cgroups left over, network, sockets, filesystem, directories */
+} rec_teardown_times;
 int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt, bool frozen,
-                     bool purge);
+                     int pidfd, bool purge, rec_teardown_times *ret_times);
+/* A pidfd of its own (owned, O_CLOEXEC) on entry e's container process while it runs, else -1
+ * (no entry, no pidfd, already exited). */
+int rec_entry_pidfd(const rec_entry *e);
 /* Forgets a known container (closes its pidfd). */
 void rec_forget(local_reconciler *r, const char *uid);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "basic/macro.h"
@@ -21,6 +22,8 @@ static rec_job *job_free(rec_job *j)
     free(j->uid);
     free(j->ns);
     free(j->name);
+    if (j->pidfd >= 0)
+        close(j->pidfd);
     oci_runtime_done(&j->rt);
     free(j);
     return NULL;
@@ -88,6 +91,8 @@ void rec_teardown_async(local_reconciler *r, const char *uid, const char *ns, co
     rec_entry *e = rec_find(r, uid);
     const oci_runtime *rt = rec_runtime(r, uid);
     rec_job *j = calloc(1, sizeof(*j));
+    if (j)
+        j->pidfd = -1;
     if (!j || !(j->uid = strdup(uid)) || (ns && !(j->ns = strdup(ns))) ||
         (name && !(j->name = strdup(name))) || oci_runtime_init(&j->rt, rt->binary, rt->root) < 0) {
         job_free(j);
@@ -96,11 +101,12 @@ void rec_teardown_async(local_reconciler *r, const char *uid, const char *ns, co
         return;
     }
     j->frozen = e && e->frozen;
+    j->pidfd = rec_entry_pidfd(e); /* before rec_forget closes the entry's own */
     rec_forget(r, uid);
     pthread_mutex_lock(&r->pool.lock);
     if (r->pool.n_threads == 0 || r->pool.stop) {
         pthread_mutex_unlock(&r->pool.lock);
-        (void)rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
+        (void)rec_teardown_run(r, j->uid, &j->rt, j->frozen, j->pidfd, true, NULL);
         job_free(j);
         return;
     }
@@ -133,7 +139,8 @@ static int finalize_fn(const json_t *old, json_t **ret_new, void *payload)
 static void run_job(local_reconciler *r, rec_job *j)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    int tk = rec_teardown_run(r, j->uid, &j->rt, j->frozen, true);
+    rec_teardown_times tt = {0};
+    int tk = rec_teardown_run(r, j->uid, &j->rt, j->frozen, j->pidfd, true, &tt);
     usec_t t1 = now_usec(CLOCK_MONOTONIC);
     /* The container may still run: the object stays (deletionTimestamp) and the next resync
      * tries again. */
@@ -157,12 +164,17 @@ static void run_job(local_reconciler *r, rec_job *j)
         }
     }
     /* Start and end on the monotonic clock: overlapping intervals show the parallelism. */
-    char start[32], end[32], ms[32];
+    char start[32], end[32], ms[32], kill[32], runtime[32], host[32], commit[32];
     snprintf(start, sizeof(start), "%llu", (unsigned long long)t0);
     snprintf(end, sizeof(end), "%llu", (unsigned long long)t1);
     snprintf(ms, sizeof(ms), "%.1f", (double)(t1 - t0) / 1000.0);
+    snprintf(kill, sizeof(kill), "%.1f", (double)tt.kill / 1000.0);
+    snprintf(runtime, sizeof(runtime), "%.1f", (double)tt.runtime / 1000.0);
+    snprintf(host, sizeof(host), "%.1f", (double)tt.host / 1000.0);
+    snprintf(commit, sizeof(commit), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t1) / 1000.0);
     log_info("sandbox torn down", "uid", j->uid, "sandbox", j->name ? j->name : "", "start_usec",
-             start, "end_usec", end, "teardown_ms", ms);
+             start, "end_usec", end, "teardown_ms", ms, "kill_ms", kill, "runtime_ms", runtime,
+             "host_ms", host, "finalizer_ms", commit);
 }
 
 static void *worker(void *arg)

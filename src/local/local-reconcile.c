@@ -533,18 +533,23 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     rec_failed *prev = failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
-    if (!e && !reconcile_condition(sb, "Ready")) {
-        /* First sight: say that the sandbox is being started before the runtime is asked. */
-        /* (o is zero: Ready=False/DependenciesNotReady "Pod does not exist") */
-        write_status(r, sb, &u);
-    }
+    /* First sight: say that the sandbox is being started (o is zero: Ready=False/
+     * DependenciesNotReady "Pod does not exist"). Written once the start is queued, so that
+     * its commit overlaps runc run instead of preceding it; the loop alone writes status, so
+     * the Ready written when the start is collected always comes after it. */
+    bool first_sight = !e && !reconcile_condition(sb, "Ready");
     if (!e) {
         /* runc run and the first health check go to a start worker; on the calling thread only
          * when none can take it. */
         size_t handler = 0;
         int k = rec_materialise_handler(r, sb, &handler, &f);
-        if (k >= 0 && rec_start_async(r, sb, handler) == 0)
+        if (k >= 0 && rec_start_async(r, sb, handler) == 0) {
+            if (first_sight)
+                write_status(r, sb, &u);
             return false;
+        }
+        if (first_sight)
+            write_status(r, sb, &u);
         if (k >= 0)
             k = rec_materialise(r, sb, &f);
         if (k < 0) {
@@ -890,10 +895,11 @@ static void start_done(local_reconciler *r, rec_start *s, bool *pending)
             json_object_get(json_object_get(s->sandbox, "metadata"), "generation"));
         start_failed(r, cur, gen, &s->failure);
     } else {
+        /* Ready first: the event's own commit is not on the path of a client waiting for it. */
+        *pending |= reconcile_one(r, cur, false);
         if (s->result == 0)
             local_event_record(r->store, REC_EVENT_SOURCE, cur, LOCAL_EVENT_NORMAL, "Started",
                                "Start", "started its container");
-        *pending |= reconcile_one(r, cur, false);
     }
     json_decref(cur);
 }

@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
+#include "local/local-runtime-exec.h"
 #include "local/local-runtime-oci.h"
 
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root)
@@ -50,11 +53,16 @@ static char *read_all(int fd)
     return buf_steal(&out, NULL);
 }
 
-/* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3/fd4 (if >= 0) as 3 and 4.
+/* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3..fd6 (if >= 0) as 3..6.
+ * exec_fd >= 0: the image to exec (local-runtime-exec.h), argv[0] only when that fails.
  * fork+exec rather than posix_spawn because the child needs umask 022: runc creates missing mount
  * points in the rootfs with it, and asb serve's own umask (077) would make them untraversable
- * for the sandbox user. Only async-signal-safe calls happen between fork and exec. */
-static int spawn(char *const argv[], int out_fd, int fd3, int fd4, int fd5, int fd6, pid_t *ret_pid)
+ * for the sandbox user. Only async-signal-safe calls happen between fork and exec. (A child
+ * sharing asb serve's memory, clone(CLONE_VM | CLONE_VFORK), would save copying the page tables
+ * but may not call anything that takes a lock another thread holds, sanitizer interceptors
+ * included; a netpol test of the ASan build hung with it: docs/performance.md.) */
+static int spawn(char *const argv[], int exec_fd, int out_fd, int fd3, int fd4, int fd5, int fd6,
+                 pid_t *ret_pid)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -71,6 +79,8 @@ static int spawn(char *const argv[], int out_fd, int fd3, int fd4, int fd5, int 
         if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0) ||
             (fd5 >= 0 && dup2(fd5, 5) < 0) || (fd6 >= 0 && dup2(fd6, 6) < 0))
             _exit(127);
+        if (exec_fd >= 0)
+            syscall(SYS_execveat, exec_fd, "", argv, environ, AT_EMPTY_PATH);
         execvp(argv[0], argv);
         _exit(127);
     }
@@ -78,13 +88,13 @@ static int spawn(char *const argv[], int out_fd, int fd3, int fd4, int fd5, int 
     return 0;
 }
 
-int local_spawn_capture(char *const argv[], char **ret_output)
+static int spawn_capture(char *const argv[], int exec_fd, char **ret_output)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -errno;
     pid_t pid = -1;
-    int r = spawn(argv, p[1], -1, -1, -1, -1, &pid);
+    int r = spawn(argv, exec_fd, p[1], -1, -1, -1, -1, &pid);
     close(p[1]);
     if (r < 0) {
         close(p[0]);
@@ -98,6 +108,25 @@ int local_spawn_capture(char *const argv[], char **ret_output)
     else
         free(out);
     return r;
+}
+
+int local_spawn_capture(char *const argv[], char **ret_output)
+{
+    return spawn_capture(argv, -1, ret_output);
+}
+
+/* Whether rt is runc itself (by its file name): what this driver knows of runc's own behaviour
+ * (its delete --force polling, its re-exec from a sealed memfd) is used for runc only. */
+static bool is_runc(const oci_runtime *rt)
+{
+    const char *base = strrchr(rt->binary, '/');
+    return strcmp(base ? base + 1 : rt->binary, "runc") == 0;
+}
+
+/* The image rt's binary is executed from (-1: the binary itself). */
+static int exec_fd_of(const oci_runtime *rt)
+{
+    return is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -1;
 }
 
 /* Trims trailing whitespace in place. */
@@ -154,7 +183,7 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
     for (size_t i = 0; i < n && k < ELEMENTSOF(argv) - 1; i++)
         argv[k++] = (char *)args[i];
     argv[k] = NULL;
-    return local_spawn_capture(argv, ret_out);
+    return spawn_capture(argv, exec_fd_of(rt), ret_out);
 }
 
 /* Whether the runtime knows a container `id` (`runc list`, so no error text is ever parsed):
@@ -209,7 +238,7 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
         argv[k++] = (char *)rest[i];
     argv[k] = NULL;
     pid_t pid = -1;
-    int r = spawn(argv, log, r3, g4, m5, m6, &pid);
+    int r = spawn(argv, exec_fd_of(rt), log, r3, g4, m5, m6, &pid);
     if (r < 0) {
         if (asprintf(ret_error, "cannot run %s: %s", rt->binary, strerror(-r)) < 0)
             *ret_error = NULL;
@@ -266,6 +295,28 @@ int oci_list(const oci_runtime *rt, json_t **ret)
     }
     *ret = j;
     return j ? 0 : -ENOMEM;
+}
+
+int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms)
+{
+    if (pidfd < 0 || !is_runc(rt))
+        return -EOPNOTSUPP;
+    if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        return -errno;
+    /* A pidfd polls readable once its process has exited; killing the first process of a PID
+     * namespace kills every other process in it first. */
+    usec_t deadline = now_usec(CLOCK_MONOTONIC) + (usec_t)timeout_ms * USEC_PER_MSEC;
+    for (;;) {
+        struct pollfd p = {pidfd, POLLIN, 0};
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        int n = poll(&p, 1, (int)((deadline - now + 999) / 1000));
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
 }
 
 int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)

@@ -29,8 +29,17 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid);
 /* `runc list --format json`: *ret owned array of {id, status, pid, ...} (possibly empty). */
 int oci_list(const oci_runtime *rt, json_t **ret);
-/* `runc delete --force`: kills what is left and removes the container. Unknown id = success. */
+/* `runc delete --force`: kills what is left and removes the container. Unknown id = success.
+ * On a running container runc 1.1 sends SIGKILL and then sleeps 100 ms between checks, so a
+ * caller holding the first process's pidfd calls oci_kill_wait first. */
 int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
+
+/* Stops a runc container without runc: SIGKILL to its first process through pidfd (opened
+ * while the container was known to run, so it cannot name a reused pid) and a wait of up to
+ * timeout_ms for its exit, after which `runc delete` finds the container stopped and removes it
+ * at once. 0 once the process has exited; -EOPNOTSUPP for runtimes other than runc or
+ * pidfd < 0 (the caller goes on with oci_delete alone); -ETIMEDOUT (e.g. a frozen cgroup). */
+int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms);
 
 /* `runc pause` / `runc resume`: freeze / thaw every process of the container (cgroup freezer). */
 int oci_pause(const oci_runtime *rt, const char *id, char **ret_error);
