@@ -15,7 +15,7 @@ PACKAGES=(
   # protoc, and google/protobuf/*.proto (empty.proto is compiled by protoc-c and embedded)
   protobuf-compiler libprotobuf-dev
   libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libarchive-dev
-  libhttp-parser-dev libnftables-dev
+  libhttp-parser-dev libnftables-dev libnftnl-dev libmnl-dev
   # runtime: OCI runtime and image unpacker, networking, process tools
   runc umoci iproute2 nftables procps util-linux curl openssl ca-certificates
   # ephemeral storage of local sandboxes: mke2fs makes their ext4 images (local-scratch.c)

@@ -12,6 +12,8 @@
 #include "local/local-dns.h"
 #include "local/local-net.h"
 
+typedef struct net_counters net_counters;
+
 typedef struct net_sandbox {
     char *uid;
     char id[13]; /* names its veth (asv<id>), chains and counters */
@@ -48,9 +50,11 @@ typedef struct net_prepared {
 struct local_net {
     char *state_dir, *net_dir, *bridge, *table, *unavailable;
     uint32_t pool, mask, gw; /* host byte order */
+    uint32_t next_ip;        /* where net_allocate_ip() looks first (offset from .2) */
     int prefix;
     char pool_s[32], gw_s[16];
     struct nft_ctx *nft;
+    net_counters *counters; /* reads the blocked counters (local-net-counters.c) */
     net_sandbox *sb;
     size_t n_sb;
     local_dns *dns; /* the forwarder on the bridge address, or NULL */
@@ -96,3 +100,9 @@ int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *
 bool net_prepared_holds(const local_net *n, uint32_t ip);
 /* Removes what an earlier run left under net/spare-* (asb serve killed with spares ready). */
 void net_prepared_remove_stale(local_net *n);
+
+/* local-net-counters.c: named counters of table inet <table>, one netlink request each. */
+int net_counters_open(net_counters **ret);
+net_counters *net_counters_free(net_counters *c);
+/* Packets counted by the counter `name`: 0, or -ENOENT (no such counter) or another errno. */
+int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret);

@@ -529,8 +529,12 @@ static int setup_host(local_net *n, char **ret_error)
         return asprintf(ret_error, "cannot initialise libnftables") < 0 ? -ENOMEM : -EIO;
     nft_ctx_buffer_output(n->nft);
     nft_ctx_buffer_error(n->nft);
+    int k = net_counters_open(&n->counters);
+    if (k < 0)
+        return asprintf(ret_error, "cannot open a netfilter socket: %s", strerror(-k)) < 0
+                   ? -ENOMEM : k;
     _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
-    int k = mkdir_p(n->net_dir, 0700);
+    k = mkdir_p(n->net_dir, 0700);
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
@@ -705,6 +709,8 @@ static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
         nft_ctx_free(n->nft);
         n->nft = NULL;
     }
+    if (k < 0)
+        n->counters = net_counters_free(n->counters);
     if (k < 0) {
         if (asprintf(&n->unavailable, "networking unavailable: %s", err ? err : strerror(-k)) < 0)
             n->unavailable = NULL;
@@ -802,6 +808,7 @@ local_net *local_net_stop(local_net *n)
     local_dns_stop(n->dns);
     if (n->nft)
         nft_ctx_free(n->nft);
+    net_counters_free(n->counters);
     for (size_t i = 0; i < n->n_sb; i++) {
         free(n->sb[i].uid);
         free(n->sb[i].rules);
@@ -922,10 +929,16 @@ bool net_ip_used(local_net *n, uint32_t ip)
 
 uint32_t net_allocate_ip(local_net *n)
 {
-    uint32_t size = ~n->mask + 1;
-    for (uint32_t off = 2; off < size - 1; off++)
-        if (!net_ip_used(n, n->pool + off))
+    /* Next fit, not lowest first: an address just given back (host conntrack entries of its
+     * old connections, neighbour entries) is the last to be handed out again. */
+    uint32_t size = ~n->mask + 1, span = size - 3; /* .0, .1 (bridge) and broadcast excluded */
+    for (uint32_t i = 0; i < span; i++) {
+        uint32_t off = 2 + (n->next_ip + i) % span;
+        if (!net_ip_used(n, n->pool + off)) {
+            n->next_ip = (off - 2 + 1) % span;
             return n->pool + off;
+        }
+    }
     return 0;
 }
 
@@ -1208,21 +1221,17 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
 /* Packets counted by the sandbox's two named counters (egress, ingress); -1 when unknown. */
 static void counters(local_net *n, const char *id, long long *ret_eg, long long *ret_ig)
 {
-    _cleanup_free_ char *cmd = NULL;
+    char eg[16], ig[16];
+    long long v;
     *ret_eg = *ret_ig = -1;
-    if (!n->nft ||
-        asprintf(&cmd, "list counter inet %1$s eg_%2$s\nlist counter inet %1$s ig_%2$s\n",
-                 n->table, id) < 0 ||
-        nft_run_cmd_from_buffer(n->nft, cmd) != 0)
+    if (!n->counters)
         return;
-    const char *out = nft_ctx_get_output_buffer(n->nft);
-    const char *p = out ? strstr(out, "packets ") : NULL;
-    if (!p)
-        return;
-    *ret_eg = strtoll(p + 8, NULL, 10);
-    p = strstr(p + 8, "packets ");
-    if (p)
-        *ret_ig = strtoll(p + 8, NULL, 10);
+    snprintf(eg, sizeof(eg), "eg_%s", id);
+    snprintf(ig, sizeof(ig), "ig_%s", id);
+    if (net_counters_packets(n->counters, n->table, eg, &v) == 0)
+        *ret_eg = v;
+    if (net_counters_packets(n->counters, n->table, ig, &v) == 0)
+        *ret_ig = v;
 }
 
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
