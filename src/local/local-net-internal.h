@@ -45,6 +45,7 @@ typedef struct net_prepared {
     unsigned base;   /* spares kept besides the demand; 0: nothing is prepared */
     unsigned demand; /* the warm pools' unclaimed members (local_net_prepare_demand) */
     unsigned long long seq, taken, missed;
+    usec_t last_take; /* monotonic */
 } net_prepared;
 
 struct local_net {
