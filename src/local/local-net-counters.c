@@ -53,8 +53,7 @@ static int counter_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-int net_counters_packets(net_counters *c, const char *table, const char *name,
-                         long long *ret)
+int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret)
 {
     char buf[8192]; /* >= MNL_SOCKET_BUFFER_SIZE (a page, at most 8 KiB): one object and the ACK */
     struct nftnl_obj *o = nftnl_obj_alloc();

@@ -85,8 +85,7 @@ static int reserve(local_net *n, net_spare *ret)
         snprintf(what, sizeof(what), "spare/%d/%llu/%llu", (int)getpid(), ++p->seq,
                  (unsigned long long)now_usec(CLOCK_MONOTONIC));
         snprintf(sp.id, sizeof(sp.id), "%012llx",
-                 (unsigned long long)(local_net_name_hash(n->state_dir, what) &
-                                      0xffffffffffffull));
+                 (unsigned long long)(local_net_name_hash(n->state_dir, what) & 0xffffffffffffull));
     } while (id_taken(n, sp.id));
     net_spare *v = realloc(p->spares, (p->n_spares + 1) * sizeof(*v));
     if (!v)
