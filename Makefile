@@ -7,7 +7,7 @@ SHELL := /bin/bash
 
 BUILD ?= release
 PKGS := libmicrohttpd libnghttp2 libprotobuf-c jansson libuv sqlite3 libcurl yaml-0.1 libarchive \
-  libnftables libzstd libcrypto
+  libnftables libnftnl libmnl libzstd libcrypto
 
 ifeq ($(BUILD),release)
   OUT := build

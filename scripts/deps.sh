@@ -15,7 +15,7 @@ PACKAGES=(
   # protoc, and google/protobuf/*.proto (empty.proto is compiled by protoc-c and embedded)
   protobuf-compiler libprotobuf-dev
   libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libarchive-dev
-  libhttp-parser-dev libnftables-dev
+  libhttp-parser-dev libnftables-dev libnftnl-dev libmnl-dev
   # snapshots (local-snapshot-store.c): zstd compression, SHA-256 object names
   libzstd-dev libssl-dev
   # runtime: OCI runtime and image unpacker, networking, process tools

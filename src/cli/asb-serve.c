@@ -56,7 +56,9 @@ static void serve_usage(FILE *f)
             "                      the router admits token-less requests from loopback peers\n"
             "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
             "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
-            "                      or none (loopback only); env ASB_NETWORK\n"
+            "                      or none (loopback only); env ASB_NETWORK; env\n"
+            "                      ASB_NET_PREPARED=N|off: networks made ahead besides the\n"
+            "                      warm pools' demand (default 4)\n"
             "  --pod-cidr CIDR     sandbox addresses; refused when it overlaps a route, another\n"
             "                      asb serve's bridge or nft table (default: the first free /24\n"
             "                      of 10.244.0.0/16, kept in the state dir); env ASB_POD_CIDR\n"
@@ -278,6 +280,7 @@ typedef struct serve_opts {
     local_limits defaults;
     const char *userns_range;
     bool cleanup;
+    unsigned net_prepared; /* networks prepared ahead besides the warm pools' demand */
 } serve_opts;
 
 /* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
@@ -291,6 +294,26 @@ static int parse_dns_limit(const char *what, const char *v, unsigned *ret)
     if (errno || *end || n < 1 || n > 1000000 || *v == '-' || *v == '+') {
         fprintf(stderr, "asb serve: --%s wants a number from 1 to 1000000, got \"%s\"\n", what,
                 v);
+        return -EINVAL;
+    }
+    *ret = (unsigned)n;
+    return 0;
+}
+
+/* ASB_NET_PREPARED: 0 to 64 networks prepared ahead, or "off" (0). */
+static int parse_net_prepared(const char *v, unsigned *ret)
+{
+    int64_t n;
+    *ret = LOCAL_NET_PREPARED_DEFAULT;
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "off") == 0) {
+        *ret = 0;
+        return 0;
+    }
+    if (parse_go_int(v, &n) < 0 || n < 0 || n > 64) {
+        fprintf(stderr, "asb serve: ASB_NET_PREPARED wants a number from 0 to 64 or off, got "
+                        "\"%s\"\n", v);
         return -EINVAL;
     }
     *ret = (unsigned)n;
@@ -333,6 +356,8 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->default_cpu = getenv("ASB_DEFAULT_CPU");
     o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
     o->userns_range = getenv("ASB_USERNS_RANGE");
+    if (parse_net_prepared(getenv("ASB_NET_PREPARED"), &o->net_prepared) < 0)
+        return -EINVAL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -576,7 +601,8 @@ int asb_serve(int argc, char **argv)
             .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
             .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits},
+                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits,
+                    .prepared = o.net_prepared},
             .defaults = o.defaults,
             .idmap = idmap};
         r = local_reconciler_start(&ro, &rec);

@@ -26,34 +26,11 @@
 #include "local/local-fs.h"
 #include "local/local-net-cidr.h"
 #include "local/local-net.h"
+#include "local/local-net-internal.h"
 #include "shared/log.h"
 
 #define DEFAULT_POD_CIDR "10.244.0.0/24"
 #define NSFS_MAGIC_ 0x6e736673
-
-typedef struct net_sandbox {
-    char *uid;
-    char id[13];
-    uint32_t ip;  /* host byte order; 0: loopback only */
-    char *rules;  /* the per-sandbox rule text applied (change detection) */
-    char *note;   /* peers that match nothing locally */
-} net_sandbox;
-
-struct local_net {
-    char *state_dir, *net_dir, *bridge, *table, *unavailable;
-    uint32_t pool, mask, gw; /* host byte order */
-    int prefix;
-    char pool_s[32], gw_s[16];
-    struct nft_ctx *nft;
-    net_sandbox *sb;
-    size_t n_sb;
-    local_dns *dns;      /* the forwarder on the bridge address, or NULL */
-    /* Per-sandbox kernel limit on DNS datagrams to the forwarder, well above the forwarder's own
-     * budget: a flood is cut before it fills the forwarder's socket buffer, where the kernel
-     * would drop every sandbox's queries alike. */
-    unsigned dns_kernel_rate, dns_kernel_burst;
-    const char *dns_off; /* why there is none, or NULL */
-};
 
 uint64_t local_net_name_hash(const char *state_dir, const char *what)
 {
@@ -62,7 +39,7 @@ uint64_t local_net_name_hash(const char *state_dir, const char *what)
     return fnv1a64_update(h, what, what ? strlen(what) : 0);
 }
 
-static void ip_str(uint32_t ip, char out[16])
+void net_ip_str(uint32_t ip, char out[16])
 {
     snprintf(out, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
 }
@@ -135,7 +112,7 @@ static char *peer_match(const json_t *peer, const char *field, buf *note, int *n
         return NULL;
     }
     char a[16];
-    ip_str(net, a);
+    net_ip_str(net, a);
     _cleanup_buf_ buf ex = BUF_INIT, m = BUF_INIT;
     int r = 0;
     size_t i;
@@ -154,7 +131,7 @@ static char *peer_match(const json_t *peer, const char *field, buf *note, int *n
             return NULL;
         }
         char b[16];
-        ip_str(en, b);
+        net_ip_str(en, b);
         append_rule_text(&ex, &r, "%s%s/%d", ex.len ? ", " : "", b, ep);
     }
     append_rule_text(&m, &r, "ip %s %s/%d", field, a, prefix);
@@ -361,14 +338,19 @@ static int sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_ki
 
 /* ---- helpers: nft, ip ---- */
 
-static int nft_run(local_net *n, const char *cmd, char **ret_error)
+int net_nft_run(struct nft_ctx *ctx, const char *cmd, char **ret_error)
 {
-    if (nft_run_cmd_from_buffer(n->nft, cmd) == 0)
+    if (nft_run_cmd_from_buffer(ctx, cmd) == 0)
         return 0;
-    const char *e = nft_ctx_get_error_buffer(n->nft);
+    const char *e = nft_ctx_get_error_buffer(ctx);
     if (ret_error && asprintf(ret_error, "nft: %s", e && *e ? e : "failed") < 0)
         *ret_error = NULL;
     return -EIO;
+}
+
+static int nft_run(local_net *n, const char *cmd, char **ret_error)
+{
+    return net_nft_run(n->nft, cmd, ret_error);
 }
 
 static const char *ip_binary(void)
@@ -380,14 +362,7 @@ static const char *ip_binary(void)
     return NULL;
 }
 
-/* Starts `ip -batch file`; with ns_path the child first creates a new network namespace, binds
- * it at ns_path and turns IPv6 off in it. run_ip_wait() collects it. */
-typedef struct ip_child {
-    pid_t pid;
-    int err_fd; /* ip's stderr */
-} ip_child;
-
-static int run_ip_start(const char *batch, const char *ns_path, bool force, ip_child *ret,
+int net_ip_start(const char *batch, const char *ns_path, bool force, net_ip_child *ret,
                         char **ret_error)
 {
     const char *ip = ip_binary();
@@ -429,11 +404,11 @@ static int run_ip_start(const char *batch, const char *ns_path, bool force, ip_c
         _exit(127);
     }
     close(pfd[1]);
-    *ret = (ip_child){pid, pfd[0]};
+    *ret = (net_ip_child){pid, pfd[0]};
     return 0;
 }
 
-static int run_ip_wait(ip_child *c, char **ret_error)
+int net_ip_wait(net_ip_child *c, char **ret_error)
 {
     char text[1024];
     size_t got = 0;
@@ -453,11 +428,11 @@ static int run_ip_wait(ip_child *c, char **ret_error)
     return -EIO;
 }
 
-static int run_ip(const char *batch, const char *ns_path, bool force, char **ret_error)
+int net_ip_run(const char *batch, const char *ns_path, bool force, char **ret_error)
 {
-    ip_child c;
-    int k = run_ip_start(batch, ns_path, force, &c, ret_error);
-    return k < 0 ? k : run_ip_wait(&c, ret_error);
+    net_ip_child c;
+    int k = net_ip_start(batch, ns_path, force, &c, ret_error);
+    return k < 0 ? k : net_ip_wait(&c, ret_error);
 }
 
 static int write_sysctl(const char *path, const char *v)
@@ -554,8 +529,12 @@ static int setup_host(local_net *n, char **ret_error)
         return asprintf(ret_error, "cannot initialise libnftables") < 0 ? -ENOMEM : -EIO;
     nft_ctx_buffer_output(n->nft);
     nft_ctx_buffer_error(n->nft);
+    int k = net_counters_open(&n->counters);
+    if (k < 0)
+        return asprintf(ret_error, "cannot open a netfilter socket: %s", strerror(-k)) < 0
+                   ? -ENOMEM : k;
     _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
-    int k = mkdir_p(n->net_dir, 0700);
+    k = mkdir_p(n->net_dir, 0700);
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
@@ -577,7 +556,7 @@ static int setup_host(local_net *n, char **ret_error)
                            "addr replace %2$s/%3$d dev %1$s\n",
                            n->bridge, n->gw_s, n->prefix, mac)) < 0)
         return -ENOMEM;
-    if ((k = fs_write_file(path, cmds, 0600)) < 0 || (k = run_ip(path, NULL, false, ret_error)) < 0)
+    if ((k = fs_write_file(path, cmds, 0600)) < 0 || (k = net_ip_run(path, NULL, false, ret_error)) < 0)
         return k < 0 ? k : -EIO;
     if ((k = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0)
         return asprintf(ret_error, "cannot enable IPv4 forwarding: %s", strerror(-k)) < 0
@@ -610,7 +589,9 @@ static void preload(local_net *n)
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || de->d_type != DT_DIR || !local_net_has_namespace(n, de->d_name))
+        if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 ||
+            !local_net_has_namespace(n, de->d_name))
             continue;
         uint32_t ip = stored_ip(n, de->d_name);
         bool dup = false;
@@ -629,9 +610,9 @@ static void set_pool(local_net *n, uint32_t net, int prefix)
     n->prefix = prefix;
     n->mask = 0xffffffffu << (32 - n->prefix);
     n->gw = n->pool + 1;
-    ip_str(n->pool, a);
+    net_ip_str(n->pool, a);
     snprintf(n->pool_s, sizeof(n->pool_s), "%s/%d", a, n->prefix);
-    ip_str(n->gw, n->gw_s);
+    net_ip_str(n->gw, n->gw_s);
 }
 
 static char *cidr_file(local_net *n)
@@ -728,6 +709,8 @@ static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
         nft_ctx_free(n->nft);
         n->nft = NULL;
     }
+    if (k < 0)
+        n->counters = net_counters_free(n->counters);
     if (k < 0) {
         if (asprintf(&n->unavailable, "networking unavailable: %s", err ? err : strerror(-k)) < 0)
             n->unavailable = NULL;
@@ -795,8 +778,12 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
             unsigned burst = o->dns_limits.burst ? o->dns_limits.burst : LOCAL_DNS_DEFAULT_BURST;
             n->dns_kernel_rate = rate > 1000000 / 4 ? 1000000 : rate * 4;
             n->dns_kernel_burst = burst > 1000000 / 4 ? 1000000 : burst * 4;
+            net_prepared_remove_stale(n); /* killed with networks prepared: not adopted */
             preload(n);
             n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
+            int pk = net_prepared_start(n, o->lock, o->prepared);
+            if (pk < 0)
+                log_warn("networks are not prepared ahead", "error", strerror(-pk));
         }
     }
     if (n->unavailable)
@@ -817,9 +804,11 @@ local_net *local_net_stop(local_net *n)
 {
     if (!n)
         return NULL;
+    net_prepared_stop(n);
     local_dns_stop(n->dns);
     if (n->nft)
         nft_ctx_free(n->nft);
+    net_counters_free(n->counters);
     for (size_t i = 0; i < n->n_sb; i++) {
         free(n->sb[i].uid);
         free(n->sb[i].rules);
@@ -845,6 +834,27 @@ static net_sandbox *find_sb(local_net *n, const char *uid)
     return NULL;
 }
 
+static char *sb_path(local_net *n, const char *uid, const char *leaf);
+
+/* The id of a sandbox's network (its veth asv<id>, chains and counters): the one recorded in
+ * net/<uid>/id (a network prepared ahead was named before its sandbox existed), else the hash of
+ * the state dir and uid (networks of older versions). */
+static void sandbox_id(local_net *n, const char *uid, char ret[13])
+{
+    _cleanup_free_ char *p = sb_path(n, uid, "id");
+    _cleanup_fclose_ FILE *f = p ? fopen(p, "re") : NULL;
+    char text[32];
+    if (f && fgets(text, sizeof(text), f)) {
+        text[strcspn(text, "\n")] = '\0';
+        if (strlen(text) == 12 && strspn(text, "0123456789abcdef") == 12) {
+            memcpy(ret, text, 13);
+            return;
+        }
+    }
+    snprintf(ret, 13, "%012llx",
+             (unsigned long long)(local_net_name_hash(n->state_dir, uid) & 0xffffffffffffull));
+}
+
 static net_sandbox *add_sb(local_net *n, const char *uid)
 {
     net_sandbox *s = find_sb(n, uid);
@@ -858,8 +868,7 @@ static net_sandbox *add_sb(local_net *n, const char *uid)
     *s = (net_sandbox){.uid = strdup(uid)};
     if (!s->uid)
         return NULL;
-    snprintf(s->id, sizeof(s->id), "%012llx",
-             (unsigned long long)(local_net_name_hash(n->state_dir, uid) & 0xffffffffffffull));
+    sandbox_id(n, uid, s->id);
     n->n_sb++;
     return s;
 }
@@ -883,7 +892,7 @@ static char *sb_path(local_net *n, const char *uid, const char *leaf)
     return p;
 }
 
-static bool is_nsfs(const char *path)
+bool net_is_nsfs(const char *path)
 {
     struct statfs st;
     return statfs(path, &st) == 0 && (unsigned long)st.f_type == NSFS_MAGIC_;
@@ -892,7 +901,7 @@ static bool is_nsfs(const char *path)
 bool local_net_has_namespace(local_net *n, const char *uid)
 {
     _cleanup_free_ char *p = sb_path(n, uid, "ns");
-    return p && is_nsfs(p);
+    return p && net_is_nsfs(p);
 }
 
 static uint32_t stored_ip(local_net *n, const char *uid)
@@ -910,20 +919,26 @@ static uint32_t stored_ip(local_net *n, const char *uid)
     return ip;
 }
 
-static bool ip_used(local_net *n, uint32_t ip)
+bool net_ip_used(local_net *n, uint32_t ip)
 {
     for (size_t i = 0; i < n->n_sb; i++)
         if (n->sb[i].ip == ip)
             return true;
-    return false;
+    return net_prepared_holds(n, ip);
 }
 
-static uint32_t allocate_ip(local_net *n)
+uint32_t net_allocate_ip(local_net *n)
 {
-    uint32_t size = ~n->mask + 1;
-    for (uint32_t off = 2; off < size - 1; off++)
-        if (!ip_used(n, n->pool + off))
+    /* Next fit, not lowest first: an address just given back (host conntrack entries of its
+     * old connections, neighbour entries) is the last to be handed out again. */
+    uint32_t size = ~n->mask + 1, span = size - 3; /* .0, .1 (bridge) and broadcast excluded */
+    for (uint32_t i = 0; i < span; i++) {
+        uint32_t off = 2 + (n->next_ip + i) % span;
+        if (!net_ip_used(n, n->pool + off)) {
+            n->next_ip = (off - 2 + 1) % span;
             return n->pool + off;
+        }
+    }
     return 0;
 }
 
@@ -936,25 +951,16 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
         return k;
     if (!fresh && s->rules && strcmp(s->rules, rules) == 0)
         return 0;
-    char a[16];
-    ip_str(s->ip, a);
     const char *t = n->table, *id = s->id;
-    if (fresh)
-        k = asprintf(&cmd,
-                     "add counter inet %1$s eg_%2$s\nadd counter inet %1$s ig_%2$s\n"
-                     "add chain inet %1$s o_%2$s\nadd chain inet %1$s i_%2$s\n"
-                     "add chain inet %1$s h_%2$s\n"
-                     "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
-                     "flush chain inet %1$s h_%2$s\n%3$s"
-                     "add element inet %1$s m_out { %4$s : jump o_%2$s }\n"
-                     "add element inet %1$s m_in { %4$s : jump i_%2$s }\n"
-                     "add element inet %1$s m_host { %4$s : jump h_%2$s }\n",
-                     t, id, rules, a);
-    else
-        k = asprintf(&cmd,
-                     "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
-                     "flush chain inet %1$s h_%2$s\n%3$s",
-                     t, id, rules);
+    _cleanup_free_ char *objects = fresh ? net_objects_add_cmd(n, id, s->ip) : NULL;
+    if (fresh && !objects)
+        return -ENOMEM;
+    /* Fresh: the chains, counters and map elements first (one transaction: the elements never
+     * point at a chain without its rules). */
+    k = asprintf(&cmd,
+                 "%4$sflush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
+                 "flush chain inet %1$s h_%2$s\n%3$s",
+                 t, id, rules, objects ? objects : "");
     if (k < 0)
         return -ENOMEM;
     if ((k = nft_run(n, cmd, ret_error)) < 0)
@@ -966,27 +972,56 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
     return 0;
 }
 
-static void remove_rules(local_net *n, const net_sandbox *s)
+char *net_objects_add_cmd(const local_net *n, const char *id, uint32_t ip)
 {
-    if (!n->nft || !s->ip)
+    char a[16], *cmd = NULL;
+    net_ip_str(ip, a);
+    if (asprintf(&cmd,
+                 "add counter inet %1$s eg_%2$s\nadd counter inet %1$s ig_%2$s\n"
+                 "add chain inet %1$s o_%2$s\nadd chain inet %1$s i_%2$s\n"
+                 "add chain inet %1$s h_%2$s\n"
+                 "add element inet %1$s m_out { %3$s : jump o_%2$s }\n"
+                 "add element inet %1$s m_in { %3$s : jump i_%2$s }\n"
+                 "add element inet %1$s m_host { %3$s : jump h_%2$s }\n",
+                 n->table, id, a) < 0)
+        return NULL;
+    return cmd;
+}
+
+void net_objects_remove(local_net *n, struct nft_ctx *ctx, const char *id, uint32_t ip)
+{
+    if (!ctx || !ip)
         return;
     char a[16];
-    ip_str(s->ip, a);
-    const char *fmts[] = {
-        "delete element inet %1$s m_out { %3$s }%2$.0s",
-        "delete element inet %1$s m_in { %3$s }%2$.0s",
-        "delete element inet %1$s m_host { %3$s }%2$.0s",
-        "delete chain inet %1$s o_%2$s%3$.0s",
-        "delete chain inet %1$s i_%2$s%3$.0s",
-        "delete chain inet %1$s h_%2$s%3$.0s",
-        "delete counter inet %1$s eg_%2$s%3$.0s",
-        "delete counter inet %1$s ig_%2$s%3$.0s",
+    net_ip_str(ip, a);
+    static const char *const fmts[] = {
+        "delete element inet %1$s m_out { %3$s }%2$.0s\n",
+        "delete element inet %1$s m_in { %3$s }%2$.0s\n",
+        "delete element inet %1$s m_host { %3$s }%2$.0s\n",
+        "delete chain inet %1$s o_%2$s%3$.0s\n",
+        "delete chain inet %1$s i_%2$s%3$.0s\n",
+        "delete chain inet %1$s h_%2$s%3$.0s\n",
+        "delete counter inet %1$s eg_%2$s%3$.0s\n",
+        "delete counter inet %1$s ig_%2$s%3$.0s\n",
     };
+    _cleanup_buf_ buf all = BUF_INIT;
+    int r = 0;
+    for (size_t i = 0; i < ELEMENTSOF(fmts); i++)
+        append_rule_text(&all, &r, fmts[i], n->table, id, a);
+    /* One transaction (a teardown holds the caller's lock, which a start waits for); when
+     * something is missing already (a half-made network) each command on its own. */
+    if (r == 0 && nft_run_cmd_from_buffer(ctx, all.data) == 0)
+        return;
     for (size_t i = 0; i < ELEMENTSOF(fmts); i++) {
         _cleanup_free_ char *cmd = NULL;
-        if (asprintf(&cmd, fmts[i], n->table, s->id, a) >= 0)
-            nft_run(n, cmd, NULL);
+        if (asprintf(&cmd, fmts[i], n->table, id, a) >= 0)
+            nft_run_cmd_from_buffer(ctx, cmd);
     }
+}
+
+static void remove_rules(local_net *n, const net_sandbox *s)
+{
+    net_objects_remove(n, n->nft, s->id, s->ip);
 }
 
 static void remove_namespace(local_net *n, const char *uid, const char *id)
@@ -997,7 +1032,7 @@ static void remove_namespace(local_net *n, const char *uid, const char *id)
     if (if_nametoindex(veth) > 0) {
         _cleanup_free_ char *batch = sb_path(n, uid, "del.batch"), *err = NULL, *cmd = NULL;
         if (batch && asprintf(&cmd, "link del %s\n", veth) >= 0 &&
-            fs_write_file(batch, cmd, 0600) == 0 && run_ip(batch, NULL, true, &err) < 0)
+            fs_write_file(batch, cmd, 0600) == 0 && net_ip_run(batch, NULL, true, &err) < 0)
             log_warn("cannot delete veth", "veth", veth, "error", err ? err : "");
     }
     if (ns)
@@ -1005,6 +1040,77 @@ static void remove_namespace(local_net *n, const char *uid, const char *id)
             ;
     if (dir)
         fs_rm_rf(dir);
+}
+
+int net_batches(const local_net *n, const char *id, uint32_t ip, char **ret_in, char **ret_host)
+{
+    char a[16], veth[16];
+    net_ip_str(ip, a);
+    snprintf(veth, sizeof(veth), "asv%s", id);
+    _cleanup_free_ char *in = NULL, *host = NULL;
+    if (asprintf(&in,
+                 "link set lo up\n"
+                 "link add eth0 type veth peer name %s netns %d\n"
+                 "addr add %s/32 dev eth0\n"
+                 "link set eth0 up\n"
+                 "route add %s dev eth0 scope link\n"
+                 "route add default via %s dev eth0\n",
+                 veth, (int)getpid(), a, n->gw_s, n->gw_s) < 0 ||
+        asprintf(&host,
+                 "link set %s master %s\n"
+                 "link set dev %s type bridge_slave isolated on\n"
+                 "link set %s up\n",
+                 veth, n->bridge, veth, veth) < 0)
+        return -ENOMEM;
+    *ret_in = TAKE_PTR(in);
+    *ret_host = TAKE_PTR(host);
+    return 0;
+}
+
+/* A network made for the sandbox now (no prepared one ready, or preparing is off). */
+static int make_network(local_net *n, net_sandbox *s, local_net_policy_kind kind,
+                        const json_t *tpl, char **ret_error)
+{
+    const char *uid = s->uid;
+    char a[16];
+    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL),
+                        *ipf = sb_path(n, uid, "ip"), *idf = sb_path(n, uid, "id"),
+                        *inb = sb_path(n, uid, "in.batch"), *hb = sb_path(n, uid, "host.batch"),
+                        *cmd = NULL, *hcmd = NULL, *ipline = NULL, *idline = NULL;
+    if (!ns || !dir || !ipf || !idf || !inb || !hb)
+        return -ENOMEM;
+    if (!(s->ip = net_allocate_ip(n)))
+        return asprintf(ret_error, "the pod CIDR %s has no free address", n->pool_s) < 0
+                   ? -ENOMEM : -ENOSPC;
+    net_ip_str(s->ip, a);
+    if (asprintf(&ipline, "%s/32\n", a) < 0 || asprintf(&idline, "%s\n", s->id) < 0 ||
+        net_batches(n, s->id, s->ip, &cmd, &hcmd) < 0)
+        return -ENOMEM;
+    int k;
+    if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
+        (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0 ||
+        (k = fs_write_file(inb, cmd, 0600)) < 0 || (k = fs_write_file(hb, hcmd, 0600)) < 0)
+        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
+    /* The namespace is made while the rules are added: until its rules exist, the base
+     * table drops everything from and to a pod address (fail closed), and no process of
+     * the sandbox runs before both are done. */
+    usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
+    net_ip_child child;
+    if ((k = net_ip_start(inb, ns, false, &child, ret_error)) < 0)
+        return k;
+    int kr = apply_rules(n, s, kind, tpl, true, ret_error);
+    t1 = now_usec(CLOCK_MONOTONIC);
+    k = net_ip_wait(&child, kr < 0 ? NULL : ret_error);
+    t2 = now_usec(CLOCK_MONOTONIC);
+    if (kr < 0 || k < 0 || (k = net_ip_run(hb, NULL, false, ret_error)) < 0)
+        return kr < 0 ? kr : k;
+    char ms[3][32];
+    snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
+    snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
+    snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
+    log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
+              "netns_wait_ms", ms[1], "bridge_ms", ms[2]);
+    return 0;
 }
 
 int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
@@ -1020,7 +1126,7 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
     bool adopt = local_net_has_namespace(n, uid);
     if (!adopt || !s || !s->ip) {
         uint32_t keep = adopt ? stored_ip(n, uid) : 0;
-        if (!adopt || !keep || (s && s->ip != keep) || (!s && ip_used(n, keep))) {
+        if (!adopt || !keep || (s && s->ip != keep) || (!s && net_ip_used(n, keep))) {
             local_net_detach(n, uid);
             adopt = false;
             keep = 0;
@@ -1029,69 +1135,24 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
             return -ENOMEM;
         s->ip = keep;
     }
-    char a[16], veth[16];
-    snprintf(veth, sizeof(veth), "asv%s", s->id);
-    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL),
-                        *ipf = sb_path(n, uid, "ip"), *inb = sb_path(n, uid, "in.batch"),
-                        *hb = sb_path(n, uid, "host.batch"), *cmd = NULL, *hcmd = NULL,
-                        *ipline = NULL;
-    if (!ns || !dir || !ipf || !inb || !hb)
+    _cleanup_free_ char *ns = sb_path(n, uid, "ns");
+    if (!ns)
         return -ENOMEM;
     int k;
     if (!adopt) {
-        if (!(s->ip = allocate_ip(n))) {
-            drop_sb(n, uid);
-            return asprintf(ret_error, "the pod CIDR %s has no free address", n->pool_s) < 0
-                       ? -ENOMEM : -ENOSPC;
-        }
-        ip_str(s->ip, a);
-        if (asprintf(&ipline, "%s/32\n", a) < 0 ||
-            asprintf(&cmd,
-                     "link set lo up\n"
-                     "link add eth0 type veth peer name %s netns %d\n"
-                     "addr add %s/32 dev eth0\n"
-                     "link set eth0 up\n"
-                     "route add %s dev eth0 scope link\n"
-                     "route add default via %s dev eth0\n",
-                     veth, (int)getpid(), a, n->gw_s, n->gw_s) < 0 ||
-            asprintf(&hcmd,
-                     "link set %s master %s\n"
-                     "link set dev %s type bridge_slave isolated on\n"
-                     "link set %s up\n",
-                     veth, n->bridge, veth, veth) < 0) {
-            drop_sb(n, uid);
-            return -ENOMEM;
-        }
-        if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
-            (k = fs_write_file(ns, "", 0600)) < 0 || (k = fs_write_file(inb, cmd, 0600)) < 0 ||
-            (k = fs_write_file(hb, hcmd, 0600)) < 0) {
-            local_net_detach(n, uid);
-            return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM
-                                                                                       : k;
-        }
-        /* The namespace is made while the rules are added: until its rules exist, the base
-         * table drops everything from and to a pod address (fail closed), and no process of
-         * the sandbox runs before both are done. */
-        usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
-        ip_child child;
-        if ((k = run_ip_start(inb, ns, false, &child, ret_error)) < 0) {
+        /* A network prepared ahead: renamed into place; its chains get the rules now. */
+        char id[13];
+        uint32_t ip;
+        if (net_prepared_take(n, uid, id, &ip) == 0) {
+            memcpy(s->id, id, sizeof(id));
+            s->ip = ip;
+            k = apply_rules(n, s, kind, tpl, false, ret_error);
+        } else
+            k = make_network(n, s, kind, tpl, ret_error);
+        if (k < 0) {
             local_net_detach(n, uid);
             return k;
         }
-        int kr = apply_rules(n, s, kind, tpl, true, ret_error);
-        t1 = now_usec(CLOCK_MONOTONIC);
-        k = run_ip_wait(&child, kr < 0 ? NULL : ret_error);
-        t2 = now_usec(CLOCK_MONOTONIC);
-        if (kr < 0 || k < 0 || (k = run_ip(hb, NULL, false, ret_error)) < 0) {
-            local_net_detach(n, uid);
-            return kr < 0 ? kr : k;
-        }
-        char ms[3][32];
-        snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
-        snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
-        snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
-        log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
-                  "netns_wait_ms", ms[1], "bridge_ms", ms[2]);
     } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
         return k;
     *ret_netns = TAKE_PTR(ns);
@@ -1127,8 +1188,7 @@ void local_net_detach(local_net *n, const char *uid)
         snprintf(id, sizeof(id), "%s", s->id);
         drop_sb(n, uid);
     } else
-        snprintf(id, sizeof(id), "%012llx",
-                 (unsigned long long)(local_net_name_hash(n->state_dir, uid) & 0xffffffffffffull));
+        sandbox_id(n, uid, id);
     remove_namespace(n, uid, id);
 }
 
@@ -1137,7 +1197,9 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+        /* Networks prepared ahead are the preparer's (local-net-prepared.c). */
+        if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0)
             continue;
         if (!keep(de->d_name, userdata)) {
             log_info("removing the network of a sandbox that is not running", "uid", de->d_name);
@@ -1159,21 +1221,17 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
 /* Packets counted by the sandbox's two named counters (egress, ingress); -1 when unknown. */
 static void counters(local_net *n, const char *id, long long *ret_eg, long long *ret_ig)
 {
-    _cleanup_free_ char *cmd = NULL;
+    char eg[16], ig[16];
+    long long v;
     *ret_eg = *ret_ig = -1;
-    if (!n->nft ||
-        asprintf(&cmd, "list counter inet %1$s eg_%2$s\nlist counter inet %1$s ig_%2$s\n",
-                 n->table, id) < 0 ||
-        nft_run_cmd_from_buffer(n->nft, cmd) != 0)
+    if (!n->counters)
         return;
-    const char *out = nft_ctx_get_output_buffer(n->nft);
-    const char *p = out ? strstr(out, "packets ") : NULL;
-    if (!p)
-        return;
-    *ret_eg = strtoll(p + 8, NULL, 10);
-    p = strstr(p + 8, "packets ");
-    if (p)
-        *ret_ig = strtoll(p + 8, NULL, 10);
+    snprintf(eg, sizeof(eg), "eg_%s", id);
+    snprintf(ig, sizeof(ig), "ig_%s", id);
+    if (net_counters_packets(n->counters, n->table, eg, &v) == 0)
+        *ret_eg = v;
+    if (net_counters_packets(n->counters, n->table, ig, &v) == 0)
+        *ret_ig = v;
 }
 
 void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
@@ -1200,7 +1258,7 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
         return;
     }
     char a[16];
-    ip_str(s->ip, a);
+    net_ip_str(s->ip, a);
     *ret_ip = strdup(a);
     long long eg, ig;
     counters(n, s->id, &eg, &ig);
@@ -1243,7 +1301,7 @@ int local_net_purge(const local_net_options *o)
         _cleanup_free_ char *ns = NULL;
         if (de->d_name[0] == '.' || asprintf(&ns, "%s/%s/ns", net_dir, de->d_name) < 0)
             continue;
-        if (is_nsfs(ns) && umount2(ns, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+        if (net_is_nsfs(ns) && umount2(ns, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
             ret = -errno;
     }
     struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
@@ -1261,7 +1319,7 @@ int local_net_purge(const local_net_options *o)
         asprintf(&batch, "link del %s\n", bridge) >= 0 && mkdir_p(net_dir, 0700) == 0 &&
         fs_write_file(path, batch, 0600) == 0) {
         char *err = NULL;
-        if (run_ip(path, NULL, false, &err) < 0)
+        if (net_ip_run(path, NULL, false, &err) < 0)
             ret = -EIO;
         free(err);
     }

@@ -1,11 +1,13 @@
 /* Networking of local sandboxes (docs/network.md): a network namespace per sandbox, a veth pair
  * to a host bridge, an address from the pod CIDR, NAT for egress, a DNS forwarder on the bridge
  * address, and the sandbox's NetworkPolicy enforced with nftables on the host. Built on iproute2
- * (`ip -batch`) and libnftables; one nft table per state directory. Used by the reconciler
- * thread only (the DNS forwarder has its own thread). */
+ * (`ip -batch`) and libnftables; one nft table per state directory. Every call is made under
+ * the caller's lock (local_net_options.lock); the DNS forwarder and the preparer of networks
+ * ahead (local-net-prepared.c) have their own threads. */
 #pragma once
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,7 +22,15 @@ typedef struct local_net_options {
     const char *bridge;       /* bridge name, default "asb" + 8 hex digits of the state dir */
     const char *dns_upstream; /* "IP" or "IP:PORT"; NULL: the first nameserver of /etc/resolv.conf */
     local_dns_limits dns_limits; /* per sandbox; zeros: the defaults (local-dns.h) */
+    /* Networks prepared ahead (docs/network.md): this many kept ready besides the warm pools'
+     * demand; 0 (or no lock): each sandbox's network is made when it starts. `lock` is the
+     * caller's lock that serialises every call below; the preparer thread takes it for its
+     * short bookkeeping steps, never while it runs `ip` or nft. */
+    unsigned prepared;
+    pthread_mutex_t *lock;
 } local_net_options;
+
+#define LOCAL_NET_PREPARED_DEFAULT 4
 
 /* Sets up the bridge, the nft table and the DNS forwarder. Never fails for lack of root or
  * nftables: local_net_unavailable() then says why and every sandbox keeps loopback only.
@@ -63,6 +73,13 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
  * their veth pairs), the nft table and the bridge. Starts nothing. 0 or a negative errno
  * (something could not be removed). */
 int local_net_purge(const local_net_options *o);
+/* The warm pools' unclaimed members: as many sandboxes as a burst of claims takes at once, and
+ * so as many creates as the pools' refill asks for next. Networks are prepared for that many
+ * plus local_net_options.prepared (at most 64). */
+void local_net_prepare_demand(local_net *n, unsigned pool_members);
+/* Networks ready now; starts that took one and starts that found none (since start). */
+void local_net_prepared_counts(local_net *n, unsigned *ret_ready, unsigned long long *ret_taken,
+                               unsigned long long *ret_missed);
 /* Whether the sandbox has a namespace from an earlier run (adoption). */
 bool local_net_has_namespace(local_net *n, const char *uid);
 

@@ -612,9 +612,11 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     _cleanup_(json_decrefp) json_t *tpl = NULL;
     local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
     _cleanup_free_ char *netns = NULL, *nameserver = NULL, *nerr = NULL;
+    usec_t t_net = now_usec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->net_lock);
     k = local_net_attach(r->net, uid, nk, tpl, &netns, &nameserver, &nerr);
     pthread_mutex_unlock(&r->net_lock);
+    t_net = now_usec(CLOCK_MONOTONIC) - t_net; /* the lock's wait included */
     if (k < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         json_decref(main_argv);
@@ -632,7 +634,9 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         .nameserver = nameserver, .userns_start = ns_start,
         .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
     };
+    usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
     k = local_bundle_write(&bp, &err);
+    t_bundle = now_usec(CLOCK_MONOTONIC) - t_bundle;
     local_bundle_volumes_free(vv, nvv, vnames);
     json_decref(main_argv);
     if (k < 0)
@@ -709,12 +713,14 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
             pid = 0;
     }
     *ret_pid = pid;
-    char ms[32], prep[32], storage[32];
+    char ms[32], prep[32], storage[32], net[32], bundle_ms[32];
+    snprintf(bundle_ms, sizeof(bundle_ms), "%.1f", (double)t_bundle / 1000.0);
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+    snprintf(net, sizeof(net), "%.1f", (double)t_net / 1000.0);
     snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
     snprintf(storage, sizeof(storage), "%.1f", (double)(t_storage - t_prep) / 1000.0);
     log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
-             "storage_ms", storage, "runc_ms", ms);
+             "storage_ms", storage, "network_ms", net, "bundle_ms", bundle_ms, "runc_ms", ms);
     return 0;
 }
 

@@ -712,6 +712,25 @@ static void first_process_exited(local_reconciler *r, const json_t *sb, const ch
     *pending |= reconcile_one(r, sb, true);
 }
 
+/* Sandboxes a warm pool owns and no claim took yet: a burst of claims can take them all at
+ * once, and the pools' refill then creates as many (the networks worth preparing ahead). */
+static unsigned warm_pool_members(const json_t *items)
+{
+    unsigned members = 0;
+    size_t i, j;
+    json_t *sb, *ref;
+    json_array_foreach(items, i, sb) {
+        const json_t *refs = json_object_get(json_object_get(sb, "metadata"), "ownerReferences");
+        json_array_foreach(refs, j, ref)
+            if (strcmp(json_string_value(json_object_get(ref, "kind")) ?: "",
+                       "SandboxWarmPool") == 0) {
+                members++;
+                break;
+            }
+    }
+    return members;
+}
+
 /* Full pass: adopt running containers, delete orphans, reconcile every Sandbox. Returns the
  * resourceVersion the pass is consistent with; *ret_pending when something is still starting.
  * Only a periodic pass (retry) starts again the sandboxes that failed at their generation; the
@@ -799,6 +818,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
         gc_images(r);
         pthread_mutex_lock(&r->net_lock);
         local_net_gc(r->net, net_keep, r);
+        local_net_prepare_demand(r->net, warm_pool_members(items));
         pthread_mutex_unlock(&r->net_lock);
         remove_orphan_dirs(r, "run", items);
         remove_orphan_dirs(r, "sandboxes", items);
@@ -1151,6 +1171,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     }
     local_net_options no = o->net;
     no.state_dir = o->state_dir;
+    no.lock = &r->net_lock;
     char *nerr = NULL;
     int nk = local_net_start(&no, &r->net, &nerr);
     if (nk < 0) {

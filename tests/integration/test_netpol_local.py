@@ -89,9 +89,21 @@ def nft_table():
     return tables[0]
 
 
-def nft_sandbox_chains(table):
+def spare_ids(state_dir):
+    """Ids of the networks asb serve prepared ahead for its next sandboxes (docs/network.md):
+    their veths and (empty) chains exist before any sandbox has them."""
+    import glob
+    import os
+    if not state_dir:
+        return set()
+    return {os.path.basename(d)[len("spare-"):] for d in glob.glob(os.path.join(state_dir, "net", "spare-*"))}
+
+
+def nft_sandbox_chains(table, state_dir=None):
+    """The sandboxes' chains (those of networks prepared ahead left out), and the table."""
+    spares = spare_ids(state_dir)
     out = run("nft", "list", "table", "inet", table).stdout
-    return sorted(re.findall(r"chain ([oih]_[0-9a-f]{12}) ", out)), out
+    return sorted(c for c in re.findall(r"chain ([oih]_[0-9a-f]{12}) ", out) if c[2:] not in spares), out
 
 
 def bridge_mac(name=None):
@@ -228,7 +240,7 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     b = create_sb(asb, "netpol-r2")
     d = create_sb(asb, "netpol-a-dies")  # listed before the others at the restart
     table = nft_table()
-    chains, _ = nft_sandbox_chains(table)
+    chains, _ = nft_sandbox_chains(table, asb.state_dir)
     assert len(chains) == 9, chains  # o_/i_/h_ per sandbox
     # Both talk before the restart, so their ARP caches hold the gateway's (the bridge's) MAC.
     assert probe(asb, "netpol-r1", PUB, 8080) == "OK public"
@@ -246,7 +258,7 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     d2 = wait_ready(asb2, "netpol-a-dies", timeout=30)
 
     def rebuilt():
-        c, text = nft_sandbox_chains(table)
+        c, text = nft_sandbox_chains(table, asb2.state_dir)
         return c if len(c) == 9 and "deadbeef" not in text else None
     after = wait_for(rebuilt, what="the rules of the three sandboxes, and only those")
     assert [x for x in after if x in chains] == [x for x in chains if x in after]
@@ -268,10 +280,12 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     def gone():
         # The reconciler tears down after the object is deleted: the veth goes first, the
         # namespace's directory a moment later.
-        c, _ = nft_sandbox_chains(table)
-        links = run("ip", "-br", "link").stdout
+        c, _ = nft_sandbox_chains(table, asb2.state_dir)
+        spares = spare_ids(asb2.state_dir)
+        links = [x.split()[0].split("@")[0] for x in run("ip", "-br", "link").stdout.splitlines()]
+        veths = [x for x in links if x.startswith("asv") and x[3:] not in spares]
         net_dir = os.path.join(asb2.state_dir, "net", a["metadata"]["uid"])
-        return len(c) == 6 and links.count("asv") == 2 and not os.path.exists(net_dir)
+        return len(c) == 6 and len(veths) == 2 and not os.path.exists(net_dir)
     wait_for(gone, what="the rules, veth and namespace of the deleted sandbox gone")
     out = run("nft", "list", "table", "inet", table).stdout
     assert pod_ip(a) + " " not in out and pod_ip(b) + " " in out

@@ -8,6 +8,7 @@
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
 #include "local/local-net.h"
+#include "local/local-net-internal.h"
 #include "unit.h"
 
 static char *rules_of(const char *json, bool egress, char **note)
@@ -132,6 +133,37 @@ TEST(bundle_joins_the_namespace_and_names_the_forwarder)
 
 /* The names of bridges, tables and veths on existing hosts come from this hash: the values are
  * the ones the hand-written FNV-1a in local-net.c produced before it moved to basic/hash.h. */
+TEST(addresses_next_fit_and_spares_reserved)
+{
+    /* A /29: .2 to .6 for sandboxes (.1 is the bridge). */
+    const uint32_t pool = 0x0af40000;
+    net_sandbox sb[8] = {{0}};
+    net_spare spare = {.ip = pool + 4, .ready = true};
+    local_net n = {.pool = pool, .prefix = 29, .mask = 0xfffffff8u, .sb = sb};
+    CHECK(net_allocate_ip(&n) == pool + 2);
+    sb[0].ip = pool + 2;
+    n.n_sb = 1;
+    CHECK(net_allocate_ip(&n) == pool + 3);
+    sb[1].ip = pool + 3;
+    n.n_sb = 2;
+    n.prep.spares = &spare; /* a network prepared ahead holds .4 */
+    n.prep.n_spares = 1;
+    CHECK(net_ip_used(&n, pool + 4));
+    CHECK(net_allocate_ip(&n) == pool + 5);
+    sb[2].ip = pool + 5;
+    n.n_sb = 3;
+    /* .2 is given back: it is the last to be handed out again. */
+    sb[0] = sb[2];
+    n.n_sb = 2;
+    CHECK(net_allocate_ip(&n) == pool + 6);
+    sb[2].ip = pool + 6;
+    n.n_sb = 3;
+    CHECK(net_allocate_ip(&n) == pool + 2);
+    sb[3].ip = pool + 2;
+    n.n_sb = 4;
+    CHECK(net_allocate_ip(&n) == 0); /* full */
+}
+
 TEST(name_hash_is_stable)
 {
     CHECK(local_net_name_hash("/var/lib/asb", "bridge-mac") == UINT64_C(0xf0261eee966d4cec));

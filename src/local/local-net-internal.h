@@ -1,0 +1,109 @@
+/* Shared between local-net.c (sandboxes, rules, lifecycle) and local-net-prepared.c (networks
+ * prepared ahead). Not an interface for anything else. */
+#pragma once
+
+#include <nftables/libnftables.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "basic/time-util.h"
+#include "local/local-dns.h"
+#include "local/local-net.h"
+
+typedef struct net_counters net_counters;
+
+typedef struct net_sandbox {
+    char *uid;
+    char id[13]; /* names its veth (asv<id>), chains and counters */
+    uint32_t ip; /* host byte order; 0: loopback only */
+    char *rules; /* the per-sandbox rule text applied (change detection) */
+    char *note;  /* peers that match nothing locally */
+} net_sandbox;
+
+/* A network made before a sandbox needs it (local-net-prepared.c), at net/spare-<id>: namespace,
+ * veth pair on the bridge, address, and the sandbox's empty chains, counters and map elements
+ * (empty chains drop everything: the base table's fall-through rules). */
+typedef struct net_spare {
+    char id[13];
+    uint32_t ip;
+    bool ready; /* false: the preparer is still building it (its address is reserved) */
+} net_spare;
+
+#define NET_SPARE_PREFIX "spare-"
+#define NET_PREPARED_MAX 64 /* spares at most, whatever the demand */
+
+typedef struct net_prepared {
+    pthread_mutex_t *lock; /* the caller's (local_net_options.lock); guards everything below */
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool running, stop;
+    struct nft_ctx *nft; /* the preparer's own context (one per thread) */
+    net_spare *spares;
+    size_t n_spares;
+    unsigned base;   /* spares kept besides the demand; 0: nothing is prepared */
+    unsigned demand; /* the warm pools' unclaimed members (local_net_prepare_demand) */
+    unsigned long long seq, taken, missed;
+    usec_t last_take; /* monotonic */
+} net_prepared;
+
+struct local_net {
+    char *state_dir, *net_dir, *bridge, *table, *unavailable;
+    uint32_t pool, mask, gw; /* host byte order */
+    uint32_t next_ip;        /* where net_allocate_ip() looks first (offset from .2) */
+    int prefix;
+    char pool_s[32], gw_s[16];
+    struct nft_ctx *nft;
+    net_counters *counters; /* reads the blocked counters (local-net-counters.c) */
+    net_sandbox *sb;
+    size_t n_sb;
+    local_dns *dns; /* the forwarder on the bridge address, or NULL */
+    /* Per-sandbox kernel limit on DNS datagrams to the forwarder, well above the forwarder's own
+     * budget: a flood is cut before it fills the forwarder's socket buffer, where the kernel
+     * would drop every sandbox's queries alike. */
+    unsigned dns_kernel_rate, dns_kernel_burst;
+    const char *dns_off; /* why there is none, or NULL */
+    net_prepared prep;
+};
+
+/* `ip -batch file` in a child; with ns_path the child first makes a new network namespace,
+ * binds it at ns_path and turns IPv6 off in it. net_ip_wait() collects it. */
+typedef struct net_ip_child {
+    pid_t pid;
+    int err_fd; /* ip's stderr */
+} net_ip_child;
+
+int net_ip_start(const char *batch, const char *ns_path, bool force, net_ip_child *ret,
+                 char **ret_error);
+int net_ip_wait(net_ip_child *c, char **ret_error);
+int net_ip_run(const char *batch, const char *ns_path, bool force, char **ret_error);
+/* Runs nft commands on ctx (one transaction); -EIO with *ret_error ("nft: ...") on failure. */
+int net_nft_run(struct nft_ctx *ctx, const char *cmd, char **ret_error);
+void net_ip_str(uint32_t ip, char out[16]);
+bool net_is_nsfs(const char *path);
+/* Whether a sandbox or a spare holds ip; the lowest free address of the pool, or 0. */
+bool net_ip_used(local_net *n, uint32_t ip);
+uint32_t net_allocate_ip(local_net *n);
+/* The nft commands that add (or delete) a sandbox's chains, counters and map elements. */
+char *net_objects_add_cmd(const local_net *n, const char *id, uint32_t ip);
+void net_objects_remove(local_net *n, struct nft_ctx *ctx, const char *id, uint32_t ip);
+/* The batch files of a new namespace: in.batch (run inside it) and host.batch (the veth's host
+ * end onto the bridge), for address ip and veth asv<id>. Owned strings. */
+int net_batches(const local_net *n, const char *id, uint32_t ip, char **ret_in, char **ret_host);
+
+/* local-net-prepared.c. All but start/stop are called with prep.lock held. */
+int net_prepared_start(local_net *n, pthread_mutex_t *lock, unsigned base);
+void net_prepared_stop(local_net *n);
+/* Moves a ready spare to net/<uid> (*ret_id, *ret_ip: its names and address) and wakes the
+ * preparer; -ENOENT when none is ready. Counts the start for the demand estimate either way. */
+int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *ret_ip);
+bool net_prepared_holds(const local_net *n, uint32_t ip);
+/* Removes what an earlier run left under net/spare-* (asb serve killed with spares ready). */
+void net_prepared_remove_stale(local_net *n);
+
+/* local-net-counters.c: named counters of table inet <table>, one netlink request each. */
+int net_counters_open(net_counters **ret);
+net_counters *net_counters_free(net_counters *c);
+/* Packets counted by the counter `name`: 0, or -ENOENT (no such counter) or another errno. */
+int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret);
