@@ -161,7 +161,6 @@ static int restore_entry(restore *r, const json_t *e)
     if (strcmp(type, "hardlink") == 0) {
         const char *target = json_string_value(json_object_get(e, "link")), *tname;
         int tfd;
-        _cleanup_free_ char *tparent = NULL;
         /* The target's directory may differ from ours: walk to it, then back. */
         _cleanup_close_ int keep = dup(dir_fd);
         if (keep < 0)
