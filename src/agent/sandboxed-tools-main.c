@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         return main_usage_error(usage);
     }
     _cleanup_free_ char *generated = NULL;
-    if (!session && cfg.fork_from && !getenv("SESSION_NAME")) {
+    if (!session && cfg.fork_from && !env_or("SESSION_NAME", NULL)) {
         if (agent_session_name_generate(&generated) < 0)
             return 1;
         session = generated;
