@@ -6,7 +6,8 @@
     time and size);
   * a second snapshot after 1 MiB changed: stored bytes (deduplication) and time;
   * fork (Sandbox from image snapshot:NAME) -> Ready against a cold create -> Ready, alternated;
-  * 10 forks at once -> all Ready, against 10 cold creates at once.
+  * 10 forks at once -> all Ready, against 10 cold creates at once;
+  * `cp -a` of the workspace, the same-run baseline of what a fork must at least do (copy).
 Needs root and runc; prints a table."""
 import http.client
 import json
@@ -175,6 +176,11 @@ def main():
         tz = subprocess.run(f"tar -C {ws} -cf - . | zstd -3 -q -c | wc -c", shell=True, check=True,
                             capture_output=True, text=True)
         tar_ms, tar_bytes = (time.perf_counter() - t0) * 1000, int(tz.stdout)
+        # Baseline of a fork's copy: cp -a of the same tree (no compression, no hashing).
+        t0 = time.perf_counter()
+        subprocess.run(["cp", "-a", ws, os.path.join(tmp, "cp-baseline")], check=True)
+        cp_ms = (time.perf_counter() - t0) * 1000
+        shutil.rmtree(os.path.join(tmp, "cp-baseline"))
         first = timed_snapshot(srv, "s1", "src", sock)
         changed = change_one_mib(ws, rng)
         second = timed_snapshot(srv, "s2", "src", sock)
@@ -217,6 +223,7 @@ def main():
              f"{pct(fork, 50):.0f} / {pct(fork, 99):.0f}"),
             (f"cold create (host) -> Ready p50 / p99 (ms, n={ROUNDS})",
              f"{pct(cold, 50):.0f} / {pct(cold, 99):.0f}"),
+            ("  baseline: cp -a of the workspace (ms)", f"{cp_ms:.0f}"),
             ("10 forks at once -> all Ready (ms)", f"{forks10:.0f}"),
             ("10 cold creates at once -> all Ready (ms)", f"{cold10:.0f}"),
         ]

@@ -57,8 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (snap_manifest_check(m, &err) == 0) {
         const json_t *r, *e;
         size_t i, j;
-        json_array_foreach(json_object_get(m, "roots"), i, r)
-            json_array_foreach(json_object_get(r, "entries"), j, e) check_entry(e);
+        json_array_foreach (json_object_get(m, "roots"), i, r)
+            json_array_foreach (json_object_get(r, "entries"), j, e)
+                check_entry(e);
     } else if (!err)
         abort(); /* a refusal always says why */
     free(err);

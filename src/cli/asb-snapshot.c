@@ -31,18 +31,17 @@ static void snapshot_usage(FILE *f)
 
 static void fork_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: asb fork SANDBOX [--count K] [--name NAME] [--timeout DURATION]\n"
-            "       asb fork --from-snapshot SNAPSHOT [--count K] [--name NAME]\n\n"
-            "Snapshot SANDBOX and start K new sandboxes from it (each with its own copy of the\n"
-            "workspace and volumes); print their names, one per line, once all are Ready.\n\n"
-            "Options:\n"
-            "  -c, --count K            how many sandboxes (default 1)\n"
-            "      --name NAME          their name (K = 1) or prefix: NAME-1 .. NAME-K\n"
-            "                           (default: generated SANDBOX-fork-xxxxx)\n"
-            "      --from-snapshot S    fork from the existing SandboxSnapshot S\n"
-            "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
-            "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f, "Usage: asb fork SANDBOX [--count K] [--name NAME] [--timeout DURATION]\n"
+               "       asb fork --from-snapshot SNAPSHOT [--count K] [--name NAME]\n\n"
+               "Snapshot SANDBOX and start K new sandboxes from it (each with its own copy of the\n"
+               "workspace and volumes); print their names, one per line, once all are Ready.\n\n"
+               "Options:\n"
+               "  -c, --count K            how many sandboxes (default 1)\n"
+               "      --name NAME          their name (K = 1) or prefix: NAME-1 .. NAME-K\n"
+               "                           (default: generated SANDBOX-fork-xxxxx)\n"
+               "      --from-snapshot S    fork from the existing SandboxSnapshot S\n"
+               "      --timeout DURATION   how long to wait for Ready (default 180s)\n"
+               "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
 }
 
 static long timeout_arg(const char *s)
@@ -208,8 +207,9 @@ int asb_fork_main(int argc, char **argv)
     }
     const char *sandbox = optind < argc ? argv[optind] : NULL;
     if (optind + (fo.snapshot ? 0 : 1) < argc || (!sandbox && !fo.snapshot)) {
-        fprintf(stderr, "error: %s\n", sandbox || fo.snapshot ? "unexpected arguments"
-                                                              : "expected a sandbox: asb fork SANDBOX");
+        fprintf(stderr, "error: %s\n",
+                sandbox || fo.snapshot ? "unexpected arguments"
+                                       : "expected a sandbox: asb fork SANDBOX");
         return main_usage_error(fork_usage);
     }
     asb_client *cl = NULL;

@@ -23,8 +23,7 @@ static const json_t *ready_of(const json_t *obj)
 {
     const json_t *c;
     size_t i;
-    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
-    {
+    json_array_foreach (json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         if (t && strcmp(t, "Ready") == 0)
             return c;
@@ -70,8 +69,8 @@ static int on_event(const char *type, const char *object_json, void *payload)
 }
 
 /* Watches kind/name of ns until Ready (its current state first). *out (may be NULL) the object. */
-static int wait_ready(char **out, asb_client *c, const char *kind, const char *ns,
-                      const char *name, long timeout_ms, const volatile int *cancel)
+static int wait_ready(char **out, asb_client *c, const char *kind, const char *ns, const char *name,
+                      long timeout_ms, const volatile int *cancel)
 {
     ready_wait w = {.kind = kind, .name = name};
     long long deadline = mono_ms() + timeout_ms;
@@ -122,13 +121,14 @@ ASB_PUBLIC int asb_snapshot_create(char **out, asb_client *client, const char *n
     ns = ns && *ns ? ns : "default";
     char gen[300];
     snprintf(gen, sizeof(gen), "%.240s-snap-", sandbox);
-    json_t *body = json_pack("{s:s,s:s,s:{},s:{s:{s:s}}}", "apiVersion",
-                             "extensions.agents.x-k8s.io/v1beta1", "kind", KIND, "metadata",
-                             "spec", "sandboxRef", "name", sandbox);
+    json_t *body =
+        json_pack("{s:s,s:s,s:{},s:{s:{s:s}}}", "apiVersion", "extensions.agents.x-k8s.io/v1beta1",
+                  "kind", KIND, "metadata", "spec", "sandboxRef", "name", sandbox);
     json_t *md = json_object_get(body, "metadata");
     char *text = NULL;
-    if (!md || json_object_set_new(md, o && o->name ? "name" : "generateName",
-                                   json_string(o && o->name ? o->name : gen)) < 0 ||
+    if (!md ||
+        json_object_set_new(md, o && o->name ? "name" : "generateName",
+                            json_string(o && o->name ? o->name : gen)) < 0 ||
         !(text = json_dumps(body, JSON_COMPACT))) {
         json_decref(body);
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -177,7 +177,7 @@ static char *fork_manifest(const json_t *snap, const char *name, const char *gen
     char image[300];
     snprintf(image, sizeof(image), "snapshot:%s", name_of(snap));
     size_t i;
-    json_array_foreach(json_object_get(json_object_get(pt, "spec"), "containers"), i, c)
+    json_array_foreach (json_object_get(json_object_get(pt, "spec"), "containers"), i, c)
         json_object_set_new(c, "image", json_string(image));
     json_t *spec = json_pack("{s:o*}", "podTemplate", pt);
     if (spec && json_object_get(src, "volumeClaimTemplates"))

@@ -933,6 +933,11 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
         one.ns = api_meta_string(o, "namespace");
         one.name = api_meta_string(o, "name");
         update_ctx u = {.rq = &one};
+        json_t *refused = apiserver_snapshot_admit_delete(&one);
+        if (refused) { /* a snapshot still needed stays, as an item failing a check does */
+            json_decref(refused);
+            continue;
+        }
         if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
             0)
             json_array_append_new(deleted, gone);

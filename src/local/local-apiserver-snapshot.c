@@ -21,8 +21,8 @@ json_t *apiserver_snapshot_admit_create(api_request *rq, const json_t *obj)
     if (!is_snapshot(rq->kind))
         return NULL;
     const char *name = api_meta_string(obj, "name"), *ns = rq->ns ? rq->ns : "default";
-    const char *sb = json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "sandboxRef"), "name"));
+    const char *sb = json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "spec"), "sandboxRef"), "name"));
     if (!sb)
         return NULL; /* validation says what is missing */
     _cleanup_(json_decrefp) json_t *found = NULL;

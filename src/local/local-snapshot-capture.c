@@ -1,5 +1,6 @@
 /* Capture of directory trees into a manifest and store objects (local-snapshot-tree.h). */
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,10 +22,10 @@ typedef struct capture {
     snap_store *store;
     const snap_capture_options *o;
     snap_stats *stats;
-    json_t *entries;   /* of the root being captured */
-    json_t *inodes;    /* "dev:ino" -> first path, for hard links */
-    json_t *hint;      /* path -> entry of the hint's root of the same name (borrowed) */
-    dev_t dev;         /* the root's filesystem */
+    json_t *entries; /* of the root being captured */
+    json_t *inodes;  /* "dev:ino" -> first path, for hard links */
+    json_t *hint;    /* path -> entry of the hint's root of the same name (borrowed) */
+    dev_t dev;       /* the root's filesystem */
     char **ret_error;
 } capture;
 
@@ -136,10 +137,18 @@ static int extents_json(json_t *e, const uint64_t *v, size_t n)
     if (!a || json_object_set_new(e, "extents", a) < 0)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        if (json_array_append_new(a, json_pack("[I,I]", (json_int_t)v[2 * i],
-                                               (json_int_t)v[2 * i + 1])) < 0)
+        if (json_array_append_new(
+                a, json_pack("[I,I]", (json_int_t)v[2 * i], (json_int_t)v[2 * i + 1])) < 0)
             return -ENOMEM;
     return 0;
+}
+
+static bool same_inode(const json_t *h, const struct stat *st)
+{
+    const json_t *ct = json_object_get(h, "ctime");
+    return json_integer_value(json_object_get(h, "ino")) == (json_int_t)st->st_ino &&
+           json_integer_value(json_array_get(ct, 0)) == (json_int_t)st->st_ctim.tv_sec &&
+           json_integer_value(json_array_get(ct, 1)) == (json_int_t)st->st_ctim.tv_nsec;
 }
 
 /* The hint's entry for path when the inode is unchanged; borrowed. */
@@ -163,9 +172,7 @@ static const json_t *unchanged(capture *c, const char *path, const struct stat *
 static int capture_file(capture *c, int dir_fd, const char *name, const char *path,
                         const struct stat *st, json_t *e)
 {
-    if (json_object_set_new(e, "size", json_integer((json_int_t)st->st_size)) < 0 ||
-        json_object_set_new(e, "ino", json_integer((json_int_t)st->st_ino)) < 0 ||
-        json_object_set_new(e, "ctime", time_json(&st->st_ctim)) < 0)
+    if (json_object_set_new(e, "size", json_integer((json_int_t)st->st_size)) < 0)
         return -ENOMEM;
     const json_t *h = unchanged(c, path, st);
     if (h) {
@@ -178,7 +185,8 @@ static int capture_file(capture *c, int dir_fd, const char *name, const char *pa
             size_t i;
             const json_t *x;
             data = 0;
-            json_array_foreach(ext, i, x) data += (uint64_t)json_integer_value(json_array_get(x, 1));
+            json_array_foreach (ext, i, x)
+                data += (uint64_t)json_integer_value(json_array_get(x, 1));
         }
         c->stats->bytes += data;
         return 0;
@@ -254,8 +262,8 @@ static int walk_dir(capture *c, int fd, const char *path)
     if (k == 0 && n > 0) /* names is NULL for an empty directory */
         qsort(names, n, sizeof(*names), compare_names); /* a manifest does not depend on order */
     for (size_t i = 0; k == 0 && i < n; i++) {
-        _cleanup_free_ char *child = *path ? strdup_printf("%s/%s", path, names[i])
-                                           : strdup(names[i]);
+        _cleanup_free_ char *child =
+            *path ? strdup_printf("%s/%s", path, names[i]) : strdup(names[i]);
         k = child ? walk(c, dirfd(d), names[i], child) : -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
@@ -290,8 +298,11 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         if (json_object_set_new(c->inodes, key, json_string(path)) < 0)
             return -ENOMEM;
     }
-    const char *type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file"
-                       : S_ISLNK(st.st_mode) ? "symlink" : S_ISFIFO(st.st_mode) ? "fifo" : NULL;
+    const char *type = S_ISDIR(st.st_mode)    ? "dir"
+                       : S_ISREG(st.st_mode)  ? "file"
+                       : S_ISLNK(st.st_mode)  ? "symlink"
+                       : S_ISFIFO(st.st_mode) ? "fifo"
+                                              : NULL;
     if (!type) { /* sockets and devices: nothing a restore could make useful */
         json_array_remove(c->entries, json_array_size(c->entries) - 1);
         c->stats->entries--;
@@ -304,8 +315,17 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         json_object_set_new(e, "mtime", time_json(&st.st_mtim)) < 0 ||
         json_object_set_new(e, "atime", time_json(&st.st_atim)) < 0)
         return -ENOMEM;
-    int k = capture_xattrs(dir_fd, name, e);
-    if (k < 0)
+    if (json_object_set_new(e, "ino", json_integer((json_int_t)st.st_ino)) < 0 ||
+        json_object_set_new(e, "ctime", time_json(&st.st_ctim)) < 0)
+        return -ENOMEM;
+    /* Setting an xattr changes ctime: an inode whose ctime is unchanged keeps the xattrs the
+     * hint recorded, without asking the filesystem again (the frozen pass stays short). */
+    const json_t *h = json_object_get(c->hint, path), *hx = json_object_get(h, "xattrs");
+    int k = 0;
+    if (h && same_inode(h, &st)) {
+        if (hx && json_object_set_new(e, "xattrs", json_deep_copy(hx)) < 0)
+            return -ENOMEM;
+    } else if ((k = capture_xattrs(dir_fd, name, e)) < 0)
         return failed(c, k, path, "cannot read the xattrs of");
     if (S_ISLNK(st.st_mode)) {
         _cleanup_free_ char *t = malloc((size_t)st.st_size + 1);
@@ -334,16 +354,14 @@ static int hint_index(const json_t *hint, const char *name, json_t **ret)
     *ret = NULL;
     const json_t *r, *e;
     size_t i, j;
-    json_array_foreach(json_object_get(hint, "roots"), i, r)
-    {
+    json_array_foreach (json_object_get(hint, "roots"), i, r) {
         if (!json_is_string(json_object_get(r, "name")) ||
             strcmp(json_string_value(json_object_get(r, "name")), name) != 0)
             continue;
         json_t *idx = json_object();
         if (!idx)
             return -ENOMEM;
-        json_array_foreach(json_object_get(r, "entries"), j, e)
-        {
+        json_array_foreach (json_object_get(r, "entries"), j, e) {
             const char *p = json_string_value(json_object_get(e, "path"));
             if (p && json_object_set(idx, p, (json_t *)e) < 0) {
                 json_decref(idx);
@@ -356,15 +374,14 @@ static int hint_index(const json_t *hint, const char *name, json_t **ret)
 }
 
 int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
-                 const snap_capture_options *o, json_t **ret, snap_stats *stats,
-                 char **ret_error)
+                 const snap_capture_options *o, json_t **ret, snap_stats *stats, char **ret_error)
 {
     snap_stats local = {0};
     if (!stats)
         stats = &local;
     uint64_t entries0 = stats->entries, bytes0 = stats->bytes;
-    _cleanup_(json_decrefp) json_t *m = json_pack("{s:i,s:[]}", "version", SNAP_MANIFEST_VERSION,
-                                                  "roots");
+    _cleanup_(json_decrefp) json_t *m =
+        json_pack("{s:i,s:[]}", "version", SNAP_MANIFEST_VERSION, "roots");
     if (!m)
         return -ENOMEM;
     for (size_t i = 0; i < n_roots; i++) {
@@ -378,15 +395,21 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
         _cleanup_(json_decrefp) json_t *inodes = json_object(), *hint = NULL;
         json_t *entries = json_array();
         if (!inodes || !entries ||
-            json_array_append_new(json_object_get(m, "roots"),
-                                  json_pack("{s:s,s:o}", "name", roots[i].name, "entries",
-                                            entries)) < 0)
+            json_array_append_new(
+                json_object_get(m, "roots"),
+                json_pack("{s:s,s:o}", "name", roots[i].name, "entries", entries)) < 0)
             return -ENOMEM;
         int k = hint_index(o->hint, roots[i].name, &hint);
         if (k < 0)
             return k;
-        capture c = {.store = s, .o = o, .stats = stats, .entries = entries, .inodes = inodes,
-                     .hint = hint, .dev = st.st_dev, .ret_error = ret_error};
+        capture c = {.store = s,
+                     .o = o,
+                     .stats = stats,
+                     .entries = entries,
+                     .inodes = inodes,
+                     .hint = hint,
+                     .dev = st.st_dev,
+                     .ret_error = ret_error};
         if ((k = walk(&c, fd, ".", "")) < 0)
             return k;
     }

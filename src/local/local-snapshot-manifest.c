@@ -56,8 +56,7 @@ static int check_xattrs(const json_t *x)
     const json_t *v;
     if (!json_is_object(x))
         return 0;
-    json_object_foreach((json_t *)x, k, v)
-    {
+    json_object_foreach ((json_t *)x, k, v) {
         _cleanup_free_ char *raw = NULL;
         size_t n;
         if (!*k || !json_is_string(v) ||
@@ -81,8 +80,7 @@ static int check_file(const json_t *e, char **ret_error, const char *path)
         data = 0;
         size_t i;
         const json_t *x;
-        json_array_foreach(ext, i, x)
-        {
+        json_array_foreach (ext, i, x) {
             const json_t *o = json_array_get(x, 0), *l = json_array_get(x, 1);
             if (json_array_size(x) != 2 || !is_uint(o, INT64_MAX) || !is_uint(l, INT64_MAX) ||
                 json_integer_value(l) == 0)
@@ -110,8 +108,10 @@ static int check_entry(const json_t *e, size_t idx, const json_t *files, char **
     if (!json_is_object(e) || !path || !type)
         return bad(ret_error, "entries[%zu]: path and type are required", idx);
     if ((idx == 0) != (*path == 0) || (idx > 0 && !safe_path(path)))
-        return bad(ret_error, "entries[%zu]: path \"%s\" is not a safe relative path (the root "
-                              "\"\" comes first, once)", idx, path);
+        return bad(ret_error,
+                   "entries[%zu]: path \"%s\" is not a safe relative path (the root "
+                   "\"\" comes first, once)",
+                   idx, path);
     if (idx == 0 && strcmp(type, "dir") != 0)
         return bad(ret_error, "entries[0]: the root must be a dir");
     size_t t = 0;
@@ -150,13 +150,12 @@ int snap_manifest_check(const json_t *m, char **ret_error)
     size_t i;
     if (!json_is_array(roots))
         return bad(ret_error, "roots must be an array");
-    json_array_foreach(roots, i, r)
-    {
+    json_array_foreach (roots, i, r) {
         const char *name = json_string_value(json_object_get(r, "name"));
         const json_t *entries = json_object_get(r, "entries"), *e;
         if (!name || !(strcmp(name, SNAP_ROOT_WORKSPACE) == 0 ||
-                       (strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0 &&
-                        safe_path(name + 7) && !strchr(name + 7, '/'))))
+                       (strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0 && safe_path(name + 7) &&
+                        !strchr(name + 7, '/'))))
             return bad(ret_error, "roots[%zu]: bad name", i);
         if (!json_is_array(entries) || json_array_size(entries) == 0)
             return bad(ret_error, "roots[%zu]: entries must start with the root", i);
@@ -164,8 +163,7 @@ int snap_manifest_check(const json_t *m, char **ret_error)
         if (!seen || !files)
             return -ENOMEM;
         size_t j;
-        json_array_foreach(entries, j, e)
-        {
+        json_array_foreach (entries, j, e) {
             int k = check_entry(e, j, files, ret_error);
             if (k < 0)
                 return k;
@@ -192,8 +190,7 @@ int snap_manifest_extents(const json_t *entry, uint64_t **ret, size_t *ret_n)
     if (!v)
         return -ENOMEM;
     size_t i;
-    json_array_foreach(ext, i, x)
-    {
+    json_array_foreach (ext, i, x) {
         v[2 * i] = (uint64_t)json_integer_value(json_array_get(x, 0));
         v[2 * i + 1] = (uint64_t)json_integer_value(json_array_get(x, 1));
     }

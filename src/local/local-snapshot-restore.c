@@ -79,8 +79,7 @@ static int set_xattrs(int dir_fd, const char *name, const json_t *x)
     _cleanup_free_ char *p = strdup_printf("/proc/self/fd/%d/%s", dir_fd, *name ? name : ".");
     if (!p)
         return -ENOMEM;
-    json_object_foreach((json_t *)x, k, v)
-    {
+    json_object_foreach ((json_t *)x, k, v) {
         _cleanup_free_ char *raw = NULL;
         size_t n;
         if (base64_decode(json_string_value(v), json_string_length(v), &raw, &n) < 0)
@@ -178,7 +177,7 @@ static int restore_entry(restore *r, const json_t *e)
         k = mkdirat(dir_fd, name, 0700) < 0 ? -errno : 0;
     else if (strcmp(type, "symlink") == 0)
         k = symlinkat(json_string_value(json_object_get(e, "target")), dir_fd, name) < 0 ? -errno
-                                                                                          : 0;
+                                                                                         : 0;
     else if (strcmp(type, "fifo") == 0)
         k = mkfifoat(dir_fd, name, 0600) < 0 ? -errno : 0;
     else
@@ -213,7 +212,7 @@ int snap_restore(snap_store *s, const json_t *manifest, const char *name, const 
 {
     const json_t *root = NULL, *x;
     size_t i;
-    json_array_foreach(json_object_get(manifest, "roots"), i, x)
+    json_array_foreach (json_object_get(manifest, "roots"), i, x)
         if (strcmp(json_string_value(json_object_get(x, "name")), name) == 0)
             root = x;
     if (!root)
@@ -224,7 +223,9 @@ int snap_restore(snap_store *s, const json_t *manifest, const char *name, const 
         return failed(&r, -errno, dest, "open");
     const json_t *entries = json_object_get(root, "entries"), *e;
     int k = 0;
-    json_array_foreach(entries, i, e) if (k == 0) k = restore_entry(&r, e);
+    json_array_foreach (entries, i, e)
+        if (k == 0)
+            k = restore_entry(&r, e);
     if (k == 0)
         k = restore_dir_times(&r, entries);
     if (r.parent_fd >= 0)

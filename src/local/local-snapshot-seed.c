@@ -26,17 +26,17 @@ int local_snapshot_resolve(local_store *store, const char *ns, const char *name,
     int r = local_store_get(store, k, ns, name, &snap);
     if (r < 0 || reconcile_deleting(snap)) {
         *ret_reason = "SnapshotNotFound";
-        *ret_message = strdup_printf("SandboxSnapshot \"%s\" not found in namespace \"%s\"", name,
-                                     ns);
+        *ret_message =
+            strdup_printf("SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
         return r < 0 ? r : -ENOENT;
     }
     const json_t *ready = reconcile_condition(snap, "Ready");
     if (!json_is_string(json_object_get(ready, "status")) ||
         strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0) {
         *ret_reason = "SnapshotNotReady";
-        *ret_message = strdup_printf(
-            "SandboxSnapshot \"%s\" is not Ready: %s", name,
-            json_string_value(json_object_get(ready, "message")) ?: "not captured yet");
+        *ret_message = strdup_printf("SandboxSnapshot \"%s\" is not Ready: %s", name,
+                                     json_string_value(json_object_get(ready, "message"))
+                                         ?: "not captured yet");
         return -EAGAIN;
     }
     const char *img = json_string_value(
@@ -78,8 +78,7 @@ int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const c
         k = snap_manifest_check(m, &err);
     const json_t *root;
     size_t i;
-    json_array_foreach(k == 0 ? json_object_get(m, "roots") : NULL, i, root)
-    {
+    json_array_foreach (k == 0 ? json_object_get(m, "roots") : NULL, i, root) {
         const char *name = json_string_value(json_object_get(root, "name"));
         _cleanup_free_ char *dest =
             strcmp(name, SNAP_ROOT_WORKSPACE) == 0
@@ -98,18 +97,16 @@ int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const c
     snap_store_free(s);
     if (k < 0) {
         empty_dir(workspace);
-        json_array_foreach(json_object_get(m, "roots"), i, root)
-        {
+        json_array_foreach (json_object_get(m, "roots"), i, root) {
             const char *name = json_string_value(json_object_get(root, "name"));
-            _cleanup_free_ char *dest =
-                name && strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0
-                    ? strdup_printf("%s/%s", volumes_dir, name + 7)
-                    : NULL;
+            _cleanup_free_ char *dest = name && strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0
+                                            ? strdup_printf("%s/%s", volumes_dir, name + 7)
+                                            : NULL;
             if (dest)
                 empty_dir(dest);
         }
-        *ret_message = strdup_printf("cannot restore snapshot %s: %s", snapshot_uid,
-                                     err ? err : strerror(-k));
+        *ret_message =
+            strdup_printf("cannot restore snapshot %s: %s", snapshot_uid, err ? err : strerror(-k));
     }
     return k;
 }
@@ -118,8 +115,8 @@ static bool uses(const json_t *pod_template, const char *image)
 {
     const json_t *c;
     size_t i;
-    json_array_foreach(json_object_get(json_object_get(pod_template, "spec"), "containers"), i, c)
-    {
+    json_array_foreach (json_object_get(json_object_get(pod_template, "spec"), "containers"), i,
+                        c) {
         const char *img = json_string_value(json_object_get(c, "image"));
         if (img && strcmp(img, image) == 0)
             return true;
@@ -139,21 +136,19 @@ char *local_snapshot_in_use(local_store *store, const char *ns, const char *name
     const json_t *it;
     size_t i;
     if (local_store_list(store, kt, ns, &tpls, &rv) == 0)
-        json_array_foreach(tpls, i, it) if (uses(json_object_get(json_object_get(it, "spec"),
-                                                                 "podTemplate"),
-                                                 image)) return strdup_printf(
-            "SandboxSnapshot \"%s\" is the image of SandboxTemplate \"%s\": change or delete the "
-            "template first",
-            name, api_meta_string(it, "name"));
+        json_array_foreach (tpls, i, it)
+            if (uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+                return strdup_printf("SandboxSnapshot \"%s\" is the image of SandboxTemplate "
+                                     "\"%s\": change or delete the template first",
+                                     name, api_meta_string(it, "name"));
     /* A Sandbox that has been Ready was seeded already: it no longer needs the snapshot. */
     if (local_store_list(store, ks, ns, &sbs, &rv) == 0)
-        json_array_foreach(sbs, i, it) if (!reconcile_deleting(it) &&
-                                           !reconcile_sandbox_ready(it) &&
-                                           uses(json_object_get(json_object_get(it, "spec"),
-                                                                "podTemplate"),
-                                                image)) return strdup_printf(
-            "SandboxSnapshot \"%s\" is the image of Sandbox \"%s\", which has not started from "
-            "it yet: wait until it is Ready, or delete it first",
-            name, api_meta_string(it, "name"));
+        json_array_foreach (sbs, i, it)
+            if (!reconcile_deleting(it) && !reconcile_sandbox_ready(it) &&
+                uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+                return strdup_printf("SandboxSnapshot \"%s\" is the image of Sandbox \"%s\", which "
+                                     "has not started from it yet: wait until it is Ready, or "
+                                     "delete it first",
+                                     name, api_meta_string(it, "name"));
     return NULL;
 }

@@ -23,21 +23,14 @@
 
 struct snap_store {
     char *dir;
-    int objects_fd, tmp_fd, manifests_fd; /* O_PATH-free directory fds */
+    int objects_fd, tmp_fd, manifests_fd; /* directory fds */
+    /* Kept from one object to the next: a compression context and 256 KiB buffers made per
+     * file would cost more than compressing a small file (page faults of fresh mappings). */
+    ZSTD_CCtx *cctx;
+    ZSTD_DCtx *dctx;
+    EVP_MD_CTX *md;
+    char *in, *out;
 };
-
-static void evp_freep(EVP_MD_CTX **p)
-{
-    EVP_MD_CTX_free(*p);
-}
-static void cctx_freep(ZSTD_CCtx **p)
-{
-    ZSTD_freeCCtx(*p);
-}
-static void dctx_freep(ZSTD_DCtx **p)
-{
-    ZSTD_freeDCtx(*p);
-}
 
 snap_store *snap_store_free(snap_store *s)
 {
@@ -49,6 +42,11 @@ snap_store *snap_store_free(snap_store *s)
         close(s->tmp_fd);
     if (s->manifests_fd >= 0)
         close(s->manifests_fd);
+    ZSTD_freeCCtx(s->cctx);
+    ZSTD_freeDCtx(s->dctx);
+    EVP_MD_CTX_free(s->md);
+    free(s->in);
+    free(s->out);
     free(s->dir);
     free(s);
     return NULL;
@@ -75,7 +73,12 @@ int snap_store_open(const char *dir, snap_store **ret)
     if (!s)
         return -ENOMEM;
     s->objects_fd = s->tmp_fd = s->manifests_fd = -1;
-    int k = (s->dir = strdup(dir)) ? 0 : -ENOMEM;
+    s->cctx = ZSTD_createCCtx();
+    s->dctx = ZSTD_createDCtx();
+    s->md = EVP_MD_CTX_new();
+    s->in = malloc(IO_CHUNK);
+    s->out = malloc(IO_CHUNK);
+    int k = (s->dir = strdup(dir)) && s->cctx && s->dctx && s->md && s->in && s->out ? 0 : -ENOMEM;
     if (k == 0)
         k = open_dir(dir, "objects", &s->objects_fd);
     if (k == 0)
@@ -150,13 +153,12 @@ static int tmp_create(snap_store *s, char **ret_name)
 }
 
 /* Compresses in[0, n) (end: finish the frame) into fd. */
-static int compress_chunk(ZSTD_CCtx *cctx, int fd, const void *in, size_t n, int end,
+static int compress_chunk(ZSTD_CCtx *cctx, char *out, int fd, const void *in, size_t n, int end,
                           uint64_t *stored)
 {
-    static __thread char out[IO_CHUNK];
     ZSTD_inBuffer ib = {in, n, 0};
     for (;;) {
-        ZSTD_outBuffer ob = {out, sizeof(out), 0};
+        ZSTD_outBuffer ob = {out, IO_CHUNK, 0};
         size_t left = ZSTD_compressStream2(cctx, &ob, &ib, end ? ZSTD_e_end : ZSTD_e_continue);
         if (ZSTD_isError(left))
             return -EIO;
@@ -177,67 +179,20 @@ static int object_path(const char *hex, char path[SNAP_HASH_HEX + 4])
     return 0;
 }
 
-int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uint64_t len,
-                   char ret_hex[SNAP_HASH_HEX + 1], uint64_t *ret_stored)
+/* Names the finished temporary object `tmp` hex: renamed into place, or dropped when the
+ * object exists already (deduplicated: *ret_stored 0). */
+static int publish(snap_store *s, const char *tmp, const char *hex, uint64_t stored,
+                   uint64_t *ret_stored)
 {
-    _cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-    _cleanup_(cctx_freep) ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    _cleanup_free_ char *tmp = NULL, *in = malloc(IO_CHUNK);
-    if (!md || !cctx || !in || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-        return -ENOMEM;
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
-    _cleanup_close_ int out = tmp_create(s, &tmp);
-    if (out < 0)
-        return out;
-    uint64_t stored = 0, total = 0, whole[2] = {0, len};
-    if (!extents) {
-        extents = whole;
-        n = len > 0 ? 1 : 0;
-    }
-    int k = 0;
-    for (size_t i = 0; k == 0 && i < n; i++) {
-        uint64_t off = extents[2 * i], left = extents[2 * i + 1];
-        while (k == 0 && left > 0) {
-            ssize_t r = pread(fd, in, MIN(left, (uint64_t)IO_CHUNK), (off_t)off);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                k = r < 0 ? -errno : -EIO; /* shrank under us */
-                break;
-            }
-            if (EVP_DigestUpdate(md, in, (size_t)r) != 1)
-                k = -ENOMEM;
-            else
-                k = compress_chunk(cctx, out, in, (size_t)r, 0, &stored);
-            off += (uint64_t)r;
-            left -= (uint64_t)r;
-            total += (uint64_t)r;
-        }
-    }
-    if (k == 0 && total != len)
-        k = -EIO;
-    if (k == 0)
-        k = compress_chunk(cctx, out, NULL, 0, 1, &stored);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned dlen = 0;
-    if (k == 0 && EVP_DigestFinal_ex(md, digest, &dlen) != 1)
-        k = -ENOMEM;
-    if (k < 0) {
-        unlinkat(s->tmp_fd, tmp, 0);
-        return k;
-    }
-    hex_of(digest, ret_hex);
-    char path[SNAP_HASH_HEX + 4];
-    object_path(ret_hex, path);
+    char path[SNAP_HASH_HEX + 4], sub[3] = {hex[0], hex[1], 0};
+    object_path(hex, path);
     struct stat st;
     if (fstatat(s->objects_fd, path, &st, 0) == 0) {
-        unlinkat(s->tmp_fd, tmp, 0); /* deduplicated */
+        unlinkat(s->tmp_fd, tmp, 0);
         *ret_stored = 0;
         return 0;
     }
-    char sub[3] = {ret_hex[0], ret_hex[1], 0};
-    if (mkdirat(s->objects_fd, sub, 0700) < 0 && errno != EEXIST)
-        k = -errno;
+    int k = mkdirat(s->objects_fd, sub, 0700) < 0 && errno != EEXIST ? -errno : 0;
     /* No fsync per object: a crash loses at most snapshots whose manifest was not written yet,
      * and the manifest is written after every object it names. */
     if (k == 0 && renameat(s->tmp_fd, tmp, s->objects_fd, path) < 0)
@@ -248,6 +203,113 @@ int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uin
     }
     *ret_stored = stored;
     return 0;
+}
+
+static int object_exists(snap_store *s, const char *hex)
+{
+    char path[SNAP_HASH_HEX + 4];
+    object_path(hex, path);
+    struct stat st;
+    return fstatat(s->objects_fd, path, &st, 0) == 0;
+}
+
+/* Reads the extents' next bytes into `into` (at most cap); (*ei, *eoff) is the position. */
+static ssize_t read_next(int fd, const uint64_t *extents, size_t n, size_t *ei, uint64_t *eoff,
+                         char *into, size_t cap)
+{
+    while (*ei < n && *eoff == extents[2 * *ei + 1]) {
+        (*ei)++;
+        *eoff = 0;
+    }
+    if (*ei >= n)
+        return 0;
+    uint64_t left = extents[2 * *ei + 1] - *eoff;
+    ssize_t r;
+    do
+        r = pread(fd, into, MIN(left, (uint64_t)cap), (off_t)(extents[2 * *ei] + *eoff));
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    if (r == 0)
+        return -EIO; /* shrank under us */
+    *eoff += (uint64_t)r;
+    return r;
+}
+
+int snap_store_put(snap_store *s, int fd, const uint64_t *extents, size_t n, uint64_t len,
+                   char ret_hex[SNAP_HASH_HEX + 1], uint64_t *ret_stored)
+{
+    EVP_MD_CTX *md = s->md;
+    ZSTD_CCtx *cctx = s->cctx;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned dlen = 0;
+    uint64_t stored = 0, total = 0, whole[2] = {0, len}, eoff = 0;
+    size_t ei = 0;
+    if (!extents) {
+        extents = whole;
+        n = len > 0 ? 1 : 0;
+    }
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        return -ENOMEM;
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+    /* The size is known: zstd sizes its tables to it instead of clearing a window's worth of
+     * them for every small file (5,000 files: seconds of memset). */
+    ZSTD_CCtx_setPledgedSrcSize(cctx, len);
+    /* Data that fits the buffer is hashed before anything is written: content the store holds
+     * already costs no temporary file at all. */
+    size_t small = 0;
+    if (len <= IO_CHUNK) {
+        while (small < len) {
+            ssize_t r = read_next(fd, extents, n, &ei, &eoff, s->in + small, IO_CHUNK - small);
+            if (r <= 0)
+                return r < 0 ? (int)r : -EIO;
+            small += (size_t)r;
+        }
+        if (EVP_DigestUpdate(md, s->in, small) != 1 || EVP_DigestFinal_ex(md, digest, &dlen) != 1)
+            return -ENOMEM;
+        hex_of(digest, ret_hex);
+        if (object_exists(s, ret_hex)) {
+            *ret_stored = 0;
+            return 0;
+        }
+    }
+    _cleanup_free_ char *tmp = NULL;
+    _cleanup_close_ int out = tmp_create(s, &tmp);
+    if (out < 0)
+        return out;
+    int k = 0;
+    if (len <= IO_CHUNK)
+        k = compress_chunk(cctx, s->out, out, s->in, small, 1, &stored);
+    else {
+        for (;;) {
+            ssize_t r = read_next(fd, extents, n, &ei, &eoff, s->in, IO_CHUNK);
+            if (r <= 0) {
+                k = (int)r;
+                break;
+            }
+            total += (uint64_t)r;
+            if (EVP_DigestUpdate(md, s->in, (size_t)r) != 1)
+                k = -ENOMEM;
+            else
+                k = compress_chunk(cctx, s->out, out, s->in, (size_t)r, 0, &stored);
+            if (k < 0)
+                break;
+        }
+        if (k == 0 && total != len)
+            k = -EIO;
+        if (k == 0)
+            k = compress_chunk(cctx, s->out, out, NULL, 0, 1, &stored);
+        if (k == 0 && EVP_DigestFinal_ex(md, digest, &dlen) != 1)
+            k = -ENOMEM;
+        if (k == 0)
+            hex_of(digest, ret_hex);
+    }
+    if (k < 0) {
+        unlinkat(s->tmp_fd, tmp, 0);
+        return k;
+    }
+    return publish(s, tmp, ret_hex, stored, ret_stored);
 }
 
 /* Writes decompressed bytes to fd at the current extent position. */
@@ -297,11 +359,12 @@ int snap_store_get(snap_store *s, const char *hex, int fd, const uint64_t *exten
     _cleanup_close_ int in = openat(s->objects_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (in < 0)
         return errno == ENOENT ? -ENOENT : -errno;
-    _cleanup_(evp_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-    _cleanup_(dctx_freep) ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    _cleanup_free_ char *ib = malloc(IO_CHUNK), *obuf = malloc(IO_CHUNK);
-    if (!md || !dctx || !ib || !obuf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+    EVP_MD_CTX *md = s->md;
+    ZSTD_DCtx *dctx = s->dctx;
+    char *ib = s->in, *obuf = s->out;
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
         return -ENOMEM;
+    ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
     uint64_t whole[2] = {0, len};
     if (!extents) {
         extents = whole;
@@ -426,9 +489,8 @@ static int mark_live(const json_t *manifest, json_t *live)
 {
     const json_t *root, *e;
     size_t i, j;
-    json_array_foreach(json_object_get(manifest, "roots"), i, root)
-        json_array_foreach(json_object_get(root, "entries"), j, e)
-        {
+    json_array_foreach (json_object_get(manifest, "roots"), i, root)
+        json_array_foreach (json_object_get(root, "entries"), j, e) {
             const char *h = json_string_value(json_object_get(e, "object"));
             if (h && json_object_set_new(live, h, json_true()) < 0)
                 return -ENOMEM;

@@ -8,6 +8,7 @@
  * Objects are immutable once named; a manifest is written last (atomically), so a manifest never
  * names a missing object. Objects no manifest names are removed by snap_store_gc, which must not
  * run while a capture is writing objects (the snapshotter thread does both, one after the other).
+ * A handle holds the compression state: use it from one thread at a time (open one per thread).
  * Functions return 0 or a negative errno and never log. */
 #pragma once
 

@@ -41,8 +41,7 @@ typedef struct snap_stats {
 
 /* Captures the roots into *ret (an owned manifest) and adds to *stats (may be NULL). */
 int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
-                 const snap_capture_options *o, json_t **ret, snap_stats *stats,
-                 char **ret_error);
+                 const snap_capture_options *o, json_t **ret, snap_stats *stats, char **ret_error);
 
 /* Restores the root named `name` of a checked manifest into the existing directory dest
  * (empty but for what the manifest's root itself may replace): sandbox ids N become host ids

@@ -110,7 +110,8 @@ static int set_status_cb(const json_t *old, json_t **ret_new, void *payload)
         json_string_value(json_object_get(want, "message")),
         json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation")),
         (int64_t)now_usec(CLOCK_REALTIME));
-    if (!status || !ready || json_object_set_new(status, "conditions", json_pack("[o]", ready)) < 0 ||
+    if (!status || !ready ||
+        json_object_set_new(status, "conditions", json_pack("[o]", ready)) < 0 ||
         json_object_set_new(n, "status", status) < 0) {
         json_decref(n);
         return -ENOMEM;
@@ -133,10 +134,9 @@ static void set_status(local_snapshotter *s, const json_t *snap, const char *rea
     _cleanup_buf_ buf msg = BUF_INIT;
     (void)buf_appendv(&msg, fmt, ap);
     va_end(ap);
-    _cleanup_(json_decrefp) json_t *want =
-        json_pack("{s:s?,s:s,s:s,s:s,s:o}", "uid", api_meta_string(snap, "uid"), "ready", ready,
-                  "reason", reason, "message", msg.data ? msg.data : "", "status",
-                  status ? status : json_object());
+    _cleanup_(json_decrefp) json_t *want = json_pack(
+        "{s:s?,s:s,s:s,s:s,s:o}", "uid", api_meta_string(snap, "uid"), "ready", ready, "reason",
+        reason, "message", msg.data ? msg.data : "", "status", status ? status : json_object());
     json_t *res = NULL;
     if (want && local_store_update(s->store, s->k_snap, api_meta_string(snap, "namespace"),
                                    api_meta_string(snap, "name"), set_status_cb, want, &res) == 0)
@@ -161,12 +161,11 @@ static json_t *lineage_hint(local_snapshotter *s, const char *ns, const char *sa
     const json_t *best = NULL, *it;
     const char *best_at = NULL;
     size_t i;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const json_t *st = json_object_get(it, "status");
         const char *at = json_string_value(json_object_get(st, "capturedAt")),
-                   *src = json_string_value(json_object_get(json_object_get(st, "source"),
-                                                            "sandboxUID"));
+                   *src = json_string_value(
+                       json_object_get(json_object_get(st, "source"), "sandboxUID"));
         if (at && src && strcmp(src, sandbox_uid) == 0 && (!best_at || strcmp(at, best_at) > 0)) {
             best = it;
             best_at = at;
@@ -235,8 +234,8 @@ static void free_roots(snap_root *r, size_t n, char **paths)
  * snapshot the base image its seed recorded (a fork of a fork runs on the first one's image). */
 static char *base_image(local_snapshotter *s, const json_t *sb, const char *image)
 {
-    if (!image || strncmp(image, LOCAL_SNAPSHOT_IMAGE_PREFIX,
-                          strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) != 0)
+    if (!image ||
+        strncmp(image, LOCAL_SNAPSHOT_IMAGE_PREFIX, strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) != 0)
         return image ? strdup(image) : NULL;
     _cleanup_free_ char *p = strdup_printf("%s/sandboxes/%s/" LOCAL_SNAPSHOT_SEEDED, s->state_dir,
                                            api_meta_string(sb, "uid"));
@@ -250,29 +249,29 @@ static char *base_image(local_snapshotter *s, const json_t *sb, const char *imag
 
 static json_t *source_of(local_snapshotter *s, const json_t *sb)
 {
-    const json_t *spec = json_object_get(sb, "spec"),
-                 *pt = json_object_get(spec, "podTemplate"),
-                 *ctr = json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
-    const char *tpl = json_string_value(json_object_get(
-        json_object_get(json_object_get(sb, "metadata"), "annotations"), RECONCILE_ANN_TEMPLATE_REF));
+    const json_t *spec = json_object_get(sb, "spec"), *pt = json_object_get(spec, "podTemplate"),
+                 *ctr =
+                     json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
+    const char *tpl = json_string_value(
+        json_object_get(json_object_get(json_object_get(sb, "metadata"), "annotations"),
+                        RECONCILE_ANN_TEMPLATE_REF));
     _cleanup_free_ char *image =
         base_image(s, sb, json_string_value(json_object_get(ctr, "image")));
-    json_t *src = json_pack("{s:s?,s:s?,s:s?,s:s?}", "sandbox", api_meta_string(sb, "name"),
-                            "sandboxUID", api_meta_string(sb, "uid"), "template", tpl, "image",
-                            image);
+    json_t *src =
+        json_pack("{s:s?,s:s?,s:s?,s:s?}", "sandbox", api_meta_string(sb, "name"), "sandboxUID",
+                  api_meta_string(sb, "uid"), "template", tpl, "image", image);
     if (src && pt)
         json_object_set(src, "podTemplate", (json_t *)pt);
     if (src && json_object_get(spec, "volumeClaimTemplates"))
-        json_object_set(src, "volumeClaimTemplates",
-                        json_object_get(spec, "volumeClaimTemplates"));
+        json_object_set(src, "volumeClaimTemplates", json_object_get(spec, "volumeClaimTemplates"));
     return src;
 }
 
 static bool capture(local_snapshotter *s, const json_t *snap)
 {
     const char *ns = api_meta_string(snap, "namespace"), *uid = api_meta_string(snap, "uid");
-    const char *sbname = json_string_value(json_object_get(
-        json_object_get(json_object_get(snap, "spec"), "sandboxRef"), "name"));
+    const char *sbname = json_string_value(
+        json_object_get(json_object_get(json_object_get(snap, "spec"), "sandboxRef"), "name"));
     _cleanup_(json_decrefp) json_t *sb = NULL;
     if (!uid || !sbname || local_store_get(s->store, s->k_sandbox, ns, sbname, &sb) < 0 ||
         reconcile_deleting(sb)) {
@@ -329,12 +328,11 @@ static bool capture(local_snapshotter *s, const json_t *snap)
     }
     char at[40];
     reconcile_format_time((int64_t)now_usec(CLOCK_REALTIME), 0, at);
-    json_t *status = json_pack(
-        "{s:s,s:I,s:I,s:I,s:I,s:o*}", "capturedAt", at, "files",
-        json_integer_value(json_object_get(m, "files")), "size",
-        json_integer_value(json_object_get(m, "size")), "storedBytes",
-        (json_int_t)(st1.stored + st2.stored), "pauseMicroseconds", (json_int_t)paused, "source",
-        source_of(s, sb));
+    json_t *status = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o*}", "capturedAt", at, "files",
+                               json_integer_value(json_object_get(m, "files")), "size",
+                               json_integer_value(json_object_get(m, "size")), "storedBytes",
+                               (json_int_t)(st1.stored + st2.stored), "pauseMicroseconds",
+                               (json_int_t)paused, "source", source_of(s, sb));
     set_status(s, snap, "True", "Captured", status,
                "captured %lld entries (%lld bytes) of Sandbox \"%s\"; paused %.1f ms%s",
                (long long)json_integer_value(json_object_get(m, "files")),
@@ -360,8 +358,7 @@ static int known_uid(const char *uid, void *payload)
 {
     const json_t *items = payload, *it;
     size_t i;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const char *u = api_meta_string(it, "uid");
         if (u && strcmp(u, uid) == 0)
             return 1;
@@ -380,7 +377,9 @@ static bool run_pass(local_snapshotter *s, bool gc)
     bool pending = false;
     const json_t *it;
     size_t i;
-    json_array_foreach(items, i, it) if (needs_capture(it)) pending |= capture(s, it);
+    json_array_foreach (items, i, it)
+        if (needs_capture(it))
+            pending |= capture(s, it);
     if (gc) {
         size_t removed = 0;
         int k = snap_store_gc(s->objects, known_uid, items, &removed);

@@ -66,8 +66,8 @@ static void meta(const char *p, bool link)
             abort();
         struct stat st;
         /* user.* xattrs exist on regular files and directories only. */
-        if (xattrs_supported && lstat(p, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
-            rnd(3) == 0) {
+        if (xattrs_supported && lstat(p, &st) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && rnd(3) == 0) {
             char v[16];
             int n = snprintf(v, sizeof(v), "v%u\001\377", rnd(1000));
             if (lsetxattr(p, "user.asb.test", v, (size_t)n, 0) < 0)
@@ -220,8 +220,8 @@ TEST(property_generated_trees_restore_exactly)
     if (!is_root())
         return;
     /* What the generated trees held, so that the property covers every feature. */
-    static const char *const features[] = {"hardlink of", "xattr", "-> ", "type 10000",
-                                           "mode 4755", "mode 1777", ") ["};
+    static const char *const features[] = {"hardlink of", "xattr",     "-> ", "type 10000",
+                                           "mode 4755",   "mode 1777", ") ["};
     unsigned seen[ELEMENTSOF(features)] = {0};
     for (unsigned round = 0; round < 6; round++) {
         _cleanup_free_ char *top = tmpdir();
@@ -250,17 +250,19 @@ TEST(property_generated_trees_restore_exactly)
         json_t *want = description(src, BASE_A);
         const char *wk;
         json_t *wv;
-        json_object_foreach(want, wk, wv) for (size_t f = 0; f < ELEMENTSOF(features); f++)
-            seen[f] += strstr(json_string_value(wv), features[f]) != NULL;
+        json_object_foreach (want, wk, wv)
+            for (size_t f = 0; f < ELEMENTSOF(features); f++)
+                seen[f] += strstr(json_string_value(wv), features[f]) != NULL;
         CHECK_INT_EQ(snap_restore(s, m, SNAP_ROOT_WORKSPACE, dst, BASE_B, &err), 0);
         json_t *got = description(dst, BASE_B);
         CHECK(json_equal(want, got));
         if (!json_equal(want, got)) {
             const char *k;
             json_t *v;
-            json_object_foreach(want, k, v) if (!json_equal(v, json_object_get(got, k)))
-                printf("# %s:\n#  want %s\n#  got  %s\n", k, json_string_value(v),
-                       json_string_value(json_object_get(got, k)));
+            json_object_foreach (want, k, v)
+                if (!json_equal(v, json_object_get(got, k)))
+                    printf("# %s:\n#  want %s\n#  got  %s\n", k, json_string_value(v),
+                           json_string_value(json_object_get(got, k)));
         }
         CHECK(st.entries == (uint64_t)json_object_size(want));
         json_decref(want);
@@ -386,12 +388,10 @@ TEST(corrupt_object_is_refused)
     snap_capture_options o = {0};
     json_t *m = NULL;
     CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, NULL), 0);
-    const char *h =
-        json_string_value(json_object_get(json_array_get(json_object_get(json_array_get(
-                                                             json_object_get(m, "roots"), 0),
-                                                                         "entries"),
-                                                         1),
-                                          "object"));
+    const char *h = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(m, "roots"), 0), "entries"),
+                       1),
+        "object"));
     CHECK(h != NULL);
     snprintf(obj, sizeof(obj), "%s/objects/%.2s/%s", store_dir, h, h);
     CHECK_INT_EQ(truncate(obj, 5), 0);
@@ -415,7 +415,8 @@ TEST(hostile_manifests_are_refused)
         "{\"version\":1,\"roots\":[{\"name\":\"workspace\",\"entries\":[{\"path\":\"\",\"type\":"
         "\"dir\",\"mode\":493,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]},{\"path\":\"f\","
         "\"type\":\"file\",\"mode\":0,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0],\"size\":"
-        "10,\"extents\":[[0,8],[4,2]],\"object\":\"" "0000000000000000000000000000000000000000000"
+        "10,\"extents\":[[0,8],[4,2]],\"object\":\""
+        "0000000000000000000000000000000000000000000"
         "000000000000000000000\"}]}]}",
         "{\"version\":1,\"roots\":[{\"name\":\"workspace\",\"entries\":[{\"path\":\"\",\"type\":"
         "\"dir\",\"mode\":493,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]},{\"path\":\"h\","
@@ -440,13 +441,14 @@ TEST(hostile_manifests_are_refused)
     snprintf(store_dir, sizeof(store_dir), "%s/store", top);
     mkdir(dst, 0755);
     mkdir(outside, 0755);
-    snprintf(json, sizeof(json),
-             "{\"version\":1,\"roots\":[{\"name\":\"workspace\",\"entries\":[{\"path\":\"\","
-             "\"type\":\"dir\",\"mode\":493,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]},"
-             "{\"path\":\"a\",\"type\":\"symlink\",\"target\":\"%s\",\"mode\":0,\"uid\":0,\"gid\":0,"
-             "\"mtime\":[0,0],\"atime\":[0,0]},{\"path\":\"a/x\",\"type\":\"fifo\",\"mode\":0,"
-             "\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]}]}]}",
-             outside);
+    snprintf(
+        json, sizeof(json),
+        "{\"version\":1,\"roots\":[{\"name\":\"workspace\",\"entries\":[{\"path\":\"\","
+        "\"type\":\"dir\",\"mode\":493,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]},"
+        "{\"path\":\"a\",\"type\":\"symlink\",\"target\":\"%s\",\"mode\":0,\"uid\":0,\"gid\":0,"
+        "\"mtime\":[0,0],\"atime\":[0,0]},{\"path\":\"a/x\",\"type\":\"fifo\",\"mode\":0,"
+        "\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"atime\":[0,0]}]}]}",
+        outside);
     json_t *m = json_loads(json, 0, NULL);
     CHECK_INT_EQ(snap_manifest_check(m, NULL), 0);
     snap_store *s = NULL;
