@@ -104,3 +104,29 @@ def test_snapshot_maps_to_volume_snapshots_and_fork_restores_them(fake, controll
     # Deleting the SandboxSnapshot deletes its VolumeSnapshots (ownerReferences).
     assert fake.delete("sandboxsnapshots", "s1").status_code == 200
     wait_for(lambda: fake.get("volumesnapshots", "s1-workspace") is None, what="VolumeSnapshot collected")
+
+
+def test_deploy_rbac_covers_snapshots(tmp_path):
+    """deploy/controller/rbac.yaml lets asb-controller --snapshots do all of the above: the test
+    API server enforces exactly those rules for its token, and refuses nothing."""
+    from kube_fixtures import Controller, FakeApi
+    from test_kube_controller_rbac import forbidden, rules
+    fake = FakeApi(tmp_path, rbac=rules())  # noqa: F811
+    ctl = None
+    try:
+        install_crds(fake)
+        ctl = Controller(fake, tmp_path, "rbac-snap", ["--snapshots"])
+        fake.create("sandboxes", source_sandbox("src"))
+        fake.create("sandboxsnapshots", snapshot_obj("s1", "src", cls="c"))
+        wait_for(lambda: fake.get("volumesnapshots", "s1-workspace"), what="VolumeSnapshot")
+        fake.patch("volumesnapshots", "s1-workspace", {"status": {"readyToUse": True}}, sub="status")
+        wait_for(lambda: ready(fake, "s1").get("status") == "True", what="s1 Ready")
+        fork = source_sandbox("fork")
+        fork["spec"]["podTemplate"]["spec"]["containers"][0]["image"] = "snapshot:s1"
+        fake.create("sandboxes", fork)
+        wait_for(lambda: fake.get("pods", "fork"), what="fork pod")
+        assert forbidden(fake) == {}, forbidden(fake)
+    finally:
+        if ctl:
+            ctl.stop()
+        fake.stop()
