@@ -52,9 +52,9 @@ static int seed_sandbox(asb_client *c, const char *ns, const char *seed, char **
 /* The fork is the session's sandbox from now on: collected when idle, like one it created. */
 static int adopt(asb_client *c, const char *ns, const char *name, const char *when)
 {
-    json_t *p = json_pack("{s:{s:{s:s}},s:{s:s,s:s}}", "metadata", "labels",
-                          "app.kubernetes.io/managed-by", "sandboxed-tools", "spec",
-                          "shutdownTime", when, "shutdownPolicy", "Delete");
+    json_t *p =
+        json_pack("{s:{s:{s:s}},s:{s:s,s:s}}", "metadata", "labels", "app.kubernetes.io/managed-by",
+                  "sandboxed-tools", "spec", "shutdownTime", when, "shutdownPolicy", "Delete");
     char *s = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
     if (!s)
@@ -80,8 +80,7 @@ int agent_fork_sandbox(asb_client *c, const char *ns, const char *seed, const ch
     if (r != ASB_OK)
         return fork_fail(ret_error, r, "snapshot", seed);
     json_t *snap = json_loads(snap_text, 0, NULL);
-    const char *sn =
-        json_string_value(json_object_get(json_object_get(snap, "metadata"), "name"));
+    const char *sn = json_string_value(json_object_get(json_object_get(snap, "metadata"), "name"));
     _cleanup_free_ char *snap_name = sn ? strdup(sn) : NULL;
     json_decref(snap);
     if (!snap_name)

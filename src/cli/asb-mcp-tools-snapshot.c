@@ -20,7 +20,7 @@ static void ready_reason(const json_t *snap, const char **ret_reason, const char
     size_t i;
     json_t *c;
     *ret_reason = *ret_message = "";
-    json_array_foreach(json_object_get(json_object_get(snap, "status"), "conditions"), i, c)
+    json_array_foreach (json_object_get(json_object_get(snap, "status"), "conditions"), i, c)
         if (json_is_string(json_object_get(c, "type")) &&
             strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0) {
             *ret_reason = json_string_value(json_object_get(c, "reason")) ?: "";
@@ -34,8 +34,9 @@ static json_t *snapshot_result(const json_t *snap, const char *sandbox, const ch
     const json_t *st = json_object_get(snap, "status");
     const char *reason, *message;
     ready_reason(snap, &reason, &message);
-    json_t *r = json_pack("{s:s,s:s,s:s,s:b}", "snapshot_name", snap_name(snap) ?: "", "sandbox_name",
-                          sandbox, "namespace", ns, "ready", strcmp(reason, "Captured") == 0);
+    json_t *r =
+        json_pack("{s:s,s:s,s:s,s:b}", "snapshot_name", snap_name(snap) ?: "", "sandbox_name",
+                  sandbox, "namespace", ns, "ready", strcmp(reason, "Captured") == 0);
     if (!r)
         return NULL;
     static const struct {

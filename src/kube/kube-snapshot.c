@@ -69,11 +69,13 @@ static json_t *source_of(const json_t *sb)
 {
     const json_t *spec = json_object_get(sb, "spec");
     const json_t *pt = json_object_get(spec, "podTemplate");
-    const json_t *c0 = json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
-    json_t *src = json_pack("{s:s,s:s,s:s,s:O*,s:O*}", "sandbox", kube_str(sb, "metadata.name") ?: "",
-                            "sandboxUID", kube_str(sb, "metadata.uid") ?: "", "image",
-                            json_string_value(json_object_get(c0, "image")) ?: "", "podTemplate",
-                            pt, "volumeClaimTemplates", vct_list(sb));
+    const json_t *c0 =
+        json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
+    json_t *src =
+        json_pack("{s:s,s:s,s:s,s:O*,s:O*}", "sandbox", kube_str(sb, "metadata.name") ?: "",
+                  "sandboxUID", kube_str(sb, "metadata.uid") ?: "", "image",
+                  json_string_value(json_object_get(c0, "image")) ?: "", "podTemplate", pt,
+                  "volumeClaimTemplates", vct_list(sb));
     return src;
 }
 
@@ -102,10 +104,10 @@ static int ensure_volume_snapshots(kube_ctl *ctl, const json_t *snap, const json
         if (!vs) {
             _cleanup_json_ json_t *o = json_pack(
                 "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:[o]},s:{s:{s:s}}}", "apiVersion",
-                "snapshot.storage.k8s.io/v1", "kind", "VolumeSnapshot", "metadata", "name",
-                vs_name, "namespace", ns, "labels", "agents.x-k8s.io/sandbox-snapshot", name,
-                "agents.x-k8s.io/volume", vol, "ownerReferences", reconcile_owner_ref(snap),
-                "spec", "source", "persistentVolumeClaimName", pvc);
+                "snapshot.storage.k8s.io/v1", "kind", "VolumeSnapshot", "metadata", "name", vs_name,
+                "namespace", ns, "labels", "agents.x-k8s.io/sandbox-snapshot", name,
+                "agents.x-k8s.io/volume", vol, "ownerReferences", reconcile_owner_ref(snap), "spec",
+                "source", "persistentVolumeClaimName", pvc);
             if (!o || (cls && json_object_set_new(json_object_get(o, "spec"),
                                                   "volumeSnapshotClassName", json_string(cls)) < 0))
                 return -ENOMEM;
@@ -121,12 +123,13 @@ static int ensure_volume_snapshots(kube_ctl *ctl, const json_t *snap, const json
         const json_t *st = json_object_get(vs, "status");
         bool ready = json_is_true(json_object_get(st, "readyToUse"));
         const char *err = kube_str(vs, "status.error.message");
-        json_t *item = json_pack("{s:s,s:s,s:b}", "volume", vol, "name", vs_name, "readyToUse",
-                                 ready);
+        json_t *item =
+            json_pack("{s:s,s:s,s:b}", "volume", vol, "name", vs_name, "readyToUse", ready);
         if (!item || json_array_append_new(out, item) < 0)
             return -ENOMEM;
         if (kube_str(vs, "status.restoreSize"))
-            json_object_set_new(item, "restoreSize", json_string(kube_str(vs, "status.restoreSize")));
+            json_object_set_new(item, "restoreSize",
+                                json_string(kube_str(vs, "status.restoreSize")));
         if (err) {
             json_object_set_new(item, "error", json_string(err));
             if (!*ret_failed)
@@ -192,9 +195,9 @@ int kube_reconcile_snapshot(kube_ctl *ctl, const char *ns, const char *name, int
 const char *kube_snapshot_of_sandbox(const json_t *sb)
 {
     const json_t *c0 = json_array_get(
-        json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
-                                        "spec"),
-                        "containers"),
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"), "spec"),
+            "containers"),
         0);
     const char *img = json_string_value(json_object_get(c0, "image"));
     size_t n = strlen(SNAPSHOT_IMAGE_PREFIX);
@@ -209,7 +212,8 @@ static json_t *ready_snapshot(kube_ctl *ctl, const char *ns, const char *name, c
         return NULL;
     }
     json_t *snap = kube_informer_get(&ctl->inf[KR_SNAPSHOT], ns, name);
-    const char *st = json_string_value(json_object_get(reconcile_condition(snap, "Ready"), "status"));
+    const char *st =
+        json_string_value(json_object_get(reconcile_condition(snap, "Ready"), "status"));
     if (!snap || !st || strcmp(st, "True") != 0) {
         *ret_why = snap ? "SnapshotNotReady" : "SnapshotNotFound";
         json_decref(snap);
@@ -243,8 +247,8 @@ int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot
     if (!snap)
         return -EAGAIN;
     const json_t *src = json_object_get(json_object_get(snap, "status"), "source");
-    const json_t *recorded = json_object_get(
-        json_object_get(json_object_get(src, "podTemplate"), "spec"), "containers");
+    const json_t *recorded =
+        json_object_get(json_object_get(json_object_get(src, "podTemplate"), "spec"), "containers");
     size_t i, j;
     json_t *c, *r;
     json_array_foreach (json_object_get(spec, "containers"), i, c) {
