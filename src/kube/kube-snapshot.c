@@ -97,7 +97,9 @@ static int ensure_volume_snapshots(kube_ctl *ctl, const json_t *snap, const json
     json_t *t;
     json_array_foreach (vcts, i, t) {
         const char *vol = kube_str(t, "metadata.name");
-        _cleanup_free_ char *vs_name = vol ? volsnap_name(name, vol) : NULL, *pvc = NULL;
+        if (!vol)
+            continue; /* no PVC either (kube-sandbox.c skips it too) */
+        _cleanup_free_ char *vs_name = volsnap_name(name, vol), *pvc = NULL;
         if (!vs_name || asprintf(&pvc, "%s-%s", vol, sandbox) < 0)
             return -ENOMEM;
         _cleanup_json_ json_t *vs = kube_informer_get(&ctl->inf[KR_VOLSNAP], ns, vs_name);
@@ -133,7 +135,7 @@ static int ensure_volume_snapshots(kube_ctl *ctl, const json_t *snap, const json
         if (err) {
             json_object_set_new(item, "error", json_string(err));
             if (!*ret_failed)
-                *ret_failed = kube_str(json_array_get(out, i), "error");
+                *ret_failed = kube_str(item, "error"); /* borrowed from out */
         }
         *ret_ready = *ret_ready && ready;
     }
