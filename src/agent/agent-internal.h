@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <asb/client.h>
+
 #include "agent/agent-loop.h"
 
 #define AGENT_DEFAULT_BASE_URL "https://generativelanguage.googleapis.com/v1beta/openai"
@@ -91,6 +93,14 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
 /* Archives the home directory into backup_dir/backup-<YYYYMMDDTHHMMSS>.tar.gz (atomic, newest 5
  * kept). */
 int agent_box_snapshot(agent_box *b, char **ret_error);
+
+/* ---- Forks of another session's sandbox (agent-fork.c) ---- */
+
+/* Makes the Sandbox `name` in ns a copy of session seed's sandbox (snapshot + fork, waited until
+ * Ready, snapshot deleted afterwards) with shutdownTime `when` (policy Delete). Returns 0,
+ * -ENOENT when seed has no sandbox (nothing made), or -errno with *ret_error. */
+int agent_fork_sandbox(asb_client *c, const char *ns, const char *seed, const char *name,
+                       const char *when, const volatile int *cancel, char **ret_error);
 
 /* ---- Backups (agent-backup.c) ---- */
 

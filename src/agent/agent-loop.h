@@ -51,12 +51,15 @@ typedef struct agent_config {
     int max_steps;            /* model round trips per user turn; 0: 50 */
     agent_log_cb log_cb;      /* warnings (restore failed, retrying, ...); may be NULL */
     void *log_payload;
+    const char *fork_from;    /* a new session's first sandbox is a copy of this session's
+                                 sandbox (or, when it has none, starts with its newest backup);
+                                 not with pool. NULL: none */
 } agent_config;
 
 #define AGENT_CONFIG_VERSION 1
 /* clang-format off */
 #define AGENT_CONFIG_INIT {AGENT_CONFIG_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
-                           0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+                           0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL}
 /* clang-format on */
 
 /* Call once per process before anything else (curl global init). Returns 0 or -errno. */

@@ -36,6 +36,8 @@ struct agent_box {
     bool home_checked; /* pool_fix_homedir() ran for this sandbox */
     char *ns;
     char *backup_dir;
+    char *fork_from;       /* -fork-from: the seed session, until the first sandbox is made */
+    char *fork_backup_dir; /* the seed's fs/: backups to start from when it has no sandbox */
     char *name; /* the Sandbox's name (differs from the session with a pool) */
     asb_client *client;
     asb_sandbox *sb;
@@ -107,7 +109,15 @@ int agent_box_new(agent_box **ret, const agent_config *cfg, const char *session,
     b->homedir = strdup(cfg->homedir && *cfg->homedir ? cfg->homedir : AGENT_DEFAULT_HOMEDIR);
     b->ns = strdup(cfg->ns && *cfg->ns ? cfg->ns : "default");
     b->backup_dir = strdup(backup_dir);
-    if (!b->session || !b->image || !b->homedir || !b->ns || !b->backup_dir) {
+    if (cfg->fork_from && !cfg->pool) {
+        _cleanup_free_ char *seed_dir = NULL;
+        b->fork_from = strdup(cfg->fork_from);
+        if (agent_store_session_dir(cfg, cfg->fork_from, &seed_dir) < 0 ||
+            asprintf(&b->fork_backup_dir, "%s/fs", seed_dir) < 0)
+            b->fork_backup_dir = NULL;
+    }
+    if (!b->session || !b->image || !b->homedir || !b->ns || !b->backup_dir ||
+        (cfg->fork_from && !cfg->pool && (!b->fork_from || !b->fork_backup_dir))) {
         agent_box_free(b);
         return -ENOMEM;
     }
@@ -126,6 +136,8 @@ agent_box *agent_box_free(agent_box *b)
     free(b->homedir);
     free(b->ns);
     free(b->backup_dir);
+    free(b->fork_from);
+    free(b->fork_backup_dir);
     free(b->name);
     free(b);
     return NULL;
@@ -371,10 +383,11 @@ static int pump_finish(backup_pump *p, int fd)
     return p->result;
 }
 
-static int restore(agent_box *b, const volatile int *cancel)
+/* Restores the newest backup of dir (the session's own, or a seed's) into the home directory. */
+static int restore(agent_box *b, const char *dir, const volatile int *cancel)
 {
     _cleanup_free_ char *latest = NULL, *err = NULL;
-    int r = agent_backup_latest(b->backup_dir, &latest);
+    int r = agent_backup_latest(dir, &latest);
     if (r < 0 || !latest)
         return r;
     backup_pump pump;
@@ -443,6 +456,34 @@ const char *agent_box_homedir(const agent_box *b)
     return b->homedir;
 }
 
+/* The new session's first sandbox under -fork-from: a fork of the seed's sandbox (nothing to
+ * restore then: *ret_restore_dir NULL), else a new one that starts with the seed's newest backup
+ * (*ret_restore_dir the seed's fs/). Tried once: later sandboxes of the session are its own. */
+static int create_fork(agent_box *b, const char *when, const volatile int *cancel,
+                       const char **ret_restore_dir, char **ret_error)
+{
+    int r = agent_fork_sandbox(b->client, b->ns, b->fork_from, b->session, when, cancel, ret_error);
+    if (r == 0) {
+        box_log(b, AGENT_LOG_INFO, "sandbox %s is a fork of session %s's", b->session, b->fork_from);
+        *ret_restore_dir = NULL;
+    } else if (r == -ENOENT) {
+        _cleanup_free_ char *latest = NULL;
+        if (agent_backup_latest(b->fork_backup_dir, &latest) < 0 || !latest)
+            return agent_fail(ret_error, -ENOENT,
+                              "cannot fork session %s: it has neither a sandbox nor a backup in %s",
+                              b->fork_from, b->fork_backup_dir);
+        box_log(b, AGENT_LOG_WARNING, "session %s has no sandbox; starting from its backup %s",
+                b->fork_from, latest);
+        r = create_object(b, when, ret_error);
+        *ret_restore_dir = b->fork_backup_dir;
+    }
+    if (r < 0)
+        return r;
+    free(b->fork_from);
+    b->fork_from = NULL;
+    return 0;
+}
+
 int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
 {
     int r = ensure_client(b, ret_error);
@@ -453,12 +494,14 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         shutdown_time(when, sizeof(when));
         r = extend(b, when, ret_error);
         bool created = false;
+        const char *restore_dir = b->backup_dir;
         if (r == -ENOENT) {
             asb_sandbox_free(b->sb);
             b->sb = NULL;
             b->toolbox_uploaded = false;
             b->home_checked = false;
-            r = create_object(b, when, ret_error);
+            r = b->fork_from ? create_fork(b, when, cancel, &restore_dir, ret_error)
+                             : create_object(b, when, ret_error);
             created = true;
         }
         if (r < 0)
@@ -481,7 +524,8 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         pool_fix_homedir(b, cancel);
         if (created) {
             box_log(b, AGENT_LOG_INFO, "created sandbox %s", b->name);
-            restore(b, cancel);
+            if (restore_dir)
+                restore(b, restore_dir, cancel);
         }
         return 0;
     }

@@ -37,6 +37,8 @@ static void usage(FILE *f)
           "/home/clawtainer)\n"
           "  -namespace NS        namespace (env SANDBOX_NAMESPACE, default default)\n"
           "  -pool NAME           claim sandboxes from this SandboxWarmPool\n"
+          "  -fork-from SESSION   start a new session whose sandbox is a copy of SESSION's (its\n"
+          "                       newest backup when it has none); -session default: generated\n"
           "  -tool-timeout DUR    kill a tool running longer than DUR (e.g. 30s, 2m)\n"
           "Environment: OPENAI_BASE_URL, GEMINI_API_KEY or OPENAI_API_KEY, OPENAI_MODEL "
           "(fake-eliza: built-in fake model), ASB_SERVER, ASB_TOKEN, ASB_STATE_DIR.\n"
@@ -113,10 +115,38 @@ static char *trim(char *s)
     return s;
 }
 
+/* -fork-from starts a new session from an existing one: 0, or the exit status. */
+static int check_fork(const agent_config *cfg, const char *session)
+{
+    if (!agent_session_name_valid(cfg->fork_from)) {
+        fprintf(stderr, "sandboxed-tools: invalid -fork-from session name \"%s\"\n",
+                cfg->fork_from);
+        return 2;
+    }
+    if (cfg->pool) {
+        fprintf(stderr, "sandboxed-tools: -fork-from makes a Sandbox like the seed's; it cannot "
+                        "claim from -pool\n");
+        return 2;
+    }
+    if (strcmp(cfg->fork_from, session) == 0) {
+        fprintf(stderr, "sandboxed-tools: a session cannot be forked into itself\n");
+        return 2;
+    }
+    if (agent_session_exists(cfg, session)) {
+        fprintf(stderr,
+                "sandboxed-tools: session \"%s\" already exists; -fork-from starts a new "
+                "session: give another -session (or none for a generated name)\n",
+                session);
+        return 2;
+    }
+    fprintf(stderr, "Session %s (a fork of %s)\n", session, cfg->fork_from);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     agent_config cfg = AGENT_CONFIG_INIT;
-    const char *session = env_or("SESSION_NAME", "default"), *timeout = NULL;
+    const char *session = NULL, *timeout = NULL;
     cfg.homedir = env_or("SANDBOX_HOME_DIR", "/home/clawtainer");
     cfg.ns = env_or("SANDBOX_NAMESPACE", "default");
     for (int i = 1; i < argc; i++) {
@@ -130,17 +160,31 @@ int main(int argc, char **argv)
             flag(argc, argv, &i, "image", &cfg.image) ||
             flag(argc, argv, &i, "homedir", &cfg.homedir) ||
             flag(argc, argv, &i, "namespace", &cfg.ns) || flag(argc, argv, &i, "pool", &cfg.pool) ||
-            flag(argc, argv, &i, "tool-timeout", &timeout))
+            flag(argc, argv, &i, "tool-timeout", &timeout) ||
+            flag(argc, argv, &i, "fork-from", &cfg.fork_from))
             continue;
         fprintf(stderr, "flag provided but not defined: %s\n", a);
         return main_usage_error(usage);
     }
+    _cleanup_free_ char *generated = NULL;
+    if (!session && cfg.fork_from && !env_or("SESSION_NAME", NULL)) {
+        if (agent_session_name_generate(&generated) < 0)
+            return 1;
+        session = generated;
+    }
+    if (!session)
+        session = env_or("SESSION_NAME", "default");
     if (!agent_session_name_valid(session)) {
         fprintf(stderr,
                 "sandboxed-tools: invalid session name \"%s\": use 1 to 40 characters of "
                 "[a-z0-9]\n",
                 session);
         return 2;
+    }
+    if (cfg.fork_from) {
+        int r = check_fork(&cfg, session);
+        if (r != 0)
+            return r;
     }
     if (!cfg.homedir || !*cfg.homedir || cfg.homedir[0] != '/') {
         fprintf(stderr, "sandboxed-tools: -homedir must be an absolute path\n");

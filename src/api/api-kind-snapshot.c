@@ -29,8 +29,23 @@ static const api_field source_props[] = {
     {0},
 };
 
+/* On a cluster (asb-controller --snapshots): one VolumeSnapshot per volume of the source. */
+static const api_field volume_snapshot_props[] = {
+    {.name = "volume", .type = API_TYPE_STRING, .description = "the volumeClaimTemplate's name"},
+    {.name = "name", .type = API_TYPE_STRING,
+     .description = "the snapshot.storage.k8s.io/v1 VolumeSnapshot"},
+    {.name = "readyToUse", .type = API_TYPE_BOOLEAN},
+    {.name = "restoreSize", .type = API_TYPE_STRING},
+    {.name = "error", .type = API_TYPE_STRING},
+    {0},
+};
+static const api_field volume_snapshot_item[] = {
+    {.name = "item", .type = API_TYPE_OBJECT, .props = volume_snapshot_props}};
+
 static const api_field status_props[] = {
     API_FIELD_CONDITIONS,
+    {.name = "volumeSnapshots", .type = API_TYPE_ARRAY, .items = volume_snapshot_item,
+     .description = "on a cluster: the VolumeSnapshots that hold the captured volumes"},
     {.name = "capturedAt", .type = API_TYPE_STRING, .format = "date-time"},
     {.name = "files", .type = API_TYPE_INTEGER, .format = "int64",
      .description = "entries captured: files, directories, symlinks"},

@@ -88,3 +88,36 @@
 #define MCP_SCHEMA_EXISTS_OUT                                                                      \
     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"                        \
     "\"exists\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"exists\"]}"
+
+#define MCP_SCHEMA_SNAPSHOT_IN                                                                     \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP ","                      \
+    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name of the snapshot "       \
+    "(default: generated from the sandbox's)\"},"                                                  \
+    "\"wait\":{\"type\":\"boolean\",\"default\":true,\"description\":\"Wait until the snapshot "  \
+    "is captured\"},"                                                                              \
+    "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"default\":300,\"description\":\"Seconds "  \
+    "to wait for the capture\"}},\"required\":[\"sandbox_claim_name\"]}"
+#define MCP_SCHEMA_SNAPSHOT_OUT                                                                    \
+    "{\"type\":\"object\",\"properties\":{\"snapshot_name\":{\"type\":\"string\"},"               \
+    "\"sandbox_name\":{\"type\":\"string\"},\"namespace\":{\"type\":\"string\"},"                  \
+    "\"ready\":{\"type\":\"boolean\"},\"files\":{\"type\":\"integer\"},"                           \
+    "\"size_bytes\":{\"type\":\"integer\"},\"stored_bytes\":{\"type\":\"integer\"},"               \
+    "\"pause_microseconds\":{\"type\":\"integer\"},"                                               \
+    "\"captured_at\":{\"type\":\"string\",\"format\":\"date-time\"}},"                             \
+    "\"required\":[\"snapshot_name\",\"sandbox_name\",\"namespace\",\"ready\"]}"
+
+#define MCP_SCHEMA_FORK_IN                                                                         \
+    "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP ","                      \
+    "\"snapshot\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Fork from this "         \
+    "snapshot (a snapshot_sandbox result) instead of snapshotting the sandbox now\"},"             \
+    "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20,\"default\":1,"                 \
+    "\"description\":\"How many sandboxes to start\"},"                                            \
+    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name of the fork (with "     \
+    "count > 1: NAME-1 .. NAME-count); default: generated\"},"                                     \
+    "\"sandbox_ready_timeout\":{\"type\":\"integer\",\"minimum\":1,\"default\":180,"              \
+    "\"description\":\"Seconds to wait for the snapshot and the forks to be ready\"}}}"
+#define MCP_SCHEMA_FORK_OUT                                                                        \
+    "{\"type\":\"object\",\"properties\":{\"snapshot_name\":{\"type\":\"string\"},"               \
+    "\"sandbox_names\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                      \
+    "\"namespace\":{\"type\":\"string\"}},"                                                        \
+    "\"required\":[\"snapshot_name\",\"sandbox_names\",\"namespace\"]}"

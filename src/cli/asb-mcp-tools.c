@@ -89,6 +89,14 @@ static const struct tool {
      MCP_SCHEMA_LIST_IN, MCP_SCHEMA_LIST_OUT, mcp_tool_list, true, false},
     {"file_exists", "File exists", "Tell whether a path exists in a sandbox.", MCP_SCHEMA_EXISTS_IN,
      MCP_SCHEMA_EXISTS_OUT, mcp_tool_exists, true, false},
+    {"snapshot_sandbox", "Snapshot sandbox",
+     "Capture a sandbox's files (workspace and volumes; not its processes) as a named snapshot, "
+     "a checkpoint to fork from later. The sandbox keeps running; it pauses only briefly.",
+     MCP_SCHEMA_SNAPSHOT_IN, MCP_SCHEMA_SNAPSHOT_OUT, mcp_tool_snapshot, false, false},
+    {"fork_sandbox", "Fork sandbox",
+     "Start count new sandboxes whose files are a copy of a sandbox's (snapshotted now) or of an "
+     "earlier snapshot, and wait until they are ready. Returns their names for the other tools.",
+     MCP_SCHEMA_FORK_IN, MCP_SCHEMA_FORK_OUT, mcp_tool_fork, false, false},
 };
 
 json_t *mcp_tools_list(const mcp_session *session)

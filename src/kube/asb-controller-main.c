@@ -25,7 +25,7 @@ typedef struct flag {
     const char *help;
 } flag;
 
-static bool opt_version, opt_help, opt_extensions, opt_leader_elect = true, opt_eviction = true;
+static bool opt_version, opt_help, opt_extensions, opt_snapshots, opt_leader_elect = true, opt_eviction = true;
 static bool opt_zap_devel, opt_disable_claim_events, opt_cache_selectors;
 static const char *opt_kubeconfig, *opt_context, *opt_cluster_domain = "cluster.local";
 static const char *opt_metrics = ":8080", *opt_health = ":8081", *opt_le_ns = "";
@@ -56,6 +56,8 @@ static const flag flags[] = {
     {"leader-election-retry-period", F_DUR, &opt_retry, "retry period (2s)"},
     {"extensions", F_BOOL, &opt_extensions,
      "run the SandboxTemplate, SandboxWarmPool and SandboxClaim reconcilers"},
+    {"snapshots", F_BOOL, &opt_snapshots,
+     "map SandboxSnapshots to snapshot.storage.k8s.io VolumeSnapshots (needs their CRDs)"},
     {"sandbox-concurrent-workers", F_INT, &opt_sb_workers, "Sandbox workers (100)"},
     {"sandbox-claim-concurrent-workers", F_INT, &opt_claim_workers, "SandboxClaim workers (50)"},
     {"sandbox-warm-pool-concurrent-workers", F_INT, &opt_pool_workers,
@@ -272,6 +274,7 @@ int main(int argc, char **argv)
     ctl.opt = (kube_options){
         .cluster_domain = opt_cluster_domain,
         .extensions = opt_extensions,
+        .snapshots = opt_snapshots,
         .sandbox_workers = (int)MIN(opt_sb_workers, 256),
         .claim_workers = (int)MIN(opt_claim_workers, 256),
         .pool_workers = (int)MIN(opt_pool_workers, 64),

@@ -31,6 +31,10 @@ const kube_res_info kube_resources[_KR_MAX] = {
                    "networking.k8s.io/v1"},
     [KR_LEASE] = {"/apis/coordination.k8s.io/v1", "leases", "Lease", "coordination.k8s.io/v1"},
     [KR_EVENT] = {"/api/v1", "events", "Event", "v1"},
+    [KR_SNAPSHOT] = {"/apis/extensions.agents.x-k8s.io/v1beta1", "sandboxsnapshots",
+                     "SandboxSnapshot", "extensions.agents.x-k8s.io/v1beta1"},
+    [KR_VOLSNAP] = {"/apis/snapshot.storage.k8s.io/v1", "volumesnapshots", "VolumeSnapshot",
+                    "snapshot.storage.k8s.io/v1"},
 };
 
 char *kube_path(kube_res r, const char *ns, const char *name, const char *sub, const char *query)

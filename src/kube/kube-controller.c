@@ -133,6 +133,22 @@ static void on_event(kube_res r, kube_event_type t, const json_t *obj, const jso
         if (ext)
             enqueue(ctl->q_claim, ns, name);
         break;
+    case KR_SNAPSHOT: {
+        enqueue(ctl->q_snapshot, ns, name);
+        /* Forks waiting for it to become Ready. */
+        _cleanup_json_ json_t *sbs = kube_informer_list(&ctl->inf[KR_SANDBOX], ns, NULL, NULL);
+        size_t i;
+        json_t *sb;
+        json_array_foreach (sbs, i, sb) {
+            const char *from = kube_snapshot_of_sandbox(sb);
+            if (from && strcmp(from, name) == 0)
+                enqueue(ctl->q_sandbox, ns, kube_str(sb, "metadata.name"));
+        }
+        break;
+    }
+    case KR_VOLSNAP:
+        enqueue(ctl->q_snapshot, ns, controller_of(obj, "SandboxSnapshot"));
+        break;
     default:
         break;
     }
@@ -180,7 +196,7 @@ static void *worker_thread(void *arg)
     return NULL;
 }
 
-static worker worker_defs[4];
+static worker worker_defs[5];
 
 bool kube_ctl_synced(kube_ctl *ctl)
 {
@@ -202,9 +218,17 @@ int kube_ctl_start(kube_ctl *ctl)
         ctl->q_pool = kube_queue_new("pool");
         ctl->q_claim = kube_queue_new("claim");
     }
+    if (ctl->opt.snapshots)
+        ctl->q_snapshot = kube_queue_new("snapshot");
     kube_res core[] = {KR_SANDBOX, KR_POD, KR_SERVICE, KR_PVC};
     kube_res exts[] = {KR_TEMPLATE, KR_POOL, KR_CLAIM, KR_NETPOL};
     int e;
+    kube_res snaps[] = {KR_SNAPSHOT, KR_VOLSNAP};
+    if (ctl->opt.snapshots)
+        for (size_t i = 0; i < ELEMENTSOF(snaps); i++)
+            if ((e = kube_informer_start(&ctl->inf[snaps[i]], ctl->client, snaps[i], NULL,
+                                         on_event, ctl, &ctl->stop)) < 0)
+                return e;
     /* Extension caches first so that the Sandbox events find pools and claims. */
     if (ctl->opt.extensions)
         for (size_t i = 0; i < ELEMENTSOF(exts); i++)
@@ -235,16 +259,17 @@ int kube_ctl_start(kube_ctl *ctl)
     worker_defs[1] = (worker){ctl, ctl->q_template, kube_reconcile_template, 1, "SandboxTemplate"};
     worker_defs[2] = (worker){ctl, ctl->q_pool, kube_reconcile_pool, 2, "SandboxWarmPool"};
     worker_defs[3] = (worker){ctl, ctl->q_claim, kube_reconcile_claim, 3, "SandboxClaim"};
-    int counts[4] = {ctl->opt.sandbox_workers, ctl->opt.template_workers, ctl->opt.pool_workers,
-                     ctl->opt.claim_workers};
+    worker_defs[4] = (worker){ctl, ctl->q_snapshot, kube_reconcile_snapshot, 4, "SandboxSnapshot"};
+    int counts[5] = {ctl->opt.sandbox_workers, ctl->opt.template_workers, ctl->opt.pool_workers,
+                     ctl->opt.claim_workers, 1};
     size_t total = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (worker_defs[i].q)
             total += (size_t)MAX(counts[i], 1);
     ctl->workers = calloc(total, sizeof *ctl->workers);
     if (!ctl->workers)
         return -ENOMEM;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (!worker_defs[i].q)
             continue;
         for (int j = 0; j < MAX(counts[i], 1); j++) {
@@ -264,7 +289,8 @@ int kube_ctl_start(kube_ctl *ctl)
 void kube_ctl_stop(kube_ctl *ctl)
 {
     atomic_store(&ctl->stop, true);
-    kube_queue *qs[] = {ctl->q_sandbox, ctl->q_template, ctl->q_pool, ctl->q_claim};
+    kube_queue *qs[] = {ctl->q_sandbox, ctl->q_template, ctl->q_pool, ctl->q_claim,
+                        ctl->q_snapshot};
     for (size_t i = 0; i < ELEMENTSOF(qs); i++)
         if (qs[i])
             kube_queue_shutdown(qs[i]);
@@ -277,7 +303,7 @@ void kube_ctl_stop(kube_ctl *ctl)
         kube_informer_join(&ctl->inf[r]);
     for (size_t i = 0; i < ELEMENTSOF(qs); i++)
         kube_queue_free(qs[i]);
-    ctl->q_sandbox = ctl->q_template = ctl->q_pool = ctl->q_claim = NULL;
+    ctl->q_sandbox = ctl->q_template = ctl->q_pool = ctl->q_claim = ctl->q_snapshot = NULL;
     json_decref(ctl->expectations);
     json_decref(ctl->seen_ready);
     json_decref(ctl->metrics.claim_creation);

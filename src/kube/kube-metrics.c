@@ -155,11 +155,11 @@ char *kube_metrics_render(kube_ctl *ctl)
             "# TYPE agent_sandbox_claim_startup_latency_ms histogram\n"
             "# HELP agent_sandbox_client_claim_startup_latency_ms Claim startup latency from the "
             "client annotation.\n# TYPE agent_sandbox_client_claim_startup_latency_ms histogram\n");
-    static const char *const names[4] = {"sandbox", "sandboxtemplate", "sandboxwarmpool",
-                                         "sandboxclaim"};
+    static const char *const names[5] = {"sandbox", "sandboxtemplate", "sandboxwarmpool",
+                                         "sandboxclaim", "sandboxsnapshot"};
     fprintf(f, "# HELP controller_runtime_reconcile_total Reconciles per controller.\n"
                "# TYPE controller_runtime_reconcile_total counter\n");
-    for (int j = 0; j < 4; j++)
+    for (int j = 0; j < (ctl->opt.snapshots ? 5 : 4); j++)
         fprintf(f,
                 "controller_runtime_reconcile_total{controller=\"%s\",result=\"success\"} %llu\n"
                 "controller_runtime_reconcile_total{controller=\"%s\",result=\"error\"} %llu\n",

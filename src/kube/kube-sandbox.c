@@ -125,7 +125,17 @@ static void reconcile_pvcs(sbx *c)
                           "labels", labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
                           json_deep_copy(json_object_get(t, "spec")) ?: json_object());
             json_t *ann = jget(t, "metadata", "annotations");
-            if (o && ann && json_object_set(json_object_get(o, "metadata"), "annotations", ann) < 0)
+            const char *from = kube_snapshot_of_sandbox(c->sb), *why = NULL;
+            _cleanup_json_ json_t *ds = NULL;
+            /* A fork: the PVC starts as the snapshot's copy of this volume. */
+            if (from && kube_snapshot_data_source(c->ctl, c->ns, from, tn, &ds, &why) < 0) {
+                add_error(c, "PVC %s: snapshot %s: %s", pname, from, why ? why : "out of memory");
+                return;
+            }
+            if (o && ds && json_object_set(json_object_get(o, "spec"), "dataSource", ds) < 0)
+                e = -ENOMEM;
+            else if (o && ann &&
+                     json_object_set(json_object_get(o, "metadata"), "annotations", ann) < 0)
                 e = -ENOMEM;
             else
                 e = o ? kube_create(c->ctl, KR_PVC, c->ns, o, NULL) : -ENOMEM;
@@ -290,6 +300,11 @@ static json_t *build_pod(sbx *c)
         json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
     if (!spec || add_claim_volumes(c, spec) < 0)
         return NULL;
+    const char *from = kube_snapshot_of_sandbox(c->sb), *why = NULL;
+    if (from && kube_snapshot_pod_images(c->ctl, c->ns, from, spec, &why) < 0) {
+        add_error(c, "pod %s: snapshot %s: %s", c->name, from, why ? why : "out of memory");
+        return NULL;
+    }
     _cleanup_json_ json_t *md =
         json_pack("{s:s,s:s,s:O,s:[o]}", "name", c->name, "namespace", c->ns, "labels", labels,
                   "ownerReferences", reconcile_owner_ref(c->sb));
@@ -461,6 +476,8 @@ static json_t *reconcile_pod(sbx *c, bool suspended, pod_state *ret_state, size_
     }
 
     _cleanup_json_ json_t *np = build_pod(c);
+    if (!np && has_errors(c))
+        return NULL;
     json_t *created = NULL;
     int e = np ? kube_create(c->ctl, KR_POD, c->ns, np, &created) : -ENOMEM;
     if (e == -EEXIST) {

@@ -64,6 +64,8 @@ typedef enum kube_res {
     KR_NETPOL,
     KR_LEASE,
     KR_EVENT,
+    KR_SNAPSHOT, /* SandboxSnapshot (--snapshots) */
+    KR_VOLSNAP,  /* snapshot.storage.k8s.io/v1 VolumeSnapshot (--snapshots) */
     _KR_MAX,
 } kube_res;
 
@@ -138,12 +140,13 @@ typedef struct kube_options {
     bool leader_elect;
     bool claim_events;          /* !--disable-claim-events */
     bool cache_label_selectors; /* cache only Pods/Services/PVCs with the sandbox-name-hash label */
+    bool snapshots;             /* SandboxSnapshots as VolumeSnapshots (kube-snapshot.c) */
     const char *leader_election_namespace;
     const char *identity;
 } kube_options;
 
 typedef struct kube_metrics {
-    atomic_ullong reconciles[4], reconcile_errors[4], conflicts;
+    atomic_ullong reconciles[5], reconcile_errors[5], conflicts;
     pthread_mutex_t lock;
     json_t *claim_creation; /* label set text -> count (agent_sandbox_claim_creation_total) */
     /* agent_sandbox_creation_latency_ms histogram */
@@ -162,7 +165,7 @@ typedef struct kube_ctl {
     atomic_bool stop;
     atomic_bool leading;
     kube_informer inf[_KR_MAX];
-    kube_queue *q_sandbox, *q_template, *q_pool, *q_claim;
+    kube_queue *q_sandbox, *q_template, *q_pool, *q_claim, *q_snapshot;
     pthread_t *workers;
     size_t n_workers;
     kube_metrics metrics;
@@ -181,6 +184,21 @@ int kube_reconcile_sandbox(kube_ctl *ctl, const char *ns, const char *name, int6
 int kube_reconcile_template(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue);
 int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue);
 int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue);
+int kube_reconcile_snapshot(kube_ctl *ctl, const char *ns, const char *name,
+                            int64_t *ret_requeue);
+
+/* Forks on a cluster (kube-snapshot.c): a Sandbox whose container image is `snapshot:NAME`.
+ * The snapshot NAME it starts from, borrowed from sb, or NULL when it is no fork. */
+const char *kube_snapshot_of_sandbox(const json_t *sb);
+/* The dataSource (*ret owned) of the PVC of volumeClaimTemplate `volume` of a fork: the
+ * VolumeSnapshot of that volume. *ret NULL when the snapshot has no such volume (the PVC starts
+ * empty). -EAGAIN with *ret_why (static) while the snapshot is missing or not Ready. */
+int kube_snapshot_data_source(kube_ctl *ctl, const char *ns, const char *snapshot,
+                              const char *volume, json_t **ret, const char **ret_why);
+/* Replaces in a fork's pod spec every `snapshot:NAME` image by the image the snapshot recorded
+ * for that container (its source's). -EAGAIN with *ret_why while the snapshot is not Ready. */
+int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot, json_t *spec,
+                             const char **ret_why);
 
 /* Merge patch of an object (sub NULL or "status"); with lock_rv, the object's resourceVersion
  * is added so a concurrent change answers 409 (-ESTALE). ret_obj optional (owned). */

@@ -259,7 +259,7 @@ static int walk_dir(capture *c, int fd, const char *path)
     }
     if (k == 0 && errno != 0)
         k = failed(c, -errno, path, "cannot list");
-    if (k == 0)
+    if (k == 0 && n > 0) /* names is NULL for an empty directory */
         qsort(names, n, sizeof(*names), compare_names); /* a manifest does not depend on order */
     for (size_t i = 0; k == 0 && i < n; i++) {
         _cleanup_free_ char *child =

@@ -26,6 +26,9 @@ PATHS = {
     "networkpolicies": "/apis/networking.k8s.io/v1", "leases": "/apis/coordination.k8s.io/v1",
     "sandboxes": f"/apis/{CORE}/v1beta1", "sandboxtemplates": f"/apis/{EXT}/v1beta1",
     "sandboxwarmpools": f"/apis/{EXT}/v1beta1", "sandboxclaims": f"/apis/{EXT}/v1beta1",
+    "sandboxsnapshots": f"/apis/{EXT}/v1beta1",
+    "volumesnapshots": "/apis/snapshot.storage.k8s.io/v1",
+    "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
 }
 
 

@@ -106,6 +106,7 @@ def test_crds_are_structural_and_complete():
     crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
     assert sorted(c["metadata"]["name"] for c in crds) == [
         "sandboxclaims.extensions.agents.x-k8s.io", "sandboxes.agents.x-k8s.io",
+        "sandboxsnapshots.extensions.agents.x-k8s.io",
         "sandboxtemplates.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io"]
     for c in crds:
         assert c["metadata"]["name"] == f'{c["spec"]["names"]["plural"]}.{c["spec"]["group"]}'
@@ -115,7 +116,8 @@ def test_crds_are_structural_and_complete():
         cols = [col["name"] for col in v["additionalPrinterColumns"]]
         kind = c["spec"]["names"]["kind"]
         want = {"Sandbox": ["Ready", "Reason", "Age"], "SandboxClaim": ["Ready", "Sandbox", "Reason", "Age"],
-                "SandboxWarmPool": ["Ready", "Desired", "Age"], "SandboxTemplate": ["Age"]}[kind]
+                "SandboxWarmPool": ["Ready", "Desired", "Age"], "SandboxTemplate": ["Age"],
+                "SandboxSnapshot": ["Ready", "Sandbox", "Files", "Size", "Reason", "Age"]}[kind]
         assert cols == want
         subs = v.get("subresources") or {}
         assert ("status" in subs) == (kind != "SandboxTemplate")

@@ -8,7 +8,7 @@ from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
 from mcp_helpers import McpHttp, client_env, drive, make_pool
 
 TOOLS = ["create_sandbox", "delete_sandbox", "execute_command", "upload_file", "download_file",
-         "list_files", "file_exists"]
+         "list_files", "file_exists", "snapshot_sandbox", "fork_sandbox"]
 
 
 @pytest.fixture
@@ -237,3 +237,46 @@ def test_cold_path_progress_and_timeout_error(asb):  # noqa: F811  (ASB_RUNTIME=
     assert 'from warm pool "mcp-pool" was not ready within 1 s' in res["text"], res
     assert "retry with a larger sandbox_ready_timeout, or wait for the pool to refill" in res["text"]
     assert items(asb, EXT, "sandboxclaims") == []
+
+
+def test_snapshot_and_fork(stack):
+    """snapshot_sandbox and fork_sandbox (issue 18): schemas, a named snapshot with its numbers,
+    K forks from it that hold exactly the files of the moment of the snapshot and are independent,
+    a fork of the sandbox as it is now, and errors that say what to do."""
+    from asb_apiserver import EXT
+    from claims_helpers import get
+    rep = drive("snapshot", "stdio", asb_binary(), client_env(stack), timeout=400)
+    tools = {t["name"]: t for t in rep["tools"]}
+    assert tools["snapshot_sandbox"]["input"]["required"] == ["sandbox_claim_name"]
+    assert tools["fork_sandbox"]["input"]["properties"]["count"]["maximum"] == 20
+    assert "sandbox_names" in tools["fork_sandbox"]["output"]["required"]
+    snap = rep["snap"]
+    assert not snap["isError"], snap
+    s = snap["structured"]
+    assert s["snapshot_name"] == "mcp-snap" and s["sandbox_name"] == rep["source"]
+    assert s["ready"] is True and s["files"] >= 3 and s["size_bytes"] >= len("prepared\n")
+    assert s["pause_microseconds"] >= 0 and s["captured_at"].endswith("Z")
+    obj = get(stack, EXT, "sandboxsnapshots", "mcp-snap")
+    assert obj["spec"]["sandboxRef"]["name"] == rep["source"]
+    assert rep["snapAgain"]["isError"] and "already exists" in rep["snapAgain"]["text"]
+    assert rep["snapUnknown"]["isError"] and 'unknown sandbox "no-such-claim"' in rep["snapUnknown"]["text"]
+    assert rep["snapNoName"]["isError"] and "sandbox_claim_name is required" in rep["snapNoName"]["text"]
+    fork = rep["forkFromSnap"]
+    assert not fork["isError"], fork
+    assert fork["structured"] == {"snapshot_name": "mcp-snap", "namespace": "default",
+                                  "sandbox_names": ["mcp-fork-1", "mcp-fork-2"]}
+    for listing in rep["forkFiles"]:
+        assert [e["name"] for e in listing["structured"]["entries"]] == ["before.txt"], listing
+    assert rep["sourceAfterForkWrite"]["structured"]["exists"] is False
+    assert rep["otherForkAfterWrite"]["structured"]["exists"] is False
+    now = rep["forkNow"]
+    assert not now["isError"], now
+    assert now["structured"]["snapshot_name"].startswith(rep["source"] + "-snap-")
+    assert len(now["structured"]["sandbox_names"]) == 1
+    assert rep["forkNowAfter"]["structured"]["content"] == "later\n"
+    assert rep["forkUnknownSnap"]["isError"] and 'unknown snapshot "no-such-snap"' in rep["forkUnknownSnap"]["text"]
+    assert rep["forkNothing"]["isError"] and "sandbox_claim_name" in rep["forkNothing"]["text"] \
+        and "snapshot" in rep["forkNothing"]["text"]
+    assert rep["forkTooMany"]["isError"] and "from 1 to 20" in rep["forkTooMany"]["text"]
+    taken = rep["forkNameTaken"]
+    assert taken["isError"] and "already exists" in taken["text"] and "mcp-snap" in taken["text"], taken

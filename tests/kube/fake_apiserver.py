@@ -13,7 +13,9 @@ the controller relies on, as a real server does (and nothing more):
     only, as a merge patch; a CRD answers 415 to it, as a real server does);
   * deletion with finalizers (deletionTimestamp), propagationPolicy Background/Foreground/Orphan
     and ownerReference garbage collection;
-  * typed list items carry no kind/apiVersion for built-in kinds.
+  * typed list items carry no kind/apiVersion for built-in kinds;
+  * a created CustomResourceDefinition serves its resource from then on (every served version,
+    its scope and status subresource; no schema validation or pruning).
 Test hooks live under /fake/ (compact the event log, cut watch streams, inject 409s, statistics).
 
 Run: fake_apiserver.py --port 0 --port-file F [--tls-cert C --tls-key K]
@@ -46,6 +48,8 @@ RESOURCES = {
     ("extensions.agents.x-k8s.io", "v1beta1", "sandboxtemplates"): ("SandboxTemplate", True, False, False),
     ("extensions.agents.x-k8s.io", "v1beta1", "sandboxwarmpools"): ("SandboxWarmPool", True, True, False),
     ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims"): ("SandboxClaim", True, True, False),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions"):
+        ("CustomResourceDefinition", False, True, True),
 }
 # Kinds whose "spec" is not under .spec: generation follows every non-metadata change.
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -332,6 +336,8 @@ class Store:
                 o["status"] = {"phase": "Pending"}
             meta["resourceVersion"] = self._next_rv()
             self.objects[key] = o
+            if plural == "customresourcedefinitions":
+                serve_crd(o)
             self._emit(res, "ADDED", o)
             refs = meta.get("ownerReferences") or []
             if refs and not any(x["metadata"].get("uid") == r.get("uid")
@@ -406,6 +412,16 @@ class Store:
                      and label_match(selector, o["metadata"].get("labels"))
                      and field_match(field_selector, o)]
             return items, str(self.rv)
+
+
+def serve_crd(crd):
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    for v in spec.get("versions") or []:
+        if v.get("served"):
+            RESOURCES[(spec.get("group"), v.get("name"), names.get("plural"))] = (
+                names.get("kind"), spec.get("scope") == "Namespaced",
+                "status" in (v.get("subresources") or {}), False)
 
 
 def field_match(sel, o):

@@ -110,6 +110,42 @@ const scenarios = {
     report.delete = await call(client, "delete_sandbox", sb);
   },
 
+  // snapshot_sandbox and fork_sandbox: a file written before the snapshot is in every fork, one
+  // written after it is not; forks are independent of the source and of each other.
+  async snapshot(client) {
+    report.tools = (await client.listTools()).tools.filter((t) => /snapshot|fork/.test(t.name))
+      .map((t) => ({ name: t.name, input: t.inputSchema, output: t.outputSchema ?? null }));
+    const created = await call(client, "create_sandbox", { warmpool: process.env.MCP_POOL, sandbox_ready_timeout: 60 });
+    const sb = { sandbox_claim_name: created.structured.sandbox_claim_name };
+    report.source = created.structured.sandbox_name;
+    await call(client, "upload_file", { ...sb, path: "work/before.txt", content: "prepared\n" });
+    report.snap = await call(client, "snapshot_sandbox", { ...sb, name: "mcp-snap" });
+    report.snapAgain = await call(client, "snapshot_sandbox", { ...sb, name: "mcp-snap" });
+    report.snapUnknown = await call(client, "snapshot_sandbox", { sandbox_claim_name: "no-such-claim" });
+    report.snapNoName = await call(client, "snapshot_sandbox", {});
+    await call(client, "upload_file", { ...sb, path: "work/after.txt", content: "later\n" });
+    report.forkFromSnap = await call(client, "fork_sandbox", { snapshot: "mcp-snap", count: 2, name: "mcp-fork" });
+    const forks = report.forkFromSnap.structured?.sandbox_names ?? [];
+    report.forkFiles = [];
+    for (const f of forks)
+      report.forkFiles.push(await call(client, "list_files", { sandbox_claim_name: f, path: "work" }));
+    if (forks.length > 0) {
+      await call(client, "upload_file", { sandbox_claim_name: forks[0], path: "work/mine.txt", content: "x" });
+      report.sourceAfterForkWrite = await call(client, "file_exists", { ...sb, path: "work/mine.txt" });
+      report.otherForkAfterWrite = await call(client, "file_exists", { sandbox_claim_name: forks[1], path: "work/mine.txt" });
+    }
+    report.forkNow = await call(client, "fork_sandbox", { ...sb });
+    if (report.forkNow.structured)
+      report.forkNowAfter = await call(client, "download_file", { sandbox_claim_name: report.forkNow.structured.sandbox_names[0], path: "work/after.txt" });
+    report.forkUnknownSnap = await call(client, "fork_sandbox", { snapshot: "no-such-snap" });
+    report.forkNothing = await call(client, "fork_sandbox", {});
+    report.forkTooMany = await call(client, "fork_sandbox", { snapshot: "mcp-snap", count: 21 });
+    report.forkNameTaken = await call(client, "fork_sandbox", { snapshot: "mcp-snap", name: "mcp-fork-1" });
+    for (const f of [...forks, ...(report.forkNow.structured?.sandbox_names ?? [])])
+      await call(client, "delete_sandbox", { sandbox_claim_name: f });
+    await call(client, "delete_sandbox", sb);
+  },
+
   // Claims with the optional arguments; left for the test to inspect (and delete).
   async create(client) {
     report.withOptions = await call(client, "create_sandbox", {
