@@ -1,5 +1,6 @@
 /* Shared, read-only parts of local bundles. See local-bundle-shared.h. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -159,4 +160,107 @@ int local_shared_link_copy(const char *shared_dir, const char *src, const char *
     if (unlink(dst) < 0 && errno != ENOENT)
         return -errno;
     return fs_copy_file(src, dst, 0644);
+}
+
+/* Whether the directory name under dir_fd has no entries. */
+static bool empty_dir(int dir_fd, const char *name)
+{
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    bool empty = true;
+    for (struct dirent *de; empty && (de = readdir(d));)
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+/* Whether every entry of the directory dir_fd is one of names[] (NULL-terminated), the one
+ * named empty (when not NULL) an empty directory. */
+static bool only(int dir_fd, const char *const *names, const char *empty)
+{
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    bool ok = true;
+    struct dirent *de;
+    while (ok && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; names[i] && !known; i++)
+            known = strcmp(de->d_name, names[i]) == 0;
+        if (known && empty && strcmp(de->d_name, empty) == 0)
+            known = empty_dir(dir_fd, empty);
+        ok = known;
+    }
+    closedir(d);
+    return ok;
+}
+
+int local_shared_bundle_recycle(const char *shared_dir, const char *bundle_dir)
+{
+    static const char *const top[] = {"config.json", "etc", "pid", NULL};
+    static const char *const etc[] = {"passwd",        "group",       "hosts",        "hostname",
+                                      "resolv.conf",   "nsswitch.conf", "ld.so.cache",
+                                      "alternatives", NULL};
+    _cleanup_close_ int bfd = open(bundle_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd < 0)
+        return -errno;
+    _cleanup_close_ int efd = openat(bfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_free_ char *spares = NULL, *dst = NULL;
+    /* alternatives/ is a mount point: only ever empty on the host, made again to be sure. */
+    if (efd < 0 || !only(bfd, top, NULL) || !only(efd, etc, "alternatives"))
+        return -ENOTEMPTY;
+    if (asprintf(&spares, "%s/spare", shared_dir) < 0)
+        return -ENOMEM;
+    int r = mkdir_p(spares, 0700);
+    if (r < 0)
+        return r;
+    DIR *d = opendir(spares);
+    size_t n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    if (n >= LOCAL_SHARED_SPARES)
+        return -ENOSPC;
+    if (unlinkat(bfd, "pid", 0) < 0 && errno != ENOENT)
+        return -errno;
+    static atomic_uint counter;
+    if (asprintf(&dst, "%s/b-%ld-%u", spares, (long)getpid(), atomic_fetch_add(&counter, 1)) < 0)
+        return -ENOMEM;
+    return rename(bundle_dir, dst) < 0 ? -errno : 0;
+}
+
+int local_shared_bundle_take(const char *shared_dir, const char *bundle_dir)
+{
+    _cleanup_free_ char *spares = NULL;
+    if (asprintf(&spares, "%s/spare", shared_dir) < 0)
+        return -ENOMEM;
+    DIR *d = opendir(spares);
+    if (!d)
+        return -ENOENT;
+    int r = -ENOENT;
+    for (struct dirent *de; r == -ENOENT && (de = readdir(d));) {
+        _cleanup_free_ char *src = NULL;
+        if (de->d_name[0] == '.' && (!de->d_name[1] || strcmp(de->d_name, "..") == 0))
+            continue;
+        if (asprintf(&src, "%s/%s", spares, de->d_name) < 0)
+            r = -ENOMEM;
+        else if (rename(src, bundle_dir) == 0)
+            r = 0;
+        else if (errno != ENOENT) /* ENOENT: another start took it first */
+            r = -errno;
+    }
+    closedir(d);
+    return r;
 }

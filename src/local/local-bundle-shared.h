@@ -28,3 +28,17 @@ int local_shared_link_content(const char *shared_dir, const char *content, const
 /* The same for a copy of the host file src, keyed by its device, inode, size and mtime (an
  * update on the host makes a new copy). */
 int local_shared_link_copy(const char *shared_dir, const char *src, const char *dst);
+
+/* Spare bundle directories (<shared_dir>/spare/): a torn-down sandbox's bundle is kept instead
+ * of removed, and the next bundle takes it over, so that neither pays for making and removing
+ * its directories and files (they are rewritten in place or replaced). */
+
+/* Moves the bundle directory of a container that is gone into the spares when it holds only
+ * what a shared-`host` bundle holds (config.json, pid, etc/ with the generated files and an
+ * empty alternatives/) and fewer than LOCAL_SHARED_SPARES are kept; its pid file is removed.
+ * 0, or a negative errno and the bundle is left where it was (the caller removes it). */
+#define LOCAL_SHARED_SPARES 64
+int local_shared_bundle_recycle(const char *shared_dir, const char *bundle_dir);
+
+/* Renames a spare to bundle_dir (which must not exist). 0, or -ENOENT when there is none. */
+int local_shared_bundle_take(const char *shared_dir, const char *bundle_dir);

@@ -210,6 +210,16 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                      "annotations", LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
 }
 
+/* A file of the bundle's own: rewritten in place when it is one already (a spare bundle's:
+ * no inode made), never written through a link of a shared file. */
+static int write_own(const char *path, const char *content)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink > 1) && unlink(path) < 0)
+        return -errno;
+    return fs_write_file(path, content, 0644);
+}
+
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
 static int write_etc(const local_bundle_params *p, const char *etc, char **ret_error)
 {
@@ -253,10 +263,8 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
             return -ENOMEM;
         if (files[i].shared && p->shared_dir)
             r = local_shared_link_content(p->shared_dir, files[i].content, path);
-        else if (unlink(path) < 0 && errno != ENOENT) /* never write through a shared link */
-            r = -errno;
         else
-            r = fs_write_file(path, files[i].content, 0644);
+            r = write_own(path, files[i].content);
     }
     if (r == 0) {
         /* The loader cache lets host binaries find their libraries quickly; not a secret. */
@@ -574,6 +582,10 @@ int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, cha
     *ret_error = NULL;
     if (ret_root)
         *ret_root = NULL;
+    /* A spare bundle of a sandbox gone, when there is one: its directories and files are
+     * reused (local-bundle-shared.h). */
+    if (p->shared_dir && !p->rootfs && access(p->bundle_dir, F_OK) < 0 && errno == ENOENT)
+        (void)local_shared_bundle_take(p->shared_dir, p->bundle_dir);
     int r = mkdir_p(p->bundle_dir, 0711);
     if (r < 0) {
         if (asprintf(ret_error, "cannot create the bundle %s: %s", p->bundle_dir, strerror(-r)) <

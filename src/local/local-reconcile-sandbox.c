@@ -19,6 +19,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
+#include "local/local-bundle-shared.h"
 #include "local/local-cleanup.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
@@ -162,6 +163,10 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     }
     if (run)
         fs_rm_rf(run); /* sockets */
+    /* The container is gone: its bundle becomes a spare for the next start, else removed. */
+    _cleanup_free_ char *shared = NULL;
+    if (k == 0 && bundle && asprintf(&shared, "%s/shared", r->state_dir) >= 0)
+        (void)local_shared_bundle_recycle(shared, bundle);
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base) {
