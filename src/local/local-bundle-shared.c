@@ -209,9 +209,9 @@ static bool only(int dir_fd, const char *const *names, const char *empty)
 int local_shared_bundle_recycle(const char *shared_dir, const char *bundle_dir)
 {
     static const char *const top[] = {"config.json", "etc", "pid", NULL};
-    static const char *const etc[] = {"passwd",        "group",       "hosts",        "hostname",
-                                      "resolv.conf",   "nsswitch.conf", "ld.so.cache",
-                                      "alternatives", NULL};
+    static const char *const etc[] = {"passwd",      "group",        "hosts",
+                                      "hostname",    "resolv.conf",  "nsswitch.conf",
+                                      "ld.so.cache", "alternatives", NULL};
     _cleanup_close_ int bfd = open(bundle_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (bfd < 0)
         return -errno;

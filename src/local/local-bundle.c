@@ -489,7 +489,10 @@ static int shared_skeleton(const char *shared_dir, char **ret)
         char host[PATH_MAX], link[PATH_MAX] = "";
         snprintf(host, sizeof(host), "/%s", host_dirs[i]);
         struct stat st;
-        char kind = lstat(host, &st) < 0 ? '-' : S_ISLNK(st.st_mode) ? 'l' : S_ISDIR(st.st_mode) ? 'd' : '?';
+        char kind = lstat(host, &st) < 0      ? '-'
+                    : S_ISLNK(st.st_mode) ? 'l'
+                    : S_ISDIR(st.st_mode) ? 'd'
+                                          : '?';
         if (kind == 'l') {
             ssize_t n = readlink(host, link, sizeof(link) - 1);
             link[n < 0 ? 0 : n] = '\0';
