@@ -160,6 +160,18 @@ def cold_first_execute(state, n):
     return first, ready, floor
 
 
+def start_profile(state, prefix):
+    """p50 of each timing field of the server's `sandbox container started` lines for the
+    sandboxes named prefix-N (the start worker's own split: prepare, bundle, runc)."""
+    import re
+    fields = {}
+    for line in open(os.path.join(state, "serve.log"), errors="replace"):
+        if "sandbox container started" in line and re.search(rf"\b{prefix}-[0-9]+\b", line):
+            for k, v in re.findall(r"(\w+_ms)=([0-9.]+)", line):
+                fields.setdefault(k, []).append(float(v))
+    return ", ".join(f"{k} {sorted(v)[len(v) // 2]:.1f}" for k, v in fields.items())
+
+
 def main():
     if os.geteuid() != 0 or not os.path.exists(RUNC):
         print("bench-local-sandbox: skipped (needs root and runc)")
@@ -236,6 +248,9 @@ def main():
               f"Ready + {pct(after_ready, 50):.2f} ms p50 (p99 {pct(after_ready, 99):.2f}); target "
               f"<= create -> Ready + floor {pct(floor, 50):.2f} + {FIRST_EXEC_SLACK_MS:.0f} ms = "
               f"+{bound:.2f} ms: {'met' if pct(after_ready, 50) <= bound else 'MISSED'}")
+        print(f"start worker p50, user namespace: {start_profile(tmp, 'bench')}")
+        if baseline:
+            print(f"start worker p50, baseline build: {start_profile(base_state, 'bench-base')}")
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
         for p in (proc, old_proc, base_proc):

@@ -1,6 +1,7 @@
 /* config.json and rootfs skeleton of a local sandbox. See local-bundle.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,11 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
+#include "basic/hash.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "local/local-bundle.h"
+#include "local/local-bundle-shared.h"
 #include "local/local-fs.h"
 #include "local/local-seccomp.h"
 #include "local/local-idmap.h"
@@ -207,6 +210,16 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                      "annotations", LOCAL_BUNDLE_ROOTFS_ANNOTATION, root);
 }
 
+/* A file of the bundle's own: rewritten in place when it is one already (a spare bundle's:
+ * no inode made), never written through a link of a shared file. */
+static int write_own(const char *path, const char *content)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink > 1) && unlink(path) < 0)
+        return -errno;
+    return fs_write_file(path, content, 0644);
+}
+
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
 static int write_etc(const local_bundle_params *p, const char *etc, char **ret_error)
 {
@@ -227,24 +240,31 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
         if (asprintf(&resolv, "nameserver %s\n", p->nameserver) < 0)
             return -ENOMEM;
     }
+    /* shared: the same for most sandboxes, so hard links of one shared file (no inode made or
+     * freed per sandbox); hosts and hostname name the sandbox. */
     const struct {
         const char *name, *content;
+        bool shared;
     } files[] = {
-        {"passwd", passwd},
-        {"group", group},
-        {"hosts", hosts},
-        {"hostname", p->hostname},
-        {"resolv.conf", resolv},
-        {"nsswitch.conf", p->nameserver
-                              ? "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-                              : "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"},
+        {"passwd", passwd, true},
+        {"group", group, true},
+        {"hosts", hosts, false},
+        {"hostname", p->hostname, false},
+        {"resolv.conf", resolv, true},
+        {"nsswitch.conf",
+         p->nameserver ? "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                       : "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
+         true},
     };
     int r = mkdir_p(etc, 0755);
     for (size_t i = 0; r == 0 && i < ELEMENTSOF(files); i++) {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", etc, files[i].name) < 0)
             return -ENOMEM;
-        r = fs_write_file(path, files[i].content, 0644);
+        if (files[i].shared && p->shared_dir)
+            r = local_shared_link_content(p->shared_dir, files[i].content, path);
+        else
+            r = write_own(path, files[i].content);
     }
     if (r == 0) {
         /* The loader cache lets host binaries find their libraries quickly; not a secret. */
@@ -252,7 +272,9 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
         if (asprintf(&cache, "%s/ld.so.cache", etc) < 0)
             return -ENOMEM;
         if (access("/etc/ld.so.cache", R_OK) == 0)
-            r = fs_copy_file("/etc/ld.so.cache", cache, 0644);
+            r = p->shared_dir
+                    ? local_shared_link_copy(p->shared_dir, "/etc/ld.so.cache", cache)
+                    : fs_copy_file("/etc/ld.so.cache", cache, 0644);
     }
     if (r < 0 && asprintf(ret_error, "cannot write the sandbox /etc in %s: %s", etc,
                           strerror(-r)) < 0)
@@ -260,9 +282,9 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
     return r;
 }
 
-/* rootfs skeleton of the `host` image and its mounts. */
-static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t *mounts,
-                       char **ret_error)
+/* The symlinks of the `host` image's rootfs skeleton in rootfs (made if missing): the host's
+ * /bin, /lib... when they are symlinks (merged /usr). */
+static int host_links(const char *rootfs)
 {
     int r = mkdir_p(rootfs, 0755);
     for (size_t i = 0; r == 0 && i < ELEMENTSOF(host_dirs); i++) {
@@ -270,27 +292,34 @@ static int host_rootfs(const local_bundle_params *p, const char *rootfs, json_t 
         snprintf(host, sizeof(host), "/%s", host_dirs[i]);
         snprintf(inside, sizeof(inside), "%s/%s", rootfs, host_dirs[i]);
         struct stat st;
-        if (lstat(host, &st) < 0)
+        if (lstat(host, &st) < 0 || !S_ISLNK(st.st_mode))
             continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t n = readlink(host, link, sizeof(link) - 1);
-            if (n < 0)
-                continue;
-            link[n] = '\0';
-            unlink(inside);
-            if (symlink(link, inside) < 0)
-                r = -errno;
-        } else if (S_ISDIR(st.st_mode)) {
+        ssize_t n = readlink(host, link, sizeof(link) - 1);
+        if (n < 0)
+            continue;
+        link[n] = '\0';
+        unlink(inside);
+        if (symlink(link, inside) < 0)
+            r = -errno;
+    }
+    return r;
+}
+
+/* The mounts of the `host` image: read-only binds of the host's directories and the generated
+ * /etc (bundle_dir/etc). */
+static int host_mounts(const local_bundle_params *p, json_t *mounts, char **ret_error)
+{
+    for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
+        char host[PATH_MAX];
+        snprintf(host, sizeof(host), "/%s", host_dirs[i]);
+        struct stat st;
+        if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
             add_bind(mounts, host, host, true);
-        }
     }
     _cleanup_free_ char *etc = NULL;
-    if (r == 0 && asprintf(&etc, "%s/etc", p->bundle_dir) < 0)
+    if (asprintf(&etc, "%s/etc", p->bundle_dir) < 0)
         return -ENOMEM;
-    if (r == 0)
-        r = write_etc(p, etc, ret_error);
-    else if (asprintf(ret_error, "cannot prepare the rootfs %s: %s", rootfs, strerror(-r)) < 0)
-        *ret_error = NULL;
+    int r = write_etc(p, etc, ret_error);
     if (r < 0)
         return r;
     add_bind(mounts, "/etc", etc, true);
@@ -361,18 +390,16 @@ static void mount_point(int root_fd, const json_t *m)
  * local-net.c creates it from the host). There /sys is a read-only skeleton of the bundle with
  * the host's CPU topology (nproc, BLAS libraries) and the cgroup mounts; no host device
  * names. */
-static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
+static int sys_dirs(const char *parent, void *payload)
 {
-    /* Parents first. Made relative to the bundle: a mkdir_p of each absolute path would lock
+    (void)payload;
+    /* Parents first. Made relative to the parent: a mkdir_p of each absolute path would lock
      * every directory above it again (the state dir's parents are shared, /tmp in the tests:
      * ~10 ms a sandbox on a busy machine). */
     static const char *const dirs[] = {"sys",         "sys/fs",          "sys/fs/cgroup",
                                        "sys/devices", "sys/devices/system",
                                        "sys/devices/system/cpu"};
-    _cleanup_free_ char *sys = NULL;
-    if (asprintf(&sys, "%s/sys", p->bundle_dir) < 0)
-        return -ENOMEM;
-    _cleanup_close_ int bfd = open(p->bundle_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int bfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (bfd < 0)
         return -errno;
     for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -381,6 +408,19 @@ static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
         if (fchmodat(bfd, dirs[i], 0755, 0) < 0) /* mkdirat obeys the umask */
             return -errno;
     }
+    return 0;
+}
+
+static int sys_skeleton(const local_bundle_params *p, json_t *mounts)
+{
+    /* The same empty directories for every sandbox: shared when the state dir shares. */
+    _cleanup_free_ char *parent = NULL, *sys = NULL;
+    int r = p->shared_dir ? local_shared_dir(p->shared_dir, "sys-1", sys_dirs, NULL, &parent)
+                          : sys_dirs(p->bundle_dir, NULL);
+    if (r < 0)
+        return r;
+    if (asprintf(&sys, "%s/sys", parent ? parent : p->bundle_dir) < 0)
+        return -ENOMEM;
     for (size_t i = 0; i < json_array_size(mounts); i++) {
         const char *dest =
             json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
@@ -411,9 +451,144 @@ static void mount_points(const char *rootfs, const json_t *mounts)
     }
 }
 
+/* The shared `host` skeleton: the host's symlinks and the mount point of every mount a
+ * `host` sandbox without volumes has, made once for all (as runc would make them, and with a
+ * user namespace runc cannot). */
+static int skeleton_fill(const char *dir, void *payload)
+{
+    (void)payload;
+    int r = host_links(dir);
+    if (r < 0)
+        return r;
+    json_t *mounts = base_mounts(true);
+    if (!mounts)
+        return -ENOMEM;
+    for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
+        char host[PATH_MAX];
+        snprintf(host, sizeof(host), "/%s", host_dirs[i]);
+        struct stat st;
+        if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
+            add_bind(mounts, host, host, true);
+    }
+    /* Directory binds: "/" only tells mount_point the source is a directory. */
+    static const char *const binds[] = {"/etc",      "/workspace", SANDBOX_HOME,
+                                        "/.asb/bin", "/.asb/lib",  "/.asb/main"};
+    for (size_t i = 0; i < ELEMENTSOF(binds); i++)
+        add_bind(mounts, binds[i], "/", true);
+    mount_points(dir, mounts);
+    json_decref(mounts);
+    return 0;
+}
+
+/* *ret (owned): the shared skeleton, named after what the host's directories are (a host whose
+ * /lib64 turns from a directory into a symlink gets a new one). */
+static int shared_skeleton(const char *shared_dir, char **ret)
+{
+    uint64_t h = fnv1a64_str("host-rootfs-1");
+    for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
+        char host[PATH_MAX], link[PATH_MAX] = "";
+        snprintf(host, sizeof(host), "/%s", host_dirs[i]);
+        struct stat st;
+        char kind = lstat(host, &st) < 0      ? '-'
+                    : S_ISLNK(st.st_mode) ? 'l'
+                    : S_ISDIR(st.st_mode) ? 'd'
+                                          : '?';
+        if (kind == 'l') {
+            ssize_t n = readlink(host, link, sizeof(link) - 1);
+            link[n < 0 ? 0 : n] = '\0';
+        }
+        h = fnv1a64_update(h, host, strlen(host) + 1);
+        h = fnv1a64_update(h, &kind, 1);
+        h = fnv1a64_update(h, link, strlen(link) + 1);
+    }
+    char name[48];
+    snprintf(name, sizeof(name), "host-rootfs-%016" PRIx64, h);
+    return local_shared_dir(shared_dir, name, skeleton_fill, NULL, ret);
+}
+
+/* Whether dest (absolute) exists under root_fd, no component a symlink. */
+static bool exists_in(int root_fd, const char *dest)
+{
+    _cleanup_free_ char *path = strdup(dest + 1);
+    _cleanup_close_ int dfd = path ? fcntl(root_fd, F_DUPFD_CLOEXEC, 3) : -1;
+    char *save = NULL;
+    for (char *c = dfd >= 0 ? strtok_r(path, "/", &save) : NULL; c;
+         c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+            return false;
+        int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (nfd < 0)
+            return false;
+        close(dfd);
+        dfd = nfd;
+    }
+    struct stat st;
+    return dfd >= 0 && fstat(dfd, &st) == 0 && !S_ISLNK(st.st_mode);
+}
+
+/* Whether runc finds the mount point of every mount with root as the rootfs, so that nothing
+ * is ever made in it: each either exists there or lies inside an earlier mount (a tmpfs, a
+ * bind), where runc makes it in that mount, not in the rootfs. */
+static bool skeleton_covers(const char *root, const json_t *mounts)
+{
+    _cleanup_close_ int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    for (size_t i = 0; i < json_array_size(mounts); i++) {
+        const char *dest =
+            json_string_value(json_object_get(json_array_get(mounts, i), "destination"));
+        bool inside = false;
+        for (size_t j = 0; dest && j < i && !inside; j++) {
+            const char *d =
+                json_string_value(json_object_get(json_array_get(mounts, j), "destination"));
+            size_t n = d ? strlen(d) : 0;
+            inside = n > 1 && strncmp(dest, d, n) == 0 && dest[n] == '/';
+        }
+        if (!dest || dest[0] != '/' || (!inside && !exists_in(fd, dest)))
+            return false;
+    }
+    return true;
+}
+
+/* The rootfs of a `host` bundle: the shared skeleton when it covers the mounts, else
+ * bundle_dir/rootfs with its own skeleton. *ret owned; *ret_shared says which. */
+static int host_root(const local_bundle_params *p, const json_t *mounts, char **ret,
+                     bool *ret_shared, char **ret_error)
+{
+    _cleanup_free_ char *shared = NULL, *own = NULL;
+    *ret_shared = false;
+    if (p->shared_dir && shared_skeleton(p->shared_dir, &shared) == 0 &&
+        skeleton_covers(shared, mounts)) {
+        *ret = TAKE_PTR(shared);
+        *ret_shared = true;
+        return 0;
+    }
+    if (asprintf(&own, "%s/rootfs", p->bundle_dir) < 0)
+        return -ENOMEM;
+    int r = host_links(own);
+    if (r < 0) {
+        if (asprintf(ret_error, "cannot prepare the rootfs %s: %s", own, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
+    *ret = TAKE_PTR(own);
+    return 0;
+}
+
 int local_bundle_write(const local_bundle_params *p, char **ret_error)
 {
+    return local_bundle_write_rooted(p, NULL, ret_error);
+}
+
+int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error)
+{
     *ret_error = NULL;
+    if (ret_root)
+        *ret_root = NULL;
+    /* A spare bundle of a sandbox gone, when there is one: its directories and files are
+     * reused (local-bundle-shared.h). */
+    if (p->shared_dir && !p->rootfs && access(p->bundle_dir, F_OK) < 0 && errno == ENOENT)
+        (void)local_shared_bundle_take(p->shared_dir, p->bundle_dir);
     int r = mkdir_p(p->bundle_dir, 0711);
     if (r < 0) {
         if (asprintf(ret_error, "cannot create the bundle %s: %s", p->bundle_dir, strerror(-r)) <
@@ -424,24 +599,16 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     _cleanup_free_ char *rootfs = NULL, *config = NULL, *text = NULL;
     if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
         return -ENOMEM;
-    json_t *mounts = base_mounts(!p->tmp_dir);
+    _cleanup_(json_decrefp) json_t *mounts = base_mounts(!p->tmp_dir);
+    if (!mounts)
+        return -ENOMEM;
     if (p->userns_size && p->netns_path && (r = sys_skeleton(p, mounts)) < 0) {
-        json_decref(mounts);
         if (asprintf(ret_error, "cannot prepare /sys in %s: %s", p->bundle_dir, strerror(-r)) < 0)
             *ret_error = NULL;
         return r;
     }
-    if (!p->rootfs) {
-        if (asprintf(&rootfs, "%s/rootfs", p->bundle_dir) < 0) {
-            json_decref(mounts);
-            return -ENOMEM;
-        }
-        r = host_rootfs(p, rootfs, mounts, ret_error);
-        if (r < 0) {
-            json_decref(mounts);
-            return r;
-        }
-    }
+    if (!p->rootfs && (r = host_mounts(p, mounts, ret_error)) < 0)
+        return r;
     add_bind(mounts, "/workspace", p->workspace_dir, false);
     add_bind(mounts, SANDBOX_HOME, p->home_dir, false);
     if (p->tmp_dir)
@@ -458,17 +625,20 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
         struct stat st;
         if (asprintf(&target, "%s/etc/resolv.conf", p->rootfs) < 0 ||
             asprintf(&src, "%s/resolv.conf", p->bundle_dir) < 0 ||
-            asprintf(&line, "nameserver %s\n", p->nameserver) < 0) {
-            json_decref(mounts);
+            asprintf(&line, "nameserver %s\n", p->nameserver) < 0)
             return -ENOMEM;
-        }
         if (lstat(target, &st) == 0 && S_ISREG(st.st_mode) &&
             fs_write_file(src, line, 0644) == 0)
             add_bind(mounts, "/etc/resolv.conf", src, true);
     }
-    if (p->userns_size)
-        mount_points(rootfs ? rootfs : p->rootfs, mounts);
-    json_t *cfg = config_json(p, rootfs ? rootfs : p->rootfs, mounts);
+    bool shared = false;
+    if (!p->rootfs && (r = host_root(p, mounts, &rootfs, &shared, ret_error)) < 0)
+        return r;
+    const char *root = rootfs ? rootfs : p->rootfs;
+    /* The shared skeleton has every mount point already and is never written to. */
+    if (p->userns_size && !shared)
+        mount_points(root, mounts);
+    json_t *cfg = config_json(p, root, json_incref(mounts));
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
     if (!text)
@@ -476,6 +646,8 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
     r = fs_write_file(config, text, 0600);
     if (r < 0 && asprintf(ret_error, "cannot write %s: %s", config, strerror(-r)) < 0)
         *ret_error = NULL;
+    if (r == 0 && ret_root && !(*ret_root = strdup(root)))
+        return -ENOMEM;
     return r;
 }
 

@@ -55,6 +55,9 @@ typedef struct local_bundle_params {
                               * are made in the rootfs beforehand, as the container's root
                               * cannot create them in a rootfs owned by host root */
     uint32_t userns_size;    /* 0: no user namespace */
+    const char *shared_dir;  /* $ASB_STATE_DIR/shared (local-bundle-shared.h): the `host`
+                              * rootfs skeleton, the /sys skeleton and constant /etc files are
+                              * shared read-only there; NULL: the bundle holds its own */
 } local_bundle_params;
 
 /* The main process of a container: `command` followed by `args` (either may be absent), as a
@@ -74,6 +77,10 @@ void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names);
 
 /* Writes the bundle. On failure returns a negative errno and *ret_error (owned) says what. */
 int local_bundle_write(const local_bundle_params *p, char **ret_error);
+/* The same, and *ret_root (owned; may be NULL when not wanted) is the rootfs directory on the
+ * host the bundle names: p->rootfs, the shared `host` skeleton, or bundle_dir/rootfs when the
+ * skeleton lacks a mount point the sandbox needs (a volume's mountPath). */
+int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error);
 
 /* Parses a Kubernetes quantity ("512Mi", "1G", "500m", "2") into *ret: bytes for memory,
  * millis when `millis` is set (cpu). -EINVAL on anything else. */

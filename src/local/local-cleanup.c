@@ -266,8 +266,9 @@ int local_cleanup(const char *state_dir, const char *runtime, const local_net_op
     }
     cleanup_mounts(state_dir, &rep);
     cleanup_loops(state_dir, &rep);
-    /* Sockets and network state of sandboxes that no longer run. */
-    const char *areas[] = {"run", "net"};
+    /* Sockets and network state of sandboxes that no longer run; what their bundles shared
+     * (local-bundle-shared.h), made again by the next start. */
+    const char *areas[] = {"run", "net", "shared"};
     for (size_t i = 0; i < ELEMENTSOF(areas); i++) {
         _cleanup_free_ char *p = NULL;
         if (asprintf(&p, "%s/%s", state_dir, areas[i]) >= 0)

@@ -19,6 +19,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
+#include "local/local-bundle-shared.h"
 #include "local/local-cleanup.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
@@ -162,6 +163,10 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     }
     if (run)
         fs_rm_rf(run); /* sockets */
+    /* The container is gone: its bundle becomes a spare for the next start, else removed. */
+    _cleanup_free_ char *shared = NULL;
+    if (k == 0 && bundle && asprintf(&shared, "%s/shared", r->state_dir) >= 0)
+        (void)local_shared_bundle_recycle(shared, bundle);
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base) {
@@ -599,8 +604,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                         *log = path_of(r, "sandboxes", uid, "sandboxd.log"),
                         *rest = path_of(r, "run", uid, "rest.sock"),
                         *grpc = path_of(r, "run", uid, "grpc.sock"), *ibin = NULL, *ilib = NULL,
-                        *cg = NULL, *err = NULL, *pidfile = NULL;
-    if (!bundle || !log || !rest || !grpc ||
+                        *cg = NULL, *err = NULL, *pidfile = NULL, *shared = NULL;
+    if (!bundle || !log || !rest || !grpc || asprintf(&shared, "%s/shared", r->state_dir) < 0 ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
         asprintf(&pidfile, "%s/pid", bundle) < 0) {
@@ -632,10 +637,11 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver, .userns_start = ns_start,
-        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
+        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0, .shared_dir = shared,
     };
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
-    k = local_bundle_write(&bp, &err);
+    _cleanup_free_ char *root = NULL;
+    k = local_bundle_write_rooted(&bp, &root, &err);
     t_bundle = now_usec(CLOCK_MONOTONIC) - t_bundle;
     local_bundle_volumes_free(vv, nvv, vnames);
     json_decref(main_argv);
@@ -667,12 +673,9 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     }
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {main_w, main_r};
-    _cleanup_free_ char *bp_rootfs = path_of(r, "sandboxes", uid, "bundle/rootfs");
-    if (!bp_rootfs)
-        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     local_idmap_stage stage = {-1, -1};
-    if (r->idmap && (k = local_idmap_stage_enter(rootfs ? rootfs : bp_rootfs, &stage)) < 0)
+    if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
     k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,

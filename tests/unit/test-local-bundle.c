@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "local/local-bundle.h"
+#include "local/local-bundle-shared.h"
 #include "local/local-fs.h"
 #include "unit.h"
 
@@ -121,4 +122,174 @@ TEST(host_bundle_secure_defaults)
     json_decref(env);
     CHECK_INT_EQ(fs_rm_rf(dir), 0);
     CHECK(stat(dir, &st) < 0);
+}
+
+static json_t *bundle_config(const char *bundle)
+{
+    char config[400];
+    snprintf(config, sizeof(config), "%s/config.json", bundle);
+    return json_load_file(config, 0, NULL);
+}
+
+static ino_t inode_of(const char *dir, const char *leaf)
+{
+    char path[400];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, leaf);
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Bundles of one state directory share the `host` skeleton and the constant /etc files; what
+ * names the sandbox stays its own, a rewrite never writes through a shared file, and a mount
+ * point the skeleton lacks gives the bundle a skeleton of its own, leaving the shared one as
+ * it was. */
+TEST(host_skeleton_and_etc_shared)
+{
+    char tmpl[] = "/tmp/asb-shared-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char shared[256], b1[256], b2[256], b3[256], path[400];
+    snprintf(shared, sizeof(shared), "%s/shared", dir);
+    snprintf(b1, sizeof(b1), "%s/one", dir);
+    snprintf(b2, sizeof(b2), "%s/two", dir);
+    snprintf(b3, sizeof(b3), "%s/three", dir);
+    local_bundle_params p = {
+        .bundle_dir = b1, .hostname = "one", .uid = 1000, .gid = 1000,
+        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 10,
+        .cgroups_path = "/asb/test", .shared_dir = shared,
+    };
+    char *err = NULL, *root1 = NULL, *root2 = NULL, *root3 = NULL;
+    CHECK_INT_EQ(local_bundle_write_rooted(&p, &root1, &err), 0);
+    p.bundle_dir = b2;
+    p.hostname = "two";
+    CHECK_INT_EQ(local_bundle_write_rooted(&p, &root2, &err), 0);
+    CHECK(root1 && root2 && strcmp(root1, root2) == 0);
+    CHECK(strncmp(root1, shared, strlen(shared)) == 0);
+    json_t *cfg = bundle_config(b2);
+    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(cfg, "root"), "path")), root1);
+    CHECK(json_is_true(json_object_get(json_object_get(cfg, "root"), "readonly")));
+    json_decref(cfg);
+    /* No skeleton of its own; the shared one has the mount points, /tmp a tmpfs's 1777. */
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/rootfs", b1);
+    CHECK(lstat(path, &st) < 0 && errno == ENOENT);
+    snprintf(path, sizeof(path), "%s/tmp", root1);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 01777 && st.st_uid == 0);
+    const char *points[] = {"proc", "dev", "sys", "workspace", "home/sandbox", ".asb/bin", "etc"};
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", root1, points[i]);
+        CHECK(lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
+    }
+    /* passwd is one inode for both; hosts and hostname are per sandbox. */
+    char e1[300], e2[300];
+    snprintf(e1, sizeof(e1), "%s/etc", b1);
+    snprintf(e2, sizeof(e2), "%s/etc", b2);
+    CHECK(inode_of(e1, "passwd") != 0 && inode_of(e1, "passwd") == inode_of(e2, "passwd"));
+    CHECK(inode_of(e1, "nsswitch.conf") == inode_of(e2, "nsswitch.conf"));
+    CHECK(inode_of(e1, "hosts") != inode_of(e2, "hosts"));
+    CHECK(inode_of(e1, "hostname") != inode_of(e2, "hostname"));
+    /* Rewriting bundle two for another user replaces its link, bundle one keeps its passwd. */
+    p.uid = p.gid = 1234;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    CHECK(inode_of(e1, "passwd") != inode_of(e2, "passwd"));
+    char buf[512] = "";
+    snprintf(path, sizeof(path), "%s/passwd", e1);
+    FILE *f = fopen(path, "re");
+    CHECK(f != NULL);
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(buf, "sandbox:x:1000:1000:") != NULL && !strstr(buf, "1234"));
+    /* A volume at /data: not in the skeleton, so a skeleton of its own; /workspace/sub lies in
+     * the workspace bind and needs nothing. */
+    local_bundle_volume vols[] = {{(char *)"/workspace/sub", (char *)"/nonexistent/v", false},
+                                  {(char *)"/data", (char *)"/nonexistent/v", false}};
+    p.bundle_dir = b3;
+    p.volumes = vols;
+    p.n_volumes = 1;
+    CHECK_INT_EQ(local_bundle_write_rooted(&p, &root3, &err), 0);
+    CHECK(root3 && strcmp(root3, root1) == 0);
+    free(root3);
+    p.n_volumes = 2;
+    CHECK_INT_EQ(local_bundle_write_rooted(&p, &root3, &err), 0);
+    snprintf(path, sizeof(path), "%s/rootfs", b3);
+    CHECK(root3 && strcmp(root3, path) == 0);
+    snprintf(path, sizeof(path), "%s/data", root1);
+    CHECK(lstat(path, &st) < 0 && errno == ENOENT);
+    CHECK(err == NULL);
+    free(root1);
+    free(root2);
+    free(root3);
+    CHECK_INT_EQ(fs_rm_rf(dir), 0);
+}
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* A torn-down bundle becomes a spare that the next bundle takes over: its files are rewritten
+ * in place (same inodes) or relinked, the pid file is gone; a bundle holding anything else (its
+ * own rootfs skeleton) is not kept. */
+TEST(spare_bundles_are_reused)
+{
+    char tmpl[] = "/tmp/asb-spare-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char shared[256], b1[256], b2[256], b3[256], path[400], buf[512];
+    snprintf(shared, sizeof(shared), "%s/shared", dir);
+    snprintf(b1, sizeof(b1), "%s/one", dir);
+    snprintf(b2, sizeof(b2), "%s/two", dir);
+    snprintf(b3, sizeof(b3), "%s/three", dir);
+    local_bundle_params p = {
+        .bundle_dir = b1, .hostname = "one", .uid = 1000, .gid = 1000,
+        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 10,
+        .cgroups_path = "/asb/test", .shared_dir = shared,
+    };
+    char *err = NULL, e1[300], e2[300];
+    snprintf(e1, sizeof(e1), "%s/etc", b1);
+    snprintf(e2, sizeof(e2), "%s/etc", b2);
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    ino_t hosts = inode_of(e1, "hosts"), config = inode_of(b1, "config.json");
+    snprintf(path, sizeof(path), "%s/pid", b1);
+    CHECK_INT_EQ(fs_write_file(path, "42\n", 0644), 0);
+    CHECK_INT_EQ(local_shared_bundle_take(shared, b2), -ENOENT);
+    CHECK_INT_EQ(local_shared_bundle_recycle(shared, b1), 0);
+    struct stat st;
+    CHECK(stat(b1, &st) < 0 && errno == ENOENT);
+    p.bundle_dir = b2;
+    p.hostname = "two";
+    p.uid = p.gid = 1234;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    CHECK(hosts != 0 && inode_of(e2, "hosts") == hosts);
+    CHECK(inode_of(b2, "config.json") == config);
+    snprintf(path, sizeof(path), "%s/pid", b2);
+    CHECK(stat(path, &st) < 0 && errno == ENOENT);
+    snprintf(path, sizeof(path), "%s/hosts", e2);
+    slurp(path, buf, sizeof(buf));
+    CHECK(strstr(buf, "localhost two\n") != NULL && !strstr(buf, "one"));
+    snprintf(path, sizeof(path), "%s/passwd", e2);
+    slurp(path, buf, sizeof(buf));
+    CHECK(strstr(buf, "sandbox:x:1234:1234:") != NULL);
+    CHECK(stat(path, &st) == 0 && st.st_nlink >= 2);
+    json_t *cfg = bundle_config(b2);
+    CHECK_STR_EQ(json_string_value(json_object_get(cfg, "hostname")), "two");
+    json_decref(cfg);
+    /* A bundle with a skeleton of its own (a volume at /data) is not kept. */
+    local_bundle_volume vols[] = {{(char *)"/data", (char *)"/nonexistent/v", false}};
+    p.bundle_dir = b3;
+    p.volumes = vols;
+    p.n_volumes = 1;
+    CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+    CHECK(local_shared_bundle_recycle(shared, b3) < 0);
+    CHECK(stat(b3, &st) == 0);
+    CHECK(err == NULL);
+    CHECK_INT_EQ(fs_rm_rf(dir), 0);
 }
