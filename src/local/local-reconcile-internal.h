@@ -1,4 +1,5 @@
-/* Shared between local-reconcile.c (loop), local-reconcile-status.c (the status it writes) and
+/* Shared between local-reconcile.c (loop), local-reconcile-status.c (the status it writes),
+ * local-reconcile-requeue.c and -gc.c (its bookkeeping and host clean-up) and
  * local-reconcile-sandbox.c (containers). */
 #pragma once
 
@@ -256,3 +257,21 @@ typedef struct status_update {
  * additions; refreshes and describes the sandbox's network first when it has a container. A
  * failed write is logged. Fills u's network fields. */
 void rec_write_status(local_reconciler *r, const json_t *sb, status_update *u);
+
+/* local-reconcile-requeue.c: the failed start of a uid's generation (NULL: none), and the timed
+ * requeues (rec_timer_set replaces an earlier one of the same Sandbox). Allocation failures
+ * drop the entry silently: the next resync looks again. */
+rec_failed *rec_failed_find(local_reconciler *r, const char *uid);
+void rec_failed_set(local_reconciler *r, const char *uid, long long gen);
+void rec_failed_clear(local_reconciler *r, const char *uid);
+void rec_timer_clear(local_reconciler *r, const char *uid);
+void rec_timer_set(local_reconciler *r, const json_t *sb, usec_t after);
+/* The earliest due time (monotonic), UINT64_MAX when there is none. */
+usec_t rec_timer_earliest(local_reconciler *r);
+
+/* local-reconcile-gc.c, called by a resync. */
+/* Unpacked images that no running container's bundle uses and that sat idle are removed. */
+void rec_gc_images(local_reconciler *r);
+/* Removes the run/, sandboxes/ and volumes/ directories of uids not in items (the stored
+ * Sandboxes) with no start or teardown pending, and the user namespace slots nothing holds. */
+void rec_gc_orphans(local_reconciler *r, const json_t *items);

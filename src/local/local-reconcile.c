@@ -91,82 +91,6 @@ static char *last_log_line(local_reconciler *r, const char *uid)
     return strdup(*last ? last : "(no output)");
 }
 
-static rec_failed *failed_find(local_reconciler *r, const char *uid)
-{
-    for (size_t i = 0; i < r->n_failed; i++)
-        if (strcmp(r->failed[i].uid, uid) == 0)
-            return &r->failed[i];
-    return NULL;
-}
-
-static void failed_set(local_reconciler *r, const char *uid, long long gen)
-{
-    rec_failed *f = failed_find(r, uid);
-    if (f) {
-        f->generation = gen;
-        return;
-    }
-    rec_failed *v = realloc(r->failed, (r->n_failed + 1) * sizeof(*v));
-    if (!v)
-        return;
-    r->failed = v;
-    if ((v[r->n_failed].uid = strdup(uid)))
-        v[r->n_failed++].generation = gen;
-}
-
-static void failed_clear(local_reconciler *r, const char *uid)
-{
-    rec_failed *f = failed_find(r, uid);
-    if (!f)
-        return;
-    free(f->uid);
-    *f = r->failed[--r->n_failed];
-}
-
-static void timer_clear(local_reconciler *r, const char *uid)
-{
-    for (size_t i = 0; i < r->n_timers; i++) {
-        if (strcmp(r->timers[i].uid, uid) != 0)
-            continue;
-        free(r->timers[i].uid);
-        free(r->timers[i].ns);
-        free(r->timers[i].name);
-        r->timers[i] = r->timers[--r->n_timers];
-        return;
-    }
-}
-
-/* Requeues sb after `after` µs (replacing an earlier requeue of the same Sandbox). */
-static void timer_set(local_reconciler *r, const json_t *sb, usec_t after)
-{
-    const char *uid = api_meta_string(sb, "uid"), *ns = api_meta_string(sb, "namespace"),
-               *name = api_meta_string(sb, "name");
-    if (!uid || !name)
-        return;
-    timer_clear(r, uid);
-    rec_timer *v = realloc(r->timers, (r->n_timers + 1) * sizeof(*v));
-    if (!v)
-        return;
-    r->timers = v;
-    rec_timer t = {strdup(uid), ns ? strdup(ns) : NULL, strdup(name),
-                   now_usec(CLOCK_MONOTONIC) + after};
-    if (!t.uid || !t.name || (ns && !t.ns)) {
-        free(t.uid);
-        free(t.ns);
-        free(t.name);
-        return;
-    }
-    r->timers[r->n_timers++] = t;
-}
-
-static usec_t timer_earliest(local_reconciler *r)
-{
-    usec_t m = UINT64_MAX;
-    for (size_t i = 0; i < r->n_timers; i++)
-        m = MIN(m, r->timers[i].due);
-    return m;
-}
-
 static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
 {
     const char *uid = api_meta_string(old, "uid");
@@ -183,14 +107,14 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
     _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
     const char *name = api_meta_string(sb, "name");
     if (reconcile_sandbox_expiry(&in, &out) < 0) {
-        timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC); /* out of memory: look again */
+        rec_timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC); /* out of memory: look again */
         return true;
     }
     if (out.action == RECONCILE_SANDBOX_RUN) {
         if (out.requeue)
-            timer_set(r, sb, (usec_t)out.requeue);
+            rec_timer_set(r, sb, (usec_t)out.requeue);
         else
-            timer_clear(r, uid);
+            rec_timer_clear(r, uid);
         return false;
     }
     status_update u = {.uid = uid, .expiry = true};
@@ -204,10 +128,10 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
                                "shutdownTime")) ?: "");
         u.has_pod = rec_find(r, uid) != NULL;
         rec_write_status(r, sb, &u);
-        timer_set(r, sb, (usec_t)out.requeue);
+        rec_timer_set(r, sb, (usec_t)out.requeue);
         return true;
     }
-    timer_clear(r, uid);
+    rec_timer_clear(r, uid);
     if (out.action == RECONCILE_SANDBOX_EXPIRE_DELETE) {
         /* The teardown follows the deletionTimestamp. */
         json_t *deleted = NULL;
@@ -216,7 +140,7 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
         json_decref(deleted);
         if (k < 0 && k != -ENOENT) {
             log_warn("cannot delete expired sandbox", "sandbox", name, "error", strerror(-k));
-            timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
+            rec_timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
         }
         return true;
     }
@@ -261,7 +185,7 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
 {
     const char *uid = api_meta_string(sb, "uid");
     status_update u = {.uid = uid};
-    failed_set(r, uid, gen);
+    rec_failed_set(r, uid, gen);
     rec_teardown(r, uid, false);
     u.o.failure_reason = f->reason;
     u.o.failure_message = f->message ? f->message : "out of memory";
@@ -286,8 +210,8 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         return false;
     if (reconcile_deleting(sb)) {
         /* Deleted: tear down in the pool, then drop the finalizer (the object goes then). */
-        timer_clear(r, uid);
-        failed_clear(r, uid);
+        rec_timer_clear(r, uid);
+        rec_failed_clear(r, uid);
         rec_teardown_async(r, uid, api_meta_string(sb, "namespace"), api_meta_string(sb, "name"));
         return false;
     }
@@ -361,7 +285,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
-    rec_failed *prev = failed_find(r, uid);
+    rec_failed *prev = rec_failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
     /* First sight: say that the sandbox is being started (o is zero: Ready=False/
@@ -392,7 +316,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     e = rec_find(r, uid);
     if (!e)
         return false;
-    failed_clear(r, uid);
+    rec_failed_clear(r, uid);
     if (!e->ready) {
         usec_t t0 = now_usec(CLOCK_MONOTONIC);
         e->ready = rec_health(r, uid, HEALTH_TIMEOUT_MS);
@@ -407,7 +331,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         if (asprintf(&msg, "sandboxd exited: %s", line ? line : "") < 0)
             msg = NULL;
         rec_teardown(r, uid, false);
-        failed_set(r, uid, gen);
+        rec_failed_set(r, uid, gen);
         u.has_pod = false;
         u.o.error = msg ? msg : "sandboxd exited";
         log_warn("sandboxd exited", "sandbox", api_meta_string(sb, "name"), "output",
@@ -433,88 +357,6 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     local_metrics_reconcile("sandboxes", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6,
                             false);
     return pending;
-}
-
-static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
-{
-    _cleanup_free_ char *dir = NULL;
-    if (asprintf(&dir, "%s/%s", r->state_dir, area) < 0)
-        return;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        bool known = false;
-        size_t i;
-        json_t *sb;
-        json_array_foreach(items, i, sb) {
-            const char *uid = api_meta_string(sb, "uid");
-            known |= uid && strcmp(uid, de->d_name) == 0;
-        }
-        if (!known && !rec_teardown_pending(r, de->d_name) && !rec_start_pending(r, de->d_name)) {
-            _cleanup_free_ char *p = NULL;
-            if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
-                continue;
-            if (strcmp(area, "sandboxes") == 0)
-                local_scratch_release(p); /* its filesystem first: rm stops at mounts */
-            fs_rm_rf(p);
-        }
-    }
-}
-
-/* Unpacked images that no running container's bundle uses and that sat idle are removed. */
-static void gc_images(local_reconciler *r)
-{
-    char **in_use = calloc(r->n_entries + 1, sizeof(char *));
-    if (!in_use)
-        return;
-    for (size_t i = 0; i < r->n_entries; i++) {
-        _cleanup_free_ char *cfg = NULL;
-        if (asprintf(&cfg, "%s/sandboxes/%s/bundle/config.json", r->state_dir,
-                     r->entries[i].uid) < 0)
-            continue;
-        json_t *c = json_load_file(cfg, 0, NULL);
-        const char *root = json_string_value(
-            json_object_get(json_object_get(c, "annotations"), LOCAL_BUNDLE_ROOTFS_ANNOTATION));
-        if (!root)
-            root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
-        in_use[i] = root ? strdup(root) : NULL;
-        json_decref(c);
-    }
-    int n = local_image_gc(r->state_dir, in_use, r->n_entries, r->image_gc_idle);
-    if (n > 0) {
-        char count[16];
-        snprintf(count, sizeof(count), "%d", n);
-        log_info("removed unused images", "count", count);
-    }
-    for (size_t i = 0; i < r->n_entries; i++)
-        free(in_use[i]);
-    free(in_use);
-}
-
-typedef struct idmap_keep_ctx {
-    local_reconciler *r;
-    const json_t *items;
-} idmap_keep_ctx;
-
-/* A user namespace slot stays while its Sandbox exists or a runtime still has its container. */
-static bool idmap_keep(const char *uid, void *payload)
-{
-    idmap_keep_ctx *c = payload;
-    size_t i;
-    json_t *sb;
-    json_array_foreach(c->items, i, sb) {
-        const char *u = api_meta_string(sb, "uid");
-        if (u && strcmp(u, uid) == 0)
-            return true;
-    }
-    for (size_t h = 0; h < rec_n_handlers(c->r); h++) {
-        _cleanup_free_ char *p = NULL;
-        if (asprintf(&p, "%s/%s", rec_handler(c->r, h)->root, uid) < 0 || access(p, F_OK) == 0)
-            return true;
-    }
-    return false;
 }
 
 static bool net_keep(const char *uid, void *userdata)
@@ -646,15 +488,12 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
             else
                 rec_teardown(r, uid, false);
         }
-        gc_images(r);
+        rec_gc_images(r);
         pthread_mutex_lock(&r->net_lock);
         local_net_gc(r->net, net_keep, r);
         local_net_prepare_demand(r->net, warm_pool_members(items));
         pthread_mutex_unlock(&r->net_lock);
-        remove_orphan_dirs(r, "run", items);
-        remove_orphan_dirs(r, "sandboxes", items);
-        remove_orphan_dirs(r, "volumes", items);
-        local_idmap_gc(r->idmap, idmap_keep, &(idmap_keep_ctx){r, items});
+        rec_gc_orphans(r, items);
     }
     json_decref(ctrs);
     size_t i;
@@ -697,8 +536,8 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     const char *uid = api_meta_string(ev->object, "uid");
     if (ev->type == STORE_DELETED) {
         if (uid) {
-            failed_clear(r, uid);
-            timer_clear(r, uid);
+            rec_failed_clear(r, uid);
+            rec_timer_clear(r, uid);
             /* Deleted without the teardown finalizer (created before it existed, or removed by
              * hand): tear down now, late. */
             if (!rec_teardown_take_finalized(r, uid) && !rec_teardown_pending(r, uid) &&
@@ -893,7 +732,7 @@ static void *reconcile_thread(void *arg)
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t wake = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
-        usec_t deadline = MIN(wake, timer_earliest(r));
+        usec_t deadline = MIN(wake, rec_timer_earliest(r));
         store_event **evs = NULL;
         int n = local_store_wait_nudged(r->store, rv, deadline, &nudges, &evs);
         if (n == -ESHUTDOWN)
