@@ -9,24 +9,19 @@ Ready -> first Execute result (BENCH_COLD, 10). Between sequential claims (untim
 full again and BENCH_SETTLE_MS (300) pass, so the server is not busy with the last refill's and
 deletion's runc calls. With a router in `asb serve`, a quarter of the sequential claims is
 repeated with the data plane through it. Needs root and runc."""
-import json
-import glob
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-import requests
-
 import bench_cleanup
+import bench_server
 from bench_issue16 import row as issue16_row
 from bench_libasb import build_libasb_client, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
-RUNC = shutil.which("runc") or "/usr/sbin/runc"
+RUNC = bench_server.RUNC
 N_SEQ = int(os.environ.get("BENCH_CLAIMS", "200"))
 N_BURST = int(os.environ.get("BENCH_BURST", "50"))
 N_COLD = int(os.environ.get("BENCH_COLD", "10"))
@@ -40,25 +35,7 @@ def build_client():
 
 
 def start_server(state):
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
-           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
-    log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([os.path.join(BUILD, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    for _ in range(1000):
-        if os.path.exists(os.path.join(state, "server")):
-            break
-        time.sleep(0.01)
-    url = open(os.path.join(state, "server")).read().strip()
-    s = requests.Session()
-    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
-    for _ in range(500):
-        try:
-            if s.get(url + "/version", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            time.sleep(0.01)
-    return proc, url, s
+    return bench_server.start_server(state, BUILD)
 
 
 def post(s, url, plural, body):
@@ -88,14 +65,7 @@ def wait_full(s, url, name, n, timeout=600):
 
 
 def client(state, *args, **extra_env):
-    env = {**os.environ, "ASB_STATE_DIR": state, **extra_env}
-    env.pop("ASB_SERVER", None)
-    env.pop("ASB_TOKEN", None)
-    out = subprocess.run([CLIENT, *map(str, args)], capture_output=True, text=True, env=env,
-                         timeout=3600)
-    if out.returncode != 0:
-        raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
-    return [line.split() for line in out.stdout.splitlines()]
+    return bench_server.run_claim_client(CLIENT, state, args, 3600, **extra_env)
 
 
 def main():

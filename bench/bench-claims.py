@@ -12,23 +12,20 @@ same rows for that build, rounds alternated (BENCH_ROUNDS, 1); without it, the s
 the claims made one at a time (serialised), on this build.
 Needs root and runc; prints a table with p50/p99 in milliseconds."""
 import json
-import glob
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-import requests
-
 import bench_cleanup
+import bench_server
 from bench_issue16 import row
 from bench_libasb import build_libasb_client, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
-RUNC = shutil.which("runc") or "/usr/sbin/runc"
+RUNC = bench_server.RUNC
 N = int(os.environ.get("BENCH_CLAIMS", "30"))
 BURST = int(os.environ.get("BENCH_BURST", "50"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
@@ -41,27 +38,7 @@ EXT = "extensions.agents.x-k8s.io"
 
 
 def start_server(state, build=BUILD, network=None):
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
-           "ASB_SANDBOXD": os.path.join(build, "bin", "sandboxd")}
-    if network:
-        env["ASB_NETWORK"] = network
-    log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([os.path.join(build, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    for _ in range(500):
-        if os.path.exists(os.path.join(state, "server")):
-            break
-        time.sleep(0.01)
-    url = open(os.path.join(state, "server")).read().strip()
-    s = requests.Session()
-    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
-    for _ in range(500):
-        try:
-            if s.get(url + "/version", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            time.sleep(0.01)
-    return proc, url, s
+    return bench_server.start_server(state, build, {"ASB_NETWORK": network} if network else None)
 
 
 def base(url, plural):
@@ -110,14 +87,7 @@ def wait_full(url, s, name, n, timeout=120):
 
 
 def run_client(state, *args):
-    env = {**os.environ, "ASB_STATE_DIR": state, "BENCH_EXEC": "0"}
-    env.pop("ASB_SERVER", None)
-    env.pop("ASB_TOKEN", None)
-    out = subprocess.run([CLIENT, *map(str, args)], capture_output=True, text=True, env=env,
-                         timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
-    return [line.split() for line in out.stdout.splitlines()]
+    return bench_server.run_claim_client(CLIENT, state, args, 600, BENCH_EXEC="0")
 
 
 def burst_round(build, network, serialised=False):

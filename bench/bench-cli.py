@@ -18,15 +18,15 @@ import sys
 import tempfile
 import time
 
-import requests
-
 import bench_cleanup
+import bench_server
 from bench_issue16 import row as issue16_row
+from bench_libasb import pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 ASB = os.path.join(BUILD, "bin", "asb")
-RUNC = shutil.which("runc") or "/usr/sbin/runc"
+RUNC = bench_server.RUNC
 RUNS = int(os.environ.get("BENCH_CLI_RUNS", "200"))
 CLAIMS = int(os.environ.get("BENCH_CLI_CLAIMS", "30"))
 POOL = 3
@@ -35,11 +35,6 @@ EXT = "extensions.agents.x-k8s.io"
 # What build/bin/asb linked before the server moved to asb-server and libcurl became lazy.
 OLD_LIBS = ["-lmicrohttpd", "-lnghttp2", "-lprotobuf-c", "-ljansson", "-lsqlite3", "-lcurl",
             "-lyaml", "-lnftables", "-lhttp_parser", "-lpthread", "-lm"]
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
 def run(argv, env=None):
@@ -80,19 +75,8 @@ def measure(cases, n):
 
 
 def start_server(state):
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": "none",
-           "ASB_SANDBOXD": os.path.join(BUILD, "bin", "sandboxd")}
-    log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([ASB, "serve", "--listen", "127.0.0.1:0", "--router-listen", "off"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    for _ in range(1000):
-        if os.path.exists(os.path.join(state, "server")):
-            break
-        time.sleep(0.01)
-    url = open(os.path.join(state, "server")).read().strip()
-    s = requests.Session()
-    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
-    return proc, url, s
+    return bench_server.start_server(state, BUILD, {"ASB_NETWORK": "none"},
+                                     ("--router-listen", "off"))
 
 
 def api(url, plural, name=""):

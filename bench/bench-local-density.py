@@ -23,6 +23,7 @@ import tempfile
 import time
 
 import bench_cleanup
+import bench_server
 from concurrent.futures import ThreadPoolExecutor
 from bench_issue16 import row as issue16_row
 
@@ -212,20 +213,7 @@ def bare_runc_delete(n, workers=4):
     tmp = tempfile.mkdtemp(prefix="asb-bdel-", dir="/tmp")
     root = os.path.join(tmp, "runc")
     try:
-        bundle = os.path.join(tmp, "bare")
-        rootfs = os.path.join(bundle, "rootfs")
-        os.makedirs(os.path.join(rootfs, "usr"))
-        for link in ("bin", "lib", "lib64", "sbin"):
-            if os.path.islink("/" + link):
-                os.symlink(os.readlink("/" + link), os.path.join(rootfs, link))
-        subprocess.run([RUNC, "spec", "--bundle", bundle], check=True)
-        import json
-        cfg = json.load(open(os.path.join(bundle, "config.json")))
-        cfg["process"]["terminal"] = False
-        cfg["process"]["args"] = ["/usr/bin/sleep", "infinity"]
-        cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
-                              "options": ["rbind", "ro"]})
-        json.dump(cfg, open(os.path.join(bundle, "config.json"), "w"))
+        bundle = bench_server.bare_runc_bundle(tmp, ["/usr/bin/sleep", "infinity"])
         for i in range(n):
             subprocess.run([RUNC, "--root", root, "run", "--detach", "--bundle", bundle,
                             f"bare{i}"], check=True, stdin=subprocess.DEVNULL,

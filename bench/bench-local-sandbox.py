@@ -19,21 +19,19 @@ Then issue 16's rows, each with its target and a baseline of the same run:
     (the p50 of the per-sample differences)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-import requests
-
 import bench_cleanup
+import bench_server
 from bench_libasb import pct
 from bench_issue16 import row as issue16_row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
-RUNC = shutil.which("runc") or "/usr/sbin/runc"
+RUNC = bench_server.RUNC
 N = int(os.environ.get("BENCH_SANDBOXES", "10"))
 N_COLD = int(os.environ.get("BENCH_COLD", "10"))
 BASELINE_BUILD = os.environ.get("BENCH_BASELINE_BUILD")
@@ -42,29 +40,11 @@ FIRST_EXEC_SLACK_MS = 5.0
 
 
 def start_server(state, network="none", userns=True, build=None):
-    build = build or BUILD
-    env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC, "ASB_NETWORK": network,
-           "ASB_SANDBOXD": os.path.join(build, "bin", "sandboxd"), "ASB_DEFAULT_MEMORY": "0",
-           "ASB_DEFAULT_CPU": "0", "ASB_DEFAULT_EPHEMERAL_STORAGE": "0"}
+    env = {"ASB_NETWORK": network, "ASB_DEFAULT_MEMORY": "0", "ASB_DEFAULT_CPU": "0",
+           "ASB_DEFAULT_EPHEMERAL_STORAGE": "0"}
     if not userns:
         env["ASB_USERNS_RANGE"] = "off"
-    log = open(os.path.join(state, "serve.log"), "wb")
-    proc = subprocess.Popen([os.path.join(build, "bin", "asb"), "serve", "--listen", "127.0.0.1:0"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    for _ in range(500):
-        if os.path.exists(os.path.join(state, "server")):
-            break
-        time.sleep(0.01)
-    url = open(os.path.join(state, "server")).read().strip()
-    s = requests.Session()
-    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
-    for _ in range(500):
-        try:
-            if s.get(url + "/version", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            time.sleep(0.01)
-    return proc, url, s
+    return bench_server.start_server(state, build or BUILD, env)
 
 
 CGROUP_LIMITS = {"memory": "1Gi", "cpu": "2"}
@@ -101,20 +81,7 @@ def create_to_ready(url, s, name, limits=None):
 
 def bare_runc_bundle(tmp):
     """The bare baseline's bundle: /usr/bin/true on a read-only bind of the host's /usr."""
-    bundle = os.path.join(tmp, "bare")
-    rootfs = os.path.join(bundle, "rootfs")
-    os.makedirs(os.path.join(rootfs, "usr"))
-    for link in ("bin", "lib", "lib64", "sbin"):
-        if os.path.islink("/" + link):
-            os.symlink(os.readlink("/" + link), os.path.join(rootfs, link))
-    subprocess.run([RUNC, "spec", "--bundle", bundle], check=True)
-    cfg = json.load(open(os.path.join(bundle, "config.json")))
-    cfg["process"]["terminal"] = False
-    cfg["process"]["args"] = ["/usr/bin/true"]
-    cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
-                          "options": ["rbind", "ro"]})
-    json.dump(cfg, open(os.path.join(bundle, "config.json"), "w"))
-    return bundle
+    return bench_server.bare_runc_bundle(tmp, ["/usr/bin/true"])
 
 
 def bare_runc_once(tmp, bundle, i):

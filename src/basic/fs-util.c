@@ -2,9 +2,11 @@
 #include "basic/fs-util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 
@@ -32,4 +34,24 @@ int mkdir_p(const char *path, mode_t mode)
     if (mkdir(path, mode) < 0)
         return errno == EEXIST ? 0 : -errno;
     return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+int self_exe_dir(char **ret)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n == sizeof(self) - 1)
+        return -ENAMETOOLONG; /* possibly truncated */
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -EINVAL;
+    *slash = '\0';
+    char *dir = strdup(self); /* "" for an executable at /: callers append "/name" */
+    if (!dir)
+        return -ENOMEM;
+    *ret = dir;
+    return 0;
 }

@@ -8,3 +8,6 @@ int mkdir_parents(const char *path);
 /* Creates path and its missing parents; a directory it creates gets exactly mode (umask
  * notwithstanding), an existing one is left as it is. 0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
+/* The directory of the running executable, from /proc/self/exe ("/usr/bin" for /usr/bin/asb);
+ * *ret is owned by the caller. 0 or -errno. */
+int self_exe_dir(char **ret);

@@ -106,12 +106,8 @@ int asb_claim_main(int argc, char **argv)
             break;
         case OPT_TTL:
         case OPT_TIMEOUT:
-            ms = cli_parse_timeout(optarg);
-            if (ms <= 0) {
-                fprintf(stderr, "error: invalid duration \"%s\" (use 30s, 5m, 1h or seconds)\n",
-                        optarg);
+            if ((ms = cli_positive_duration_arg(optarg)) < 0)
                 return 2;
-            }
             if (c == OPT_TTL)
                 co.ttl_seconds = (long)((ms + 999) / 1000);
             else

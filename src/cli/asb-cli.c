@@ -133,6 +133,15 @@ long long cli_parse_timeout(const char *s)
     return (long long)(u / USEC_PER_MSEC);
 }
 
+long long cli_positive_duration_arg(const char *s)
+{
+    long long ms = cli_parse_timeout(s);
+    if (ms > 0)
+        return ms;
+    fprintf(stderr, "error: invalid duration \"%s\" (use 30s, 5m, 1h or seconds)\n", s);
+    return -1;
+}
+
 const char *cli_meta(const json_t *obj, const char *field)
 {
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));

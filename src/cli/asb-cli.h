@@ -63,6 +63,9 @@ int cli_read_file(const char *path, char **ret, size_t *ret_len);
 
 /* Go-style duration ("30s", "1m", "500ms") or plain seconds into milliseconds; -1 if invalid. */
 long long cli_parse_timeout(const char *s);
+/* cli_parse_timeout() of an option's value that must be above zero: the milliseconds, or -1 after
+ * telling stderr what is wrong with it. */
+long long cli_positive_duration_arg(const char *s);
 
 /* Helpers on objects. */
 const char *cli_meta(const json_t *obj, const char *field);

@@ -6,25 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "cli/asb.h"
 
 #define SERVER_BINARY "asb-server"
-
-/* The directory of this executable ("/usr/bin"), owned; NULL when /proc/self/exe is unreadable. */
-static char *self_dir(void)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
-        return NULL;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    return strdup(self);
-}
 
 /* $ASB_SERVER_BINARY, else asb-server next to asb (build/bin, /usr/bin), else the libexec
  * directory of the installation (<prefix>/libexec/asb/asb-server). Owned; NULL: not found. */
@@ -33,8 +19,8 @@ static char *server_binary(void)
     const char *e = getenv("ASB_SERVER_BINARY");
     if (e && *e)
         return strdup(e);
-    _cleanup_free_ char *dir = self_dir();
-    if (!dir)
+    _cleanup_free_ char *dir = NULL;
+    if (self_exe_dir(&dir) < 0)
         return NULL;
     static const char *const candidates[] = {SERVER_BINARY, "../libexec/asb/" SERVER_BINARY};
     for (size_t i = 0; i < ELEMENTSOF(candidates); i++) {

@@ -254,17 +254,11 @@ static char *sandboxd_path(void)
     const char *e = getenv("ASB_SANDBOXD");
     if (e && *e)
         return strdup(e);
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
+    _cleanup_free_ char *dir = NULL;
+    if (self_exe_dir(&dir) < 0)
         return NULL;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
     char *s = NULL;
-    if (asprintf(&s, "%s/sandboxd", self) < 0)
+    if (asprintf(&s, "%s/sandboxd", dir) < 0)
         return NULL;
     return s;
 }

@@ -44,14 +44,6 @@ static void fork_usage(FILE *f)
                "  -h, --help               show this help\n" CLI_GLOBAL_HELP);
 }
 
-static long timeout_arg(const char *s)
-{
-    long long ms = cli_parse_timeout(s);
-    if (ms <= 0)
-        fprintf(stderr, "error: invalid duration \"%s\" (use 30s, 5m, 1h or seconds)\n", s);
-    return (long)ms;
-}
-
 /* What a Ready snapshot holds, for a person (stderr). */
 static void report(const char *text)
 {
@@ -89,7 +81,7 @@ static int snapshot_create(int argc, char **argv)
         else if (c == 'w')
             wait = true;
         else if (c == OPT_TIMEOUT) {
-            if ((timeout = timeout_arg(optarg)) <= 0)
+            if ((timeout = (long)cli_positive_duration_arg(optarg)) <= 0)
                 return 2;
         } else
             return main_usage_option(c, snapshot_usage);
@@ -200,7 +192,7 @@ int asb_fork_main(int argc, char **argv)
         else if (c == OPT_FROM)
             fo.snapshot = optarg;
         else if (c == OPT_TIMEOUT) {
-            if ((fo.ready_timeout_ms = timeout_arg(optarg)) <= 0)
+            if ((fo.ready_timeout_ms = (long)cli_positive_duration_arg(optarg)) <= 0)
                 return 2;
         } else
             return main_usage_option(c, fork_usage);

@@ -511,6 +511,21 @@ ASB_PUBLIC int asb_object_get(char **out, asb_client *c, const char *kind, const
     return object_call(out, c, kind, ns, name ? name : "", NULL, "GET", NULL, NULL);
 }
 
+int asbi_object_get_json(json_t **ret, asb_client *c, const char *kind, const char *ns,
+                         const char *name)
+{
+    char *text = NULL;
+    int r = asb_object_get(&text, c, kind, ns, name);
+    if (r != ASB_OK)
+        return r;
+    json_t *obj = json_loads(text, 0, NULL);
+    asb_free(text);
+    if (!obj)
+        return asbi_error_set(ASB_EPROTOCOL, 0, NULL, "%s %s: the reply is not JSON", kind, name);
+    *ret = obj;
+    return ASB_OK;
+}
+
 static int append_query(char **url, asb_client *c, const char *key, const char *value)
 {
     if (!value || !*value)

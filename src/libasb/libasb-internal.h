@@ -43,6 +43,11 @@ struct asb_client {
 
 void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* asb_object_get() parsed: *ret is the object, owned by the caller (json_decref). Returns ASB_OK,
+ * asb_object_get()'s error, or ASB_EPROTOCOL (set) when the reply is not JSON. */
+int asbi_object_get_json(json_t **ret, asb_client *c, const char *kind, const char *ns,
+                         const char *name);
+
 /* "/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/<sub>]]"; ns NULL: cluster-wide.
  * Owned by the caller, NULL on ENOMEM (error set). */
 char *asbi_path(asb_client *c, const asb_kind *k, const char *ns, const char *name,

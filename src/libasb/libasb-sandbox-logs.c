@@ -25,12 +25,10 @@
 static int get_uid(asb_client *client, const char *ns, const char *name, char **ret_uid,
                    int *ret_has_cmd)
 {
-    char *text = NULL;
-    int r = asb_object_get(&text, client, "Sandbox", ns, name);
+    json_t *obj = NULL;
+    int r = asbi_object_get_json(&obj, client, "Sandbox", ns, name);
     if (r != ASB_OK)
         return r;
-    json_t *obj = json_loads(text, 0, NULL);
-    asb_free(text);
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!uid || !*uid || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0)
         r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "sandbox %s has no usable metadata.uid", name);

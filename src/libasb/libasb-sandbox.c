@@ -287,12 +287,10 @@ ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const cha
     if (!out || !client || !name || !*name)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_open: NULL out, client or name");
     *out = NULL;
-    char *text = NULL;
-    int r = asb_object_get(&text, client, "Sandbox", ns, name);
+    json_t *obj = NULL;
+    int r = asbi_object_get_json(&obj, client, "Sandbox", ns, name);
     if (r != ASB_OK)
         return r;
-    json_t *obj = json_loads(text, 0, NULL);
-    asb_free(text);
     return open_object(out, client, ns, name, obj, opts);
 }
 

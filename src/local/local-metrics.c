@@ -119,6 +119,21 @@ static int header(buf *out, const char *name, const char *type, const char *help
     return buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric with one unlabelled sample: its header and its value. */
+static int render_single(buf *out, const char *name, const char *type, const char *help,
+                         unsigned long long value)
+{
+    int r = header(out, name, type, help);
+    return r < 0 ? r : buf_appendf(out, "%s %llu\n", name, value);
+}
+
+/* Every stored object of `kind`, as a JSON array owned by the caller. 0 or -errno. */
+static int list_all(local_store *store, const char *kind, json_t **ret_items)
+{
+    uint64_t rv;
+    return local_store_list(store, api_kind_by_name(kind), NULL, ret_items, &rv);
+}
+
 /* One histogram series; label "" renders without labels. */
 static int render_histogram(buf *out, const char *name, const char *label_name, const histogram *h)
 {
@@ -163,14 +178,12 @@ static int render_observed(buf *out)
         r = buf_appendf(out, "asb_reconcile_errors_total{controller=\"%s\"} %llu\n",
                         reconcile_time[i].label, reconcile_errors[i]);
     if (r >= 0)
-        r = header(out, "asb_dns_queries_total", "counter", "DNS queries from sandboxes.");
+        r = render_single(out, "asb_dns_queries_total", "counter", "DNS queries from sandboxes.",
+                          dns_queries);
     if (r >= 0)
-        r = buf_appendf(out, "asb_dns_queries_total %llu\n", dns_queries);
-    if (r >= 0)
-        r = header(out, "asb_dns_queries_blocked_total", "counter",
-                   "DNS queries from sandboxes not relayed (malformed, over budget).");
-    if (r >= 0)
-        r = buf_appendf(out, "asb_dns_queries_blocked_total %llu\n", dns_blocked);
+        r = render_single(out, "asb_dns_queries_blocked_total", "counter",
+                          "DNS queries from sandboxes not relayed (malformed, over budget).",
+                          dns_blocked);
     return r < 0 ? r : 0;
 }
 
@@ -190,10 +203,8 @@ static asb_sandbox_phase sandbox_phase(const json_t *sb)
 
 static int render_sandboxes(local_store *store, buf *out)
 {
-    const api_kind *k = api_kind_by_name("Sandbox");
     json_t *items = NULL;
-    uint64_t rv;
-    int r = local_store_list(store, k, NULL, &items, &rv);
+    int r = list_all(store, "Sandbox", &items);
     if (r < 0)
         return r;
     unsigned long long by_phase[ELEMENTSOF(phases)] = {0}, blocked = 0;
@@ -210,10 +221,9 @@ static int render_sandboxes(local_store *store, buf *out)
     for (size_t j = 0; j < ELEMENTSOF(phases) && r >= 0; j++)
         r = buf_appendf(out, "asb_sandboxes{phase=\"%s\"} %llu\n", phases[j], by_phase[j]);
     if (r >= 0)
-        r = header(out, "asb_blocked_connections", "gauge",
-                   "Connections refused by network policy, summed over live sandboxes.");
-    if (r >= 0)
-        r = buf_appendf(out, "asb_blocked_connections %llu\n", blocked);
+        r = render_single(out, "asb_blocked_connections", "gauge",
+                          "Connections refused by network policy, summed over live sandboxes.",
+                          blocked);
     return r < 0 ? r : 0;
 }
 
@@ -231,10 +241,8 @@ static int append_label_value(buf *out, const char *v)
 
 static int render_pools(local_store *store, buf *out)
 {
-    const api_kind *k = api_kind_by_name("SandboxWarmPool");
     json_t *items = NULL;
-    uint64_t rv;
-    int r = local_store_list(store, k, NULL, &items, &rv);
+    int r = list_all(store, "SandboxWarmPool", &items);
     if (r < 0)
         return r;
     static const char *const gauges[][3] = {

@@ -1,5 +1,6 @@
-/* Shared between local-net.c (sandboxes, rules, lifecycle) and local-net-prepared.c (networks
- * prepared ahead). Not an interface for anything else. */
+/* Shared between local-net.c (sandboxes, lifecycle), local-net-policy.c (policy -> rule text),
+ * local-net-exec.c (running nft and ip) and local-net-prepared.c (networks prepared ahead). Not
+ * an interface for anything else. */
 #pragma once
 
 #include <nftables/libnftables.h>
@@ -8,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/local-dns.h"
 #include "local/local-net.h"
@@ -91,6 +93,21 @@ void net_objects_remove(local_net *n, struct nft_ctx *ctx, const char *id, uint3
 /* The batch files of a new namespace: in.batch (run inside it) and host.batch (the veth's host
  * end onto the bridge), for address ip and veth asv<id>. Owned strings. */
 int net_batches(const local_net *n, const char *id, uint32_t ip, char **ret_in, char **ret_host);
+
+/* local-net-policy.c. */
+/* "a.b.c.d/n" (or a bare address as /32): network and prefix (host byte order). 0 or -EINVAL. */
+int net_parse_cidr4(const char *s, uint32_t *ret_net, int *ret_prefix);
+/* buf_appendf() that keeps the first failure in *r and appends nothing after it: rule text is
+ * built from many pieces and checked once. */
+struct buf; /* basic/buf.h, not included: local-net-counters.c has a local named buf */
+void net_append_rule_text(struct buf *b, int *r, const char *fmt, ...) _printf_(3, 4);
+/* Whether an egress rule list lets DNS out (a rule allowing UDP or TCP port 53, or all ports). */
+bool net_dns_allowed(const json_t *egress);
+/* The rules of sandbox s's o_, i_ and h_ chains (no chain or counter declarations) for its
+ * policy, in *ret; *ret_note: the peers that match nothing locally, or NULL. Both owned.
+ * 0 or -ENOMEM. */
+int net_sandbox_rules(local_net *n, const net_sandbox *s, local_net_policy_kind kind,
+                      const json_t *tpl, char **ret, char **ret_note);
 
 /* local-net-prepared.c. All but start/stop are called with prep.lock held. */
 int net_prepared_start(local_net *n, pthread_mutex_t *lock, unsigned base);

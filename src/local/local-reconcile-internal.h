@@ -1,4 +1,6 @@
-/* Shared between local-reconcile.c (loop, status) and local-reconcile-sandbox.c (containers). */
+/* Shared between local-reconcile.c (loop), local-reconcile-status.c (the status it writes),
+ * local-reconcile-requeue.c and -gc.c (its bookkeeping and host clean-up) and
+ * local-reconcile-sandbox.c (containers). */
 #pragma once
 
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include "local/local-reconcile.h"
 #include "local/local-runtime-class.h"
 #include "local/local-runtime-oci.h"
+#include "reconcile/reconcile.h"
 
 /* reportingController of the Events the Sandbox reconciler records (local-events.h). */
 #define REC_EVENT_SOURCE "asb-serve-reconciler"
@@ -235,3 +238,40 @@ local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sandbox,
 json_t *rec_effective_resources(local_reconciler *r, const json_t *sandbox);
 /* GET /v1/health on the sandbox's REST socket; true on 200 within timeout_ms. */
 bool rec_health(local_reconciler *r, const char *uid, int timeout_ms);
+
+/* local-reconcile-status.c */
+/* A status write: what the container is (in the terms of the core's rules, which make the
+ * status and conditions), plus what only this backend reports. */
+typedef struct status_update {
+    const char *uid;
+    bool expiry; /* the core's expiry status (§2.4.6), not o */
+    reconcile_sandbox_observed o;
+    bool has_pod;       /* a container exists: network condition, pod-name annotation */
+    const char *pod_ip; /* status.podIPs[0], NULL: none */
+    const char *netpol_status, *netpol_reason, *netpol_message; /* NetworkPolicyEnforced */
+    long long blocked; /* status.blockedConnections with the netpol condition, < 0: none */
+    json_t *resources; /* status.resources (effective limits, owned), NULL: kept as stored
+                        * while a container exists */
+} status_update;
+/* Writes sb's status (and the pod-name annotation) from u by the core's rules plus this backend's
+ * additions; refreshes and describes the sandbox's network first when it has a container. A
+ * failed write is logged. Fills u's network fields. */
+void rec_write_status(local_reconciler *r, const json_t *sb, status_update *u);
+
+/* local-reconcile-requeue.c: the failed start of a uid's generation (NULL: none), and the timed
+ * requeues (rec_timer_set replaces an earlier one of the same Sandbox). Allocation failures
+ * drop the entry silently: the next resync looks again. */
+rec_failed *rec_failed_find(local_reconciler *r, const char *uid);
+void rec_failed_set(local_reconciler *r, const char *uid, long long gen);
+void rec_failed_clear(local_reconciler *r, const char *uid);
+void rec_timer_clear(local_reconciler *r, const char *uid);
+void rec_timer_set(local_reconciler *r, const json_t *sb, usec_t after);
+/* The earliest due time (monotonic), UINT64_MAX when there is none. */
+usec_t rec_timer_earliest(local_reconciler *r);
+
+/* local-reconcile-gc.c, called by a resync. */
+/* Unpacked images that no running container's bundle uses and that sat idle are removed. */
+void rec_gc_images(local_reconciler *r);
+/* Removes the run/, sandboxes/ and volumes/ directories of uids not in items (the stored
+ * Sandboxes) with no start or teardown pending, and the user namespace slots nothing holds. */
+void rec_gc_orphans(local_reconciler *r, const json_t *items);

@@ -1,4 +1,4 @@
-/* The reconcile loop and the Sandbox status it writes (UPSTREAM.md §2.4.5 where it applies). */
+/* The reconcile loop (the status it writes: local-reconcile-status.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -32,175 +32,6 @@
 #define DEFAULT_RESYNC_INTERVAL (10 * USEC_PER_SEC)
 #define NOT_READY_RETRY (200 * USEC_PER_MSEC)
 #define HEALTH_TIMEOUT_MS 5000
-#define ANN_POD_NAME "agents.x-k8s.io/pod-name"
-
-/* A status write: what the container is (in the terms of the core's rules, which make the
- * status and conditions), plus what only this backend reports. */
-typedef struct status_update {
-    const char *uid;
-    bool expiry; /* the core's expiry status (§2.4.6), not o */
-    reconcile_sandbox_observed o;
-    bool has_pod;       /* a container exists: network condition, pod-name annotation */
-    const char *pod_ip; /* status.podIPs[0], NULL: none */
-    const char *netpol_status, *netpol_reason, *netpol_message; /* NetworkPolicyEnforced */
-    long long blocked; /* status.blockedConnections with the netpol condition, < 0: none */
-    json_t *resources; /* status.resources (effective limits, owned), NULL: kept as stored
-                        * while a container exists */
-} status_update;
-
-/* Conditions only this backend writes. */
-#define COND_NETPOL "NetworkPolicyEnforced"
-
-static bool condition_in(const json_t *conds, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach (conds, i, c)
-        if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", type) == 0)
-            return true;
-    return false;
-}
-
-/* The local additions to the core's status: conditions other writers own are kept, the
- * network one is this backend's, and status.resources. */
-static int local_status(const status_update *u, const json_t *old, json_t *status, int64_t now)
-{
-    static const char *const rules_own[] = {"Ready", "Suspended", "PodScheduled", "Finished",
-                                            COND_NETPOL};
-    json_t *conds = json_object_get(status, "conditions");
-    json_t *kept = json_array();
-    if (!kept)
-        return -ENOMEM;
-    size_t i;
-    json_t *c;
-    json_array_foreach (conds, i, c) /* the core keeps stored conditions on expiry */
-        if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", COND_NETPOL) != 0 &&
-            json_array_append(kept, c) < 0)
-            goto nomem;
-    json_array_foreach (json_object_get(json_object_get(old, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        bool owned = !t;
-        for (size_t k = 0; t && k < ELEMENTSOF(rules_own); k++)
-            owned |= strcmp(t, rules_own[k]) == 0;
-        if (!owned && !condition_in(kept, t) && json_array_append(kept, c) < 0)
-            goto nomem;
-    }
-    if (u->has_pod && u->netpol_status) {
-        json_int_t gen =
-            json_integer_value(json_object_get(json_object_get(old, "metadata"), "generation"));
-        json_t *np = reconcile_make_condition(old, COND_NETPOL, u->netpol_status, u->netpol_reason,
-                                              u->netpol_message, gen, now);
-        if (!np || json_array_append_new(kept, np) < 0)
-            goto nomem;
-    }
-    if (json_object_set_new(status, "conditions", kept) < 0)
-        return -ENOMEM;
-    if (u->has_pod && u->netpol_status && u->blocked >= 0) {
-        if (json_object_set_new(status, "blockedConnections", json_integer(u->blocked)) < 0)
-            return -ENOMEM;
-    } else {
-        json_object_del(status, "blockedConnections");
-    }
-    const json_t *stored = json_object_get(json_object_get(old, "status"), "resources");
-    if (u->resources && json_object_set(status, "resources", u->resources) < 0)
-        return -ENOMEM;
-    if (!u->resources && u->has_pod && stored &&
-        json_object_set(status, "resources", (json_t *)stored) < 0)
-        return -ENOMEM;
-    return 0;
-nomem:
-    json_decref(kept);
-    return -ENOMEM;
-}
-
-/* The desired status by the core's rules: expiry's, or the one of what the container is. */
-static int rules_status(const status_update *u, const json_t *old, int64_t now, json_t **ret)
-{
-    _cleanup_(json_decrefp) json_t *ips =
-        u->has_pod && u->pod_ip ? json_pack("[s]", u->pod_ip) : NULL;
-    if (u->has_pod && u->pod_ip && !ips)
-        return -ENOMEM;
-    reconcile_sandbox_in in = {.sandbox = old,
-                               .now = now,
-                               .observed = u->o,
-                               /* a container has no scheduler, no Service, and sandboxd is
-                                * reached on its socket, with or without an IP */
-                               .no_scheduling = true,
-                               .no_services = true,
-                               .ips_optional = true};
-    in.observed.pod_ips = ips;
-    _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
-    int k = u->expiry ? reconcile_sandbox_expiry(&in, &out) : reconcile_sandbox_status(&in, &out);
-    if (k < 0)
-        return k;
-    *ret = TAKE_PTR(out.status); /* NULL: nothing to write (not expired, or to be deleted) */
-    return 0;
-}
-
-static int status_fn(const json_t *old, json_t **ret_new, void *payload)
-{
-    const status_update *u = payload;
-    const char *uid = api_meta_string(old, "uid");
-    if (!uid || strcmp(uid, u->uid) != 0)
-        return STORE_UPDATE_UNCHANGED; /* deleted and recreated under the same name */
-    int64_t now = (int64_t)now_usec(CLOCK_REALTIME);
-    _cleanup_(json_decrefp) json_t *status = NULL;
-    int k = rules_status(u, old, now, &status);
-    if (k < 0)
-        return k;
-    if (!status)
-        return STORE_UPDATE_UNCHANGED;
-    if ((k = local_status(u, old, status, now)) < 0)
-        return k;
-    _cleanup_(json_decrefp) json_t *new = json_deep_copy(old);
-    if (!new || json_object_set(new, "status", status) < 0)
-        return -ENOMEM;
-    json_t *md = json_object_get(new, "metadata");
-    json_t *ann = json_object_get(md, "annotations");
-    const char *name = api_meta_string(old, "name");
-    if (u->has_pod && name) {
-        if (!json_is_object(ann)) {
-            ann = json_object();
-            if (json_object_set_new(md, "annotations", ann) < 0)
-                return -ENOMEM;
-        }
-        if (!json_object_get(ann, ANN_POD_NAME) &&
-            json_object_set_new(ann, ANN_POD_NAME, json_string(name)) < 0)
-            return -ENOMEM;
-    } else
-        json_object_del(ann, ANN_POD_NAME);
-    if (json_equal(new, old))
-        return STORE_UPDATE_UNCHANGED;
-    *ret_new = TAKE_PTR(new);
-    return 0;
-}
-
-static void write_status(local_reconciler *r, const json_t *sb, status_update *u)
-{
-    json_t *out = NULL;
-    _cleanup_free_ char *ip = NULL, *msg = NULL;
-    if (u->has_pod && r->net && u->uid) {
-        /* The sandbox's rules follow its template (re-applied after a restart, or when the
-         * template changed); the condition carries the blocked-connection counts. */
-        _cleanup_(json_decrefp) json_t *tpl = NULL;
-        local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
-        const char *st, *reason;
-        pthread_mutex_lock(&r->net_lock);
-        local_net_refresh(r->net, u->uid, nk, tpl);
-        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg, &u->blocked);
-        pthread_mutex_unlock(&r->net_lock);
-        u->netpol_status = st;
-        u->netpol_reason = reason;
-        u->netpol_message = msg ? msg : "";
-        u->pod_ip = ip;
-    }
-    int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
-                               api_meta_string(sb, "name"), status_fn, u, &out);
-    if (k < 0 && k != -ENOENT)
-        log_warn("cannot write sandbox status", "sandbox", api_meta_string(sb, "name"), "error",
-                 strerror(-k));
-    json_decref(out);
-}
 
 static bool container_alive(const rec_entry *e)
 {
@@ -260,82 +91,6 @@ static char *last_log_line(local_reconciler *r, const char *uid)
     return strdup(*last ? last : "(no output)");
 }
 
-static rec_failed *failed_find(local_reconciler *r, const char *uid)
-{
-    for (size_t i = 0; i < r->n_failed; i++)
-        if (strcmp(r->failed[i].uid, uid) == 0)
-            return &r->failed[i];
-    return NULL;
-}
-
-static void failed_set(local_reconciler *r, const char *uid, long long gen)
-{
-    rec_failed *f = failed_find(r, uid);
-    if (f) {
-        f->generation = gen;
-        return;
-    }
-    rec_failed *v = realloc(r->failed, (r->n_failed + 1) * sizeof(*v));
-    if (!v)
-        return;
-    r->failed = v;
-    if ((v[r->n_failed].uid = strdup(uid)))
-        v[r->n_failed++].generation = gen;
-}
-
-static void failed_clear(local_reconciler *r, const char *uid)
-{
-    rec_failed *f = failed_find(r, uid);
-    if (!f)
-        return;
-    free(f->uid);
-    *f = r->failed[--r->n_failed];
-}
-
-static void timer_clear(local_reconciler *r, const char *uid)
-{
-    for (size_t i = 0; i < r->n_timers; i++) {
-        if (strcmp(r->timers[i].uid, uid) != 0)
-            continue;
-        free(r->timers[i].uid);
-        free(r->timers[i].ns);
-        free(r->timers[i].name);
-        r->timers[i] = r->timers[--r->n_timers];
-        return;
-    }
-}
-
-/* Requeues sb after `after` µs (replacing an earlier requeue of the same Sandbox). */
-static void timer_set(local_reconciler *r, const json_t *sb, usec_t after)
-{
-    const char *uid = api_meta_string(sb, "uid"), *ns = api_meta_string(sb, "namespace"),
-               *name = api_meta_string(sb, "name");
-    if (!uid || !name)
-        return;
-    timer_clear(r, uid);
-    rec_timer *v = realloc(r->timers, (r->n_timers + 1) * sizeof(*v));
-    if (!v)
-        return;
-    r->timers = v;
-    rec_timer t = {strdup(uid), ns ? strdup(ns) : NULL, strdup(name),
-                   now_usec(CLOCK_MONOTONIC) + after};
-    if (!t.uid || !t.name || (ns && !t.ns)) {
-        free(t.uid);
-        free(t.ns);
-        free(t.name);
-        return;
-    }
-    r->timers[r->n_timers++] = t;
-}
-
-static usec_t timer_earliest(local_reconciler *r)
-{
-    usec_t m = UINT64_MAX;
-    for (size_t i = 0; i < r->n_timers; i++)
-        m = MIN(m, r->timers[i].due);
-    return m;
-}
-
 static int expired_delete_fn(const json_t *old, json_t **ret_new, void *payload)
 {
     const char *uid = api_meta_string(old, "uid");
@@ -352,14 +107,14 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
     _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
     const char *name = api_meta_string(sb, "name");
     if (reconcile_sandbox_expiry(&in, &out) < 0) {
-        timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC); /* out of memory: look again */
+        rec_timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC); /* out of memory: look again */
         return true;
     }
     if (out.action == RECONCILE_SANDBOX_RUN) {
         if (out.requeue)
-            timer_set(r, sb, (usec_t)out.requeue);
+            rec_timer_set(r, sb, (usec_t)out.requeue);
         else
-            timer_clear(r, uid);
+            rec_timer_clear(r, uid);
         return false;
     }
     status_update u = {.uid = uid, .expiry = true};
@@ -372,11 +127,11 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
                                json_object_get(json_object_get(sb, "spec"), "lifecycle"),
                                "shutdownTime")) ?: "");
         u.has_pod = rec_find(r, uid) != NULL;
-        write_status(r, sb, &u);
-        timer_set(r, sb, (usec_t)out.requeue);
+        rec_write_status(r, sb, &u);
+        rec_timer_set(r, sb, (usec_t)out.requeue);
         return true;
     }
-    timer_clear(r, uid);
+    rec_timer_clear(r, uid);
     if (out.action == RECONCILE_SANDBOX_EXPIRE_DELETE) {
         /* The teardown follows the deletionTimestamp. */
         json_t *deleted = NULL;
@@ -385,7 +140,7 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
         json_decref(deleted);
         if (k < 0 && k != -ENOENT) {
             log_warn("cannot delete expired sandbox", "sandbox", name, "error", strerror(-k));
-            timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
+            rec_timer_set(r, sb, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
         }
         return true;
     }
@@ -394,7 +149,7 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
                  "Retain");
         rec_teardown(r, uid, false);
     }
-    write_status(r, sb, &u);
+    rec_write_status(r, sb, &u);
     return true;
 }
 
@@ -430,7 +185,7 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
 {
     const char *uid = api_meta_string(sb, "uid");
     status_update u = {.uid = uid};
-    failed_set(r, uid, gen);
+    rec_failed_set(r, uid, gen);
     rec_teardown(r, uid, false);
     u.o.failure_reason = f->reason;
     u.o.failure_message = f->message ? f->message : "out of memory";
@@ -439,7 +194,7 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
                        "Start", "%s", u.o.failure_message);
     local_metrics_reconcile_error("sandboxes");
-    write_status(r, sb, &u);
+    rec_write_status(r, sb, &u);
 }
 
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
@@ -455,8 +210,8 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         return false;
     if (reconcile_deleting(sb)) {
         /* Deleted: tear down in the pool, then drop the finalizer (the object goes then). */
-        timer_clear(r, uid);
-        failed_clear(r, uid);
+        rec_timer_clear(r, uid);
+        rec_failed_clear(r, uid);
         rec_teardown_async(r, uid, api_meta_string(sb, "namespace"), api_meta_string(sb, "name"));
         return false;
     }
@@ -488,7 +243,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         fe = rec_find(r, uid);
         u.has_pod = u.o.pod = fe != NULL;
         u.o.pod_frozen = fe && fe->frozen;
-        write_status(r, sb, &u);
+        rec_write_status(r, sb, &u);
         return false;
     }
     rec_entry *e = rec_find(r, uid);
@@ -525,12 +280,12 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         u.has_pod = u.o.pod = e != NULL;
         u.o.phase = ok ? "Succeeded" : "Failed";
         u.o.finished_message = m ? m : "";
-        write_status(r, sb, &u);
+        rec_write_status(r, sb, &u);
         return false;
     }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
-    rec_failed *prev = failed_find(r, uid);
+    rec_failed *prev = rec_failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
         return false;
     /* First sight: say that the sandbox is being started (o is zero: Ready=False/
@@ -545,11 +300,11 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         int k = rec_materialise_handler(r, sb, &handler, &f);
         if (k >= 0 && rec_start_async(r, sb, handler) == 0) {
             if (first_sight)
-                write_status(r, sb, &u);
+                rec_write_status(r, sb, &u);
             return false;
         }
         if (first_sight)
-            write_status(r, sb, &u);
+            rec_write_status(r, sb, &u);
         if (k >= 0)
             k = rec_materialise(r, sb, &f);
         if (k < 0) {
@@ -561,7 +316,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     e = rec_find(r, uid);
     if (!e)
         return false;
-    failed_clear(r, uid);
+    rec_failed_clear(r, uid);
     if (!e->ready) {
         usec_t t0 = now_usec(CLOCK_MONOTONIC);
         e->ready = rec_health(r, uid, HEALTH_TIMEOUT_MS);
@@ -576,19 +331,19 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         if (asprintf(&msg, "sandboxd exited: %s", line ? line : "") < 0)
             msg = NULL;
         rec_teardown(r, uid, false);
-        failed_set(r, uid, gen);
+        rec_failed_set(r, uid, gen);
         u.has_pod = false;
         u.o.error = msg ? msg : "sandboxd exited";
         log_warn("sandboxd exited", "sandbox", api_meta_string(sb, "name"), "output",
                  line ? line : "");
-        write_status(r, sb, &u);
+        rec_write_status(r, sb, &u);
         return false;
     }
     u.has_pod = u.o.pod = true;
     u.o.phase = "Running";
     u.o.pod_ready = e->ready;
     u.resources = rec_effective_resources(r, sb);
-    write_status(r, sb, &u);
+    rec_write_status(r, sb, &u);
     json_decref(u.resources);
     return !e->ready;
 }
@@ -602,88 +357,6 @@ static bool reconcile_one(local_reconciler *r, const json_t *sb, bool force)
     local_metrics_reconcile("sandboxes", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6,
                             false);
     return pending;
-}
-
-static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
-{
-    _cleanup_free_ char *dir = NULL;
-    if (asprintf(&dir, "%s/%s", r->state_dir, area) < 0)
-        return;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        bool known = false;
-        size_t i;
-        json_t *sb;
-        json_array_foreach(items, i, sb) {
-            const char *uid = api_meta_string(sb, "uid");
-            known |= uid && strcmp(uid, de->d_name) == 0;
-        }
-        if (!known && !rec_teardown_pending(r, de->d_name) && !rec_start_pending(r, de->d_name)) {
-            _cleanup_free_ char *p = NULL;
-            if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
-                continue;
-            if (strcmp(area, "sandboxes") == 0)
-                local_scratch_release(p); /* its filesystem first: rm stops at mounts */
-            fs_rm_rf(p);
-        }
-    }
-}
-
-/* Unpacked images that no running container's bundle uses and that sat idle are removed. */
-static void gc_images(local_reconciler *r)
-{
-    char **in_use = calloc(r->n_entries + 1, sizeof(char *));
-    if (!in_use)
-        return;
-    for (size_t i = 0; i < r->n_entries; i++) {
-        _cleanup_free_ char *cfg = NULL;
-        if (asprintf(&cfg, "%s/sandboxes/%s/bundle/config.json", r->state_dir,
-                     r->entries[i].uid) < 0)
-            continue;
-        json_t *c = json_load_file(cfg, 0, NULL);
-        const char *root = json_string_value(
-            json_object_get(json_object_get(c, "annotations"), LOCAL_BUNDLE_ROOTFS_ANNOTATION));
-        if (!root)
-            root = json_string_value(json_object_get(json_object_get(c, "root"), "path"));
-        in_use[i] = root ? strdup(root) : NULL;
-        json_decref(c);
-    }
-    int n = local_image_gc(r->state_dir, in_use, r->n_entries, r->image_gc_idle);
-    if (n > 0) {
-        char count[16];
-        snprintf(count, sizeof(count), "%d", n);
-        log_info("removed unused images", "count", count);
-    }
-    for (size_t i = 0; i < r->n_entries; i++)
-        free(in_use[i]);
-    free(in_use);
-}
-
-typedef struct idmap_keep_ctx {
-    local_reconciler *r;
-    const json_t *items;
-} idmap_keep_ctx;
-
-/* A user namespace slot stays while its Sandbox exists or a runtime still has its container. */
-static bool idmap_keep(const char *uid, void *payload)
-{
-    idmap_keep_ctx *c = payload;
-    size_t i;
-    json_t *sb;
-    json_array_foreach(c->items, i, sb) {
-        const char *u = api_meta_string(sb, "uid");
-        if (u && strcmp(u, uid) == 0)
-            return true;
-    }
-    for (size_t h = 0; h < rec_n_handlers(c->r); h++) {
-        _cleanup_free_ char *p = NULL;
-        if (asprintf(&p, "%s/%s", rec_handler(c->r, h)->root, uid) < 0 || access(p, F_OK) == 0)
-            return true;
-    }
-    return false;
 }
 
 static bool net_keep(const char *uid, void *userdata)
@@ -707,7 +380,7 @@ static void first_process_exited(local_reconciler *r, const json_t *sb, const ch
             .uid = uid,
             .o = {.not_ready_message =
                       "Pod exited (the sandbox's first process is gone): restarting"}};
-        write_status(r, sb, &u);
+        rec_write_status(r, sb, &u);
     }
     *pending |= reconcile_one(r, sb, true);
 }
@@ -815,15 +488,12 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
             else
                 rec_teardown(r, uid, false);
         }
-        gc_images(r);
+        rec_gc_images(r);
         pthread_mutex_lock(&r->net_lock);
         local_net_gc(r->net, net_keep, r);
         local_net_prepare_demand(r->net, warm_pool_members(items));
         pthread_mutex_unlock(&r->net_lock);
-        remove_orphan_dirs(r, "run", items);
-        remove_orphan_dirs(r, "sandboxes", items);
-        remove_orphan_dirs(r, "volumes", items);
-        local_idmap_gc(r->idmap, idmap_keep, &(idmap_keep_ctx){r, items});
+        rec_gc_orphans(r, items);
     }
     json_decref(ctrs);
     size_t i;
@@ -866,8 +536,8 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
     const char *uid = api_meta_string(ev->object, "uid");
     if (ev->type == STORE_DELETED) {
         if (uid) {
-            failed_clear(r, uid);
-            timer_clear(r, uid);
+            rec_failed_clear(r, uid);
+            rec_timer_clear(r, uid);
             /* Deleted without the teardown finalizer (created before it existed, or removed by
              * hand): tear down now, late. */
             if (!rec_teardown_take_finalized(r, uid) && !rec_teardown_pending(r, uid) &&
@@ -1062,7 +732,7 @@ static void *reconcile_thread(void *arg)
     for (;;) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t wake = pending ? MIN(now + NOT_READY_RETRY, next_resync) : next_resync;
-        usec_t deadline = MIN(wake, timer_earliest(r));
+        usec_t deadline = MIN(wake, rec_timer_earliest(r));
         store_event **evs = NULL;
         int n = local_store_wait_nudged(r->store, rv, deadline, &nudges, &evs);
         if (n == -ESHUTDOWN)

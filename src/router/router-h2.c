@@ -1,6 +1,7 @@
 /* HTTP/2 (h2c prior knowledge) client connections. One poll loop per connection drives the
  * client's nghttp2 server session, one nghttp2 client session per upstream gRPC socket, and one
- * HTTP/1.1 upstream socket per REST stream (parsed with http_parser).
+ * HTTP/1.1 upstream socket per REST stream (parsed with http_parser). The upstream sides are
+ * router-h2-grpc.c and router-h2-rest.c; what they share is router-h2-internal.h.
  *
  * Back-pressure: automatic WINDOW_UPDATEs are off on every session; bytes received from one side
  * are "consumed" (window released) only when the other side has taken them, and an HTTP/1.1
@@ -23,186 +24,7 @@
 #include "basic/macro.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
-
-#define RESP_HIGH (1024 * 1024)
-#define OUT_HIGH (256 * 1024)
-#define WINDOW (1024 * 1024)
-#define MAX_LEGACY_BODY (64 * 1024 * 1024)
-
-/* A byte queue: appended at the end, taken from start (compacted when it would grow). */
-typedef struct bbuf {
-    buf b;
-    size_t start;
-} bbuf;
-
-static size_t bb_len(const bbuf *b)
-{
-    return b->b.len - b->start;
-}
-
-static const char *bb_data(const bbuf *b)
-{
-    return b->b.data ? b->b.data + b->start : "";
-}
-
-/* Forgets the first n bytes. */
-static void bb_drop(bbuf *b, size_t n)
-{
-    b->start += n;
-    if (b->start == b->b.len)
-        b->start = b->b.len = 0;
-}
-
-static int bb_put(bbuf *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return 0;
-    if (b->start > 0 && b->b.len + n > b->b.cap) {
-        memmove(b->b.data, b->b.data + b->start, b->b.len - b->start);
-        b->b.len -= b->start;
-        b->start = 0;
-    }
-    return buf_append(&b->b, p, n);
-}
-
-static size_t bb_take(bbuf *b, void *out, size_t n)
-{
-    size_t k = MIN(n, bb_len(b));
-    if (k == 0)
-        return 0;
-    memcpy(out, bb_data(b), k);
-    bb_drop(b, k);
-    return k;
-}
-
-static void bb_free(bbuf *b)
-{
-    buf_done(&b->b);
-    b->start = 0;
-}
-
-/* nghttp2 header pairs (owned copies), the array grown in a buf. */
-typedef struct nvlist {
-    buf b;
-    nghttp2_nv *v; /* b's data */
-    size_t n;
-    size_t bytes;
-} nvlist;
-
-static int nv_add(nvlist *l, const char *name, size_t nl, const char *value, size_t vl)
-{
-    char *n = strndup(name, nl), *val = strndup(value, vl);
-    nghttp2_nv nv = {(uint8_t *)n, (uint8_t *)val, nl, vl, NGHTTP2_NV_FLAG_NONE};
-    if (!n || !val || buf_append(&l->b, &nv, sizeof(nv)) < 0) {
-        free(n);
-        free(val);
-        return -ENOMEM;
-    }
-    l->v = (nghttp2_nv *)(void *)l->b.data;
-    l->n++;
-    l->bytes += nl + vl;
-    return 0;
-}
-
-static int nv_adds(nvlist *l, const char *name, const char *value)
-{
-    return nv_add(l, name, strlen(name), value, strlen(value));
-}
-
-static void nv_free(nvlist *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->v[i].name);
-        free(l->v[i].value);
-    }
-    buf_done(&l->b);
-    *l = (nvlist){0};
-}
-
-static const char *nv_get(const nvlist *l, const char *name)
-{
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].namelen == nl && strncasecmp((char *)l->v[i].name, name, nl) == 0)
-            return (const char *)l->v[i].value;
-    return NULL;
-}
-
-typedef struct h2_conn h2_conn;
-typedef struct h2_up h2_up;
-
-typedef struct h2_stream {
-    h2_conn *c;
-    int32_t id;
-    struct h2_stream *next;
-    nvlist req_hdrs;
-    router_route route;
-    router_target target;
-    bool grpc_ct;
-    bool started; /* routed */
-    bool local;   /* answered by the router itself: request data is discarded */
-    /* client -> upstream */
-    bbuf req;
-    bool req_eof;
-    size_t req_pending_consume;
-    /* upstream -> client */
-    bbuf resp;
-    bool resp_eof;
-    bool resp_submitted;
-    nvlist resp_hdrs, trailers;
-    /* gRPC upstream */
-    h2_up *up;
-    int32_t up_id;
-    /* HTTP/1.1 upstream (REST) */
-    int h1fd;
-    bbuf h1out;
-    bool h1_chunked;
-    bool h1_wdead; /* upstream no longer takes the request body */
-    router_message rm; /* the HTTP/1.1 upstream's response */
-    bool is_head;
-    long long deadline_ms;
-    int64_t started_us; /* router_stats_now() when the request's headers began */
-    /* legacy layer */
-    bool legacy;
-    bool resolving; /* a resolve_job is out for this stream */
-    size_t legacy_len;
-    bool legacy_too_big;
-} h2_stream;
-
-struct h2_up {
-    h2_conn *c;
-    char *addr;
-    int fd;
-    nghttp2_session *s;
-    bbuf out;
-    h2_up *next;
-    bool dead;
-};
-
-struct h2_conn {
-    router_ctx *ctx;
-    int fd;
-    int notify[2]; /* resolve_job pointers come back here */
-    bool loopback;
-    nghttp2_session *s;
-    bbuf out;
-    h2_stream *streams;
-    h2_up *ups;
-    bool dead;
-};
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
+#include "router/router-h2-internal.h"
 
 /* ---- client-side data provider ---- */
 
@@ -224,14 +46,14 @@ static ssize_t resp_read(nghttp2_session *session, int32_t id, uint8_t *out, siz
     return k > 0 ? (ssize_t)k : NGHTTP2_ERR_DEFERRED;
 }
 
-static void resume_client(h2_stream *st)
+void h2_resume_client(h2_stream *st)
 {
     if (st->resp_submitted)
         nghttp2_session_resume_data(st->c->s, st->id);
 }
 
 /* Submits the response head (status: its :status, counted in router_stats). */
-static int submit_resp(h2_stream *st, int status, nvlist *hdrs, bool body)
+int h2_submit_resp(h2_stream *st, int status, nvlist *hdrs, bool body)
 {
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = resp_read};
     st->resp_submitted = true;
@@ -247,7 +69,7 @@ static bool grpc_message_plain(unsigned char ch)
 
 /* Answers a stream from the router: JSON {"detail"} or, to gRPC clients, a trailers-only
  * response with the matching grpc-status. */
-static void respond_error(h2_stream *st, const router_error *err)
+void h2_respond_error(h2_stream *st, const router_error *err)
 {
     st->local = true;
     nvlist h = {0};
@@ -261,7 +83,7 @@ static void respond_error(h2_stream *st, const router_error *err)
         nv_adds(&h, "grpc-status", gs);
         if (msg)
             nv_adds(&h, "grpc-message", msg);
-        submit_resp(st, 200, &h, false);
+        h2_submit_resp(st, 200, &h, false);
     } else {
         _cleanup_free_ char *body = router_detail_json(err->detail);
         snprintf(status, sizeof(status), "%d", err->http_status);
@@ -270,7 +92,7 @@ static void respond_error(h2_stream *st, const router_error *err)
         if (body)
             bb_put(&st->resp, body, strlen(body));
         st->resp_eof = true;
-        submit_resp(st, err->http_status, &h, true);
+        h2_submit_resp(st, err->http_status, &h, true);
     }
     nv_free(&h);
     /* Whatever request body already arrived will never be forwarded. */
@@ -279,8 +101,8 @@ static void respond_error(h2_stream *st, const router_error *err)
     bb_free(&st->req);
 }
 
-static void respond_simple(h2_stream *st, int status, const char *ctype, const char *extra,
-                           const char *body, size_t len)
+void h2_respond_simple(h2_stream *st, int status, const char *ctype, const char *extra,
+                       const char *body, size_t len)
 {
     st->local = true;
     nvlist h = {0};
@@ -301,454 +123,8 @@ static void respond_simple(h2_stream *st, int status, const char *ctype, const c
     }
     bb_put(&st->resp, body, len);
     st->resp_eof = true;
-    submit_resp(st, status, &h, len > 0);
+    h2_submit_resp(st, status, &h, len > 0);
     nv_free(&h);
-}
-
-/* ---- gRPC upstream sessions ---- */
-
-static h2_stream *stream_of_up(h2_up *u, int32_t id)
-{
-    return nghttp2_session_get_stream_user_data(u->s, id);
-}
-
-static ssize_t req_read(nghttp2_session *session, int32_t id, uint8_t *out, size_t length,
-                        uint32_t *flags, nghttp2_data_source *src, void *user)
-{
-    h2_stream *st = src->ptr;
-    if (!st)
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    size_t k = bb_take(&st->req, out, length);
-    if (k > 0)
-        nghttp2_session_consume(st->c->s, st->id, k);
-    if (bb_len(&st->req) == 0 && st->req_eof) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        return (ssize_t)k;
-    }
-    return k > 0 ? (ssize_t)k : NGHTTP2_ERR_DEFERRED;
-}
-
-static int up_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
-                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                        void *user)
-{
-    h2_stream *st = stream_of_up(user, frame->hd.stream_id);
-    if (!st || frame->hd.type != NGHTTP2_HEADERS)
-        return 0;
-    if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
-        if (namelen == 7 && memcmp(name, ":status", 7) == 0)
-            return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value,
-                          valuelen) < 0
-                       ? NGHTTP2_ERR_CALLBACK_FAILURE
-                       : 0;
-        if (router_response_header_dropped((const char *)name, namelen))
-            return 0;
-        return nv_add(&st->resp_hdrs, (const char *)name, namelen, (const char *)value, valuelen) <
-                       0
-                   ? NGHTTP2_ERR_CALLBACK_FAILURE
-                   : 0;
-    }
-    if (router_response_header_dropped((const char *)name, namelen))
-        return 0;
-    return nv_add(&st->trailers, (const char *)name, namelen, (const char *)value, valuelen) < 0
-               ? NGHTTP2_ERR_CALLBACK_FAILURE
-               : 0;
-}
-
-static int up_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
-{
-    h2_stream *st = stream_of_up(user, frame->hd.stream_id);
-    if (!st)
-        return 0;
-    bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
-    if (frame->hd.type == NGHTTP2_HEADERS) {
-        if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
-            const char *status = nv_get(&st->resp_hdrs, ":status");
-            if (status && status[0] == '1') {
-                nv_free(&st->resp_hdrs);
-                return 0;
-            }
-            int code = status ? atoi(status) : 0; /* the upstream's :status field */
-            if (end) {
-                /* trailers-only */
-                st->resp_eof = true;
-                submit_resp(st, code, &st->resp_hdrs, false);
-                return 0;
-            }
-            submit_resp(st, code, &st->resp_hdrs, true);
-            return 0;
-        }
-        if (end) {
-            st->resp_eof = true;
-            resume_client(st);
-        }
-        return 0;
-    }
-    if (frame->hd.type == NGHTTP2_DATA && end) {
-        st->resp_eof = true;
-        resume_client(st);
-    }
-    return 0;
-}
-
-static int up_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
-                      size_t len, void *user)
-{
-    h2_stream *st = stream_of_up(user, id);
-    if (!st) {
-        nghttp2_session_consume(session, id, len);
-        return 0;
-    }
-    if (bb_put(&st->resp, data, len) < 0)
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    resume_client(st);
-    return 0;
-}
-
-static void stream_upstream_failed(h2_stream *st, uint32_t code)
-{
-    if (!st->resp_submitted) {
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-        respond_error(st, &e);
-    } else if (!st->resp_eof)
-        nghttp2_submit_rst_stream(st->c->s, NGHTTP2_FLAG_NONE, st->id,
-                                  code ? code : NGHTTP2_INTERNAL_ERROR);
-}
-
-static int up_on_close(nghttp2_session *session, int32_t id, uint32_t code, void *user)
-{
-    h2_stream *st = stream_of_up(user, id);
-    if (!st)
-        return 0;
-    st->up = NULL;
-    st->up_id = 0;
-    if (code != NGHTTP2_NO_ERROR || !st->resp_eof)
-        stream_upstream_failed(st, code);
-    return 0;
-}
-
-static void up_free(h2_up *u)
-{
-    nghttp2_session_del(u->s);
-    safe_close(u->fd);
-    bb_free(&u->out);
-    free(u->addr);
-    free(u);
-}
-
-static h2_up *up_get(h2_conn *c, const char *addr, int *ret_err)
-{
-    for (h2_up *u = c->ups; u; u = u->next)
-        if (!u->dead && strcmp(u->addr, addr) == 0 &&
-            nghttp2_session_get_next_stream_id(u->s) < (1 << 30))
-            return u;
-    int fd = router_connect(addr, c->ctx->connect_timeout_ms);
-    if (fd < 0) {
-        *ret_err = fd;
-        return NULL;
-    }
-    set_nonblock(fd);
-    h2_up *u = calloc(1, sizeof(*u));
-    nghttp2_session_callbacks *cb = NULL;
-    nghttp2_option *opt = NULL;
-    if (!u || !(u->addr = strdup(addr)) || nghttp2_session_callbacks_new(&cb) != 0 ||
-        nghttp2_option_new(&opt) != 0) {
-        free(u ? u->addr : NULL);
-        free(u);
-        close(fd);
-        nghttp2_session_callbacks_del(cb);
-        *ret_err = -ENOMEM;
-        return NULL;
-    }
-    u->fd = fd;
-    u->c = c;
-    nghttp2_session_callbacks_set_on_header_callback(cb, up_on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, up_on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, up_on_data);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, up_on_close);
-    nghttp2_option_set_no_auto_window_update(opt, 1);
-    int r = nghttp2_session_client_new2(&u->s, cb, u, opt);
-    nghttp2_session_callbacks_del(cb);
-    nghttp2_option_del(opt);
-    if (r != 0) {
-        close(fd);
-        free(u->addr);
-        free(u);
-        *ret_err = -ENOMEM;
-        return NULL;
-    }
-    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW},
-                                   {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
-    nghttp2_submit_settings(u->s, NGHTTP2_FLAG_NONE, iv, 2);
-    nghttp2_session_set_local_window_size(u->s, NGHTTP2_FLAG_NONE, 0, 4 * WINDOW);
-    u->next = c->ups;
-    c->ups = u;
-    return u;
-}
-
-static void up_fail(h2_conn *c, h2_up *u)
-{
-    u->dead = true;
-    for (h2_stream *st = c->streams; st; st = st->next)
-        if (st->up == u) {
-            st->up = NULL;
-            st->up_id = 0;
-            if (!st->resp_eof)
-                stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
-        }
-}
-
-static void start_grpc(h2_stream *st)
-{
-    h2_conn *c = st->c;
-    int err = 0;
-    h2_up *u = up_get(c, st->target.grpc, &err);
-    if (!u) {
-        c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-        respond_error(st, &e);
-        return;
-    }
-    nvlist h = {0};
-    const char *method = nv_get(&st->req_hdrs, ":method");
-    const char *path = nv_get(&st->req_hdrs, ":path");
-    nv_adds(&h, ":method", method ? method : "POST");
-    nv_adds(&h, ":scheme", "http");
-    nv_adds(&h, ":authority", "sandbox");
-    nv_adds(&h, ":path", path ? path : "/");
-    for (size_t i = 0; i < st->req_hdrs.n; i++) {
-        nghttp2_nv *v = &st->req_hdrs.v[i];
-        if (router_header_dropped((char *)v->name, v->namelen))
-            continue;
-        nv_add(&h, (char *)v->name, v->namelen, (char *)v->value, v->valuelen);
-    }
-    nv_adds(&h, "te", "trailers");
-    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = req_read};
-    int32_t id = nghttp2_submit_request(u->s, NULL, h.v, h.n, &prd, st);
-    nv_free(&h);
-    if (id < 0) {
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-        respond_error(st, &e);
-        return;
-    }
-    st->up = u;
-    st->up_id = id;
-}
-
-/* ---- HTTP/1.1 upstream for REST streams ---- */
-
-static int h1_headers_complete(void *payload)
-{
-    h2_stream *st = payload;
-    const http_parser *p = &st->rm.p;
-    const router_headers *hdrs = &st->rm.h;
-    nvlist h = {0};
-    char sb[8];
-    snprintf(sb, sizeof(sb), "%u", p->status_code);
-    nv_adds(&h, ":status", sb);
-    for (size_t i = 0; i < hdrs->n; i++) {
-        const char *name = router_headers_name(hdrs, i);
-        size_t nl = strlen(name);
-        if (router_response_header_dropped(name, nl))
-            continue;
-        char *lower = strndup(name, nl);
-        if (!lower)
-            continue;
-        for (char *q = lower; *q; q++)
-            *q = (char)tolower((unsigned char)*q);
-        const char *v = name + nl + 1;
-        nv_add(&h, lower, nl, v, strlen(v));
-        free(lower);
-    }
-    bool body = !(st->is_head || p->status_code == 204 || p->status_code == 304);
-    if (!body)
-        st->resp_eof = true;
-    submit_resp(st, (int)p->status_code, &h, body);
-    nv_free(&h);
-    return st->is_head ? 1 : 0;
-}
-
-static int h1_body(void *payload, const char *at, size_t n)
-{
-    h2_stream *st = payload;
-    if (bb_put(&st->resp, at, n) < 0)
-        return 1;
-    resume_client(st);
-    return 0;
-}
-
-static int h1_complete(void *payload)
-{
-    h2_stream *st = payload;
-    st->resp_eof = true;
-    resume_client(st);
-    return 0;
-}
-
-static const router_message_hooks h1_hooks = {
-    .headers_complete = h1_headers_complete,
-    .body = h1_body,
-    .message_complete = h1_complete,
-};
-
-static void h1_close(h2_stream *st)
-{
-    st->h1fd = safe_close(st->h1fd);
-    bb_free(&st->h1out);
-}
-
-static void h1_put_body(h2_stream *st, const void *data, size_t n)
-{
-    if (st->h1_chunked) {
-        char pre[32];
-        int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
-        bb_put(&st->h1out, pre, (size_t)k);
-        bb_put(&st->h1out, data, n);
-        bb_put(&st->h1out, "\r\n", 2);
-    } else
-        bb_put(&st->h1out, data, n);
-    st->req_pending_consume += n;
-}
-
-/* The HTTP/1.1 request head for a REST stream, by the core's builder. Framing: a request that
- * ended with its headers goes without a body (Content-Length: 0 for POST, PUT and PATCH), else
- * with the client's content-length, else chunked (st->h1_chunked). */
-static int h1_request_head(h2_stream *st, buf *out, const char *method, const char *path,
-                           const char *host, bool end_stream)
-{
-    bool bodyless = end_stream && bb_len(&st->req) == 0;
-    bool has_cl = false;
-    router_headers h = {0};
-    int r = 0;
-    for (size_t i = 0; i < st->req_hdrs.n && r == 0; i++) {
-        nghttp2_nv *v = &st->req_hdrs.v[i];
-        bool cl = v->namelen == 14 && strncasecmp((char *)v->name, "content-length", 14) == 0;
-        if (cl && bodyless)
-            continue;
-        has_cl |= cl;
-        if ((r = router_headers_field(&h, (char *)v->name, v->namelen)) == 0)
-            r = router_headers_value(&h, (char *)v->value, v->valuelen);
-    }
-    if (r == 0 && bodyless &&
-        (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) &&
-        (r = router_headers_field(&h, "Content-Length", 14)) == 0)
-        r = router_headers_value(&h, "0", 1);
-    if (r == 0)
-        r = router_headers_end(&h);
-    st->h1_chunked = !bodyless && !has_cl;
-    if (r == 0)
-        r = router_request_head(out, method, path, host, &h, st->h1_chunked);
-    router_headers_done(&h);
-    return r;
-}
-
-static void start_rest(h2_stream *st, const char *addr, bool end_stream)
-{
-    h2_conn *c = st->c;
-    int fd = router_connect(addr, c->ctx->connect_timeout_ms);
-    if (fd < 0) {
-        c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-        respond_error(st, &e);
-        return;
-    }
-    set_nonblock(fd);
-    st->h1fd = fd;
-    const char *method = nv_get(&st->req_hdrs, ":method");
-    const char *path = nv_get(&st->req_hdrs, ":path");
-    method = method ? method : "GET";
-    st->is_head = strcmp(method, "HEAD") == 0;
-    _cleanup_buf_ buf head = BUF_INIT;
-    if (h1_request_head(st, &head, method, path ? path : "/", router_upstream_host(addr),
-                        end_stream) < 0) {
-        h1_close(st);
-        router_error e;
-        router_error_upstream(&e, -ENOMEM, st->route.id);
-        respond_error(st, &e);
-        return;
-    }
-    bb_put(&st->h1out, head.data, head.len);
-    if (bb_len(&st->req) > 0) {
-        size_t n = bb_len(&st->req);
-        h1_put_body(st, bb_data(&st->req), n);
-        bb_free(&st->req);
-    }
-    if (st->req_eof && st->h1_chunked)
-        bb_put(&st->h1out, "0\r\n\r\n", 5);
-    router_message_init(&st->rm, HTTP_RESPONSE, &h1_hooks, st);
-    st->deadline_ms = now_ms() + c->ctx->proxy_timeout_ms;
-}
-
-/* ---- legacy over HTTP/2 (whole response buffered) ---- */
-
-typedef struct dlbuf {
-    h2_stream *st;
-    int status;
-    char *ctype;
-    char *extra;
-} dlbuf;
-
-static int dlb_head(int status, const char *ctype, const char *extra, long long len, void *p)
-{
-    dlbuf *d = p;
-    d->status = status;
-    d->ctype = strdup(ctype);
-    d->extra = extra ? strdup(extra) : NULL;
-    return 0;
-}
-
-static int dlb_data(const char *data, size_t len, void *p)
-{
-    dlbuf *d = p;
-    return bb_put(&d->st->resp, data, len);
-}
-
-static void run_legacy(h2_stream *st)
-{
-    const char *method = nv_get(&st->req_hdrs, ":method");
-    const char *path = nv_get(&st->req_hdrs, ":path");
-    method = method ? method : "GET";
-    path = path ? path : "/";
-    router_error e;
-    if (st->legacy_too_big) {
-        router_error_set(&e, 413, "Request body too large for the legacy layer.");
-        respond_error(st, &e);
-        return;
-    }
-    if (router_legacy_is_download(method, path)) {
-        dlbuf d = {.st = st};
-        int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
-        if (r < 0 || !d.ctype) {
-            bb_free(&st->resp);
-            router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-            respond_error(st, &e);
-        } else {
-            bbuf body = st->resp;
-            st->resp = (bbuf){0};
-            respond_simple(st, d.status, d.ctype, d.extra, bb_data(&body),
-                           bb_len(&body));
-            bb_free(&body);
-        }
-        free(d.ctype);
-        free(d.extra);
-        return;
-    }
-    router_legacy_response lr = {0};
-    int r =
-        router_legacy_handle(&st->target, method, path, nv_get(&st->req_hdrs, "content-type"),
-                             bb_len(&st->req) ? bb_data(&st->req) : NULL, bb_len(&st->req), &lr);
-    bb_free(&st->req);
-    if (r < 0) {
-        st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
-        respond_error(st, &e);
-    } else
-        respond_simple(st, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
-    router_legacy_response_done(&lr);
 }
 
 /* ---- client session ---- */
@@ -764,20 +140,20 @@ static void dispatch_stream(h2_stream *st)
     bool end_stream = st->req_eof;
     switch (st->route.kind) {
     case ROUTER_KIND_GRPC:
-        start_grpc(st);
+        h2_start_grpc(st);
         return;
     case ROUTER_KIND_REST:
-        start_rest(st, st->target.rest, end_stream);
+        h2_start_rest(st, st->target.rest, end_stream);
         return;
     case ROUTER_KIND_LEGACY:
         if (st->target.legacy) {
-            start_rest(st, st->target.legacy, end_stream);
+            h2_start_rest(st, st->target.legacy, end_stream);
             return;
         }
         st->legacy = true;
         nghttp2_session_consume(st->c->s, st->id, bb_len(&st->req));
         if (end_stream)
-            run_legacy(st);
+            h2_run_legacy(st);
         return;
     }
 }
@@ -812,7 +188,7 @@ static void resolve_done(h2_conn *c, resolve_job *j)
     if (st && st->resolving) {
         st->resolving = false;
         if (j->res.r < 0)
-            respond_error(st, &j->res.err);
+            h2_respond_error(st, &j->res.err);
         else {
             st->target = j->res.target;
             j->res.target = (router_target){0};
@@ -868,17 +244,17 @@ static void route_stream(h2_stream *st)
     st->grpc_ct = router_is_grpc_content_type(a.info.content_type);
     switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
-        respond_simple(st, 200, "application/json", NULL, router_healthz_body,
-                       strlen(router_healthz_body));
+        h2_respond_simple(st, 200, "application/json", NULL, router_healthz_body,
+                          strlen(router_healthz_body));
         return;
     case ROUTER_ADMIT_REFUSED:
-        respond_error(st, &err);
+        h2_respond_error(st, &err);
         return;
     case ROUTER_ADMIT_PENDING:
         if (resolve_async(st) == 0)
             return;
         if (router_admit_resolve(c->ctx, &st->route, &st->target, &err) != ROUTER_ADMIT_TARGET) {
-            respond_error(st, &err);
+            h2_respond_error(st, &err);
             return;
         }
         break;
@@ -928,7 +304,7 @@ static void req_eof(h2_stream *st)
     else if (st->h1fd >= 0 && st->h1_chunked)
         bb_put(&st->h1out, "0\r\n\r\n", 5);
     else if (st->legacy && !st->local)
-        run_legacy(st);
+        h2_run_legacy(st);
 }
 
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
@@ -970,7 +346,7 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t id, const ui
         if (st->h1_wdead)
             nghttp2_session_consume(session, id, len);
         else
-            h1_put_body(st, data, len);
+            h2_h1_put_body(st, data, len);
         return 0;
     }
     if (bb_put(&st->req, data, len) < 0)
@@ -991,7 +367,7 @@ static void stream_free(h2_conn *c, h2_stream *st)
         nghttp2_session_set_stream_user_data(st->up->s, st->up_id, NULL);
         nghttp2_submit_rst_stream(st->up->s, NGHTTP2_FLAG_NONE, st->up_id, NGHTTP2_CANCEL);
     }
-    h1_close(st);
+    h2_h1_close(st);
     nv_free(&st->req_hdrs);
     nv_free(&st->resp_hdrs);
     nv_free(&st->trailers);
@@ -1099,21 +475,21 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
             if (n == 0)
                 router_message_execute(&st->rm, NULL, 0);
             if (!st->resp_eof) {
-                h1_close(st);
-                stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
+                h2_h1_close(st);
+                h2_stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
             } else
-                h1_close(st);
+                h2_h1_close(st);
             return;
         }
         st->deadline_ms = 0;
         size_t k = router_message_execute(&st->rm, rd, (size_t)n);
         if (st->resp_eof) {
-            h1_close(st);
+            h2_h1_close(st);
             return;
         }
         if (k != (size_t)n || HTTP_PARSER_ERRNO(&st->rm.p) != HPE_OK) {
-            h1_close(st);
-            stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
+            h2_h1_close(st);
+            h2_stream_upstream_failed(st, NGHTTP2_INTERNAL_ERROR);
         }
     }
 }
@@ -1123,11 +499,11 @@ static void check_deadlines(h2_conn *c)
     long long now = now_ms();
     for (h2_stream *st = c->streams; st; st = st->next)
         if (st->h1fd >= 0 && st->deadline_ms > 0 && !st->resp_submitted && now > st->deadline_ms) {
-            h1_close(st);
+            h2_h1_close(st);
             router_error e;
             router_error_set(&e, 504, "Timed out waiting for the backend sandbox: %s",
                              st->route.id);
-            respond_error(st, &e);
+            h2_respond_error(st, &e);
         }
 }
 
@@ -1163,7 +539,7 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             break;
         for (h2_up *u = c.ups; u; u = u->next)
             if (!u->dead && flush_session(u->s, u->fd, &u->out) < 0)
-                up_fail(&c, u);
+                h2_up_fail(&c, u);
         if (!nghttp2_session_want_read(c.s) && !nghttp2_session_want_write(c.s) &&
             bb_len(&c.out) == 0)
             break;
@@ -1220,7 +596,7 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             h2_up *u = who[i];
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (read_session(u->s, u->fd) < 0)
-                    up_fail(&c, u);
+                    h2_up_fail(&c, u);
             }
         }
         for (size_t i = first_stream; i < n; i++) {
@@ -1240,9 +616,9 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
             bool idle = !nghttp2_session_want_read(u->s) && !nghttp2_session_want_write(u->s);
             if (u->dead || idle) {
                 if (!u->dead)
-                    up_fail(&c, u);
+                    h2_up_fail(&c, u);
                 *p = u->next;
-                up_free(u);
+                h2_up_free(u);
             } else
                 p = &u->next;
         }
@@ -1253,7 +629,7 @@ out:
     while (c.ups) {
         h2_up *u = c.ups;
         c.ups = u->next;
-        up_free(u);
+        h2_up_free(u);
     }
     nghttp2_session_del(c.s);
     nghttp2_session_callbacks_del(cb);

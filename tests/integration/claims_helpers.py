@@ -9,6 +9,7 @@ import time
 import requests
 
 from asb_apiserver import CORE, EXT, V
+import waiting
 
 POOL_LABEL = "agents.x-k8s.io/warm-pool-sandbox"
 
@@ -80,14 +81,11 @@ def members(asb, pool_name):
 
 
 def wait_for(what, fn, timeout=30, interval=0.02, asb=None):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}: {last}\n{asb.output() if asb else ''}")
+    """waiting.wait_for(), with asb's output in the failure."""
+    try:
+        return waiting.wait_for(fn, timeout, what, interval)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{asb.output() if asb else ''}") from None
 
 
 def wait_pool_ready(asb, pool_name, n, timeout=60):

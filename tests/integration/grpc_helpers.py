@@ -13,6 +13,8 @@ import time
 
 import grpc
 
+from waiting import poll as wait_for  # noqa: F401 (re-exported to the gRPC tests)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _GEN = None
 
@@ -153,12 +155,3 @@ def pid_alive(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:  # gone between kill() and open()/read()
         return False
-
-
-def wait_for(cond, timeout=10, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(interval)
-    return cond()

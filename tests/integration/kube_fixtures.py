@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
+import waiting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -33,14 +33,7 @@ PATHS = {
 
 
 def wait_for(fn, timeout=30.0, interval=0.05, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+    return waiting.wait_for(fn, timeout, what, interval)
 
 
 class FakeApi:

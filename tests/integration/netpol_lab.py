@@ -10,10 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
+
+from waiting import wait_for  # noqa: F401 (re-exported to the netpol tests)
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -175,14 +176,3 @@ def lab():
         yield lb
     finally:
         lb.close()
-
-
-def wait_for(fn, timeout=10, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")

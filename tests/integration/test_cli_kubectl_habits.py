@@ -12,6 +12,7 @@ import requests
 
 from asb_apiserver import CORE, EXT, V, asb, asb_binary, sandbox, start_asb  # noqa: F401 (fixtures)
 from asb_cli import SANITIZER_EXIT_CODES, cli_env, ok, run
+from waiting import wait_for
 
 EVENTS = "/apis/events.k8s.io/v1"
 
@@ -44,16 +45,6 @@ def events(asb, ns="default"):
     return r.json()["items"]
 
 
-def wait_for(pred, timeout=20, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def about(evs, kind, name):
     return [e for e in evs if e["regarding"]["kind"] == kind and e["regarding"]["name"] == name]
 
@@ -64,7 +55,7 @@ def pool_and_claim(asb, replicas=1):
     create(asb, "sandboxclaims", EXT, claim("c1", "p1"))
     return wait_for(lambda: (len(about(events(asb), "SandboxWarmPool", "p1")) >= replicas
                              and about(events(asb), "SandboxClaim", "c1")),
-                    what="pool and claim events")
+                    timeout=20, what="pool and claim events")
 
 
 def test_controllers_record_events(asb):
@@ -114,7 +105,7 @@ def test_events_retention_per_object(asb):
     create(asb, "sandboxtemplates", EXT, template("t1"))
     create(asb, "sandboxwarmpools", EXT, pool("big", "t1", 26))
     wait_for(lambda: len(asb.get(asb.path(CORE, "sandboxes")).json()["items"]) == 26,
-             what="26 pool members")
+             timeout=20, what="26 pool members")
     time.sleep(0.3)
     mine = about(events(asb), "SandboxWarmPool", "big")
     assert len(mine) == 20, len(mine)

@@ -7,6 +7,7 @@ import time
 from asb_apiserver import CORE
 from asb_cli import ok
 from local_sandbox import create, sbx_state, start_sbx, wait_ready  # noqa: F401
+from waiting import poll as wait_for
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
 
@@ -14,17 +15,6 @@ EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
 def about(asb, name):
     return [e for e in asb.get(EVENTS).json()["items"]
             if e["regarding"]["kind"] == "Sandbox" and e["regarding"]["name"] == name]
-
-
-def wait_for(cond, timeout=10):
-    """cond()'s first truthy value within timeout, else its last value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    return cond()
 
 
 def at(seconds_from_now):

@@ -11,6 +11,7 @@ from grpc_helpers import Client
 from local_sandbox import (condition, create, get_sandbox, runc_ids, runc_list, sbx_state, sockets,  # noqa: F401
                            start_sbx, wait_ready)
 from resthelpers import UnixHTTPConnection
+from waiting import poll as wait_for
 
 
 def rest(sock, method, path, body=None):
@@ -26,15 +27,6 @@ def rest(sock, method, path, body=None):
 def run(client, *cmd):
     r = client.execute(list(cmd), timeout=20)
     return r.exit_code, r.stdout.decode(), r.stderr.decode()
-
-
-def wait_for(cond, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def test_host_sandbox_ready_and_isolated(start_sbx, sbx_state):

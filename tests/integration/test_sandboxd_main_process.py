@@ -2,18 +2,10 @@
 changes (every other sandboxd test)."""
 import os
 import signal
-import time
 
 import requests
 
-
-def wait_for(cond, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
+from waiting import poll as wait_for
 
 
 def health(d):

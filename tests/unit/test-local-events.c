@@ -6,30 +6,8 @@
 
 #include "basic/time-util.h"
 #include "local/local-events.h"
+#include "store-db-fixtures.h"
 #include "unit.h"
-
-static char *temp_db(void)
-{
-    char tmpl[] = "/tmp/test-local-events-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    char *path = NULL;
-    if (!dir || asprintf(&path, "%s/state.db", dir) < 0)
-        return NULL;
-    return path;
-}
-
-static void remove_db(char *path)
-{
-    char buf[512];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(buf, sizeof(buf), "%s%s", path, suffix[i]);
-        unlink(buf);
-    }
-    *strrchr(path, '/') = '\0';
-    rmdir(path);
-    free(path);
-}
 
 static json_t *regarding(const char *name)
 {
@@ -50,7 +28,7 @@ static size_t count(local_store *s)
 
 TEST(event_shape)
 {
-    char *db = temp_db(), *err = NULL;
+    char *db = temp_db("test-local-events"), *err = NULL;
     local_store *s = NULL;
     CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
     json_t *sb = regarding("one");
@@ -84,7 +62,7 @@ TEST(event_shape)
 
 TEST(per_object_bound_and_ttl)
 {
-    char *db = temp_db(), *err = NULL;
+    char *db = temp_db("test-local-events"), *err = NULL;
     local_store *s = NULL;
     CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
     json_t *a = regarding("a"), *b = regarding("b");

@@ -8,34 +8,12 @@
 #include <unistd.h>
 
 #include "local/local-store.h"
+#include "store-db-fixtures.h"
 #include "unit.h"
 
 static const api_kind *sbx(void)
 {
     return api_kind_by_name("Sandbox");
-}
-
-static char *temp_db(void)
-{
-    char tmpl[] = "/tmp/test-local-store-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    char *path = NULL;
-    if (!dir || asprintf(&path, "%s/state.db", dir) < 0)
-        return NULL;
-    return path;
-}
-
-static void remove_db(char *path)
-{
-    char buf[512];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(buf, sizeof(buf), "%s%s", path, suffix[i]);
-        unlink(buf);
-    }
-    *strrchr(path, '/') = '\0';
-    rmdir(path);
-    free(path);
 }
 
 static json_t *object(const char *name)
@@ -65,7 +43,7 @@ static int failing(const json_t *old, json_t **ret_new, void *payload)
 
 TEST(crud_and_resource_versions)
 {
-    char *path = temp_db();
+    char *path = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(path, 100, &s, &err), 0);
@@ -131,7 +109,7 @@ TEST(crud_and_resource_versions)
 
 TEST(watch_window)
 {
-    char *path = temp_db();
+    char *path = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(path, 3, &s, &err), 0);
@@ -186,7 +164,7 @@ static int delete_it(const json_t *old, json_t **ret_new, void *payload)
 
 TEST(update_many_is_atomic)
 {
-    char *db = temp_db();
+    char *db = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
@@ -251,7 +229,7 @@ TEST(update_many_is_atomic)
  * only itself); the events appear together at the end, with consecutive resourceVersions. */
 TEST(batch_commits_once_and_publishes_at_the_end)
 {
-    char *db = temp_db();
+    char *db = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
@@ -308,7 +286,7 @@ TEST(batch_commits_once_and_publishes_at_the_end)
 /* A process killed inside a batch leaves none of the batch's writes behind. */
 TEST(batch_killed_midway_leaves_nothing)
 {
-    char *db = temp_db();
+    char *db = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
@@ -366,7 +344,7 @@ static void *writer(void *p)
  * window holds every event once, in resourceVersion order. */
 TEST(concurrent_writers_group_commit)
 {
-    char *db = temp_db();
+    char *db = temp_db("test-local-store");
     local_store *s = NULL;
     char *err = NULL;
     CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);

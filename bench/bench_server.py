@@ -1,0 +1,73 @@
+"""Shared by the benchmarks that drive a real `asb serve`: starting it on a fresh state dir, running
+the libasb claim client against it, and the bare `runc` bundle the local benches compare with."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import requests
+
+from bench_libasb import BUILD
+
+RUNC = shutil.which("runc") or "/usr/sbin/runc"
+
+
+def start_server(state, build=None, env=None, args=()):
+    """Starts `<build>/bin/asb serve` on 127.0.0.1:0 with state dir `state` (its log in
+    state/serve.log) and waits until it answers /version. `env` adds to or overrides the
+    environment, `args` adds to the command line. Returns (process, url, authorised session)."""
+    build = build or BUILD
+    full_env = {**os.environ, "ASB_STATE_DIR": state, "ASB_RUNTIME": RUNC,
+                "ASB_SANDBOXD": os.path.join(build, "bin", "sandboxd"), **(env or {})}
+    log = open(os.path.join(state, "serve.log"), "wb")
+    proc = subprocess.Popen([os.path.join(build, "bin", "asb"), "serve", "--listen", "127.0.0.1:0",
+                             *args], stdout=log, stderr=subprocess.STDOUT, env=full_env)
+    for _ in range(1000):
+        if os.path.exists(os.path.join(state, "server")):
+            break
+        time.sleep(0.01)
+    url = open(os.path.join(state, "server")).read().strip()
+    s = requests.Session()
+    s.headers["Authorization"] = "Bearer " + open(os.path.join(state, "token")).read().strip()
+    for _ in range(500):
+        try:
+            if s.get(url + "/version", timeout=2).status_code == 200:
+                break
+        except requests.RequestException:
+            time.sleep(0.01)
+    return proc, url, s
+
+
+def run_claim_client(client, state, args, timeout, **extra_env):
+    """Runs bench/claim-bench-client (built at `client`) against the server of `state` (never an
+    inherited ASB_SERVER/ASB_TOKEN); returns its stdout as lists of words, one list a line."""
+    env = {**os.environ, "ASB_STATE_DIR": state, **extra_env}
+    env.pop("ASB_SERVER", None)
+    env.pop("ASB_TOKEN", None)
+    out = subprocess.run([client, *map(str, args)], capture_output=True, text=True, env=env,
+                         timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
+    return [line.split() for line in out.stdout.splitlines()]
+
+
+def bare_runc_bundle(tmp, process_args):
+    """A bundle in tmp/bare for a bare `runc run` baseline: `process_args` on a read-only bind of
+    the host's /usr (with the host's /bin, /lib... symlinks). Returns the bundle directory."""
+    bundle = os.path.join(tmp, "bare")
+    rootfs = os.path.join(bundle, "rootfs")
+    os.makedirs(os.path.join(rootfs, "usr"))
+    for link in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink("/" + link):
+            os.symlink(os.readlink("/" + link), os.path.join(rootfs, link))
+    subprocess.run([RUNC, "spec", "--bundle", bundle], check=True)
+    with open(os.path.join(bundle, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["terminal"] = False
+    cfg["process"]["args"] = list(process_args)
+    cfg["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
+                          "options": ["rbind", "ro"]})
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return bundle
