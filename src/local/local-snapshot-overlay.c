@@ -186,9 +186,11 @@ static int prepare_layers(const char *lower, const char *dest, uint32_t id_base,
                           char **ret_work)
 {
     _cleanup_free_ char *d1 = strdup(dest), *d2 = strdup(dest), *upper = NULL, *work = NULL;
-    if (!d1 || !d2 ||
-        !(upper = strdup_printf("%s/.fork-%s/upper", dirname(d1), basename(d2))) ||
-        !(work = strdup_printf("%s/.fork-%s/work", dirname(d1), basename(d2))))
+    if (!d1 || !d2)
+        return -ENOMEM;
+    const char *parent = dirname(d1), *name = basename(d2); /* both modify their copy */
+    if (!(upper = strdup_printf("%s/.fork-%s/upper", parent, name)) ||
+        !(work = strdup_printf("%s/.fork-%s/work", parent, name)))
         return -ENOMEM;
     int k = mkdir_p(work, 0700);
     if (k < 0 || (k = mkdir_parents(upper)) < 0)
