@@ -166,8 +166,9 @@ int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const c
         if (p)
             undo(p);
     }
-    /* No overlayfs here (a kernel without it, or a user namespace without the right): copy. */
-    if (k == -ENODEV || k == -EPERM) {
+    /* No overlayfs here, or none over idmapped layers (an older kernel; ENOSYS, EINVAL), or
+     * not allowed (EPERM): copy. The tests check that forks are overlays where they can be. */
+    if (k == -ENODEV || k == -EPERM || k == -EINVAL || k == -ENOSYS || k == -EOPNOTSUPP) {
         free(*ret_message);
         *ret_message = NULL;
         if ((k = seed_by_copy(state_dir, snapshot_uid, workspace, volumes_dir, id_base,

@@ -51,7 +51,7 @@ int local_snapshot_resolve(local_store *store, const char *ns, const char *name,
 /* Starts the workspace and volume directories (volumes_dir/<name>) of a new sandbox from the
  * snapshot with metadata.uid snapshot_uid, sandbox ids N as host ids id_base + N: overlayfs
  * mounts over the snapshot's unpacked tree (local-snapshot-overlay.h), nothing copied:
- * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlayfs cannot be mounted (ENODEV, EPERM) the files are
+ * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlayfs cannot be mounted (ENODEV, EPERM, EINVAL, ENOSYS, EOPNOTSUPP) the files are
  * copied in instead: LOCAL_SNAPSHOT_SEED_COPY. `again` (a restart of a sandbox seeded with
  * overlays, after a reboot): mounts what is not mounted and never removes anything. A first
  * seed that fails removes what it wrote (a retry starts from empty directories). On failure
