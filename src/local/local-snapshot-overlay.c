@@ -48,8 +48,7 @@ static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, 
             k = -ENOMEM;
             break;
         }
-        if ((k = mkdir_p(dest, 0755)) < 0 ||
-            (k = snap_restore(s, m, name, dest, 0, ret_error)) < 0)
+        if ((k = mkdir_p(dest, 0755)) < 0 || (k = snap_restore(s, m, name, dest, 0, ret_error)) < 0)
             break;
     }
     snap_store_free(s);
@@ -72,14 +71,16 @@ int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **
     /* Files owned by the sandbox's ids as host ids, setuid bits kept: root's eyes only. */
     int k = mkdir_p(trees, 0700);
     if (k < 0 || chmod(trees, 0700) < 0) {
-        *ret_message = strdup_printf("cannot create %s: %s", trees, strerror(k < 0 ? -k : errno));
-        return k < 0 ? k : -errno;
+        k = k < 0 ? k : -errno;
+        *ret_message = strdup_printf("cannot create %s: %s", trees, strerror(-k));
+        return k;
     }
     /* Concurrent first forks of one snapshot: one unpacks, the others wait for it. */
     _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
-        *ret_message = strdup_printf("cannot lock %s: %s", lock, strerror(errno));
-        return -errno;
+        k = -errno;
+        *ret_message = strdup_printf("cannot lock %s: %s", lock, strerror(-k));
+        return k;
     }
     if (access(dir, F_OK) < 0) {
         fs_rm_rf(tmp); /* left by a crash */
@@ -91,8 +92,8 @@ int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **
             k = -errno;
         if (k < 0) {
             fs_rm_rf(tmp);
-            *ret_message = strdup_printf("cannot unpack snapshot %s: %s", snap_uid,
-                                         err ? err : strerror(-k));
+            *ret_message =
+                strdup_printf("cannot unpack snapshot %s: %s", snap_uid, err ? err : strerror(-k));
             return k;
         }
     }
@@ -160,8 +161,8 @@ static int idmapped_tree(const char *dir, uint32_t id_base, int *ret_fd)
     int k = userns_fd(id_base, &ns);
     if (k < 0)
         return k;
-    _cleanup_close_ int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir,
-                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    _cleanup_close_ int fd =
+        (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return -errno;
     struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY,
@@ -211,11 +212,12 @@ static int prepare_layers(const char *lower, const char *dest, uint32_t id_base,
 int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32_t id_base,
                                  char **ret_error)
 {
-    _cleanup_free_ char *real = realpath(dest, NULL), *upper = NULL, *work = NULL,
-                        *opts = NULL, *lower = NULL;
+    _cleanup_free_ char *real = realpath(dest, NULL), *upper = NULL, *work = NULL, *opts = NULL,
+                        *lower = NULL;
     if (!real) {
-        *ret_error = strdup_printf("cannot resolve %s: %s", dest, strerror(errno));
-        return -errno;
+        int k = -errno;
+        *ret_error = strdup_printf("cannot resolve %s: %s", dest, strerror(-k));
+        return k;
     }
     if (is_mount_point(real))
         return 0; /* mounted before a restart of asb serve */
@@ -239,8 +241,8 @@ int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32
                                    upper);
         return -EINVAL;
     }
-    if (!(opts = strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s,index=on,redirect_dir=on",
-                               lower, upper, work)))
+    if (!(opts = strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s,index=on,redirect_dir=on", lower,
+                               upper, work)))
         return -ENOMEM;
     if (mount("overlay", real, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
         k = -errno;
@@ -269,8 +271,7 @@ static bool tree_in_use(const char *state_dir, const char *snap_uid)
     while (d && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        _cleanup_free_ char *p =
-            strdup_printf("%s/%s/" LOCAL_SNAPSHOT_SEEDED, sbs, e->d_name);
+        _cleanup_free_ char *p = strdup_printf("%s/%s/" LOCAL_SNAPSHOT_SEEDED, sbs, e->d_name);
         _cleanup_fclose_ FILE *f = p ? fopen(p, "re") : NULL;
         char line[256];
         if (!p)
