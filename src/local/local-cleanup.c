@@ -178,33 +178,47 @@ static bool under(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* Every mount point under state_dir, deepest first, lazily unmounted. */
-static void cleanup_mounts(const char *state_dir, local_cleanup_report *rep)
+int local_cleanup_unmount_under(const char *dir, const char *fstype, unsigned *ret_count)
 {
     strv m = {0};
     _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
     char *line = NULL;
     size_t cap = 0;
+    int r = 0;
     while (f && getline(&line, &cap, f) > 0) {
-        char mp[4096];
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+        char mp[4096], type[64];
+        /* The filesystem type follows the " - " that ends the optional fields. */
+        const char *sep = strstr(line, " - ");
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || !sep ||
+            sscanf(sep + 3, "%63s", type) != 1)
             continue;
         unescape_octal(mp);
-        if (under(mp, state_dir) && strcmp(mp, state_dir) != 0)
+        if (under(mp, dir) && (fstype || strcmp(mp, dir) != 0) &&
+            (!fstype || strcmp(type, fstype) == 0))
             strv_add(&m, mp);
     }
     free(line);
     if (m.n)
         qsort(m.v, m.n, sizeof(char *), by_length_desc);
     for (size_t i = 0; i < m.n; i++) {
-        if (umount2(m.v[i], MNT_DETACH) == 0)
-            rep->mounts++;
-        else if (errno != EINVAL && errno != ENOENT) {
+        if (umount2(m.v[i], UMOUNT_NOFOLLOW) == 0 ||
+            (errno == EBUSY && umount2(m.v[i], UMOUNT_NOFOLLOW | MNT_DETACH) == 0)) {
+            if (ret_count)
+                (*ret_count)++;
+        } else if (errno != EINVAL && errno != ENOENT) {
             log_warn("cannot unmount", "path", m.v[i], "error", strerror(errno));
-            rep->left++;
+            r = -errno;
         }
     }
     strv_done(&m);
+    return r;
+}
+
+/* Every mount point under state_dir, deepest first. */
+static void cleanup_mounts(const char *state_dir, local_cleanup_report *rep)
+{
+    if (local_cleanup_unmount_under(state_dir, NULL, &rep->mounts) < 0)
+        rep->left++;
 }
 
 /* Loop devices whose backing file lies under state_dir are detached. */

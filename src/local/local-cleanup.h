@@ -18,6 +18,11 @@ typedef struct local_cleanup_report {
 int local_cleanup(const char *state_dir, const char *runtime, const local_net_options *net,
                   local_cleanup_report *ret);
 
+/* Unmounts every mount point below dir (and dir itself when fstype is given) whose filesystem
+ * type is fstype (NULL: any), deepest first; a busy one lazily. *ret_count (may be NULL) is
+ * incremented per mount removed. 0, or the last negative errno of a mount left (logged). */
+int local_cleanup_unmount_under(const char *dir, const char *fstype, unsigned *ret_count);
+
 /* The cgroups of sandbox `uid` in every hierarchy (/sys/fs/cgroup/<h>/asb/<uid>): what is left in
  * them is killed and the directories removed. runc delete removes them itself, but gives up on a
  * cgroup whose last processes are still dying (a loaded machine, a just-thawed container).

@@ -14,6 +14,7 @@
 #include "local/local-image.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
+#include "local/local-snapshot-overlay.h"
 #include "shared/log.h"
 
 static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
@@ -37,6 +38,7 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
             _cleanup_free_ char *p = NULL;
             if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
                 continue;
+            local_snapshot_overlays_release(p); /* a fork's overlays: rm stops at mounts */
             if (strcmp(area, "sandboxes") == 0)
                 local_scratch_release(p); /* its filesystem first: rm stops at mounts */
             fs_rm_rf(p);

@@ -27,6 +27,7 @@
 #include "local/local-events.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
+#include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -167,6 +168,14 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     _cleanup_free_ char *shared = NULL;
     if (k == 0 && bundle && asprintf(&shared, "%s/shared", r->state_dir) >= 0)
         (void)local_shared_bundle_recycle(shared, bundle);
+    if (purge) {
+        /* A fork's overlays first: removal stops at mount points. */
+        int ok = vols ? local_snapshot_overlays_release(vols) : 0;
+        if (ok == 0 && base)
+            ok = local_snapshot_overlays_release(base);
+        if (ok < 0)
+            log_warn("cannot unmount the sandbox's overlays", "uid", uid, "error", strerror(-ok));
+    }
     if (purge && vols)
         fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
     if (purge && base) {
@@ -175,6 +184,7 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
             log_warn("cannot release the sandbox filesystem", "uid", uid, "error",
                      strerror(-rk));
         fs_rm_rf(base);
+        local_snapshot_trees_gc(r->state_dir); /* a deleted snapshot's last fork is gone */
     }
     else if (bundle)
         fs_rm_rf(bundle);
@@ -403,19 +413,34 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
 
 /* Seeds the new sandbox's workspace and volumes from a snapshot, once: sandboxes/<uid>/seeded
  * records it (the snapshot's uid and its base image, which a snapshot of this sandbox records as
- * its source image), so that a restart keeps what the sandbox changed since. */
+ * its source image, and whether its directories are overlays), so that a restart keeps what the
+ * sandbox changed since; overlays are mounted again when they are not (after a reboot). */
 static int seed_once(local_reconciler *r, const char *uid, const char *snap_uid,
                      const char *base_image, const char *workspace, const char *vols,
                      uint32_t ns_start, rec_failure *f)
 {
     _cleanup_free_ char *marker = path_of(r, "sandboxes", uid, LOCAL_SNAPSHOT_SEEDED),
                         *content = NULL, *msg = NULL;
-    if (!marker || asprintf(&content, "%s\n%s\n", snap_uid, base_image ? base_image : "host") < 0)
+    if (!marker)
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
-    if (access(marker, F_OK) == 0)
-        return 0;
-    int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, &msg);
-    if (k == 0)
+    _cleanup_fclose_ FILE *old = fopen(marker, "re");
+    if (old) {
+        char line[4096];
+        bool overlay = false;
+        for (int i = 0; fgets(line, sizeof(line), old); i++)
+            overlay |= i == 2 && strcmp(line, "overlay\n") == 0;
+        if (!overlay)
+            return 0;
+        int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, true, &msg);
+        return k < 0 ? fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",
+                            msg ? msg : strerror(-k))
+                     : 0;
+    }
+    int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &msg);
+    if (k >= 0 && asprintf(&content, "%s\n%s\n%s", snap_uid, base_image ? base_image : "host",
+                           k == LOCAL_SNAPSHOT_SEED_OVERLAY ? "overlay\n" : "") < 0)
+        k = -ENOMEM;
+    if (k >= 0)
         k = fs_write_file(marker, content, 0644);
     if (k < 0)
         return fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",

@@ -26,6 +26,7 @@ typedef struct capture {
     json_t *inodes;  /* "dev:ino" -> first path, for hard links */
     json_t *hint;    /* path -> entry of the hint's root of the same name (borrowed) */
     dev_t dev;       /* the root's filesystem */
+    uint64_t mnt_id; /* and its mount (overlayfs reports its layers' st_dev for files) */
     char **ret_error;
 } capture;
 
@@ -279,7 +280,10 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
     struct stat st;
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT && c->o->tolerant ? 0 : failed(c, -errno, path, "cannot stat");
-    if (*path && st.st_dev != c->dev)
+    struct statx sx;
+    if (*path && st.st_dev != c->dev &&
+        (statx(dir_fd, name, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0 ||
+         sx.stx_mnt_id != c->mnt_id))
         return 0; /* another filesystem mounted here: not ours to capture */
     json_t *e = json_pack("{s:s}", "path", path);
     if (!e || json_array_append_new(c->entries, e) < 0)
@@ -387,7 +391,9 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
     for (size_t i = 0; i < n_roots; i++) {
         _cleanup_close_ int fd = open(roots[i].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0) {
+        struct statx sx;
+        if (fd < 0 || fstat(fd, &st) < 0 ||
+            statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0) {
             if (ret_error)
                 *ret_error = strdup_printf("cannot open %s: %s", roots[i].path, strerror(errno));
             return -errno;
@@ -409,6 +415,7 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
                      .inodes = inodes,
                      .hint = hint,
                      .dev = st.st_dev,
+                     .mnt_id = sx.stx_mnt_id,
                      .ret_error = ret_error};
         if ((k = walk(&c, fd, ".", "")) < 0)
             return k;

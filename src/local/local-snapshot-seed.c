@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "basic/macro.h"
 #include "local/local-fs.h"
 #include "local/local-snapshot-manifest.h"
+#include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot-store.h"
 #include "local/local-snapshot-tree.h"
 #include "local/local-snapshot.h"
@@ -65,7 +67,8 @@ static void empty_dir(const char *dir)
     }
 }
 
-int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
+/* The old way, where overlayfs is missing: every file decompressed into the directories. */
+static int seed_by_copy(const char *state_dir, const char *snapshot_uid, const char *workspace,
                         const char *volumes_dir, uint32_t id_base, char **ret_message)
 {
     _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir), *err = NULL;
@@ -95,19 +98,94 @@ int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const c
             break;
     }
     snap_store_free(s);
-    if (k < 0) {
-        empty_dir(workspace);
-        json_array_foreach (json_object_get(m, "roots"), i, root) {
-            const char *name = json_string_value(json_object_get(root, "name"));
-            _cleanup_free_ char *dest = name && strncmp(name, SNAP_ROOT_VOLUME_PREFIX, 7) == 0
-                                            ? strdup_printf("%s/%s", volumes_dir, name + 7)
-                                            : NULL;
-            if (dest)
-                empty_dir(dest);
-        }
+    if (k < 0)
         *ret_message =
             strdup_printf("cannot restore snapshot %s: %s", snapshot_uid, err ? err : strerror(-k));
+    return k;
+}
+
+/* Mounts the overlay of every root of the unpacked tree over its directory. */
+static int seed_by_overlay(const char *tree, const char *workspace, const char *volumes_dir,
+                           uint32_t id_base, char **ret_message)
+{
+    _cleanup_free_ char *ws = strdup_printf("%s/" SNAP_ROOT_WORKSPACE, tree),
+                        *vols = strdup_printf("%s/" SNAP_ROOT_VOLUME_PREFIX, tree);
+    if (!ws || !vols)
+        return -ENOMEM;
+    int k = 0;
+    if (access(ws, F_OK) == 0 && (k = local_snapshot_overlay_mount(ws, workspace, id_base,
+                                                                   ret_message)) < 0)
+        return k;
+    _cleanup_closedir_ DIR *d = opendir(vols);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        _cleanup_free_ char *lower = strdup_printf("%s%s", vols, e->d_name),
+                            *dest = strdup_printf("%s/%s", volumes_dir, e->d_name);
+        if (!lower || !dest)
+            return -ENOMEM;
+        /* A volume the new sandbox does not declare: nothing to put it in. */
+        if (access(dest, F_OK) < 0)
+            continue;
+        if ((k = local_snapshot_overlay_mount(lower, dest, id_base, ret_message)) < 0)
+            return k;
     }
+    return 0;
+}
+
+/* Unmounts and empties what a failed first seed left in dir (a workspace or a volume). */
+static void undo(const char *dir)
+{
+    _cleanup_free_ char *real = realpath(dir, NULL), *d1 = real ? strdup(real) : NULL,
+                        *d2 = real ? strdup(real) : NULL, *layers = NULL;
+    local_snapshot_overlays_release(dir);
+    empty_dir(dir);
+    if (d1 && d2 && (layers = strdup_printf("%s/.fork-%s", dirname(d1), basename(d2))))
+        fs_rm_rf(layers);
+}
+
+int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
+                        const char *volumes_dir, uint32_t id_base, bool again,
+                        char **ret_message)
+{
+    _cleanup_free_ char *tree = NULL;
+    int k = local_snapshot_tree_get(state_dir, snapshot_uid, &tree, ret_message);
+    if (k == 0)
+        k = seed_by_overlay(tree, workspace, volumes_dir, id_base, ret_message);
+    if (k == 0)
+        return LOCAL_SNAPSHOT_SEED_OVERLAY;
+    if (again)
+        return k; /* never empty what a running fork wrote */
+    undo(workspace);
+    _cleanup_closedir_ DIR *d = opendir(volumes_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        _cleanup_free_ char *p = e->d_name[0] == '.' ? NULL
+                                                     : strdup_printf("%s/%s", volumes_dir, e->d_name);
+        if (p)
+            undo(p);
+    }
+    /* No overlayfs here, or none over idmapped layers (an older kernel; ENOSYS, EINVAL), or
+     * not allowed (EPERM): copy. The tests check that forks are overlays where they can be. */
+    if (k == -ENODEV || k == -EPERM || k == -EINVAL || k == -ENOSYS || k == -EOPNOTSUPP) {
+        free(*ret_message);
+        *ret_message = NULL;
+        if ((k = seed_by_copy(state_dir, snapshot_uid, workspace, volumes_dir, id_base,
+                              ret_message)) == 0)
+            return LOCAL_SNAPSHOT_SEED_COPY;
+        empty_dir(workspace);
+        rewinddir(d);
+        while (d && (e = readdir(d))) {
+            _cleanup_free_ char *p =
+                e->d_name[0] == '.' ? NULL : strdup_printf("%s/%s", volumes_dir, e->d_name);
+            if (p)
+                empty_dir(p);
+        }
+    }
+    if (!*ret_message)
+        *ret_message = strdup_printf("cannot start from snapshot %s: %s", snapshot_uid,
+                                     strerror(-k));
     return k;
 }
 

@@ -15,6 +15,7 @@
 #include "basic/macro.h"
 #include "local/local-events.h"
 #include "local/local-snapshot-manifest.h"
+#include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot-store.h"
 #include "local/local-snapshot-tree.h"
 #include "local/local-snapshot.h"
@@ -383,6 +384,7 @@ static bool run_pass(local_snapshotter *s, bool gc)
     if (gc) {
         size_t removed = 0;
         int k = snap_store_gc(s->objects, known_uid, items, &removed);
+        local_snapshot_trees_gc(s->state_dir); /* kept while a fork mounts it */
         if (k < 0)
             log_warn("snapshot garbage collection failed", "error", strerror(-k));
         else if (removed > 0) {

@@ -16,13 +16,15 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "local/local-idmap.h"
 #include "local/local-store.h"
 
 #define LOCAL_SNAPSHOT_IMAGE_PREFIX "snapshot:"
-/* sandboxes/<uid>/seeded of a sandbox started from a snapshot: "SNAPSHOT_UID\nBASE_IMAGE\n". */
+/* sandboxes/<uid>/seeded of a sandbox started from a snapshot: "SNAPSHOT_UID\nBASE_IMAGE\n", then
+ * "overlay\n" when its directories are overlays over the snapshot's tree. */
 #define LOCAL_SNAPSHOT_SEEDED "seeded"
 
 typedef struct local_snapshotter local_snapshotter;
@@ -44,12 +46,19 @@ local_snapshotter *local_snapshotter_stop(local_snapshotter *s);
 int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
                            char **ret_image, const char **ret_reason, char **ret_message);
 
-/* Fills the empty workspace and volume directories (volumes_dir/<name>) of a new sandbox from
- * the snapshot with metadata.uid snapshot_uid, sandbox ids N as host ids id_base + N. On
- * failure what was written is removed again (a retry starts from empty directories) and
+#define LOCAL_SNAPSHOT_SEED_COPY 0
+#define LOCAL_SNAPSHOT_SEED_OVERLAY 1
+/* Starts the workspace and volume directories (volumes_dir/<name>) of a new sandbox from the
+ * snapshot with metadata.uid snapshot_uid, sandbox ids N as host ids id_base + N: overlayfs
+ * mounts over the snapshot's unpacked tree (local-snapshot-overlay.h), nothing copied:
+ * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlayfs cannot be mounted (ENODEV, EPERM, EINVAL, ENOSYS, EOPNOTSUPP) the files are
+ * copied in instead: LOCAL_SNAPSHOT_SEED_COPY. `again` (a restart of a sandbox seeded with
+ * overlays, after a reboot): mounts what is not mounted and never removes anything. A first
+ * seed that fails removes what it wrote (a retry starts from empty directories). On failure
  * *ret_message (owned) says why. */
 int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
-                        const char *volumes_dir, uint32_t id_base, char **ret_message);
+                        const char *volumes_dir, uint32_t id_base, bool again,
+                        char **ret_message);
 
 /* Why a SandboxSnapshot may not be deleted now: NULL when nothing needs it, else an owned
  * message naming the SandboxTemplate whose pod template starts from it, or the Sandbox that

@@ -275,3 +275,75 @@ def test_volumes_and_a_suspended_source(start_sbx, sbx_state):
     client.close()
     assert r.exit_code == 0, r.stderr
     assert r.stdout.decode().split() == ["kept", "ws", "1000", "1000"]
+
+
+def overlays(state):
+    """Mount points of the overlayfs mounts under the state directory."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            mp = left.split()[4].replace("\\040", " ")
+            if right.split()[0] == "overlay" and mp.startswith(state.rstrip("/") + "/"):
+                out.append(mp)
+    return out
+
+
+def test_forks_are_overlays_that_survive_restart_and_leave_nothing(start_sbx, sbx_state):
+    asb = start_sbx()
+    src = create(asb, "src")
+    wait_ready(asb, "src")
+    populate(workspace(sbx_state, src))
+    want = describe(workspace(sbx_state, src))
+    assert snapshot(asb, "s1", "src").status_code == 201
+    s1_uid = wait_snapshot(asb, "s1")["metadata"]["uid"]
+    fork = create(asb, "f1", image="snapshot:s1")
+    wait_ready(asb, "f1")
+    fws = workspace(sbx_state, fork)
+    # The fork's workspace is an overlay over the snapshot's tree: exact, nothing copied.
+    assert os.path.realpath(fws) in overlays(sbx_state)
+    tree = os.path.join(sbx_state, "snapshots", "trees", s1_uid)
+    assert os.path.isdir(tree) and stat.S_IMODE(os.stat(os.path.dirname(tree)).st_mode) == 0o700
+    assert describe(fws) == want
+    sock = sockets(sbx_state, fork["metadata"]["uid"])[0]
+    assert rest(sock, "PUT", "/v1/files/mine", b"fork's own")[0] == 204
+    with open(os.path.join(fws, "hard"), "r+b") as f:  # in place: a copy-up of a hard link
+        f.write(b"rewritten")
+    assert not os.path.exists(os.path.join(tree, "workspace", "mine"))
+    assert open(os.path.join(tree, "workspace", "hard"), "rb").read(9) != b"rewritten"
+    fwant = describe(fws)
+    assert fwant != want and fwant["dir/sub/data.bin"] == ("hardlink", "hard")
+    assert open(os.path.join(fws, "dir/sub/data.bin"), "rb").read(9) == b"rewritten"
+
+    # A fork of the fork reads the first fork's merged view.
+    assert snapshot(asb, "s2", "f1").status_code == 201
+    wait_snapshot(asb, "s2")
+    f2 = create(asb, "f2", image="snapshot:s2")
+    wait_ready(asb, "f2")
+    assert describe(workspace(sbx_state, f2)) == fwant
+
+    # The snapshot goes while f1 runs on it: its tree stays, f1 loses nothing.
+    assert asb.delete(asb.path(EXT, "sandboxsnapshots", name="s1")).status_code == 200
+    assert wait_for(lambda: asb.get(asb.path(EXT, "sandboxsnapshots", name="s1")).status_code == 404)
+    assert os.path.isdir(tree) and describe(fws) == fwant
+
+    # asb serve restarts: f1 keeps its own changes, mounted once.
+    asb.stop()
+    asb = start_sbx()
+    wait_ready(asb, "f1")
+    assert rest(sock, "GET", "/v1/files/mine")[1] == b"fork's own"
+    assert overlays(sbx_state).count(os.path.realpath(fws)) == 1
+    assert describe(fws) == fwant
+
+    # Deleting the forks leaves nothing mounted, and the deleted snapshot's tree goes with them.
+    for n in ("f1", "f2"):
+        assert asb.delete(asb.path(CORE, "sandboxes", name=n)).status_code == 200
+    for n in ("f1", "f2"):
+        assert wait_for(lambda: asb.get(asb.path(CORE, "sandboxes", name=n)).status_code == 404,
+                        timeout=20)
+    assert overlays(sbx_state) == []
+    assert wait_for(lambda: not os.path.exists(tree))
+    s2_tree = os.path.join(sbx_state, "snapshots", "trees", get_snapshot(asb, "s2")["metadata"]["uid"])
+    assert os.path.isdir(s2_tree)
+    assert asb.delete(asb.path(EXT, "sandboxsnapshots", name="s2")).status_code == 200
+    assert wait_for(lambda: not os.path.exists(s2_tree))

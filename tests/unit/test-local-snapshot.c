@@ -16,9 +16,12 @@
 #include "basic/hash.h"
 #include "basic/macro.h"
 #include "local/local-fs.h"
+#include "basic/fs-util.h"
 #include "local/local-snapshot-manifest.h"
+#include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot-store.h"
 #include "local/local-snapshot-tree.h"
+#include "local/local-snapshot.h"
 #include "unit.h"
 
 #define BASE_A 200000u
@@ -286,6 +289,136 @@ static void write_file(const char *dir, const char *name, size_t len, unsigned s
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     write_at(fd, 0, len, seed);
     close(fd);
+}
+
+static bool mounted(const char *path)
+{
+    struct statx a, b;
+    char parent[700];
+    snprintf(parent, sizeof(parent), "%s/..", path);
+    return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &a) == 0 &&
+           statx(AT_FDCWD, parent, 0, STATX_MNT_ID, &b) == 0 && a.stx_mnt_id != b.stx_mnt_id;
+}
+
+/* A fork is an overlayfs over the snapshot's unpacked tree, idmapped to the fork's ids: it shows
+ * exactly the captured tree, a snapshot of the fork (read through the overlay) restores exactly
+ * again, what the fork writes never reaches the tree, and the tree outlives its manifest while a
+ * sandbox names it. */
+TEST(property_forks_over_overlays_are_exact)
+{
+    if (!is_root())
+        return;
+    for (unsigned round = 0; round < 3; round++) {
+        _cleanup_free_ char *top = tmpdir();
+        char src[600], state[600], store_dir[600], ws[600], vols[600], dst2[600], tree[700],
+            seeded[700], manifest[700];
+        snprintf(src, sizeof(src), "%s/src", top);
+        snprintf(state, sizeof(state), "%s/state", top);
+        snprintf(store_dir, sizeof(store_dir), "%s/state/snapshots", top);
+        snprintf(ws, sizeof(ws), "%s/fork/workspace", top);
+        snprintf(vols, sizeof(vols), "%s/fork/volumes", top);
+        snprintf(dst2, sizeof(dst2), "%s/dst2", top);
+        snprintf(tree, sizeof(tree), "%s/snapshots/trees/snap%u", state, round);
+        mkdir(src, 0755);
+        mkdir(state, 0755);
+        mkdir(dst2, 0700);
+        CHECK_INT_EQ(mkdir_p(ws, 0700), 0);
+        CHECK_INT_EQ(mkdir_p(vols, 0755), 0);
+        probe_xattrs(src);
+        static char files[4096][512];
+        size_t nfiles = 0;
+        gen_tree(src, 0, files, &nfiles);
+        meta(src, false);
+        snap_store *s = NULL;
+        CHECK_INT_EQ(snap_store_open(store_dir, &s), 0);
+        snap_root roots[] = {{SNAP_ROOT_WORKSPACE, src}};
+        snap_capture_options o = {.id_base = BASE_A, .id_count = SLOT};
+        json_t *m = NULL, *m2 = NULL;
+        char *err = NULL, uid[32];
+        snprintf(uid, sizeof(uid), "snap%u", round);
+        CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
+        CHECK_INT_EQ(snap_store_save_manifest(s, uid, m), 0);
+        json_t *want = description(src, BASE_A);
+
+        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, false, &err),
+                     LOCAL_SNAPSHOT_SEED_OVERLAY);
+        if (err)
+            printf("# %s\n", err);
+        CHECK(mounted(ws));
+        json_t *got = description(ws, BASE_B);
+        CHECK(json_equal(want, got));
+        if (!json_equal(want, got)) {
+            const char *k;
+            json_t *v;
+            json_object_foreach (want, k, v)
+                if (!json_equal(v, json_object_get(got, k)))
+                    printf("# %s:\n#  want %s\n#  got  %s\n", k, json_string_value(v),
+                           json_string_value(json_object_get(got, k)));
+        }
+        /* Seeding again (a restart) changes nothing and mounts nothing twice. */
+        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, true, &err),
+                     LOCAL_SNAPSHOT_SEED_OVERLAY);
+
+        /* A snapshot of the fork reads the merged view: a fork of the fork is exact too. */
+        snap_capture_options o2 = {.id_base = BASE_B, .id_count = SLOT};
+        CHECK_INT_EQ(snap_capture(s, (snap_root[]){{SNAP_ROOT_WORKSPACE, ws}}, 1, &o2, &m2,
+                                  NULL, &err),
+                     0);
+        if (err)
+            printf("# %s\n", err);
+        CHECK_INT_EQ(snap_restore(s, m2, SNAP_ROOT_WORKSPACE, dst2, BASE_A, &err), 0);
+        json_t *got2 = description(dst2, BASE_A);
+        CHECK(json_equal(want, got2));
+
+        /* What the fork writes stays in the fork. */
+        json_t *tree_before = description(tree, 0);
+        for (size_t i = 0; i < nfiles && i < 8; i++) {
+            char p[1200];
+            snprintf(p, sizeof(p), "%s/%.500s", ws, files[i]);
+            int fd = open(p, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                CHECK(write(fd, "fork", 4) == 4);
+                close(fd);
+            }
+        }
+        write_file(ws, "new-in-fork", 1000, 7);
+        json_t *tree_after = description(tree, 0);
+        CHECK(json_equal(tree_before, tree_after));
+        json_t *changed = description(ws, BASE_B);
+        CHECK(json_object_get(changed, "new-in-fork") && !json_equal(want, changed));
+        json_decref(changed);
+
+        /* Teardown leaves nothing mounted; the tree stays while a sandbox names it. */
+        CHECK_INT_EQ(local_snapshot_overlays_release(top), 0);
+        CHECK(!mounted(ws));
+        snprintf(seeded, sizeof(seeded), "%s/sandboxes/x/seeded", state);
+        CHECK_INT_EQ(mkdir_p(seeded, 0755), 0);
+        rmdir(seeded);
+        CHECK_INT_EQ(fs_write_file(seeded, "snapX\nhost\noverlay\n", 0644), 0);
+        snprintf(manifest, sizeof(manifest), "%s/manifests/%s.json", store_dir, uid);
+        local_snapshot_trees_gc(state);
+        CHECK(access(tree, F_OK) == 0); /* its manifest is still there */
+        CHECK_INT_EQ(unlink(manifest), 0);
+        char line[64];
+        snprintf(line, sizeof(line), "%s\nhost\noverlay\n", uid);
+        CHECK_INT_EQ(fs_write_file(seeded, line, 0644), 0);
+        local_snapshot_trees_gc(state);
+        CHECK(access(tree, F_OK) == 0); /* a fork still names it */
+        CHECK_INT_EQ(unlink(seeded), 0);
+        local_snapshot_trees_gc(state);
+        CHECK(access(tree, F_OK) < 0);
+
+        json_decref(want);
+        json_decref(got);
+        json_decref(got2);
+        json_decref(tree_before);
+        json_decref(tree_after);
+        json_decref(m);
+        json_decref(m2);
+        free(err);
+        snap_store_free(s);
+        fs_rm_rf(top);
+    }
 }
 
 static size_t count_objects(const char *store_dir)
