@@ -641,6 +641,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        # The connection ends with the watch: said up front, so that no client reuses it and
+        # races the close (RemoteDisconnected on its next request).
+        self.send_header("Connection", "close")
         self.end_headers()
         deadline = time.monotonic() + timeout
         with STORE.lock:
