@@ -710,6 +710,7 @@ int asb_serve(int argc, char **argv)
     local_snapshotter_stop(snapper);
     local_controller_stop(ctl);
     local_reconciler_stop(rec);
+    local_cleanup_cgroup_parents();
     local_apiserver_stop(srv);
     local_store_free(store);
     return 0;

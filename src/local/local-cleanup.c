@@ -144,6 +144,18 @@ int local_cleanup_sandbox_cgroups(const char *uid, unsigned *ret_removed)
     return ret;
 }
 
+void local_cleanup_cgroup_parents(void)
+{
+    glob_t g = {0};
+    int gk = glob("/sys/fs/cgroup/*/asb", GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g);
+    if (gk == 0 || gk == GLOB_NOMATCH)
+        (void)glob("/sys/fs/cgroup/asb", GLOB_ONLYDIR | GLOB_NOSORT | (gk == 0 ? GLOB_APPEND : 0),
+                   NULL, &g);
+    for (size_t j = 0; j < g.gl_pathc; j++)
+        (void)rmdir(g.gl_pathv[j]); /* EBUSY while any sandbox (of any server) has a cgroup */
+    globfree(&g);
+}
+
 static void cleanup_cgroups(const strv *uids, local_cleanup_report *rep)
 {
     for (size_t i = 0; i < uids->n; i++)
@@ -272,6 +284,7 @@ int local_cleanup(const char *state_dir, const char *runtime, const local_net_op
             cleanup_root(de->d_name + 4, r, &uids, &rep);
     }
     cleanup_cgroups(&uids, &rep);
+    local_cleanup_cgroup_parents();
     local_net_options no = *net;
     no.state_dir = state_dir;
     if (local_net_purge(&no) < 0) {

@@ -29,3 +29,7 @@ int local_cleanup_unmount_under(const char *dir, const char *fstype, unsigned *r
  * *ret_removed (may be NULL) is incremented per directory removed. 0, or a negative errno when
  * one could not be removed (logged). */
 int local_cleanup_sandbox_cgroups(const char *uid, unsigned *ret_removed);
+
+/* The parents runc made for them (/sys/fs/cgroup/<h>/asb), removed where empty: at a clean stop
+ * and by --cleanup, never while this server starts containers. */
+void local_cleanup_cgroup_parents(void);
