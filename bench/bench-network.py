@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import bench_cleanup  # noqa: E402
+from bench_issue16 import row as issue16_row  # noqa: E402
 
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -131,6 +132,9 @@ def main():
               f"at start (paired medians); refill {statistics.median(refill['prepared']):.1f} vs "
               f"{statistics.median(refill['made']):.1f} sandboxes/s; throughput ratio "
               f"{sbx_tput / host_tput if host_tput else 0:.2f}x")
+        issue16_row("network-add", f"{add:.1f} ms (paired median of {N}, prepared ahead)",
+                    f"made at start {add_made:.1f} ms; --network none p50 {bls.pct(none_, 50):.1f} ms",
+                    ok=add <= ADD_TARGET_MS)
     finally:
         for p in procs:
             p.terminate()
