@@ -54,6 +54,12 @@ static void conn_free(lconn *c)
         w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    /* Out of the epoll set before c's memory goes: a handed-off client fd stays open (the
+     * legacy thread owns it) and would otherwise still report events that point at c. */
+    if (c->fd >= 0)
+        (void)epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->up_fd >= 0)
+        (void)epoll_ctl(w->ep, EPOLL_CTL_DEL, c->up_fd, NULL);
     c->up_fd = safe_close(c->up_fd);
     c->dead = true;
     c->next = w->dead;
