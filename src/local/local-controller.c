@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
+#include "local/local-claim-activity.h"
 #include "local/local-controller.h"
 #include "local/local-events.h"
 #include "local/local-metrics.h"
@@ -508,8 +509,10 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
-        if (r == 0)
+        if (r == 0) {
+            local_claim_activity_mark(); /* the next claims of a burst likely follow */
             log_info("claim adopted a warm sandbox", "claim", cname, "sandbox", sname);
+        }
         return r;
     }
     case RECONCILE_CLAIM_CREATE:
@@ -808,6 +811,9 @@ static void *controller_thread(void *arg)
         for (int i = 0; i < n; i++) {
             rv = MAX(rv, evs[i]->rv);
             if (kind_index(c, evs[i]->kind) >= 0) {
+                /* A claim arrived: the pools' refill starts wait for the burst's adoptions. */
+                if (evs[i]->kind == c->k_claim && evs[i]->type == STORE_ADDED)
+                    local_claim_activity_mark();
                 cache_apply(c, evs[i]);
                 run = true;
             }
