@@ -132,7 +132,9 @@ static void run_start(local_reconciler *r, rec_start *s)
     s->result = rec_materialise_run(r, s->sandbox, &s->rt, &s->pid, &s->failure);
     if (s->result == 0)
         s->ready = rec_health(r, s->uid, START_HEALTH_TIMEOUT_MS);
-    if (s->warm_member && s->result == 0 && (k = local_start_priority_restore(s->pid)) < 0)
+    /* Also when it did not answer health yet: the loop's later checks must not leave it low. */
+    if (s->warm_member && s->result == 0 && s->pid > 0 &&
+        (k = local_start_priority_restore(s->pid)) < 0)
         log_debug("cannot restore a started sandbox's priority", "uid", s->uid, "error",
                   strerror(-k));
     /* Start and end on the monotonic clock: overlapping intervals show the parallelism. */
