@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
+#include "local/local-claim-activity.h"
 #include "local/local-controller.h"
 #include "local/local-events.h"
 #include "local/local-metrics.h"
@@ -508,8 +509,10 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
-        if (r == 0)
+        if (r == 0) {
+            local_claim_activity_mark(); /* the next claims of a burst likely follow */
             log_info("claim adopted a warm sandbox", "claim", cname, "sandbox", sname);
+        }
         return r;
     }
     case RECONCILE_CLAIM_CREATE:
@@ -771,14 +774,22 @@ static usec_t run_pass(local_controller *c)
     if (collect_garbage(c, &p))
         relist(c, c->k_sb, &p.sandboxes);
     reconcile_templates(c, &p);
-    /* Claims that can adopt a Ready member do so first, in their own short transactions, not
-     * behind the commits of the pools' replacements; the pools see those adoptions (they
-     * update p.sandboxes in place) and refill; then every other claim, as before (one that
-     * waits for a member sees the replacements and does not start a cold sandbox). */
+    /* Claims that can adopt a Ready member do so first, in one batch, not behind the commits
+     * of the pools' replacements; in a pass that adopted nothing the pools refill and then
+     * every other claim runs, as before (one that waits for a member sees the replacements
+     * and does not start a cold sandbox). */
     reconcile_claims(c, &p, true);
-    if (reconcile_pools(c, &p))
-        relist(c, c->k_sb, &p.sandboxes);
-    reconcile_claims(c, &p, false);
+    if (json_object_size(p.adopted) > 0) {
+        /* A burst: more claims are likely queued behind these (their creates committed while
+         * this pass ran). The next pass adopts them at once; the pools' refill and the
+         * claims that cannot adopt wait for the first pass that adopts nothing, which comes
+         * as soon as the burst's claims are served or the pool is empty. */
+        requeue(&p, 1);
+    } else {
+        if (reconcile_pools(c, &p))
+            relist(c, c->k_sb, &p.sandboxes);
+        reconcile_claims(c, &p, false);
+    }
     usec_t rq = p.requeue;
     pass_free(&p);
     local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, false);
@@ -808,6 +819,9 @@ static void *controller_thread(void *arg)
         for (int i = 0; i < n; i++) {
             rv = MAX(rv, evs[i]->rv);
             if (kind_index(c, evs[i]->kind) >= 0) {
+                /* A claim arrived: the pools' refill starts wait for the burst's adoptions. */
+                if (evs[i]->kind == c->k_claim && evs[i]->type == STORE_ADDED)
+                    local_claim_activity_mark();
                 cache_apply(c, evs[i]);
                 run = true;
             }

@@ -70,6 +70,8 @@ typedef struct rec_start {
     rec_failure failure;
     pid_t pid;
     bool ready; /* sandboxd answered health */
+    bool warm_member; /* a warm pool's refill: held during claim bursts, run at lower priority */
+    usec_t queued;    /* CLOCK_MONOTONIC */
     struct rec_start *next;
 } rec_start;
 
