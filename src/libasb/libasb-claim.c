@@ -281,6 +281,9 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
         claim_free(cl);
         return r;
     }
+    /* asb serve adopts a Ready warm member in the create itself: then its answer is already
+     * Ready and no watch is needed. */
+    int now = asbi_claim_check(obj, &cl->sandbox_name, NULL, 0);
     json_decref(obj);
     if (o && o->auto_cleanup) {
         r = asbi_claims_register(client, cl->ns, cl->name);
@@ -289,7 +292,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
             goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    r = wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
+    r = now == WAIT_MET ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;
