@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "local/local-limits.h"
 #include "local/local-logs.h"
 #include "local/local-reconcile.h"
 #include "local/local-runtime-class.h"
@@ -25,6 +26,8 @@ typedef struct rec_entry {
     bool frozen; /* runc pause'd (operatingMode Suspended) */
     size_t handler; /* runs under rec_handler(r, handler) */
     int pidfd;      /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
+    bool limits_read;    /* limits holds what this container's config.json and disk say */
+    local_limits limits; /* memory, cpu_millis, ephemeral (no *_defaulted) */
 } rec_entry;
 
 /* One teardown for the worker pool (local-reconcile-teardown.c): everything it needs is copied,
