@@ -464,9 +464,9 @@ static usec_t env_duration(const char *name, usec_t def)
 }
 
 /* --cleanup: what the state dir made on the host goes; the files in it stay. */
-static int adopt_created_claim(void *ctl, const json_t *claim)
+static int adopt_created_claim(void *ctl, const json_t *claim, json_t **ret_after)
 {
-    return local_controller_adopt_created_claim(ctl, claim);
+    return local_controller_adopt_created_claim(ctl, claim, ret_after);
 }
 
 /* The API server stops calling into the controller before it is freed. */

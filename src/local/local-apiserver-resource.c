@@ -325,9 +325,10 @@ static int store_create(api_request *rq, const api_kind *k, json_t **objp)
     bool batched = local_store_batch_begin(srv->store) == 0;
     int r = local_store_create(srv->store, k, *objp);
     json_t *after = NULL;
-    if (r == 0 && batched && srv->hook(srv->hook_data, *objp) > 0)
-        local_store_get(srv->store, k, api_meta_string(*objp, "namespace"),
-                        api_meta_string(*objp, "name"), &after);
+    if (r == 0 && batched && srv->hook(srv->hook_data, *objp, &after) <= 0) {
+        json_decref(after);
+        after = NULL;
+    }
     if (batched) {
         int e = local_store_batch_end(srv->store);
         if (e < 0 && r == 0)

@@ -52,6 +52,7 @@ typedef struct pass {
     json_t *templates, *pools, *claims, *sandboxes;
     json_t *adopted; /* claim uid -> true: adopted in this pass's first round */
     usec_t requeue; /* µs from now, 0 = none */
+    json_t *claim_after; /* the claim as its adoption stored it (adoption at create only) */
 } pass;
 
 static void requeue(pass *p, int64_t after)
@@ -514,6 +515,8 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                 }
         }
         json_decref(ops[0].result);
+        if (r == 0 && !p->claim_after)
+            p->claim_after = json_incref(ops[1].result);
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
@@ -697,6 +700,7 @@ static void pass_free(pass *p)
     json_decref(p->claims);
     json_decref(p->sandboxes);
     json_decref(p->adopted);
+    json_decref(p->claim_after);
 }
 
 static int kind_index(const local_controller *c, const api_kind *k)
@@ -781,7 +785,8 @@ static usec_t run_pass(local_controller *c)
               cache_items(c->cache[2]),
               cache_items(c->cache[3]),
               json_object(),
-              0};
+              0,
+              NULL};
     if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
         local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, true);
@@ -888,7 +893,7 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
     const char *ns = api_meta_string(claim, "namespace");
     const char *pname = json_string_value(json_object_get(
         json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
-    *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0};
+    *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL};
     if (!p->templates || !p->pools || !p->claims || !p->sandboxes || !p->adopted)
         return false;
     json_array_append(p->claims, (json_t *)claim);
@@ -918,10 +923,12 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
     return pool != NULL;
 }
 
-int local_controller_adopt_created_claim(local_controller *c, const json_t *claim)
+int local_controller_adopt_created_claim(local_controller *c, const json_t *claim,
+                                         json_t **ret_claim)
 {
     pass p;
     int adopted = 0;
+    *ret_claim = NULL;
     if (claim_pass_from_cache(c, claim, &p)) {
         /* The adopting round of a pass, for this claim alone; the store's optimistic lock
          * (the member's resourceVersion) settles a race with the controller's own pass. */
@@ -942,9 +949,11 @@ int local_controller_adopt_created_claim(local_controller *c, const json_t *clai
                                 json_integer((json_int_t)obj_rv(sb)));
             pthread_mutex_unlock(&c->cache_lock);
         }
+        if (adopted)
+            *ret_claim = json_incref(p.claim_after);
     }
     pass_free(&p);
-    return adopted;
+    return adopted && *ret_claim ? 1 : 0;
 }
 
 static char **split_domains(const char *s)
