@@ -176,6 +176,12 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < n; i++)
             pthread_join(t[i], NULL);
+        /* BENCH_TIMED_FILE: created once every claim is timed (before the closes), so a caller
+         * can read the server's CPU time of the burst alone. */
+        const char *mark = getenv("BENCH_TIMED_FILE");
+        FILE *mf = mark && *mark ? fopen(mark, "w") : NULL;
+        if (mf)
+            fclose(mf);
         for (int i = 0; i < n; i++) {
             printf("%lld %s %lld\n", a[i].us, asb_claim_sandbox_name(a[i].claim),
                    asb_claim_ready_usec(a[i].claim));

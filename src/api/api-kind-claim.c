@@ -40,6 +40,9 @@ static const api_field spec_props[] = {
 static const api_field sandbox_props[] = {
     {.name = "name", .type = API_TYPE_STRING},
     {.name = "podIPs", .type = API_TYPE_ARRAY, .items = api_string_item},
+    /* ours (docs/compatibility.md): the bound Sandbox's metadata.uid, so a local client opens
+     * its sockets without reading the Sandbox first */
+    {.name = "uid", .type = API_TYPE_STRING},
     {0},
 };
 

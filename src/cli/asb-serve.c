@@ -464,6 +464,19 @@ static usec_t env_duration(const char *name, usec_t def)
 }
 
 /* --cleanup: what the state dir made on the host goes; the files in it stay. */
+static int adopt_created_claim(void *ctl, const json_t *claim, json_t **ret_after)
+{
+    return local_controller_adopt_created_claim(ctl, claim, ret_after);
+}
+
+/* The API server stops calling into the controller before it is freed. */
+static void stop_controller(local_apiserver *srv, local_controller *ctl)
+{
+    if (ctl)
+        local_apiserver_set_create_hook(srv, NULL, NULL, NULL);
+    local_controller_stop(ctl);
+}
+
 static int serve_cleanup(const serve_opts *o, const char *dir)
 {
     if (geteuid() != 0)
@@ -618,6 +631,9 @@ int asb_serve(int argc, char **argv)
         .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
     };
     r = controller_on ? local_controller_start(&co, &ctl) : 0;
+    if (ctl) /* a new claim adopts a Ready member in its own create (docs/claims.md) */
+        local_apiserver_set_create_hook(srv, api_kind_by_plural(API_GROUP_EXT, "sandboxclaims"),
+                                        adopt_created_claim, ctl);
     if (r < 0) {
         fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
         local_store_shutdown(store);
@@ -633,7 +649,7 @@ int asb_serve(int argc, char **argv)
     if (r < 0) {
         fprintf(stderr, "asb serve: cannot start the snapshotter: %s\n", strerror(-r));
         local_store_shutdown(store);
-        local_controller_stop(ctl);
+        stop_controller(srv, ctl);
         local_reconciler_stop(rec);
         local_apiserver_stop(srv);
         local_store_free(store);
@@ -674,7 +690,7 @@ int asb_serve(int argc, char **argv)
             router_stop(rt);
             local_store_shutdown(store);
             local_snapshotter_stop(snapper);
-        local_controller_stop(ctl);
+        stop_controller(srv, ctl);
             local_reconciler_stop(rec);
             local_apiserver_stop(srv);
             local_store_free(store);
@@ -689,7 +705,7 @@ int asb_serve(int argc, char **argv)
         router_stop(rt);
         local_store_shutdown(store);
         local_snapshotter_stop(snapper);
-        local_controller_stop(ctl);
+        stop_controller(srv, ctl);
         local_reconciler_stop(rec);
         local_apiserver_stop(srv);
         local_store_free(store);
@@ -708,7 +724,7 @@ int asb_serve(int argc, char **argv)
     router_stop(rt);
     local_store_shutdown(store);
     local_snapshotter_stop(snapper);
-    local_controller_stop(ctl);
+    stop_controller(srv, ctl);
     local_reconciler_stop(rec);
     local_cleanup_cgroup_parents();
     local_apiserver_stop(srv);

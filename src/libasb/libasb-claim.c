@@ -8,8 +8,10 @@
 #include <time.h>
 
 #include "asb/claim.h"
+#include "basic/macro.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
+#include "libasb/libasb-sandbox-internal.h"
 
 #define DEFAULT_READY_TIMEOUT_MS 180000L
 #define CLAIM_ANN_SANDBOX_NAME "agents.x-k8s.io/sandbox-name"
@@ -19,6 +21,7 @@
 
 struct asb_claim {
     char *ns, *name, *sandbox_name;
+    char *sandbox_uid; /* from a create answered Ready (status.sandbox.uid), or NULL */
     long long ready_usec;
     asb_sandbox *sandbox;
     asb_handle *handle;
@@ -173,6 +176,7 @@ static asb_claim *claim_free(asb_claim *cl)
     free(cl->ns);
     free(cl->name);
     free(cl->sandbox_name);
+    free(cl->sandbox_uid);
     free(cl);
     return NULL;
 }
@@ -204,7 +208,13 @@ static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_opti
                                           cl->sandbox_name, so)
                 : asb_sandbox_open_via_router(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
     else {
-        r = asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
+        /* Ready in our own create: the sandbox was Ready in that transaction, its uid names its
+         * sockets, so there is nothing to read first. */
+        _cleanup_free_ char *rest = NULL, *grpc = NULL;
+        r = cl->sandbox_uid && asbi_sandbox_socket_paths(client->state_dir, cl->sandbox_uid, &rest,
+                                                         &grpc) == ASB_OK
+                ? asb_sandbox_open_sockets(&cl->sandbox, rest, grpc, so)
+                : asb_sandbox_open(&cl->sandbox, client, cl->ns, cl->sandbox_name, so);
         if (r == ASB_ECONFLICT) {
             /* The claim forwarded Ready, but the Sandbox's own condition is about an older
              * generation (adoption rewrote its metadata): wait for it on a watch, as the Go SDK
@@ -281,6 +291,16 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
         claim_free(cl);
         return r;
     }
+    /* asb serve adopts a Ready warm member in the create itself: then its answer is already
+     * Ready and no watch is needed. */
+    int now = asbi_claim_check(obj, &cl->sandbox_name, NULL, 0);
+    const char *suid = json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "status"), "sandbox"), "uid"));
+    if (now == WAIT_MET && suid && *suid && !(cl->sandbox_uid = strdup(suid))) {
+        json_decref(obj);
+        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        goto rollback;
+    }
     json_decref(obj);
     if (o && o->auto_cleanup) {
         r = asbi_claims_register(client, cl->ns, cl->name);
@@ -289,7 +309,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
             goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    r = wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
+    r = now == WAIT_MET ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;

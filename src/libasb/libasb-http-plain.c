@@ -1,6 +1,7 @@
-/* The plain transport of libasb-http.h: one HTTP/1.1 exchange on a fresh TCP connection to a
- * loopback server. The URL and the reply are parsed by http_parser (status line, headers,
- * Content-Length, chunked coding, end of message); this file only moves bytes and keeps time. */
+/* The plain transport of libasb-http.h: one HTTP/1.1 exchange with a loopback server, on a
+ * kept-alive connection of an earlier exchange (libasb-http-pool.h) or a new one. The URL and
+ * the reply are parsed by http_parser (status line, headers, Content-Length, chunked coding, end
+ * of message, keep-alive); this file only moves bytes and keeps time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -18,6 +19,7 @@
 
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "libasb/libasb-http-pool.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"
 
@@ -102,7 +104,9 @@ typedef struct exchange_state {
     buf field, value; /* the header being read (either may arrive in pieces) */
     bool in_value;
     bool complete, stopped;
-    int error; /* ASB_ENOMEM from a callback */
+    bool head;       /* a HEAD request: the reply has no body whatever its length says */
+    size_t received; /* reply bytes read */
+    int error;       /* ASB_ENOMEM from a callback */
 } exchange_state;
 
 /* Waits for fd to be ready for events, up to the deadline (or limit_at, when sooner and > 0),
@@ -189,8 +193,7 @@ static int connect_server(exchange_state *s, const url_parts *u, int *ret_fd)
 static int format_request(const asbi_http_exchange *x, const url_parts *u, buf *out)
 {
     int r = buf_appendf(out,
-                        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libasb/" ASB_VERSION
-                        "\r\nConnection: close\r\n",
+                        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libasb/" ASB_VERSION "\r\n",
                         x->method, u->target, u->host_header);
     for (size_t i = 0; r >= 0 && i < x->n_headers; i++)
         r = buf_appendf(out, "%s\r\n", x->headers[i]);
@@ -269,7 +272,9 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 
 static int on_headers_complete(http_parser *p)
 {
-    return emit_header(p->data);
+    exchange_state *s = p->data;
+    emit_header(s);
+    return s->head ? 1 : 0; /* 1: no body follows */
 }
 
 static int on_body(http_parser *p, const char *at, size_t len)
@@ -338,11 +343,24 @@ static int receive_reply(exchange_state *s, int fd)
             return asbi_error_set(ASB_ECONNECT, 0, NULL,
                                   "the connection to the server %s failed: recv: %s", s->server,
                                   strerror(errno));
+        s->received += (size_t)n;
         int r = feed(s, chunk, (size_t)n);
         if (r != ASB_OK || n == 0)
             return r;
     }
     return ASB_OK;
+}
+
+/* One attempt on fd: the request, then the reply. */
+static int exchange_on(exchange_state *s, int fd, const buf *req)
+{
+    http_parser_init(&s->parser, HTTP_RESPONSE);
+    s->parser.data = s;
+    s->field.len = s->value.len = 0;
+    s->in_value = s->complete = s->stopped = false;
+    s->received = 0;
+    int r = send_all(s, fd, req->data, req->len);
+    return r == ASB_OK ? receive_reply(s, fd) : r;
 }
 
 int asbi_http_plain(const asbi_http_exchange *x, const char *server, long *ret_status)
@@ -355,22 +373,31 @@ int asbi_http_plain(const asbi_http_exchange *x, const char *server, long *ret_s
         return r == -ENOMEM ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
                             : asbi_error_set(ASB_EINVAL, 0, NULL, "bad server URL %s", server);
     }
-    exchange_state s = {.x = x, .server = server};
+    exchange_state s = {.x = x, .server = server, .head = strcmp(x->method, "HEAD") == 0};
     if (x->timeout_ms > 0)
         s.deadline = now_ms() + x->timeout_ms;
-    http_parser_init(&s.parser, HTTP_RESPONSE);
-    s.parser.data = &s;
     _cleanup_buf_ buf req = BUF_INIT;
     _cleanup_close_ int fd = -1;
     r = format_request(x, &u, &req);
-    if (r == ASB_OK)
+    if (r == ASB_OK && (fd = asbi_http_pool_take(u.host_header)) >= 0) {
+        r = exchange_on(&s, fd, &req);
+        /* The server closed the idle connection as the request went out: nothing of it was
+         * read (a server answers every request it reads), so it is sent again, once, on a new
+         * connection. */
+        if (r == ASB_ECONNECT && s.received == 0) {
+            fd = safe_close(fd);
+            r = ASB_OK;
+        }
+    }
+    if (r == ASB_OK && fd < 0) {
         r = connect_server(&s, &u, &fd);
-    if (r == ASB_OK)
-        r = send_all(&s, fd, req.data, req.len);
-    if (r == ASB_OK)
-        r = receive_reply(&s, fd);
+        if (r == ASB_OK)
+            r = exchange_on(&s, fd, &req);
+    }
     if (s.parser.status_code > 0)
         *ret_status = (long)s.parser.status_code;
+    if (r == ASB_OK && s.complete && http_should_keep_alive(&s.parser))
+        asbi_http_pool_put(u.host_header, TAKE_FD(fd));
     buf_done(&s.field);
     buf_done(&s.value);
     url_parts_done(&u);

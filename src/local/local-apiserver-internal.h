@@ -2,6 +2,7 @@
 #pragma once
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "api/api.h"
@@ -14,6 +15,11 @@ struct local_apiserver {
     local_store *store;
     usec_t bookmark_interval;
     uint16_t port;
+    /* local_apiserver_set_create_hook: read-held while a hook runs, so clearing it waits. */
+    pthread_rwlock_t hook_lock;
+    const api_kind *hook_kind;
+    local_apiserver_create_hook hook;
+    void *hook_data;
 };
 
 /* One parsed resource request. */

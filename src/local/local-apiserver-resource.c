@@ -312,6 +312,37 @@ static json_t *to_scale(const json_t *obj)
 
 /* ---- create ---- */
 
+/* The store's create, plus what the kind's create hook writes in the same transaction; *objp is
+ * replaced by the object as stored at the end. */
+static int store_create(api_request *rq, const api_kind *k, json_t **objp)
+{
+    local_apiserver *srv = rq->srv;
+    pthread_rwlock_rdlock(&srv->hook_lock);
+    if (!srv->hook || srv->hook_kind != k) {
+        pthread_rwlock_unlock(&srv->hook_lock);
+        return local_store_create(srv->store, k, *objp);
+    }
+    bool batched = local_store_batch_begin(srv->store) == 0;
+    int r = local_store_create(srv->store, k, *objp);
+    json_t *after = NULL;
+    if (r == 0 && batched && srv->hook(srv->hook_data, *objp, &after) <= 0) {
+        json_decref(after);
+        after = NULL;
+    }
+    if (batched) {
+        int e = local_store_batch_end(srv->store);
+        if (e < 0 && r == 0)
+            r = e; /* none of it happened */
+    }
+    pthread_rwlock_unlock(&srv->hook_lock);
+    if (r == 0 && after) {
+        json_decref(*objp);
+        *objp = after;
+    } else
+        json_decref(after);
+    return r;
+}
+
 static enum MHD_Result handle_create(api_request *rq)
 {
     const api_kind *k = rq->kind;
@@ -372,7 +403,7 @@ static enum MHD_Result handle_create(api_request *rq)
         json_object_set_new(md, "generation", json_integer(1));
         if (dry)
             return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
-        r = local_store_create(rq->srv->store, k, obj);
+        r = store_create(rq, k, &obj);
         if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
             continue;
         break;

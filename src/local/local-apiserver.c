@@ -311,6 +311,7 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
     srv->token = strdup(o->token);
     srv->store = o->store;
     srv->bookmark_interval = o->bookmark_interval ? o->bookmark_interval : 60 * USEC_PER_SEC;
+    pthread_rwlock_init(&srv->hook_lock, NULL);
     if (!srv->token) {
         free(srv);
         return -ENOMEM;
@@ -342,7 +343,18 @@ local_apiserver *local_apiserver_stop(local_apiserver *s)
         return NULL;
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    pthread_rwlock_destroy(&s->hook_lock);
     free(s->token);
     free(s);
     return NULL;
+}
+
+void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k,
+                                     local_apiserver_create_hook fn, void *userdata)
+{
+    pthread_rwlock_wrlock(&s->hook_lock);
+    s->hook_kind = fn ? k : NULL;
+    s->hook = fn;
+    s->hook_data = fn ? userdata : NULL;
+    pthread_rwlock_unlock(&s->hook_lock);
 }

@@ -22,5 +22,15 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
 /* Stops listening, ends watches (the store must be shut down first to wake them) and frees. */
 local_apiserver *local_apiserver_stop(local_apiserver *s);
 
+/* Runs after a create of one kind, inside the same store batch (so in the same transaction:
+ * one commit, one sync, the watch events published together): it may write more (a new claim
+ * adopts a warm sandbox): when it changed the object it returns 1 with *ret_after the object as
+ * stored (owned), which the client is answered with. */
+typedef int (*local_apiserver_create_hook)(void *userdata, const json_t *created,
+                                           json_t **ret_after);
+/* Sets (fn non-NULL) or clears the hook of kind k; clearing waits for a running hook to end. */
+void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k,
+                                     local_apiserver_create_hook fn, void *userdata);
+
 /* Maximum request body (kube-apiserver's limit). */
 #define APISERVER_MAX_BODY (3u * 1024 * 1024)

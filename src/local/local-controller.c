@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
+#include "local/local-claim-activity.h"
 #include "local/local-controller.h"
 #include "local/local-events.h"
 #include "local/local-metrics.h"
@@ -35,14 +36,23 @@ struct local_controller {
     char **domains; /* NULL-terminated, or NULL */
     /* An informer-style cache fed by the store's events: per kind (templates, pools, claims,
      * sandboxes) "namespace/name" -> the object as last committed. Passes read it instead of
-     * listing and parsing every object; writes go to the store and come back as events. */
+     * listing and parsing every object; writes go to the store and come back as events.
+     * Written by the controller thread only; cache_lock orders those writes against the API
+     * server threads that read it (local_controller_adopt_created_claim). */
     json_t *cache[4];
+    pthread_mutex_t cache_lock;
+    /* Under cache_lock: sandbox uid -> resourceVersion its adoption at a claim's create wrote,
+     * until the cache has caught up with it: a burst's next creates must not pick the same
+     * member from a cache that still shows it free. */
+    json_t *taken;
+    usec_t refill_held_since; /* CLOCK_MONOTONIC; 0: the pools' refill is not being held */
 };
 
 typedef struct pass {
     json_t *templates, *pools, *claims, *sandboxes;
     json_t *adopted; /* claim uid -> true: adopted in this pass's first round */
     usec_t requeue; /* µs from now, 0 = none */
+    json_t *claim_after; /* the claim as its adoption stored it (adoption at create only) */
 } pass;
 
 static void requeue(pass *p, int64_t after)
@@ -505,11 +515,15 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                 }
         }
         json_decref(ops[0].result);
+        if (r == 0 && !p->claim_after)
+            p->claim_after = json_incref(ops[1].result);
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
-        if (r == 0)
+        if (r == 0) {
+            local_claim_activity_mark(); /* the next claims of a burst likely follow */
             log_info("claim adopted a warm sandbox", "claim", cname, "sandbox", sname);
+        }
         return r;
     }
     case RECONCILE_CLAIM_CREATE:
@@ -686,6 +700,7 @@ static void pass_free(pass *p)
     json_decref(p->claims);
     json_decref(p->sandboxes);
     json_decref(p->adopted);
+    json_decref(p->claim_after);
 }
 
 static int kind_index(const local_controller *c, const api_kind *k)
@@ -710,10 +725,16 @@ static void cache_apply(local_controller *c, const store_event *e)
     json_t *cur = json_object_get(c->cache[i], key);
     if (cur && obj_rv(cur) > e->rv)
         return; /* a list taken after this event already has a newer state */
+    pthread_mutex_lock(&c->cache_lock);
     if (e->type == STORE_DELETED)
         json_object_del(c->cache[i], key);
     else
         json_object_set(c->cache[i], key, e->object); /* shared, never modified */
+    const char *uid = api_meta_string(e->object, "uid");
+    json_t *t = uid && i == 3 ? json_object_get(c->taken, uid) : NULL;
+    if (t && (e->type == STORE_DELETED || e->rv >= (uint64_t)json_integer_value(t)))
+        json_object_del(c->taken, uid);
+    pthread_mutex_unlock(&c->cache_lock);
 }
 
 /* Replaces the cache with fresh lists. */
@@ -735,8 +756,11 @@ static int cache_reload(local_controller *c)
             json_object_set(map, key, o);
         }
         json_decref(items);
-        json_decref(c->cache[i]);
+        pthread_mutex_lock(&c->cache_lock);
+        json_t *old = c->cache[i];
         c->cache[i] = map;
+        pthread_mutex_unlock(&c->cache_lock);
+        json_decref(old);
     }
     return 0;
 }
@@ -761,7 +785,8 @@ static usec_t run_pass(local_controller *c)
               cache_items(c->cache[2]),
               cache_items(c->cache[3]),
               json_object(),
-              0};
+              0,
+              NULL};
     if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
         local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, true);
@@ -771,14 +796,35 @@ static usec_t run_pass(local_controller *c)
     if (collect_garbage(c, &p))
         relist(c, c->k_sb, &p.sandboxes);
     reconcile_templates(c, &p);
-    /* Claims that can adopt a Ready member do so first, in their own short transactions, not
-     * behind the commits of the pools' replacements; the pools see those adoptions (they
-     * update p.sandboxes in place) and refill; then every other claim, as before (one that
-     * waits for a member sees the replacements and does not start a cold sandbox). */
+    /* Claims that can adopt a Ready member do so first, in one batch, not behind the commits
+     * of the pools' replacements; in a pass that adopted nothing the pools refill and then
+     * every other claim runs, as before (one that waits for a member sees the replacements
+     * and does not start a cold sandbox). */
     reconcile_claims(c, &p, true);
-    if (reconcile_pools(c, &p))
-        relist(c, c->k_sb, &p.sandboxes);
-    reconcile_claims(c, &p, false);
+    usec_t now = now_usec(CLOCK_MONOTONIC), quiet_at = local_claim_activity_until();
+    if (json_object_size(p.adopted) > 0) {
+        /* A burst: more claims are likely queued behind these (their creates committed while
+         * this pass ran). The next pass adopts them at once; the pools' refill and the
+         * claims that cannot adopt wait for the first pass that adopts nothing, which comes
+         * as soon as the burst's claims are served or the pool is empty. */
+        requeue(&p, 1);
+    } else {
+        /* Claims were just served (adopted in their own create, or by a pass): the pools'
+         * replacements (commits, then `runc run`) wait until the claims' first requests and
+         * Executes are done, then refill (local-claim-activity.h). */
+        if (quiet_at > now && !c->refill_held_since)
+            c->refill_held_since = now;
+        if (quiet_at > now && now - c->refill_held_since < LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC)
+            requeue(&p, (int64_t)MIN(quiet_at - now, c->refill_held_since +
+                                                         LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC - now));
+        else {
+            /* never held longer than that: a steady stream of claims must not drain the pool */
+            c->refill_held_since = 0;
+            if (reconcile_pools(c, &p))
+                relist(c, c->k_sb, &p.sandboxes);
+        }
+        reconcile_claims(c, &p, false);
+    }
     usec_t rq = p.requeue;
     pass_free(&p);
     local_metrics_reconcile("claims", (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6, false);
@@ -808,6 +854,9 @@ static void *controller_thread(void *arg)
         for (int i = 0; i < n; i++) {
             rv = MAX(rv, evs[i]->rv);
             if (kind_index(c, evs[i]->kind) >= 0) {
+                /* A claim arrived: the pools' refill starts wait for the burst's adoptions. */
+                if (evs[i]->kind == c->k_claim && evs[i]->type == STORE_ADDED)
+                    local_claim_activity_mark();
                 cache_apply(c, evs[i]);
                 run = true;
             }
@@ -824,6 +873,87 @@ static void *controller_thread(void *arg)
         }
     }
     return NULL;
+}
+
+/* Under cache_lock: the cached object "ns/name" of kind index i (a new reference), or NULL. */
+static json_t *cache_get_locked(local_controller *c, int i, const char *ns, const char *name)
+{
+    char key[512];
+    if (!ns || !name || !c->cache[i])
+        return NULL;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    return json_incref(json_object_get(c->cache[i], key));
+}
+
+/* What a pass would know about one new claim, from the cache: its pool, the pool's template,
+ * the pool's members and a Sandbox of the claim's own name (the core refuses to adopt for a
+ * claim whose name a foreign Sandbox holds). False when there is no pool to adopt from. */
+static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass *p)
+{
+    const char *ns = api_meta_string(claim, "namespace");
+    const char *pname = json_string_value(json_object_get(
+        json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
+    *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL};
+    if (!p->templates || !p->pools || !p->claims || !p->sandboxes || !p->adopted)
+        return false;
+    json_array_append(p->claims, (json_t *)claim);
+    pthread_mutex_lock(&c->cache_lock);
+    json_t *pool = cache_get_locked(c, 1, ns, pname);
+    if (pool) {
+        const char *tname = json_string_value(json_object_get(
+            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        json_array_append_new(p->pools, pool);
+        json_t *tpl = cache_get_locked(c, 0, ns, tname);
+        if (tpl)
+            json_array_append_new(p->templates, tpl);
+        const char *k;
+        json_t *sb;
+        const char *cname = api_meta_string(claim, "name");
+        json_object_foreach (c->cache[3], k, sb) {
+            json_t *t = json_object_get(c->taken, api_meta_string(sb, "uid") ?: "");
+            if (t && obj_rv(sb) < (uint64_t)json_integer_value(t))
+                continue; /* adopted at an earlier create; the cache does not show it yet */
+            if (reconcile_pool_member(pool, sb) ||
+                (same_str(api_meta_string(sb, "namespace"), ns) &&
+                 same_str(api_meta_string(sb, "name"), cname)))
+                json_array_append(p->sandboxes, sb);
+        }
+    }
+    pthread_mutex_unlock(&c->cache_lock);
+    return pool != NULL;
+}
+
+int local_controller_adopt_created_claim(local_controller *c, const json_t *claim,
+                                         json_t **ret_claim)
+{
+    pass p;
+    int adopted = 0;
+    *ret_claim = NULL;
+    if (claim_pass_from_cache(c, claim, &p)) {
+        /* The adopting round of a pass, for this claim alone; the store's optimistic lock
+         * (the member's resourceVersion) settles a race with the controller's own pass. */
+        reconcile_claims_in(c, &p, true);
+        const char *uid = api_meta_string(claim, "uid");
+        adopted = uid && json_object_get(p.adopted, uid) ? 1 : 0;
+        /* execute_claim put the member as adopted into p.sandboxes: remember its version */
+        size_t i;
+        json_t *sb;
+        json_array_foreach (p.sandboxes, i, sb) {
+            const char *l = json_string_value(json_object_get(
+                json_object_get(json_object_get(sb, "metadata"), "labels"),
+                RECONCILE_LABEL_CLAIM_UID));
+            if (!adopted || !same_str(l, uid) || !api_meta_string(sb, "uid"))
+                continue;
+            pthread_mutex_lock(&c->cache_lock);
+            json_object_set_new(c->taken, api_meta_string(sb, "uid"),
+                                json_integer((json_int_t)obj_rv(sb)));
+            pthread_mutex_unlock(&c->cache_lock);
+        }
+        if (adopted)
+            *ret_claim = json_incref(p.claim_after);
+    }
+    pass_free(&p);
+    return adopted && *ret_claim ? 1 : 0;
 }
 
 static char **split_domains(const char *s)
@@ -863,6 +993,12 @@ int local_controller_start(const local_controller_options *o, local_controller *
     local_controller *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    pthread_mutex_init(&c->cache_lock, NULL);
+    c->taken = json_object();
+    if (!c->taken) {
+        free(c);
+        return -ENOMEM;
+    }
     c->store = o->store;
     c->grace = o->readiness_grace;
     c->domains = split_domains(o->label_domains);
@@ -894,6 +1030,8 @@ local_controller *local_controller_stop(local_controller *c)
         free(c->domains[i]);
     for (size_t i = 0; i < 4; i++)
         json_decref(c->cache[i]);
+    json_decref(c->taken);
+    pthread_mutex_destroy(&c->cache_lock);
     free(c->domains);
     free(c);
     return NULL;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "local/local-limits.h"
 #include "local/local-logs.h"
 #include "local/local-reconcile.h"
 #include "local/local-runtime-class.h"
@@ -25,6 +26,8 @@ typedef struct rec_entry {
     bool frozen; /* runc pause'd (operatingMode Suspended) */
     size_t handler; /* runs under rec_handler(r, handler) */
     int pidfd;      /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
+    bool limits_read;    /* limits holds what this container's config.json and disk say */
+    local_limits limits; /* memory, cpu_millis, ephemeral (no *_defaulted) */
 } rec_entry;
 
 /* One teardown for the worker pool (local-reconcile-teardown.c): everything it needs is copied,
@@ -70,6 +73,8 @@ typedef struct rec_start {
     rec_failure failure;
     pid_t pid;
     bool ready; /* sandboxd answered health */
+    bool warm_member; /* a warm pool's refill: held during claim bursts, run at lower priority */
+    usec_t queued;    /* CLOCK_MONOTONIC */
     struct rec_start *next;
 } rec_start;
 

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "local/local-claim-activity.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-start-priority.h"
+#include "reconcile/reconcile.h"
 #include "shared/log.h"
 
 #define START_HEALTH_TIMEOUT_MS 5000
@@ -70,6 +74,9 @@ int rec_start_async(local_reconciler *r, const json_t *sb, size_t handler)
         return -ENOMEM;
     }
     s->handler = handler;
+    const json_t *labels = json_object_get(json_object_get(sb, "metadata"), "labels");
+    s->warm_member = json_object_get(labels, RECONCILE_LABEL_WARM_POOL) != NULL;
+    s->queued = now_usec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&st->lock);
     if (st->n_threads == 0 || st->stop) {
         pthread_mutex_unlock(&st->lock);
@@ -119,9 +126,17 @@ rec_start *rec_start_take_done(local_reconciler *r)
 static void run_start(local_reconciler *r, rec_start *s)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    int k = local_start_priority_set(s->warm_member);
+    if (k < 0)
+        log_debug("cannot set a start's priority", "error", strerror(-k));
     s->result = rec_materialise_run(r, s->sandbox, &s->rt, &s->pid, &s->failure);
     if (s->result == 0)
         s->ready = rec_health(r, s->uid, START_HEALTH_TIMEOUT_MS);
+    /* Also when it did not answer health yet: the loop's later checks must not leave it low. */
+    if (s->warm_member && s->result == 0 && s->pid > 0 &&
+        (k = local_start_priority_restore(s->pid)) < 0)
+        log_debug("cannot restore a started sandbox's priority", "uid", s->uid, "error",
+                  strerror(-k));
     /* Start and end on the monotonic clock: overlapping intervals show the parallelism. */
     usec_t t1 = now_usec(CLOCK_MONOTONIC);
     char start[32], end[32], ms[32];
@@ -131,6 +146,45 @@ static void run_start(local_reconciler *r, rec_start *s)
     log_info("sandbox start finished", "uid", s->uid, "sandbox",
              api_meta_string(s->sandbox, "name") ?: "", "ready", s->ready ? "true" : "false",
              "start_usec", start, "end_usec", end, "start_ms", ms);
+}
+
+/* Locked. The first queued start that may run now (unlinked), or NULL with *ret_wake set to
+ * when the earliest held one may (local-claim-activity.h). */
+static rec_start *take_runnable(rec_starter *st, usec_t *ret_wake)
+{
+    usec_t now = now_usec(CLOCK_MONOTONIC), wake = UINT64_MAX;
+    for (rec_start **pp = &st->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+        rec_start *s = *pp;
+        usec_t at = local_claim_activity_release(s->warm_member, s->queued, now);
+        if (at > now) {
+            wake = MIN(wake, at);
+            continue;
+        }
+        *pp = s->next;
+        if (st->tail == s)
+            st->tail = prev;
+        s->next = NULL;
+        return s;
+    }
+    *ret_wake = wake;
+    return NULL;
+}
+
+/* Locked. Waits for a signal or until `until` (CLOCK_MONOTONIC). */
+static void wait_until(rec_starter *st, usec_t until)
+{
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    if (until <= now)
+        return;
+    /* The condition variable uses CLOCK_REALTIME: a relative wait converted to it (a clock
+     * step only makes the hold shorter or longer by the step, never unbounded). */
+    usec_t left = MIN(until - now, LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (left % USEC_PER_SEC) * 1000;
+    ts.tv_sec += (time_t)(left / USEC_PER_SEC + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&st->work, &st->lock, &ts);
 }
 
 static void *start_worker(void *arg)
@@ -143,11 +197,14 @@ static void *start_worker(void *arg)
             pthread_cond_wait(&st->work, &st->lock);
         if (st->stop)
             break;
-        rec_start *s = st->head;
-        st->head = s->next;
-        if (!st->head)
-            st->tail = NULL;
-        s->next = NULL;
+        usec_t wake = 0;
+        rec_start *s = take_runnable(st, &wake);
+        if (!s) {
+            /* Only refills held by a claim burst: wait for the earliest to be released (or
+             * for new work, which may be a claim's own start). */
+            wait_until(st, wake);
+            continue;
+        }
         pthread_mutex_unlock(&st->lock);
         if (local_store_is_shutdown(r->store))
             s->result = -ESHUTDOWN; /* SIGTERM: no more containers */

@@ -113,6 +113,9 @@ static void set_sandbox_ref(claim_ctx *c, const json_t *sb)
         return;
     }
     json_t *ref = json_pack("{s:s}", "name", api_meta_string(sb, "name"));
+    const char *uid = api_meta_string(sb, "uid");
+    if (uid)
+        json_object_set_new(ref, "uid", json_string(uid));
     json_t *ips = json_object_get(json_object_get(sb, "status"), "podIPs");
     if (json_array_size(ips) > 0)
         json_object_set(ref, "podIPs", ips);

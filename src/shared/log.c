@@ -1,5 +1,7 @@
 #include "shared/log.h"
 
+#include "basic/buf.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -21,14 +23,14 @@ void log_setup(const char *component, bool json, log_level min_level)
     log_min = min_level;
 }
 
-static void format_time(char *buf, size_t n)
+static void format_time(char *out, size_t n)
 {
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    size_t k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + k, n - k, ".%03ldZ", ts.tv_nsec / 1000000);
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
 void log_kv(log_level level, const char *msg, ...)
@@ -54,13 +56,18 @@ void log_kv(log_level level, const char *msg, ...)
         free(line);
         json_decref(o);
     } else {
-        fprintf(stderr, "%s %s %s: %s", ts, level_names[level], log_component, msg);
+        /* One write per line (stderr is unbuffered): a line never interleaves with another
+         * process's, and costs one system call, not one per field. */
+        buf line = BUF_INIT;
+        int r = buf_appendf(&line, "%s %s %s: %s", ts, level_names[level], log_component, msg);
         const char *k;
-        while ((k = va_arg(ap, const char *))) {
+        while (r >= 0 && (k = va_arg(ap, const char *))) {
             const char *v = va_arg(ap, const char *);
-            fprintf(stderr, " %s=%s", k, v ? v : "");
+            r = buf_appendf(&line, " %s=%s", k, v ? v : "");
         }
-        fputc('\n', stderr);
+        if (r >= 0 && buf_append(&line, "\n", 1) >= 0)
+            fwrite(line.data, 1, line.len, stderr);
+        buf_done(&line);
     }
     pthread_mutex_unlock(&log_lock);
     va_end(ap);

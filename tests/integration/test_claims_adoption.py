@@ -46,6 +46,40 @@ def test_warm_adoption_moves_ownership_and_refills(start_sbx):
     assert sname not in {m["metadata"]["name"] for m in ms}
 
 
+def test_claim_is_ready_in_its_create_answer(start_sbx):
+    """With a Ready member in the pool, the claim adopts it in its own create (one transaction):
+    the 201 already says Ready, names the sandbox and its uid, and everything the controller
+    would have written is there (ownership, labels, the SandboxAdopted Event); the pool refills."""
+    asb = start_sbx()
+    create(asb, EXT, "sandboxtemplates", template("tpl"))
+    create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
+    member = wait_pool_ready(asb, "wp", 1)[0]
+    r = asb.post(asb.path(EXT, "sandboxclaims"), claim("now", "wp"))
+    assert r.status_code == 201, r.text
+    c = r.json()
+    assert is_ready(c), c
+    assert c["status"]["sandbox"]["name"] == member["metadata"]["name"]
+    assert c["status"]["sandbox"]["uid"] == member["metadata"]["uid"]
+    assert c["metadata"]["annotations"]["agents.x-k8s.io/sandbox-name"] == member["metadata"]["name"]
+    assert c == get(asb, EXT, "sandboxclaims", "now"), "the answer is what is stored"
+    sb = get(asb, CORE, "sandboxes", member["metadata"]["name"])
+    assert sb["metadata"]["labels"]["agents.x-k8s.io/claim-uid"] == c["metadata"]["uid"]
+    assert POOL_LABEL not in sb["metadata"]["labels"]
+    assert is_ready(sb)
+    ev = asb.get("/apis/events.k8s.io/v1/namespaces/default/events").json()["items"]
+    assert any(e["reason"] == "SandboxAdopted" and e["regarding"]["uid"] == c["metadata"]["uid"]
+               for e in ev), ev
+    ms = wait_pool_ready(asb, "wp", 1)
+    assert member["metadata"]["name"] not in {m["metadata"]["name"] for m in ms}
+    # No Ready member (the refill is not Ready yet, or the pool is empty): the 201 is not Ready
+    # and the controller serves the claim as before.
+    create(asb, EXT, "sandboxwarmpools", pool("none", "tpl", replicas=0))
+    r = asb.post(asb.path(EXT, "sandboxclaims"), claim("later", "none"))
+    assert r.status_code == 201 and not is_ready(r.json()), r.text
+    assert "sandbox" not in (r.json().get("status") or {})
+    assert wait_claim(asb, "later")["status"]["sandbox"]["name"] == "later"
+
+
 def test_watcher_sees_claim_ready_in_the_adoption_event(start_sbx):
     asb = start_sbx()
     create(asb, EXT, "sandboxtemplates", template("tpl"))

@@ -1,6 +1,8 @@
 /* libasb's plain HTTP transport (src/libasb/libasb-http-plain.c) against a one-shot server on a
  * loopback socket that answers canned bytes: which URLs take it, the request it writes, replies
- * in pieces (chunked, split headers), and how it fails (cut replies, timeouts, cancel, stop). */
+ * in pieces (chunked, split headers), and how it fails (cut replies, timeouts, cancel, stop);
+ * and against a keep-alive server: connections reused, and a request sent again when the server
+ * closed a kept connection without reading it. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -191,7 +193,7 @@ TEST(request_bytes)
     char want[512];
     snprintf(want, sizeof(want),
              "PUT /path?q=1 HTTP/1.1\r\nHost: 127.0.0.1%.*s\r\nUser-Agent: libasb/" ASB_VERSION
-             "\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: "
+             "\r\nAccept: application/json\r\nContent-Type: "
              "application/json\r\nContent-Length: 7\r\n\r\n{\"k\":1}",
              (int)strcspn(port, "/"), port);
     CHECK_STR_EQ(f.request.data, want);
@@ -277,4 +279,82 @@ TEST(connection_refused)
     CHECK(strstr(asb_error_last()->message, "Connection refused") != NULL);
     close(fd);
     collected_done(&c);
+}
+
+/* A keep-alive server: serves the requests of each connection it accepts by `script`, one
+ * character per request over all connections: 'R' replies (keep-alive), 'C' closes the connection
+ * without replying (a server dropping an idle connection just as a request arrives). */
+typedef struct keepalive_server {
+    int listen_fd;
+    const char *script;
+    int accepts, served;
+    pthread_t thread;
+} keepalive_server;
+
+static void *keepalive_serve(void *arg)
+{
+    keepalive_server *k = arg;
+    size_t step = 0;
+    while (k->script[step]) {
+        int fd = accept(k->listen_fd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        k->accepts++;
+        char req[4096];
+        size_t have = 0;
+        while (k->script[step]) {
+            ssize_t n = read(fd, req + have, sizeof(req) - 1 - have);
+            if (n <= 0)
+                break;
+            have += (size_t)n;
+            req[have] = '\0';
+            if (!strstr(req, "\r\n\r\n"))
+                continue;
+            have = 0;
+            if (k->script[step++] == 'C')
+                break;
+            static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if (write(fd, ok, sizeof(ok) - 1) < 0)
+                break;
+            k->served++;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static int keepalive_get(const char *url)
+{
+    collected c = {0};
+    asbi_http_exchange x = {
+        .method = "GET", .url = url, .timeout_ms = 5000, .on_body = collect_body, .payload = &c};
+    long status = 0;
+    int r = asbi_http_plain(&x, url, &status);
+    if (r == ASB_OK && (status != 200 || !c.body.data || strcmp(c.body.data, "ok") != 0))
+        r = -1;
+    collected_done(&c);
+    return r;
+}
+
+TEST(keepalive_reuses_and_resends_once)
+{
+    keepalive_server k = {.script = "RRRCR"};
+    k.listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    CHECK(bind(k.listen_fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+    CHECK(listen(k.listen_fd, 4) == 0);
+    CHECK(getsockname(k.listen_fd, (struct sockaddr *)&a, &len) == 0);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", ntohs(a.sin_port));
+    CHECK(pthread_create(&k.thread, NULL, keepalive_serve, &k) == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT_EQ(keepalive_get(url), ASB_OK);
+    /* The fourth request goes out on the kept connection, which the server closes unread: it is
+     * sent again on a new one and answered there. */
+    CHECK_INT_EQ(keepalive_get(url), ASB_OK);
+    pthread_join(k.thread, NULL);
+    CHECK_INT_EQ(k.accepts, 2);
+    CHECK_INT_EQ(k.served, 4);
+    close(k.listen_fd);
 }
