@@ -105,42 +105,23 @@ static void forget(net_prepared *p, const char *id)
         }
 }
 
-/* Namespace and veth (two `ip -batch` runs) while the chains, counters and map elements are
- * added: until the sandbox's rules fill them, its chains are empty and the base table drops
- * every packet from and to its address. */
+/* The chains, counters and map elements first, then namespace and veth: until the sandbox's
+ * rules fill them, its chains are empty and the base table drops every packet from and to its
+ * address. */
 static int build(local_net *n, const net_spare *sp, char **ret_error)
 {
-    char a[16];
-    net_ip_str(sp->ip, a);
-    _cleanup_free_ char *dir = spare_path(n, sp->id, NULL), *ns = spare_path(n, sp->id, "ns"),
-                        *ipf = spare_path(n, sp->id, "ip"), *idf = spare_path(n, sp->id, "id"),
-                        *inb = spare_path(n, sp->id, "in.batch"),
-                        *hb = spare_path(n, sp->id, "host.batch"), *in = NULL, *host = NULL,
-                        *ipline = NULL, *idline = NULL, *objects = NULL;
-    if (!dir || !ns || !ipf || !idf || !inb || !hb || asprintf(&ipline, "%s/32\n", a) < 0 ||
-        asprintf(&idline, "%s\n", sp->id) < 0 || net_batches(n, sp->id, sp->ip, &in, &host) < 0 ||
-        !(objects = net_objects_add_cmd(n, sp->id, sp->ip)))
+    _cleanup_free_ char *dir = spare_path(n, sp->id, NULL);
+    if (!dir)
         return -ENOMEM;
-    int k;
-    if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
-        (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0 ||
-        (k = fs_write_file(inb, in, 0600)) < 0 || (k = fs_write_file(hb, host, 0600)) < 0)
-        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
-    net_ip_child child;
-    if ((k = net_ip_start(inb, ns, false, &child, ret_error)) < 0)
-        return k;
-    int kr = net_nft_run(n->prep.nft, objects, ret_error);
-    k = net_ip_wait(&child, kr < 0 ? NULL : ret_error);
-    if (kr < 0 || k < 0)
-        return kr < 0 ? kr : k;
-    return net_ip_run(hb, NULL, false, ret_error);
+    int k = net_objects_add(n->prep.nfnl, n->table, sp->id, sp->ip, ret_error);
+    return k < 0 ? k : net_network_make(n, n->prep.rtnl, dir, sp->id, sp->ip, ret_error);
 }
 
-/* The nft objects (when ctx), the namespace (and with it the veth pair) and the directory. */
-static void destroy(local_net *n, struct nft_ctx *ctx, const net_spare *sp)
+/* The nft objects (when c), the namespace (and with it the veth pair) and the directory. */
+static void destroy(local_net *n, net_counters *c, const net_spare *sp)
 {
-    if (ctx)
-        net_objects_remove(n, ctx, sp->id, sp->ip);
+    if (c)
+        net_objects_del(c, n->table, sp->id, sp->ip);
     _cleanup_free_ char *ns = spare_path(n, sp->id, "ns"), *dir = spare_path(n, sp->id, NULL);
     if (ns)
         while (umount2(ns, MNT_DETACH) == 0)
@@ -185,7 +166,7 @@ static void *preparer(void *arg)
         int k = build(n, &sp, &err);
         if (k < 0) {
             log_warn("cannot prepare a sandbox network", "error", err ? err : strerror(-k));
-            destroy(n, p->nft, &sp);
+            destroy(n, p->nfnl, &sp);
         }
         pthread_mutex_lock(p->lock);
         if (k < 0) {
@@ -206,16 +187,17 @@ int net_prepared_start(local_net *n, pthread_mutex_t *lock, unsigned base)
     net_prepared *p = &n->prep;
     if (!lock || !base)
         return 0;
-    if (!(p->nft = nft_ctx_new(NFT_CTX_DEFAULT)))
-        return -ENOMEM;
-    nft_ctx_buffer_output(p->nft);
-    nft_ctx_buffer_error(p->nft);
+    int k = net_counters_open(&p->nfnl);
+    if (k < 0 || (k = net_rtnl_open(&p->rtnl)) < 0) {
+        p->nfnl = net_counters_free(p->nfnl);
+        return k;
+    }
     p->lock = lock;
     p->base = MIN(base, (unsigned)NET_PREPARED_MAX);
-    int k = -pthread_cond_init(&p->wake, NULL);
+    k = -pthread_cond_init(&p->wake, NULL);
     if (k < 0 || (k = -pthread_create(&p->thread, NULL, preparer, n)) < 0) {
-        nft_ctx_free(p->nft);
-        p->nft = NULL;
+        p->nfnl = net_counters_free(p->nfnl);
+        p->rtnl = net_rtnl_free(p->rtnl);
         return k;
     }
     p->running = true;
@@ -239,13 +221,12 @@ void net_prepared_stop(local_net *n)
     }
     /* Nothing prepared outlives the server: the next start would remove it anyway. */
     for (size_t i = 0; i < p->n_spares; i++)
-        destroy(n, p->nft, &p->spares[i]);
+        destroy(n, p->nfnl, &p->spares[i]);
     free(p->spares);
     p->spares = NULL;
     p->n_spares = 0;
-    if (p->nft)
-        nft_ctx_free(p->nft);
-    p->nft = NULL;
+    p->nfnl = net_counters_free(p->nfnl);
+    p->rtnl = net_rtnl_free(p->rtnl);
 }
 
 int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *ret_ip)
@@ -267,7 +248,7 @@ int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *
         if (rename(from, to) < 0) {
             int e = -errno;
             log_warn("cannot use a prepared network", "path", from, "error", strerror(-e));
-            destroy(n, n->nft, &sp);
+            destroy(n, n->counters, &sp);
             p->missed++;
             return e;
         }
