@@ -44,6 +44,7 @@ typedef struct net_spare {
 } net_spare;
 
 #define NET_SPARE_PREFIX "spare-"
+#define NET_GONE_PREFIX "gone-" /* a torn-down sandbox's network the preparer destroys */
 #define NET_PREPARED_MAX 64 /* spares at most, whatever the demand */
 
 typedef struct net_prepared {
@@ -55,6 +56,12 @@ typedef struct net_prepared {
     net_rtnl *rtnl;
     net_spare *spares;
     size_t n_spares;
+    /* Torn-down sandboxes' networks (net/gone-<id>: nft objects deleted already) whose veth and
+     * namespace the preparer destroys without the lock a start waits for (deleting a veth
+     * waits for RCU under the kernel's rtnl lock: 0.3-50 ms measured). Their addresses stay
+     * reserved until then. */
+    net_spare *gone;
+    size_t n_gone;
     unsigned base;   /* spares kept besides the demand; 0: nothing is prepared */
     unsigned demand; /* the warm pools' unclaimed members (local_net_prepare_demand) */
     unsigned long long seq, taken, missed;
@@ -92,6 +99,8 @@ uint32_t net_allocate_ip(local_net *n);
  * links (net_link_sandbox) of network id at ip, on rtnl (the calling thread's). */
 int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
                      uint32_t ip, char **ret_error);
+/* Deletes veth asv<id> (when rtnl), unmounts dir/ns and removes dir. */
+void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id);
 /* local-net-objects.c: a network's chains, counters and map elements in table inet <table>,
  * added in one transaction (0, or a negative errno with *ret_error), deleted in one (one by one
  * when that fails: a half-made network; 0, or the first failure other than -ENOENT). */
@@ -140,7 +149,10 @@ void net_prepared_stop(local_net *n);
  * preparer; -ENOENT when none is ready. Counts the start for the demand estimate either way. */
 int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *ret_ip);
 bool net_prepared_holds(const local_net *n, uint32_t ip);
-/* Removes what an earlier run left under net/spare-* (asb serve killed with spares ready). */
+/* Renames dir (a sandbox's network; its nft objects deleted) to net/gone-<id> for the preparer to
+ * destroy; -ENOENT when the preparer does not run, or another errno: the caller destroys it. */
+int net_prepared_retire(local_net *n, const char *dir, const char *id, uint32_t ip);
+/* Removes what an earlier run left under net/spare-* and net/gone-* (asb serve killed). */
 void net_prepared_remove_stale(local_net *n);
 
 /* local-net-counters.c: named counters of table inet <table>, one netlink request each. */

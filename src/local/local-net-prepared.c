@@ -60,6 +60,12 @@ static char *spare_path(const local_net *n, const char *id, const char *leaf)
     return p;
 }
 
+static char *gone_path(const local_net *n, const char *id)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/" NET_GONE_PREFIX "%s", n->net_dir, id) < 0 ? NULL : p;
+}
+
 static bool id_taken(const local_net *n, const char *id)
 {
     char veth[16];
@@ -96,13 +102,31 @@ static int reserve(local_net *n, net_spare *ret)
     return 0;
 }
 
-static void forget(net_prepared *p, const char *id)
+static void forget_in(net_spare *v, size_t *n, const char *id)
 {
-    for (size_t i = 0; i < p->n_spares; i++)
-        if (strcmp(p->spares[i].id, id) == 0) {
-            p->spares[i] = p->spares[--p->n_spares];
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i].id, id) == 0) {
+            v[i] = v[--*n];
             return;
         }
+}
+
+static void forget(net_prepared *p, const char *id)
+{
+    forget_in(p->spares, &p->n_spares, id);
+}
+
+/* Destroys the first retired network (lock held; released while it works). */
+static void reap_one(local_net *n)
+{
+    net_prepared *p = &n->prep;
+    net_spare g = p->gone[0];
+    _cleanup_free_ char *dir = gone_path(n, g.id);
+    pthread_mutex_unlock(p->lock);
+    if (dir)
+        net_network_destroy(p->rtnl, dir, g.id);
+    pthread_mutex_lock(p->lock);
+    forget_in(p->gone, &p->n_gone, g.id); /* its address is free from here on */
 }
 
 /* The chains, counters and map elements first, then namespace and veth: until the sandbox's
@@ -141,6 +165,10 @@ static void *preparer(void *arg)
         log_debug("cannot lower the preparer's priority", "error", strerror(errno));
     pthread_mutex_lock(p->lock);
     while (!p->stop) {
+        if (p->n_gone > 0) {
+            reap_one(n);
+            continue;
+        }
         if (backoff) {
             /* Out of addresses, or the host refused: try again later, not in a loop. */
             wait_until(p, now_usec(CLOCK_MONOTONIC) + USEC_PER_SEC);
@@ -218,7 +246,13 @@ void net_prepared_stop(local_net *n)
         pthread_join(p->thread, NULL);
         pthread_cond_destroy(&p->wake);
         p->running = false;
+        pthread_mutex_lock(p->lock);
+        while (p->n_gone > 0)
+            reap_one(n);
+        pthread_mutex_unlock(p->lock);
     }
+    free(p->gone);
+    p->gone = NULL;
     /* Nothing prepared outlives the server: the next start would remove it anyway. */
     for (size_t i = 0; i < p->n_spares; i++)
         destroy(n, p->nfnl, &p->spares[i]);
@@ -268,7 +302,30 @@ bool net_prepared_holds(const local_net *n, uint32_t ip)
     for (size_t i = 0; i < n->prep.n_spares; i++)
         if (n->prep.spares[i].ip == ip)
             return true;
+    for (size_t i = 0; i < n->prep.n_gone; i++)
+        if (n->prep.gone[i].ip == ip)
+            return true;
     return false;
+}
+
+int net_prepared_retire(local_net *n, const char *dir, const char *id, uint32_t ip)
+{
+    net_prepared *p = &n->prep;
+    if (!p->running)
+        return -ENOENT;
+    net_spare g = {.ip = ip};
+    snprintf(g.id, sizeof(g.id), "%s", id);
+    _cleanup_free_ char *to = gone_path(n, g.id);
+    net_spare *v = realloc(p->gone, (p->n_gone + 1) * sizeof(*v));
+    if (!to || !v)
+        return -ENOMEM;
+    p->gone = v;
+    /* One rename: a crash leaves it a sandbox's (collected) or gone (removed at start). */
+    if (rename(dir, to) < 0)
+        return -errno;
+    v[p->n_gone++] = g;
+    pthread_cond_signal(&p->wake);
+    return 0;
 }
 
 void net_prepared_remove_stale(local_net *n)
@@ -276,14 +333,25 @@ void net_prepared_remove_stale(local_net *n)
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) != 0 ||
-            strlen(de->d_name) != strlen(NET_SPARE_PREFIX) + 12)
+        bool spare = strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 &&
+                     strlen(de->d_name) == strlen(NET_SPARE_PREFIX) + 12;
+        bool gone = strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0 &&
+                    strlen(de->d_name) == strlen(NET_GONE_PREFIX) + 12;
+        if (!spare && !gone)
             continue;
         net_spare sp = {0};
-        snprintf(sp.id, sizeof(sp.id), "%s", de->d_name + strlen(NET_SPARE_PREFIX));
-        log_info("removing a network prepared by an earlier run", "id", sp.id);
+        snprintf(sp.id, sizeof(sp.id), "%s", strchr(de->d_name, '-') + 1);
+        log_info(spare ? "removing a network prepared by an earlier run"
+                       : "removing a network an earlier run was destroying",
+                 "id", sp.id);
         /* Its nft objects went with the table, which start made anew. */
-        destroy(n, NULL, &sp);
+        if (spare)
+            destroy(n, NULL, &sp);
+        else {
+            _cleanup_free_ char *dir = gone_path(n, sp.id);
+            if (dir)
+                net_network_destroy(n->rtnl, dir, sp.id);
+        }
     }
 }
 

@@ -213,6 +213,7 @@ static void preload(local_net *n)
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
             strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 ||
+            strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0 ||
             !local_net_has_namespace(n, de->d_name))
             continue;
         uint32_t ip = stored_ip(n, de->d_name);
@@ -603,20 +604,33 @@ static void remove_rules(local_net *n, const net_sandbox *s)
         net_objects_del(n->counters, n->table, s->id, s->ip);
 }
 
-static void remove_namespace(local_net *n, const char *uid, const char *id)
+void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id)
 {
     char veth[16];
     snprintf(veth, sizeof(veth), "asv%s", id);
-    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL);
-    /* Deleted now rather than with its namespace, which the kernel destroys later. */
-    int k = n->rtnl ? net_rtnl_link_del(n->rtnl, veth) : 0;
+    /* Deleted now rather than with its namespace, which the kernel destroys later (and never
+     * while a stray process still holds it). */
+    int k = rtnl ? net_rtnl_link_del(rtnl, veth) : 0;
     if (k < 0)
         log_warn("cannot delete veth", "veth", veth, "error", strerror(-k));
-    if (ns)
+    _cleanup_free_ char *ns = NULL;
+    if (asprintf(&ns, "%s/ns", dir) >= 0)
         while (umount2(ns, MNT_DETACH) == 0)
             ;
-    if (dir)
-        fs_rm_rf(dir);
+    fs_rm_rf(dir);
+}
+
+/* The preparer's thread destroys it when it runs, off the caller's lock; else done here. */
+static void remove_namespace(local_net *n, const char *uid, const char *id, uint32_t ip)
+{
+    _cleanup_free_ char *dir = sb_path(n, uid, NULL);
+    if (!dir)
+        return;
+    if (!ip)
+        ip = stored_ip(n, uid);
+    if (ip && local_net_has_namespace(n, uid) && net_prepared_retire(n, dir, id, ip) == 0)
+        return;
+    net_network_destroy(n->rtnl, dir, id);
 }
 
 int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
@@ -732,13 +746,15 @@ void local_net_detach(local_net *n, const char *uid)
 {
     net_sandbox *s = find_sb(n, uid);
     char id[13];
+    uint32_t ip = 0;
     if (s) {
         remove_rules(n, s);
         snprintf(id, sizeof(id), "%s", s->id);
+        ip = s->ip;
         drop_sb(n, uid);
     } else
         sandbox_id(n, uid, id);
-    remove_namespace(n, uid, id);
+    remove_namespace(n, uid, id, ip);
 }
 
 void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), void *userdata)
@@ -746,9 +762,10 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        /* Networks prepared ahead are the preparer's (local-net-prepared.c). */
+        /* Networks prepared ahead or being destroyed are the preparer's. */
         if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
-            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0)
+            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 ||
+            strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0)
             continue;
         if (!keep(de->d_name, userdata)) {
             log_info("removing the network of a sandbox that is not running", "uid", de->d_name);
