@@ -299,15 +299,14 @@ static int ns_new(const char *path, int *ret_ns_fd, net_rtnl **ret_rtnl, const c
 
 static int fail(char **ret_error, const char *step, const char *name, int k)
 {
-    if (ret_error &&
-        asprintf(ret_error, "rtnetlink: %s%s%s: %s", step, name ? " " : "", name ? name : "",
-                 strerror(-k)) < 0)
+    if (ret_error && asprintf(ret_error, "rtnetlink: %s%s%s: %s", step, name ? " " : "",
+                              name ? name : "", strerror(-k)) < 0)
         *ret_error = NULL;
     return k;
 }
 
-int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip,
-                     uint32_t gw, const char *ns_path, char **ret_error)
+int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip, uint32_t gw,
+                     const char *ns_path, char **ret_error)
 {
     char veth[16];
     snprintf(veth, sizeof(veth), "asv%s", id);

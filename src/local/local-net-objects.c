@@ -36,8 +36,8 @@ typedef struct batch {
 
 static struct nlmsghdr *batch_msg(batch *bt, uint16_t type, uint16_t flags)
 {
-    struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(bt->b), type,
-                                                 NFPROTO_INET, flags | NLM_F_ACK, ++bt->c->seq);
+    struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(bt->b), type, NFPROTO_INET,
+                                                 flags | NLM_F_ACK, ++bt->c->seq);
     bt->n_acks++;
     return nlh;
 }
