@@ -10,6 +10,9 @@ run during the refill, as in a claim/close cycle). Each server is a fresh one. T
 the same run: with BENCH_BASELINE_BUILD=<dir holding another build's bin/> (e.g. main's), the
 same rows for that build, rounds alternated (BENCH_ROUNDS, 1); without it, the same pool with
 the claims made one at a time (serialised), on this build.
+BENCH_BURST_NETWORKS (default "none,bridge") picks the networks of the burst rows. The CPU column
+is what `asb serve` and the children it reaped (runc, ...) used from the burst until the pool was
+full again, per refilled sandbox (/proc/PID/stat).
 Needs root and runc; prints a table with p50/p99 in milliseconds."""
 import json
 import os
@@ -90,9 +93,17 @@ def run_client(state, *args):
     return bench_server.run_claim_client(CLIENT, state, args, 600, BENCH_EXEC="0")
 
 
+def cpu_ms(pid):
+    """CPU time of pid and of the children it waited for (utime, stime, cutime, cstime), in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
 def burst_round(build, network, serialised=False):
     """A fresh server (build, network), a pool of BURST, BURST claims at once (or one at a time),
-    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s)."""
+    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s, CPU ms of the server
+    and its reaped children per refilled sandbox)."""
     state = tempfile.mkdtemp(prefix="asb-bb-", dir="/tmp")
     proc = None
     try:
@@ -105,6 +116,7 @@ def burst_round(build, network, serialised=False):
             "spec": {"replicas": BURST, "sandboxTemplateRef": {"name": "t"}}})
         wait_full(url, s, "b", BURST, timeout=600)
         time.sleep(1)  # the fill's last status writes and health checks settle
+        c0 = cpu_ms(proc.pid)
         t0 = time.perf_counter()
         if serialised:
             out = []
@@ -118,7 +130,7 @@ def burst_round(build, network, serialised=False):
             raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")
         wait_full(url, s, "b", BURST, timeout=600)
         refill = BURST / (time.perf_counter() - t0)
-        return lat, refill
+        return lat, refill, (cpu_ms(proc.pid) - c0) / BURST
     finally:
         if proc:
             proc.terminate()
@@ -129,31 +141,35 @@ def burst_round(build, network, serialised=False):
 def burst_rows():
     """Issue 16's burst and refill rows for --network none and bridge, with their baseline."""
     build_libasb_client("claim-bench-client.c", CLIENT, ("-ljansson", "-lpthread"))
-    nets = ["none", "bridge"] if shutil.which("nft") else ["none"]
+    nets = [x for x in os.environ.get("BENCH_BURST_NETWORKS", "none,bridge").split(",")
+            if x == "none" or shutil.which("nft")]
     base_name = "baseline build" if BASELINE else "baseline: claims serialised"
     res = {}
     for rnd in range(ROUNDS):
         for net in nets:
             for who in ("this build", base_name):
                 build = BASELINE if (who != "this build" and BASELINE) else BUILD
-                lat, refill = burst_round(build, net, serialised=(who != "this build" and not BASELINE))
-                r = res.setdefault((net, who), ([], []))
+                lat, refill, cpu = burst_round(build, net, serialised=(who != "this build" and not BASELINE))
+                r = res.setdefault((net, who), ([], [], []))
                 r[0].extend(lat)
                 r[1].append(refill)
+                r[2].append(cpu)
     print(f"\n{'burst of %d claims on a full pool of %d' % (BURST, BURST):44} {'network':>8} "
-          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9}  target")
+          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9} {'CPU ms/sb':>9}  target")
     for net in nets:
         for who in ("this build", base_name):
-            lat, refills = res[(net, who)]
+            lat, refills, cpus = res[(net, who)]
             refill = sorted(refills)[len(refills) // 2]
-            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f}  "
+            cpu = sorted(cpus)[len(cpus) // 2]
+            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f} "
+                  f"{cpu:9.1f}  "
                   + (f"p99 < {TARGET_BURST_P99:.0f} ms, refill >= {TARGET_REFILL[net]:.0f}/s"
                      if who == "this build" else ""))
     if BASELINE:
         print(f"baseline build: {BASELINE}; rounds alternated: {ROUNDS}")
     for net in nets:
-        lat, refills = res[(net, "this build")]
-        blat, brefills = res[(net, base_name)]
+        lat, refills, _ = res[(net, "this build")]
+        blat, brefills, _ = res[(net, base_name)]
         refill = sorted(refills)[len(refills) // 2]
         brefill = sorted(brefills)[len(brefills) // 2]
         if net == "none":

@@ -161,7 +161,7 @@ def start(bls, d, network, prepared):
 
 def spares(d):
     """Networks prepared ahead and ready in state dir d (their namespace is mounted)."""
-    return sum(1 for p in glob.glob(os.path.join(d, "net", "spare-*", "host.batch"))
+    return sum(1 for p in glob.glob(os.path.join(d, "net", "spare-*", "ip"))
                if os.path.ismount(os.path.join(os.path.dirname(p), "ns")))
 
 

@@ -13,11 +13,6 @@
 
 #include "local/local-net-internal.h"
 
-struct net_counters {
-    struct mnl_socket *nl;
-    uint32_t portid, seq;
-};
-
 net_counters *net_counters_free(net_counters *c)
 {
     if (c && c->nl)

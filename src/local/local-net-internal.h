@@ -1,6 +1,7 @@
 /* Shared between local-net.c (sandboxes, lifecycle), local-net-policy.c (policy -> rule text),
- * local-net-exec.c (running nft and ip) and local-net-prepared.c (networks prepared ahead). Not
- * an interface for anything else. */
+ * local-net-exec.c (running nft), local-net-link.c (rtnetlink), local-net-objects.c and
+ * local-net-counters.c (nftnl) and local-net-prepared.c (networks prepared ahead). Not an
+ * interface for anything else. */
 #pragma once
 
 #include <nftables/libnftables.h>
@@ -14,7 +15,16 @@
 #include "local/local-dns.h"
 #include "local/local-net.h"
 
-typedef struct net_counters net_counters;
+/* A netfilter netlink socket (libmnl): reads the blocked counters (local-net-counters.c), adds
+ * and deletes a network's objects (local-net-objects.c). One per thread that uses it. */
+struct mnl_socket;
+typedef struct net_counters {
+    struct mnl_socket *nl;
+    uint32_t portid, seq;
+} net_counters;
+
+/* An rtnetlink socket (local-net-link.c), bound to the namespace it was opened in. */
+typedef struct net_rtnl net_rtnl;
 
 typedef struct net_sandbox {
     char *uid;
@@ -34,6 +44,7 @@ typedef struct net_spare {
 } net_spare;
 
 #define NET_SPARE_PREFIX "spare-"
+#define NET_GONE_PREFIX "gone-" /* a torn-down sandbox's network the preparer destroys */
 #define NET_PREPARED_MAX 64 /* spares at most, whatever the demand */
 
 typedef struct net_prepared {
@@ -41,9 +52,16 @@ typedef struct net_prepared {
     pthread_cond_t wake;
     pthread_t thread;
     bool running, stop;
-    struct nft_ctx *nft; /* the preparer's own context (one per thread) */
+    net_counters *nfnl;  /* the preparer's own sockets (one per thread) */
+    net_rtnl *rtnl;
     net_spare *spares;
     size_t n_spares;
+    /* Torn-down sandboxes' networks (net/gone-<id>: nft objects deleted already) whose veth and
+     * namespace the preparer destroys without the lock a start waits for (deleting a veth
+     * waits for RCU under the kernel's rtnl lock: 0.3-50 ms measured). Their addresses stay
+     * reserved until then. */
+    net_spare *gone;
+    size_t n_gone;
     unsigned base;   /* spares kept besides the demand; 0: nothing is prepared */
     unsigned demand; /* the warm pools' unclaimed members (local_net_prepare_demand) */
     unsigned long long seq, taken, missed;
@@ -57,7 +75,8 @@ struct local_net {
     int prefix;
     char pool_s[32], gw_s[16];
     struct nft_ctx *nft;
-    net_counters *counters; /* reads the blocked counters (local-net-counters.c) */
+    net_counters *counters; /* blocked counters, objects (local-net-counters/objects.c) */
+    net_rtnl *rtnl;         /* links of the callers' thread (under the caller's lock) */
     net_sandbox *sb;
     size_t n_sb;
     local_dns *dns; /* the forwarder on the bridge address, or NULL */
@@ -69,17 +88,6 @@ struct local_net {
     net_prepared prep;
 };
 
-/* `ip -batch file` in a child; with ns_path the child first makes a new network namespace,
- * binds it at ns_path and turns IPv6 off in it. net_ip_wait() collects it. */
-typedef struct net_ip_child {
-    pid_t pid;
-    int err_fd; /* ip's stderr */
-} net_ip_child;
-
-int net_ip_start(const char *batch, const char *ns_path, bool force, net_ip_child *ret,
-                 char **ret_error);
-int net_ip_wait(net_ip_child *c, char **ret_error);
-int net_ip_run(const char *batch, const char *ns_path, bool force, char **ret_error);
 /* Runs nft commands on ctx (one transaction); -EIO with *ret_error ("nft: ...") on failure. */
 int net_nft_run(struct nft_ctx *ctx, const char *cmd, char **ret_error);
 void net_ip_str(uint32_t ip, char out[16]);
@@ -87,12 +95,37 @@ bool net_is_nsfs(const char *path);
 /* Whether a sandbox or a spare holds ip; the lowest free address of the pool, or 0. */
 bool net_ip_used(local_net *n, uint32_t ip);
 uint32_t net_allocate_ip(local_net *n);
-/* The nft commands that add (or delete) a sandbox's chains, counters and map elements. */
-char *net_objects_add_cmd(const local_net *n, const char *id, uint32_t ip);
-void net_objects_remove(local_net *n, struct nft_ctx *ctx, const char *id, uint32_t ip);
-/* The batch files of a new namespace: in.batch (run inside it) and host.batch (the veth's host
- * end onto the bridge), for address ip and veth asv<id>. Owned strings. */
-int net_batches(const local_net *n, const char *id, uint32_t ip, char **ret_in, char **ret_host);
+/* net/<uid> or net/spare-<id> (dir): the files ip and id, the namespace bound at dir/ns and the
+ * links (net_link_sandbox) of network id at ip, on rtnl (the calling thread's). */
+int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
+                     uint32_t ip, char **ret_error);
+/* Deletes veth asv<id> (when rtnl), unmounts dir/ns and removes dir. */
+void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id);
+/* local-net-objects.c: a network's chains, counters and map elements in table inet <table>,
+ * added in one transaction (0, or a negative errno with *ret_error), deleted in one (one by one
+ * when that fails: a half-made network; 0, or the first failure other than -ENOENT). */
+int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip,
+                    char **ret_error);
+int net_objects_del(net_counters *c, const char *table, const char *id, uint32_t ip);
+
+/* local-net-link.c. net_rtnl_open: a socket in the calling thread's network namespace. */
+int net_rtnl_open(net_rtnl **ret);
+net_rtnl *net_rtnl_free(net_rtnl *r);
+/* The index of link `name`: 0 or -ENODEV. */
+int net_rtnl_link_index(net_rtnl *r, const char *name, int *ret);
+/* Sets the link up (when up) and its MAC address (when mac). */
+int net_rtnl_link_set(net_rtnl *r, int ifindex, bool up, const unsigned char *mac);
+int net_rtnl_bridge_add(net_rtnl *r, const char *name, const unsigned char mac[6]);
+/* Deletes link `name`; 0 when there is none. */
+int net_rtnl_link_del(net_rtnl *r, const char *name);
+/* ip/prefix on the link (replacing the same address). */
+int net_rtnl_addr_replace(net_rtnl *r, int ifindex, uint32_t ip, int prefix);
+/* A sandbox's network: a new namespace bound at ns_path (IPv6 off, lo up), a veth pair asv<id>
+ * (host, enslaved to bridge, isolated port, up) / eth0 (inside, ip/32, up, a route to gw on
+ * the link and the default via gw). 0, or a negative errno with *ret_error ("rtnetlink: <step>
+ * <name>: <reason>"); a half-made network is the caller's to remove (unmount ns_path). */
+int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip,
+                     uint32_t gw, const char *ns_path, char **ret_error);
 
 /* local-net-policy.c. */
 /* "a.b.c.d/n" (or a bare address as /32): network and prefix (host byte order). 0 or -EINVAL. */
@@ -116,7 +149,10 @@ void net_prepared_stop(local_net *n);
  * preparer; -ENOENT when none is ready. Counts the start for the demand estimate either way. */
 int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *ret_ip);
 bool net_prepared_holds(const local_net *n, uint32_t ip);
-/* Removes what an earlier run left under net/spare-* (asb serve killed with spares ready). */
+/* Renames dir (a sandbox's network; its nft objects deleted) to net/gone-<id> for the preparer to
+ * destroy; -ENOENT when the preparer does not run, or another errno: the caller destroys it. */
+int net_prepared_retire(local_net *n, const char *dir, const char *id, uint32_t ip);
+/* Removes what an earlier run left under net/spare-* and net/gone-* (asb serve killed). */
 void net_prepared_remove_stale(local_net *n);
 
 /* local-net-counters.c: named counters of table inet <table>, one netlink request each. */

@@ -60,6 +60,12 @@ static char *spare_path(const local_net *n, const char *id, const char *leaf)
     return p;
 }
 
+static char *gone_path(const local_net *n, const char *id)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/" NET_GONE_PREFIX "%s", n->net_dir, id) < 0 ? NULL : p;
+}
+
 static bool id_taken(const local_net *n, const char *id)
 {
     char veth[16];
@@ -96,51 +102,50 @@ static int reserve(local_net *n, net_spare *ret)
     return 0;
 }
 
-static void forget(net_prepared *p, const char *id)
+static void forget_in(net_spare *v, size_t *n, const char *id)
 {
-    for (size_t i = 0; i < p->n_spares; i++)
-        if (strcmp(p->spares[i].id, id) == 0) {
-            p->spares[i] = p->spares[--p->n_spares];
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i].id, id) == 0) {
+            v[i] = v[--*n];
             return;
         }
 }
 
-/* Namespace and veth (two `ip -batch` runs) while the chains, counters and map elements are
- * added: until the sandbox's rules fill them, its chains are empty and the base table drops
- * every packet from and to its address. */
-static int build(local_net *n, const net_spare *sp, char **ret_error)
+static void forget(net_prepared *p, const char *id)
 {
-    char a[16];
-    net_ip_str(sp->ip, a);
-    _cleanup_free_ char *dir = spare_path(n, sp->id, NULL), *ns = spare_path(n, sp->id, "ns"),
-                        *ipf = spare_path(n, sp->id, "ip"), *idf = spare_path(n, sp->id, "id"),
-                        *inb = spare_path(n, sp->id, "in.batch"),
-                        *hb = spare_path(n, sp->id, "host.batch"), *in = NULL, *host = NULL,
-                        *ipline = NULL, *idline = NULL, *objects = NULL;
-    if (!dir || !ns || !ipf || !idf || !inb || !hb || asprintf(&ipline, "%s/32\n", a) < 0 ||
-        asprintf(&idline, "%s\n", sp->id) < 0 || net_batches(n, sp->id, sp->ip, &in, &host) < 0 ||
-        !(objects = net_objects_add_cmd(n, sp->id, sp->ip)))
-        return -ENOMEM;
-    int k;
-    if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
-        (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0 ||
-        (k = fs_write_file(inb, in, 0600)) < 0 || (k = fs_write_file(hb, host, 0600)) < 0)
-        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
-    net_ip_child child;
-    if ((k = net_ip_start(inb, ns, false, &child, ret_error)) < 0)
-        return k;
-    int kr = net_nft_run(n->prep.nft, objects, ret_error);
-    k = net_ip_wait(&child, kr < 0 ? NULL : ret_error);
-    if (kr < 0 || k < 0)
-        return kr < 0 ? kr : k;
-    return net_ip_run(hb, NULL, false, ret_error);
+    forget_in(p->spares, &p->n_spares, id);
 }
 
-/* The nft objects (when ctx), the namespace (and with it the veth pair) and the directory. */
-static void destroy(local_net *n, struct nft_ctx *ctx, const net_spare *sp)
+/* Destroys the first retired network (lock held; released while it works). */
+static void reap_one(local_net *n)
 {
-    if (ctx)
-        net_objects_remove(n, ctx, sp->id, sp->ip);
+    net_prepared *p = &n->prep;
+    net_spare g = p->gone[0];
+    _cleanup_free_ char *dir = gone_path(n, g.id);
+    pthread_mutex_unlock(p->lock);
+    if (dir)
+        net_network_destroy(p->rtnl, dir, g.id);
+    pthread_mutex_lock(p->lock);
+    forget_in(p->gone, &p->n_gone, g.id); /* its address is free from here on */
+}
+
+/* The chains, counters and map elements first, then namespace and veth: until the sandbox's
+ * rules fill them, its chains are empty and the base table drops every packet from and to its
+ * address. */
+static int build(local_net *n, const net_spare *sp, char **ret_error)
+{
+    _cleanup_free_ char *dir = spare_path(n, sp->id, NULL);
+    if (!dir)
+        return -ENOMEM;
+    int k = net_objects_add(n->prep.nfnl, n->table, sp->id, sp->ip, ret_error);
+    return k < 0 ? k : net_network_make(n, n->prep.rtnl, dir, sp->id, sp->ip, ret_error);
+}
+
+/* The nft objects (when c), the namespace (and with it the veth pair) and the directory. */
+static void destroy(local_net *n, net_counters *c, const net_spare *sp)
+{
+    if (c)
+        net_objects_del(c, n->table, sp->id, sp->ip);
     _cleanup_free_ char *ns = spare_path(n, sp->id, "ns"), *dir = spare_path(n, sp->id, NULL);
     if (ns)
         while (umount2(ns, MNT_DETACH) == 0)
@@ -160,6 +165,10 @@ static void *preparer(void *arg)
         log_debug("cannot lower the preparer's priority", "error", strerror(errno));
     pthread_mutex_lock(p->lock);
     while (!p->stop) {
+        if (p->n_gone > 0) {
+            reap_one(n);
+            continue;
+        }
         if (backoff) {
             /* Out of addresses, or the host refused: try again later, not in a loop. */
             wait_until(p, now_usec(CLOCK_MONOTONIC) + USEC_PER_SEC);
@@ -185,7 +194,7 @@ static void *preparer(void *arg)
         int k = build(n, &sp, &err);
         if (k < 0) {
             log_warn("cannot prepare a sandbox network", "error", err ? err : strerror(-k));
-            destroy(n, p->nft, &sp);
+            destroy(n, p->nfnl, &sp);
         }
         pthread_mutex_lock(p->lock);
         if (k < 0) {
@@ -206,16 +215,17 @@ int net_prepared_start(local_net *n, pthread_mutex_t *lock, unsigned base)
     net_prepared *p = &n->prep;
     if (!lock || !base)
         return 0;
-    if (!(p->nft = nft_ctx_new(NFT_CTX_DEFAULT)))
-        return -ENOMEM;
-    nft_ctx_buffer_output(p->nft);
-    nft_ctx_buffer_error(p->nft);
+    int k = net_counters_open(&p->nfnl);
+    if (k < 0 || (k = net_rtnl_open(&p->rtnl)) < 0) {
+        p->nfnl = net_counters_free(p->nfnl);
+        return k;
+    }
     p->lock = lock;
     p->base = MIN(base, (unsigned)NET_PREPARED_MAX);
-    int k = -pthread_cond_init(&p->wake, NULL);
+    k = -pthread_cond_init(&p->wake, NULL);
     if (k < 0 || (k = -pthread_create(&p->thread, NULL, preparer, n)) < 0) {
-        nft_ctx_free(p->nft);
-        p->nft = NULL;
+        p->nfnl = net_counters_free(p->nfnl);
+        p->rtnl = net_rtnl_free(p->rtnl);
         return k;
     }
     p->running = true;
@@ -236,16 +246,21 @@ void net_prepared_stop(local_net *n)
         pthread_join(p->thread, NULL);
         pthread_cond_destroy(&p->wake);
         p->running = false;
+        pthread_mutex_lock(p->lock);
+        while (p->n_gone > 0)
+            reap_one(n);
+        pthread_mutex_unlock(p->lock);
     }
+    free(p->gone);
+    p->gone = NULL;
     /* Nothing prepared outlives the server: the next start would remove it anyway. */
     for (size_t i = 0; i < p->n_spares; i++)
-        destroy(n, p->nft, &p->spares[i]);
+        destroy(n, p->nfnl, &p->spares[i]);
     free(p->spares);
     p->spares = NULL;
     p->n_spares = 0;
-    if (p->nft)
-        nft_ctx_free(p->nft);
-    p->nft = NULL;
+    p->nfnl = net_counters_free(p->nfnl);
+    p->rtnl = net_rtnl_free(p->rtnl);
 }
 
 int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *ret_ip)
@@ -267,7 +282,7 @@ int net_prepared_take(local_net *n, const char *uid, char ret_id[13], uint32_t *
         if (rename(from, to) < 0) {
             int e = -errno;
             log_warn("cannot use a prepared network", "path", from, "error", strerror(-e));
-            destroy(n, n->nft, &sp);
+            destroy(n, n->counters, &sp);
             p->missed++;
             return e;
         }
@@ -287,7 +302,30 @@ bool net_prepared_holds(const local_net *n, uint32_t ip)
     for (size_t i = 0; i < n->prep.n_spares; i++)
         if (n->prep.spares[i].ip == ip)
             return true;
+    for (size_t i = 0; i < n->prep.n_gone; i++)
+        if (n->prep.gone[i].ip == ip)
+            return true;
     return false;
+}
+
+int net_prepared_retire(local_net *n, const char *dir, const char *id, uint32_t ip)
+{
+    net_prepared *p = &n->prep;
+    if (!p->running)
+        return -ENOENT;
+    net_spare g = {.ip = ip};
+    snprintf(g.id, sizeof(g.id), "%s", id);
+    _cleanup_free_ char *to = gone_path(n, g.id);
+    net_spare *v = realloc(p->gone, (p->n_gone + 1) * sizeof(*v));
+    if (!to || !v)
+        return -ENOMEM;
+    p->gone = v;
+    /* One rename: a crash leaves it a sandbox's (collected) or gone (removed at start). */
+    if (rename(dir, to) < 0)
+        return -errno;
+    v[p->n_gone++] = g;
+    pthread_cond_signal(&p->wake);
+    return 0;
 }
 
 void net_prepared_remove_stale(local_net *n)
@@ -295,14 +333,25 @@ void net_prepared_remove_stale(local_net *n)
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) != 0 ||
-            strlen(de->d_name) != strlen(NET_SPARE_PREFIX) + 12)
+        bool spare = strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 &&
+                     strlen(de->d_name) == strlen(NET_SPARE_PREFIX) + 12;
+        bool gone = strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0 &&
+                    strlen(de->d_name) == strlen(NET_GONE_PREFIX) + 12;
+        if (!spare && !gone)
             continue;
         net_spare sp = {0};
-        snprintf(sp.id, sizeof(sp.id), "%s", de->d_name + strlen(NET_SPARE_PREFIX));
-        log_info("removing a network prepared by an earlier run", "id", sp.id);
+        snprintf(sp.id, sizeof(sp.id), "%s", strchr(de->d_name, '-') + 1);
+        log_info(spare ? "removing a network prepared by an earlier run"
+                       : "removing a network an earlier run was destroying",
+                 "id", sp.id);
         /* Its nft objects went with the table, which start made anew. */
-        destroy(n, NULL, &sp);
+        if (spare)
+            destroy(n, NULL, &sp);
+        else {
+            _cleanup_free_ char *dir = gone_path(n, sp.id);
+            if (dir)
+                net_network_destroy(n->rtnl, dir, sp.id);
+        }
     }
 }
 

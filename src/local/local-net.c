@@ -106,20 +106,19 @@ static const char *base_table_fmt =
     "  }\n"
     "}\n";
 
-/* The bridge's MAC address, "xx:xx:xx:xx:xx:xx". A bridge whose address was never set takes the
- * lowest address of its ports and changes it whenever a veth with a lower one joins or the lowest
- * one leaves (a sandbox created, deleted, or restarted by `asb serve` after a restart). Every
- * sandbox that cached the old gateway address then sends to a MAC that is no longer the bridge's,
- * and its frames are dropped until its ARP entry expires (15-45 s). So the address is pinned: an
- * existing bridge keeps the one it has (running sandboxes cached it), a new one gets one derived
- * from the state dir (locally administered, unicast). *ret_set: whether it must be set. */
-static void bridge_mac(local_net *n, bool exists, char ret[18], bool *ret_set)
+/* The bridge's MAC address. A bridge whose address was never set takes the lowest address of its
+ * ports and changes it whenever a veth with a lower one joins or the lowest one leaves (a sandbox
+ * created, deleted, or restarted by `asb serve` after a restart). Every sandbox that cached the
+ * old gateway address then sends to a MAC that is no longer the bridge's, and its frames are
+ * dropped until its ARP entry expires (15-45 s). So the address is pinned: an existing bridge
+ * keeps the one it has (running sandboxes cached it), a new one gets one derived from the state
+ * dir (locally administered, unicast). *ret_set: whether it must be set. */
+static void bridge_mac(local_net *n, bool exists, unsigned char ret[6], bool *ret_set)
 {
     uint64_t h = local_net_name_hash(n->state_dir, "bridge-mac");
-    unsigned char m[6];
     for (size_t i = 0; i < 6; i++)
-        m[i] = (unsigned char)(h >> (40 - 8 * i));
-    m[0] = (unsigned char)((m[0] & 0xfe) | 0x02);
+        ret[i] = (unsigned char)(h >> (40 - 8 * i));
+    ret[0] = (unsigned char)((ret[0] & 0xfe) | 0x02);
     *ret_set = true;
     if (exists) {
         /* Asked through a socket: it sees this network namespace (/sys may show another). */
@@ -129,11 +128,31 @@ static void bridge_mac(local_net *n, bool exists, char ret[18], bool *ret_set)
         if (fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
             /* Ours already (created pinned): setting it again would only flush the host's
              * neighbour entries of the bridge. */
-            *ret_set = memcmp(m, ifr.ifr_hwaddr.sa_data, 6) != 0;
-            memcpy(m, ifr.ifr_hwaddr.sa_data, 6);
+            *ret_set = memcmp(ret, ifr.ifr_hwaddr.sa_data, 6) != 0;
+            memcpy(ret, ifr.ifr_hwaddr.sa_data, 6);
         }
     }
-    snprintf(ret, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+/* The bridge (made, or its address pinned), up, with the gateway address. */
+static int setup_bridge(local_net *n, char **ret_error)
+{
+    int br = 0, k = net_rtnl_link_index(n->rtnl, n->bridge, &br);
+    bool exists = k == 0, set_mac;
+    unsigned char mac[6];
+    const char *step = NULL;
+    bridge_mac(n, exists, mac, &set_mac);
+    if (!exists && (k = net_rtnl_bridge_add(n->rtnl, n->bridge, mac)) < 0)
+        step = "creating the bridge";
+    else if (!exists && (k = net_rtnl_link_index(n->rtnl, n->bridge, &br)) < 0)
+        step = "finding the bridge";
+    else if ((k = net_rtnl_link_set(n->rtnl, br, true, exists && set_mac ? mac : NULL)) < 0)
+        step = "setting the bridge up";
+    else if ((k = net_rtnl_addr_replace(n->rtnl, br, n->gw, n->prefix)) < 0)
+        step = "the bridge's address";
+    if (k < 0 && asprintf(ret_error, "rtnetlink: %s %s: %s", step, n->bridge, strerror(-k)) < 0)
+        return -ENOMEM;
+    return k;
 }
 
 /* The nft table first (no nftables: nothing is changed on the host), then the bridge. */
@@ -149,31 +168,18 @@ static int setup_host(local_net *n, char **ret_error)
     if (k < 0)
         return asprintf(ret_error, "cannot open a netfilter socket: %s", strerror(-k)) < 0
                    ? -ENOMEM : k;
-    _cleanup_free_ char *cmds = NULL, *sys = NULL, *path = NULL, *table = NULL;
+    if ((k = net_rtnl_open(&n->rtnl)) < 0)
+        return asprintf(ret_error, "cannot open an rtnetlink socket: %s", strerror(-k)) < 0
+                   ? -ENOMEM : k;
+    _cleanup_free_ char *sys = NULL, *table = NULL;
     k = mkdir_p(n->net_dir, 0700);
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
     if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->gw_s) < 0)
         return -ENOMEM;
-    if ((k = nft_run(n, table, ret_error)) < 0)
+    if ((k = nft_run(n, table, ret_error)) < 0 || (k = setup_bridge(n, ret_error)) < 0)
         return k;
-    /* if_nametoindex asks this network namespace (/sys may show another one's). */
-    bool exists = if_nametoindex(n->bridge) > 0, set_mac;
-    char mac[18], pin[64] = "";
-    bridge_mac(n, exists, mac, &set_mac);
-    if (exists && set_mac)
-        snprintf(pin, sizeof(pin), "link set dev %s address %s\n", n->bridge, mac);
-    if (asprintf(&path, "%s/bridge.batch", n->net_dir) < 0 ||
-        (exists ? asprintf(&cmds, "%4$slink set %1$s up\naddr replace %2$s/%3$d dev %1$s\n",
-                           n->bridge, n->gw_s, n->prefix, pin)
-                : asprintf(&cmds,
-                           "link add name %1$s address %4$s type bridge\nlink set %1$s up\n"
-                           "addr replace %2$s/%3$d dev %1$s\n",
-                           n->bridge, n->gw_s, n->prefix, mac)) < 0)
-        return -ENOMEM;
-    if ((k = fs_write_file(path, cmds, 0600)) < 0 || (k = net_ip_run(path, NULL, false, ret_error)) < 0)
-        return k < 0 ? k : -EIO;
     if ((k = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0)
         return asprintf(ret_error, "cannot enable IPv4 forwarding: %s", strerror(-k)) < 0
                    ? -ENOMEM : k;
@@ -207,6 +213,7 @@ static void preload(local_net *n)
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
             strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 ||
+            strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0 ||
             !local_net_has_namespace(n, de->d_name))
             continue;
         uint32_t ip = stored_ip(n, de->d_name);
@@ -325,8 +332,10 @@ static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
         nft_ctx_free(n->nft);
         n->nft = NULL;
     }
-    if (k < 0)
+    if (k < 0) {
         n->counters = net_counters_free(n->counters);
+        n->rtnl = net_rtnl_free(n->rtnl);
+    }
     if (k < 0) {
         if (asprintf(&n->unavailable, "networking unavailable: %s", err ? err : strerror(-k)) < 0)
             n->unavailable = NULL;
@@ -425,6 +434,7 @@ local_net *local_net_stop(local_net *n)
     if (n->nft)
         nft_ctx_free(n->nft);
     net_counters_free(n->counters);
+    net_rtnl_free(n->rtnl);
     for (size_t i = 0; i < n->n_sb; i++) {
         free(n->sb[i].uid);
         free(n->sb[i].rules);
@@ -568,15 +578,15 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
     if (!fresh && s->rules && strcmp(s->rules, rules) == 0)
         return 0;
     const char *t = n->table, *id = s->id;
-    _cleanup_free_ char *objects = fresh ? net_objects_add_cmd(n, id, s->ip) : NULL;
-    if (fresh && !objects)
-        return -ENOMEM;
-    /* Fresh: the chains, counters and map elements first (one transaction: the elements never
-     * point at a chain without its rules). */
+    /* Fresh: the chains, counters and map elements first. Until the rules below fill the
+     * chains, a packet from or to the address falls through them to the base chains' drops
+     * (as for a network prepared ahead). */
+    if (fresh && (k = net_objects_add(n->counters, t, id, s->ip, ret_error)) < 0)
+        return k;
     k = asprintf(&cmd,
-                 "%4$sflush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
+                 "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
                  "flush chain inet %1$s h_%2$s\n%3$s",
-                 t, id, rules, objects ? objects : "");
+                 t, id, rules);
     if (k < 0)
         return -ENOMEM;
     if ((k = nft_run(n, cmd, ret_error)) < 0)
@@ -588,144 +598,81 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
     return 0;
 }
 
-char *net_objects_add_cmd(const local_net *n, const char *id, uint32_t ip)
-{
-    char a[16], *cmd = NULL;
-    net_ip_str(ip, a);
-    if (asprintf(&cmd,
-                 "add counter inet %1$s eg_%2$s\nadd counter inet %1$s ig_%2$s\n"
-                 "add chain inet %1$s o_%2$s\nadd chain inet %1$s i_%2$s\n"
-                 "add chain inet %1$s h_%2$s\n"
-                 "add element inet %1$s m_out { %3$s : jump o_%2$s }\n"
-                 "add element inet %1$s m_in { %3$s : jump i_%2$s }\n"
-                 "add element inet %1$s m_host { %3$s : jump h_%2$s }\n",
-                 n->table, id, a) < 0)
-        return NULL;
-    return cmd;
-}
-
-void net_objects_remove(local_net *n, struct nft_ctx *ctx, const char *id, uint32_t ip)
-{
-    if (!ctx || !ip)
-        return;
-    char a[16];
-    net_ip_str(ip, a);
-    static const char *const fmts[] = {
-        "delete element inet %1$s m_out { %3$s }%2$.0s\n",
-        "delete element inet %1$s m_in { %3$s }%2$.0s\n",
-        "delete element inet %1$s m_host { %3$s }%2$.0s\n",
-        "delete chain inet %1$s o_%2$s%3$.0s\n",
-        "delete chain inet %1$s i_%2$s%3$.0s\n",
-        "delete chain inet %1$s h_%2$s%3$.0s\n",
-        "delete counter inet %1$s eg_%2$s%3$.0s\n",
-        "delete counter inet %1$s ig_%2$s%3$.0s\n",
-    };
-    _cleanup_buf_ buf all = BUF_INIT;
-    int r = 0;
-    for (size_t i = 0; i < ELEMENTSOF(fmts); i++)
-        net_append_rule_text(&all, &r, fmts[i], n->table, id, a);
-    /* One transaction (a teardown holds the caller's lock, which a start waits for); when
-     * something is missing already (a half-made network) each command on its own. */
-    if (r == 0 && nft_run_cmd_from_buffer(ctx, all.data) == 0)
-        return;
-    for (size_t i = 0; i < ELEMENTSOF(fmts); i++) {
-        _cleanup_free_ char *cmd = NULL;
-        if (asprintf(&cmd, fmts[i], n->table, id, a) >= 0)
-            nft_run_cmd_from_buffer(ctx, cmd);
-    }
-}
-
 static void remove_rules(local_net *n, const net_sandbox *s)
 {
-    net_objects_remove(n, n->nft, s->id, s->ip);
+    if (n->counters && s->ip)
+        net_objects_del(n->counters, n->table, s->id, s->ip);
 }
 
-static void remove_namespace(local_net *n, const char *uid, const char *id)
+void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id)
 {
     char veth[16];
     snprintf(veth, sizeof(veth), "asv%s", id);
-    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL);
-    if (if_nametoindex(veth) > 0) {
-        _cleanup_free_ char *batch = sb_path(n, uid, "del.batch"), *err = NULL, *cmd = NULL;
-        if (batch && asprintf(&cmd, "link del %s\n", veth) >= 0 &&
-            fs_write_file(batch, cmd, 0600) == 0 && net_ip_run(batch, NULL, true, &err) < 0)
-            log_warn("cannot delete veth", "veth", veth, "error", err ? err : "");
-    }
-    if (ns)
+    /* Deleted now rather than with its namespace, which the kernel destroys later (and never
+     * while a stray process still holds it). */
+    int k = rtnl ? net_rtnl_link_del(rtnl, veth) : 0;
+    if (k < 0)
+        log_warn("cannot delete veth", "veth", veth, "error", strerror(-k));
+    _cleanup_free_ char *ns = NULL;
+    if (asprintf(&ns, "%s/ns", dir) >= 0)
         while (umount2(ns, MNT_DETACH) == 0)
             ;
-    if (dir)
-        fs_rm_rf(dir);
+    fs_rm_rf(dir);
 }
 
-int net_batches(const local_net *n, const char *id, uint32_t ip, char **ret_in, char **ret_host)
+/* The preparer's thread destroys it when it runs, off the caller's lock; else done here. */
+static void remove_namespace(local_net *n, const char *uid, const char *id, uint32_t ip)
 {
-    char a[16], veth[16];
-    net_ip_str(ip, a);
-    snprintf(veth, sizeof(veth), "asv%s", id);
-    _cleanup_free_ char *in = NULL, *host = NULL;
-    if (asprintf(&in,
-                 "link set lo up\n"
-                 "link add eth0 type veth peer name %s netns %d\n"
-                 "addr add %s/32 dev eth0\n"
-                 "link set eth0 up\n"
-                 "route add %s dev eth0 scope link\n"
-                 "route add default via %s dev eth0\n",
-                 veth, (int)getpid(), a, n->gw_s, n->gw_s) < 0 ||
-        asprintf(&host,
-                 "link set %s master %s\n"
-                 "link set dev %s type bridge_slave isolated on\n"
-                 "link set %s up\n",
-                 veth, n->bridge, veth, veth) < 0)
-        return -ENOMEM;
-    *ret_in = TAKE_PTR(in);
-    *ret_host = TAKE_PTR(host);
-    return 0;
+    _cleanup_free_ char *dir = sb_path(n, uid, NULL);
+    if (!dir)
+        return;
+    if (!ip)
+        ip = stored_ip(n, uid);
+    if (ip && local_net_has_namespace(n, uid) && net_prepared_retire(n, dir, id, ip) == 0)
+        return;
+    net_network_destroy(n->rtnl, dir, id);
 }
 
-/* A network made for the sandbox now (no prepared one ready, or preparing is off). */
+int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
+                     uint32_t ip, char **ret_error)
+{
+    char a[16];
+    net_ip_str(ip, a);
+    _cleanup_free_ char *ns = NULL, *ipf = NULL, *idf = NULL, *ipline = NULL, *idline = NULL;
+    if (asprintf(&ns, "%s/ns", dir) < 0 || asprintf(&ipf, "%s/ip", dir) < 0 ||
+        asprintf(&idf, "%s/id", dir) < 0 || asprintf(&ipline, "%s/32\n", a) < 0 ||
+        asprintf(&idline, "%s\n", id) < 0)
+        return -ENOMEM;
+    int k;
+    if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
+        (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0)
+        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
+    return net_link_sandbox(rtnl, n->bridge, id, ip, n->gw, ns, ret_error);
+}
+
+/* A network made for the sandbox now (no prepared one ready, or preparing is off): its rules
+ * first (the base table drops everything from and to a pod address until then, and no process
+ * of the sandbox runs before both are done), then namespace and veth. */
 static int make_network(local_net *n, net_sandbox *s, local_net_policy_kind kind,
                         const json_t *tpl, char **ret_error)
 {
-    const char *uid = s->uid;
-    char a[16];
-    _cleanup_free_ char *ns = sb_path(n, uid, "ns"), *dir = sb_path(n, uid, NULL),
-                        *ipf = sb_path(n, uid, "ip"), *idf = sb_path(n, uid, "id"),
-                        *inb = sb_path(n, uid, "in.batch"), *hb = sb_path(n, uid, "host.batch"),
-                        *cmd = NULL, *hcmd = NULL, *ipline = NULL, *idline = NULL;
-    if (!ns || !dir || !ipf || !idf || !inb || !hb)
+    _cleanup_free_ char *dir = sb_path(n, s->uid, NULL);
+    if (!dir)
         return -ENOMEM;
     if (!(s->ip = net_allocate_ip(n)))
         return asprintf(ret_error, "the pod CIDR %s has no free address", n->pool_s) < 0
                    ? -ENOMEM : -ENOSPC;
-    net_ip_str(s->ip, a);
-    if (asprintf(&ipline, "%s/32\n", a) < 0 || asprintf(&idline, "%s\n", s->id) < 0 ||
-        net_batches(n, s->id, s->ip, &cmd, &hcmd) < 0)
-        return -ENOMEM;
-    int k;
-    if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
-        (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0 ||
-        (k = fs_write_file(inb, cmd, 0600)) < 0 || (k = fs_write_file(hb, hcmd, 0600)) < 0)
-        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
-    /* The namespace is made while the rules are added: until its rules exist, the base
-     * table drops everything from and to a pod address (fail closed), and no process of
-     * the sandbox runs before both are done. */
-    usec_t t0 = now_usec(CLOCK_MONOTONIC), t1 = 0, t2 = 0;
-    net_ip_child child;
-    if ((k = net_ip_start(inb, ns, false, &child, ret_error)) < 0)
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    int k = apply_rules(n, s, kind, tpl, true, ret_error);
+    usec_t t1 = now_usec(CLOCK_MONOTONIC);
+    if (k < 0 || (k = net_network_make(n, n->rtnl, dir, s->id, s->ip, ret_error)) < 0)
         return k;
-    int kr = apply_rules(n, s, kind, tpl, true, ret_error);
-    t1 = now_usec(CLOCK_MONOTONIC);
-    k = net_ip_wait(&child, kr < 0 ? NULL : ret_error);
-    t2 = now_usec(CLOCK_MONOTONIC);
-    if (kr < 0 || k < 0 || (k = net_ip_run(hb, NULL, false, ret_error)) < 0)
-        return kr < 0 ? kr : k;
-    char ms[3][32];
+    char a[16], ms[2][32];
+    net_ip_str(s->ip, a);
     snprintf(ms[0], 32, "%.1f", (double)(t1 - t0) / 1000.0);
-    snprintf(ms[1], 32, "%.1f", (double)(t2 - t1) / 1000.0);
-    snprintf(ms[2], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t2) / 1000.0);
-    log_debug("sandbox network attached", "uid", uid, "address", a, "nft_ms", ms[0],
-              "netns_wait_ms", ms[1], "bridge_ms", ms[2]);
+    snprintf(ms[1], 32, "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t1) / 1000.0);
+    log_debug("sandbox network attached", "uid", s->uid, "address", a, "nft_ms", ms[0],
+              "link_ms", ms[1]);
     return 0;
 }
 
@@ -799,13 +746,15 @@ void local_net_detach(local_net *n, const char *uid)
 {
     net_sandbox *s = find_sb(n, uid);
     char id[13];
+    uint32_t ip = 0;
     if (s) {
         remove_rules(n, s);
         snprintf(id, sizeof(id), "%s", s->id);
+        ip = s->ip;
         drop_sb(n, uid);
     } else
         sandbox_id(n, uid, id);
-    remove_namespace(n, uid, id);
+    remove_namespace(n, uid, id, ip);
 }
 
 void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), void *userdata)
@@ -813,9 +762,10 @@ void local_net_gc(local_net *n, bool (*keep)(const char *uid, void *userdata), v
     _cleanup_closedir_ DIR *d = opendir(n->net_dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        /* Networks prepared ahead are the preparer's (local-net-prepared.c). */
+        /* Networks prepared ahead or being destroyed are the preparer's. */
         if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
-            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0)
+            strncmp(de->d_name, NET_SPARE_PREFIX, strlen(NET_SPARE_PREFIX)) == 0 ||
+            strncmp(de->d_name, NET_GONE_PREFIX, strlen(NET_GONE_PREFIX)) == 0)
             continue;
         if (!keep(de->d_name, userdata)) {
             log_info("removing the network of a sandbox that is not running", "uid", de->d_name);
@@ -903,8 +853,7 @@ int local_net_purge(const local_net_options *o)
     uint64_t h = local_net_name_hash(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
-    _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL, *batch = NULL,
-                        *path = NULL;
+    _cleanup_free_ char *net_dir = NULL, *table = NULL, *bridge = NULL, *cmd = NULL;
     if (asprintf(&net_dir, "%s/net", o->state_dir) < 0 || asprintf(&table, "asb_%s", hex) < 0 ||
         (o->bridge && *o->bridge ? !(bridge = strdup(o->bridge))
                                  : asprintf(&bridge, "asb%s", hex) < 0))
@@ -930,16 +879,12 @@ int local_net_purge(const local_net_options *o)
             ret = -EIO;
         nft_ctx_free(nft);
     }
-    if (valid_ifname(bridge) && if_nametoindex(bridge) > 0 &&
-        asprintf(&path, "%s/purge.batch", net_dir) >= 0 &&
-        asprintf(&batch, "link del %s\n", bridge) >= 0 && mkdir_p(net_dir, 0700) == 0 &&
-        fs_write_file(path, batch, 0600) == 0) {
-        char *err = NULL;
-        if (net_ip_run(path, NULL, false, &err) < 0)
-            ret = -EIO;
-        free(err);
+    net_rtnl *rtnl = NULL;
+    if (valid_ifname(bridge) && if_nametoindex(bridge) > 0) {
+        int k = net_rtnl_open(&rtnl);
+        if (k < 0 || (k = net_rtnl_link_del(rtnl, bridge)) < 0)
+            ret = k;
+        net_rtnl_free(rtnl);
     }
-    if (path)
-        unlink(path);
     return ret;
 }

@@ -1,7 +1,7 @@
 /* Networking of local sandboxes (docs/network.md): a network namespace per sandbox, a veth pair
  * to a host bridge, an address from the pod CIDR, NAT for egress, a DNS forwarder on the bridge
- * address, and the sandbox's NetworkPolicy enforced with nftables on the host. Built on iproute2
- * (`ip -batch`) and libnftables; one nft table per state directory. Every call is made under
+ * address, and the sandbox's NetworkPolicy enforced with nftables on the host. Built on rtnetlink
+ * (libmnl), libnftnl and libnftables; one nft table per state directory. Every call is made under
  * the caller's lock (local_net_options.lock); the DNS forwarder and the preparer of networks
  * ahead (local-net-prepared.c) have their own threads. */
 #pragma once
@@ -25,7 +25,7 @@ typedef struct local_net_options {
     /* Networks prepared ahead (docs/network.md): this many kept ready besides the warm pools'
      * demand; 0 (or no lock): each sandbox's network is made when it starts. `lock` is the
      * caller's lock that serialises every call below; the preparer thread takes it for its
-     * short bookkeeping steps, never while it runs `ip` or nft. */
+     * short bookkeeping steps, never while it talks to the kernel (links, nft). */
     unsigned prepared;
     pthread_mutex_t *lock;
 } local_net_options;

@@ -6,6 +6,7 @@ blocked-connection count; `asb serve` killed with networks prepared leaves none 
 started and stopped again; ASB_NET_PREPARED=off prepares nothing."""
 import os
 
+from asb_apiserver import CORE
 from local_sandbox import condition, get_sandbox, sbx_state, start_sbx  # noqa: F401
 from netpol_lab import lab, run, wait_for  # noqa: F401
 from test_netpol_local import CORP, PUB, create_sb, create_template, net_env, probe, setup_hosts, spare_ids
@@ -21,6 +22,11 @@ def ready_spares(state_dir):
 def veths():
     return [x.split()[0].split("@")[0] for x in run("ip", "-br", "link").stdout.splitlines()
             if x.startswith("asv")]
+
+
+def gone_dirs(state_dir):
+    """Torn-down sandboxes' networks the preparer has still to destroy (net/gone-<id>)."""
+    return [x for x in os.listdir(os.path.join(state_dir, "net")) if x.startswith("gone-")]
 
 
 def nft_text():
@@ -60,6 +66,14 @@ def test_sandbox_takes_a_prepared_network_with_its_own_policy(lab, start_sbx):
     # The preparer made up for what the two starts took.
     wait_for(lambda: len(ready_spares(asb.state_dir)) >= 2, timeout=30, what="the spares made again")
     assert net_id not in spare_ids(asb.state_dir)
+    # Deleted: its nft objects go at teardown, its veth and namespace with the preparer (off the
+    # lock a start waits for), and nothing is left under net/ for it.
+    r = asb.delete(asb.path(CORE, "sandboxes", "default", "prep-a"))
+    assert r.status_code == 200, r.text
+    wait_for(lambda: "asv" + net_id not in set(veths()) and net_id not in nft_text()
+             and not os.path.exists(os.path.join(asb.state_dir, "net", uid))
+             and not gone_dirs(asb.state_dir), what="prep-a's network destroyed")
+    assert probe(asb, "prep-b", CORP, 8081) == "OK corporate"  # the other one keeps its own
 
 
 def test_killed_with_prepared_networks_leaves_none_behind(lab, start_sbx):
@@ -69,6 +83,10 @@ def test_killed_with_prepared_networks_leaves_none_behind(lab, start_sbx):
                    timeout=30, what="three networks prepared ahead")
     asb.kill9()
     assert old <= spare_ids(asb.state_dir)  # what a crash leaves
+    # A crash between a teardown and the preparer's destroying its network leaves net/gone-<id>.
+    left = sorted(old)[0]
+    os.rename(os.path.join(asb.state_dir, "net", "spare-" + left),
+              os.path.join(asb.state_dir, "net", "gone-" + left))
     asb2 = start_sbx(net_env(ASB_NET_PREPARED="3"))
     create_sb(asb2, "prep-after-crash")
     assert probe(asb2, "prep-after-crash", PUB, 8080) == "OK public"
@@ -78,6 +96,7 @@ def test_killed_with_prepared_networks_leaves_none_behind(lab, start_sbx):
         return not (old & spare_ids(asb2.state_dir)) and not any("asv" + i in links for i in old) \
             and not any(i in text for i in old)
     wait_for(stale_gone, timeout=30, what="the networks of the killed server removed")
+    assert not gone_dirs(asb2.state_dir)
     wait_for(lambda: len(ready_spares(asb2.state_dir)) >= 3, timeout=30, what="new networks prepared")
     new = ready_spares(asb2.state_dir)
     assert asb2.stop() == 0

@@ -162,6 +162,16 @@ TEST(addresses_next_fit_and_spares_reserved)
     sb[3].ip = pool + 2;
     n.n_sb = 4;
     CHECK(net_allocate_ip(&n) == 0); /* full */
+    /* A torn-down sandbox's network the preparer has not destroyed yet keeps its address. */
+    net_spare gone = {.ip = pool + 3};
+    sb[1] = sb[3];
+    n.n_sb = 3;
+    n.prep.gone = &gone;
+    n.prep.n_gone = 1;
+    CHECK(net_ip_used(&n, pool + 3));
+    CHECK(net_allocate_ip(&n) == 0);
+    n.prep.n_gone = 0; /* destroyed: free again */
+    CHECK(net_allocate_ip(&n) == pool + 3);
 }
 
 TEST(name_hash_is_stable)
