@@ -28,6 +28,7 @@
 #include "local/local-snapshot.h"
 #include "local/local-store.h"
 #include "router/router.h"
+#include "shared/claim-header.h"
 #include "shared/log.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7443"
@@ -464,16 +465,26 @@ static usec_t env_duration(const char *name, usec_t def)
 }
 
 /* --cleanup: what the state dir made on the host goes; the files in it stay. */
-static int adopt_created_claim(void *ctl, const json_t *claim, json_t **ret_after)
+/* The claim adopts a Ready member in its create: the answer's Asb-Claim-Sandbox header says
+ * which (shared/claim-header.h). */
+static int adopt_created_claim(void *ctl, const json_t *claim, char **ret_value)
 {
-    return local_controller_adopt_created_claim(ctl, claim, ret_after);
+    json_t *after = NULL;
+    int r = local_controller_adopt_created_claim(ctl, claim, &after);
+    const json_t *sb = json_object_get(json_object_get(after, "status"), "sandbox");
+    const char *name = json_string_value(json_object_get(sb, "name")),
+               *uid = json_string_value(json_object_get(sb, "uid"));
+    if (r > 0 && name && uid && asprintf(ret_value, "name=%s; uid=%s", name, uid) < 0)
+        *ret_value = NULL;
+    json_decref(after);
+    return *ret_value ? 1 : 0;
 }
 
 /* The API server stops calling into the controller before it is freed. */
 static void stop_controller(local_apiserver *srv, local_controller *ctl)
 {
     if (ctl)
-        local_apiserver_set_create_hook(srv, NULL, NULL, NULL);
+        local_apiserver_set_create_hook(srv, NULL, NULL, NULL, NULL);
     local_controller_stop(ctl);
 }
 
@@ -633,7 +644,7 @@ int asb_serve(int argc, char **argv)
     r = controller_on ? local_controller_start(&co, &ctl) : 0;
     if (ctl) /* a new claim adopts a Ready member in its own create (docs/claims.md) */
         local_apiserver_set_create_hook(srv, api_kind_by_plural(API_GROUP_EXT, "sandboxclaims"),
-                                        adopt_created_claim, ctl);
+                                        CLAIM_HEADER_SANDBOX, adopt_created_claim, ctl);
     if (r < 0) {
         fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
         local_store_shutdown(store);

@@ -18,6 +18,9 @@ const char *asbi_claim_bound_sandbox(const json_t *claim);
  * ASB_ECLAIMFAILED (error set, reason = the condition's) on a terminal reason. `last` (may be
  * NULL) gets a one-line summary of the Ready condition. */
 int asbi_claim_check(const json_t *claim, char **ret_sandbox, char *last, size_t last_size);
+/* The Asb-Claim-Sandbox header of a claim's create (shared/claim-header.h): 1 with the bound
+ * sandbox's name and uid (owned), 0 when value is NULL or not of that shape, -ENOMEM. */
+int asbi_claim_parse_bound(const char *value, char **ret_name, char **ret_uid);
 
 /* Registry of claims to delete on asb_claims_cleanup_run() or a signal (thread-safe). */
 int asbi_claims_register(asb_client *client, const char *ns, const char *name);

@@ -1,5 +1,6 @@
 /* SandboxClaim client (spec §5.1): claim from a warm pool, wait for Ready on a watch (no
  * polling), roll back on failure, attach, disconnect vs close, lifecycle extension. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,19 @@ int asbi_claim_check(const json_t *claim, char **ret_sandbox, char *last, size_t
         return asbi_error_set(ASB_ECLAIMFAILED, 0, reason, "claim %s failed: %s: %s",
                               name ? name : "", reason, msg ? msg : "");
     return 0;
+}
+
+int asbi_claim_parse_bound(const char *value, char **ret_name, char **ret_uid)
+{
+    char name[256], uid[64];
+    if (!value || sscanf(value, "name=%255[^; ]; uid=%63[^; ]", name, uid) != 2)
+        return 0;
+    if (!(*ret_name = strdup(name)) || !(*ret_uid = strdup(uid))) {
+        free(*ret_name);
+        *ret_name = NULL;
+        return -ENOMEM;
+    }
+    return 1;
 }
 
 static int on_claim_event(const char *type, json_t *obj, void *payload)
@@ -276,7 +290,8 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     char *manifest = claim_manifest(pool, o), *text = NULL;
     if (!manifest)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    r = asb_object_create(&text, client, "SandboxClaim", ns, manifest);
+    _cleanup_free_ char *bound = NULL;
+    r = asbi_object_create_claim(&text, &bound, client, ns, manifest);
     free(manifest);
     if (r != ASB_OK)
         return r;
@@ -291,17 +306,14 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
         claim_free(cl);
         return r;
     }
-    /* asb serve adopts a Ready warm member in the create itself: then its answer is already
-     * Ready and no watch is needed. */
-    int now = asbi_claim_check(obj, &cl->sandbox_name, NULL, 0);
-    const char *suid = json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "status"), "sandbox"), "uid"));
-    if (now == WAIT_MET && suid && *suid && !(cl->sandbox_uid = strdup(suid))) {
-        json_decref(obj);
+    json_decref(obj);
+    /* asb serve adopts a Ready warm member in the create itself and says which in a header:
+     * then no watch is needed. */
+    int now = asbi_claim_parse_bound(bound, &cl->sandbox_name, &cl->sandbox_uid);
+    if (now < 0) {
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto rollback;
     }
-    json_decref(obj);
     if (o && o->auto_cleanup) {
         r = asbi_claims_register(client, cl->ns, cl->name);
         cl->registered = r == ASB_OK;
@@ -309,7 +321,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
             goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    r = now == WAIT_MET ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
+    r = now ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;

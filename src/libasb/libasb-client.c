@@ -18,6 +18,7 @@
 #include "basic/state-files.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"
+#include "shared/claim-header.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
@@ -359,12 +360,19 @@ typedef struct reply_state {
     reply rep;
     char **warn; /* texts of the reply's Warning headers */
     size_t n_warn;
+    char *claim_sandbox; /* the Asb-Claim-Sandbox header (shared/claim-header.h), or NULL */
 } reply_state;
 
 static void reply_header(const char *name, size_t name_len, const char *v, size_t vn,
                          void *payload)
 {
     reply_state *st = payload;
+    if (name_len == strlen(CLAIM_HEADER_SANDBOX) &&
+        strncasecmp(name, CLAIM_HEADER_SANDBOX, name_len) == 0) {
+        free(st->claim_sandbox);
+        st->claim_sandbox = strndup(v, vn);
+        return;
+    }
     if (name_len != strlen("Warning") || strncasecmp(name, "Warning", name_len) != 0 ||
         st->n_warn >= 64)
         return;
@@ -398,8 +406,21 @@ static void report_warnings(asb_client *c, reply_state *st)
 
 /* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status.
  * Warning headers of the reply, whatever its status, go to report_warnings(). */
+static int request_ex(asb_client *c, const char *method, const char *url,
+                      const char *content_type, const char *body, char **out,
+                      char **ret_claim_sandbox);
+
 static int request(asb_client *c, const char *method, const char *url, const char *content_type,
                    const char *body, char **out)
+{
+    return request_ex(c, method, url, content_type, body, out, NULL);
+}
+
+/* request(), and the reply's Asb-Claim-Sandbox header into *ret_claim_sandbox (owned, NULL when
+ * there was none) when asked for. */
+static int request_ex(asb_client *c, const char *method, const char *url,
+                      const char *content_type, const char *body, char **out,
+                      char **ret_claim_sandbox)
 {
     char *lines[ASBI_MAX_HEADERS];
     size_t n_lines = 0;
@@ -425,6 +446,9 @@ static int request(asb_client *c, const char *method, const char *url, const cha
     asbi_headers_free(lines, n_lines);
     asbi_log(c, ASB_LOG_DEBUG, "%s %s -> %ld", method, url, status);
     report_warnings(c, &st);
+    if (ret_claim_sandbox && r == ASB_OK && status >= 200 && status <= 299)
+        *ret_claim_sandbox = TAKE_PTR(st.claim_sandbox);
+    free(st.claim_sandbox);
     reply rep = st.rep;
     if (r == ASBI_HTTP_STOPPED) {
         buf_done(&rep.body);
@@ -466,9 +490,20 @@ static int resolve(const asb_kind **k, asb_client *c, const char *kind, const ch
     return asb_kind_lookup(k, kind);
 }
 
+static int object_call_ex(char **out, asb_client *c, const char *kind, const char *ns,
+                          const char *name, const char *sub, const char *method,
+                          const char *content_type, const char *body, char **ret_claim_sandbox);
+
 static int object_call(char **out, asb_client *c, const char *kind, const char *ns,
                        const char *name, const char *sub, const char *method,
                        const char *content_type, const char *body)
+{
+    return object_call_ex(out, c, kind, ns, name, sub, method, content_type, body, NULL);
+}
+
+static int object_call_ex(char **out, asb_client *c, const char *kind, const char *ns,
+                          const char *name, const char *sub, const char *method,
+                          const char *content_type, const char *body, char **ret_claim_sandbox)
 {
     const asb_kind *k;
     int r = resolve(&k, c, kind, name, name != NULL || strcmp(method, "POST") != 0);
@@ -488,7 +523,7 @@ static int object_call(char **out, asb_client *c, const char *kind, const char *
         free(url);
         url = u;
     }
-    r = request(c, method, url, content_type, body, out);
+    r = request_ex(c, method, url, content_type, body, out, ret_claim_sandbox);
     free(url);
     return r;
 }
@@ -589,6 +624,14 @@ ASB_PUBLIC int asb_object_create(char **out, asb_client *c, const char *kind, co
     if (r != ASB_OK)
         return r;
     return object_call(out, c, kind, ns, NULL, NULL, "POST", "application/json", object_json);
+}
+
+int asbi_object_create_claim(char **out, char **ret_claim_sandbox, asb_client *c, const char *ns,
+                             const char *object_json)
+{
+    *ret_claim_sandbox = NULL;
+    return object_call_ex(out, c, "SandboxClaim", ns, NULL, NULL, "POST", "application/json",
+                          object_json, ret_claim_sandbox);
 }
 
 ASB_PUBLIC int asb_object_update(char **out, asb_client *c, const char *kind, const char *ns,

@@ -43,6 +43,11 @@ struct asb_client {
 
 void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* asb_object_create of a SandboxClaim that also returns the reply's Asb-Claim-Sandbox header
+ * (shared/claim-header.h; owned, NULL when there was none). */
+int asbi_object_create_claim(char **out, char **ret_claim_sandbox, asb_client *c, const char *ns,
+                             const char *object_json);
+
 /* asb_object_get() parsed: *ret is the object, owned by the caller (json_decref). Returns ASB_OK,
  * asb_object_get()'s error, or ASB_EPROTOCOL (set) when the reply is not JSON. */
 int asbi_object_get_json(json_t **ret, asb_client *c, const char *kind, const char *ns,

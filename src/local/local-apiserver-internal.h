@@ -20,6 +20,7 @@ struct local_apiserver {
     const api_kind *hook_kind;
     local_apiserver_create_hook hook;
     void *hook_data;
+    const char *hook_header; /* the header its answer goes in */
 };
 
 /* One parsed resource request. */
@@ -44,6 +45,9 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j);
 #define WARNING_MAX_TEXT 4096
 enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
                                     const json_t *warnings);
+/* The same with one more header (header or value NULL: none). */
+enum MHD_Result reply_json_headers(struct MHD_Connection *c, unsigned code, json_t *j,
+                                   const json_t *warnings, const char *header, const char *value);
 /* A Status failure (owned; NULL on ENOMEM) whose HTTP code and reason come from the one table in
  * shared/status.h: handlers name a reason, never a number. */
 json_t *status_failure(kube_reason reason, const char *message, const api_kind *k,

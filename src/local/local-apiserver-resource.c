@@ -312,34 +312,37 @@ static json_t *to_scale(const json_t *obj)
 
 /* ---- create ---- */
 
-/* The store's create, plus what the kind's create hook writes in the same transaction; *objp is
- * replaced by the object as stored at the end. */
-static int store_create(api_request *rq, const api_kind *k, json_t **objp)
+/* The store's create, plus what the kind's create hook writes in the same transaction; the
+ * hook's answer for the client (*ret_header: its name, *ret_value: owned), if any. */
+static int store_create(api_request *rq, const api_kind *k, json_t *obj, const char **ret_header,
+                        char **ret_value)
 {
     local_apiserver *srv = rq->srv;
+    *ret_header = NULL;
+    *ret_value = NULL;
     pthread_rwlock_rdlock(&srv->hook_lock);
     if (!srv->hook || srv->hook_kind != k) {
         pthread_rwlock_unlock(&srv->hook_lock);
-        return local_store_create(srv->store, k, *objp);
+        return local_store_create(srv->store, k, obj);
     }
     bool batched = local_store_batch_begin(srv->store) == 0;
-    int r = local_store_create(srv->store, k, *objp);
-    json_t *after = NULL;
-    if (r == 0 && batched && srv->hook(srv->hook_data, *objp, &after) <= 0) {
-        json_decref(after);
-        after = NULL;
+    int r = local_store_create(srv->store, k, obj);
+    char *value = NULL;
+    if (r == 0 && batched && srv->hook(srv->hook_data, obj, &value) <= 0) {
+        free(value);
+        value = NULL;
     }
     if (batched) {
         int e = local_store_batch_end(srv->store);
         if (e < 0 && r == 0)
             r = e; /* none of it happened */
     }
-    pthread_rwlock_unlock(&srv->hook_lock);
-    if (r == 0 && after) {
-        json_decref(*objp);
-        *objp = after;
+    if (r == 0 && value) {
+        *ret_header = srv->hook_header;
+        *ret_value = value;
     } else
-        json_decref(after);
+        free(value);
+    pthread_rwlock_unlock(&srv->hook_lock);
     return r;
 }
 
@@ -373,6 +376,8 @@ static enum MHD_Result handle_create(api_request *rq)
     api_default(k, obj);
 
     char uid[37], now[32];
+    const char *hook_header = NULL;
+    _cleanup_free_ char *hook_value = NULL;
     int r = uuid_v4(uid);
     if (r < 0)
         return reply_store_error(rq, r, "");
@@ -403,14 +408,16 @@ static enum MHD_Result handle_create(api_request *rq)
         json_object_set_new(md, "generation", json_integer(1));
         if (dry)
             return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
-        r = store_create(rq, k, &obj);
+        free(hook_value);
+        hook_value = NULL;
+        r = store_create(rq, k, obj, &hook_header, &hook_value);
         if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
             continue;
         break;
     }
     if (r < 0)
         return reply_store_error(rq, r, api_meta_string(obj, "name"));
-    return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
+    return reply_json_headers(rq->conn, 201, json_incref(obj), warnings, hook_header, hook_value);
 }
 
 /* ---- update / patch ---- */

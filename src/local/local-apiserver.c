@@ -45,6 +45,12 @@ static char *warning_value(const char *text)
 enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
                                     const json_t *warnings)
 {
+    return reply_json_headers(c, code, j, warnings, NULL, NULL);
+}
+
+enum MHD_Result reply_json_headers(struct MHD_Connection *c, unsigned code, json_t *j,
+                                   const json_t *warnings, const char *header, const char *value)
+{
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s)
@@ -65,6 +71,8 @@ enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, jso
         if (v)
             MHD_add_response_header(r, "Warning", v);
     }
+    if (header && value)
+        MHD_add_response_header(r, header, value);
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
@@ -349,11 +357,12 @@ local_apiserver *local_apiserver_stop(local_apiserver *s)
     return NULL;
 }
 
-void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k,
+void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k, const char *header,
                                      local_apiserver_create_hook fn, void *userdata)
 {
     pthread_rwlock_wrlock(&s->hook_lock);
     s->hook_kind = fn ? k : NULL;
+    s->hook_header = fn ? header : NULL;
     s->hook = fn;
     s->hook_data = fn ? userdata : NULL;
     pthread_rwlock_unlock(&s->hook_lock);

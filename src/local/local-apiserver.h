@@ -24,12 +24,13 @@ local_apiserver *local_apiserver_stop(local_apiserver *s);
 
 /* Runs after a create of one kind, inside the same store batch (so in the same transaction:
  * one commit, one sync, the watch events published together): it may write more (a new claim
- * adopts a warm sandbox): when it changed the object it returns 1 with *ret_after the object as
- * stored (owned), which the client is answered with. */
+ * adopts a warm sandbox). The client is answered with the object as created, as kube-apiserver
+ * would (a watch from its resourceVersion sees what the hook wrote next); when the hook returns 1
+ * with *ret_value (owned), that goes in the answer's `header` too. */
 typedef int (*local_apiserver_create_hook)(void *userdata, const json_t *created,
-                                           json_t **ret_after);
+                                           char **ret_value);
 /* Sets (fn non-NULL) or clears the hook of kind k; clearing waits for a running hook to end. */
-void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k,
+void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k, const char *header,
                                      local_apiserver_create_hook fn, void *userdata);
 
 /* Maximum request body (kube-apiserver's limit). */

@@ -1,5 +1,6 @@
 """Warm adoption vs cold creation of SandboxClaims on `asb serve` with real runc sandboxes
 (UPSTREAM.md §2.8)."""
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -46,23 +47,34 @@ def test_warm_adoption_moves_ownership_and_refills(start_sbx):
     assert sname not in {m["metadata"]["name"] for m in ms}
 
 
-def test_claim_is_ready_in_its_create_answer(start_sbx):
-    """With a Ready member in the pool, the claim adopts it in its own create (one transaction):
-    the 201 already says Ready, names the sandbox and its uid, and everything the controller
-    would have written is there (ownership, labels, the SandboxAdopted Event); the pool refills."""
+def test_claim_is_adopted_in_its_create(start_sbx):
+    """With a Ready member in the pool, the claim adopts it in its own create (one transaction).
+    The 201 is the claim as created, as kube-apiserver answers (a watch from its resourceVersion
+    sees the adoption next, at once), and the Asb-Claim-Sandbox header names the sandbox it is
+    already bound to; everything the controller would have written is there (ownership, labels,
+    status.sandbox with the uid, the SandboxAdopted Event); the pool refills."""
     asb = start_sbx()
     create(asb, EXT, "sandboxtemplates", template("tpl"))
     create(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
     member = wait_pool_ready(asb, "wp", 1)[0]
+    sname, suid = member["metadata"]["name"], member["metadata"]["uid"]
     r = asb.post(asb.path(EXT, "sandboxclaims"), claim("now", "wp"))
     assert r.status_code == 201, r.text
-    c = r.json()
+    assert r.headers["Asb-Claim-Sandbox"] == f"name={sname}; uid={suid}"
+    created = r.json()
+    assert not is_ready(created) and "sandbox" not in (created.get("status") or {})
+    c = get(asb, EXT, "sandboxclaims", "now")
+    assert int(c["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert is_ready(c), c
-    assert c["status"]["sandbox"]["name"] == member["metadata"]["name"]
-    assert c["status"]["sandbox"]["uid"] == member["metadata"]["uid"]
-    assert c["metadata"]["annotations"]["agents.x-k8s.io/sandbox-name"] == member["metadata"]["name"]
-    assert c == get(asb, EXT, "sandboxclaims", "now"), "the answer is what is stored"
-    sb = get(asb, CORE, "sandboxes", member["metadata"]["name"])
+    assert c["status"]["sandbox"]["name"] == sname and c["status"]["sandbox"]["uid"] == suid
+    assert c["metadata"]["annotations"]["agents.x-k8s.io/sandbox-name"] == sname
+    # A client that watches from the create's resourceVersion (upstream's SDK) sees Ready next.
+    w = asb.get(asb.path(EXT, "sandboxclaims") + "?watch=1&timeoutSeconds=5&fieldSelector=metadata.name%3Dnow"
+                f"&resourceVersion={created['metadata']['resourceVersion']}", stream=True, timeout=10)
+    first = json.loads(next(w.iter_lines()))
+    w.close()
+    assert first["type"] == "MODIFIED" and is_ready(first["object"]), first
+    sb = get(asb, CORE, "sandboxes", sname)
     assert sb["metadata"]["labels"]["agents.x-k8s.io/claim-uid"] == c["metadata"]["uid"]
     assert POOL_LABEL not in sb["metadata"]["labels"]
     assert is_ready(sb)
@@ -70,13 +82,11 @@ def test_claim_is_ready_in_its_create_answer(start_sbx):
     assert any(e["reason"] == "SandboxAdopted" and e["regarding"]["uid"] == c["metadata"]["uid"]
                for e in ev), ev
     ms = wait_pool_ready(asb, "wp", 1)
-    assert member["metadata"]["name"] not in {m["metadata"]["name"] for m in ms}
-    # No Ready member (the refill is not Ready yet, or the pool is empty): the 201 is not Ready
-    # and the controller serves the claim as before.
+    assert sname not in {m["metadata"]["name"] for m in ms}
+    # No Ready member: no header, and the controller serves the claim as before.
     create(asb, EXT, "sandboxwarmpools", pool("none", "tpl", replicas=0))
     r = asb.post(asb.path(EXT, "sandboxclaims"), claim("later", "none"))
-    assert r.status_code == 201 and not is_ready(r.json()), r.text
-    assert "sandbox" not in (r.json().get("status") or {})
+    assert r.status_code == 201 and "Asb-Claim-Sandbox" not in r.headers, r.headers
     assert wait_claim(asb, "later")["status"]["sandbox"]["name"] == "later"
 
 
