@@ -220,6 +220,22 @@ TEST(claim_readiness_rules)
     CHECK_STR_EQ(asb_strerror(ASB_ECLAIMFAILED), "claim failed");
 }
 
+TEST(claim_bound_header)
+{
+    char *name = NULL, *uid = NULL;
+    CHECK_INT_EQ(asbi_claim_parse_bound("name=wp-abc12; uid=0b1c-22", &name, &uid), 1);
+    CHECK_STR_EQ(name, "wp-abc12");
+    CHECK_STR_EQ(uid, "0b1c-22");
+    free(name);
+    free(uid);
+    name = uid = NULL;
+    CHECK_INT_EQ(asbi_claim_parse_bound(NULL, &name, &uid), 0);
+    CHECK_INT_EQ(asbi_claim_parse_bound("name=x", &name, &uid), 0);
+    CHECK_INT_EQ(asbi_claim_parse_bound("uid=1; name=x", &name, &uid), 0);
+    CHECK_INT_EQ(asbi_claim_parse_bound("", &name, &uid), 0);
+    CHECK(name == NULL && uid == NULL);
+}
+
 TEST(router_url_split)
 {
     char *h = NULL, *p = NULL;
