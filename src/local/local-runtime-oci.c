@@ -73,7 +73,13 @@ static int spawn_capture(char *const argv[], int exec_fd, char **ret_output)
     close(p[1]);
     if (r < 0) {
         close(p[0]);
-        return r;
+        if (r == -ENOMEM || r == -EAGAIN || r == -EBADF)
+            return r;
+        /* The program could not be executed: the status a shell gives for it, as callers read
+         * statuses (the forked child of before reported it with _exit(127)). */
+        if (ret_output && !(*ret_output = strdup("")))
+            return -ENOMEM;
+        return 127;
     }
     char *out = read_all(p[0]);
     close(p[0]);
