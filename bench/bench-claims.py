@@ -86,13 +86,22 @@ def wait_full(url, s, name, n, timeout=120):
     raise RuntimeError(f"pool {name} not full")
 
 
+def server_cpu_ms(pid):
+    """CPU time (ms) of the server process itself and of its children it waited for (runc)."""
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return (int(f[11]) + int(f[12])) * 1000 / hz, (int(f[13]) + int(f[14])) * 1000 / hz
+
+
 def run_client(state, *args):
     return bench_server.run_claim_client(CLIENT, state, args, 600, BENCH_EXEC="0")
 
 
 def burst_round(build, network, serialised=False):
     """A fresh server (build, network), a pool of BURST, BURST claims at once (or one at a time),
-    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s)."""
+    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s, (server, children)
+    CPU ms per refilled sandbox: start of the burst to full pool, so one start and one teardown
+    each)."""
     state = tempfile.mkdtemp(prefix="asb-bb-", dir="/tmp")
     proc = None
     try:
@@ -105,6 +114,7 @@ def burst_round(build, network, serialised=False):
             "spec": {"replicas": BURST, "sandboxTemplateRef": {"name": "t"}}})
         wait_full(url, s, "b", BURST, timeout=600)
         time.sleep(1)  # the fill's last status writes and health checks settle
+        cpu0 = server_cpu_ms(proc.pid)
         t0 = time.perf_counter()
         if serialised:
             out = []
@@ -118,7 +128,8 @@ def burst_round(build, network, serialised=False):
             raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")
         wait_full(url, s, "b", BURST, timeout=600)
         refill = BURST / (time.perf_counter() - t0)
-        return lat, refill
+        cpu = [(b - a) / BURST for a, b in zip(cpu0, server_cpu_ms(proc.pid))]
+        return lat, refill, cpu
     finally:
         if proc:
             proc.terminate()
@@ -136,24 +147,32 @@ def burst_rows():
         for net in nets:
             for who in ("this build", base_name):
                 build = BASELINE if (who != "this build" and BASELINE) else BUILD
-                lat, refill = burst_round(build, net, serialised=(who != "this build" and not BASELINE))
-                r = res.setdefault((net, who), ([], []))
+                lat, refill, cpu = burst_round(build, net,
+                                               serialised=(who != "this build" and not BASELINE))
+                r = res.setdefault((net, who), ([], [], []))
                 r[0].extend(lat)
                 r[1].append(refill)
+                r[2].append(cpu)
     print(f"\n{'burst of %d claims on a full pool of %d' % (BURST, BURST):44} {'network':>8} "
-          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9}  target")
+          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9} {'cpu ms/sb':>14}  target")
     for net in nets:
         for who in ("this build", base_name):
-            lat, refills = res[(net, who)]
+            lat, refills, cpus = res[(net, who)]
             refill = sorted(refills)[len(refills) // 2]
-            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f}  "
+            # CPU per refilled sandbox (median round): asb serve + the runc processes it waited for
+            serve, kids = sorted(cpus, key=sum)[len(cpus) // 2]
+            cpu = f"{serve:.1f}+{kids:.1f}"
+            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f} "
+                  f"{cpu:>14}  "
                   + (f"p99 < {TARGET_BURST_P99:.0f} ms, refill >= {TARGET_REFILL[net]:.0f}/s"
                      if who == "this build" else ""))
+    print("cpu ms/sb: CPU per refilled sandbox (one start + one teardown), asb serve + the runc "
+          "processes it waited for (sandboxd and the container's processes not included)")
     if BASELINE:
         print(f"baseline build: {BASELINE}; rounds alternated: {ROUNDS}")
     for net in nets:
-        lat, refills = res[(net, "this build")]
-        blat, brefills = res[(net, base_name)]
+        lat, refills, _ = res[(net, "this build")]
+        blat, brefills, _ = res[(net, base_name)]
         refill = sorted(refills)[len(refills) // 2]
         brefill = sorted(brefills)[len(brefills) // 2]
         if net == "none":
