@@ -16,7 +16,10 @@ Then issue 16's rows, each with its target and a baseline of the same run:
   - "cold create -> first Execute": libasb create -> Ready -> Execute(`true`) result
     (bench/claim-bench-client.c `cold`, BENCH_COLD times), against each sample's own create ->
     Ready plus the spawn floor (posix_spawn + waitpid of /bin/true, measured alternately) + 5 ms
-    (the p50 of the per-sample differences)."""
+    (the p50 of the per-sample differences).
+An extra baseline in the same rotation: a bare `runc run` of *our own* bundle (the user-namespace
+server's config.json with /usr/bin/true as its process: bench_own_bundle.py), so the table shows
+how much of create -> Ready is runc's cost for this container and how much is asb serve's."""
 import json
 import os
 import subprocess
@@ -26,6 +29,7 @@ import time
 
 import bench_cleanup
 import bench_server
+from bench_own_bundle import OwnBundleRunner, make_bundle
 from bench_libasb import pct
 from bench_issue16 import row as issue16_row
 
@@ -148,7 +152,7 @@ def main():
     os.makedirs(old_state)
     base_state = os.path.join(tmp, "baseline")
     os.makedirs(base_state)
-    proc = old_proc = base_proc = None
+    proc = old_proc = base_proc = own = None
     try:
         # Two servers: today's secure default (a user namespace per sandbox) and the configuration
         # before it (host ids), each measured with no limits; limits are per sandbox.
@@ -156,9 +160,14 @@ def main():
         old_proc, old_url, old_s = start_server(old_state, userns=False)
         create_to_ready(url, s, "warmup")
         create_to_ready(old_url, old_s, "warmup")
+        warm = s.get(f"{url}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/warmup",
+                     timeout=10).json()
+        own = OwnBundleRunner(RUNC, os.path.join(tmp, "own-runc"),
+                              *make_bundle(tmp, warm["metadata"]["uid"],
+                                           os.path.join(tmp, "own-bundle")))
         # The first sandbox of a size makes its ext4 template (mke2fs): measured on its own.
         first = create_to_ready(url, s, "warmup-limited", LIMITS)
-        before, ready, cgroup, limited, baseline, bare = [], [], [], [], [], []
+        before, ready, cgroup, limited, baseline, bare, own_bare = [], [], [], [], [], [], []
         bundle = bare_runc_bundle(tmp)
         kinds = [(before, old_url, old_s, "bench-old", None), (ready, url, s, "bench", None),
                  (cgroup, url, s, "bench-cg", CGROUP_LIMITS),
@@ -170,11 +179,16 @@ def main():
         # The bare baseline takes its turn in the rotation, so a load change on the machine
         # moves both sides of the ratio alike.
         kinds.append((bare, None, None, "bare", None))
+        kinds.append((own_bare, None, None, "own", None))
         for i in range(N):
             for k in range(len(kinds)):  # the order rotates: no kind always comes first or last
                 out, u, sess, prefix, limits = kinds[(i + k) % len(kinds)]
-                out.append(bare_runc_once(tmp, bundle, i) if u is None else
-                           create_to_ready(u, sess, f"{prefix}-{i}", limits))
+                if prefix == "own":
+                    out.append(own.run(i))
+                elif u is None:
+                    out.append(bare_runc_once(tmp, bundle, i))
+                else:
+                    out.append(create_to_ready(u, sess, f"{prefix}-{i}", limits))
         first_exec, first_ready, floor = cold_first_execute(tmp, N_COLD)
         w = 58
         rows = [
@@ -183,6 +197,7 @@ def main():
             ("  ... with memory 1Gi + cpu 2 limits", cgroup, N),
             ("  ... with memory+cpu+ephemeral-storage 10Gi (default)", limited, N),
             ("bare runc run /usr/bin/true (baseline)", bare, N),
+            ("bare runc run of our own bundle, /usr/bin/true (baseline)", own_bare, N),
         ]
         if baseline:
             rows.insert(2, (f"  ... the same, {BASELINE_BUILD} (baseline build)", baseline, N))
@@ -203,8 +218,12 @@ def main():
               f"{'met' if ratio <= READY_RATIO_TARGET else 'MISSED'})"
               + (f"; baseline build {pct(baseline, 50) / pct(bare, 50):.2f}x "
                  f"({pct(baseline, 50):.1f} ms)" if baseline else ""))
+        print(f"  ... bare runc run of our own bundle: {pct(own_bare, 50):.1f} ms p50: runc's own "
+              f"cost for this container is {pct(own_bare, 50) / pct(bare, 50):.2f}x the bare one; "
+              f"create -> Ready is {pct(ready, 50) / pct(own_bare, 50):.2f}x it "
+              f"(+{pct(ready, 50) - pct(own_bare, 50):.1f} ms of asb serve, sandboxd and the API)")
         issue16_row("cold-vs-runc", f"{ratio:.2f}x ({pct(ready, 50):.1f} ms p50)",
-                    f"bare runc run {pct(bare, 50):.1f} ms"
+                    f"bare runc run {pct(bare, 50):.1f} ms; of our own bundle {pct(own_bare, 50):.1f} ms"
                     + (f"; baseline build {pct(baseline, 50) / pct(bare, 50):.2f}x" if baseline else ""),
                     ok=ratio <= READY_RATIO_TARGET)
         # Paired: each sample's own create -> Ready is its baseline (the machine's load moves
@@ -220,13 +239,16 @@ def main():
             print(f"start worker p50, baseline build: {start_profile(base_state, 'bench-base')}")
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
+        if own:
+            own.close()
         for p in (proc, old_proc, base_proc):
             if p:
                 p.terminate()
                 p.wait(timeout=30)
         bench_cleanup.cleanup_state(old_state)
         bench_cleanup.cleanup_state(base_state)
-        bench_cleanup.cleanup_state(tmp, extra_runc_roots=[os.path.join(tmp, "bare-runc")])
+        bench_cleanup.cleanup_state(tmp, extra_runc_roots=[os.path.join(tmp, "bare-runc"),
+                                                         os.path.join(tmp, "own-runc")])
     return 0
 
 

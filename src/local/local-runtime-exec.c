@@ -83,7 +83,9 @@ static int sealed_copy(int src, off_t size)
     }
     if (fcntl(m, F_ADD_SEALS, RUNC_MEMFD_SEALS) < 0)
         return -errno;
-    return TAKE_FD(m);
+    /* Above the fds a spawn moves into place (0..6), so that none of them replaces it. */
+    int high = fcntl(m, F_DUPFD_CLOEXEC, 10);
+    return high < 0 ? -errno : high;
 }
 
 int local_runtime_exec_fd(const char *binary)

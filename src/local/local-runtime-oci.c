@@ -15,8 +15,10 @@
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-fs.h"
 #include "local/local-runtime-exec.h"
 #include "local/local-runtime-oci.h"
+#include "local/local-runtime-spawn.h"
 
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root)
 {
@@ -53,39 +55,13 @@ static char *read_all(int fd)
     return buf_steal(&out, NULL);
 }
 
-/* Spawns argv with fds: stdin /dev/null; stdout+stderr to out_fd; fd3..fd6 (if >= 0) as 3..6.
- * exec_fd >= 0: the image to exec (local-runtime-exec.h), argv[0] only when that fails.
- * fork+exec rather than posix_spawn because the child needs umask 022: runc creates missing mount
- * points in the rootfs with it, and asb serve's own umask (077) would make them untraversable
- * for the sandbox user. Only async-signal-safe calls happen between fork and exec. (A child
- * sharing asb serve's memory, clone(CLONE_VM | CLONE_VFORK), would save copying the page tables
- * but may not call anything that takes a lock another thread holds, sanitizer interceptors
- * included; a netpol test of the ASan build hung with it: docs/performance.md.) */
+/* Spawns argv (local-runtime-spawn.h): stdout+stderr to out_fd, fd3..fd6 (if >= 0, each above 6)
+ * as 3..6; exec_fd >= 0: the image to exec (local-runtime-exec.h), argv[0] when that fails. */
 static int spawn(char *const argv[], int exec_fd, int out_fd, int fd3, int fd4, int fd5, int fd6,
                  pid_t *ret_pid)
 {
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        signal(SIGPIPE, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        umask(022);
-        int null = open("/dev/null", O_RDONLY);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
-            _exit(127);
-        if ((fd3 >= 0 && dup2(fd3, 3) < 0) || (fd4 >= 0 && dup2(fd4, 4) < 0) ||
-            (fd5 >= 0 && dup2(fd5, 5) < 0) || (fd6 >= 0 && dup2(fd6, 6) < 0))
-            _exit(127);
-        if (exec_fd >= 0)
-            syscall(SYS_execveat, exec_fd, "", argv, environ, AT_EMPTY_PATH);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    *ret_pid = pid;
-    return 0;
+    const int extra[4] = {fd3, fd4, fd5, fd6};
+    return local_runtime_spawn(argv, exec_fd, out_fd, extra, ret_pid);
 }
 
 static int spawn_capture(char *const argv[], int exec_fd, char **ret_output)
@@ -98,7 +74,13 @@ static int spawn_capture(char *const argv[], int exec_fd, char **ret_output)
     close(p[1]);
     if (r < 0) {
         close(p[0]);
-        return r;
+        if (r == -ENOMEM || r == -EAGAIN || r == -EBADF)
+            return r;
+        /* The program could not be executed: the status a shell gives for it, as callers read
+         * statuses (the forked child of before reported it with _exit(127)). */
+        if (ret_output && !(*ret_output = strdup("")))
+            return -ENOMEM;
+        return 127;
     }
     char *out = read_all(p[0]);
     close(p[0]);
@@ -317,6 +299,16 @@ int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms)
         if (n < 0 && errno != EINTR)
             return -errno;
     }
+}
+
+int oci_forget_stopped(const oci_runtime *rt, const char *id)
+{
+    if (!is_runc(rt) || !id[0] || id[0] == '.' || strchr(id, '/'))
+        return -EOPNOTSUPP;
+    _cleanup_free_ char *dir = NULL;
+    if (asprintf(&dir, "%s/%s", rt->root, id) < 0)
+        return -ENOMEM;
+    return fs_rm_rf(dir);
 }
 
 int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
