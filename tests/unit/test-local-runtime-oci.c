@@ -98,32 +98,3 @@ TEST(spawn_sets_umask_captures_output_and_status)
     free(out);
     umask(old);
 }
-
-TEST(forget_stopped_removes_runc_state_only)
-{
-    char root[] = "/tmp/asb-rt-root-XXXXXX", dir[128], file[160];
-    CHECK(mkdtemp(root) != NULL);
-    snprintf(dir, sizeof(dir), "%s/c1", root);
-    snprintf(file, sizeof(file), "%s/state.json", dir);
-    CHECK_INT_EQ(mkdir(dir, 0711), 0);
-    FILE *f = fopen(file, "we");
-    CHECK(f != NULL);
-    if (f)
-        fclose(f);
-    oci_runtime rc, other;
-    CHECK_INT_EQ(oci_runtime_init(&rc, "/usr/sbin/runc", root), 0);
-    CHECK_INT_EQ(oci_runtime_init(&other, "crun", root), 0);
-    /* Only runc's layout is known; ids that would leave the root are refused. */
-    CHECK_INT_EQ(oci_forget_stopped(&other, "c1"), -EOPNOTSUPP);
-    CHECK_INT_EQ(oci_forget_stopped(&rc, ".."), -EOPNOTSUPP);
-    CHECK_INT_EQ(oci_forget_stopped(&rc, "c1/../.."), -EOPNOTSUPP);
-    CHECK_INT_EQ(oci_forget_stopped(&rc, ""), -EOPNOTSUPP);
-    CHECK_INT_EQ(access(dir, F_OK), 0);
-    CHECK_INT_EQ(oci_forget_stopped(&rc, "c1"), 0);
-    CHECK(access(dir, F_OK) < 0 && errno == ENOENT);
-    CHECK_INT_EQ(access(root, F_OK), 0); /* the root itself stays */
-    CHECK_INT_EQ(oci_forget_stopped(&rc, "c1"), 0); /* already gone: done */
-    oci_runtime_done(&rc);
-    oci_runtime_done(&other);
-    rmdir(root);
-}
