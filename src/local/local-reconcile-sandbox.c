@@ -145,15 +145,11 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
         oci_resume(rt, uid, &rerr);
     }
     /* runc delete --force kills every process and removes the container's cgroups; with the
-     * first process already dead it does so without its 100 ms polling (oci_kill_wait), and
-     * what is left of its job (the cgroups, its state directory) needs no runc process at all:
-     * a Go process start per teardown less (docs/performance.md, "CPU per sandbox"). */
-    int killed = r->no_root ? -1 : oci_kill_wait(rt, pidfd, TEARDOWN_KILL_TIMEOUT_MS);
+     * first process already dead it does so without its 100 ms polling (oci_kill_wait). */
+    if (!r->no_root)
+        (void)oci_kill_wait(rt, pidfd, TEARDOWN_KILL_TIMEOUT_MS);
     t_kill = now_usec(CLOCK_MONOTONIC);
-    int k = 0;
-    if (!r->no_root && !(killed == 0 && local_cleanup_sandbox_cgroups(uid, NULL) == 0 &&
-                         oci_forget_stopped(rt, uid) == 0))
-        k = oci_delete(rt, uid, &err);
+    int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     t_runtime = now_usec(CLOCK_MONOTONIC);
     if (k < 0)
         log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));

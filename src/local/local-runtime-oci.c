@@ -15,7 +15,6 @@
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "local/local-fs.h"
 #include "local/local-runtime-exec.h"
 #include "local/local-runtime-oci.h"
 #include "local/local-runtime-spawn.h"
@@ -299,16 +298,6 @@ int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms)
         if (n < 0 && errno != EINTR)
             return -errno;
     }
-}
-
-int oci_forget_stopped(const oci_runtime *rt, const char *id)
-{
-    if (!is_runc(rt) || !id[0] || id[0] == '.' || strchr(id, '/'))
-        return -EOPNOTSUPP;
-    _cleanup_free_ char *dir = NULL;
-    if (asprintf(&dir, "%s/%s", rt->root, id) < 0)
-        return -ENOMEM;
-    return fs_rm_rf(dir);
 }
 
 int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)

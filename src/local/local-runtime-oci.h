@@ -41,12 +41,6 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
  * pidfd < 0 (the caller goes on with oci_delete alone); -ETIMEDOUT (e.g. a frozen cgroup). */
 int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms);
 
-/* What `runc delete` does for a runc container whose processes are all gone (oci_kill_wait
- * returned 0 and the caller removed its cgroups), without a runc process: removes runc's state
- * of it (<root>/<id>: state.json; our bundles have no poststop hooks, the only other part of
- * runc's delete). 0, or a negative errno (-EOPNOTSUPP for other runtimes): then oci_delete. */
-int oci_forget_stopped(const oci_runtime *rt, const char *id);
-
 /* `runc pause` / `runc resume`: freeze / thaw every process of the container (cgroup freezer). */
 int oci_pause(const oci_runtime *rt, const char *id, char **ret_error);
 int oci_resume(const oci_runtime *rt, const char *id, char **ret_error);
