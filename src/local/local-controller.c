@@ -365,7 +365,9 @@ static void reconcile_templates(local_controller *c, pass *p)
 }
 
 /* Returns true when it changed Sandboxes. */
-static bool reconcile_pools_batched(local_controller *c, pass *p)
+/* hold_creates: claims were just served; the pools' status and everything else is written,
+ * but no replacement is created yet (run_pass). */
+static bool reconcile_pools_batched(local_controller *c, pass *p, bool hold_creates)
 {
     bool changed = false;
     size_t i;
@@ -395,7 +397,7 @@ static bool reconcile_pools_batched(local_controller *c, pass *p)
         }
         json_array_foreach (out.remove, j, x)
             changed |= delete_sandbox(c, x, "warm pool");
-        json_array_foreach (out.create, j, x) {
+        json_array_foreach (hold_creates ? NULL : out.create, j, x) {
             int r = create_object(c, c->k_sb, x);
             if (r < 0) {
                 log_warn("cannot create warm pool sandbox", "pool", api_meta_string(pool, "name"),
@@ -423,10 +425,10 @@ static bool reconcile_pools_batched(local_controller *c, pass *p)
 /* Every pool's creates, deletions and status in one transaction: a refill of N members is one
  * fsync, not 2N + 1 (each create and its Event), and a claim that arrives meanwhile waits for
  * one commit instead of all of them. */
-static bool reconcile_pools(local_controller *c, pass *p)
+static bool reconcile_pools(local_controller *c, pass *p, bool hold_creates)
 {
     bool began = batch_begin(c);
-    bool changed = reconcile_pools_batched(c, p);
+    bool changed = reconcile_pools_batched(c, p, hold_creates);
     if (!batch_end(c, began, "warm pools"))
         changed = true; /* p->sandboxes may name creates that never happened: relist */
     return changed;
@@ -814,15 +816,16 @@ static usec_t run_pass(local_controller *c)
          * Executes are done, then refill (local-claim-activity.h). */
         if (quiet_at > now && !c->refill_held_since)
             c->refill_held_since = now;
-        if (quiet_at > now && now - c->refill_held_since < LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC)
+        bool hold = quiet_at > now &&
+                    now - c->refill_held_since < LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC;
+        if (hold) /* never held longer than that: a steady stream of claims must not drain it */
             requeue(&p, (int64_t)MIN(quiet_at - now, c->refill_held_since +
                                                          LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC - now));
-        else {
-            /* never held longer than that: a steady stream of claims must not drain the pool */
+        else
             c->refill_held_since = 0;
-            if (reconcile_pools(c, &p))
-                relist(c, c->k_sb, &p.sandboxes);
-        }
+        /* The pools' status is written either way: readyReplicas says what is Ready now. */
+        if (reconcile_pools(c, &p, hold))
+            relist(c, c->k_sb, &p.sandboxes);
         reconcile_claims(c, &p, false);
     }
     usec_t rq = p.requeue;
