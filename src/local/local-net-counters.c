@@ -48,15 +48,23 @@ static int counter_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret)
+struct nftnl_obj *net_counter_obj(const char *table, const char *name)
 {
-    char buf[8192]; /* >= MNL_SOCKET_BUFFER_SIZE (a page, at most 8 KiB): one object and the ACK */
     struct nftnl_obj *o = nftnl_obj_alloc();
     if (!o)
-        return -ENOMEM;
+        return NULL;
     nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, table);
     nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
     nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+    return o;
+}
+
+int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret)
+{
+    char buf[8192]; /* >= MNL_SOCKET_BUFFER_SIZE (a page, at most 8 KiB): one object and the ACK */
+    struct nftnl_obj *o = net_counter_obj(table, name);
+    if (!o)
+        return -ENOMEM;
     uint32_t seq = ++c->seq;
     struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_ACK, seq);
     nftnl_obj_nlmsg_build_payload(nlh, o);

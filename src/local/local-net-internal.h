@@ -160,3 +160,6 @@ int net_counters_open(net_counters **ret);
 net_counters *net_counters_free(net_counters *c);
 /* Packets counted by the counter `name`: 0, or -ENOENT (no such counter) or another errno. */
 int net_counters_packets(net_counters *c, const char *table, const char *name, long long *ret);
+/* A libnftnl counter object named table/name (for a request about it), or NULL on ENOMEM;
+ * nftnl_obj_free it. */
+struct nftnl_obj *net_counter_obj(const char *table, const char *name);

@@ -44,12 +44,9 @@ static struct nlmsghdr *batch_msg(batch *bt, uint16_t type, uint16_t flags)
 
 static int put_counter(batch *bt, const char *table, const char *name, bool add)
 {
-    struct nftnl_obj *o = nftnl_obj_alloc();
+    struct nftnl_obj *o = net_counter_obj(table, name);
     if (!o)
         return -ENOMEM;
-    nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, table);
-    nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
-    nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
     if (add) { /* the kernel wants the counter's data: zeros */
         nftnl_obj_set_u64(o, NFTNL_OBJ_CTR_PKTS, 0);
         nftnl_obj_set_u64(o, NFTNL_OBJ_CTR_BYTES, 0);
