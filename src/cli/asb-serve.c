@@ -464,7 +464,6 @@ static usec_t env_duration(const char *name, usec_t def)
     return def;
 }
 
-/* --cleanup: what the state dir made on the host goes; the files in it stay. */
 /* The claim adopts a Ready member in its create: the answer's Asb-Claim-Sandbox header says
  * which (shared/claim-header.h). */
 static int adopt_created_claim(void *ctl, const json_t *claim, char **ret_value)
@@ -488,6 +487,7 @@ static void stop_controller(local_apiserver *srv, local_controller *ctl)
     local_controller_stop(ctl);
 }
 
+/* --cleanup: what the state dir made on the host goes; the files in it stay. */
 static int serve_cleanup(const serve_opts *o, const char *dir)
 {
     if (geteuid() != 0)

@@ -22,7 +22,7 @@
 
 struct asb_claim {
     char *ns, *name, *sandbox_name;
-    char *sandbox_uid; /* from a create answered Ready (status.sandbox.uid), or NULL */
+    char *sandbox_uid; /* from the create's Asb-Claim-Sandbox header, or NULL */
     long long ready_usec;
     asb_sandbox *sandbox;
     asb_handle *handle;

@@ -405,22 +405,11 @@ static void report_warnings(asb_client *c, reply_state *st)
 }
 
 /* One request. On 2xx *out gets the body (owned); otherwise the error comes from the Status.
- * Warning headers of the reply, whatever its status, go to report_warnings(). */
-static int request_ex(asb_client *c, const char *method, const char *url,
-                      const char *content_type, const char *body, char **out,
-                      char **ret_claim_sandbox);
-
-static int request(asb_client *c, const char *method, const char *url, const char *content_type,
-                   const char *body, char **out)
-{
-    return request_ex(c, method, url, content_type, body, out, NULL);
-}
-
-/* request(), and the reply's Asb-Claim-Sandbox header into *ret_claim_sandbox (owned, NULL when
- * there was none) when asked for. */
-static int request_ex(asb_client *c, const char *method, const char *url,
-                      const char *content_type, const char *body, char **out,
-                      char **ret_claim_sandbox)
+ * Warning headers of the reply, whatever its status, go to report_warnings(); its
+ * Asb-Claim-Sandbox header goes to *ret_claim_sandbox (owned, NULL when there was none) when
+ * asked for. */
+static int request_ex(asb_client *c, const char *method, const char *url, const char *content_type,
+                      const char *body, char **out, char **ret_claim_sandbox)
 {
     char *lines[ASBI_MAX_HEADERS];
     size_t n_lines = 0;
@@ -480,6 +469,12 @@ static int request_ex(asb_client *c, const char *method, const char *url,
     return ASB_OK;
 }
 
+static int request(asb_client *c, const char *method, const char *url, const char *content_type,
+                   const char *body, char **out)
+{
+    return request_ex(c, method, url, content_type, body, out, NULL);
+}
+
 static int resolve(const asb_kind **k, asb_client *c, const char *kind, const char *name,
                    int need_name)
 {
@@ -488,17 +483,6 @@ static int resolve(const asb_kind **k, asb_client *c, const char *kind, const ch
     if (need_name && (!name || !*name))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "resource name may not be empty");
     return asb_kind_lookup(k, kind);
-}
-
-static int object_call_ex(char **out, asb_client *c, const char *kind, const char *ns,
-                          const char *name, const char *sub, const char *method,
-                          const char *content_type, const char *body, char **ret_claim_sandbox);
-
-static int object_call(char **out, asb_client *c, const char *kind, const char *ns,
-                       const char *name, const char *sub, const char *method,
-                       const char *content_type, const char *body)
-{
-    return object_call_ex(out, c, kind, ns, name, sub, method, content_type, body, NULL);
 }
 
 static int object_call_ex(char **out, asb_client *c, const char *kind, const char *ns,
@@ -526,6 +510,13 @@ static int object_call_ex(char **out, asb_client *c, const char *kind, const cha
     r = request_ex(c, method, url, content_type, body, out, ret_claim_sandbox);
     free(url);
     return r;
+}
+
+static int object_call(char **out, asb_client *c, const char *kind, const char *ns,
+                       const char *name, const char *sub, const char *method,
+                       const char *content_type, const char *body)
+{
+    return object_call_ex(out, c, kind, ns, name, sub, method, content_type, body, NULL);
 }
 
 ASB_PUBLIC int asb_server_version(char **out, asb_client *c)

@@ -408,9 +408,7 @@ static enum MHD_Result handle_create(api_request *rq)
         json_object_set_new(md, "generation", json_integer(1));
         if (dry)
             return reply_json_warnings(rq->conn, 201, json_incref(obj), warnings);
-        free(hook_value);
-        hook_value = NULL;
-        r = store_create(rq, k, obj, &hook_header, &hook_value);
+        r = store_create(rq, k, obj, &hook_header, &hook_value); /* a value only with r == 0 */
         if (r == -EEXIST && generate && attempt + 1 < GENERATE_NAME_TRIES)
             continue;
         break;

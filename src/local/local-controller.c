@@ -52,7 +52,8 @@ typedef struct pass {
     json_t *templates, *pools, *claims, *sandboxes;
     json_t *adopted; /* claim uid -> true: adopted in this pass's first round */
     usec_t requeue; /* µs from now, 0 = none */
-    json_t *claim_after; /* the claim as its adoption stored it (adoption at create only) */
+    /* The first adoption's claim and sandbox as stored (for the adoption at a claim's create) */
+    json_t *claim_after, *sandbox_after;
 } pass;
 
 static void requeue(pass *p, int64_t after)
@@ -516,9 +517,11 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                     break;
                 }
         }
-        json_decref(ops[0].result);
-        if (r == 0 && !p->claim_after)
+        if (r == 0 && !p->claim_after) {
             p->claim_after = json_incref(ops[1].result);
+            p->sandbox_after = json_incref(ops[0].result);
+        }
+        json_decref(ops[0].result);
         json_decref(ops[1].result);
         if (r == -EAGAIN || r == -ESTALE || r == -ENOENT)
             return -EAGAIN;
@@ -703,6 +706,7 @@ static void pass_free(pass *p)
     json_decref(p->sandboxes);
     json_decref(p->adopted);
     json_decref(p->claim_after);
+    json_decref(p->sandbox_after);
 }
 
 static int kind_index(const local_controller *c, const api_kind *k)
@@ -716,14 +720,19 @@ static uint64_t obj_rv(const json_t *o)
     return rv ? strtoull(rv, NULL, 10) : 0;
 }
 
+/* The cache's key of an object: "namespace/name". */
+static void cache_key(char key[512], const char *ns, const char *name)
+{
+    snprintf(key, 512, "%s/%s", ns ?: "", name ?: "");
+}
+
 static void cache_apply(local_controller *c, const store_event *e)
 {
     int i = kind_index(c, e->kind);
     if (i < 0)
         return;
     char key[512];
-    snprintf(key, sizeof(key), "%s/%s", api_meta_string(e->object, "namespace") ?: "",
-             api_meta_string(e->object, "name") ?: "");
+    cache_key(key, api_meta_string(e->object, "namespace"), api_meta_string(e->object, "name"));
     json_t *cur = json_object_get(c->cache[i], key);
     if (cur && obj_rv(cur) > e->rv)
         return; /* a list taken after this event already has a newer state */
@@ -753,8 +762,7 @@ static int cache_reload(local_controller *c)
         json_t *o;
         json_array_foreach (items, j, o) {
             char key[512];
-            snprintf(key, sizeof(key), "%s/%s", api_meta_string(o, "namespace") ?: "",
-                     api_meta_string(o, "name") ?: "");
+            cache_key(key, api_meta_string(o, "namespace"), api_meta_string(o, "name"));
             json_object_set(map, key, o);
         }
         json_decref(items);
@@ -788,6 +796,7 @@ static usec_t run_pass(local_controller *c)
               cache_items(c->cache[3]),
               json_object(),
               0,
+              NULL,
               NULL};
     if (!p.templates || !p.pools || !p.claims || !p.sandboxes || !p.adopted) {
         pass_free(&p);
@@ -884,7 +893,7 @@ static json_t *cache_get_locked(local_controller *c, int i, const char *ns, cons
     char key[512];
     if (!ns || !name || !c->cache[i])
         return NULL;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    cache_key(key, ns, name);
     return json_incref(json_object_get(c->cache[i], key));
 }
 
@@ -896,7 +905,8 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
     const char *ns = api_meta_string(claim, "namespace");
     const char *pname = json_string_value(json_object_get(
         json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
-    *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL};
+    *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL,
+                NULL};
     if (!p->templates || !p->pools || !p->claims || !p->sandboxes || !p->adopted)
         return false;
     json_array_append(p->claims, (json_t *)claim);
@@ -930,33 +940,21 @@ int local_controller_adopt_created_claim(local_controller *c, const json_t *clai
                                          json_t **ret_claim)
 {
     pass p;
-    int adopted = 0;
     *ret_claim = NULL;
     if (claim_pass_from_cache(c, claim, &p)) {
         /* The adopting round of a pass, for this claim alone; the store's optimistic lock
          * (the member's resourceVersion) settles a race with the controller's own pass. */
         reconcile_claims_in(c, &p, true);
-        const char *uid = api_meta_string(claim, "uid");
-        adopted = uid && json_object_get(p.adopted, uid) ? 1 : 0;
-        /* execute_claim put the member as adopted into p.sandboxes: remember its version */
-        size_t i;
-        json_t *sb;
-        json_array_foreach (p.sandboxes, i, sb) {
-            const char *l = json_string_value(json_object_get(
-                json_object_get(json_object_get(sb, "metadata"), "labels"),
-                RECONCILE_LABEL_CLAIM_UID));
-            if (!adopted || !same_str(l, uid) || !api_meta_string(sb, "uid"))
-                continue;
+        const char *suid = api_meta_string(p.sandbox_after, "uid");
+        if (p.claim_after && suid) { /* adopted: remember the member's new version */
             pthread_mutex_lock(&c->cache_lock);
-            json_object_set_new(c->taken, api_meta_string(sb, "uid"),
-                                json_integer((json_int_t)obj_rv(sb)));
+            json_object_set_new(c->taken, suid, json_integer((json_int_t)obj_rv(p.sandbox_after)));
             pthread_mutex_unlock(&c->cache_lock);
-        }
-        if (adopted)
             *ret_claim = json_incref(p.claim_after);
+        }
     }
     pass_free(&p);
-    return adopted && *ret_claim ? 1 : 0;
+    return *ret_claim ? 1 : 0;
 }
 
 static char **split_domains(const char *s)
