@@ -305,9 +305,8 @@ static int host_links(const char *rootfs)
     return r;
 }
 
-/* The mounts of the `host` image: read-only binds of the host's directories and the generated
- * /etc (bundle_dir/etc). */
-static int host_mounts(const local_bundle_params *p, json_t *mounts, char **ret_error)
+/* Read-only binds of the host's directories (host_dirs) that exist here. */
+static void add_host_dir_binds(json_t *mounts)
 {
     for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
         char host[PATH_MAX];
@@ -316,6 +315,13 @@ static int host_mounts(const local_bundle_params *p, json_t *mounts, char **ret_
         if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
             add_bind(mounts, host, host, true);
     }
+}
+
+/* The mounts of the `host` image: read-only binds of the host's directories and the generated
+ * /etc (bundle_dir/etc). */
+static int host_mounts(const local_bundle_params *p, json_t *mounts, char **ret_error)
+{
+    add_host_dir_binds(mounts);
     _cleanup_free_ char *etc = NULL;
     if (asprintf(&etc, "%s/etc", p->bundle_dir) < 0)
         return -ENOMEM;
@@ -463,13 +469,7 @@ static int skeleton_fill(const char *dir, void *payload)
     json_t *mounts = base_mounts(true);
     if (!mounts)
         return -ENOMEM;
-    for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
-        char host[PATH_MAX];
-        snprintf(host, sizeof(host), "/%s", host_dirs[i]);
-        struct stat st;
-        if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
-            add_bind(mounts, host, host, true);
-    }
+    add_host_dir_binds(mounts);
     /* Directory binds: "/" only tells mount_point the source is a directory. */
     static const char *const binds[] = {"/etc",      "/workspace", SANDBOX_HOME,
                                         "/.asb/bin", "/.asb/lib",  "/.asb/main"};
