@@ -464,12 +464,17 @@ static usec_t env_duration(const char *name, usec_t def)
     return def;
 }
 
-/* The claim adopts a Ready member in its create: the answer's Asb-Claim-Sandbox header says
- * which (shared/claim-header.h). */
-static int adopt_created_claim(void *ctl, const json_t *claim, char **ret_value)
+/* A new claim adopts a Ready member in its create (local-controller.h): the answer's
+ * Asb-Claim-Sandbox header says which (shared/claim-header.h). */
+static void *plan_claim_adoption(void *ctl, const json_t *claim)
+{
+    return local_controller_plan_adoption(ctl, claim);
+}
+
+static int adopt_created_claim(void *ctl, void *plan, char **ret_value)
 {
     json_t *after = NULL;
-    int r = local_controller_adopt_created_claim(ctl, claim, &after);
+    int r = local_controller_adopt_planned(ctl, plan, &after);
     const json_t *sb = json_object_get(json_object_get(after, "status"), "sandbox");
     const char *name = json_string_value(json_object_get(sb, "name")),
                *uid = json_string_value(json_object_get(sb, "uid"));
@@ -478,6 +483,14 @@ static int adopt_created_claim(void *ctl, const json_t *claim, char **ret_value)
     json_decref(after);
     return *ret_value ? 1 : 0;
 }
+
+static void drop_claim_adoption(void *ctl, void *plan)
+{
+    local_controller_drop_adoption(ctl, plan);
+}
+
+static const local_apiserver_create_hook claim_adoption_hook = {
+    plan_claim_adoption, adopt_created_claim, drop_claim_adoption};
 
 /* The API server stops calling into the controller before it is freed. */
 static void stop_controller(local_apiserver *srv, local_controller *ctl)
@@ -644,7 +657,7 @@ int asb_serve(int argc, char **argv)
     r = controller_on ? local_controller_start(&co, &ctl) : 0;
     if (ctl) /* a new claim adopts a Ready member in its own create (docs/claims.md) */
         local_apiserver_set_create_hook(srv, api_kind_by_plural(API_GROUP_EXT, "sandboxclaims"),
-                                        CLAIM_HEADER_SANDBOX, adopt_created_claim, ctl);
+                                        CLAIM_HEADER_SANDBOX, &claim_adoption_hook, ctl);
     if (r < 0) {
         fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
         local_store_shutdown(store);

@@ -18,7 +18,7 @@ struct local_apiserver {
     /* local_apiserver_set_create_hook: read-held while a hook runs, so clearing it waits. */
     pthread_rwlock_t hook_lock;
     const api_kind *hook_kind;
-    local_apiserver_create_hook hook;
+    local_apiserver_create_hook hook; /* hook.prepare NULL: none */
     void *hook_data;
     const char *hook_header; /* the header its answer goes in */
 };

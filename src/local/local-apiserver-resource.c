@@ -321,17 +321,23 @@ static int store_create(api_request *rq, const api_kind *k, json_t *obj, const c
     *ret_header = NULL;
     *ret_value = NULL;
     pthread_rwlock_rdlock(&srv->hook_lock);
-    if (!srv->hook || srv->hook_kind != k) {
+    void *plan = srv->hook.prepare && srv->hook_kind == k
+                     ? srv->hook.prepare(srv->hook_data, obj)
+                     : NULL;
+    if (!plan) {
         pthread_rwlock_unlock(&srv->hook_lock);
         return local_store_create(srv->store, k, obj);
     }
     bool batched = local_store_batch_begin(srv->store) == 0;
     int r = local_store_create(srv->store, k, obj);
     char *value = NULL;
-    if (r == 0 && batched && srv->hook(srv->hook_data, obj, &value) <= 0) {
-        free(value);
-        value = NULL;
-    }
+    if (r == 0 && batched) {
+        if (srv->hook.commit(srv->hook_data, TAKE_PTR(plan), &value) <= 0) {
+            free(value);
+            value = NULL;
+        }
+    } else
+        srv->hook.discard(srv->hook_data, TAKE_PTR(plan));
     if (batched) {
         int e = local_store_batch_end(srv->store);
         if (e < 0 && r == 0)

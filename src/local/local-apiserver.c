@@ -358,12 +358,12 @@ local_apiserver *local_apiserver_stop(local_apiserver *s)
 }
 
 void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k, const char *header,
-                                     local_apiserver_create_hook fn, void *userdata)
+                                     const local_apiserver_create_hook *hook, void *userdata)
 {
     pthread_rwlock_wrlock(&s->hook_lock);
-    s->hook_kind = fn ? k : NULL;
-    s->hook_header = fn ? header : NULL;
-    s->hook = fn;
-    s->hook_data = fn ? userdata : NULL;
+    s->hook_kind = hook ? k : NULL;
+    s->hook_header = hook ? header : NULL;
+    s->hook = hook ? *hook : (local_apiserver_create_hook){0};
+    s->hook_data = hook ? userdata : NULL;
     pthread_rwlock_unlock(&s->hook_lock);
 }

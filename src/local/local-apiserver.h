@@ -22,16 +22,26 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
 /* Stops listening, ends watches (the store must be shut down first to wake them) and frees. */
 local_apiserver *local_apiserver_stop(local_apiserver *s);
 
-/* Runs after a create of one kind, inside the same store batch (so in the same transaction:
- * one commit, one sync, the watch events published together): it may write more (a new claim
- * adopts a warm sandbox). The client is answered with the object as created, as kube-apiserver
- * would (a watch from its resourceVersion sees what the hook wrote next); when the hook returns 1
- * with *ret_value (owned), that goes in the answer's `header` too. */
-typedef int (*local_apiserver_create_hook)(void *userdata, const json_t *created,
-                                           char **ret_value);
-/* Sets (fn non-NULL) or clears the hook of kind k; clearing waits for a running hook to end. */
+/* A create hook of one kind, which may write more in the create's transaction (a new claim
+ * adopts a warm sandbox):
+ *  - prepare runs before the create, outside the store's lock (the object has its name, uid and
+ *    timestamps, not yet its resourceVersion) and returns a plan, or NULL: nothing to do (the
+ *    create then needs no batch);
+ *  - commit runs after the create, inside the same store batch (one transaction, one sync, the
+ *    watch events published together) and frees the plan; when it returns 1 with *ret_value
+ *    (owned), that goes in the answer's `header`;
+ *  - discard frees a plan whose create failed.
+ * The client is answered with the object as created, as kube-apiserver would (a watch from its
+ * resourceVersion sees what the hook wrote next). */
+typedef struct local_apiserver_create_hook {
+    void *(*prepare)(void *userdata, const json_t *obj);
+    int (*commit)(void *userdata, void *plan, char **ret_value);
+    void (*discard)(void *userdata, void *plan);
+} local_apiserver_create_hook;
+/* Sets (hook non-NULL, copied) or clears the hook of kind k; clearing waits for a running hook
+ * to end. */
 void local_apiserver_set_create_hook(local_apiserver *s, const api_kind *k, const char *header,
-                                     local_apiserver_create_hook fn, void *userdata);
+                                     const local_apiserver_create_hook *hook, void *userdata);
 
 /* Maximum request body (kube-apiserver's limit). */
 #define APISERVER_MAX_BODY (3u * 1024 * 1024)

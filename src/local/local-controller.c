@@ -38,12 +38,13 @@ struct local_controller {
      * sandboxes) "namespace/name" -> the object as last committed. Passes read it instead of
      * listing and parsing every object; writes go to the store and come back as events.
      * Written by the controller thread only; cache_lock orders those writes against the API
-     * server threads that read it (local_controller_adopt_created_claim). */
+     * server threads that read it (local_controller_plan_adoption). */
     json_t *cache[4];
     pthread_mutex_t cache_lock;
     /* Under cache_lock: sandbox uid -> resourceVersion its adoption at a claim's create wrote,
-     * until the cache has caught up with it: a burst's next creates must not pick the same
-     * member from a cache that still shows it free. */
+     * until the cache has caught up with it (a burst's next creates must not pick the same
+     * member from a cache that still shows it free), or TAKEN_RESERVED while a create's planned
+     * adoption of it has not run yet. */
     json_t *taken;
     usec_t refill_held_since; /* CLOCK_MONOTONIC; 0: the pools' refill is not being held */
 };
@@ -502,10 +503,11 @@ static int execute_claim(local_controller *c, pass *p, const json_t *claim,
                         .carry_conditions = true};
         cp.uid = api_meta_string(claim, "uid");
         _cleanup_free_ char *sname = strdup(api_meta_string(out->target, "name") ?: "");
+        /* current: both as this pass saw them, so the store need not parse their rows again */
         store_op ops[2] = {
             {c->k_sb, api_meta_string(out->target, "namespace"),
-             api_meta_string(out->target, "name"), patch_fn, &sp, NULL},
-            {c->k_claim, api_meta_string(claim, "namespace"), cname, patch_fn, &cp, NULL},
+             api_meta_string(out->target, "name"), patch_fn, &sp, out->target, NULL},
+            {c->k_claim, api_meta_string(claim, "namespace"), cname, patch_fn, &cp, claim, NULL},
         };
         r = local_store_update_many(c->store, ops, 2);
         if (r == 0) {
@@ -897,19 +899,52 @@ static json_t *cache_get_locked(local_controller *c, int i, const char *ns, cons
     return json_incref(json_object_get(c->cache[i], key));
 }
 
-/* What a pass would know about one new claim, from the cache: its pool, the pool's template,
- * the pool's members and a Sandbox of the claim's own name (the core refuses to adopt for a
- * claim whose name a foreign Sandbox holds). False when there is no pool to adopt from. */
-static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass *p)
+/* A member reserved by a planned adoption: no other create picks it until the plan ran. */
+#define TAKEN_RESERVED ((json_int_t)INT64_MAX)
+
+struct local_claim_adoption {
+    pass p;
+    reconcile_claim_out out;
+    const json_t *claim;
+    char *member_uid; /* reserved in c->taken */
+};
+
+static void release_member(local_controller *c, local_claim_adoption *a, const json_t *after)
+{
+    pthread_mutex_lock(&c->cache_lock);
+    if (after) /* adopted: skipped until the cache shows this version */
+        json_object_set_new(c->taken, a->member_uid, json_integer((json_int_t)obj_rv(after)));
+    else
+        json_object_del(c->taken, a->member_uid);
+    pthread_mutex_unlock(&c->cache_lock);
+}
+
+/* Under cache_lock: the cached sandbox has been taken by an adoption at an earlier create (or
+ * is reserved by a planned one) that the cache does not show yet. */
+static bool taken_locked(local_controller *c, const json_t *sb)
+{
+    json_t *t = json_object_get(c->taken, api_meta_string(sb, "uid") ?: "");
+    return t && obj_rv(sb) < (uint64_t)json_integer_value(t);
+}
+
+/* What a pass would know about one new claim, from the cache, narrowed to the member the core
+ * would adopt (reserved in c->taken, so concurrent creates each get their own) and a Sandbox of
+ * the claim's own name (the core refuses to adopt for a claim whose name a foreign Sandbox
+ * holds). False when there is no member to adopt. */
+static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass *p,
+                                  char **ret_member_uid)
 {
     const char *ns = api_meta_string(claim, "namespace");
+    const char *cname = api_meta_string(claim, "name");
     const char *pname = json_string_value(json_object_get(
         json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
     *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL,
                 NULL};
-    if (!p->templates || !p->pools || !p->claims || !p->sandboxes || !p->adopted)
+    _cleanup_json_ json_t *members = json_array();
+    if (!p->templates || !p->pools || !p->claims || !p->sandboxes || !p->adopted || !members)
         return false;
     json_array_append(p->claims, (json_t *)claim);
+    const json_t *pick = NULL;
     pthread_mutex_lock(&c->cache_lock);
     json_t *pool = cache_get_locked(c, 1, ns, pname);
     if (pool) {
@@ -921,40 +956,87 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
             json_array_append_new(p->templates, tpl);
         const char *k;
         json_t *sb;
-        const char *cname = api_meta_string(claim, "name");
         json_object_foreach (c->cache[3], k, sb) {
-            json_t *t = json_object_get(c->taken, api_meta_string(sb, "uid") ?: "");
-            if (t && obj_rv(sb) < (uint64_t)json_integer_value(t))
-                continue; /* adopted at an earlier create; the cache does not show it yet */
-            if (reconcile_pool_member(pool, sb) ||
-                (same_str(api_meta_string(sb, "namespace"), ns) &&
-                 same_str(api_meta_string(sb, "name"), cname)))
+            if (same_str(api_meta_string(sb, "namespace"), ns) &&
+                same_str(api_meta_string(sb, "name"), cname))
                 json_array_append(p->sandboxes, sb);
+            else if (reconcile_pool_member(pool, sb) && !taken_locked(c, sb))
+                json_array_append(members, sb);
         }
+        reconcile_claim_in in = {.claim = claim,
+                                 .pool = pool,
+                                 .template = tpl,
+                                 .sandboxes = members,
+                                 .now = wall_now(),
+                                 .networked = local_networked};
+        pick = reconcile_claim_warm_pick(&in);
+        const char *uid = api_meta_string(pick, "uid");
+        if (uid && (*ret_member_uid = strdup(uid)) &&
+            json_object_set_new(c->taken, uid, json_integer(TAKEN_RESERVED)) == 0)
+            json_array_append(p->sandboxes, (json_t *)pick);
+        else
+            pick = NULL;
     }
     pthread_mutex_unlock(&c->cache_lock);
-    return pool != NULL;
+    return pick != NULL;
 }
 
-int local_controller_adopt_created_claim(local_controller *c, const json_t *claim,
-                                         json_t **ret_claim)
+static void adoption_free(local_claim_adoption *a)
 {
-    pass p;
-    *ret_claim = NULL;
-    if (claim_pass_from_cache(c, claim, &p)) {
-        /* The adopting round of a pass, for this claim alone; the store's optimistic lock
-         * (the member's resourceVersion) settles a race with the controller's own pass. */
-        reconcile_claims_in(c, &p, true);
-        const char *suid = api_meta_string(p.sandbox_after, "uid");
-        if (p.claim_after && suid) { /* adopted: remember the member's new version */
-            pthread_mutex_lock(&c->cache_lock);
-            json_object_set_new(c->taken, suid, json_integer((json_int_t)obj_rv(p.sandbox_after)));
-            pthread_mutex_unlock(&c->cache_lock);
-            *ret_claim = json_incref(p.claim_after);
-        }
+    reconcile_claim_out_done(&a->out);
+    pass_free(&a->p);
+    free(a->member_uid);
+    free(a);
+}
+
+local_claim_adoption *local_controller_plan_adoption(local_controller *c, const json_t *claim)
+{
+    local_claim_adoption *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->claim = claim;
+    if (!claim_pass_from_cache(c, claim, &a->p, &a->member_uid)) {
+        if (a->member_uid)
+            release_member(c, a, NULL);
+        adoption_free(a);
+        return NULL;
     }
-    pass_free(&p);
-    return *ret_claim ? 1 : 0;
+    reconcile_claim_in in = {.claim = claim,
+                             .pool = json_array_get(a->p.pools, 0),
+                             .template = json_array_get(a->p.templates, 0),
+                             .sandboxes = a->p.sandboxes,
+                             .now = wall_now(),
+                             .allowed_label_domains = (const char *const *)c->domains,
+                             .networked = local_networked};
+    if (reconcile_claim(&in, &a->out) < 0 || a->out.action != RECONCILE_CLAIM_ADOPT) {
+        local_controller_drop_adoption(c, a);
+        return NULL;
+    }
+    return a;
+}
+
+int local_controller_adopt_planned(local_controller *c, local_claim_adoption *a,
+                                   json_t **ret_claim)
+{
+    /* The store's optimistic lock (the member's resourceVersion) settles a race with the
+     * controller's own pass: on a conflict nothing is written and the pass serves the claim. */
+    int r = execute_claim(c, &a->p, a->claim, &a->out);
+    if (r == 0)
+        claim_executed(c, &a->p, a->claim, &a->out);
+    bool adopted = r == 0 && a->p.claim_after && a->p.sandbox_after;
+    release_member(c, a, adopted ? a->p.sandbox_after : NULL);
+    *ret_claim = adopted ? json_incref(a->p.claim_after) : NULL;
+    adoption_free(a);
+    return adopted ? 1 : 0;
+}
+
+void local_controller_drop_adoption(local_controller *c, local_claim_adoption *a)
+{
+    if (!a)
+        return;
+    if (a->member_uid)
+        release_member(c, a, NULL);
+    adoption_free(a);
 }
 
 static char **split_domains(const char *s)

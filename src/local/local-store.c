@@ -31,7 +31,7 @@ typedef enum stmt_id {
 } stmt_id;
 
 static const char *const stmt_sql[STMT_COUNT] = {
-    [STMT_GET] = "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3",
+    [STMT_GET] = "SELECT data, rv FROM objects WHERE resource=?1 AND namespace=?2 AND name=?3",
     [STMT_LIST] = "SELECT data FROM objects WHERE resource=?1 ORDER BY namespace, name",
     [STMT_LIST_NS] = "SELECT data FROM objects WHERE resource=?1 AND namespace=?2 "
                      "ORDER BY namespace, name",
@@ -294,9 +294,19 @@ static json_t *parse_row(sqlite3_stmt *st, int col)
     return o;
 }
 
-/* Caller holds the lock. */
-static int get_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
-                      json_t **ret)
+/* The object's resourceVersion, 0 when it has none. */
+static uint64_t meta_rv(const json_t *obj)
+{
+    const char *v = api_meta_string(obj, "resourceVersion");
+    return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* current (optional): the object as the caller last saw it. When the row still has its
+ * resourceVersion it is the stored object (events and the objects they carry are never
+ * modified), and *ret is a new reference to it instead of a parse of the row. Caller holds the
+ * lock. */
+static int get_current_locked(local_store *s, const api_kind *k, const char *ns,
+                              const char *name, const json_t *current, json_t **ret)
 {
     sqlite3_stmt *st = store_stmt(s, STMT_GET);
     if (!st)
@@ -307,7 +317,11 @@ static int get_locked(local_store *s, const api_kind *k, const char *ns, const c
     int r = sqlite3_step(st);
     int ret_code = 0;
     if (r == SQLITE_ROW) {
-        *ret = parse_row(st, 0);
+        uint64_t rv = (uint64_t)sqlite3_column_int64(st, 1);
+        if (current && rv && meta_rv(current) == rv)
+            *ret = json_incref((json_t *)current);
+        else
+            *ret = parse_row(st, 0);
         ret_code = *ret ? 0 : -EIO;
     } else if (r == SQLITE_DONE)
         ret_code = -ENOENT;
@@ -315,6 +329,13 @@ static int get_locked(local_store *s, const api_kind *k, const char *ns, const c
         ret_code = db_error(s, "get");
     stmt_done(st);
     return ret_code;
+}
+
+/* Caller holds the lock. */
+static int get_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
+                      json_t **ret)
+{
+    return get_current_locked(s, k, ns, name, NULL, ret);
 }
 
 int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
@@ -393,12 +414,15 @@ static void ring_push_locked(local_store *s, store_event *e)
 }
 
 /* Queues the event of a write; it reaches the window (and the watchers) once the write's commit
- * is durable (commit_done_locked, then settle_and_unlock). Caller holds the lock; steals obj/old. */
+ * is durable (commit_done_locked, then settle_and_unlock). js: obj as written (write_row's
+ * serialisation, reused), or NULL to serialise it here. Caller holds the lock; steals obj, old
+ * and js. */
 static void publish_locked(local_store *s, store_event_type type, const api_kind *k, json_t *obj,
-                           json_t *old)
+                           json_t *old, char *js)
 {
     store_event *e = calloc(1, sizeof(*e));
-    char *js = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (!js && obj)
+        js = json_dumps(obj, JSON_COMPACT);
     pthread_mutex_lock(&s->ring_lock);
     if (e && js && s->n_pending == s->pending_cap) {
         size_t cap = s->pending_cap ? 2 * s->pending_cap : 16;
@@ -536,15 +560,15 @@ static int set_rv(json_t *obj, uint64_t rv)
 /* Writes (insert or replace) or deletes one row and bumps rv in one transaction. Caller holds the
  * lock. On success s->rv is the new resourceVersion. */
 static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
-                            json_t *obj, bool insert_only);
+                            json_t *obj, bool insert_only, char **ret_data);
 
 /* On failure obj is left as it was (its resourceVersion restored). */
 static int write_locked(local_store *s, const api_kind *k, const char *ns, const char *name,
-                        json_t *obj, bool insert_only)
+                        json_t *obj, bool insert_only, char **ret_data)
 {
     json_t *md = obj ? json_object_get(obj, "metadata") : NULL;
     json_t *prev = json_incref(json_object_get(md, "resourceVersion"));
-    int r = write_locked_txn(s, k, ns, name, obj, insert_only);
+    int r = write_locked_txn(s, k, ns, name, obj, insert_only, ret_data);
     if (r < 0 && md) {
         if (prev)
             json_object_set(md, "resourceVersion", prev);
@@ -556,8 +580,9 @@ static int write_locked(local_store *s, const api_kind *k, const char *ns, const
 }
 
 /* One row statement inside an open transaction, at resourceVersion rv. */
+/* *ret_data (optional, owned): obj as written, for its event (publish_locked). */
 static int write_row(local_store *s, const api_kind *k, const char *ns, const char *name,
-                     json_t *obj, bool insert_only, uint64_t rv)
+                     json_t *obj, bool insert_only, uint64_t rv, char **ret_data)
 {
     _cleanup_free_ char *data = NULL;
     if (obj) {
@@ -586,6 +611,8 @@ static int write_row(local_store *s, const api_kind *k, const char *ns, const ch
     else if (sqlite3_changes(s->db) != 1)
         r = -ENOENT;
     stmt_done(st);
+    if (r == 0 && ret_data)
+        *ret_data = TAKE_PTR(data);
     return r;
 }
 
@@ -624,19 +651,25 @@ static int commit_rv(local_store *s, uint64_t rv)
 }
 
 static int write_locked_txn(local_store *s, const api_kind *k, const char *ns, const char *name,
-                            json_t *obj, bool insert_only)
+                            json_t *obj, bool insert_only, char **ret_data)
 {
     uint64_t rv = s->rv + 1;
     int r = txn_begin(s);
     if (r < 0)
         return r;
-    r = write_row(s, k, ns, name, obj, insert_only, rv);
+    char *data = NULL;
+    r = write_row(s, k, ns, name, obj, insert_only, rv, &data);
     if (r == 0)
         r = commit_rv(s, rv);
     if (r < 0) {
+        free(data);
         txn_rollback(s);
         return r;
     }
+    if (ret_data)
+        *ret_data = data;
+    else
+        free(data);
     s->rv = rv;
     return 0;
 }
@@ -649,10 +682,11 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj)
     json_t *copy = NULL;
     pthread_mutex_lock(&s->lock);
     uint64_t rv_before = s->rv;
-    int r = write_locked(s, k, ns, name, obj, true);
+    char *data = NULL;
+    int r = write_locked(s, k, ns, name, obj, true, &data);
     if (r == 0) {
         copy = json_deep_copy(obj);
-        publish_locked(s, STORE_ADDED, k, copy, NULL);
+        publish_locked(s, STORE_ADDED, k, copy, NULL, data);
     }
     settle_and_unlock(s, rv_before);
     return r;
@@ -681,22 +715,23 @@ int local_store_update(local_store *s, const api_kind *k, const char *ns, const 
             r = -ENOMEM;
             goto out;
         }
-        r = write_locked(s, k, ns, name, NULL, false);
+        r = write_locked(s, k, ns, name, NULL, false, NULL);
         if (r == 0)
             r = set_rv(gone, s->rv);
         if (r < 0) {
             json_decref(gone);
             goto out;
         }
-        publish_locked(s, STORE_DELETED, k, json_deep_copy(gone), TAKE_PTR(old));
+        publish_locked(s, STORE_DELETED, k, json_deep_copy(gone), TAKE_PTR(old), NULL);
         *ret = gone;
         goto out;
     }
-    r = write_locked(s, k, ns, name, new, false);
+    char *data = NULL;
+    r = write_locked(s, k, ns, name, new, false, &data);
     if (r < 0)
         goto out;
     json_t *copy = json_deep_copy(new);
-    publish_locked(s, STORE_MODIFIED, k, copy, TAKE_PTR(old));
+    publish_locked(s, STORE_MODIFIED, k, copy, TAKE_PTR(old), data);
     *ret = TAKE_PTR(new);
 out:
     settle_and_unlock(s, rv_before);
@@ -713,13 +748,13 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
     json_t *old = NULL;
     int r = get_locked(s, k, ns, name, &old);
     if (r == 0)
-        r = write_locked(s, k, ns, name, NULL, false);
+        r = write_locked(s, k, ns, name, NULL, false, NULL);
     if (r == 0) {
         json_t *gone = json_deep_copy(old);
         r = gone ? set_rv(gone, s->rv) : -ENOMEM;
         if (r == 0) {
             *ret = json_incref(gone);
-            publish_locked(s, STORE_DELETED, k, gone, TAKE_PTR(old));
+            publish_locked(s, STORE_DELETED, k, gone, TAKE_PTR(old), NULL);
         } else {
             json_decref(gone);
         }
@@ -734,11 +769,12 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     pthread_mutex_lock(&s->lock);
     uint64_t rv_before = s->rv;
     json_t **olds = calloc(n ? n : 1, sizeof(*olds)), **news = calloc(n ? n : 1, sizeof(*news));
+    char **data = calloc(n ? n : 1, sizeof(*data));
     int *res = calloc(n ? n : 1, sizeof(*res));
-    int r = olds && news && res ? 0 : -ENOMEM;
+    int r = olds && news && data && res ? 0 : -ENOMEM;
     for (size_t i = 0; r == 0 && i < n; i++) {
         ops[i].result = NULL;
-        r = get_locked(s, ops[i].kind, ops[i].ns, ops[i].name, &olds[i]);
+        r = get_current_locked(s, ops[i].kind, ops[i].ns, ops[i].name, ops[i].current, &olds[i]);
         if (r == 0) {
             int k = ops[i].fn(olds[i], &news[i], ops[i].payload);
             if (k < 0)
@@ -757,7 +793,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
         if (res[i] == STORE_UPDATE_UNCHANGED)
             continue;
         if (res[i] == STORE_UPDATE_DELETE) {
-            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, NULL, false, ++rv);
+            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, NULL, false, ++rv, NULL);
             if (r == 0) {
                 json_t *gone = json_deep_copy(news[i] ? news[i] : olds[i]);
                 json_decref(news[i]);
@@ -765,7 +801,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
                 r = gone ? set_rv(gone, rv) : -ENOMEM;
             }
         } else
-            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, news[i], false, ++rv);
+            r = write_row(s, ops[i].kind, ops[i].ns, ops[i].name, news[i], false, ++rv, &data[i]);
     }
     if (r >= 0 && rv != s->rv)
         r = commit_rv(s, rv);
@@ -783,7 +819,8 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
             s->rv = ++base;
             ops[i].result = json_incref(news[i]);
             publish_locked(s, res[i] == STORE_UPDATE_DELETE ? STORE_DELETED : STORE_MODIFIED,
-                           ops[i].kind, json_deep_copy(news[i]), TAKE_PTR(olds[i]));
+                           ops[i].kind, json_deep_copy(news[i]), TAKE_PTR(olds[i]),
+                           TAKE_PTR(data[i]));
         }
         r = 0;
     }
@@ -792,6 +829,9 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
         json_decref(olds[i]);
     for (size_t i = 0; news && i < n; i++)
         json_decref(news[i]);
+    for (size_t i = 0; data && i < n; i++)
+        free(data[i]);
+    free(data);
     free(olds);
     free(news);
     free(res);

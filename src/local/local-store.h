@@ -72,6 +72,9 @@ typedef struct store_op {
     const char *ns, *name;
     store_update_fn fn;
     void *payload;
+    /* Optional: the object as the caller last saw it (from an event, never modified). While the
+     * stored row still has its resourceVersion, fn gets it instead of a parse of the row. */
+    const json_t *current;
     json_t *result;
 } store_op;
 int local_store_update_many(local_store *s, store_op *ops, size_t n);

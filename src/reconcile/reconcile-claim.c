@@ -276,9 +276,9 @@ static int adopt(claim_ctx *c, const json_t *sb)
     return 0;
 }
 
-/* §2.8 4f: oldest Ready networked member first, else the oldest networked one. Returns 1 when
- * adopted, 0 when there is nothing to adopt (*pending: some members wait for network). */
-static int try_warm(claim_ctx *c, bool *pending)
+/* §2.8 4f: oldest Ready networked member first, else the oldest networked one; NULL when there
+ * is none (*pending: some members wait for network). */
+static const json_t *warm_pick(const claim_ctx *c, bool *pending)
 {
     const json_t *best = NULL, *fallback = NULL;
     size_t i;
@@ -297,11 +297,24 @@ static int try_warm(claim_ctx *c, bool *pending)
         } else if (!fallback || rc_cmp_age(sb, fallback) < 0)
             fallback = sb;
     }
-    const json_t *pick = best ? best : fallback;
+    return best ? best : fallback;
+}
+
+/* Returns 1 when adopted, 0 when there is nothing to adopt (*pending as warm_pick). */
+static int try_warm(claim_ctx *c, bool *pending)
+{
+    const json_t *pick = warm_pick(c, pending);
     if (!pick)
         return 0;
     int r = adopt(c, pick);
     return r < 0 ? r : 1;
+}
+
+const json_t *reconcile_claim_warm_pick(const reconcile_claim_in *in)
+{
+    claim_ctx c = {.in = in};
+    bool pending;
+    return warm_pick(&c, &pending);
 }
 
 static int cold_create(claim_ctx *c)

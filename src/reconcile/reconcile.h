@@ -177,6 +177,10 @@ typedef struct reconcile_claim_out {
 /* 0, -ENOMEM or -EINVAL (claim without name/uid). Policy errors are not errors here: they are
  * reported in status (Ready=False with the §2.8 reason). */
 int reconcile_claim(const reconcile_claim_in *in, reconcile_claim_out *out);
+/* The pool member reconcile_claim would adopt for in->claim if it adopted now, from
+ * in->sandboxes (oldest Ready networked member, else the oldest networked one), or NULL. A
+ * backend can narrow a later reconcile_claim to this one member. */
+const json_t *reconcile_claim_warm_pick(const reconcile_claim_in *in);
 void reconcile_claim_out_done(reconcile_claim_out *out);
 
 /* Reasons of the claim's Ready condition that SDKs treat as terminal (§2.8). */

@@ -176,8 +176,8 @@ TEST(update_many_is_atomic)
     }
     uint64_t rv0 = local_store_current_rv(s);
     /* one failing op: nothing is written, no event */
-    store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL},
-                       {sbx(), "default", "b", failing, NULL, NULL}};
+    store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL, NULL},
+                       {sbx(), "default", "b", failing, NULL, NULL, NULL}};
     CHECK_INT_EQ(local_store_update_many(s, bad, 2), -EPROTO);
     CHECK_INT_EQ(local_store_current_rv(s), rv0);
     json_t *a = NULL;
@@ -185,14 +185,14 @@ TEST(update_many_is_atomic)
     CHECK(!json_object_get(json_object_get(a, "metadata"), "labels"));
     json_decref(a);
     /* a missing object fails the whole batch */
-    store_op missing[2] = {{sbx(), "default", "a", set_label, "x", NULL},
-                           {sbx(), "default", "zz", set_label, "x", NULL}};
+    store_op missing[2] = {{sbx(), "default", "a", set_label, "x", NULL, NULL},
+                           {sbx(), "default", "zz", set_label, "x", NULL, NULL}};
     CHECK_INT_EQ(local_store_update_many(s, missing, 2), -ENOENT);
     CHECK_INT_EQ(local_store_current_rv(s), rv0);
     /* modify + unchanged + delete: two events, consecutive resourceVersions */
-    store_op ok[3] = {{sbx(), "default", "a", set_label, "y", NULL},
-                      {sbx(), "default", "b", unchanged, NULL, NULL},
-                      {sbx(), "default", "c", delete_it, NULL, NULL}};
+    store_op ok[3] = {{sbx(), "default", "a", set_label, "y", NULL, NULL},
+                      {sbx(), "default", "b", unchanged, NULL, NULL, NULL},
+                      {sbx(), "default", "c", delete_it, NULL, NULL, NULL}};
     CHECK_INT_EQ(local_store_update_many(s, ok, 3), 0);
     CHECK_INT_EQ(local_store_current_rv(s), rv0 + 2);
     CHECK_STR_EQ(json_string_value(json_object_get(
@@ -225,6 +225,47 @@ TEST(update_many_is_atomic)
     remove_db(db);
 }
 
+static int same_as_payload(const json_t *old, json_t **ret_new, void *payload)
+{
+    *(const json_t **)payload = old;
+    return STORE_UPDATE_UNCHANGED;
+}
+
+/* store_op.current stands in for the row only while the row still has its resourceVersion. */
+TEST(update_many_uses_current_only_while_it_is_current)
+{
+    char *db = temp_db("test-local-store");
+    local_store *s = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    json_t *a = object("a");
+    CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
+    const json_t *seen = NULL;
+    store_op same[1] = {{sbx(), "default", "a", same_as_payload, &seen, a, NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, same, 1), 0);
+    CHECK(seen == a); /* not parsed again */
+    json_decref(same[0].result);
+    json_t *upd = NULL;
+    CHECK_INT_EQ(local_store_update(s, sbx(), "default", "a", set_label, "new", &upd), 0);
+    json_decref(upd);
+    store_op stale[1] = {{sbx(), "default", "a", set_label, "newer", a, NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, stale, 1), 0);
+    /* the update saw the row (label "new" replaced), not the stale object */
+    CHECK_STR_EQ(api_meta_string(stale[0].result, "resourceVersion"), "3");
+    json_decref(stale[0].result);
+    seen = NULL;
+    store_op after[1] = {{sbx(), "default", "a", same_as_payload, &seen, a, NULL}};
+    CHECK_INT_EQ(local_store_update_many(s, after, 1), 0);
+    CHECK(seen != NULL && seen != a);
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(seen, "metadata"), "labels"), "k")),
+                 "newer");
+    json_decref(after[0].result);
+    json_decref(a);
+    local_store_free(s);
+    remove_db(db);
+}
+
 /* A batch: N writes in one transaction; each write succeeds or fails alone (a failed one undoes
  * only itself); the events appear together at the end, with consecutive resourceVersions. */
 TEST(batch_commits_once_and_publishes_at_the_end)
@@ -242,8 +283,8 @@ TEST(batch_commits_once_and_publishes_at_the_end)
     json_t *b = object("b"), *dup = object("a");
     CHECK_INT_EQ(local_store_create(s, sbx(), b), 0);
     CHECK_INT_EQ(local_store_create(s, sbx(), dup), -EEXIST); /* fails alone */
-    store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL},
-                       {sbx(), "default", "b", failing, NULL, NULL}};
+    store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL, NULL},
+                       {sbx(), "default", "b", failing, NULL, NULL, NULL}};
     CHECK_INT_EQ(local_store_update_many(s, bad, 2), -EPROTO);
     json_t *upd = NULL;
     CHECK_INT_EQ(local_store_update(s, sbx(), "default", "a", set_label, "y", &upd), 0);
@@ -335,6 +376,12 @@ static void *writer(void *p)
         snprintf(name, sizeof(name), "w%d-%d", a->id, i);
         json_t *o = object(name);
         a->failures += local_store_create(a->s, sbx(), o) != 0;
+        /* its event is in the window when the write returns, whoever led the sync */
+        uint64_t rv = strtoull(api_meta_string(o, "resourceVersion") ?: "0", NULL, 10);
+        store_event **evs = NULL;
+        int n = local_store_wait(a->s, rv - 1, 0, &evs);
+        a->failures += n < 1 || evs[0]->rv != rv;
+        store_events_free(evs, n > 0 ? (size_t)n : 0);
         json_decref(o);
     }
     return NULL;
