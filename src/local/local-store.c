@@ -838,6 +838,14 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
     return r;
 }
 
+/* The store whose batch this thread has open, if any. */
+static __thread const local_store *batch_of_thread;
+
+bool local_store_in_batch(const local_store *s)
+{
+    return batch_of_thread == s;
+}
+
 int local_store_batch_begin(local_store *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -853,6 +861,7 @@ int local_store_batch_begin(local_store *s)
     s->in_batch = true;
     s->batch_failed = false;
     s->batch_rv = s->rv;
+    batch_of_thread = s;
     return 0; /* the lock stays held until local_store_batch_end */
 }
 
@@ -862,6 +871,7 @@ int local_store_batch_end(local_store *s)
         return -EINVAL;
     int r = s->batch_failed ? -EIO : exec_stmt(s, STMT_COMMIT);
     s->in_batch = false;
+    batch_of_thread = NULL;
     if (r == 0) {
         settle_and_unlock(s, s->batch_rv);
         return 0;

@@ -94,6 +94,8 @@ int local_store_delete(local_store *s, const api_kind *k, const char *ns, const 
  * caller passed may still carry the resourceVersion they were given). */
 int local_store_batch_begin(local_store *s);
 int local_store_batch_end(local_store *s);
+/* Whether the calling thread has a batch of s open. */
+bool local_store_in_batch(const local_store *s);
 
 /* Watch support. Fails with -ESTALE when events after `after` are no longer retained;
  * *ret_oldest then says the oldest resourceVersion a watch may start from. */

@@ -95,3 +95,26 @@ TEST(per_object_bound_and_ttl)
     local_store_free(s);
     remove_db(db);
 }
+
+/* Inside a store batch (a claim's create adopting a member) records are made in the batch and
+ * still keep the per-object bound; the sweep (a list of every Event under the batch's lock) waits
+ * for a record outside a batch. */
+TEST(records_inside_a_batch)
+{
+    char *db = temp_db("test-local-events"), *err = NULL;
+    local_store *s = NULL;
+    CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
+    json_t *c = regarding("c");
+    local_event_record(s, "ctl", c, LOCAL_EVENT_NORMAL, "R", "A", "before");
+    CHECK(!local_store_in_batch(s));
+    CHECK_INT_EQ(local_store_batch_begin(s), 0);
+    CHECK(local_store_in_batch(s));
+    for (int i = 0; i < LOCAL_EVENTS_PER_OBJECT + 5; i++)
+        local_event_record(s, "ctl", c, LOCAL_EVENT_NORMAL, "R", "A", "event %d", i);
+    CHECK_INT_EQ(local_store_batch_end(s), 0);
+    CHECK(!local_store_in_batch(s));
+    CHECK_INT_EQ(count(s), LOCAL_EVENTS_PER_OBJECT);
+    json_decref(c);
+    local_store_free(s);
+    remove_db(db);
+}
