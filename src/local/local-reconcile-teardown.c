@@ -13,6 +13,7 @@
 #include "basic/macro.h"
 #include "local/local-finalizer.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-start-priority.h"
 #include "shared/log.h"
 
 static rec_job *job_free(rec_job *j)
@@ -140,7 +141,11 @@ static void run_job(local_reconciler *r, rec_job *j)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     rec_teardown_times tt = {0};
+    /* The teardown itself in the background (runc delete inherits it); the finalizer's commit
+     * below at normal priority, as it holds the store's lock, which claims wait for. */
+    (void)local_teardown_priority_set(true);
     int tk = rec_teardown_run(r, j->uid, &j->rt, j->frozen, j->pidfd, true, &tt);
+    (void)local_teardown_priority_set(false);
     usec_t t1 = now_usec(CLOCK_MONOTONIC);
     /* The container may still run: the object stays (deletionTimestamp) and the next resync
      * tries again. */

@@ -30,6 +30,15 @@ int local_start_priority_set(bool warm_member)
     return 0;
 }
 
+int local_teardown_priority_set(bool background)
+{
+    if (!can_restore())
+        return 0;
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), background ? LOCAL_TEARDOWN_NICE : 0) < 0)
+        return -errno;
+    return 0;
+}
+
 /* Every thread of pid back to 0, then the children each thread has. Returns how many threads
  * were changed. */
 static int restore_tree(pid_t pid, unsigned depth)
