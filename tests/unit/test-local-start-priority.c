@@ -72,6 +72,38 @@ TEST(refill_priority_is_per_thread_and_undone)
     CHECK_INT_EQ(getpriority(PRIO_PROCESS, (id_t)gettid()), before);
 }
 
+static void *set_teardown(void *arg)
+{
+    int *out = arg;
+    out[0] = local_teardown_priority_set(true);
+    errno = 0;
+    out[1] = getpriority(PRIO_PROCESS, (id_t)gettid());
+    out[2] = local_teardown_priority_set(false);
+    out[3] = getpriority(PRIO_PROCESS, (id_t)gettid());
+    return NULL;
+}
+
+/* A teardown runs behind a refill's starts, then its thread is back to 0 (for the commit). */
+TEST(teardown_priority_is_below_refill_and_undone)
+{
+    CHECK(LOCAL_TEARDOWN_NICE > LOCAL_START_REFILL_NICE);
+    int before = getpriority(PRIO_PROCESS, (id_t)gettid());
+    int got[4];
+    pthread_t t;
+    CHECK_INT_EQ(pthread_create(&t, NULL, set_teardown, got), 0);
+    pthread_join(t, NULL);
+    CHECK_INT_EQ(got[0], 0);
+    CHECK_INT_EQ(got[2], 0);
+    if (geteuid() == 0) {
+        CHECK_INT_EQ(got[1], LOCAL_TEARDOWN_NICE);
+        CHECK_INT_EQ(got[3], 0);
+    } else {
+        CHECK_INT_EQ(got[1], before);
+        CHECK_INT_EQ(got[3], before);
+    }
+    CHECK_INT_EQ(getpriority(PRIO_PROCESS, (id_t)gettid()), before);
+}
+
 static void *sleeper(void *arg)
 {
     (void)arg;
