@@ -20,23 +20,25 @@ static bool can_restore(void)
     return geteuid() == 0;
 }
 
-int local_start_priority_set(bool warm_member)
+/* The calling thread's nice value, only where it can be undone. */
+static int set_thread_nice(int nice)
 {
     if (!can_restore())
         return 0;
-    /* PRIO_PROCESS with a thread id is per thread on Linux: only this start worker. */
-    if (setpriority(PRIO_PROCESS, (id_t)gettid(), warm_member ? LOCAL_START_REFILL_NICE : 0) < 0)
+    /* PRIO_PROCESS with a thread id is per thread on Linux: only this worker. */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), nice) < 0)
         return -errno;
     return 0;
 }
 
+int local_start_priority_set(bool warm_member)
+{
+    return set_thread_nice(warm_member ? LOCAL_START_REFILL_NICE : 0);
+}
+
 int local_teardown_priority_set(bool background)
 {
-    if (!can_restore())
-        return 0;
-    if (setpriority(PRIO_PROCESS, (id_t)gettid(), background ? LOCAL_TEARDOWN_NICE : 0) < 0)
-        return -errno;
-    return 0;
+    return set_thread_nice(background ? LOCAL_TEARDOWN_NICE : 0);
 }
 
 /* Every thread of pid back to 0, then the children each thread has. Returns how many threads

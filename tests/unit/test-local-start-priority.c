@@ -41,67 +41,54 @@ TEST(claim_activity_only_moves_forward)
     CHECK(local_claim_activity_until() >= a);
 }
 
-static void *set_warm(void *arg)
+/* In a thread of its own: set(true), its nice value, set(false), its nice value. */
+typedef struct set_run {
+    int (*set)(bool);
+    int got[4];
+} set_run;
+
+static void *set_and_undo(void *arg)
 {
-    int *out = arg;
-    out[0] = local_start_priority_set(true);
+    set_run *r = arg;
+    r->got[0] = r->set(true);
     errno = 0;
-    out[1] = getpriority(PRIO_PROCESS, (id_t)gettid());
-    out[2] = local_start_priority_set(false);
-    out[3] = getpriority(PRIO_PROCESS, (id_t)gettid());
+    r->got[1] = getpriority(PRIO_PROCESS, (id_t)gettid());
+    r->got[2] = r->set(false);
+    r->got[3] = getpriority(PRIO_PROCESS, (id_t)gettid());
     return NULL;
 }
 
-TEST(refill_priority_is_per_thread_and_undone)
+/* set(true) gives `nice` to its thread alone and set(false) undoes it, where it can be undone. */
+static void check_per_thread_and_undone(int (*set)(bool), int nice)
 {
     int before = getpriority(PRIO_PROCESS, (id_t)gettid());
-    int got[4];
+    set_run r = {set, {0}};
     pthread_t t;
-    CHECK_INT_EQ(pthread_create(&t, NULL, set_warm, got), 0);
+    CHECK_INT_EQ(pthread_create(&t, NULL, set_and_undo, &r), 0);
     pthread_join(t, NULL);
-    CHECK_INT_EQ(got[0], 0);
-    CHECK_INT_EQ(got[2], 0);
+    CHECK_INT_EQ(r.got[0], 0);
+    CHECK_INT_EQ(r.got[2], 0);
     if (geteuid() == 0) {
-        CHECK_INT_EQ(got[1], LOCAL_START_REFILL_NICE);
-        CHECK_INT_EQ(got[3], 0);
+        CHECK_INT_EQ(r.got[1], nice);
+        CHECK_INT_EQ(r.got[3], 0);
     } else { /* could not be undone: not done */
-        CHECK_INT_EQ(got[1], before);
-        CHECK_INT_EQ(got[3], before);
+        CHECK_INT_EQ(r.got[1], before);
+        CHECK_INT_EQ(r.got[3], before);
     }
     /* The calling thread was never touched. */
     CHECK_INT_EQ(getpriority(PRIO_PROCESS, (id_t)gettid()), before);
 }
 
-static void *set_teardown(void *arg)
+TEST(refill_priority_is_per_thread_and_undone)
 {
-    int *out = arg;
-    out[0] = local_teardown_priority_set(true);
-    errno = 0;
-    out[1] = getpriority(PRIO_PROCESS, (id_t)gettid());
-    out[2] = local_teardown_priority_set(false);
-    out[3] = getpriority(PRIO_PROCESS, (id_t)gettid());
-    return NULL;
+    check_per_thread_and_undone(local_start_priority_set, LOCAL_START_REFILL_NICE);
 }
 
 /* A teardown runs behind a refill's starts, then its thread is back to 0 (for the commit). */
 TEST(teardown_priority_is_below_refill_and_undone)
 {
     CHECK(LOCAL_TEARDOWN_NICE > LOCAL_START_REFILL_NICE);
-    int before = getpriority(PRIO_PROCESS, (id_t)gettid());
-    int got[4];
-    pthread_t t;
-    CHECK_INT_EQ(pthread_create(&t, NULL, set_teardown, got), 0);
-    pthread_join(t, NULL);
-    CHECK_INT_EQ(got[0], 0);
-    CHECK_INT_EQ(got[2], 0);
-    if (geteuid() == 0) {
-        CHECK_INT_EQ(got[1], LOCAL_TEARDOWN_NICE);
-        CHECK_INT_EQ(got[3], 0);
-    } else {
-        CHECK_INT_EQ(got[1], before);
-        CHECK_INT_EQ(got[3], before);
-    }
-    CHECK_INT_EQ(getpriority(PRIO_PROCESS, (id_t)gettid()), before);
+    check_per_thread_and_undone(local_teardown_priority_set, LOCAL_TEARDOWN_NICE);
 }
 
 static void *sleeper(void *arg)
