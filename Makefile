@@ -151,9 +151,9 @@ $(OBJ_DIR)/%.o: %.c $(PROTO_H)
 # libmicrohttpd LGPL-2.1+, which allows it: we ship the source, so anyone can relink), so the
 # loader opens, maps and relocates 10 objects instead of 15. libmicrohttpd.a still refers to
 # GnuTLS, which stays shared (Debian has no libgnutls.a).
-LIBDIR := $(shell pkg-config --variable=libdir libmicrohttpd 2>/dev/null)
-SANDBOXD_ARCHIVES := $(addprefix $(LIBDIR)/,libmicrohttpd.a libnghttp2.a libprotobuf-c.a \
-  libjansson.a) $(firstword $(wildcard $(LIBDIR)/libuv_a.a $(LIBDIR)/libuv.a))
+PKG_LIBDIR := $(shell pkg-config --variable=libdir libmicrohttpd 2>/dev/null)
+SANDBOXD_ARCHIVES := $(addprefix $(PKG_LIBDIR)/,libmicrohttpd.a libnghttp2.a libprotobuf-c.a \
+  libjansson.a) $(firstword $(wildcard $(PKG_LIBDIR)/libuv_a.a $(PKG_LIBDIR)/libuv.a))
 SANDBOXD_LIBS := $(SANDBOXD_ARCHIVES) $(shell pkg-config --libs gnutls 2>/dev/null) \
   $(filter-out -luv,$(shell pkg-config --libs --static libuv 2>/dev/null)) -lpthread -lm
 $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(COMMON_A)
