@@ -7,12 +7,15 @@
  * EOF and closes it) any connection still sending a request head `header_timeout` after the head
  * began (accept, or the request line of a kept-alive connection), and any idle kept-alive
  * connection past the idle timeout. A connection whose head is complete is never cut (Go has no
- * body timeout either).
+ * body timeout either). The watchdog sleeps until the earliest of those deadlines (not at all
+ * while there is none): a phase change that brings a deadline earlier wakes it, so an idle
+ * sandbox's sandboxd does not wake up for it.
  *
  * At --max-connections the accept policy makes room by cutting the oldest connection that is
  * still sending its head or idle; only when every connection carries a request in flight is the
  * new one refused. So a readiness probe is answered however many slow clients are connected. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -20,11 +23,27 @@
 #include "sandboxd/sandboxd-rest-internal.h"
 #include "shared/log.h"
 
-#define WATCHDOG_TICK_MS 250
+#define USEC_NEVER UINT64_MAX
 
 static usec_t now_mono(void)
 {
     return now_usec(CLOCK_MONOTONIC);
+}
+
+/* When rc is to be cut in its current phase; USEC_NEVER when never. Under conns_lock. */
+static usec_t conn_deadline(const rest_server *s, const rest_conn *rc)
+{
+    usec_t limit = rc->phase == REST_CONN_HEAD   ? s->header_timeout
+                   : rc->phase == REST_CONN_IDLE ? s->idle_timeout
+                                                 : 0;
+    return limit > 0 && !rc->cut ? rc->since + limit : USEC_NEVER;
+}
+
+/* rc's deadline changed: wakes the watchdog when it sleeps past it. Under conns_lock. */
+static void watchdog_reschedule(rest_server *s, const rest_conn *rc)
+{
+    if (conn_deadline(s, rc) < s->watchdog_wake)
+        pthread_cond_signal(&s->watchdog_cond);
 }
 
 /* Under conns_lock. */
@@ -46,6 +65,7 @@ void rest_conn_set_phase(rest_server *s, rest_conn *rc, rest_conn_phase phase)
     if (phase != REST_CONN_HEAD || rc->phase == REST_CONN_IDLE) {
         rc->phase = phase;
         rc->since = now_mono();
+        watchdog_reschedule(s, rc);
     }
     pthread_mutex_unlock(&s->conns_lock);
 }
@@ -90,6 +110,7 @@ void rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_contex
             s->conns->prev = rc;
         s->conns = rc;
         s->n_conns++;
+        watchdog_reschedule(s, rc);
         pthread_mutex_unlock(&s->conns_lock);
         *socket_context = rc;
         return;
@@ -113,27 +134,36 @@ void rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_contex
     *socket_context = NULL;
 }
 
+/* Cuts the connections past their deadline; returns the earliest deadline of the others
+ * (USEC_NEVER: none). Under conns_lock. */
+static usec_t cut_expired(rest_server *s)
+{
+    usec_t now = now_mono(), next = USEC_NEVER;
+    for (rest_conn *rc = s->conns; rc; rc = rc->next) {
+        usec_t deadline = conn_deadline(s, rc);
+        if (deadline <= now)
+            conn_cut(s, rc);
+        else if (deadline < next)
+            next = deadline;
+    }
+    return next;
+}
+
 static void *watchdog_main(void *arg)
 {
     rest_server *s = arg;
     pthread_mutex_lock(&s->conns_lock);
     while (!s->watchdog_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += WATCHDOG_TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+        s->watchdog_wake = cut_expired(s);
+        if (s->watchdog_wake == USEC_NEVER) {
+            pthread_cond_wait(&s->watchdog_cond, &s->conns_lock);
+            continue;
         }
+        struct timespec ts = {
+            .tv_sec = (time_t)(s->watchdog_wake / USEC_PER_SEC),
+            .tv_nsec = (long)(s->watchdog_wake % USEC_PER_SEC) * 1000L,
+        };
         pthread_cond_timedwait(&s->watchdog_cond, &s->conns_lock, &ts);
-        usec_t now = now_mono();
-        for (rest_conn *rc = s->conns; rc; rc = rc->next) {
-            usec_t limit = rc->phase == REST_CONN_HEAD   ? s->header_timeout
-                           : rc->phase == REST_CONN_IDLE ? s->idle_timeout
-                                                         : 0;
-            if (limit > 0 && !rc->cut && now - rc->since >= limit)
-                conn_cut(s, rc);
-        }
     }
     pthread_mutex_unlock(&s->conns_lock);
     return NULL;
@@ -145,6 +175,7 @@ int rest_conns_init(rest_server *s)
     s->max_conns = sandboxd_max_connections(cfg);
     s->header_timeout = cfg->header_timeout;
     s->idle_timeout = cfg->http_idle_timeout;
+    s->watchdog_wake = USEC_NEVER;
     pthread_mutex_init(&s->conns_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

@@ -48,6 +48,7 @@ struct rest_server {
     usec_t idle_timeout;     /* --http-idle-timeout, 0: none */
     pthread_t watchdog;      /* cuts connections past their deadline */
     pthread_cond_t watchdog_cond;
+    usec_t watchdog_wake;    /* the deadline the watchdog sleeps until; USEC_NEVER: none */
     bool watchdog_running, watchdog_stop;
 };
 
