@@ -147,19 +147,12 @@ $(OBJ_DIR)/%.o: %.c $(PROTO_H)
 
 # sandboxd is the first process of every sandbox, so its start is paid once per sandbox
 # (docs/performance.md, "sandboxd start"): it takes the common objects from the archive (only the
-# members it uses) and links the libraries Debian ships as archives statically (all MIT/BSD, and
-# libmicrohttpd LGPL-2.1+, which allows it: we ship the source, so anyone can relink), so the
-# loader opens, maps and relocates 10 objects instead of 15. libmicrohttpd.a still refers to
-# GnuTLS, which stays shared (Debian has no libgnutls.a).
-PKG_LIBDIR := $(shell pkg-config --variable=libdir libmicrohttpd 2>/dev/null)
-SANDBOXD_ARCHIVES := $(addprefix $(PKG_LIBDIR)/,libmicrohttpd.a libnghttp2.a libprotobuf-c.a \
-  libjansson.a) $(firstword $(wildcard $(PKG_LIBDIR)/libuv_a.a $(PKG_LIBDIR)/libuv.a))
-SANDBOXD_LIBS := $(SANDBOXD_ARCHIVES) $(shell pkg-config --libs gnutls 2>/dev/null) \
-  $(filter-out -luv,$(shell pkg-config --libs --static libuv 2>/dev/null)) -lpthread -lm
+# members it uses), so --as-needed leaves out the libraries only the rest of the tree uses. The
+# libraries themselves stay shared, so a security update of one reaches every new sandbox.
 $(OUT)/bin/sandboxd: $(call obj,src/sandboxd/sandboxd-main.c) $(SANDBOXD_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(SANDBOXD_LIBS)
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 $(COMMON_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -12,8 +12,6 @@ PACKAGES=(
   build-essential pkg-config binutils clang libclang-rt-14-dev valgrind
   # libraries (pkg-config names in the Makefile's PKGS) and code generators
   libmicrohttpd-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-  # sandboxd links libmicrohttpd.a, whose GnuTLS stays shared (Makefile, SANDBOXD_LIBS)
-  libgnutls28-dev
   # protoc, and google/protobuf/*.proto (empty.proto is compiled by protoc-c and embedded)
   protobuf-compiler libprotobuf-dev
   libjansson-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libarchive-dev
