@@ -29,6 +29,8 @@ import time
 from bench_libasb import pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from proc_threads import voluntary_switches  # noqa: E402
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
 RUNS = int(os.environ.get("BENCH_SANDBOXD_RUNS", "100"))
 IDLE_S = float(os.environ.get("BENCH_SANDBOXD_IDLE_S", "2"))
@@ -80,19 +82,6 @@ def threads_cpu_ms(pid):
     return total / 1e6
 
 
-def threads_ctxsw(pid):
-    total = 0
-    for path in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-    return total
-
-
 def start_once(inj, work, idle_s=0.0):
     """One sandboxd: (wall ms to the health reply, CPU ms until then, idle wakeups/s or None)."""
     loader, libdir, binary, _ = inj
@@ -125,9 +114,9 @@ def start_once(inj, work, idle_s=0.0):
         wakeups = None
         if idle_s > 0:
             time.sleep(0.2)  # the connection's thread gone
-            before = threads_ctxsw(pid)
+            before = voluntary_switches(pid)
             time.sleep(idle_s)
-            wakeups = (threads_ctxsw(pid) - before) / idle_s
+            wakeups = (voluntary_switches(pid) - before) / idle_s
         return wall, cpu, wakeups
     finally:
         c.close()

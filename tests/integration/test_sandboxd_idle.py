@@ -2,23 +2,10 @@
 wakeups, and a kept-alive connection is still closed at --http-idle-timeout although the REST
 watchdog sleeps until the earliest deadline instead of ticking (the header deadline, which the
 watchdog alone enforces, is test_rest_slow_clients.py's)."""
-import glob
 import socket
 import time
 
-
-def voluntary_switches(pid):
-    """Voluntary context switches of all of pid's threads (each sleep that ended is one)."""
-    total = 0
-    for path in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass  # a thread that exited meanwhile
-    return total
+from proc_threads import voluntary_switches
 
 
 def health(port):
