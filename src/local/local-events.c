@@ -73,15 +73,15 @@ static int index_key(char *out, size_t size, const json_t *reg, const char *ns)
 }
 
 /* Appends the new Event's name to its object's list; *ret_drop gets the names beyond the bound
- * (owned array, oldest first). *ret_sweep: a full sweep is due and may_sweep (the caller runs
- * it). Takes the lock. */
+ * (owned array, oldest first). *ret_sweep: a full sweep is due (the caller runs it): the first
+ * one, which builds the index, always; the periodic ones only when may_sweep. Takes the lock. */
 static void index_add(const json_t *ev, int64_t now, bool may_sweep, json_t **ret_drop,
                       bool *ret_sweep)
 {
     char key[1024];
     *ret_drop = NULL;
     pthread_mutex_lock(&index_lock);
-    *ret_sweep = may_sweep && (!index_by_object || now - last_sweep >= LOCAL_EVENTS_SWEEP_USEC);
+    *ret_sweep = !index_by_object || (may_sweep && now - last_sweep >= LOCAL_EVENTS_SWEEP_USEC);
     if (*ret_sweep)
         last_sweep = now;
     json_t *names = index_by_object && index_key(key, sizeof(key), json_object_get(ev, "regarding"),
@@ -130,8 +130,9 @@ void local_event_record(local_store *s, const char *controller, const json_t *re
     }
     json_t *drop = NULL;
     bool sweep = false;
-    /* Not inside a store batch (a claim's create adopting a member): a sweep lists every Event
-     * and would hold the store's lock, and every other create, for its whole length. */
+    /* The periodic sweep not inside a store batch (a claim's create adopting a member): it lists
+     * every Event and would hold the store's lock, and every other create, for its whole length.
+     * The first one, which builds the per-object index the bound needs, runs wherever it falls. */
     index_add(ev, now, !local_store_in_batch(s), &drop, &sweep);
     json_decref(ev);
     size_t i;
