@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "asb/claim.h"
@@ -22,8 +23,10 @@ typedef struct entry {
 } entry;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reg_settled = PTHREAD_COND_INITIALIZER;
 static entry *reg;
 static size_t reg_n;
+static size_t creates_in_flight; /* under reg_lock */
 
 static void entry_done(entry *e)
 {
@@ -67,6 +70,22 @@ void asbi_claims_unregister(const char *ns, const char *name)
     pthread_mutex_unlock(&reg_lock);
 }
 
+void asbi_claims_create_begin(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    creates_in_flight++;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void asbi_claims_create_end(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (creates_in_flight > 0)
+        creates_in_flight--;
+    pthread_cond_broadcast(&reg_settled);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 size_t asbi_claims_registered(void)
 {
     pthread_mutex_lock(&reg_lock);
@@ -77,8 +96,15 @@ size_t asbi_claims_registered(void)
 
 ASB_PUBLIC int asb_claims_cleanup_run(void)
 {
-    /* Take the whole registry: whatever happens, these claims are no longer ours to track. */
+    /* Creates in flight register their claim first (at most CLEANUP_TIMEOUT_MS). Then take the
+     * whole registry: whatever happens, these claims are no longer ours to track. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += CLEANUP_TIMEOUT_MS / 1000;
     pthread_mutex_lock(&reg_lock);
+    while (creates_in_flight > 0 &&
+           pthread_cond_timedwait(&reg_settled, &reg_lock, &until) != ETIMEDOUT)
+        ;
     entry *list = reg;
     size_t n = reg_n;
     reg = NULL;

@@ -27,3 +27,8 @@ int asbi_claims_register(asb_client *client, const char *ns, const char *name);
 void asbi_claims_unregister(const char *ns, const char *name);
 /* Number of registered claims. */
 size_t asbi_claims_registered(void);
+/* A create with auto_cleanup is in flight from before its POST until it is registered (or
+ * failed): asb_claims_cleanup_run waits for those first (bounded), so a signal that arrives
+ * while the server answers still deletes the claim. */
+void asbi_claims_create_begin(void);
+void asbi_claims_create_end(void);

@@ -291,10 +291,18 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     if (!manifest)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     _cleanup_free_ char *bound = NULL;
+    /* From the POST until the claim is registered, a signal's cleanup waits for it: the server
+     * may have created it before we know its (generated) name. */
+    bool in_flight = o && o->auto_cleanup;
+    if (in_flight)
+        asbi_claims_create_begin();
     r = asbi_object_create_claim(&text, &bound, client, ns, manifest);
     free(manifest);
-    if (r != ASB_OK)
+    if (r != ASB_OK) {
+        if (in_flight)
+            asbi_claims_create_end();
         return r;
+    }
     json_t *obj = json_loads(text, 0, NULL);
     asb_free(text);
     const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -304,6 +312,8 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
                  : asbi_error_set(ASB_EPROTOCOL, 0, NULL, "created claim has no name");
         json_decref(obj);
         claim_free(cl);
+        if (in_flight)
+            asbi_claims_create_end();
         return r;
     }
     json_decref(obj);
@@ -317,6 +327,8 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     if (o && o->auto_cleanup) {
         r = asbi_claims_register(client, cl->ns, cl->name);
         cl->registered = r == ASB_OK;
+        asbi_claims_create_end();
+        in_flight = false;
         if (r != ASB_OK)
             goto rollback;
     }
@@ -342,6 +354,8 @@ rollback:;
                  cl->name);
     if (cl->registered)
         asbi_claims_unregister(cl->ns, cl->name);
+    if (in_flight)
+        asbi_claims_create_end();
     asbi_error_set(r, http, reason, "%s", msg ? msg : asb_strerror(r));
     free(msg);
     free(reason);

@@ -1,8 +1,10 @@
 /* libasb claims without a server: the replaceable handle (the fake, custom ops, an "agent"
  * function unit-tested through it), the claim readiness rules, router URL parsing and the
  * cleanup registry. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "asb/asb.h"
 #include "libasb/libasb-claim-internal.h"
@@ -296,6 +298,34 @@ TEST(cleanup_registry)
     CHECK_INT_EQ(asb_claims_cleanup_install(), ASB_OK);
     CHECK_INT_EQ(asb_claims_cleanup_install(), ASB_OK);
     asb_claims_cleanup_uninstall();
+    asb_client_free(c);
+}
+
+static void *late_register(void *arg)
+{
+    usleep(200 * 1000);
+    asbi_claims_register(arg, "default", "late");
+    asbi_claims_create_end();
+    return NULL;
+}
+
+/* A signal that arrives while a create is in flight (the server created the claim, the answer
+ * with its generated name is on its way) still deletes it: the cleanup waits for the create. */
+TEST(cleanup_waits_for_a_create_in_flight)
+{
+    asb_client *c = NULL;
+    asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.server = "http://127.0.0.1:1";
+    o.token = "t";
+    CHECK_INT_EQ(asb_client_new(&c, &o), ASB_OK);
+    CHECK_INT_EQ(asbi_claims_registered(), 0);
+    asbi_claims_create_begin();
+    pthread_t t;
+    CHECK_INT_EQ(pthread_create(&t, NULL, late_register, c), 0);
+    /* The late claim was waited for and its delete tried (nothing listens on port 1). */
+    CHECK_INT_EQ(asb_claims_cleanup_run(), 1);
+    pthread_join(t, NULL);
+    CHECK_INT_EQ(asbi_claims_registered(), 0);
     asb_client_free(c);
 }
 
