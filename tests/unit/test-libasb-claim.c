@@ -279,13 +279,20 @@ TEST(rfc3339)
     CHECK(strcmp(b, a) > 0);
 }
 
-TEST(cleanup_registry)
+/* A client of a server that is not there (nothing listens on port 1): deletes fail at once. */
+static asb_client *client_of_nobody(void)
 {
     asb_client *c = NULL;
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
     o.server = "http://127.0.0.1:1";
     o.token = "t";
     CHECK_INT_EQ(asb_client_new(&c, &o), ASB_OK);
+    return c;
+}
+
+TEST(cleanup_registry)
+{
+    asb_client *c = client_of_nobody();
     CHECK_INT_EQ(asbi_claims_registered(), 0);
     CHECK_INT_EQ(asbi_claims_register(c, "default", "a"), ASB_OK);
     CHECK_INT_EQ(asbi_claims_register(c, "default", "b"), ASB_OK);
@@ -313,11 +320,7 @@ static void *late_register(void *arg)
  * with its generated name is on its way) still deletes it: the cleanup waits for the create. */
 TEST(cleanup_waits_for_a_create_in_flight)
 {
-    asb_client *c = NULL;
-    asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
-    o.server = "http://127.0.0.1:1";
-    o.token = "t";
-    CHECK_INT_EQ(asb_client_new(&c, &o), ASB_OK);
+    asb_client *c = client_of_nobody();
     CHECK_INT_EQ(asbi_claims_registered(), 0);
     asbi_claims_create_begin();
     pthread_t t;
