@@ -228,6 +228,12 @@ const char *api_meta_string(const json_t *obj, const char *field)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+uint64_t api_meta_rv(const json_t *obj)
+{
+    const char *rv = api_meta_string(obj, "resourceVersion");
+    return rv ? strtoull(rv, NULL, 10) : 0;
+}
+
 /* ---- field errors ---- */
 
 static const char *const error_type_text[] = {

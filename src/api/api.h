@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define API_VERSION "v1beta1"
 #define API_GROUP_CORE "agents.x-k8s.io"
@@ -158,6 +159,8 @@ json_t *api_status_failure(unsigned code, const char *reason, const char *messag
 
 /* Small accessors: borrowed strings or NULL. */
 const char *api_meta_string(const json_t *obj, const char *field);
+/* metadata.resourceVersion as a number; 0 when there is none. */
+uint64_t api_meta_rv(const json_t *obj);
 
 /* jansson's json_decrefp accepts NULL. */
 #define _cleanup_json_ __attribute__((cleanup(json_decrefp)))

@@ -716,12 +716,6 @@ static int kind_index(const local_controller *c, const api_kind *k)
     return k == c->k_tpl ? 0 : k == c->k_pool ? 1 : k == c->k_claim ? 2 : k == c->k_sb ? 3 : -1;
 }
 
-static uint64_t obj_rv(const json_t *o)
-{
-    const char *rv = api_meta_string(o, "resourceVersion");
-    return rv ? strtoull(rv, NULL, 10) : 0;
-}
-
 /* The cache's key of an object: "namespace/name". */
 static void cache_key(char key[512], const char *ns, const char *name)
 {
@@ -736,7 +730,7 @@ static void cache_apply(local_controller *c, const store_event *e)
     char key[512];
     cache_key(key, api_meta_string(e->object, "namespace"), api_meta_string(e->object, "name"));
     json_t *cur = json_object_get(c->cache[i], key);
-    if (cur && obj_rv(cur) > e->rv)
+    if (cur && api_meta_rv(cur) > e->rv)
         return; /* a list taken after this event already has a newer state */
     pthread_mutex_lock(&c->cache_lock);
     if (e->type == STORE_DELETED)
@@ -913,7 +907,7 @@ static void release_member(local_controller *c, local_claim_adoption *a, const j
 {
     pthread_mutex_lock(&c->cache_lock);
     if (after) /* adopted: skipped until the cache shows this version */
-        json_object_set_new(c->taken, a->member_uid, json_integer((json_int_t)obj_rv(after)));
+        json_object_set_new(c->taken, a->member_uid, json_integer((json_int_t)api_meta_rv(after)));
     else
         json_object_del(c->taken, a->member_uid);
     pthread_mutex_unlock(&c->cache_lock);
@@ -924,7 +918,7 @@ static void release_member(local_controller *c, local_claim_adoption *a, const j
 static bool taken_locked(local_controller *c, const json_t *sb)
 {
     json_t *t = json_object_get(c->taken, api_meta_string(sb, "uid") ?: "");
-    return t && obj_rv(sb) < (uint64_t)json_integer_value(t);
+    return t && api_meta_rv(sb) < (uint64_t)json_integer_value(t);
 }
 
 /* What a pass would know about one new claim, from the cache, narrowed to the member the core
@@ -996,9 +990,7 @@ local_claim_adoption *local_controller_plan_adoption(local_controller *c, const 
         return NULL;
     a->claim = claim;
     if (!claim_pass_from_cache(c, claim, &a->p, &a->member_uid)) {
-        if (a->member_uid)
-            release_member(c, a, NULL);
-        adoption_free(a);
+        local_controller_drop_adoption(c, a);
         return NULL;
     }
     reconcile_claim_in in = {.claim = claim,

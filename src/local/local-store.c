@@ -294,13 +294,6 @@ static json_t *parse_row(sqlite3_stmt *st, int col)
     return o;
 }
 
-/* The object's resourceVersion, 0 when it has none. */
-static uint64_t meta_rv(const json_t *obj)
-{
-    const char *v = api_meta_string(obj, "resourceVersion");
-    return v ? strtoull(v, NULL, 10) : 0;
-}
-
 /* current (optional): the object as the caller last saw it. When the row still has its
  * resourceVersion it is the stored object (events and the objects they carry are never
  * modified), and *ret is a new reference to it instead of a parse of the row. Caller holds the
@@ -318,7 +311,7 @@ static int get_current_locked(local_store *s, const api_kind *k, const char *ns,
     int ret_code = 0;
     if (r == SQLITE_ROW) {
         uint64_t rv = (uint64_t)sqlite3_column_int64(st, 1);
-        if (current && rv && meta_rv(current) == rv)
+        if (current && rv && api_meta_rv(current) == rv)
             *ret = json_incref((json_t *)current);
         else
             *ret = parse_row(st, 0);
