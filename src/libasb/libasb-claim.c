@@ -276,6 +276,24 @@ static char *claim_manifest(const char *pool, const asb_claim_options *o)
     return s;
 }
 
+/* The claim of a create's answer (*ret owned, with its namespace and name). */
+static int created_claim(const char *text, const char *ns, asb_claim **ret)
+{
+    json_t *obj = json_loads(text, 0, NULL);
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    asb_claim *cl = calloc(1, sizeof(*cl));
+    int r = ASB_OK;
+    if (!cl || !name || !(cl->ns = strdup(ns)) || !(cl->name = strdup(name))) {
+        r = name ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
+                 : asbi_error_set(ASB_EPROTOCOL, 0, NULL, "created claim has no name");
+        claim_free(cl);
+        cl = NULL;
+    }
+    json_decref(obj);
+    *ret = cl;
+    return r;
+}
+
 ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char *ns,
                                 const char *pool, const asb_claim_options *o)
 {
@@ -291,46 +309,33 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     if (!manifest)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     _cleanup_free_ char *bound = NULL;
+    asb_claim *cl = NULL;
     /* From the POST until the claim is registered, a signal's cleanup waits for it: the server
      * may have created it before we know its (generated) name. */
-    bool in_flight = o && o->auto_cleanup;
-    if (in_flight)
+    bool auto_cleanup = o && o->auto_cleanup;
+    if (auto_cleanup)
         asbi_claims_create_begin();
     r = asbi_object_create_claim(&text, &bound, client, ns, manifest);
     free(manifest);
-    if (r != ASB_OK) {
-        if (in_flight)
-            asbi_claims_create_end();
-        return r;
-    }
-    json_t *obj = json_loads(text, 0, NULL);
+    if (r == ASB_OK)
+        r = created_claim(text, ns, &cl);
     asb_free(text);
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-    asb_claim *cl = calloc(1, sizeof(*cl));
-    if (!cl || !name || !(cl->ns = strdup(ns)) || !(cl->name = strdup(name))) {
-        r = name ? asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory")
-                 : asbi_error_set(ASB_EPROTOCOL, 0, NULL, "created claim has no name");
-        json_decref(obj);
-        claim_free(cl);
-        if (in_flight)
-            asbi_claims_create_end();
-        return r;
+    if (r == ASB_OK && auto_cleanup) {
+        r = asbi_claims_register(client, cl->ns, cl->name);
+        cl->registered = r == ASB_OK;
     }
-    json_decref(obj);
+    if (auto_cleanup)
+        asbi_claims_create_end();
+    if (r != ASB_OK && !cl)
+        return r;
+    if (r != ASB_OK)
+        goto rollback;
     /* asb serve adopts a Ready warm member in the create itself and says which in a header:
      * then no watch is needed. */
     int now = asbi_claim_parse_bound(bound, &cl->sandbox_name, &cl->sandbox_uid);
     if (now < 0) {
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto rollback;
-    }
-    if (o && o->auto_cleanup) {
-        r = asbi_claims_register(client, cl->ns, cl->name);
-        cl->registered = r == ASB_OK;
-        asbi_claims_create_end();
-        in_flight = false;
-        if (r != ASB_OK)
-            goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
     r = now ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
@@ -354,8 +359,6 @@ rollback:;
                  cl->name);
     if (cl->registered)
         asbi_claims_unregister(cl->ns, cl->name);
-    if (in_flight)
-        asbi_claims_create_end();
     asbi_error_set(r, http, reason, "%s", msg ? msg : asb_strerror(r));
     free(msg);
     free(reason);
