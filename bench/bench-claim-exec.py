@@ -12,7 +12,6 @@ repeated with the data plane through it. Needs root and runc."""
 import os
 import sys
 import tempfile
-import time
 
 import bench_cleanup
 import bench_server
@@ -49,21 +48,6 @@ def make_pool(s, url, name, replicas):
         "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "bench"}}})
 
 
-def ready_replicas(s, url, name):
-    r = s.get(f"{url}/apis/{EXT}/v1beta1/namespaces/default/sandboxwarmpools/{name}", timeout=30)
-    r.raise_for_status()
-    return (r.json().get("status") or {}).get("readyReplicas") or 0
-
-
-def wait_full(s, url, name, n, timeout=600):
-    t0 = time.perf_counter()
-    while ready_replicas(s, url, name) < n:
-        if time.perf_counter() - t0 > timeout:
-            raise RuntimeError(f"pool {name} not full after {timeout}s")
-        time.sleep(0.01)
-    return time.perf_counter() - t0
-
-
 def client(state, *args, **extra_env):
     return bench_server.run_claim_client(CLIENT, state, args, 3600, **extra_env)
 
@@ -89,7 +73,7 @@ def main():
         rows.append(("cold Sandbox create -> first Execute (baseline)", len(cold), pct(cold, 50), pct(cold, 99)))
 
         make_pool(s, url, "seq", SEQ_POOL)
-        wait_full(s, url, "seq", SEQ_POOL)
+        bench_server.wait_pool_ready(url, s, "seq", SEQ_POOL)
         # Kept warm: before each claim (untimed) the pool is full again and the server has had
         # BENCH_SETTLE_MS to finish the refill, so each claim meets a warm pool, not a refill.
         seq_out = client(state, "seq", "seq", N_SEQ, BENCH_POOL_FULL=str(SEQ_POOL),
@@ -112,14 +96,14 @@ def main():
         s.delete(f"{url}/apis/{EXT}/v1beta1/namespaces/default/sandboxwarmpools/seq", timeout=30)
 
         make_pool(s, url, "burst", N_BURST)
-        fill = wait_full(s, url, "burst", N_BURST)
+        fill = bench_server.wait_pool_ready(url, s, "burst", N_BURST)
         out = client(state, "burst", "burst", N_BURST)
         burst = [int(l[0]) / 1000 for l in out]
         names = {l[1] for l in out}
         rows.append((f"warm claim -> first Execute, burst of {N_BURST}", len(burst), pct(burst, 50), pct(burst, 99)))
         assert len(names) == N_BURST, f"{N_BURST} claims got {len(names)} distinct sandboxes"
         print(f"burst: {N_BURST} claims got {len(names)} distinct sandboxes")
-        refill = wait_full(s, url, "burst", N_BURST)
+        refill = bench_server.wait_pool_ready(url, s, "burst", N_BURST)
     finally:
         if proc:
             proc.terminate()

@@ -25,6 +25,7 @@ import bench_cleanup
 import bench_server
 from bench_issue16 import row
 from bench_libasb import build_libasb_client, pct
+from bench_own_bundle import machine_cpu, machine_cpu_per, make_bundle, run_churn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -76,19 +77,6 @@ def claim_to_ready(url, s, name, pool):
     raise RuntimeError("watch ended before Ready")
 
 
-def pool_status(url, s, name):
-    return (s.get(base(url, "sandboxwarmpools") + "/" + name, timeout=10).json().get("status") or {})
-
-
-def wait_full(url, s, name, n, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pool_status(url, s, name).get("readyReplicas") == n:
-            return
-        time.sleep(0.01)
-    raise RuntimeError(f"pool {name} not full")
-
-
 def server_cpu_ms(pid):
     """CPU time (ms) of the server process itself and of its children it waited for (runc)."""
     with open(f"/proc/{pid}/stat") as st:
@@ -97,15 +85,24 @@ def server_cpu_ms(pid):
     return (int(f[11]) + int(f[12])) * 1000 / hz, (int(f[13]) + int(f[14])) * 1000 / hz
 
 
+def median_round(rounds):
+    """The round of median refill rate."""
+    return sorted(rounds, key=lambda r: r["refill"])[len(rounds) // 2]
+
+
 def run_client(state, *args):
     return bench_server.run_claim_client(CLIENT, state, args, 600, BENCH_EXEC="0")
 
 
-def burst_round(build, network, serialised=False):
+def burst_round(build, network, serialised=False, floor=False):
     """A fresh server (build, network), a pool of BURST, BURST claims at once (or one at a time),
-    closed after Ready; returns (claim -> Ready ms list, refill sandboxes/s, (server, children)
-    CPU ms per refilled sandbox: start of the burst to full pool, so one start and one teardown
-    each)."""
+    closed after Ready. Returns a dict: "lat" claim -> Ready ms list, "refill" sandboxes/s,
+    "cpu" (server, children) CPU ms per refilled sandbox (start of the burst to full pool, so one
+    start and one teardown each), "machine" the whole machine's CPU ms per refilled sandbox and
+    "busy" its busy fraction over the same time. With floor, also "floor": the refill's floor with
+    runc alone on the same machine right after (bench_own_bundle.churn: BURST containers of this
+    server's own bundle torn down while BURST start, 8 threads as asb serve's 4 start and 4
+    teardown workers): (sandboxes/s, machine CPU ms per sandbox, busy fraction)."""
     state = tempfile.mkdtemp(prefix="asb-bb-", dir="/tmp")
     proc = None
     try:
@@ -116,9 +113,9 @@ def burst_round(build, network, serialised=False):
         post(s, url, "sandboxwarmpools", {
             "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxWarmPool", "metadata": {"name": "b"},
             "spec": {"replicas": BURST, "sandboxTemplateRef": {"name": "t"}}})
-        wait_full(url, s, "b", BURST, timeout=600)
+        bench_server.wait_pool_ready(url, s, "b", BURST, timeout=600)
         time.sleep(1)  # the fill's last status writes and health checks settle
-        cpu0 = server_cpu_ms(proc.pid)
+        cpu0, m0 = server_cpu_ms(proc.pid), machine_cpu()
         t0 = time.perf_counter()
         if serialised:
             out = []
@@ -130,15 +127,23 @@ def burst_round(build, network, serialised=False):
         names = {l[1] for l in out}
         if len(names) != BURST:
             raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")
-        wait_full(url, s, "b", BURST, timeout=600)
-        refill = BURST / (time.perf_counter() - t0)
-        cpu = [(b - a) / BURST for a, b in zip(cpu0, server_cpu_ms(proc.pid))]
-        return lat, refill, cpu
+        bench_server.wait_pool_ready(url, s, "b", BURST, timeout=600)
+        res = {"lat": lat, "refill": BURST / (time.perf_counter() - t0)}
+        m1 = machine_cpu()
+        res["cpu"] = [(b - a) / BURST for a, b in zip(cpu0, server_cpu_ms(proc.pid))]
+        res["machine"], res["busy"] = machine_cpu_per(m0, m1, BURST)
+        if floor:
+            uid = next(x["metadata"]["uid"] for x in s.get(
+                f"{url}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes",
+                timeout=30).json()["items"])
+            bundle, stage = make_bundle(state, uid, os.path.join(state, "own-bundle"))
+            res["floor"] = run_churn(RUNC, os.path.join(state, "own-runc"), bundle, stage, BURST, 8)
+        return res
     finally:
         if proc:
             proc.terminate()
             proc.wait(60)
-        bench_cleanup.cleanup_state(state)
+        bench_cleanup.cleanup_state(state, extra_runc_roots=[os.path.join(state, "own-runc")])
 
 
 def burst_rows():
@@ -152,39 +157,46 @@ def burst_rows():
         for net in nets:
             for who in ("this build", base_name):
                 build = BASELINE if (who != "this build" and BASELINE) else BUILD
-                lat, refill, cpu = burst_round(build, net,
-                                               serialised=(who != "this build" and not BASELINE))
-                r = res.setdefault((net, who), ([], [], []))
-                r[0].extend(lat)
-                r[1].append(refill)
-                r[2].append(cpu)
+                r = burst_round(build, net, serialised=(who != "this build" and not BASELINE),
+                                floor=(who == "this build" and net == "none"))
+                res.setdefault((net, who), []).append(r)
     print(f"\n{'burst of %d claims on a full pool of %d' % (BURST, BURST):44} {'network':>8} "
-          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9} {'cpu ms/sb':>14}  target")
+          f"{'p50 ms':>9} {'p99 ms':>9} {'refill/s':>9} {'cpu ms/sb':>14} {'machine':>12}  target")
     for net in nets:
         for who in ("this build", base_name):
-            lat, refills, cpus = res[(net, who)]
-            refill = sorted(refills)[len(refills) // 2]
-            # CPU per refilled sandbox (median round): asb serve + the runc processes it waited for
-            serve, kids = sorted(cpus, key=sum)[len(cpus) // 2]
-            cpu = f"{serve:.1f}+{kids:.1f}"
-            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} {refill:9.1f} "
-                  f"{cpu:>14}  "
+            rounds = res[(net, who)]
+            lat = [x for r in rounds for x in r["lat"]]
+            mid = median_round(rounds)
+            # CPU per refilled sandbox (median round): asb serve + the runc processes it waited
+            # for, and the whole machine's (with how busy it was)
+            cpu = f"{mid['cpu'][0]:.1f}+{mid['cpu'][1]:.1f}"
+            machine = f"{mid['machine']:.0f} ({mid['busy'] * 100:.0f}%)"
+            print(f"{'  ' + who:44} {net:>8} {pct(lat, 50):9.2f} {pct(lat, 99):9.2f} "
+                  f"{mid['refill']:9.1f} {cpu:>14} {machine:>12}  "
                   + (f"p99 < {TARGET_BURST_P99:.0f} ms, refill >= {TARGET_REFILL[net]:.0f}/s"
                      if who == "this build" else ""))
+    floors = [r["floor"] for r in res.get(("none", "this build"), []) if "floor" in r]
+    floor = sorted(floors)[len(floors) // 2] if floors else None
+    if floor:
+        print(f"{'  floor: runc alone, our own bundle':44} {'none':>8} {'':>9} {'':>9} "
+              f"{floor[0]:9.1f} {'':>14} {f'{floor[1]:.0f} ({floor[2] * 100:.0f}%)':>12}  "
+              f"(bench_own_bundle.churn)")
     print("cpu ms/sb: CPU per refilled sandbox (one start + one teardown), asb serve + the runc "
-          "processes it waited for (sandboxd and the container's processes not included)")
+          "processes it waited for (sandboxd and the container's processes not included); "
+          "machine: all CPU of the machine per refilled sandbox (ms) and how busy it was")
     if BASELINE:
         print(f"baseline build: {BASELINE}; rounds alternated: {ROUNDS}")
     for net in nets:
-        lat, refills, _ = res[(net, "this build")]
-        blat, brefills, _ = res[(net, base_name)]
-        refill = sorted(refills)[len(refills) // 2]
-        brefill = sorted(brefills)[len(brefills) // 2]
+        lat = [x for r in res[(net, "this build")] for x in r["lat"]]
+        blat = [x for r in res[(net, base_name)] for x in r["lat"]]
+        refill = median_round(res[(net, "this build")])["refill"]
+        brefill = median_round(res[(net, base_name)])["refill"]
         if net == "none":
             row("burst-50", f"p50 {pct(lat, 50):.1f} / p99 {pct(lat, 99):.1f} ms",
                 f"{base_name}: p50 {pct(blat, 50):.1f} / p99 {pct(blat, 99):.1f} ms",
                 ok=pct(lat, 99) < TARGET_BURST_P99)
-        row(f"refill-{net}", f"{refill:.1f} sandboxes/s", f"{base_name}: {brefill:.1f}/s",
+        row(f"refill-{net}", f"{refill:.1f} sandboxes/s", f"{base_name}: {brefill:.1f}/s"
+            + (f"; runc alone (floor): {floor[0]:.1f}/s" if floor and net == "none" else ""),
             ok=refill >= TARGET_REFILL[net])
 
 
@@ -211,11 +223,11 @@ def single():
                                               "metadata": {"name": name},
                                               "spec": {"replicas": n, "sandboxTemplateRef": {"name": "t"}}})
         t0 = time.perf_counter()
-        wait_full(url, s, "warm", POOL)
+        bench_server.wait_pool_ready(url, s, "warm", POOL)
         refill = POOL / (time.perf_counter() - t0)
         warm = []
         for i in range(N):
-            wait_full(url, s, "warm", POOL)  # keep the pool warm: every claim is served warm
+            bench_server.wait_pool_ready(url, s, "warm", POOL)  # keep the pool warm: every claim is served warm
             warm.append(claim_to_ready(url, s, f"w{i}", "warm"))
         cold = [claim_to_ready(url, s, f"c{i}", "cold") for i in range(max(3, N // 5))]
         print(f"{'measurement':44} {'p50 ms':>9} {'p99 ms':>9}")

@@ -83,18 +83,8 @@ def api(url, plural, name=""):
     return f"{url}/apis/{EXT}/v1beta1/namespaces/default/{plural}" + (f"/{name}" if name else "")
 
 
-def wait_full(url, s, name, n, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        st = s.get(api(url, "sandboxwarmpools", name), timeout=10).json().get("status") or {}
-        if st.get("readyReplicas") == n:
-            return
-        time.sleep(0.01)
-    raise RuntimeError(f"pool {name} not full after {timeout}s")
-
-
 def claim_exec_once(url, s, env, asb, name):
-    wait_full(url, s, "cli", POOL)
+    bench_server.wait_pool_ready(url, s, "cli", POOL)
     t0 = time.perf_counter()
     out = subprocess.run([asb, "claim", "--pool", "cli", "--name", name], env=env,
                          capture_output=True, text=True)

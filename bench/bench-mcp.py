@@ -16,6 +16,7 @@ import time
 import requests
 
 import bench_cleanup
+import bench_server
 from bench_libasb import build_libasb_client, pct
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -116,7 +117,7 @@ def main():
             "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxTemplate", "metadata": {"name": "bench"},
             "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
         claim_exec.make_pool(s, url, "mcp", 1)
-        claim_exec.wait_full(s, url, "mcp", 1)
+        bench_server.wait_pool_ready(url, s, "mcp", 1)
         env = {**os.environ, "ASB_STATE_DIR": state}
         env.pop("ASB_SERVER", None)
         env.pop("ASB_TOKEN", None)

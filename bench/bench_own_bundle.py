@@ -13,8 +13,11 @@ milliseconds on stdout. Nothing of it outlives the helper (its namespace goes wi
 import ctypes
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 IDMAP_ROOTFS = "/run/asb/rootfs"  # LOCAL_IDMAP_ROOTFS
@@ -67,15 +70,115 @@ class OwnBundleRunner:
         self.p.wait(timeout=30)
 
 
+def enter_stage(stage):
+    """This process into a mount namespace of its own with the rootfs bound at IDMAP_ROOTFS."""
+    if not stage:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+    if (libc.unshare(CLONE_NEWNS) != 0
+            or libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0
+            or libc.mount(stage.encode(), IDMAP_ROOTFS.encode(), None, MS_BIND | MS_REC,
+                          None) != 0):
+        raise OSError(ctypes.get_errno(), "cannot stage the rootfs at " + IDMAP_ROOTFS)
+
+
+def machine_cpu():
+    """(all, idle + iowait + steal) jiffies of /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4] + v[7]
+
+
+def machine_cpu_per(c0, c1, n):
+    """Between two machine_cpu() samples: (busy CPU ms per item of n, busy fraction)."""
+    busy = (c1[0] - c0[0]) - (c1[1] - c0[1])
+    return busy * 1000 / os.sysconf("SC_CLK_TCK") / n, busy / max(1, c1[0] - c0[0])
+
+
+def churn(runc, runc_root, bundle, stage, n, workers):
+    """The floor of a pool refill with runc alone: n containers of our own bundle (a sleeping
+    /usr/bin/sleep) are started, then torn down (SIGKILL through a pidfd, then `runc delete`, as
+    asb serve does) while n new ones start, on `workers` threads. Prints sandboxes/s, the
+    machine's CPU per sandbox (ms) and how busy the machine was; removes every container."""
+    enter_stage(stage)
+    with open(os.path.join(bundle, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["args"] = ["/usr/bin/sleep", "infinity"]
+    parent = os.path.dirname(cfg["linux"].get("cgroupsPath") or "/asb/x")
+    top = os.path.join(os.path.dirname(bundle), "churn")
+    made = []
+
+    def start(name):
+        d = os.path.join(top, name)
+        os.makedirs(d)
+        cfg_i = {**cfg, "linux": {**cfg["linux"], "cgroupsPath": os.path.join(parent, name)}}
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg_i, f)
+        subprocess.run([runc, "--root", runc_root, "run", "--detach", "--pid-file", d + "/pid",
+                        "--bundle", d, name], check=True, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        made.append(name)
+
+    def stop(name):
+        with open(os.path.join(top, name, "pid")) as f:
+            pid = int(f.read())
+        fd = os.pidfd_open(pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            select.select([fd], [], [], 2)
+        finally:
+            os.close(fd)
+        subprocess.run([runc, "--root", runc_root, "delete", "--force", name], check=True)
+        made.remove(name)
+
+    try:
+        for i in range(n):
+            start(f"old{i}")
+        jobs = [job for i in range(n) for job in ((stop, f"old{i}"), (start, f"new{i}"))]
+        lock = threading.Lock()
+        errors = []
+
+        def worker():
+            while True:
+                with lock:
+                    if not jobs or errors:
+                        return
+                    fn, name = jobs.pop(0)
+                try:
+                    fn(name)
+                except Exception as e:  # reported below; the other workers stop
+                    errors.append(e)
+
+        c0, t0 = machine_cpu(), time.perf_counter()
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed, c1 = time.perf_counter() - t0, machine_cpu()
+        if errors:
+            raise errors[0]
+        cpu, busy = machine_cpu_per(c0, c1, n)
+        print(f"{n / elapsed:.2f} {cpu:.2f} {busy:.3f}", flush=True)
+    finally:
+        for name in list(made):
+            subprocess.run([runc, "--root", runc_root, "delete", "--force", name],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_churn(runc, runc_root, bundle, stage, n, workers):
+    """churn() in a helper process (its own mount namespace): (sandboxes/s, machine CPU ms per
+    sandbox, machine busy fraction)."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "churn", runc, runc_root,
+                          bundle, stage or "", str(n), str(workers)], check=True,
+                         capture_output=True, text=True, timeout=600)
+    rate, cpu, busy = out.stdout.split()
+    return float(rate), float(cpu), float(busy)
+
+
 def helper(runc, runc_root, bundle, stage):
-    if stage:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
-        if (libc.unshare(CLONE_NEWNS) != 0
-                or libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0
-                or libc.mount(stage.encode(), IDMAP_ROOTFS.encode(), None, MS_BIND | MS_REC,
-                              None) != 0):
-            raise OSError(ctypes.get_errno(), "cannot stage the rootfs at " + IDMAP_ROOTFS)
+    enter_stage(stage)
     for line in sys.stdin:
         t0 = time.perf_counter()
         subprocess.run([runc, "--root", runc_root, "run", "--bundle", bundle,
@@ -84,4 +187,7 @@ def helper(runc, runc_root, bundle, stage):
 
 
 if __name__ == "__main__":
-    helper(*sys.argv[1:4], sys.argv[4] or None)
+    if sys.argv[1] == "churn":
+        churn(*sys.argv[2:5], sys.argv[5] or None, int(sys.argv[6]), int(sys.argv[7]))
+    else:
+        helper(*sys.argv[1:4], sys.argv[4] or None)

@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,11 +253,43 @@ int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32
     return 0;
 }
 
+#ifndef OVERLAYFS_SUPER_MAGIC
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#endif
+
+static bool is_overlay(const char *path)
+{
+    struct statfs sf;
+    return statfs(path, &sf) == 0 && sf.f_type == OVERLAYFS_SUPER_MAGIC;
+}
+
+/* Whether dir or one of its entries (followed, as a workspace is a link into the sandbox's disk)
+ * is an overlayfs: a fork's overlays are mounted only there (its workspace in its sandbox
+ * directory, each volume in its volumes directory). Every teardown asks, and reading the mount
+ * table instead costs a line per mount on the host: one per sandbox with a disk. */
+static bool has_overlay_entry(const char *dir)
+{
+    if (is_overlay(dir))
+        return true;
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, e->d_name);
+        if (!p || is_overlay(p))
+            return true; /* out of memory: read the mount table rather than leave one */
+    }
+    return !d && errno != ENOENT && errno != ENOTDIR;
+}
+
 int local_snapshot_overlays_release(const char *dir)
 {
     _cleanup_free_ char *real = realpath(dir, NULL);
     if (!real)
         return errno == ENOENT ? 0 : -errno;
+    if (!has_overlay_entry(real))
+        return 0;
     return local_cleanup_unmount_under(real, "overlay", NULL);
 }
 
