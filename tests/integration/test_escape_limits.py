@@ -138,6 +138,15 @@ def mounts_under(path):
     return out
 
 
+def super_options(mount_point):
+    """The filesystem's own options (after the " - " of mountinfo) of the mount at mount_point."""
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        if f[4] == mount_point:
+            return f[f.index("-") + 3].split(",")
+    raise AssertionError(f"nothing mounted at {mount_point}")
+
+
 def loops_under(path):
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if path in line]
@@ -229,6 +238,9 @@ def test_ephemeral_storage_is_enforced_and_nothing_is_left(serve, sbx_state):
     finally:
         c.close()
     assert mounts_under(sbx_state) and loops_under(sbx_state)  # the mechanism is in place
+    # No flush reaches the host's disk from the sandbox's filesystem (no journal, not kept after
+    # the sandbox): its fsync calls do not flush the host, nor do its mount and unmount.
+    assert "nobarrier" in super_options(os.path.join(sbx_state, "sandboxes", uid, "disk"))
     assert asb.delete(asb.path(CORE, "sandboxes", "default", "filler")).status_code == 200
     wait_gone(asb, "filler")
     base = os.path.join(sbx_state, "sandboxes", uid)
