@@ -74,6 +74,7 @@ typedef struct rec_start {
     pid_t pid;
     bool ready; /* sandboxd answered health */
     bool warm_member; /* a warm pool's refill: held during claim bursts, run at lower priority */
+    local_limits limits; /* what the started container got (result 0) */
     usec_t queued;    /* CLOCK_MONOTONIC */
     struct rec_start *next;
 } rec_start;
@@ -210,9 +211,14 @@ int rec_materialise(local_reconciler *r, const json_t *sandbox, rec_failure *f);
 int rec_materialise_handler(local_reconciler *r, const json_t *sandbox, size_t *ret_handler,
                             rec_failure *f);
 /* The part of rec_materialise that may run on any thread: everything but choosing the handler
- * (rt is its runtime) and recording the entry; *ret_pid the container's first process. */
+ * (rt is its runtime) and recording the entry; *ret_pid the container's first process,
+ * *ret_limits (may be NULL) what its config.json and disk give it (what rec_effective_resources
+ * would read back from them). */
 int rec_materialise_run(local_reconciler *r, const json_t *sandbox, const oci_runtime *rt,
-                        pid_t *ret_pid, rec_failure *f);
+                        pid_t *ret_pid, local_limits *ret_limits, rec_failure *f);
+/* Records a started container's limits in its entry, so its status writes need not read its
+ * config.json back. */
+void rec_entry_set_limits(local_reconciler *r, const char *uid, const local_limits *l);
 
 /* Starts the start workers (n >= 1). */
 int rec_starter_start(local_reconciler *r, size_t n);

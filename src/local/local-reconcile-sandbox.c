@@ -172,9 +172,9 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
         (void)local_shared_bundle_recycle(shared, bundle);
     if (purge) {
         /* A fork's overlays first: removal stops at mount points. */
-        int ok = vols ? local_snapshot_overlays_release(vols) : 0;
+        int ok = vols ? local_snapshot_entry_overlays_release(vols) : 0;
         if (ok == 0 && base)
-            ok = local_snapshot_overlays_release(base);
+            ok = local_snapshot_entry_overlays_release(base);
         if (ok < 0)
             log_warn("cannot unmount the sandbox's overlays", "uid", uid, "error", strerror(-ok));
     }
@@ -503,17 +503,29 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if (k < 0)
         return k;
     pid_t pid = 0;
-    if ((k = rec_materialise_run(r, sb, rec_handler(r, handler), &pid, f)) < 0)
+    local_limits lim;
+    if ((k = rec_materialise_run(r, sb, rec_handler(r, handler), &pid, &lim, f)) < 0)
         return k;
     rec_adopt(r, uid, pid);
+    rec_entry_set_limits(r, uid, &lim);
     rec_entry *e = rec_find(r, uid);
     if (e)
         e->handler = handler;
     return 0;
 }
 
+void rec_entry_set_limits(local_reconciler *r, const char *uid, const local_limits *l)
+{
+    rec_entry *e = rec_find(r, uid);
+    if (!e)
+        return;
+    e->limits = (local_limits){.memory = l->memory, .cpu_millis = l->cpu_millis,
+                               .ephemeral = l->ephemeral};
+    e->limits_read = true;
+}
+
 int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
-                        pid_t *ret_pid, rec_failure *f)
+                        pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
 {
     const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
     const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
@@ -764,6 +776,10 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
             pid = 0;
     }
     *ret_pid = pid;
+    if (ret_limits) /* as config.json (resources()) and the disk's size say, for read_limits */
+        *ret_limits = (local_limits){.memory = MAX(lim.memory, 0),
+                                     .cpu_millis = MAX(lim.cpu_millis, 0),
+                                     .ephemeral = sc.size};
     char ms[32], prep[32], storage[32], net[32], bundle_ms[32];
     snprintf(bundle_ms, sizeof(bundle_ms), "%.1f", (double)t_bundle / 1000.0);
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);

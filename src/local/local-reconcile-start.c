@@ -129,7 +129,7 @@ static void run_start(local_reconciler *r, rec_start *s)
     int k = local_start_priority_set(s->warm_member);
     if (k < 0)
         log_debug("cannot set a start's priority", "error", strerror(-k));
-    s->result = rec_materialise_run(r, s->sandbox, &s->rt, &s->pid, &s->failure);
+    s->result = rec_materialise_run(r, s->sandbox, &s->rt, &s->pid, &s->limits, &s->failure);
     if (s->result == 0)
         s->ready = rec_health(r, s->uid, START_HEALTH_TIMEOUT_MS);
     /* Also when it did not answer health yet: the loop's later checks must not leave it low. */

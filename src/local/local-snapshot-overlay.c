@@ -264,9 +264,7 @@ static bool is_overlay(const char *path)
 }
 
 /* Whether dir or one of its entries (followed, as a workspace is a link into the sandbox's disk)
- * is an overlayfs: a fork's overlays are mounted only there (its workspace in its sandbox
- * directory, each volume in its volumes directory). Every teardown asks, and reading the mount
- * table instead costs a line per mount on the host: one per sandbox with a disk. */
+ * is an overlayfs. */
 static bool has_overlay_entry(const char *dir)
 {
     if (is_overlay(dir))
@@ -284,6 +282,14 @@ static bool has_overlay_entry(const char *dir)
 }
 
 int local_snapshot_overlays_release(const char *dir)
+{
+    _cleanup_free_ char *real = realpath(dir, NULL);
+    if (!real)
+        return errno == ENOENT ? 0 : -errno;
+    return local_cleanup_unmount_under(real, "overlay", NULL);
+}
+
+int local_snapshot_entry_overlays_release(const char *dir)
 {
     _cleanup_free_ char *real = realpath(dir, NULL);
     if (!real)

@@ -38,6 +38,12 @@ int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32
  * mounted is success. */
 int local_snapshot_overlays_release(const char *dir);
 
+/* The same for a sandbox's directory or its volumes directory, where a fork's overlays are
+ * mounted only on the directory itself or one of its entries (its workspace, each volume): the
+ * mount table is read only when a statfs of those finds an overlayfs. Every teardown calls it,
+ * and the table has a line per mount on the host (one per sandbox with a disk). */
+int local_snapshot_entry_overlays_release(const char *dir);
+
 /* Removes the trees of snapshots whose manifest is gone and that no
  * sandboxes/<uid>/seeded names. */
 void local_snapshot_trees_gc(const char *state_dir);

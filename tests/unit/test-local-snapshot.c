@@ -388,8 +388,19 @@ TEST(property_forks_over_overlays_are_exact)
         CHECK(json_object_get(changed, "new-in-fork") && !json_equal(want, changed));
         json_decref(changed);
 
-        /* Teardown leaves nothing mounted; the tree stays while a sandbox names it. */
+        /* Teardown leaves nothing mounted; the tree stays while a sandbox names it. The
+         * teardown's own release looks at the directory's entries only: the workspace is one
+         * of top/fork's, not of top's. */
+        CHECK_INT_EQ(local_snapshot_entry_overlays_release(top), 0);
+        CHECK(mounted(ws));
         CHECK_INT_EQ(local_snapshot_overlays_release(top), 0);
+        CHECK(!mounted(ws));
+        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, true, &err),
+                     LOCAL_SNAPSHOT_SEED_OVERLAY);
+        CHECK(mounted(ws));
+        char fork_dir[620];
+        snprintf(fork_dir, sizeof(fork_dir), "%s/fork", top);
+        CHECK_INT_EQ(local_snapshot_entry_overlays_release(fork_dir), 0);
         CHECK(!mounted(ws));
         snprintf(seeded, sizeof(seeded), "%s/sandboxes/x/seeded", state);
         CHECK_INT_EQ(mkdir_p(seeded, 0755), 0);
