@@ -1,4 +1,5 @@
 /* Filesystem helpers of the local runtime. See local-fs.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -73,6 +74,25 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     if (flag == FTW_DP)
         return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int fs_each_entry(const char *dir, int (*fn)(const char *path, void *payload), void *payload)
+{
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+            return -ENOMEM;
+        int r = fn(p, payload);
+        if (r != 0)
+            return r;
+    }
+    return 0;
 }
 
 int fs_rm_rf(const char *path)

@@ -11,3 +11,7 @@ int fs_copy_file(const char *src, const char *dst, mode_t mode);
 /* Removes path and everything below it, never following symlinks nor crossing mount points.
  * A missing path is success. */
 int fs_rm_rf(const char *path);
+/* Calls fn with the path of each entry of dir ("." and ".." left out) until one call returns
+ * non-zero, and returns that; 0 when every call returned 0, -ENOMEM, or the error of opening
+ * dir. */
+int fs_each_entry(const char *dir, int (*fn)(const char *path, void *payload), void *payload);

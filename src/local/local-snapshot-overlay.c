@@ -263,22 +263,21 @@ static bool is_overlay(const char *path)
     return statfs(path, &sf) == 0 && sf.f_type == OVERLAYFS_SUPER_MAGIC;
 }
 
+static int overlay_entry(const char *path, void *payload)
+{
+    (void)payload;
+    return is_overlay(path);
+}
+
 /* Whether dir or one of its entries (followed, as a workspace is a link into the sandbox's disk)
  * is an overlayfs. */
 static bool has_overlay_entry(const char *dir)
 {
     if (is_overlay(dir))
         return true;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, e->d_name);
-        if (!p || is_overlay(p))
-            return true; /* out of memory: read the mount table rather than leave one */
-    }
-    return !d && errno != ENOENT && errno != ENOTDIR;
+    int r = fs_each_entry(dir, overlay_entry, NULL);
+    /* Out of memory or an unreadable dir: read the mount table rather than leave one. */
+    return r != 0 && r != -ENOENT && r != -ENOTDIR;
 }
 
 int local_snapshot_overlays_release(const char *dir)

@@ -53,18 +53,17 @@ int local_snapshot_resolve(local_store *store, const char *ns, const char *name,
     return 0;
 }
 
+static int remove_entry(const char *path, void *payload)
+{
+    (void)payload;
+    (void)fs_rm_rf(path);
+    return 0;
+}
+
 /* Removes what dir holds, keeping dir. */
 static void empty_dir(const char *dir)
 {
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, e->d_name);
-        if (p)
-            fs_rm_rf(p);
-    }
+    (void)fs_each_entry(dir, remove_entry, NULL);
 }
 
 /* The old way, where overlayfs is missing: every file decompressed into the directories. */
