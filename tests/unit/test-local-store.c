@@ -22,6 +22,24 @@ static json_t *object(const char *name)
                      "spec");
 }
 
+/* The store at path (an event window of `window`), opened or the test failed. */
+static local_store *open_store(const char *path, size_t window)
+{
+    local_store *s = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(local_store_open(path, window, &s, &err), 0);
+    free(err);
+    return s;
+}
+
+/* Creates object(name) in s. */
+static void create_named(local_store *s, const char *name)
+{
+    json_t *o = object(name);
+    CHECK_INT_EQ(local_store_create(s, sbx(), o), 0);
+    json_decref(o);
+}
+
 static int set_label(const json_t *old, json_t **ret_new, void *payload)
 {
     json_t *n = json_deep_copy(old);
@@ -44,9 +62,7 @@ static int failing(const json_t *old, json_t **ret_new, void *payload)
 TEST(crud_and_resource_versions)
 {
     char *path = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(path, 100, &s, &err), 0);
+    local_store *s = open_store(path, 100);
     CHECK_INT_EQ(local_store_current_rv(s), 0);
     json_t *a = object("a");
     CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
@@ -92,7 +108,7 @@ TEST(crud_and_resource_versions)
     local_store_free(s);
 
     /* reopen: objects and the counter survive */
-    CHECK_INT_EQ(local_store_open(path, 100, &s, &err), 0);
+    s = open_store(path, 100);
     CHECK_INT_EQ(local_store_current_rv(s), 4);
     CHECK_INT_EQ(local_store_get(s, sbx(), "default", "a", &got), 0);
     CHECK_STR_EQ(api_meta_string(got, "resourceVersion"), "2");
@@ -110,18 +126,14 @@ TEST(crud_and_resource_versions)
 TEST(watch_window)
 {
     char *path = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(path, 3, &s, &err), 0);
+    local_store *s = open_store(path, 3);
     store_event **ev = NULL;
     usec_t soon = now_usec(CLOCK_MONOTONIC) + 50 * USEC_PER_MSEC;
     CHECK_INT_EQ(local_store_wait(s, 0, soon, &ev), 0); /* times out */
     for (int i = 0; i < 5; i++) {
         char name[16];
         snprintf(name, sizeof(name), "o%d", i);
-        json_t *o = object(name);
-        CHECK_INT_EQ(local_store_create(s, sbx(), o), 0);
-        json_decref(o);
+        create_named(s, name);
     }
     usec_t later = now_usec(CLOCK_MONOTONIC) + USEC_PER_SEC;
     CHECK_INT_EQ(local_store_wait(s, 1, later, &ev), -ESTALE);
@@ -165,15 +177,10 @@ static int delete_it(const json_t *old, json_t **ret_new, void *payload)
 TEST(update_many_is_atomic)
 {
     char *db = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
-    const char *names[] = {"a", "b", "c"};
-    for (size_t i = 0; i < 3; i++) {
-        json_t *o = object(names[i]);
-        CHECK_INT_EQ(local_store_create(s, sbx(), o), 0);
-        json_decref(o);
-    }
+    local_store *s = open_store(db, 100);
+    create_named(s, "a");
+    create_named(s, "b");
+    create_named(s, "c");
     uint64_t rv0 = local_store_current_rv(s);
     /* one failing op: nothing is written, no event */
     store_op bad[2] = {{sbx(), "default", "a", set_label, "x", NULL, NULL},
@@ -219,7 +226,7 @@ TEST(update_many_is_atomic)
     CHECK_INT_EQ(local_store_get(s, sbx(), "default", "c", &c), -ENOENT);
     /* survives reopen: the rv counter was committed */
     local_store_free(s);
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    s = open_store(db, 100);
     CHECK_INT_EQ(local_store_current_rv(s), rv0 + 2);
     local_store_free(s);
     remove_db(db);
@@ -235,9 +242,7 @@ static int same_as_payload(const json_t *old, json_t **ret_new, void *payload)
 TEST(update_many_uses_current_only_while_it_is_current)
 {
     char *db = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    local_store *s = open_store(db, 100);
     json_t *a = object("a");
     CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
     const json_t *seen = NULL;
@@ -271,12 +276,8 @@ TEST(update_many_uses_current_only_while_it_is_current)
 TEST(batch_commits_once_and_publishes_at_the_end)
 {
     char *db = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
-    json_t *a = object("a");
-    CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
-    json_decref(a);
+    local_store *s = open_store(db, 100);
+    create_named(s, "a");
     uint64_t rv0 = local_store_current_rv(s);
     CHECK_INT_EQ(local_store_batch_begin(s), 0);
     CHECK_INT_EQ(local_store_batch_begin(s), -EBUSY); /* no nesting */
@@ -310,7 +311,7 @@ TEST(batch_commits_once_and_publishes_at_the_end)
     json_decref(dup);
     /* Durable: after a reopen both writes are there and the counter is where it was. */
     local_store_free(s);
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    s = open_store(db, 100);
     CHECK_INT_EQ(local_store_current_rv(s), rv0 + 2);
     json_t *got = NULL;
     CHECK_INT_EQ(local_store_get(s, sbx(), "default", "b", &got), 0);
@@ -328,12 +329,8 @@ TEST(batch_commits_once_and_publishes_at_the_end)
 TEST(batch_killed_midway_leaves_nothing)
 {
     char *db = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
-    json_t *a = object("a");
-    CHECK_INT_EQ(local_store_create(s, sbx(), a), 0);
-    json_decref(a);
+    local_store *s = open_store(db, 100);
+    create_named(s, "a");
     uint64_t rv0 = local_store_current_rv(s);
     local_store_free(s);
     pid_t pid = fork();
@@ -352,7 +349,7 @@ TEST(batch_killed_midway_leaves_nothing)
     int status = 0;
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
+    s = open_store(db, 100);
     CHECK_INT_EQ(local_store_current_rv(s), rv0);
     json_t *got = NULL;
     CHECK_INT_EQ(local_store_get(s, sbx(), "default", "b", &got), -ENOENT);
@@ -392,9 +389,7 @@ static void *writer(void *p)
 TEST(concurrent_writers_group_commit)
 {
     char *db = temp_db("test-local-store");
-    local_store *s = NULL;
-    char *err = NULL;
-    CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
+    local_store *s = open_store(db, 1000);
     pthread_t t[8];
     writer_arg a[8];
     for (int i = 0; i < 8; i++) {
@@ -413,7 +408,7 @@ TEST(concurrent_writers_group_commit)
         CHECK_INT_EQ(evs[i]->rv, (uint64_t)i + 1);
     store_events_free(evs, n > 0 ? (size_t)n : 0);
     local_store_free(s);
-    CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
+    s = open_store(db, 1000);
     json_t *items = NULL;
     uint64_t rv = 0;
     CHECK_INT_EQ(local_store_list(s, sbx(), NULL, &items, &rv), 0);
