@@ -445,6 +445,20 @@ static bool local_networked(const json_t *sb, void *userdata)
     return reconcile_sandbox_ready(sb);
 }
 
+/* The core's input for one claim: the same for a pass and for a create's planned adoption. */
+static reconcile_claim_in claim_input(const local_controller *c, const json_t *claim,
+                                      const json_t *pool, const json_t *tpl,
+                                      const json_t *sandboxes)
+{
+    return (reconcile_claim_in){.claim = claim,
+                                .pool = pool,
+                                .template = tpl,
+                                .sandboxes = sandboxes,
+                                .now = wall_now(),
+                                .allowed_label_domains = (const char *const *)c->domains,
+                                .networked = local_networked};
+}
+
 static int relist(local_controller *c, const api_kind *k, json_t **items)
 {
     json_t *n = NULL;
@@ -636,13 +650,8 @@ static void reconcile_claims_in(local_controller *c, pass *p, bool adopt_only)
         const char *tname = json_string_value(json_object_get(
             json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
         for (unsigned attempt = 0; attempt < ADOPT_ATTEMPTS; attempt++) {
-            reconcile_claim_in in = {.claim = claim,
-                                     .pool = pool,
-                                     .template = pool ? find_obj(p->templates, ns, tname) : NULL,
-                                     .sandboxes = p->sandboxes,
-                                     .now = wall_now(),
-                                     .allowed_label_domains = (const char *const *)c->domains,
-                                     .networked = local_networked};
+            reconcile_claim_in in = claim_input(
+                c, claim, pool, pool ? find_obj(p->templates, ns, tname) : NULL, p->sandboxes);
             reconcile_claim_out out;
             if (reconcile_claim(&in, &out) < 0)
                 break;
@@ -957,12 +966,7 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
             else if (reconcile_pool_member(pool, sb) && !taken_locked(c, sb))
                 json_array_append(members, sb);
         }
-        reconcile_claim_in in = {.claim = claim,
-                                 .pool = pool,
-                                 .template = tpl,
-                                 .sandboxes = members,
-                                 .now = wall_now(),
-                                 .networked = local_networked};
+        reconcile_claim_in in = claim_input(c, claim, pool, tpl, members);
         pick = reconcile_claim_warm_pick(&in);
         const char *uid = api_meta_string(pick, "uid");
         if (uid && (*ret_member_uid = strdup(uid)) &&
@@ -993,13 +997,8 @@ local_claim_adoption *local_controller_plan_adoption(local_controller *c, const 
         local_controller_drop_adoption(c, a);
         return NULL;
     }
-    reconcile_claim_in in = {.claim = claim,
-                             .pool = json_array_get(a->p.pools, 0),
-                             .template = json_array_get(a->p.templates, 0),
-                             .sandboxes = a->p.sandboxes,
-                             .now = wall_now(),
-                             .allowed_label_domains = (const char *const *)c->domains,
-                             .networked = local_networked};
+    reconcile_claim_in in = claim_input(c, claim, json_array_get(a->p.pools, 0),
+                                        json_array_get(a->p.templates, 0), a->p.sandboxes);
     if (reconcile_claim(&in, &a->out) < 0 || a->out.action != RECONCILE_CLAIM_ADOPT) {
         local_controller_drop_adoption(c, a);
         return NULL;

@@ -572,8 +572,8 @@ static int write_locked(local_store *s, const api_kind *k, const char *ns, const
     return r;
 }
 
-/* One row statement inside an open transaction, at resourceVersion rv. */
-/* *ret_data (optional, owned): obj as written, for its event (publish_locked). */
+/* One row statement inside an open transaction, at resourceVersion rv; *ret_data (optional,
+ * owned): obj as written, for its event (publish_locked). */
 static int write_row(local_store *s, const api_kind *k, const char *ns, const char *name,
                      json_t *obj, bool insert_only, uint64_t rv, char **ret_data)
 {
