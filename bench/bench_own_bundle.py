@@ -9,12 +9,18 @@ A user-namespaced sandbox names its rootfs at /run/asb/rootfs, which asb serve b
 mount namespace around each `runc run` (local-idmap.c). The same is done here once: this file,
 run as a script, is a helper that enters a mount namespace of its own (slave of the host's),
 binds the rootfs there, and then times one `runc run` per line it reads on stdin, answering the
-milliseconds on stdout. Nothing of it outlives the helper (its namespace goes with it)."""
+milliseconds on stdout. Nothing of it outlives the helper (its namespace goes with it).
+
+The same helper also gives the floor of create -> Ready for this container: `runc run --detach`
+of the bundle with its own process, sandboxd, on two listening sockets of the helper's (fds 3 and
+4, as asb serve passes them), until sandboxd answers the health request asb serve sends (queued
+on the socket as soon as runc returns); then the container is killed and deleted."""
 import ctypes
 import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,12 +31,17 @@ CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_SLAVE = 4096, 16384, 1 << 19
 
 
-def make_bundle(state, uid, dest):
-    """dest/config.json from the running sandbox uid of the server at state: returns (bundle dir,
-    the rootfs to stage at /run/asb/rootfs or None)."""
+HEALTH_REQUEST = b"GET /v1/health HTTP/1.0\r\nHost: sandbox\r\n\r\n"  # rec_health's
+
+
+def make_bundle(state, uid, dest, process="true"):
+    """dest/config.json from the running sandbox uid of the server at state, with /usr/bin/true as
+    its process (process="true") or its own (sandboxd: "sandboxd"): returns (bundle dir, the
+    rootfs to stage at /run/asb/rootfs or None)."""
     with open(os.path.join(state, "sandboxes", uid, "bundle", "config.json")) as f:
         cfg = json.load(f)
-    cfg["process"]["args"] = ["/usr/bin/true"]
+    if process == "true":
+        cfg["process"]["args"] = ["/usr/bin/true"]
     cfg["process"]["terminal"] = False
     linux = cfg.setdefault("linux", {})
     # A cgroup beside the sandbox's own (the same parent, which asb serve removes at its stop).
@@ -50,20 +61,27 @@ def make_bundle(state, uid, dest):
 
 
 class OwnBundleRunner:
-    """The helper process; run(i) times one `runc run` of the bundle in ms."""
+    """The helper process; run(i) times one `runc run` of the bundle in ms, health(i) one
+    `runc run --detach` of sandboxd_bundle until sandboxd's health answer."""
 
-    def __init__(self, runc, runc_root, bundle, stage):
+    def __init__(self, runc, runc_root, bundle, stage, sandboxd_bundle=""):
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), runc, runc_root,
-                                   bundle, stage or ""], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                   bundle, stage or "", sandboxd_bundle],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        answer = self.p.stdout.readline()
+        if not answer:
+            raise RuntimeError("bare runc run of our own bundle: the helper died")
+        return float(answer)
 
     def run(self, i):
-        self.p.stdin.write(f"{i}\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("bare runc run of our own bundle: the helper died")
-        return float(line)
+        return self.ask(f"run {i}")
+
+    def health(self, i):
+        return self.ask(f"health {i}")
 
     def close(self):
         self.p.stdin.close()
@@ -122,14 +140,7 @@ def churn(runc, runc_root, bundle, stage, n, workers):
 
     def stop(name):
         with open(os.path.join(top, name, "pid")) as f:
-            pid = int(f.read())
-        fd = os.pidfd_open(pid)
-        try:
-            os.kill(pid, signal.SIGKILL)
-            select.select([fd], [], [], 2)
-        finally:
-            os.close(fd)
-        subprocess.run([runc, "--root", runc_root, "delete", "--force", name], check=True)
+            kill_and_delete(runc, runc_root, name, int(f.read()))
         made.remove(name)
 
     try:
@@ -177,17 +188,77 @@ def run_churn(runc, runc_root, bundle, stage, n, workers):
     return float(rate), float(cpu), float(busy)
 
 
-def helper(runc, runc_root, bundle, stage):
+def kill_and_delete(runc, runc_root, name, pid):
+    """SIGKILL through a pidfd, a wait for the exit, then `runc delete` (as the teardown does)."""
+    fd = os.pidfd_open(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        select.select([fd], [], [], 2)
+    finally:
+        os.close(fd)
+    subprocess.run([runc, "--root", runc_root, "delete", "--force", name], check=True)
+
+
+def health_once(runc, runc_root, bundle, name):
+    """ms from spawning `runc run --detach` of bundle (sandboxd on fds 3 and 4) to sandboxd's
+    answer to the health request sent as soon as runc returned."""
+    sockdir = os.path.join(os.path.dirname(bundle), "health-" + name)
+    os.makedirs(sockdir)
+    listeners = []
+    try:
+        for n in ("rest.sock", "grpc.sock"):
+            ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listeners.append(ls)
+            ls.bind(os.path.join(sockdir, n))
+            ls.listen(64)
+
+        def onto_3_and_4():  # in the child, before exec: the sockets where sandboxd looks
+            for fd, ls in ((3, listeners[0]), (4, listeners[1])):
+                os.dup2(ls.fileno(), fd)
+                os.set_inheritable(fd, True)  # dup2 onto itself keeps the socket's CLOEXEC
+
+        pidfile = os.path.join(sockdir, "pid")
+        t0 = time.perf_counter()
+        subprocess.run([runc, "--root", runc_root, "run", "--detach", "--preserve-fds", "2",
+                        "--pid-file", pidfile, "--bundle", bundle, name], check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, preexec_fn=onto_3_and_4, close_fds=False)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(10)
+            c.connect(os.path.join(sockdir, "rest.sock"))
+            c.sendall(HEALTH_REQUEST)
+            answer = c.recv(64)
+        ms = (time.perf_counter() - t0) * 1000
+        with open(pidfile) as f:
+            kill_and_delete(runc, runc_root, name, int(f.read()))
+        if not (answer.startswith(b"HTTP/1.") and answer[8:12] == b" 200"):
+            raise RuntimeError(f"sandboxd's health answer: {answer!r}")
+        return ms
+    finally:
+        for ls in listeners:
+            ls.close()
+        for n in ("rest.sock", "grpc.sock", "pid"):
+            if os.path.exists(os.path.join(sockdir, n)):
+                os.unlink(os.path.join(sockdir, n))
+        os.rmdir(sockdir)
+
+
+def helper(runc, runc_root, bundle, stage, sandboxd_bundle):
     enter_stage(stage)
     for line in sys.stdin:
-        t0 = time.perf_counter()
-        subprocess.run([runc, "--root", runc_root, "run", "--bundle", bundle,
-                        f"own{line.strip()}"], check=True, stdin=subprocess.DEVNULL)
-        print(f"{(time.perf_counter() - t0) * 1000:.3f}", flush=True)
+        what, i = line.split()
+        if what == "health":
+            ms = health_once(runc, runc_root, sandboxd_bundle, f"ownd{i}")
+        else:
+            t0 = time.perf_counter()
+            subprocess.run([runc, "--root", runc_root, "run", "--bundle", bundle, f"own{i}"],
+                           check=True, stdin=subprocess.DEVNULL)
+            ms = (time.perf_counter() - t0) * 1000
+        print(f"{ms:.3f}", flush=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "churn":
         churn(*sys.argv[2:5], sys.argv[5] or None, int(sys.argv[6]), int(sys.argv[7]))
     else:
-        helper(*sys.argv[1:4], sys.argv[4] or None)
+        helper(*sys.argv[1:4], sys.argv[4] or None, sys.argv[5])
