@@ -78,6 +78,26 @@ def wait_pool_ready(url, s, name, n, timeout=600, namespace="default"):
             w.close()
 
 
+def wal_syncs(url, s):
+    """asb serve's asb_store_wal_sync_duration_seconds so far: {le (seconds, inf for +Inf):
+    count of syncs that took at most that}."""
+    r = s.get(f"{url}/metrics", timeout=30)
+    r.raise_for_status()
+    out = {}
+    for line in r.text.splitlines():
+        if line.startswith("asb_store_wal_sync_duration_seconds_bucket{le=\""):
+            le, count = line.split("le=\"", 1)[1].split("\"} ")
+            out[float(le)] = int(count)
+    return out
+
+
+def wal_syncs_over(before, after, seconds):
+    """(syncs between two wal_syncs() samples, of which slower than `seconds`, a bucket bound)."""
+    inf = float("inf")
+    total = after[inf] - before.get(inf, 0)
+    return total, total - (after[seconds] - before.get(seconds, 0))
+
+
 def run_claim_client(client, state, args, timeout, **extra_env):
     """Runs bench/claim-bench-client (built at `client`) against the server of `state` (never an
     inherited ASB_SERVER/ASB_TOKEN); returns its stdout as lists of words, one list a line."""

@@ -33,6 +33,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static histogram claim_ready[MAX_SERIES];    /* by launch_type */
 static histogram reconcile_time[MAX_SERIES]; /* by controller */
 static unsigned long long reconcile_errors[MAX_SERIES];
+static histogram store_sync[1] = {{.label = ""}};
 static unsigned long long dns_queries, dns_blocked;
 
 /* The series for label (a static string or one copied into the slot's own storage). Caller
@@ -105,6 +106,13 @@ void local_metrics_reconcile_error(const char *controller)
     pthread_mutex_unlock(&lock);
 }
 
+void local_metrics_store_sync(double seconds)
+{
+    pthread_mutex_lock(&lock);
+    observe(store_sync, seconds);
+    pthread_mutex_unlock(&lock);
+}
+
 void local_metrics_dns_query(bool blocked)
 {
     pthread_mutex_lock(&lock);
@@ -155,11 +163,12 @@ static int render_histogram(buf *out, const char *name, const char *label_name, 
     return r < 0 ? r : 0;
 }
 
+/* The n series of h in use (a table ends at its first unused slot). */
 static int render_histograms(buf *out, const char *name, const char *label_name, const histogram *h,
-                             const char *help)
+                             size_t n, const char *help)
 {
     int r = header(out, name, "histogram", help);
-    for (size_t i = 0; i < MAX_SERIES && h[i].label && r >= 0; i++)
+    for (size_t i = 0; i < n && h[i].label && r >= 0; i++)
         r = render_histogram(out, name, label_name, &h[i]);
     return r < 0 ? r : 0;
 }
@@ -168,10 +177,14 @@ static int render_histograms(buf *out, const char *name, const char *label_name,
 static int render_observed(buf *out)
 {
     int r = render_histograms(out, "asb_claim_ready_seconds", "launch_type", claim_ready,
-                              "Time from a claim's first request to its first Ready.");
+                              MAX_SERIES, "Time from a claim's first request to its first Ready.");
     if (r >= 0)
         r = render_histograms(out, "asb_reconcile_duration_seconds", "controller", reconcile_time,
-                              "Duration of one reconcile pass.");
+                              MAX_SERIES, "Duration of one reconcile pass.");
+    if (r >= 0)
+        r = render_histograms(out, "asb_store_wal_sync_duration_seconds", "", store_sync,
+                              ELEMENTSOF(store_sync),
+                              "Duration of one fdatasync of the store's WAL (a group commit).");
     if (r >= 0)
         r = header(out, "asb_reconcile_errors_total", "counter", "Reconcile passes that failed.");
     for (size_t i = 0; i < MAX_SERIES && reconcile_time[i].label && r >= 0; i++)

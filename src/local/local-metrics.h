@@ -1,9 +1,9 @@
 /* Prometheus metrics of `asb serve` (text exposition format 0.0.4), served at /metrics on the API
  * port. Counters and histograms are process-wide (one `asb serve` per process, as a Prometheus
- * client's default registry): the controllers and the DNS forwarder observe into them from any
- * thread, the router's counters are its own (shared/router-stats.h), read at scrape time; gauges
- * (pools, sandboxes by phase, blocked connections) are read from the store at scrape time so they
- * can never drift from it. */
+ * client's default registry): the controllers, the store and the DNS forwarder observe into them
+ * from any thread, the router's counters are its own (shared/router-stats.h), read at scrape time;
+ * gauges (pools, sandboxes by phase, blocked connections) are read from the store at scrape time
+ * so they can never drift from it. */
 #pragma once
 
 #include <jansson.h>
@@ -20,6 +20,8 @@ void local_metrics_claim_ready(const json_t *claim, const char *ready_at, const 
 void local_metrics_reconcile(const char *controller, double seconds, bool error);
 /* One failure of `controller` outside a timed pass (a sandbox that did not start). */
 void local_metrics_reconcile_error(const char *controller);
+/* One group-commit fdatasync of the store's WAL took seconds (what a durable write waits for). */
+void local_metrics_store_sync(double seconds);
 /* One DNS query from a sandbox; blocked: refused by its policy or budget. */
 void local_metrics_dns_query(bool blocked);
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
+#include "local/local-metrics.h"
 #include "local/local-store.h"
 #include "shared/log.h"
 
@@ -485,8 +487,10 @@ static void wait_synced(local_store *s, uint64_t seq)
         uint64_t upto = __atomic_load_n(&s->commit_seq, __ATOMIC_ACQUIRE);
         s->syncing = true;
         pthread_mutex_unlock(&s->sync_lock);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
         int r = fdatasync(s->wal_fd);
         int e = errno;
+        local_metrics_store_sync((double)(now_usec(CLOCK_MONOTONIC) - t0) / 1e6);
         pthread_mutex_lock(&s->sync_lock);
         if (r < 0) /* the commit stands in the database; say so, as SQLite's own sync would */
             log_error("cannot sync the store's WAL", "error", strerror(e));

@@ -350,6 +350,12 @@ def test_metrics_endpoint(asb):
     inf = samples[("asb_reconcile_duration_seconds_bucket", '{controller="claims",le="+Inf"}')]
     assert count >= 1 and inf == count
     assert samples[("asb_reconcile_errors_total", '{controller="claims"}')] == 0
+    # Every write above was made durable by a group commit's fdatasync of the WAL.
+    assert types["asb_store_wal_sync_duration_seconds"] == "histogram"
+    syncs = samples[("asb_store_wal_sync_duration_seconds_count", "")]
+    assert syncs >= 1
+    assert samples[("asb_store_wal_sync_duration_seconds_bucket", '{le="+Inf"}')] == syncs
+    assert samples[("asb_store_wal_sync_duration_seconds_bucket", '{le="300"}')] == syncs
     asb.merge_patch(asb.path(CORE, "sandboxes", name="gone"), {"metadata": {"finalizers": None}})
     assert asb.post("/metrics", {}).status_code == 405
 
