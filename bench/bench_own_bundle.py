@@ -19,6 +19,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -115,17 +116,17 @@ def machine_cpu_per(c0, c1, n):
 
 
 def churn(runc, runc_root, bundle, stage, n, workers):
-    """The floor of a pool refill with runc alone: n containers of our own bundle (a sleeping
-    /usr/bin/sleep) are started, then torn down (SIGKILL through a pidfd, then `runc delete`, as
-    asb serve does) while n new ones start, on `workers` threads. Prints sandboxes/s, the
-    machine's CPU per sandbox (ms) and how busy the machine was; removes every container."""
+    """The floor of a pool refill with runc and sandboxd alone: n containers of our own bundle
+    (make_bundle(process="sandboxd")) are started until sandboxd answers health
+    (start_sandboxd), then torn down (SIGKILL through a pidfd, then `runc delete`, as asb serve
+    does) while n new ones start, on `workers` threads. Prints sandboxes/s, the machine's CPU per
+    sandbox (ms) and how busy the machine was; removes every container."""
     enter_stage(stage)
     with open(os.path.join(bundle, "config.json")) as f:
         cfg = json.load(f)
-    cfg["process"]["args"] = ["/usr/bin/sleep", "infinity"]
     parent = os.path.dirname(cfg["linux"].get("cgroupsPath") or "/asb/x")
     top = os.path.join(os.path.dirname(bundle), "churn")
-    made = []
+    made = {}
 
     def start(name):
         d = os.path.join(top, name)
@@ -133,15 +134,10 @@ def churn(runc, runc_root, bundle, stage, n, workers):
         cfg_i = {**cfg, "linux": {**cfg["linux"], "cgroupsPath": os.path.join(parent, name)}}
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg_i, f)
-        subprocess.run([runc, "--root", runc_root, "run", "--detach", "--pid-file", d + "/pid",
-                        "--bundle", d, name], check=True, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        made.append(name)
+        made[name] = start_sandboxd(runc, runc_root, d, name, d)
 
     def stop(name):
-        with open(os.path.join(top, name, "pid")) as f:
-            kill_and_delete(runc, runc_root, name, int(f.read()))
-        made.remove(name)
+        kill_and_delete(runc, runc_root, name, made.pop(name))
 
     try:
         for i in range(n):
@@ -182,8 +178,10 @@ def run_churn(runc, runc_root, bundle, stage, n, workers):
     """churn() in a helper process (its own mount namespace): (sandboxes/s, machine CPU ms per
     sandbox, machine busy fraction)."""
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "churn", runc, runc_root,
-                          bundle, stage or "", str(n), str(workers)], check=True,
+                          bundle, stage or "", str(n), str(workers)],
                          capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"the refill's floor (bench_own_bundle.churn) failed:\n{out.stderr}")
     rate, cpu, busy = out.stdout.split()
     return float(rate), float(cpu), float(busy)
 
@@ -199,11 +197,11 @@ def kill_and_delete(runc, runc_root, name, pid):
     subprocess.run([runc, "--root", runc_root, "delete", "--force", name], check=True)
 
 
-def health_once(runc, runc_root, bundle, name):
-    """ms from spawning `runc run --detach` of bundle (sandboxd on fds 3 and 4) to sandboxd's
-    answer to the health request sent as soon as runc returned."""
-    sockdir = os.path.join(os.path.dirname(bundle), "health-" + name)
-    os.makedirs(sockdir)
+def start_sandboxd(runc, runc_root, bundle, name, sockdir):
+    """`runc run --detach` of bundle (sandboxd as its process) on two listening sockets made in
+    sockdir (fds 3 and 4 in the container, as asb serve passes them), then the health request asb
+    serve sends, queued as soon as runc returned; returns the container's pid once sandboxd has
+    answered it with 200."""
     listeners = []
     try:
         for n in ("rest.sock", "grpc.sock"):
@@ -218,7 +216,6 @@ def health_once(runc, runc_root, bundle, name):
                 os.set_inheritable(fd, True)  # dup2 onto itself keeps the socket's CLOEXEC
 
         pidfile = os.path.join(sockdir, "pid")
-        t0 = time.perf_counter()
         subprocess.run([runc, "--root", runc_root, "run", "--detach", "--preserve-fds", "2",
                         "--pid-file", pidfile, "--bundle", bundle, name], check=True,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -228,19 +225,30 @@ def health_once(runc, runc_root, bundle, name):
             c.connect(os.path.join(sockdir, "rest.sock"))
             c.sendall(HEALTH_REQUEST)
             answer = c.recv(64)
-        ms = (time.perf_counter() - t0) * 1000
         with open(pidfile) as f:
-            kill_and_delete(runc, runc_root, name, int(f.read()))
+            pid = int(f.read())
         if not (answer.startswith(b"HTTP/1.") and answer[8:12] == b" 200"):
+            kill_and_delete(runc, runc_root, name, pid)
             raise RuntimeError(f"sandboxd's health answer: {answer!r}")
-        return ms
+        return pid
     finally:
         for ls in listeners:
             ls.close()
-        for n in ("rest.sock", "grpc.sock", "pid"):
-            if os.path.exists(os.path.join(sockdir, n)):
-                os.unlink(os.path.join(sockdir, n))
-        os.rmdir(sockdir)
+
+
+def health_once(runc, runc_root, bundle, name):
+    """ms from spawning `runc run --detach` of bundle to sandboxd's health answer
+    (start_sandboxd); the container is removed after."""
+    sockdir = os.path.join(os.path.dirname(bundle), "health-" + name)
+    os.makedirs(sockdir)
+    try:
+        t0 = time.perf_counter()
+        pid = start_sandboxd(runc, runc_root, bundle, name, sockdir)
+        ms = (time.perf_counter() - t0) * 1000
+        kill_and_delete(runc, runc_root, name, pid)
+        return ms
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def helper(runc, runc_root, bundle, stage, sandboxd_bundle):
