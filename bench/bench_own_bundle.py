@@ -16,6 +16,7 @@ of the bundle with its own process, sandboxd, on two listening sockets of the he
 4, as asb serve passes them), until sandboxd answers the health request asb serve sends (queued
 on the socket as soon as runc returns); then the container is killed and deleted."""
 import ctypes
+import fcntl
 import json
 import os
 import select
@@ -197,6 +198,24 @@ def kill_and_delete(runc, runc_root, name, pid):
     subprocess.run([runc, "--root", runc_root, "delete", "--force", name], check=True)
 
 
+def run_with_fds(binary, argv, fds):
+    """Runs argv (stdio on /dev/null) with fds as its 3, 4, ... and waits for it; raises when it
+    fails. posix_spawn, not fork: churn() calls it from several threads."""
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    # Above 10 first, so that no dup2 onto 3, 4, ... clobbers another of fds.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds]
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, devnull, i) for i in range(3)]
+        actions += [(os.POSIX_SPAWN_DUP2, fd, 3 + i) for i, fd in enumerate(high)]
+        pid = os.posix_spawn(binary, argv, os.environ, file_actions=actions)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code != 0:
+            raise RuntimeError(f"{' '.join(argv)}: exit status {code}")
+    finally:
+        for fd in [devnull, *high]:
+            os.close(fd)
+
+
 def start_sandboxd(runc, runc_root, bundle, name, sockdir):
     """`runc run --detach` of bundle (sandboxd as its process) on two listening sockets made in
     sockdir (fds 3 and 4 in the container, as asb serve passes them), then the health request asb
@@ -209,17 +228,10 @@ def start_sandboxd(runc, runc_root, bundle, name, sockdir):
             listeners.append(ls)
             ls.bind(os.path.join(sockdir, n))
             ls.listen(64)
-
-        def onto_3_and_4():  # in the child, before exec: the sockets where sandboxd looks
-            for fd, ls in ((3, listeners[0]), (4, listeners[1])):
-                os.dup2(ls.fileno(), fd)
-                os.set_inheritable(fd, True)  # dup2 onto itself keeps the socket's CLOEXEC
-
         pidfile = os.path.join(sockdir, "pid")
-        subprocess.run([runc, "--root", runc_root, "run", "--detach", "--preserve-fds", "2",
-                        "--pid-file", pidfile, "--bundle", bundle, name], check=True,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, preexec_fn=onto_3_and_4, close_fds=False)
+        run_with_fds(runc, [runc, "--root", runc_root, "run", "--detach", "--preserve-fds", "2",
+                            "--pid-file", pidfile, "--bundle", bundle, name],
+                     [ls.fileno() for ls in listeners])
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
             c.settimeout(10)
             c.connect(os.path.join(sockdir, "rest.sock"))
