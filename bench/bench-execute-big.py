@@ -3,7 +3,9 @@
 command writes 1 GiB (`head -c 1G /dev/zero`, capped at --max-execute-output and the rest
 drained), next to its unloaded latency in the same run. Target: p99 loaded within 50 ms of p99
 unloaded. Also prints sandboxd's VmHWM. Release build, grpcio client, loopback only."""
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -75,6 +77,7 @@ def loaded(big_client, small_client, n):
 
 def main():
     root = tempfile.mkdtemp(prefix="bench-bigexec-")
+    atexit.register(shutil.rmtree, root, True)  # the daemon's root, however the bench ends
     port, rport = free_port(), free_port()
     d = subprocess.Popen([BIN, "--listen-host", "127.0.0.1", "--grpc-port", str(port), "--rest-port",
                           str(rport), "--root-dir", root], stdout=subprocess.DEVNULL,

@@ -3,7 +3,9 @@
 Start stream throughput next to a plain pipe, private memory idle and with live processes.
 Measured twice: with a small C client (bench/grpc-bench-client.c, the daemon's own numbers) and
 with grpcio (what a Python agent sees; its per-call and per-message cost dominates)."""
+import atexit
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -161,6 +163,7 @@ def main():
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} missing: run make first")
     root = tempfile.mkdtemp(prefix="bench-grpc-")
+    atexit.register(shutil.rmtree, root, True)  # the daemon's root, however the bench ends
     rows = []
     build_c_client()
     d, addr = start_daemon(root)
