@@ -10,6 +10,7 @@ status=0
 for b in bench/bench-*.py; do
   name=$(basename "$b" .py)
   echo "== $name.py"
+  /usr/bin/python3 bench/bench_quiet.py
   /usr/bin/python3 "$b" 2>&1 | tee "$out/$name.txt" || status=1
   echo
 done
