@@ -434,8 +434,11 @@ static void relay_end(lconn *c, int err)
 {
     if (err == 0 && c->body_streaming) {
         /* an early answer (e.g. 400 before the body was read): the rest of the body is read and
-         * dropped, then the connection goes on as the response said */
+         * dropped, then the connection goes on as the response said. What was queued for the
+         * upstream goes too: nothing sends it now, and body_step reads no more while it waits. */
         router_loop_upstream_drop(c);
+        buf_reset(&c->up_req);
+        c->up_req_off = 0;
         c->resp_done = true;
         return;
     }

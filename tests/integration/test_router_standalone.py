@@ -75,6 +75,15 @@ class Fakes:
                 if behaviour == "close":
                     c.recv(65536)
                     c.close()
+                elif behaviour == "early":
+                    # reads the head only; answers once the router's writes of the body have
+                    # stalled with more of it queued, and never reads nor closes
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        head += c.recv(1)
+                    time.sleep(1)
+                    c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 5\r\n\r\nearly")
+                    conns.append(c)
                 else:
                     conns.append(c)  # never answers
         threading.Thread(target=loop, daemon=True).start()
@@ -146,6 +155,25 @@ def test_template_unix_and_errors(fakes, start_router):
     resp = requests.get(r.url + "/v1/x", headers={**h, "X-Sandbox-ID": "absent"})
     assert resp.status_code == 502
     assert resp.json() == {"detail": "Could not connect to the backend sandbox: absent"}
+
+
+def test_early_answer_while_the_body_is_queued(fakes, start_router):
+    """The upstream answers before reading a large body and stops reading: the client gets that
+    answer at once (its body is read and dropped), not a reset at the proxy timeout, and the
+    connection goes on."""
+    fakes.raw("early", "early")
+    fakes.echo("echo")
+    r = start_router("--target-template", f"unix:{fakes.dir}/{{id}}/{{socket}}.sock", "--token",
+                     "sekret", "--proxy-timeout", "60")
+    h = {"Authorization": "Bearer sekret"}
+    with requests.Session() as s:
+        t0 = time.monotonic()
+        resp = s.put(r.url + "/v1/files/big", data=b"z" * (8 << 20),
+                     headers={**h, "X-Sandbox-ID": "early"}, timeout=120)
+        assert (resp.status_code, resp.text) == (400, "early")
+        assert time.monotonic() - t0 < 30
+        resp = s.get(r.url + "/v1/after", headers={**h, "X-Sandbox-ID": "echo"}, timeout=30)
+        assert resp.status_code == 200 and resp.text.startswith("GET /v1/after ")
 
 
 def test_default_dns_template_unresolvable_is_502(start_router):
