@@ -216,9 +216,9 @@ int rec_materialise_handler(local_reconciler *r, const json_t *sandbox, size_t *
  * would read back from them). */
 int rec_materialise_run(local_reconciler *r, const json_t *sandbox, const oci_runtime *rt,
                         pid_t *ret_pid, local_limits *ret_limits, rec_failure *f);
-/* Records a started container's limits in its entry, so its status writes need not read its
- * config.json back. */
-void rec_entry_set_limits(local_reconciler *r, const char *uid, const local_limits *l);
+/* Records a container's limits in its entry (as started, or read back once from its
+ * config.json), so its status writes need not read that file again. */
+void rec_entry_set_limits(rec_entry *e, const local_limits *l);
 
 /* Starts the start workers (n >= 1). */
 int rec_starter_start(local_reconciler *r, size_t n);

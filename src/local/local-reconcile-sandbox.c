@@ -372,10 +372,8 @@ json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
         l = e->limits;
     else if (read_limits(r, uid, &l) < 0)
         return NULL;
-    else if (e) {
-        e->limits = l;
-        e->limits_read = true;
-    }
+    else if (e)
+        rec_entry_set_limits(e, &l);
     const json_t *ctr = json_array_get(
         json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
                                                         "podTemplate"),
@@ -507,20 +505,17 @@ int rec_materialise(local_reconciler *r, const json_t *sb, rec_failure *f)
     if ((k = rec_materialise_run(r, sb, rec_handler(r, handler), &pid, &lim, f)) < 0)
         return k;
     rec_adopt(r, uid, pid);
-    rec_entry_set_limits(r, uid, &lim);
     rec_entry *e = rec_find(r, uid);
-    if (e)
+    if (e) {
         e->handler = handler;
+        rec_entry_set_limits(e, &lim);
+    }
     return 0;
 }
 
-void rec_entry_set_limits(local_reconciler *r, const char *uid, const local_limits *l)
+void rec_entry_set_limits(rec_entry *e, const local_limits *l)
 {
-    rec_entry *e = rec_find(r, uid);
-    if (!e)
-        return;
-    e->limits = (local_limits){.memory = l->memory, .cpu_millis = l->cpu_millis,
-                               .ephemeral = l->ephemeral};
+    e->limits = *l;
     e->limits_read = true;
 }
 

@@ -564,11 +564,11 @@ static void start_done(local_reconciler *r, rec_start *s, bool *pending)
 {
     if (s->result == 0) {
         rec_adopt(r, s->uid, s->pid);
-        rec_entry_set_limits(r, s->uid, &s->limits);
         rec_entry *e = rec_find(r, s->uid);
         if (e) {
             e->handler = s->handler;
             e->ready = s->ready;
+            rec_entry_set_limits(e, &s->limits);
         }
     }
     rec_start_collected(r, s->uid);
