@@ -7,6 +7,9 @@ measured in the same run, alternating so both see the same load:
   - baseline: a do-nothing program linked against the libraries of the previous layout (asb
     with the control plane and libcurl linked in), built here, so its load cost is measured in
     the same run;
+  - floor: the same do-nothing program linked against asb's own shared libraries (its NEEDED
+    list, read off the binary): what the libraries a client needs cost to load on this machine,
+    so asb's own start is what it adds to that;
   - `asb claim --pool P` + `asb exec SANDBOX -- true` from a warm pool kept full (needs root and
     runc; skipped otherwise), against the spawn floor (target: p50 <= floor + 10 ms).
 BENCH_CLI_RUNS (200) start samples, BENCH_CLI_CLAIMS (30) claim+exec pairs. BENCH_CLI_BASELINE=PATH
@@ -49,14 +52,25 @@ def run(argv, env=None):
     return (ru.ru_utime + ru.ru_stime) * 1000, wall, os.waitstatus_to_exitcode(status)
 
 
-def build_old_layout(work):
-    src = os.path.join(work, "old-layout.c")
+def build_do_nothing(work, name, libs):
+    """A do-nothing program (PIE, full RELRO, as asb is built) linked against libs, each kept
+    even though unused: what loading those libraries costs a process that does nothing else."""
+    src = os.path.join(work, "do-nothing.c")
     with open(src, "w") as f:
         f.write("int main(void) { return 0; }\n")
-    exe = os.path.join(work, "old-layout")
+    exe = os.path.join(work, name)
     subprocess.run(["cc", "-O2", "-fPIE", "-pie", "-Wl,-z,relro,-z,now", "-Wl,--no-as-needed", src,
-                    "-o", exe, *OLD_LIBS], check=True)
+                    "-o", exe, *libs], check=True)
     return exe
+
+
+def needed_libs(exe):
+    """asb's own NEEDED libraries as -l:SONAME flags (libc and the loader come anyway)."""
+    out = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True,
+                         check=True).stdout
+    sonames = [line.split("[", 1)[1].rstrip("]") for line in out.splitlines()
+               if "(NEEDED)" in line]
+    return [f"-l:{n}" for n in sonames if not n.startswith(("libc.so", "ld-linux"))]
 
 
 def measure(cases, n):
@@ -128,19 +142,22 @@ def main():
     os.mkdir(state, 0o700)
     proc = None
     try:
-        old = build_old_layout(work)
+        old = build_do_nothing(work, "old-layout", OLD_LIBS)
+        own = build_do_nothing(work, "own-libraries", needed_libs(ASB))
         proc, url, s = start_server(state)
         env = {**os.environ, "ASB_STATE_DIR": state}
         env.pop("ASB_SERVER", None)
         env.pop("ASB_TOKEN", None)
         os.environ.update(ASB_STATE_DIR=state)
-        cases = {"help": [ASB, "--help"], "get": [ASB, "get", "sandboxes"], "old": [old]}
+        cases = {"help": [ASB, "--help"], "get": [ASB, "get", "sandboxes"], "old": [old],
+                 "own": [own]}
         if BASELINE:
             cases.update({"bhelp": [BASELINE, "--help"], "bget": [BASELINE, "get", "sandboxes"]})
         cpu, wall = measure(cases, RUNS)
         for what, v in (("CPU", cpu), ("wall", wall)):
             row(f"spawn floor (/bin/true), {what}", v["floor"])
             row(f"baseline: previous layout's libraries, no work, {what}", v["old"])
+            row(f"floor: asb's own libraries, no work, {what}", v["own"])
             if BASELINE:
                 row(f"baseline binary: asb --help, {what}", v["bhelp"])
                 row(f"baseline binary: asb get sandboxes, {what}", v["bget"])
@@ -150,7 +167,8 @@ def main():
               f"shared libraries: {len(ldd(ASB))}")
         start = pct(cpu["help"], 50)
         issue16_row("cli-start", f"p50 {start:.2f} ms CPU ({len(ldd(ASB))} shared libraries)",
-                    f"floor {pct(cpu['floor'], 50):.2f} ms; old layout's libraries "
+                    f"floor {pct(cpu['floor'], 50):.2f} ms; asb's own libraries loaded by a "
+                    f"do-nothing program {pct(cpu['own'], 50):.2f} ms; old layout's libraries "
                     f"{pct(cpu['old'], 50):.2f} ms"
                     + (f"; baseline binary {pct(cpu['bhelp'], 50):.2f} ms" if BASELINE else ""),
                     start <= 3)
