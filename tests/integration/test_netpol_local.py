@@ -240,8 +240,13 @@ def test_rules_survive_restart_and_vanish_with_the_sandbox(lab, start_sbx):
     b = create_sb(asb, "netpol-r2")
     d = create_sb(asb, "netpol-a-dies")  # listed before the others at the restart
     table = nft_table()
-    chains, _ = nft_sandbox_chains(table, asb.state_dir)
-    assert len(chains) == 9, chains  # o_/i_/h_ per sandbox
+
+    def three():
+        # o_/i_/h_ per sandbox. Waited for: a network being prepared ahead has its chains a
+        # moment before its directory marks it as a spare (local-net-prepared.c, build).
+        c, _ = nft_sandbox_chains(table, asb.state_dir)
+        return c if len(c) == 9 else None
+    chains = wait_for(three, what="the chains of the three sandboxes, and only those")
     # Both talk before the restart, so their ARP caches hold the gateway's (the bridge's) MAC.
     assert probe(asb, "netpol-r1", PUB, 8080) == "OK public"
     assert probe(asb, "netpol-r2", PUB, 8080) == "OK public"
