@@ -176,6 +176,25 @@ def test_early_answer_while_the_body_is_queued(fakes, start_router):
         assert resp.status_code == 200 and resp.text.startswith("GET /v1/after ")
 
 
+def test_early_answers_over_h2_keep_the_connection_going(fakes, start_router, tmp_path):
+    """The same over HTTP/2 (h2c): five large uploads answered early, one after the other on ONE
+    connection, then a GET on it. Each upload gets its answer, and the body bytes the router had
+    taken for an upstream that went away do not stay counted against the connection's
+    flow-control window (4 MiB here; each upload is 8 MiB): the GET is still served."""
+    fakes.raw("early", "early")
+    fakes.echo("echo")
+    r = start_router("--target-template", f"unix:{fakes.dir}/{{id}}/{{socket}}.sock", "--token",
+                     "sekret", "--proxy-timeout", "60")
+    client = str(tmp_path / "h2_early_client")
+    subprocess.run(["cc", "-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror",
+                    os.path.join(os.path.dirname(__file__), "h2_early_client.c"), "-o", client,
+                    "-lnghttp2"], check=True)
+    port = r.url.rsplit(":", 1)[1]
+    p = subprocess.run([client, port, "sekret", "early", "echo", "5", str(8 << 20)],
+                       capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (0, "PUT 400\n" * 5 + "GET 200\n"), (p.stdout, p.stderr)
+
+
 def test_default_dns_template_unresolvable_is_502(start_router):
     r = start_router("--token", "t0ken", "--cluster-domain", "invalid")
     resp = requests.get(r.url + "/v1/health", headers={"Authorization": "Bearer t0ken", "X-Sandbox-ID": "nobox"})
