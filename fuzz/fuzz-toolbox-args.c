@@ -4,7 +4,6 @@
  * serializes to valid JSON with the three fields, and nothing is written outside the workspace. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -14,26 +13,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "local/local-fs.h"
 #include "toolbox/toolbox.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char *root, *outside, *top;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* The temp workspace goes away with the process (corpus replays in `make test` too). */
 static void cleanup(void)
 {
     if (top)
-        nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        fs_rm_rf(top);
 }
 
 static void put(const char *dir, const char *name, const char *text)

@@ -10,19 +10,28 @@
 #include <unistd.h>
 
 #include "basic/confine.h"
+#include "local/local-fs.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *root_path;
+static char *root_path, *top;
 static int root_fd = -1;
+
+/* The temp root goes away with the process (corpus replays in `make test` too). */
+static void cleanup(void)
+{
+    if (top)
+        fs_rm_rf(top);
+}
 
 static void setup(void)
 {
     char tmpl[] = "/tmp/fuzz-url-path-XXXXXX";
     char *d = mkdtemp(tmpl);
-    if (!d)
+    if (!d || !(top = strdup(d)))
         abort();
+    atexit(cleanup);
     char *real = realpath(d, NULL);
     if (!real)
         abort();
