@@ -129,7 +129,7 @@ def main():
         print(f"{'path':<24}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'cpu us/req':>12}")
         for name, (rps, errors, p50, p99, cpu) in best.items():
             print(f"{name:<24}{rps:>10.0f}{p50 / 1000:>9.2f}{p99 / 1000:>9.2f}{errors:>8}{cpu:>12.1f}")
-        print("(cpu: CPU time of the serving processes per request: sandboxd, plus the router)")
+        print("(cpu: CPU time of the serving processes per request: sandboxd, plus the router or the relay)")
         ratios = [a[1] / b[1] for a, b in zip(rows[0::3], rows[1::3])]
         floor_ratios = [a[1] / b[1] for a, b in zip(rows[0::3], rows[2::3])]
         print("direct/router ratio per round: " + " ".join(f"{x:.2f}x" for x in ratios))
