@@ -99,7 +99,12 @@ struct local_store {
 
 static void wait_durable_locked(local_store *s);
 
+/* locking_mode=EXCLUSIVE before WAL: asb serve holds its state directory's flock, so no other
+ * process opens this database; SQLite then keeps its lock for good and the WAL index in memory,
+ * instead of six fcntl lock calls per write transaction (a claim burst made 312 for 50 claims)
+ * and a lock per read. A database left by a server without it (or with it) opens either way. */
 static const char schema[] =
+    "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;" /* the WAL is synced by the group commit (struct local_store) */
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
