@@ -14,7 +14,9 @@ give the median round's refill rate and the median of the rounds' p50 and p99 (t
 speed moves by a quarter between rounds minutes apart).
 BENCH_BURST_NETWORKS (default "none,bridge") picks the networks of the burst rows. The CPU column
 is what `asb serve` and the children it reaped (runc, ...) used from the burst until the pool was
-full again, per refilled sandbox (/proc/PID/stat).
+full again, per refilled sandbox (/proc/PID/stat). A last line gives the CPU of the burst itself
+per claim (server and client, up to the last claim's Ready) and that CPU spread over the
+machine's CPUs, beside the burst's p99: how close a burst is to being bound by CPU.
 Needs root and runc; prints a table with p50/p99 in milliseconds."""
 import json
 import os
@@ -109,7 +111,8 @@ def burst_round(build, network, serialised=False, floor=False):
     closed after Ready. Returns a dict: "lat" claim -> Ready ms list, "refill" sandboxes/s,
     "cpu" (server, children) CPU ms per refilled sandbox (start of the burst to full pool, so one
     start and one teardown each), "machine" the whole machine's CPU ms per refilled sandbox and
-    "busy" its busy fraction over the same time. With floor, also "floor": the refill's floor with
+    "busy" its busy fraction over the same time, "burst_cpu" the burst's own CPU (None when
+    serialised; bench_server.run_timed_claim_burst). With floor, also "floor": the refill's floor with
     runc and sandboxd alone on the same machine right after (bench_own_bundle.churn: BURST
     containers of this server's own bundle, each started until sandboxd answers health, torn down
     while BURST start, 8 threads as asb serve's 4 start and 4 teardown workers): (sandboxes/s,
@@ -128,18 +131,20 @@ def burst_round(build, network, serialised=False, floor=False):
         time.sleep(1)  # the fill's last status writes and health checks settle
         cpu0, m0 = server_cpu_ms(proc.pid), machine_cpu()
         t0 = time.perf_counter()
+        burst_cpu = None
         if serialised:
             out = []
             for _ in range(BURST):
                 out += run_client(state, "burst", "b", 1)
         else:
-            out = run_client(state, "burst", "b", BURST)
+            out, burst_cpu = bench_server.run_timed_claim_burst(CLIENT, state, BURST, proc.pid,
+                                                                600, BENCH_EXEC="0")
         lat = [int(l[2]) / 1000 for l in out]  # asb_claim_ready_usec: claim create -> Ready
         names = {l[1] for l in out}
         if len(names) != BURST:
             raise RuntimeError(f"{BURST} claims got {len(names)} distinct sandboxes")
         bench_server.wait_pool_ready(url, s, "b", BURST, timeout=600)
-        res = {"lat": lat, "refill": BURST / (time.perf_counter() - t0)}
+        res = {"lat": lat, "refill": BURST / (time.perf_counter() - t0), "burst_cpu": burst_cpu}
         m1 = machine_cpu()
         res["cpu"] = [(b - a) / BURST for a, b in zip(cpu0, server_cpu_ms(proc.pid))]
         res["machine"], res["busy"] = machine_cpu_per(m0, m1, BURST)
@@ -156,6 +161,29 @@ def burst_round(build, network, serialised=False, floor=False):
             proc.terminate()
             proc.wait(60)
         bench_cleanup.cleanup_state(state, extra_runc_roots=[os.path.join(state, "own-runc")])
+
+
+def print_burst_cpu(nets, res):
+    """What the bursts (this build) cost in CPU, per claim: the server's (its request threads and
+    everything else it ran meanwhile) and the client's (its start and its threads' setup
+    included), from the client's start until it has timed every claim; and that CPU spread over
+    this machine's CPUs, to hold against the burst's p99: when the two are close, the burst is
+    bound by CPU, not by waiting."""
+    ncpu = os.cpu_count() or 1
+    print(f"burst CPU per claim, the client's start to its last claim's Ready (median round of "
+          f"{ROUNDS}):")
+    for net in nets:
+        rounds = [r for r in res[(net, "this build")] if r.get("burst_cpu")]
+        if not rounds:
+            continue
+        total = lambda r: sum(r["burst_cpu"]["server"]) + sum(r["burst_cpu"]["client"])  # noqa: E731
+        mid = sorted(rounds, key=total)[len(rounds) // 2]
+        su, ss = (x / BURST for x in mid["burst_cpu"]["server"])
+        cu, cs = (x / BURST for x in mid["burst_cpu"]["client"])
+        print(f"  {net}: asb serve {su + ss:.2f} ms (user {su:.2f} + system {ss:.2f}), client "
+              f"{cu + cs:.2f} ms (user {cu:.2f} + system {cs:.2f}); all {BURST} claims' "
+              f"{total(mid):.0f} ms spread over {ncpu} CPUs: {total(mid) / ncpu:.0f} ms, that "
+              f"round's p99 {pct(mid['lat'], 99):.1f} ms")
 
 
 def burst_rows():
@@ -202,6 +230,7 @@ def burst_rows():
     for net in nets:
         p50, p99, p99s = burst_pcts(res[(net, "this build")])
         print(f"  {net}: every round's burst p99: " + ", ".join(f"{x:.1f}" for x in p99s) + " ms")
+    print_burst_cpu(nets, res)
     for net in nets:
         p50, p99, _ = burst_pcts(res[(net, "this build")])
         bp50, bp99, _ = burst_pcts(res[(net, base_name)])

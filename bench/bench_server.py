@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 
 import requests
@@ -98,17 +99,72 @@ def wal_syncs_over(before, after, seconds):
     return total, total - (after[seconds] - before.get(seconds, 0))
 
 
-def run_claim_client(client, state, args, timeout, **extra_env):
-    """Runs bench/claim-bench-client (built at `client`) against the server of `state` (never an
-    inherited ASB_SERVER/ASB_TOKEN); returns its stdout as lists of words, one list a line."""
+def claim_client_env(state, **extra_env):
+    """The environment of bench/claim-bench-client against the server of `state` (never an
+    inherited ASB_SERVER/ASB_TOKEN)."""
     env = {**os.environ, "ASB_STATE_DIR": state, **extra_env}
     env.pop("ASB_SERVER", None)
     env.pop("ASB_TOKEN", None)
-    out = subprocess.run([client, *map(str, args)], capture_output=True, text=True, env=env,
-                         timeout=timeout)
+    return env
+
+
+def run_claim_client(client, state, args, timeout, **extra_env):
+    """Runs bench/claim-bench-client (built at `client`) against the server of `state`; returns
+    its stdout as lists of words, one list a line."""
+    out = subprocess.run([client, *map(str, args)], capture_output=True, text=True,
+                         env=claim_client_env(state, **extra_env), timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(f"claim-bench-client {args}: {out.stderr}")
     return [line.split() for line in out.stdout.splitlines()]
+
+
+def process_cpu_ms(pid):
+    """(user, system) CPU time in ms of process `pid` itself, all its threads."""
+    with open(f"/proc/{pid}/stat") as st:
+        f = st.read().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(f[11]) * 1000 / hz, int(f[12]) * 1000 / hz
+
+
+def run_timed_claim_burst(client, state, n, server_pid, timeout, **extra_env):
+    """Runs `claim-bench-client burst b n` like run_claim_client and also measures the CPU the
+    burst took: the server's and the client's own, from the start until the client has timed
+    every claim (its BENCH_TIMED_FILE, before it closes them). Returns (lines, {"server": (user,
+    system) ms, "client": (user, system) ms}); the client's part includes its start and its n
+    threads' setup."""
+    mark = os.path.join(state, "burst-timed")
+    if os.path.exists(mark):
+        os.unlink(mark)
+    server0 = process_cpu_ms(server_pid)
+    proc = subprocess.Popen([client, "burst", "b", str(n)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=claim_client_env(state, BENCH_TIMED_FILE=mark, **extra_env))
+    cpu = {}
+
+    def at_mark():
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(mark) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        try:
+            server1, client1 = process_cpu_ms(server_pid), process_cpu_ms(proc.pid)
+        except OSError:  # the client is gone: no mark, or it ended before we looked
+            return
+        if os.path.exists(mark):
+            cpu["server"] = tuple(b - a for a, b in zip(server0, server1))
+            cpu["client"] = client1
+
+    watcher = threading.Thread(target=at_mark)
+    watcher.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        watcher.join()
+    if proc.returncode != 0 or "server" not in cpu:
+        raise RuntimeError(f"claim-bench-client burst {n}: {err}")
+    return [line.split() for line in out.splitlines()], cpu
 
 
 def bare_runc_bundle(tmp, process_args):
