@@ -7,8 +7,10 @@ corpora under fuzz/corpus/<target>)."""
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,9 +41,16 @@ def run_unit(build):
 def run_pytest(build, extra):
     xml = os.path.join(ROOT, "build", "pytest-results.xml")
     env = {**os.environ, **SAN_ENV, "ASB_BUILD": os.path.abspath(build), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The tests' tmp_path directories under a temp root of this run, removed after it: pytest's
+    # default (/tmp/pytest-of-<user>) keeps the last three runs' behind.
+    basetemp = tempfile.mkdtemp(prefix="asb-pytest-")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-           os.path.join(ROOT, "tests", "integration")] + extra
-    proc = subprocess.run(cmd, env=env, cwd=ROOT)
+           f"--basetemp={basetemp}", os.path.join(ROOT, "tests", "integration")] + extra
+    try:
+        proc = subprocess.run(cmd, env=env, cwd=ROOT)
+    finally:
+        shutil.rmtree(basetemp, onerror=lambda _f, path, exc: print(
+            f"run-tests: cannot remove {path}: {exc[1]}", file=sys.stderr))
     if not os.path.exists(xml):
         return 0, 1
     tree = ET.parse(xml).getroot()

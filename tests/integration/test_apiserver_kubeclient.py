@@ -122,12 +122,20 @@ def test_watch_expired_raises_410(start_asb):
     assert e.value.status == 410
 
 
-def test_dynamic_client_discovery(asb, tmp_path, monkeypatch):
-    """kubernetes.dynamic discovers kinds through /api, /apis and /apis/<group>/<version>."""
+def dynamic_client(api_client, tmp_path):
+    """A kubernetes.dynamic client whose discovery cache is a file in the test's own tmp_path
+    (by default it is /tmp/osrcp-<hash of the URL>.json, left behind by every run)."""
     from kubernetes import dynamic
-    monkeypatch.setenv("HOME", str(tmp_path))  # its discovery cache lives under ~/.kube
+    cache = tmp_path / "discovery.json"
+    dc = dynamic.DynamicClient(api_client, cache_file=str(cache))
+    assert cache.exists()
+    return dc
+
+
+def test_dynamic_client_discovery(asb, tmp_path):
+    """kubernetes.dynamic discovers kinds through /api, /apis and /apis/<group>/<version>."""
     cfg = client.Configuration(host=asb.url, api_key={"authorization": f"Bearer {asb.token}"})
-    dc = dynamic.DynamicClient(client.ApiClient(cfg))
+    dc = dynamic_client(client.ApiClient(cfg), tmp_path)
     sbx = dc.resources.get(api_version=f"{CORE}/{V}", kind="Sandbox")
     obj = sbx.create(namespace="default", body=sandbox("dyn"))
     assert obj.metadata.name == "dyn"
@@ -140,14 +148,12 @@ def test_dynamic_client_discovery(asb, tmp_path, monkeypatch):
     assert sbx.delete(namespace="default", name="dyn").metadata.name == "dyn"
 
 
-def test_events_found_by_discovery_and_read_with_events_v1_api(asb, tmp_path, monkeypatch):
+def test_events_found_by_discovery_and_read_with_events_v1_api(asb, tmp_path):
     """events.k8s.io/v1 is in discovery like the other groups: the dynamic client finds the
     Event kind, and the typed EventsV1Api lists and watches the events the controllers record."""
-    from kubernetes import dynamic
-    monkeypatch.setenv("HOME", str(tmp_path))
     cfg = client.Configuration(host=asb.url, api_key={"authorization": f"Bearer {asb.token}"})
     api_client = client.ApiClient(cfg)
-    dc = dynamic.DynamicClient(api_client)
+    dc = dynamic_client(api_client, tmp_path)
     ev = dc.resources.get(api_version="events.k8s.io/v1", kind="Event")
     assert ev.namespaced and ev.short_names == ["ev"] and "watch" in ev.verbs
     assert "create" not in ev.verbs  # recorded by the controllers only
