@@ -83,10 +83,8 @@ def claim_to_ready(url, s, name, pool):
 
 def server_cpu_ms(pid):
     """CPU time (ms) of the server process itself and of its children it waited for (runc)."""
-    with open(f"/proc/{pid}/stat") as st:
-        f = st.read().rsplit(")", 1)[1].split()
-    hz = os.sysconf("SC_CLK_TCK")
-    return (int(f[11]) + int(f[12])) * 1000 / hz, (int(f[13]) + int(f[14])) * 1000 / hz
+    user, system, child_user, child_system = bench_server.process_cpu_ms(pid)
+    return user + system, child_user + child_system
 
 
 def median_round(rounds):

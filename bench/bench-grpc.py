@@ -17,6 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from grpc_helpers import Client  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_server  # noqa: E402
 from bench_issue16 import row as issue16_row  # noqa: E402
 
 BIN = os.path.join(ROOT, "build", "bin", "sandboxd")
@@ -86,8 +87,7 @@ def grpc_noop_latency(c, n):
 
 
 def cpu_seconds(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(bench_server.process_cpu_ms(pid)[:2]) / 1000
 
 
 def stream_throughput(c, pid):

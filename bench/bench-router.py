@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 
+import bench_server
 from bench_issue16 import row as issue16_row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,15 +55,9 @@ def wait_for(path, timeout=10):
         time.sleep(0.01)
 
 
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return int(v[11]) + int(v[12])  # utime + stime
-
-
 def cpu_us_each(pids):
-    """CPU time (us) so far of each of pids, by pid."""
-    return {p: cpu_ticks(p) * 1e6 / os.sysconf("SC_CLK_TCK") for p in pids}
+    """CPU time (us) so far of each of pids (user + system), by pid."""
+    return {p: sum(bench_server.process_cpu_ms(p)[:2]) * 1000 for p in pids}
 
 
 def children_cpu_us():

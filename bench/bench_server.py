@@ -119,11 +119,12 @@ def run_claim_client(client, state, args, timeout, **extra_env):
 
 
 def process_cpu_ms(pid):
-    """(user, system) CPU time in ms of process `pid` itself, all its threads."""
+    """CPU time in ms of process `pid` (/proc/PID/stat): (user, system) of the process itself, all
+    its threads, then (user, system) of the children it has waited for."""
     with open(f"/proc/{pid}/stat") as st:
         f = st.read().rsplit(")", 1)[1].split()
     hz = os.sysconf("SC_CLK_TCK")
-    return int(f[11]) * 1000 / hz, int(f[12]) * 1000 / hz
+    return tuple(int(x) * 1000 / hz for x in f[11:15])
 
 
 def run_timed_claim_burst(client, state, n, server_pid, timeout, **extra_env):
@@ -135,7 +136,7 @@ def run_timed_claim_burst(client, state, n, server_pid, timeout, **extra_env):
     mark = os.path.join(state, "burst-timed")
     if os.path.exists(mark):
         os.unlink(mark)
-    server0 = process_cpu_ms(server_pid)
+    server0 = process_cpu_ms(server_pid)[:2]
     proc = subprocess.Popen([client, "burst", "b", str(n)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=claim_client_env(state, BENCH_TIMED_FILE=mark, **extra_env))
@@ -146,7 +147,7 @@ def run_timed_claim_burst(client, state, n, server_pid, timeout, **extra_env):
         while not os.path.exists(mark) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.0005)
         try:
-            server1, client1 = process_cpu_ms(server_pid), process_cpu_ms(proc.pid)
+            server1, client1 = process_cpu_ms(server_pid)[:2], process_cpu_ms(proc.pid)[:2]
         except OSError:  # the client is gone: no mark, or it ended before we looked
             return
         if os.path.exists(mark):
