@@ -129,14 +129,9 @@ int asbi_claim_parse_bound(const char *value, char **ret_name, char **ret_uid)
     return 1;
 }
 
-static int on_claim_event(const char *type, json_t *obj, void *payload)
+/* Checks one state of the claim and reports a changed Ready condition: 0, WAIT_MET or an error. */
+static int observe_claim(ready_wait *w, const json_t *obj)
 {
-    ready_wait *w = payload;
-    if (strcmp(type, "DELETED") == 0)
-        return asbi_error_set(ASB_ECLAIMFAILED, 0, "ClaimDeleted",
-                              "claim %s was deleted while waiting for it to be ready", w->name);
-    if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0)
-        return 0;
     char before[sizeof(w->last)];
     memcpy(before, w->last, sizeof(before));
     int r = asbi_claim_check(obj, &w->sandbox_name, w->last, sizeof(w->last));
@@ -147,9 +142,28 @@ static int on_claim_event(const char *type, json_t *obj, void *payload)
     return r;
 }
 
-/* Watches the claim until Ready (its current state first, so nothing is missed). */
-static int wait_ready(asb_client *c, const char *ns, const char *name, long timeout_ms,
-                      const asb_claim_options *o, char **ret_sandbox)
+static int claim_deleted(const ready_wait *w)
+{
+    return asbi_error_set(ASB_ECLAIMFAILED, 0, "ClaimDeleted",
+                          "claim %s was deleted while waiting for it to be ready", w->name);
+}
+
+static int on_claim_event(const char *type, json_t *obj, void *payload)
+{
+    ready_wait *w = payload;
+    if (strcmp(type, "DELETED") == 0)
+        return claim_deleted(w);
+    if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0)
+        return 0;
+    return observe_claim(w, obj);
+}
+
+/* Waits on a watch until the claim is Ready. It starts from `seen` (the claim as its create
+ * answered it; NULL: read it first) and watches from that state's resourceVersion, so a change
+ * between the read and the watch -- the claim's deletion too -- is an event of the watch. When
+ * the server ends the stream, or our resourceVersion has left its window, it reads again. */
+static int wait_ready(asb_client *c, const char *ns, const char *name, json_t *seen,
+                      long timeout_ms, const asb_claim_options *o, char **ret_sandbox)
 {
     const asb_kind *k;
     int r = asb_kind_lookup(&k, "SandboxClaim");
@@ -157,18 +171,38 @@ static int wait_ready(asb_client *c, const char *ns, const char *name, long time
         return r;
     const volatile int *cancel = o ? o->cancel : NULL;
     ready_wait w = {.name = name, .opts = o};
+    json_t *obj = json_incref(seen);
     long long deadline = mono_usec() + (long long)timeout_ms * 1000;
     for (;;) {
+        if (!obj) {
+            r = asbi_object_get_json(&obj, c, k->plural, ns, name);
+            if (r == ASB_ENOTFOUND)
+                r = claim_deleted(&w);
+            if (r != ASB_OK)
+                break;
+        }
+        r = observe_claim(&w, obj);
+        if (r != 0)
+            break;
         long left = (long)((deadline - mono_usec()) / 1000);
         if (left <= 0) {
             r = ASB_ETIMEOUT;
             break;
         }
-        asbi_watch_params p = {.name = name, .timeout_ms = left, .cancel = cancel};
+        asbi_watch_params p = {
+            .name = name,
+            .resource_version = json_string_value(
+                json_object_get(json_object_get(obj, "metadata"), "resourceVersion")),
+            .timeout_ms = left,
+            .cancel = cancel,
+        };
         r = asbi_watch(c, k, ns, &p, on_claim_event, &w);
+        json_decref(obj);
+        obj = NULL;
         if (r != ASB_OK && r != ASB_EEXPIRED)
-            break; /* ASB_OK: the server ended the stream; watch again */
+            break; /* ASB_OK: the server ended the stream; read and watch again */
     }
+    json_decref(obj);
     if (r == WAIT_MET) {
         *ret_sandbox = w.sandbox_name;
         return ASB_OK;
@@ -276,8 +310,9 @@ static char *claim_manifest(const char *pool, const asb_claim_options *o)
     return s;
 }
 
-/* The claim of a create's answer (*ret owned, with its namespace and name). */
-static int created_claim(const char *text, const char *ns, asb_claim **ret)
+/* The claim of a create's answer (*ret owned, with its namespace and name; *ret_obj: the answer
+ * parsed, owned, to wait from). */
+static int created_claim(const char *text, const char *ns, asb_claim **ret, json_t **ret_obj)
 {
     json_t *obj = json_loads(text, 0, NULL);
     const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -288,9 +323,11 @@ static int created_claim(const char *text, const char *ns, asb_claim **ret)
                  : asbi_error_set(ASB_EPROTOCOL, 0, NULL, "created claim has no name");
         claim_free(cl);
         cl = NULL;
+        json_decref(obj);
+        obj = NULL;
     }
-    json_decref(obj);
     *ret = cl;
+    *ret_obj = obj;
     return r;
 }
 
@@ -310,6 +347,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     _cleanup_free_ char *bound = NULL;
     asb_claim *cl = NULL;
+    json_t *created = NULL;
     /* From the POST until the claim is registered, a signal's cleanup waits for it: the server
      * may have created it before we know its (generated) name. */
     bool auto_cleanup = o && o->auto_cleanup;
@@ -318,7 +356,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     r = asbi_object_create_claim(&text, &bound, client, ns, manifest);
     free(manifest);
     if (r == ASB_OK)
-        r = created_claim(text, ns, &cl);
+        r = created_claim(text, ns, &cl, &created);
     asb_free(text);
     if (r == ASB_OK && auto_cleanup) {
         r = asbi_claims_register(client, cl->ns, cl->name);
@@ -338,7 +376,9 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
         goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    r = now ? ASB_OK : wait_ready(client, cl->ns, cl->name, tmo, o, &cl->sandbox_name);
+    r = now ? ASB_OK : wait_ready(client, cl->ns, cl->name, created, tmo, o, &cl->sandbox_name);
+    json_decref(created);
+    created = NULL;
     if (r != ASB_OK)
         goto rollback;
     cl->ready_usec = mono_usec() - t0;
@@ -348,6 +388,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     *out = cl;
     return ASB_OK;
 rollback:;
+    json_decref(created);
     /* Keep the first error for the caller: the delete must not overwrite it. */
     const asb_error *e = asb_error_last();
     char *msg = e && e->message ? strdup(e->message) : NULL;
@@ -383,10 +424,12 @@ ASB_PUBLIC int asb_claim_attach(asb_claim **out, asb_client *client, const char 
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
     /* A plain get first: an unknown claim is ASB_ENOTFOUND, not a wait. */
-    r = asb_object_get(NULL, client, "SandboxClaim", ns, name);
+    json_t *seen = NULL;
+    r = asbi_object_get_json(&seen, client, "SandboxClaim", ns, name);
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
     if (r == ASB_OK)
-        r = wait_ready(client, ns, name, tmo, o, &cl->sandbox_name);
+        r = wait_ready(client, ns, name, seen, tmo, o, &cl->sandbox_name);
+    json_decref(seen);
     if (r == ASB_OK) {
         cl->ready_usec = mono_usec() - t0;
         r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);

@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -214,6 +215,71 @@ def test_claim_deleted_while_waiting(probe, asb):
     out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 1
     assert "error create -20 claim failed | ClaimDeleted |" in out
+
+
+class WatchHoldingProxy:
+    """A TCP relay to `asb serve` that holds the first watch request until the test releases it,
+    so the test can act between a client's create and its watch reaching the server."""
+
+    def __init__(self, upstream_url):
+        host, _, port = upstream_url.split("//", 1)[1].rstrip("/").rpartition(":")
+        self.upstream = (host, int(port))
+        self.watch_seen = threading.Event()
+        self.release = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                down, _ = self.listener.accept()
+            except OSError:
+                return
+            up = socket.create_connection(self.upstream)
+            threading.Thread(target=self.pump, args=(down, up, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(up, down, False), daemon=True).start()
+
+    def pump(self, src, dst, to_server):
+        try:
+            while data := src.recv(65536):
+                if to_server and data.startswith(b"GET ") and b"watch=true" in data.split(b"\r\n")[0]:
+                    self.watch_seen.set()
+                    self.release.wait(15)
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.release.set()
+        self.listener.close()
+
+
+def test_claim_deleted_before_the_wait_watches(probe, asb):
+    """The claim is deleted after its create answered but before the client's watch reaches the
+    server: the client fails at once with ClaimDeleted instead of waiting out its timeout."""
+    proxy = WatchHoldingProxy(asb.url)
+    try:
+        env = cli_env(asb, ASB_SERVER=proxy.url, ASB_TOKEN=asb.token)
+        proc = subprocess.Popen([probe, "create", "nobody", "8000", "n"], stdout=subprocess.PIPE,
+                                text=True, env=env)
+        assert proxy.watch_seen.wait(10), "the client never watched its claim"
+        names = list(claims(asb))
+        assert len(names) == 1
+        assert asb.delete(claim_path(asb, names[0])).status_code == 200
+        t0 = time.monotonic()
+        proxy.release.set()
+        out, _ = proc.communicate(timeout=20)
+        assert proc.returncode == 1
+        assert "error create -20 claim failed | ClaimDeleted |" in out
+        assert time.monotonic() - t0 < 4  # not the 8 s ready timeout
+    finally:
+        proxy.close()
 
 
 def test_lifecycle_extend_claim_and_sandbox(probe, asb):
