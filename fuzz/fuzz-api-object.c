@@ -1,7 +1,8 @@
 /* libFuzzer: untrusted JSON through the object model. An object is defaulted and validated as
  * every kind (and as an update of itself), after its unknown fields are pruned; a two-element array [target, patch] goes through JSON
  * merge-patch and JSON patch and the results are validated; a string is parsed as label and
- * field selectors and matched against a fixed label set. */
+ * field selectors and matched against a fixed label set. The text must nest at least as deeply
+ * as the value parsed from it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *j = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
     if (!j)
         return 0;
+    /* The text's depth (what the API server checks before parsing) is at least the parsed
+     * value's (more when a duplicate key's dropped value nested deeper). */
+    for (unsigned max = 0; max < 4; max++)
+        if (api_json_deeper_than(j, max) &&
+            !api_json_text_deeper_than((const char *)data, size, max))
+            abort();
     if (json_is_object(j)) {
         check_object(j, NULL);
         check_object(j, json_object_get(j, "spec"));

@@ -165,6 +165,11 @@ void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_e
         api_errors_add(e, API_FIELD_TYPE, "<root>", NULL, "must be an object");
         return;
     }
+    if (api_json_deeper_than(obj, API_MAX_DEPTH)) {
+        api_errors_add(e, API_FIELD_FORBIDDEN, "<root>", NULL,
+                       "objects and arrays nested deeper than %d levels", API_MAX_DEPTH);
+        return;
+    }
     check_metadata(k, obj, e);
     const json_t *spec = get(obj, "spec");
     if (!spec)

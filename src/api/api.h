@@ -108,6 +108,12 @@ bool api_is_label_value(const char *s);
 char *api_generate_name(const char *prefix, const unsigned char random[5]);
 
 /* ---- objects ---- */
+/* The deepest nesting of objects and arrays an object of the API may have (Kubernetes objects
+ * nest about a dozen levels); a scalar has depth 0, {} and [] depth 1. */
+#define API_MAX_DEPTH 100
+bool api_json_deeper_than(const json_t *j, unsigned max);
+/* The same on JSON text, before it is parsed (the text need not be valid). */
+bool api_json_text_deeper_than(const char *s, size_t n, unsigned max);
 /* Validates a whole object of kind k. old is the stored object on update (NULL on create).
  * Checks metadata (name, namespace, labels, annotations), structural types and spec rules. */
 void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_errors *errs);

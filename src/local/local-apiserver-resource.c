@@ -97,6 +97,13 @@ static json_t *parse_body(api_request *rq, bool want_object, json_t **ret_status
         *ret_status = status_bad_request("the request body is empty");
         return NULL;
     }
+    /* Before the parser, whose recursion would otherwise follow the body's nesting. */
+    if (api_json_text_deeper_than(rq->body, rq->body_len, API_MAX_DEPTH)) {
+        *ret_status = status_bad_request("the request body nests objects and arrays deeper "
+                                         "than %d levels",
+                                         API_MAX_DEPTH);
+        return NULL;
+    }
     json_error_t err;
     json_t *j = json_loadb(rq->body, rq->body_len, JSON_DECODE_ANY, &err);
     if (!j) {

@@ -15,6 +15,8 @@
 #include "local/local-apiserver-internal.h"
 #include "shared/log.h"
 
+#define REQUEST_THREAD_STACK ((size_t)512 * 1024)
+
 typedef struct conn_ctx {
     buf body;
     bool too_large;
@@ -324,11 +326,23 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
         free(srv);
         return -ENOMEM;
     }
+    /* Small request-thread stacks: glibc keeps 40 MiB of freed thread stacks for reuse, five of
+     * the default 8 MiB, so a burst of connections would map, fault in and unmap a stack each
+     * (docs/performance.md, "Request threads on small stacks"). Objects nest at most
+     * API_MAX_DEPTH levels, which bounds every recursion over them; a database from before that
+     * limit may hold deeper ones, and then the default stays. */
+    size_t stack = REQUEST_THREAD_STACK;
+    if (local_store_holds_deep_objects(o->store)) {
+        log_warn("the store holds objects nested deeper than the API accepts now: request "
+                 "threads keep the default stack size");
+        stack = 0;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
                                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
                                    on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+                                   MHD_OPTION_THREAD_STACK_SIZE, stack,
                                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
     if (!srv->daemon) {
         int err = errno ? errno : EADDRINUSE;

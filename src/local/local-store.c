@@ -54,6 +54,7 @@ struct local_store {
     pthread_mutex_t lock; /* the database, rv, the batch and commit_seq */
     sqlite3 *db;
     uint64_t rv;
+    bool holds_deep_objects; /* a row nested deeper than API_MAX_DEPTH (written before the limit) */
     /* The watch window: ring, pending, compacted_rv, published_rv, shutting_down, nudges and
      * `changed` are under ring_lock, which is taken inside `lock` or alone (never the other way
      * round), so watchers and the publication of durable events never wait behind a write. */
@@ -162,6 +163,22 @@ static int open_wal(local_store *s, const char *path)
     return 0;
 }
 
+/* Whether a row nests deeper than the API accepts today: a server before the limit stored it. */
+static bool find_deep_rows(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT data FROM objects", -1, &st, NULL) != SQLITE_OK)
+        return false;
+    bool deep = false;
+    while (!deep && sqlite3_step(st) == SQLITE_ROW) {
+        const char *data = (const char *)sqlite3_column_text(st, 0);
+        deep = data && api_json_text_deeper_than(data, (size_t)sqlite3_column_bytes(st, 0),
+                                                 API_MAX_DEPTH);
+    }
+    sqlite3_finalize(st);
+    return deep;
+}
+
 int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error)
 {
     local_store *s = calloc(1, sizeof(*s));
@@ -204,6 +221,8 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
             sqlite3_finalize(st);
         }
     }
+    if (r == SQLITE_OK)
+        s->holds_deep_objects = find_deep_rows(s->db);
     if (r == SQLITE_OK && open_wal(s, path) < 0)
         r = sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, &err);
     if (r != SQLITE_OK) {
@@ -241,6 +260,11 @@ local_store *local_store_free(local_store *s)
     pthread_mutex_destroy(&s->lock);
     free(s);
     return NULL;
+}
+
+bool local_store_holds_deep_objects(const local_store *s)
+{
+    return s->holds_deep_objects;
 }
 
 uint64_t local_store_current_rv(local_store *s)

@@ -39,6 +39,9 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
 local_store *local_store_free(local_store *s);
 
 uint64_t local_store_current_rv(local_store *s);
+/* Whether the database holds an object nested deeper than API_MAX_DEPTH (stored by a server
+ * before that limit): such objects need the full default stack to be read and written. */
+bool local_store_holds_deep_objects(const local_store *s);
 
 /* Errors: -ENOENT (not found), -EEXIST (already exists), -ENOMEM, -EIO (SQLite). */
 
