@@ -162,26 +162,27 @@ def burst_round(build, network, serialised=False, floor=False):
 
 
 def print_burst_cpu(nets, res):
-    """What the bursts (this build) cost in CPU, per claim: the server's (its request threads and
-    everything else it ran meanwhile) and the client's (its start and its threads' setup
-    included), from the client's start until it has timed every claim; and that CPU spread over
-    this machine's CPUs, to hold against the burst's p99: when the two are close, the burst is
-    bound by CPU, not by waiting."""
+    """What the bursts cost in CPU, per claim, for this build and the baseline: the server's (its
+    request threads and everything else it ran meanwhile) and the client's (its start and its
+    threads' setup included), from the client's start until it has timed every claim; and that
+    CPU spread over this machine's CPUs, to hold against the burst's p99: when the two are
+    close, the burst is bound by CPU, not by waiting."""
     ncpu = os.cpu_count() or 1
     print(f"burst CPU per claim, the client's start to its last claim's Ready (median round of "
-          f"{ROUNDS}):")
-    for net in nets:
-        rounds = [r for r in res[(net, "this build")] if r.get("burst_cpu")]
-        if not rounds:
+          f"{ROUNDS}; mean of asb serve's over the rounds):")
+    total = lambda r: sum(r["burst_cpu"]["server"]) + sum(r["burst_cpu"]["client"])  # noqa: E731
+    for (net, who), all_rounds in res.items():
+        rounds = [r for r in all_rounds if r.get("burst_cpu")]
+        if net not in nets or not rounds:
             continue
-        total = lambda r: sum(r["burst_cpu"]["server"]) + sum(r["burst_cpu"]["client"])  # noqa: E731
         mid = sorted(rounds, key=total)[len(rounds) // 2]
         su, ss = (x / BURST for x in mid["burst_cpu"]["server"])
         cu, cs = (x / BURST for x in mid["burst_cpu"]["client"])
-        print(f"  {net}: asb serve {su + ss:.2f} ms (user {su:.2f} + system {ss:.2f}), client "
-              f"{cu + cs:.2f} ms (user {cu:.2f} + system {cs:.2f}); all {BURST} claims' "
-              f"{total(mid):.0f} ms spread over {ncpu} CPUs: {total(mid) / ncpu:.0f} ms, that "
-              f"round's p99 {pct(mid['lat'], 99):.1f} ms")
+        mean = sum(sum(r["burst_cpu"]["server"]) for r in rounds) / len(rounds) / BURST
+        print(f"  {net}, {who}: asb serve {su + ss:.2f} ms (user {su:.2f} + system {ss:.2f}; "
+              f"mean {mean:.2f}), client {cu + cs:.2f} ms (user {cu:.2f} + system {cs:.2f}); all "
+              f"{BURST} claims' {total(mid):.0f} ms spread over {ncpu} CPUs: "
+              f"{total(mid) / ncpu:.0f} ms, that round's p99 {pct(mid['lat'], 99):.1f} ms")
 
 
 def burst_rows():
