@@ -384,7 +384,8 @@ static bool reconcile_pools_batched(local_controller *c, pass *p, bool hold_crea
                                 .template = find_obj(p->templates, ns, tname),
                                 .sandboxes = p->sandboxes,
                                 .now = wall_now(),
-                                .grace = (int64_t)c->grace};
+                                .grace = (int64_t)c->grace,
+                                .hold_creates = hold_creates};
         reconcile_pool_out out;
         if (reconcile_pool(&in, &out) < 0)
             continue;
@@ -399,7 +400,7 @@ static bool reconcile_pools_batched(local_controller *c, pass *p, bool hold_crea
         }
         json_array_foreach (out.remove, j, x)
             changed |= delete_sandbox(c, x, "warm pool");
-        json_array_foreach (hold_creates ? NULL : out.create, j, x) {
+        json_array_foreach (out.create, j, x) {
             int r = create_object(c, c->k_sb, x);
             if (r < 0) {
                 log_warn("cannot create warm pool sandbox", "pool", api_meta_string(pool, "name"),

@@ -106,8 +106,9 @@ static int add_patch(json_t *patches, const json_t *member, json_t *patch)
 }
 
 /* Member classification: adds removals/patches, returns 1 when the member is active. */
-static int classify(const reconcile_pool_in *in, const json_t *sb, reconcile_pool_out *out,
-                    size_t *terminating, bool recreate, int64_t grace)
+static int classify(const reconcile_pool_in *in, const reconcile_template_hashes *th,
+                    const json_t *sb, reconcile_pool_out *out, size_t *terminating, bool recreate,
+                    int64_t grace)
 {
     if (reconcile_deleting(sb)) {
         (*terminating)++;
@@ -119,11 +120,10 @@ static int classify(const reconcile_pool_in *in, const json_t *sb, reconcile_poo
     bool orphan = !ctrl;
     bool stale = false;
     if (in->template) {
-        char th[9];
-        reconcile_name_hash(api_meta_string(in->template, "name"), th);
         const char *ref = rc_label(sb, RECONCILE_LABEL_TEMPLATE_REF_HASH);
-        stale = orphan ? (!ref || strcmp(ref, th) != 0 || !rc_semantically_equal(sb, in->template))
-                       : reconcile_sandbox_stale(sb, in->template);
+        stale = orphan ? (!ref || strcmp(ref, th->ref) != 0 ||
+                          !rc_semantically_equal(sb, in->template))
+                       : reconcile_sandbox_stale_hashed(sb, in->template, th);
     }
     if (stale && (orphan || recreate)) {
         (*terminating)++;
@@ -177,6 +177,9 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
     int64_t grace = in->grace > 0 ? in->grace : RECONCILE_DEFAULT_GRACE_USEC;
     size_t max_batch = in->max_batch ? in->max_batch : RECONCILE_DEFAULT_MAX_BATCH;
 
+    reconcile_template_hashes th = {{0}, {0}};
+    if (in->template)
+        reconcile_template_hashes_of(in->template, &th);
     size_t n = json_array_size(in->sandboxes), n_active = 0, terminating = 0, ready = 0;
     const json_t **active = calloc(n ? n : 1, sizeof(*active));
     if (!active)
@@ -185,7 +188,7 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
         const json_t *sb = json_array_get(in->sandboxes, i);
         if (!reconcile_pool_member(in->pool, sb))
             continue;
-        int k = classify(in, sb, out, &terminating, recreate, grace);
+        int k = classify(in, &th, sb, out, &terminating, recreate, grace);
         if (k < 0) {
             free(active);
             goto oom;
@@ -197,7 +200,7 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
     }
     if (!in->expectations_pending) {
         if (in->template && n_active + terminating < desired) {
-            size_t want = desired - n_active - terminating;
+            size_t want = in->hold_creates ? 0 : desired - n_active - terminating;
             if (want > max_batch)
                 want = max_batch;
             for (size_t i = 0; i < want; i++) {

@@ -156,16 +156,27 @@ bool rc_semantically_equal(const json_t *sandbox, const json_t *template)
            same_opt(json_object_get(tspec, "service"), json_object_get(sspec, "service"));
 }
 
-bool reconcile_sandbox_stale(const json_t *sandbox, const json_t *template)
+void reconcile_template_hashes_of(const json_t *template, reconcile_template_hashes *ret)
 {
-    char h[9];
-    reconcile_name_hash(api_meta_string(template, "name"), h);
+    reconcile_name_hash(api_meta_string(template, "name"), ret->ref);
+    reconcile_blueprint_hash(template, ret->blueprint);
+}
+
+bool reconcile_sandbox_stale_hashed(const json_t *sandbox, const json_t *template,
+                                    const reconcile_template_hashes *h)
+{
     const char *ref = rc_label(sandbox, RECONCILE_LABEL_TEMPLATE_REF_HASH);
-    if (!ref || strcmp(ref, h) != 0)
+    if (!ref || strcmp(ref, h->ref) != 0)
         return true;
-    reconcile_blueprint_hash(template, h);
     const char *bh = rc_label(sandbox, RECONCILE_LABEL_TEMPLATE_HASH);
-    if (bh && strcmp(bh, h) == 0)
+    if (bh && strcmp(bh, h->blueprint) == 0)
         return false;
     return !rc_semantically_equal(sandbox, template);
+}
+
+bool reconcile_sandbox_stale(const json_t *sandbox, const json_t *template)
+{
+    reconcile_template_hashes h;
+    reconcile_template_hashes_of(template, &h);
+    return reconcile_sandbox_stale_hashed(sandbox, template, &h);
 }

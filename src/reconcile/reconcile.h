@@ -96,6 +96,14 @@ json_t *reconcile_template_network_policy(const json_t *template);
  * fresh; otherwise semantic comparison (pod spec after §2.6, VCT names+specs, service).
  * Metadata differences never make a sandbox stale. */
 bool reconcile_sandbox_stale(const json_t *sandbox, const json_t *template);
+/* The same against hashes of the template computed once (a pool checks every member). */
+typedef struct reconcile_template_hashes {
+    char ref[9];       /* NameHash(template name) */
+    char blueprint[9]; /* the blueprint's hash */
+} reconcile_template_hashes;
+void reconcile_template_hashes_of(const json_t *template, reconcile_template_hashes *ret);
+bool reconcile_sandbox_stale_hashed(const json_t *sandbox, const json_t *template,
+                                    const reconcile_template_hashes *h);
 
 /* ---- SandboxWarmPool (§2.7) ---- */
 typedef struct reconcile_pool_in {
@@ -108,6 +116,7 @@ typedef struct reconcile_pool_in {
     size_t max_batch;            /* 0 = 300 */
     bool expectations_pending;   /* earlier creates/deletes not observed yet: plan none */
     bool no_eviction_annotation; /* --enable-warm-pool-eviction=false */
+    bool hold_creates;           /* the caller holds the refill: plan no creates */
 } reconcile_pool_in;
 
 typedef struct reconcile_pool_out {

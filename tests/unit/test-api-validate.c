@@ -278,3 +278,44 @@ TEST(status_object)
     json_decref(causes);
     api_errors_clear(&errs);
 }
+
+TEST(nesting_depth)
+{
+    static const struct {
+        const char *text;
+        unsigned depth;
+    } cases[] = {
+        {"1", 0},
+        {"\"[{[{\"", 0},
+        {"{}", 1},
+        {"[[], {}]", 2},
+        {"{\"a\": [1, {\"b\": []}]}", 4},
+        {"[\"\\\"[[\", [\"\\\\\", [[]]]]", 4}, /* escaped quote and backslash inside strings */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *s = cases[i].text;
+        unsigned d = cases[i].depth;
+        json_t *j = json_loads(s, JSON_DECODE_ANY, NULL);
+        CHECK(j != NULL);
+        CHECK(!api_json_text_deeper_than(s, strlen(s), d));
+        CHECK(!api_json_deeper_than(j, d));
+        if (d > 0) {
+            CHECK(api_json_text_deeper_than(s, strlen(s), d - 1));
+            CHECK(api_json_deeper_than(j, d - 1));
+        }
+        json_decref(j);
+    }
+    /* validation refuses an object past API_MAX_DEPTH, at the root */
+    const api_kind *k = api_kind_by_name("Sandbox");
+    json_t *deep = json_string("leaf");
+    for (int i = 0; i < API_MAX_DEPTH; i++)
+        deep = json_pack("{s:o}", "x", deep);
+    json_t *obj = json_pack("{s:{s:s}, s:o}", "metadata", "name", "deep", "spec", deep);
+    api_errors errs = {0};
+    api_validate(k, obj, NULL, &errs);
+    CHECK_INT_EQ(errs.n, 1);
+    CHECK_STR_EQ(errs.v[0].message,
+                 "<root>: Forbidden: objects and arrays nested deeper than 100 levels");
+    api_errors_clear(&errs);
+    json_decref(obj);
+}

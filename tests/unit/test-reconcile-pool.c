@@ -165,6 +165,12 @@ TEST(staleness_matrix)
     /* another template name: stale */
     json_t *t2 = fx_template("tpl2");
     CHECK(reconcile_sandbox_stale(sb, t2));
+    /* the hashed form answers the same for the hashes of the template it is given */
+    reconcile_template_hashes h1, h2;
+    reconcile_template_hashes_of(t, &h1);
+    reconcile_template_hashes_of(t2, &h2);
+    CHECK(!reconcile_sandbox_stale_hashed(sb, t, &h1));
+    CHECK(reconcile_sandbox_stale_hashed(sb, t2, &h2));
     json_decref(t2);
     json_decref(sb);
     /* VCT reorder: stale */
@@ -235,6 +241,16 @@ TEST(pool_scale_up_counts_terminating)
     in.max_batch = 1;
     CHECK_INT_EQ(reconcile_pool(&in, &o), 0);
     CHECK_INT_EQ(json_array_size(o.create), 1);
+    reconcile_pool_out_done(&o);
+    /* the refill held: no creates, the status as without the hold */
+    in.max_batch = 0;
+    in.hold_creates = true;
+    CHECK_INT_EQ(reconcile_pool(&in, &o), 0);
+    CHECK_INT_EQ(json_array_size(o.create), 0);
+    CHECK_INT_EQ(json_array_size(o.remove), 0);
+    CHECK(o.status_changed);
+    CHECK_INT_EQ(json_integer_value(json_object_get(o.status, "replicas")), 1);
+    CHECK_INT_EQ(json_integer_value(json_object_get(o.status, "readyReplicas")), 1);
     reconcile_pool_out_done(&o);
     json_decref(m);
     json_decref(p);
