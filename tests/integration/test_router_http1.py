@@ -169,6 +169,20 @@ def test_legacy_execute(router_env, box):
     assert r.status_code == 405
 
 
+def test_legacy_execute_survives_deeply_nested_bodies(router_env, box):
+    """jansson parses up to 2048 levels; the router's helper threads (256 KiB stacks) must hold
+    its parser that deep, whoever sends the JSON (a client here; sandboxd's replies too)."""
+    u = router_env.url + "/execute"
+    h = {**legacy(router_env, box), "Content-Type": "application/json"}
+    for deep in ('{"command": "true", "x": ' + "[" * 2040 + "]" * 2040 + "}",
+                 '{"x": ' + '{"x": ' * 2040 + "1" + "}" * 2041):
+        r = requests.post(u, data=deep.encode(), headers=h)
+        assert r.status_code in (200, 422), r.text
+    r = requests.post(u, json={"command": "echo still"}, headers=legacy(router_env, box))
+    assert r.status_code == 200 and r.json()["stdout"] == "still\n"
+    assert router_env.asb.running
+
+
 def test_legacy_files(router_env, box):
     u = router_env.url
     h = legacy(router_env, box)
