@@ -30,10 +30,11 @@ json_t *reconcile_pool_new_sandbox(const json_t *pool, const json_t *template,
     char ph[9], th[9], bh[9], pth[9], gen[300];
     reconcile_name_hash(pname, ph);
     reconcile_name_hash(tname, th);
-    reconcile_blueprint_hash(template, bh);
     reconcile_pod_template_hash(template, pth);
     snprintf(gen, sizeof(gen), "%s-", pname ? pname : "pool");
+    /* The blueprint is the new spec: hashed as built (reconcile_blueprint_hash), one copy. */
     json_t *spec = reconcile_template_blueprint(template);
+    rc_hash_json(spec, bh);
     json_t *sb = json_pack(
         "{s:s, s:s, s:{s:s, s:s, s:[o], s:{s:s, s:s, s:s, s:s, s:s, s:s}, "
         "s:{s:s}}, s:o}",
