@@ -74,6 +74,10 @@ ASB_PUBLIC const char *asb_claim_name(const asb_claim *claim);
 ASB_PUBLIC const char *asb_claim_namespace(const asb_claim *claim);
 ASB_PUBLIC const char *asb_claim_sandbox_name(const asb_claim *claim);
 
+/* The bound sandbox's metadata.uid when the create's own answer named it (asb serve adopted a
+ * Ready warm pool member in the create), else NULL. Borrowed, valid while the claim lives. */
+ASB_PUBLIC const char *asb_claim_sandbox_uid(const asb_claim *claim);
+
 /* Microseconds from just before the create (attach: the attach call) until Ready was seen. */
 ASB_PUBLIC long long asb_claim_ready_usec(const asb_claim *claim);
 

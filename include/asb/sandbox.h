@@ -90,6 +90,17 @@ ASB_PUBLIC int asb_sandbox_wait_settled(char **out, asb_client *client, const ch
 ASB_PUBLIC int asb_sandbox_open(asb_sandbox **out, asb_client *client, const char *ns,
                                 const char *name, const asb_sandbox_options *opts);
 
+/* Opens the Sandbox `name` in ns (NULL: "default") of the `asb serve` whose state directory the
+ * client was configured from, by the names that server keeps there for its Ready sandboxes
+ * ($STATE/names/<ns>/<name>), without an API request: what `asb exec` tries first. Returns
+ * ASB_ENOTFOUND when the client's server is not that state directory's (its `server` file), no
+ * Ready sandbox has that name there, or
+ * nothing answers on its socket (gone, stopped or suspended since): asb_sandbox_open() then
+ * reads the object and says why. The sandbox is held by its uid, never by the name, so a name
+ * taken over later by another Sandbox does not move this handle. */
+ASB_PUBLIC int asb_sandbox_open_local(asb_sandbox **out, asb_client *client, const char *ns,
+                                      const char *name, const asb_sandbox_options *opts);
+
 /* asb_sandbox_open() on a Sandbox object already read (its JSON text, as asb_object_get() gives
  * it), so that a caller which has just read it does not read it again; the same checks, waits and
  * errors, plus ASB_EINVAL when sandbox_json is not JSON or has no metadata.name. */

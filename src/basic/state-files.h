@@ -13,3 +13,10 @@
  * pid as text. A client that finds no STATE_FILE_SERVER while this lock is held knows a server is
  * starting and waits for it. */
 #define STATE_FILE_LOCK "serve.lock"
+/* Directory of the names of Ready sandboxes: SANDBOX_NAMES_DIR/<namespace>/<name> is a symbolic
+ * link to SANDBOX_NAMES_TARGET<uid>, the run/<uid> directory of that Sandbox's sockets, kept by
+ * `asb serve` while the Sandbox is Ready (removed before it is frozen), so that a client on the
+ * same machine reaches a sandbox by name without an API request. A uid is one Sandbox for good:
+ * a stale link leads to a directory that is gone, never to another sandbox. */
+#define SANDBOX_NAMES_DIR "names"
+#define SANDBOX_NAMES_TARGET "../../run/"

@@ -156,7 +156,9 @@ int asb_claim_main(int argc, char **argv)
     }
     printf("%s\n", asb_claim_sandbox_name(claim));
     fflush(stdout);
-    char *lt = claim_launch_type(cl, asb_claim_sandbox_name(claim));
+    /* Adopted in its own create: a Ready warm member, nothing to read. */
+    char *lt = asb_claim_sandbox_uid(claim) ? strdup("warm")
+                                            : claim_launch_type(cl, asb_claim_sandbox_name(claim));
     fprintf(stderr, "claim %s ready in %.1f ms (sandbox %s), %s\n", asb_claim_name(claim),
             (double)asb_claim_ready_usec(claim) / 1000.0, asb_claim_sandbox_name(claim),
             !lt                       ? "served from the pool"

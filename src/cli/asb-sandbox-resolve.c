@@ -79,6 +79,13 @@ int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret)
     _cleanup_free_ char *sn = NULL;
     char *text = NULL, *why = NULL;
     json_t *obj = NULL;
+    /* A Ready sandbox of the local server by its name, without an API request; anything else
+     * (a claim's name, a sandbox not serving, a remote server) is read and explained below. */
+    int lr = asb_sandbox_open_local(ret, cl, cli_namespace(), name, NULL);
+    if (lr == ASB_OK)
+        return 0;
+    if (lr != ASB_ENOTFOUND)
+        return cli_print_sandbox_error(name);
     if (cli_sandbox_resolve(cl, name, &sn, &obj))
         return 1;
     /* Ready, or Finished with its container kept (sandboxd still serves the main process's

@@ -459,6 +459,11 @@ ASB_PUBLIC const char *asb_claim_sandbox_name(const asb_claim *cl)
     return cl ? cl->sandbox_name : NULL;
 }
 
+ASB_PUBLIC const char *asb_claim_sandbox_uid(const asb_claim *cl)
+{
+    return cl ? cl->sandbox_uid : NULL;
+}
+
 ASB_PUBLIC long long asb_claim_ready_usec(const asb_claim *cl)
 {
     return cl ? cl->ready_usec : 0;

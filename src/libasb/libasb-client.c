@@ -192,6 +192,17 @@ static int configure(asb_client *c, const asb_client_options *o)
     size_t n = strlen(c->server);
     while (n > 0 && c->server[n - 1] == '/')
         c->server[--n] = '\0';
+    c->state_dirs_server = !server;
+    if (server) { /* given, but perhaps the state directory's own */
+        char *own = NULL;
+        if (read_trimmed(state, STATE_FILE_SERVER, &own) == 0) {
+            size_t m = strlen(own);
+            while (m > 0 && own[m - 1] == '/')
+                own[--m] = '\0';
+            c->state_dirs_server = strcmp(own, c->server) == 0;
+        }
+        free(own);
+    }
     if (strncmp(c->server, "http://", 7) != 0 && strncmp(c->server, "https://", 8) != 0)
         ret = asbi_error_set(ASB_EINVAL, 0, NULL,
                              "server \"%s\": expected an http:// or https:// URL", c->server);

@@ -32,6 +32,7 @@ struct asb_client {
     char *token;   /* may be NULL */
     char *noproxy; /* $NO_PROXY plus the loopback names */
     char *state_dir; /* the state directory the client was configured from */
+    bool state_dirs_server; /* server is the one of state_dir/server (its sandboxes are local) */
     long timeout_ms, connect_timeout_ms;
     asb_log_cb log_cb;
     void *log_payload;

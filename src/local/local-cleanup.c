@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/state-files.h"
 #include "local/local-cleanup.h"
 #include "local/local-fs.h"
 #include "local/local-runtime-oci.h"
@@ -293,9 +294,9 @@ int local_cleanup(const char *state_dir, const char *runtime, const local_net_op
     }
     cleanup_mounts(state_dir, &rep);
     cleanup_loops(state_dir, &rep);
-    /* Sockets and network state of sandboxes that no longer run; what their bundles shared
+    /* Sockets, names and network state of sandboxes that no longer run; what their bundles shared
      * (local-bundle-shared.h), made again by the next start. */
-    const char *areas[] = {"run", "net", "shared"};
+    const char *areas[] = {"run", SANDBOX_NAMES_DIR, "net", "shared"};
     for (size_t i = 0; i < ELEMENTSOF(areas); i++) {
         _cleanup_free_ char *p = NULL;
         if (asprintf(&p, "%s/%s", state_dir, areas[i]) >= 0)

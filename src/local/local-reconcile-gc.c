@@ -12,6 +12,7 @@
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
 #include "local/local-image.h"
+#include "local/local-names.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
 #include "local/local-snapshot-overlay.h"
@@ -104,5 +105,6 @@ void rec_gc_orphans(local_reconciler *r, const json_t *items)
     remove_orphan_dirs(r, "run", items);
     remove_orphan_dirs(r, "sandboxes", items);
     remove_orphan_dirs(r, "volumes", items);
+    local_names_prune(r->state_dir); /* names whose run/<uid> went above */
     local_idmap_gc(r->idmap, idmap_keep, &(idmap_keep_ctx){r, items});
 }

@@ -9,6 +9,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "local/local-names.h"
 #include "local/local-reconcile-internal.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -160,10 +161,15 @@ void rec_write_status(local_reconciler *r, const json_t *sb, status_update *u)
         u->netpol_message = msg ? msg : "";
         u->pod_ip = ip;
     }
-    int k = local_store_update(r->store, r->kind, api_meta_string(sb, "namespace"),
-                               api_meta_string(sb, "name"), status_fn, u, &out);
+    const char *ns = api_meta_string(sb, "namespace"), *name = api_meta_string(sb, "name");
+    int k = local_store_update(r->store, r->kind, ns, name, status_fn, u, &out);
     if (k < 0 && k != -ENOENT)
-        log_warn("cannot write sandbox status", "sandbox", api_meta_string(sb, "name"), "error",
-                 strerror(-k));
+        log_warn("cannot write sandbox status", "sandbox", name, "error", strerror(-k));
     json_decref(out);
+    /* Ready: its name leads local clients to its sockets (local-names.h). */
+    if (k != -ENOENT && u->uid && u->has_pod && u->o.pod_ready && !u->o.pod_frozen) {
+        int nk = local_names_bind(r->state_dir, ns, name, u->uid);
+        if (nk < 0)
+            log_warn("cannot record the sandbox's name", "sandbox", name, "error", strerror(-nk));
+    }
 }

@@ -24,6 +24,7 @@
 #include "local/local-fs.h"
 #include "local/local-inject.h"
 #include "local/local-image.h"
+#include "local/local-names.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
 #include "reconcile/reconcile.h"
@@ -227,6 +228,9 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         rec_entry *fe = rec_find(r, uid);
         if (fe && !fe->frozen) {
             _cleanup_free_ char *err = NULL;
+            /* First: a local client must not find, and then wait on, a frozen sandboxd. */
+            local_names_unbind(r->state_dir, api_meta_string(sb, "namespace"),
+                               api_meta_string(sb, "name"), uid);
             usec_t t0 = now_usec(CLOCK_MONOTONIC);
             int k = oci_pause(rec_runtime(r, uid), uid, &err);
             char ms[32];

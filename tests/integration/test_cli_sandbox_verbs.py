@@ -6,6 +6,7 @@ import os
 import pty
 import select
 import signal
+import socket
 import struct
 import subprocess
 import termios
@@ -268,3 +269,41 @@ def test_suspend_resume(start_sbx):
     ok(asb, "wait", "--for=condition=Ready", "sandbox/vx", "--timeout", "30s")
     assert condition(get_sandbox(asb, "vx"), "Suspended")["status"] == "False"
     assert ok(asb, "exec", "vx", "--", "cat", "kept.txt") == "kept across suspend\n"
+
+
+def test_exec_finds_a_local_sandbox_by_name_without_the_api(start_sbx):
+    asb = sandbox(start_sbx)
+    uid = get_sandbox(asb, "vx")["metadata"]["uid"]
+    link = os.path.join(asb.state_dir, "names", "default", "vx")
+    assert os.readlink(link) == f"../../run/{uid}"
+    # The local name needs no API request: a token the server refuses does not matter to it...
+    bad = cli_env(asb, ASB_TOKEN="not-the-token")
+    p = run(asb, "exec", "vx", "--", "hostname", env=bad)
+    assert (p.returncode, p.stdout) == (0, "vx\n"), p.stderr
+    # ...while a name it does not hold goes to the API, which refuses the token.
+    p = run(asb, "exec", "nope", "--", "true", env=bad)
+    assert p.returncode == 1 and "nauthorized" in p.stderr, p.stderr
+    # Another server's sandboxes are never looked up in this state directory.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        other = cli_env(asb, ASB_SERVER=f"http://127.0.0.1:{closed.getsockname()[1]}")
+        p = run(asb, "exec", "vx", "--", "hostname", env=other)
+        assert p.returncode == 1 and p.stdout == "", p.stdout
+    ok(asb, "cp", "-", "vx:old.txt", input="the first vx\n")
+    # Gone: the name leads nowhere, and the API says why.
+    r = asb.delete(asb.path(CORE, "sandboxes", "default", "vx"))
+    assert r.status_code == 200, r.text
+    deadline = time.monotonic() + 30
+    while asb.get(asb.path(CORE, "sandboxes", "default", "vx")).status_code != 404:
+        assert time.monotonic() < deadline, "sandbox vx not deleted"
+        time.sleep(0.05)
+    p = run(asb, "exec", "vx", "--", "true")
+    assert p.returncode == 1 and 'sandbox "vx" not found' in p.stderr, p.stderr
+    # A new Sandbox of the same name takes the name over: exec reaches it, not the old one.
+    create(asb, "vx")
+    wait_ready(asb, "vx", timeout=20)
+    uid2 = get_sandbox(asb, "vx")["metadata"]["uid"]
+    assert uid2 != uid and os.readlink(link) == f"../../run/{uid2}"
+    p = run(asb, "exec", "vx", "--", "cat", "old.txt", env=bad)
+    assert p.returncode == 1 and "old.txt" in p.stderr, (p.stdout, p.stderr)
+    assert run(asb, "exec", "vx", "--", "hostname", env=bad).stdout == "vx\n"
