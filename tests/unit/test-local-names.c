@@ -20,6 +20,14 @@ static void make_run(const char *state, const char *uid)
     CHECK_INT_EQ(mkdir(p, 0700), 0);
 }
 
+/* A state directory with run/<a> and run/<b>. */
+static void new_state(char *state, const char *a, const char *b)
+{
+    CHECK(mkdtemp(state) != NULL);
+    make_run(state, a);
+    make_run(state, b);
+}
+
 static bool link_is(const char *state, const char *ns, const char *name, const char *want)
 {
     char p[256], t[256];
@@ -36,9 +44,7 @@ static bool link_is(const char *state, const char *ns, const char *name, const c
 TEST(bind_replaces_and_unbind_removes_only_its_own_uid)
 {
     char state[] = "/tmp/test-local-names-XXXXXX";
-    CHECK(mkdtemp(state) != NULL);
-    make_run(state, "u1");
-    make_run(state, "u2");
+    new_state(state, "u1", "u2");
     CHECK_INT_EQ(local_names_bind(state, "default", "vx", "u1"), 0);
     CHECK(link_is(state, "default", "vx", "../../run/u1"));
     CHECK_INT_EQ(local_names_bind(state, "default", "vx", "u1"), 0); /* again: nothing changes */
@@ -82,9 +88,7 @@ TEST(bind_refuses_what_is_not_a_name)
 TEST(prune_removes_dangling_links_and_empty_namespaces)
 {
     char state[] = "/tmp/test-local-names-XXXXXX";
-    CHECK(mkdtemp(state) != NULL);
-    make_run(state, "live");
-    make_run(state, "gone");
+    new_state(state, "live", "gone");
     CHECK_INT_EQ(local_names_bind(state, "default", "a", "live"), 0);
     CHECK_INT_EQ(local_names_bind(state, "default", "b", "gone"), 0);
     CHECK_INT_EQ(local_names_bind(state, "other", "c", "gone"), 0);
