@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "basic/buf.h"
 #include "libasb/libasb-internal.h"
+#include "libasb/libasb-yaml.h"
 
 #define MAX_DEPTH 256
 #define MAX_ALIAS_NODES 100000 /* nodes copied by alias expansion, all documents together */
@@ -399,6 +399,8 @@ static json_t *load_json_stream(const char *data, size_t len, bool *not_json)
 
 static json_t *load_yaml_stream(const char *data, size_t len)
 {
+    if (asbi_yaml_load() != ASB_OK)
+        return NULL;
     loader l = {.alias_budget = MAX_ALIAS_NODES};
     json_t *out = json_array();
     l.anchors = json_object();
@@ -599,6 +601,8 @@ char *asbi_yaml_dump(const json_t *v)
     yaml_emitter_t e;
     yaml_event_t ev;
     _cleanup_buf_ buf b = BUF_INIT;
+    if (asbi_yaml_load() != ASB_OK)
+        return NULL;
     if (!yaml_emitter_initialize(&e))
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory"), NULL;
     yaml_emitter_set_output(&e, yaml_write_buf, &b);
