@@ -38,6 +38,17 @@ copy_closure() {
   done
 }
 
+# Libraries libasb opens with dlopen when first needed, which ldd does not list: libyaml
+# (src/libasb/libasb-yaml.c) parses a kubeconfig written in YAML.
+dlopen_extras() {
+  local root=$1 soname lib
+  for soname in libyaml-0.so.2; do
+    lib=$(ldconfig -p | awk -v s="$soname" '$1 == s { print $NF; exit }')
+    [ -n "$lib" ] || { echo "make-images: $soname not found (ldconfig -p)" >&2; return 1; }
+    copy_closure "$root" "$lib"
+  done
+}
+
 write_etc() {
   local root=$1
   mkdir -p "$root/etc" "$root/tmp"
@@ -102,7 +113,9 @@ build_one() {
     sandboxd)
       sandboxd_extras "$root"
       user=1000 workdir=/workspace ports=(--config.exposedports 8080/tcp --config.exposedports 9090/tcp) ;;
-    asb-controller) ports=(--config.exposedports 8080/tcp --config.exposedports 8081/tcp) ;;
+    asb-controller)
+      dlopen_extras "$root"
+      ports=(--config.exposedports 8080/tcp --config.exposedports 8081/tcp) ;;
     sandbox-router) ports=(--config.exposedports 8080/tcp) ;;
   esac
   "$UMOCI" repack --image "$layout:$TAG" "$work/bundle" >/dev/null

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asb/errors.h"
 #include "asb/manifest.h"
 #include "api/api.h"
 #include "basic/buf.h"
@@ -161,7 +162,9 @@ int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *p
 {
     char *jtext = NULL;
     if (asb_manifest_parse(&jtext, text, len) != 0) {
-        set_error(ret_error, "cannot parse kubeconfig %s", path);
+        const asb_error *e = asb_error_last();
+        set_error(ret_error, "cannot parse kubeconfig %s: %s", path,
+                  e && e->message ? e->message : "unknown error");
         return -EINVAL;
     }
     json_t *docs = json_loads(jtext, 0, NULL);

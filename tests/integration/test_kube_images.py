@@ -3,8 +3,10 @@ The sandboxd image is then run end to end by the local control plane (`oci:` ima
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
+import time
 
 import pytest
 
@@ -83,3 +85,23 @@ def test_controller_and_router_images(tmp_path):
     r = subprocess.run(["chroot", str(bundle / "rootfs"), "/usr/local/bin/asb-controller", "--version"],
                        capture_output=True, text=True, env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
     assert r.returncode == 0 and r.stdout.startswith("asb-controller"), r.stderr
+    # A kubeconfig in YAML is read inside the image too: libasb loads libyaml with dlopen, which
+    # ldd does not list, so the image must carry it. The server is a port of ours that refuses
+    # connections; the controller logs its start (after the kubeconfig) and is stopped.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        server = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        (bundle / "rootfs" / "kubeconfig.yaml").write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+            f"clusters:\n- name: c\n  cluster:\n    server: {server}\n"
+            "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+            "users:\n- name: u\n  user:\n    token: t\n")
+        p = subprocess.Popen(["chroot", str(bundle / "rootfs"), "/usr/local/bin/asb-controller",
+                              "--kubeconfig", "/kubeconfig.yaml", "--metrics-bind-address", "0",
+                              "--health-probe-bind-address", "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        p.terminate()
+        out = p.communicate(timeout=30)[0]
+    assert "starting asb-controller" in out and server in out, out
+    assert "cannot parse kubeconfig" not in out and "libyaml" not in out, out
