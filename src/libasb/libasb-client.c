@@ -143,6 +143,14 @@ static const char *nonempty_env(const char *name)
     return v && *v ? v : NULL;
 }
 
+/* A server URL without its trailing slashes, in place. */
+static void trim_slashes(char *url)
+{
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        url[--n] = '\0';
+}
+
 static int configure(asb_client *c, const asb_client_options *o)
 {
     char *state = o && o->state_dir ? strdup(o->state_dir) : default_state_dir();
@@ -189,16 +197,12 @@ static int configure(asb_client *c, const asb_client_options *o)
         ret = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         goto out;
     }
-    size_t n = strlen(c->server);
-    while (n > 0 && c->server[n - 1] == '/')
-        c->server[--n] = '\0';
+    trim_slashes(c->server);
     c->state_dirs_server = !server;
     if (server) { /* given, but perhaps the state directory's own */
         char *own = NULL;
         if (read_trimmed(state, STATE_FILE_SERVER, &own) == 0) {
-            size_t m = strlen(own);
-            while (m > 0 && own[m - 1] == '/')
-                own[--m] = '\0';
+            trim_slashes(own);
             c->state_dirs_server = strcmp(own, c->server) == 0;
         }
         free(own);

@@ -59,10 +59,9 @@ ASB_PUBLIC int asb_sandbox_open_local(asb_sandbox **out, asb_client *client, con
     ssize_t n = readlink(link, target, sizeof(target) - 1);
     free(link);
     const size_t prefix = strlen(SANDBOX_NAMES_TARGET);
-    if (n <= (ssize_t)prefix)
-        return asbi_error_set(ASB_ENOTFOUND, 0, NULL, "sandbox %s/%s: no local name", ns, name);
-    target[n] = '\0';
-    if (strncmp(target, SANDBOX_NAMES_TARGET, prefix) != 0)
+    if (n > (ssize_t)prefix)
+        target[n] = '\0';
+    if (n <= (ssize_t)prefix || strncmp(target, SANDBOX_NAMES_TARGET, prefix) != 0)
         return asbi_error_set(ASB_ENOTFOUND, 0, NULL, "sandbox %s/%s: no local name", ns, name);
     char *rest = NULL, *grpc = NULL;
     /* The uid's own paths: the handle stays with this Sandbox whatever the name does next. */

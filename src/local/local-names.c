@@ -22,14 +22,15 @@ static bool valid(const char *ns, const char *name, const char *uid)
                      strcmp(uid, "..") != 0));
 }
 
-/* What the link of ns/name holds now, into buf; false when there is none. */
-static bool current_target(const char *link, char *buf, size_t size)
+/* The link exists and holds exactly target. */
+static bool points_at(const char *link, const char *target)
 {
-    ssize_t n = readlink(link, buf, size - 1);
+    char now[PATH_MAX];
+    ssize_t n = readlink(link, now, sizeof(now) - 1);
     if (n < 0)
         return false;
-    buf[n] = '\0';
-    return true;
+    now[n] = '\0';
+    return strcmp(now, target) == 0;
 }
 
 int local_names_bind(const char *state_dir, const char *ns, const char *name, const char *uid)
@@ -44,8 +45,7 @@ int local_names_bind(const char *state_dir, const char *ns, const char *name, co
         dir = link = target = tmp = NULL; /* asprintf leaves them undefined */
         return -ENOMEM;
     }
-    char now[PATH_MAX];
-    if (current_target(link, now, sizeof(now)) && strcmp(now, target) == 0)
+    if (points_at(link, target))
         return 0; /* the usual case: every status write of a Ready sandbox comes here */
     _cleanup_free_ char *top = NULL;
     if (asprintf(&top, "%s/" SANDBOX_NAMES_DIR, state_dir) < 0) {
@@ -75,8 +75,7 @@ void local_names_unbind(const char *state_dir, const char *ns, const char *name,
         link = target = NULL;
         return;
     }
-    char now[PATH_MAX];
-    if (current_target(link, now, sizeof(now)) && strcmp(now, target) == 0)
+    if (points_at(link, target))
         (void)unlink(link);
 }
 
