@@ -43,7 +43,8 @@ copy_closure() {
 dlopen_extras() {
   local root=$1 soname lib
   for soname in libyaml-0.so.2; do
-    lib=$(ldconfig -p | awk -v s="$soname" '$1 == s { print $NF; exit }')
+    # awk reads to the end: an early exit would SIGPIPE ldconfig, which pipefail makes fatal.
+    lib=$(ldconfig -p | awk -v s="$soname" '$1 == s && lib == "" { lib = $NF } END { print lib }')
     [ -n "$lib" ] || { echo "make-images: $soname not found (ldconfig -p)" >&2; return 1; }
     copy_closure "$root" "$lib"
   done
