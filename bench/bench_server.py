@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 
 import requests
@@ -130,42 +129,24 @@ def process_cpu_ms(pid):
 def run_timed_claim_burst(client, state, n, server_pid, timeout, **extra_env):
     """Runs `claim-bench-client burst b n` like run_claim_client and also measures the CPU the
     burst took: the server's and the client's own, from the start until the client has timed
-    every claim (its BENCH_TIMED_FILE, before it closes them). Returns (lines, {"server": (user,
-    system) ms, "client": (user, system) ms}); the client's part includes its start and its n
-    threads' setup."""
+    every claim (the client reads both from /proc into its BENCH_TIMED_FILE then, before it closes
+    them, so nothing polls for that moment while the burst runs). Returns (lines, {"server":
+    (user, system) ms, "client": (user, system) ms}); the client's part includes its start and its
+    n threads' setup."""
     mark = os.path.join(state, "burst-timed")
     if os.path.exists(mark):
         os.unlink(mark)
     server0 = process_cpu_ms(server_pid)[:2]
-    proc = subprocess.Popen([client, "burst", "b", str(n)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=claim_client_env(state, BENCH_TIMED_FILE=mark, **extra_env))
-    cpu = {}
-
-    def at_mark():
-        deadline = time.monotonic() + timeout
-        while not os.path.exists(mark) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.0005)
-        try:
-            server1, client1 = process_cpu_ms(server_pid)[:2], process_cpu_ms(proc.pid)[:2]
-        except OSError:  # the client is gone: no mark, or it ended before we looked
-            return
-        if os.path.exists(mark):
-            cpu["server"] = tuple(b - a for a, b in zip(server0, server1))
-            cpu["client"] = client1
-
-    watcher = threading.Thread(target=at_mark)
-    watcher.start()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        watcher.join()
-    if proc.returncode != 0 or "server" not in cpu:
-        raise RuntimeError(f"claim-bench-client burst {n}: {err}")
-    return [line.split() for line in out.splitlines()], cpu
+    out = subprocess.run([client, "burst", "b", str(n)], capture_output=True, text=True,
+                         timeout=timeout, env=claim_client_env(state, BENCH_TIMED_FILE=mark,
+                                                               BENCH_SERVER_PID=str(server_pid),
+                                                               **extra_env))
+    ticks = open(mark).read().split() if os.path.exists(mark) else []
+    if out.returncode != 0 or len(ticks) != 4:
+        raise RuntimeError(f"claim-bench-client burst {n}: {out.stderr}")
+    ms = [int(t) * 1000 / os.sysconf("SC_CLK_TCK") for t in ticks]
+    cpu = {"server": (ms[0] - server0[0], ms[1] - server0[1]), "client": (ms[2], ms[3])}
+    return [line.split() for line in out.stdout.splitlines()], cpu
 
 
 def bare_runc_bundle(tmp, process_args):
