@@ -705,15 +705,12 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj)
     const char *ns = api_meta_string(obj, "namespace"), *name = api_meta_string(obj, "name");
     if (!ns || !name)
         return -EINVAL;
-    json_t *copy = NULL;
     pthread_mutex_lock(&s->lock);
     uint64_t rv_before = s->rv;
     char *data = NULL;
     int r = write_locked(s, k, ns, name, obj, true, &data);
-    if (r == 0) {
-        copy = json_deep_copy(obj);
-        publish_locked(s, STORE_ADDED, k, copy, NULL, data);
-    }
+    if (r == 0) /* the event shares obj (local-store.h) */
+        publish_locked(s, STORE_ADDED, k, json_incref(obj), NULL, data);
     settle_and_unlock(s, rv_before);
     return r;
 }
@@ -756,8 +753,7 @@ int local_store_update(local_store *s, const api_kind *k, const char *ns, const 
     r = write_locked(s, k, ns, name, new, false, &data);
     if (r < 0)
         goto out;
-    json_t *copy = json_deep_copy(new);
-    publish_locked(s, STORE_MODIFIED, k, copy, TAKE_PTR(old), data);
+    publish_locked(s, STORE_MODIFIED, k, json_incref(new), TAKE_PTR(old), data); /* shares new */
     *ret = TAKE_PTR(new);
 out:
     settle_and_unlock(s, rv_before);
@@ -845,7 +841,7 @@ int local_store_update_many(local_store *s, store_op *ops, size_t n)
             s->rv = ++base;
             ops[i].result = json_incref(news[i]);
             publish_locked(s, res[i] == STORE_UPDATE_DELETE ? STORE_DELETED : STORE_MODIFIED,
-                           ops[i].kind, json_deep_copy(news[i]), TAKE_PTR(olds[i]),
+                           ops[i].kind, json_incref(news[i]), TAKE_PTR(olds[i]),
                            TAKE_PTR(data[i]));
         }
         r = 0;

@@ -52,6 +52,10 @@ int local_store_get(local_store *s, const api_kind *k, const char *ns, const cha
  * resourceVersion the list is consistent with. */
 int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t **ret_items,
                      uint64_t *ret_rv);
+/* Objects written are shared, not copied: a created obj, an update's *ret_new and result, and
+ * update_many's results are the very objects of their watch events (store_event.object), which
+ * other threads read. Once a write succeeded, its caller reads them and never modifies them. */
+
 /* obj must carry metadata.namespace and metadata.name; the store sets metadata.resourceVersion in
  * place. */
 int local_store_create(local_store *s, const api_kind *k, json_t *obj);
