@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 
@@ -53,6 +54,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *merged = api_merge_patch(target, patch);
         if (json_is_object(merged))
             check_object(merged, json_object_get(target, "spec"));
+        /* The sharing merge gives the same text, and leaves the target as it was. */
+        char *before = json_dumps(target, JSON_ENCODE_ANY);
+        json_t *shared = api_merge_patch_shared(target, patch);
+        char *m = merged ? json_dumps(merged, JSON_ENCODE_ANY) : NULL,
+             *sh = shared ? json_dumps(shared, JSON_ENCODE_ANY) : NULL;
+        json_decref(shared);
+        char *after = json_dumps(target, JSON_ENCODE_ANY);
+        if ((m && sh && strcmp(m, sh) != 0) || (before && after && strcmp(before, after) != 0))
+            abort();
+        free(before);
+        free(after);
+        free(m);
+        free(sh);
         json_decref(merged);
         const char *err = NULL;
         json_t *patched = api_json_patch(target, patch, &err);

@@ -6,27 +6,64 @@
 #include "api/api.h"
 #include "basic/macro.h"
 
-json_t *api_merge_patch(const json_t *target, const json_t *patch)
+/* target's members in their order (those the patch replaces merged, those it sets to null left
+ * out), then the patch's new members: the order the RFC's in-place algorithm gives. Members the
+ * patch does not touch are shared (share) or deep copies; the patch's values are always copied,
+ * and each object on a patched path is a new one. */
+static json_t *merge(const json_t *target, const json_t *patch, bool share)
 {
     if (!json_is_object(patch))
         return json_deep_copy(patch);
-    json_t *result = json_is_object(target) ? json_deep_copy(target) : json_object();
-    if (!result)
-        return NULL;
+    json_t *result = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach ((json_t *)patch, k, v) {
-        if (json_is_null(v)) {
-            json_object_del(result, k);
+    json_object_foreach ((json_t *)(json_is_object(target) ? target : NULL), k, v) {
+        json_t *p = json_object_get(patch, k);
+        if (json_is_null(p))
             continue;
-        }
-        json_t *merged = api_merge_patch(json_object_get(result, k), v);
-        if (!merged || json_object_set_new(result, k, merged) < 0) {
-            json_decref(result);
-            return NULL;
-        }
+        json_t *m = p ? merge(v, p, share) : share ? json_incref(v) : json_deep_copy(v);
+        if (!result || !m || json_object_set_new(result, k, m) < 0)
+            goto fail;
+    }
+    json_object_foreach ((json_t *)patch, k, v) {
+        if (json_is_null(v) || (json_is_object(target) && json_object_get(target, k)))
+            continue;
+        json_t *m = merge(NULL, v, share);
+        if (!result || !m || json_object_set_new(result, k, m) < 0)
+            goto fail;
     }
     return result;
+fail:
+    json_decref(result);
+    return NULL;
+}
+
+json_t *api_merge_patch(const json_t *target, const json_t *patch)
+{
+    return merge(target, patch, false);
+}
+
+json_t *api_merge_patch_shared(const json_t *target, const json_t *patch)
+{
+    return merge(target, patch, true);
+}
+
+json_t *api_own_member(json_t *parent, const char *key)
+{
+    json_t *v = json_object_get(parent, key);
+    if (!v || v->refcount <= 1)
+        return v;
+    json_t *copy = json_copy(v);
+    return copy && json_object_set_new(parent, key, copy) == 0 ? copy : NULL;
+}
+
+json_t *api_own_element(json_t *array, size_t i)
+{
+    json_t *v = json_array_get(array, i);
+    if (!v || v->refcount <= 1)
+        return v;
+    json_t *copy = json_copy(v);
+    return copy && json_array_set_new(array, i, copy) == 0 ? copy : NULL;
 }
 
 /* ---- RFC 6902 ---- */

@@ -122,6 +122,15 @@ void api_default(const api_kind *k, json_t *obj);
 
 /* RFC 7386 JSON merge patch. Returns a new reference (target is not modified), NULL on ENOMEM. */
 json_t *api_merge_patch(const json_t *target, const json_t *patch);
+/* The same merge, but the result shares every member of target the patch leaves alone: only the
+ * objects on the patch's paths are new. For targets nobody modifies (the store's objects): who
+ * changes the result below those paths first takes its own copy (api_own_member/element). */
+json_t *api_merge_patch_shared(const json_t *target, const json_t *patch);
+/* Copy on write: parent's member key (or array's element i), replaced by a shallow copy first
+ * when another reference shares it, so the caller may modify it in place. NULL when absent (or
+ * out of memory). */
+json_t *api_own_member(json_t *parent, const char *key);
+json_t *api_own_element(json_t *array, size_t i);
 
 /* RFC 6902 JSON patch. Returns a new reference or NULL with *ret_error set (static text). */
 json_t *api_json_patch(const json_t *target, const json_t *patch, const char **ret_error);

@@ -110,14 +110,18 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
         return -EAGAIN;
     if (p->remove) /* finalizers (the local backend's teardown) first: deletionTimestamp */
         return local_delete_or_mark(old, ret_new);
-    json_t *new = p->patch ? api_merge_patch(old, p->patch) : json_deep_copy(old);
-    if (!new)
+    /* old is the store's (never modified): new shares what the patch leaves alone, and takes
+     * its own copy of whatever it changes below that (api_own_member). */
+    json_t *new = p->patch ? api_merge_patch_shared(old, p->patch) : json_copy((json_t *)old);
+    json_t *md = api_own_member(new, "metadata"); /* the store sets its resourceVersion */
+    if (!new || (json_object_get(old, "metadata") && !md)) {
+        json_decref(new);
         return -ENOMEM;
-    json_t *md = json_object_get(new, "metadata");
+    }
     if (p->status)
         json_object_set(new, "status", (json_t *)p->status);
     if (p->mark_foreground) {
-        json_t *f = json_object_get(md, "finalizers");
+        json_t *f = api_own_member(md, "finalizers");
         if (!json_is_array(f)) {
             f = json_array();
             json_object_set_new(md, "finalizers", f);
@@ -129,7 +133,7 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
         json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0));
     }
     if (p->drop_finalizer) {
-        json_t *f = json_object_get(md, "finalizers");
+        json_t *f = api_own_member(md, "finalizers");
         for (size_t i = json_array_size(f); i-- > 0;)
             if (same_str(json_string_value(json_array_get(f, i)), FOREGROUND_FINALIZER))
                 json_array_remove(f, i);
@@ -146,13 +150,14 @@ static int patch_fn(const json_t *old, json_t **ret_new, void *payload)
         /* The container is not restarted for new pod-template labels, so a Ready sandbox is
          * still Ready at the new generation: say so in the same write, or a client opening
          * the adopted sandbox would wait for the reconciler to restate it. */
-        size_t i;
-        json_t *cond;
-        if (p->carry_conditions)
-            json_array_foreach (json_object_get(json_object_get(new, "status"), "conditions"), i,
-                                cond)
-                if (json_object_get(cond, "observedGeneration"))
-                    json_object_set_new(cond, "observedGeneration", json_integer(gen));
+        json_t *conds = p->carry_conditions
+                            ? api_own_member(api_own_member(new, "status"), "conditions")
+                            : NULL;
+        for (size_t i = 0; i < json_array_size(conds); i++) {
+            json_t *cond = json_array_get(conds, i);
+            if (json_object_get(cond, "observedGeneration") && (cond = api_own_element(conds, i)))
+                json_object_set_new(cond, "observedGeneration", json_integer(gen));
+        }
     }
     if (json_equal(new, (json_t *)old)) {
         json_decref(new);

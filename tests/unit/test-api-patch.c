@@ -9,13 +9,17 @@ static bool merge_is(const char *target, const char *patch, const char *want)
     json_t *t = json_loads(target, JSON_DECODE_ANY, NULL),
            *p = json_loads(patch, JSON_DECODE_ANY, NULL),
            *w = json_loads(want, JSON_DECODE_ANY, NULL);
-    json_t *r = api_merge_patch(t, p);
-    bool ok = r && json_equal(r, w);
-    if (!ok) {
-        char *s = r ? json_dumps(r, JSON_ENCODE_ANY) : NULL;
-        printf("#   merge(%s, %s) = %s, want %s\n", target, patch, s ? s : "NULL", want);
-        free(s);
-    }
+    json_t *r = api_merge_patch(t, p), *shared = api_merge_patch_shared(t, p);
+    /* Both give the same members in the same order (the text, not just json_equal). */
+    char *s = r ? json_dumps(r, JSON_ENCODE_ANY) : NULL,
+         *ss = shared ? json_dumps(shared, JSON_ENCODE_ANY) : NULL;
+    bool ok = r && json_equal(r, w) && s && ss && strcmp(s, ss) == 0;
+    if (!ok)
+        printf("#   merge(%s, %s) = %s (shared: %s), want %s\n", target, patch, s ? s : "NULL",
+               ss ? ss : "NULL", want);
+    free(s);
+    free(ss);
+    json_decref(shared);
     json_decref(t);
     json_decref(p);
     json_decref(w);
@@ -41,6 +45,46 @@ TEST(merge_patch_rfc7386)
     CHECK(merge_is("{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}"));
     CHECK(merge_is("[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}"));
     CHECK(merge_is("{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}"));
+    /* Order: target's members as they were (a replaced one in its place), then the new ones. */
+    CHECK(merge_is("{\"x\":1,\"a\":{\"p\":1,\"q\":2},\"z\":3}",
+                   "{\"n\":0,\"a\":{\"p\":null,\"r\":4},\"x\":null}",
+                   "{\"a\":{\"q\":2,\"r\":4},\"z\":3,\"n\":0}"));
+}
+
+/* The shared merge copies only the patched path; copy on write keeps the target as it was. */
+TEST(merge_patch_shared_copies_only_what_it_changes)
+{
+    json_t *t = json_loads("{\"metadata\":{\"labels\":{\"a\":\"1\"},\"finalizers\":[\"f\"]},"
+                           "\"spec\":{\"big\":{\"k\":[1,2,3]}},"
+                           "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"g\":1}]}}",
+                           0, NULL);
+    json_t *p = json_loads("{\"metadata\":{\"labels\":{\"b\":\"2\"}}}", 0, NULL);
+    char *before = json_dumps(t, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *r = api_merge_patch_shared(t, p);
+    CHECK(r != NULL);
+    CHECK(json_object_get(r, "spec") == json_object_get(t, "spec"));
+    CHECK(json_object_get(r, "status") == json_object_get(t, "status"));
+    json_t *md = json_object_get(r, "metadata");
+    CHECK(md != json_object_get(t, "metadata")); /* on the patch's path: a new object */
+    CHECK(json_object_get(md, "finalizers") ==
+          json_object_get(json_object_get(t, "metadata"), "finalizers"));
+    /* Changes made through api_own_* never reach the target. */
+    json_t *f = api_own_member(md, "finalizers");
+    CHECK(f && json_array_append_new(f, json_string("g")) == 0);
+    json_t *conds = api_own_member(api_own_member(r, "status"), "conditions");
+    json_t *c0 = api_own_element(conds, 0);
+    CHECK(c0 && json_object_set_new(c0, "g", json_integer(2)) == 0);
+    CHECK(api_own_member(md, "finalizers") == f); /* owned now: no second copy */
+    CHECK(api_own_member(r, "absent") == NULL && api_own_element(conds, 5) == NULL);
+    char *after = json_dumps(t, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK(before && after && strcmp(before, after) == 0);
+    CHECK(json_array_size(json_object_get(md, "finalizers")) == 2);
+    CHECK(json_integer_value(json_object_get(json_array_get(conds, 0), "g")) == 2);
+    free(before);
+    free(after);
+    json_decref(r);
+    json_decref(p);
+    json_decref(t);
 }
 
 static bool jpatch_is(const char *target, const char *patch, const char *want)
