@@ -40,8 +40,10 @@ typedef struct api_request {
 /* Queue a JSON response; steals j. */
 enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, json_t *j);
 /* The same with one `Warning: 299 - "text"` header per string of warnings (borrowed, may be
- * NULL), at most WARNING_MAX_COUNT of them, each text cut to WARNING_MAX_TEXT bytes. */
+ * NULL), at most WARNING_MAX_COUNT of them and WARNING_MAX_TOTAL bytes in all, each text cut to
+ * WARNING_MAX_TEXT bytes; one last Warning says how many more were left out. */
 #define WARNING_MAX_COUNT 64
+#define WARNING_MAX_TOTAL 4096
 #define WARNING_MAX_TEXT 4096
 enum MHD_Result reply_json_warnings(struct MHD_Connection *c, unsigned code, json_t *j,
                                     const json_t *warnings);

@@ -62,6 +62,27 @@ def test_create_warn_is_the_default_and_prunes(asb):
     assert r.status_code == 201 and warnings_of(r) == []
 
 
+def test_many_warnings_are_bounded_and_counted(asb):
+    """Warnings fill at most 4 KiB of headers (each connection's memory is 16 KiB): the ones that
+    do not fit are counted in one last Warning, and the create answers 201 as usual, even beside
+    8 KB of the client's own headers."""
+    sb = sandbox("many")
+    for i in range(64):
+        sb["spec"][f"f{i:02d}" + "x" * 200] = 1
+    r = asb.post(asb.path(CORE, "sandboxes"), sb, headers={"X-Pad": "p" * 8000})
+    assert r.status_code == 201, r.text
+    w = warnings_of(r)
+    assert 2 <= len(w) < 64 and sum(len(x) for x in w[:-1]) <= 4096, w
+    assert w[0].startswith('299 - "unknown field \\"spec.f00x')
+    assert w[-1] == f'299 - "{64 - (len(w) - 1)} more warnings not shown"', w[-1]
+    assert not any(k.startswith("f") for k in asb.get(asb.path(CORE, "sandboxes", name="many"))
+                   .json()["spec"])
+    # Headers the connection cannot hold are refused before anything is done.
+    r = asb.post(asb.path(CORE, "sandboxes"), sandbox("huge"), headers={"X-Pad": "p" * 20000})
+    assert r.status_code == 431
+    assert asb.get(asb.path(CORE, "sandboxes", name="huge")).status_code == 404
+
+
 def test_create_ignore_prunes_silently(asb):
     r = asb.post(asb.path(CORE, "sandboxes") + "?fieldValidation=Ignore", with_unknown("ign"))
     assert r.status_code == 201, r.text
