@@ -172,8 +172,9 @@ static int apply(local_controller *c, const api_kind *k, const json_t *obj, patc
 {
     json_t *out = NULL;
     p->uid = api_meta_string(obj, "uid");
-    int r = local_store_update(c->store, k, api_meta_string(obj, "namespace"),
-                               api_meta_string(obj, "name"), patch_fn, p, &out);
+    /* obj is the cache's (never modified): no parse of its row while it is current */
+    int r = local_store_update_current(c->store, k, api_meta_string(obj, "namespace"),
+                                       api_meta_string(obj, "name"), obj, patch_fn, p, &out);
     if (ret && r == 0)
         *ret = out;
     else

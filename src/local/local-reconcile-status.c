@@ -119,11 +119,14 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
         return STORE_UPDATE_UNCHANGED;
     if ((k = local_status(u, old, status, now)) < 0)
         return k;
-    _cleanup_(json_decrefp) json_t *new = json_deep_copy(old);
+    /* old is the store's (never modified): new shares it but for what changes here. */
+    _cleanup_(json_decrefp) json_t *new = json_copy((json_t *)old);
     if (!new || json_object_set(new, "status", status) < 0)
         return -ENOMEM;
-    json_t *md = json_object_get(new, "metadata");
-    json_t *ann = json_object_get(md, "annotations");
+    json_t *md = api_own_member(new, "metadata");
+    json_t *ann = api_own_member(md, "annotations");
+    if (!md || (json_object_get(md, "annotations") && !ann))
+        return -ENOMEM;
     const char *name = api_meta_string(old, "name");
     if (u->has_pod && name) {
         if (!json_is_object(ann)) {
@@ -162,7 +165,7 @@ void rec_write_status(local_reconciler *r, const json_t *sb, status_update *u)
         u->pod_ip = ip;
     }
     const char *ns = api_meta_string(sb, "namespace"), *name = api_meta_string(sb, "name");
-    int k = local_store_update(r->store, r->kind, ns, name, status_fn, u, &out);
+    int k = local_store_update_current(r->store, r->kind, ns, name, sb, status_fn, u, &out);
     if (k < 0 && k != -ENOENT)
         log_warn("cannot write sandbox status", "sandbox", name, "error", strerror(-k));
     json_decref(out);

@@ -552,10 +552,11 @@ static void handle_event(local_reconciler *r, const store_event *ev, bool *pendi
         }
         return;
     }
-    /* Act on the object as stored now: later events of this batch may have changed it. */
+    /* Act on the object as stored now: later events of this batch may have changed it (the
+     * event's own object when they did not, without a parse). */
     json_t *cur = NULL;
-    if (local_store_get(r->store, r->kind, api_meta_string(ev->object, "namespace"),
-                        api_meta_string(ev->object, "name"), &cur) < 0)
+    if (local_store_get_current(r->store, r->kind, api_meta_string(ev->object, "namespace"),
+                                api_meta_string(ev->object, "name"), ev->object, &cur) < 0)
         return;
     if (uid && strcmp(uid, api_meta_string(cur, "uid") ?: "") == 0)
         *pending |= reconcile_one(r, cur, false);

@@ -362,14 +362,20 @@ static int get_locked(local_store *s, const api_kind *k, const char *ns, const c
     return get_current_locked(s, k, ns, name, NULL, ret);
 }
 
-int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
-                    json_t **ret)
+int local_store_get_current(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            const json_t *current, json_t **ret)
 {
     pthread_mutex_lock(&s->lock);
     wait_durable_locked(s);
-    int r = get_locked(s, k, ns, name, ret);
+    int r = get_current_locked(s, k, ns, name, current, ret);
     pthread_mutex_unlock(&s->lock);
     return r;
+}
+
+int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
+                    json_t **ret)
+{
+    return local_store_get_current(s, k, ns, name, NULL, ret);
 }
 
 int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t **ret_items,
@@ -718,10 +724,17 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj)
 int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
                        store_update_fn fn, void *payload, json_t **ret)
 {
+    return local_store_update_current(s, k, ns, name, NULL, fn, payload, ret);
+}
+
+int local_store_update_current(local_store *s, const api_kind *k, const char *ns,
+                               const char *name, const json_t *current, store_update_fn fn,
+                               void *payload, json_t **ret)
+{
     pthread_mutex_lock(&s->lock);
     uint64_t rv_before = s->rv;
     json_t *old = NULL, *new = NULL;
-    int r = get_locked(s, k, ns, name, &old);
+    int r = get_current_locked(s, k, ns, name, current, &old);
     if (r < 0)
         goto out;
     r = fn(old, &new, payload);

@@ -48,6 +48,11 @@ bool local_store_holds_deep_objects(const local_store *s);
 /* *ret: owned object. */
 int local_store_get(local_store *s, const api_kind *k, const char *ns, const char *name,
                     json_t **ret);
+/* The same, given the object as the caller last had it from the store (an event's, a get's;
+ * never modified; may be NULL): while the row still has its resourceVersion, *ret is current
+ * itself (a reference) instead of a parse of the row. */
+int local_store_get_current(local_store *s, const api_kind *k, const char *ns, const char *name,
+                            const json_t *current, json_t **ret);
 /* ns NULL lists every namespace. *ret_items: owned array sorted by namespace/name; *ret_rv the
  * resourceVersion the list is consistent with. */
 int local_store_list(local_store *s, const api_kind *k, const char *ns, json_t **ret_items,
@@ -70,6 +75,11 @@ int local_store_create(local_store *s, const api_kind *k, json_t *obj);
 typedef int (*store_update_fn)(const json_t *old, json_t **ret_new, void *payload);
 int local_store_update(local_store *s, const api_kind *k, const char *ns, const char *name,
                        store_update_fn fn, void *payload, json_t **ret);
+/* local_store_update with the object as the caller last had it from the store (as for
+ * local_store_get_current): fn gets it while it is still current, without a parse of the row. */
+int local_store_update_current(local_store *s, const api_kind *k, const char *ns,
+                               const char *name, const json_t *current, store_update_fn fn,
+                               void *payload, json_t **ret);
 /* Several read-modify-writes in ONE transaction: every fn runs under the store lock on its
  * object as stored; if any fn or write fails nothing is written. Each changed object gets its own
  * resourceVersion and event, published together, so a watcher never sees one without the others.

@@ -266,6 +266,26 @@ TEST(update_many_uses_current_only_while_it_is_current)
                      json_object_get(json_object_get(seen, "metadata"), "labels"), "k")),
                  "newer");
     json_decref(after[0].result);
+    /* The same rule for a single get and update with the caller's object. */
+    json_t *got = NULL;
+    CHECK_INT_EQ(local_store_get_current(s, sbx(), "default", "a", a, &got), 0);
+    CHECK(got != a); /* a is stale: the row, parsed */
+    CHECK_STR_EQ(api_meta_string(got, "resourceVersion"), "3");
+    json_t *fresh = got;
+    CHECK_INT_EQ(local_store_get_current(s, sbx(), "default", "a", fresh, &got), 0);
+    CHECK(got == fresh); /* still current: itself */
+    json_decref(got);
+    seen = NULL;
+    CHECK_INT_EQ(local_store_update_current(s, sbx(), "default", "a", fresh, same_as_payload,
+                                            &seen, &upd),
+                 0);
+    CHECK(seen == fresh);
+    json_decref(upd);
+    CHECK_INT_EQ(local_store_update_current(s, sbx(), "default", "a", a, set_label, "last", &upd),
+                 0);
+    CHECK_STR_EQ(api_meta_string(upd, "resourceVersion"), "4");
+    json_decref(upd);
+    json_decref(fresh);
     json_decref(a);
     local_store_free(s);
     remove_db(db);
