@@ -4,8 +4,9 @@
  *                                      $BENCH_POOL_FULL (1) Ready members and $BENCH_SETTLE_MS
  *                                      more, then time claim -> first Execute(`true`) result
  *                                      (second column: claim -> Ready alone; third: the spawn
- *                                      floor, posix_spawn + waitpid of /bin/true, right after);
- *                                      close (untimed)
+ *                                      floor, posix_spawn + waitpid of /bin/true, right after;
+ *                                      fourth and fifth with BENCH_IDLE_FLOOR=1, else -1: see
+ *                                      there); close (untimed)
  *   claim-bench-client burst POOL N    N threads claim at once (each: claim -> first result;
  *                                      third column: claim -> Ready alone); the claims are
  *                                      closed once all are timed
@@ -16,8 +17,10 @@
  *                                      third: the spawn floor right after); then delete it
  *                                      (untimed) */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +67,25 @@ static int cpu_ticks(const char *path, unsigned long long *user, unsigned long l
                        sys) == 2
                ? 0
                : -1;
+}
+
+/* A 4 KiB append and fdatasync of a file in $ASB_STATE_DIR (removed again): the disk's own time
+ * for a durable write, beside the store's WAL. */
+static long long sync_floor_us(void)
+{
+    const char *dir = getenv("ASB_STATE_DIR");
+    char path[4096], buf[4096];
+    snprintf(path, sizeof(path), "%s/bench-sync-floor", dir && *dir ? dir : "/tmp");
+    memset(buf, 'x', sizeof(buf));
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    long long t0 = now_us();
+    bool ok = write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf) && fdatasync(fd) == 0;
+    long long us = now_us() - t0;
+    close(fd);
+    unlink(path);
+    return ok ? us : -1;
 }
 
 static int die(const char *what, int r)
@@ -167,18 +189,38 @@ int main(int argc, char **argv)
         int n = atoi(argv[3]);
         long full = atol(getenv("BENCH_POOL_FULL") ?: "1");
         long settle_us = atol(getenv("BENCH_SETTLE_MS") ?: "0") * 1000;
+        /* BENCH_IDLE_FLOOR=1: what the machine adds after the same idle spell, timed before each
+         * claim (then the settle again): an Execute of a sandbox claimed at the start and used
+         * since (the four wake-ups of an Execute, without a fresh sandboxd), and a 4 KiB append
+         * + fdatasync in $ASB_STATE_DIR (the disk's part of a durable commit). */
+        bool idle_floor = getenv("BENCH_IDLE_FLOOR") && strcmp(getenv("BENCH_IDLE_FLOOR"), "1") == 0;
+        asb_claim *held = NULL;
+        if (idle_floor)
+            claim_once(c, argv[2], &held);
         for (int i = 0; i < n; i++) {
             /* Kept warm: the pool full again (and the server done with the last refill). */
             while (pool_ready(c, argv[2]) < full)
                 usleep(5000);
             usleep(settle_us);
+            long long idle_exec = -1, idle_sync = -1;
+            if (held) {
+                long long t0 = now_us();
+                if ((r = first_exec(asb_claim_sandbox(held))) != ASB_OK)
+                    die("execute (held)", r);
+                idle_exec = now_us() - t0;
+                idle_sync = sync_floor_us();
+                usleep(settle_us);
+            }
             asb_claim *cl = NULL;
             long long us = claim_once(c, argv[2], &cl);
-            printf("%lld %lld %lld\n", us, asb_claim_ready_usec(cl), spawn_floor_us());
+            printf("%lld %lld %lld %lld %lld\n", us, asb_claim_ready_usec(cl), spawn_floor_us(),
+                   idle_exec, idle_sync);
             fflush(stdout);
             if ((r = asb_claim_close(cl, c)) != ASB_OK)
                 die("close", r);
         }
+        if (held && (r = asb_claim_close(held, c)) != ASB_OK)
+            die("close", r);
     } else if (strcmp(argv[1], "burst") == 0 && argc == 4) {
         int n = atoi(argv[3]);
         pthread_barrier_t b;
