@@ -27,6 +27,11 @@ ROOTLESS=()
 
 command -v "$UMOCI" >/dev/null || { echo "make-images: umoci not installed (scripts/deps.sh)" >&2; exit 1; }
 
+# Work directories go on exit too: a failing step under `set -e` ends the script inside
+# build_one, where a RETURN trap never runs.
+WORK=""
+trap '[ -z "$WORK" ] || rm -rf "$WORK"' EXIT
+
 # Copies FILE and its shared-library closure into ROOT at the same paths.
 copy_closure() {
   local root=$1 file=$2 dest=${3:-$2}
@@ -100,7 +105,7 @@ build_one() {
     return 0
   fi
   work=$(mktemp -d "${TMPDIR:-/tmp}/asb-image-XXXXXX")
-  trap 'rm -rf "$work"' RETURN
+  WORK=$work
   rm -rf "$layout" "$OUT/$name.tar"
   mkdir -p "$OUT"
   "$UMOCI" init --layout "$layout"
@@ -128,6 +133,8 @@ build_one() {
     --author agent-sandbox-c --architecture "$(dpkg --print-architecture 2>/dev/null || echo amd64)" --os linux
   "$UMOCI" gc --layout "$layout"
   tar -C "$layout" -cf "$OUT/$name.tar" .
+  rm -rf "$work"
+  WORK=""
   echo "  IMAGE   $layout:$TAG ($OUT/$name.tar)"
 }
 
