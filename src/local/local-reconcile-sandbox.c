@@ -435,11 +435,13 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
 /* Seeds the new sandbox's workspace and volumes from a snapshot, once: sandboxes/<uid>/seeded
  * records it (the snapshot's uid and its base image, which a snapshot of this sandbox records as
  * its source image, and whether its directories are overlays), so that a restart keeps what the
- * sandbox changed since; overlays are mounted again when they are not (after a reboot). */
-static int seed_once(local_reconciler *r, const char *uid, const char *snap_uid,
-                     const char *base_image, const char *workspace, const char *vols,
-                     uint32_t ns_start, rec_failure *f)
+ * sandbox changed since; overlays are mounted again when they are not (after a reboot). The
+ * first seed says in an Event which way the fork got its files. */
+static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_name,
+                     const char *snap_uid, const char *base_image, const char *workspace,
+                     const char *vols, uint32_t ns_start, rec_failure *f)
 {
+    const char *uid = api_meta_string(sb, "uid");
     _cleanup_free_ char *marker = path_of(r, "sandboxes", uid, LOCAL_SNAPSHOT_SEEDED),
                         *content = NULL, *msg = NULL;
     if (!marker)
@@ -457,15 +459,28 @@ static int seed_once(local_reconciler *r, const char *uid, const char *snap_uid,
                             msg ? msg : strerror(-k))
                      : 0;
     }
-    int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &msg);
-    if (k >= 0 && asprintf(&content, "%s\n%s\n%s", snap_uid, base_image ? base_image : "host",
-                           k == LOCAL_SNAPSHOT_SEED_OVERLAY ? "overlay\n" : "") < 0)
+    usec_t start = now_usec(CLOCK_MONOTONIC);
+    int mode = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &msg),
+        k = mode < 0 ? mode : 0;
+    if (k == 0 && asprintf(&content, "%s\n%s\n%s", snap_uid, base_image ? base_image : "host",
+                           mode == LOCAL_SNAPSHOT_SEED_OVERLAY ? "overlay\n" : "") < 0)
         k = -ENOMEM;
-    if (k >= 0)
+    if (k == 0)
         k = fs_write_file(marker, content, 0644);
     if (k < 0)
         return fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",
                     msg ? msg : strerror(-k));
+    double took = (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6;
+    if (mode == LOCAL_SNAPSHOT_SEED_OVERLAY)
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
+                           "Seed",
+                           "files of SandboxSnapshot \"%s\" as overlays over its tree, nothing "
+                           "copied (%.3fs)",
+                           snap_name, took);
+    else
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
+                           "Seed", "files of SandboxSnapshot \"%s\" copied in %.3fs: %s", snap_name,
+                           took, msg ? msg : "no overlays here");
     return 0;
 }
 
@@ -532,13 +547,14 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     _cleanup_free_ char *rootfs = NULL, *snap_uid = NULL, *snap_image = NULL;
     _cleanup_(json_decrefp) json_t *image = NULL;
     const char *image_ref = json_string_value(json_object_get(ctr, "image"));
+    const char *snap_name = NULL;
     /* snapshot:NAME: the snapshot's source image is the root filesystem; its files seed the
      * workspace and volumes below. */
     if (image_ref && strncmp(image_ref, LOCAL_SNAPSHOT_IMAGE_PREFIX,
                              strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) == 0) {
         const char *reason = NULL;
-        k = local_snapshot_resolve(r->store, api_meta_string(sb, "namespace"),
-                                   image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX), &snap_uid,
+        snap_name = image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX);
+        k = local_snapshot_resolve(r->store, api_meta_string(sb, "namespace"), snap_name, &snap_uid,
                                    &snap_image, &reason, &f->message);
         if (k < 0) {
             f->reason = reason;
@@ -624,8 +640,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                     strerror(-k));
     }
 
-    if (snap_uid && (k = seed_once(r, uid, snap_uid, snap_image, sc.workspace, vols, ns_start,
-                                   f)) < 0) {
+    if (snap_uid && (k = seed_once(r, sb, snap_name, snap_uid, snap_image, sc.workspace, vols,
+                                   ns_start, f)) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         return k;
     }

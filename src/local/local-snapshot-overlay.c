@@ -174,6 +174,12 @@ static int idmapped_tree(const char *dir, uint32_t id_base, int *ret_fd)
     return 0;
 }
 
+int local_snapshot_overlay_probe(const char *dir, uint32_t id_base)
+{
+    _cleanup_close_ int fd = -1;
+    return idmapped_tree(dir, id_base, &fd);
+}
+
 static bool is_mount_point(const char *path)
 {
     struct statx a, b;

@@ -27,6 +27,12 @@
 int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **ret_dir,
                             char **ret_message);
 
+/* Whether a mount of dir can be idmapped to a user namespace starting at id_base, as a fork's
+ * lower layer is: 0 when it can, else the negative errno the kernel gave (EINVAL on filesystems
+ * that refuse idmapped mounts: overlayfs among them, so a state directory on a container's
+ * overlayfs root; ENOSYS/EPERM on older kernels or without the capability). Mounts nothing. */
+int local_snapshot_overlay_probe(const char *dir, uint32_t id_base);
+
 /* Mounts the overlay over the existing directory dest (nothing happens when dest is a mount
  * point already): lower = lower_dir, host ids = id_base + ids in the tree (id_base 0: no
  * idmapping). The upper root takes the lower root's owner, mode and times. *ret_error (owned) on

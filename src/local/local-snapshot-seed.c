@@ -144,43 +144,68 @@ static void undo(const char *dir)
         fs_rm_rf(layers);
 }
 
+/* An overlay failure that a copy avoids: no overlayfs here (ENODEV), none over idmapped layers
+ * (EINVAL from a filesystem that refuses idmapped mounts, ENOSYS or EOPNOTSUPP on older kernels),
+ * or not allowed (EPERM). */
+static bool copy_instead(int k)
+{
+    return k == -ENODEV || k == -EPERM || k == -EINVAL || k == -ENOSYS || k == -EOPNOTSUPP;
+}
+
+/* Unmounts and empties every directory a first seed may have written (workspace and volumes). */
+static void undo_all(const char *workspace, const char *volumes_dir)
+{
+    undo(workspace);
+    _cleanup_closedir_ DIR *d = opendir(volumes_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        _cleanup_free_ char *p =
+            e->d_name[0] == '.' ? NULL : strdup_printf("%s/%s", volumes_dir, e->d_name);
+        if (p)
+            undo(p);
+    }
+}
+
+/* Why a first fork cannot have overlays on this state directory, before anything is unpacked:
+ * NULL when idmapped mounts work there (or nothing idmaps), else owned words. */
+static char *overlays_refused(const char *state_dir, uint32_t id_base, int *ret_k)
+{
+    _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir);
+    *ret_k = 0;
+    if (!id_base || !dir)
+        return NULL;
+    int k = local_snapshot_overlay_probe(dir, id_base);
+    if (k == 0 || !copy_instead(k))
+        return NULL;
+    *ret_k = k;
+    return strdup_printf("the filesystem of %s refuses idmapped mounts (%s)", dir, strerror(-k));
+}
+
 int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
                         const char *volumes_dir, uint32_t id_base, bool again,
                         char **ret_message)
 {
     _cleanup_free_ char *tree = NULL;
-    int k = local_snapshot_tree_get(state_dir, snapshot_uid, &tree, ret_message);
-    if (k == 0)
+    int k = 0;
+    _cleanup_free_ char *why = again ? NULL : overlays_refused(state_dir, id_base, &k);
+    if (k == 0 && (k = local_snapshot_tree_get(state_dir, snapshot_uid, &tree, ret_message)) == 0)
         k = seed_by_overlay(tree, workspace, volumes_dir, id_base, ret_message);
     if (k == 0)
         return LOCAL_SNAPSHOT_SEED_OVERLAY;
     if (again)
         return k; /* never empty what a running fork wrote */
-    undo(workspace);
-    _cleanup_closedir_ DIR *d = opendir(volumes_dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        _cleanup_free_ char *p = e->d_name[0] == '.' ? NULL
-                                                     : strdup_printf("%s/%s", volumes_dir, e->d_name);
-        if (p)
-            undo(p);
-    }
-    /* No overlayfs here, or none over idmapped layers (an older kernel; ENOSYS, EINVAL), or
-     * not allowed (EPERM): copy. The tests check that forks are overlays where they can be. */
-    if (k == -ENODEV || k == -EPERM || k == -EINVAL || k == -ENOSYS || k == -EOPNOTSUPP) {
+    undo_all(workspace, volumes_dir);
+    if (copy_instead(k)) {
+        if (!why)
+            why = TAKE_PTR(*ret_message);
         free(*ret_message);
         *ret_message = NULL;
         if ((k = seed_by_copy(state_dir, snapshot_uid, workspace, volumes_dir, id_base,
-                              ret_message)) == 0)
+                              ret_message)) == 0) {
+            *ret_message = TAKE_PTR(why);
             return LOCAL_SNAPSHOT_SEED_COPY;
-        empty_dir(workspace);
-        rewinddir(d);
-        while (d && (e = readdir(d))) {
-            _cleanup_free_ char *p =
-                e->d_name[0] == '.' ? NULL : strdup_printf("%s/%s", volumes_dir, e->d_name);
-            if (p)
-                empty_dir(p);
         }
+        undo_all(workspace, volumes_dir);
     }
     if (!*ret_message)
         *ret_message = strdup_printf("cannot start from snapshot %s: %s", snapshot_uid,

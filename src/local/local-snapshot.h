@@ -51,11 +51,14 @@ int local_snapshot_resolve(local_store *store, const char *ns, const char *name,
 /* Starts the workspace and volume directories (volumes_dir/<name>) of a new sandbox from the
  * snapshot with metadata.uid snapshot_uid, sandbox ids N as host ids id_base + N: overlayfs
  * mounts over the snapshot's unpacked tree (local-snapshot-overlay.h), nothing copied:
- * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlayfs cannot be mounted (ENODEV, EPERM, EINVAL, ENOSYS, EOPNOTSUPP) the files are
- * copied in instead: LOCAL_SNAPSHOT_SEED_COPY. `again` (a restart of a sandbox seeded with
- * overlays, after a reboot): mounts what is not mounted and never removes anything. A first
- * seed that fails removes what it wrote (a retry starts from empty directories). On failure
- * *ret_message (owned) says why. */
+ * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlays cannot be had (no overlayfs, a state directory whose
+ * filesystem refuses idmapped mounts, as overlayfs and older kernels do: probed before anything
+ * is unpacked; ENODEV, EPERM, EINVAL, ENOSYS, EOPNOTSUPP) the files are copied in instead:
+ * LOCAL_SNAPSHOT_SEED_COPY, with *ret_message (owned, may be NULL) saying why no overlay.
+ * `again` (a restart of a sandbox seeded with overlays, after a reboot): mounts what is not
+ * mounted and never removes anything. A first seed that fails removes what it wrote (a retry
+ * starts from empty directories). On failure *ret_message (owned) says why. *ret_message must be
+ * NULL on entry. */
 int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
                         const char *volumes_dir, uint32_t id_base, bool again,
                         char **ret_message);

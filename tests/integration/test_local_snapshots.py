@@ -2,13 +2,20 @@
 sandbox's workspace and volumes, forks (Sandbox, SandboxTemplate + warm pool, claim) with the
 exact tree, bad input, and the store's garbage. Real `asb serve` + runc, skipped without root."""
 import os
+import re
 import stat
+import subprocess
+import tempfile
 import time
 
-from asb_apiserver import CORE
+import pytest
+
+from asb_apiserver import CORE, AsbServer, stop_servers
+from asb_cli import ok
 from claims_helpers import EXT, claim, pool, template, wait_claim, wait_pool_ready
 from claims_helpers import create as create_obj
-from local_sandbox import create, get_sandbox, sbx_state, sockets, start_sbx, wait_ready  # noqa: F401
+from local_sandbox import (RUNC, cleanup_state, create, get_sandbox, injected_sandboxd,  # noqa: F401
+                           runtime_available, sbx_state, sockets, start_sbx, wait_ready)
 from test_local_sandbox_runtime import rest, wait_for
 
 
@@ -83,9 +90,9 @@ def describe(ws):
                 continue
             inodes[st.st_ino] = rel
             d = [stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid - base.st_uid,
-                 st.st_gid - base.st_gid, st.st_size]
-            if not stat.S_ISDIR(st.st_mode):
-                d.append(st.st_mtime_ns)
+                 st.st_gid - base.st_gid]
+            if not stat.S_ISDIR(st.st_mode):  # a directory's size is its filesystem's business
+                d += [st.st_size, st.st_mtime_ns]
             if stat.S_ISLNK(st.st_mode):
                 d.append(os.readlink(p))
             elif stat.S_ISREG(st.st_mode):
@@ -289,7 +296,68 @@ def overlays(state):
     return out
 
 
-def test_forks_are_overlays_that_survive_restart_and_leave_nothing(start_sbx, sbx_state):
+EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
+
+
+def seeded_note(asb, name):
+    """The note of the SandboxSnapshotSeeded event of Sandbox `name`, once there is one."""
+    def note():
+        for e in asb.get(EVENTS).json()["items"]:
+            if e["regarding"]["name"] == name and e["reason"] == "SnapshotSeeded":
+                return e["note"]
+        return None
+    return wait_for(note, timeout=10)
+
+
+def idmapped_tmpfs():
+    """tmpfs takes idmapped mounts from Linux 6.3 on (overlayfs over them since 5.19)."""
+    release = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    return release >= (6, 3)
+
+
+@pytest.fixture(params=["tmpfs", "overlay"])
+def fs_sbx(request, tmp_path):
+    """(state, start): a state directory on a filesystem of its own that the test mounts: a
+    tmpfs (forks get overlays where the kernel idmaps tmpfs) or an overlayfs over tmpfs layers
+    (overlayfs refuses idmapped mounts, as a container's root does: forks fall back to copies)."""
+    why = runtime_available()
+    if why:
+        pytest.skip(why)
+    top = tempfile.mkdtemp(prefix="asb-fs-", dir="/tmp")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g,mode=0755", "tmpfs", top], check=True)
+    state = top
+    if request.param == "overlay":
+        for d in ("lower", "upper", "work", "state"):
+            os.mkdir(os.path.join(top, d))
+        state = os.path.join(top, "state")
+        subprocess.run(["mount", "-t", "overlay", "-o",
+                        f"lowerdir={top}/lower,upperdir={top}/upper,workdir={top}/work",
+                        "overlay", state], check=True)
+    servers = []
+
+    def start():
+        e = {"ASB_RUNTIME": RUNC, "ASB_SANDBOXD": injected_sandboxd()}
+        s = AsbServer(state, tmp_path / f"asb-serve-{len(servers)}.log", e)
+        servers.append(s)
+        return s.start()
+
+    try:
+        yield request.param, state, start
+        stop_servers(servers)
+        cleanup_state(state)
+    finally:
+        if state != top:
+            subprocess.run(["umount", "-l", state], check=True)
+        subprocess.run(["umount", "-l", top], check=True)
+        os.rmdir(top)
+
+
+def test_forks_survive_restart_and_leave_nothing(fs_sbx):
+    """The fork contract on either filesystem: exact files, writes kept across a restart of
+    asb serve, nothing mounted or unpacked afterwards; an overlay with nothing copied where the
+    filesystem idmaps, an exact copy where it does not, and an Event says which."""
+    kind, sbx_state, start_sbx = fs_sbx
+    expect_overlay = kind == "tmpfs" and idmapped_tmpfs()
     asb = start_sbx()
     src = create(asb, "src")
     wait_ready(asb, "src")
@@ -300,39 +368,51 @@ def test_forks_are_overlays_that_survive_restart_and_leave_nothing(start_sbx, sb
     fork = create(asb, "f1", image="snapshot:s1")
     wait_ready(asb, "f1")
     fws = workspace(sbx_state, fork)
-    # The fork's workspace is an overlay over the snapshot's tree: exact, nothing copied.
-    assert os.path.realpath(fws) in overlays(sbx_state)
     tree = os.path.join(sbx_state, "snapshots", "trees", s1_uid)
-    assert os.path.isdir(tree) and stat.S_IMODE(os.stat(os.path.dirname(tree)).st_mode) == 0o700
+    note = seeded_note(asb, "f1")
     assert describe(fws) == want
+    if expect_overlay:
+        # An overlay over the snapshot's tree: exact, nothing copied.
+        assert "as overlays over its tree, nothing copied" in note, f"{note}\n{asb.output()}"
+        assert os.path.realpath(fws) in overlays(sbx_state)
+        assert os.path.isdir(tree) and stat.S_IMODE(os.stat(os.path.dirname(tree)).st_mode) == 0o700
+    else:
+        assert "copied in" in note, note
+        if kind == "overlay":
+            assert "refuses idmapped mounts" in note, note
+        assert overlays(sbx_state) == [] and not os.path.exists(tree)
+    out = ok(asb, "describe", "sandbox", "f1")
+    assert re.search(r"Normal\s+SnapshotSeeded\s", out), out
     sock = sockets(sbx_state, fork["metadata"]["uid"])[0]
     assert rest(sock, "PUT", "/v1/files/mine", b"fork's own")[0] == 204
     with open(os.path.join(fws, "hard"), "r+b") as f:  # in place: a copy-up of a hard link
         f.write(b"rewritten")
-    assert not os.path.exists(os.path.join(tree, "workspace", "mine"))
-    assert open(os.path.join(tree, "workspace", "hard"), "rb").read(9) != b"rewritten"
+    if expect_overlay:
+        assert not os.path.exists(os.path.join(tree, "workspace", "mine"))
+        assert open(os.path.join(tree, "workspace", "hard"), "rb").read(9) != b"rewritten"
+    assert describe(workspace(sbx_state, src)) == want
     fwant = describe(fws)
     assert fwant != want and fwant["dir/sub/data.bin"] == ("hardlink", "hard")
     assert open(os.path.join(fws, "dir/sub/data.bin"), "rb").read(9) == b"rewritten"
 
-    # A fork of the fork reads the first fork's merged view.
+    # A fork of the fork reads the first fork's view.
     assert snapshot(asb, "s2", "f1").status_code == 201
     wait_snapshot(asb, "s2")
     f2 = create(asb, "f2", image="snapshot:s2")
     wait_ready(asb, "f2")
     assert describe(workspace(sbx_state, f2)) == fwant
 
-    # The snapshot goes while f1 runs on it: its tree stays, f1 loses nothing.
+    # The snapshot goes while f1 runs on it: f1 loses nothing.
     assert asb.delete(asb.path(EXT, "sandboxsnapshots", name="s1")).status_code == 200
     assert wait_for(lambda: asb.get(asb.path(EXT, "sandboxsnapshots", name="s1")).status_code == 404)
-    assert os.path.isdir(tree) and describe(fws) == fwant
+    assert describe(fws) == fwant
 
-    # asb serve restarts: f1 keeps its own changes, mounted once.
+    # asb serve restarts: f1 keeps its own changes (mounted once where it is an overlay).
     asb.stop()
     asb = start_sbx()
     wait_ready(asb, "f1")
     assert rest(sock, "GET", "/v1/files/mine")[1] == b"fork's own"
-    assert overlays(sbx_state).count(os.path.realpath(fws)) == 1
+    assert overlays(sbx_state).count(os.path.realpath(fws)) == (1 if expect_overlay else 0)
     assert describe(fws) == fwant
 
     # Deleting the forks leaves nothing mounted, and the deleted snapshot's tree goes with them.
@@ -344,6 +424,6 @@ def test_forks_are_overlays_that_survive_restart_and_leave_nothing(start_sbx, sb
     assert overlays(sbx_state) == []
     assert wait_for(lambda: not os.path.exists(tree))
     s2_tree = os.path.join(sbx_state, "snapshots", "trees", get_snapshot(asb, "s2")["metadata"]["uid"])
-    assert os.path.isdir(s2_tree)
+    assert os.path.isdir(s2_tree) == expect_overlay
     assert asb.delete(asb.path(EXT, "sandboxsnapshots", name="s2")).status_code == 200
     assert wait_for(lambda: not os.path.exists(s2_tree))

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <dirent.h>
@@ -300,135 +301,268 @@ static bool mounted(const char *path)
            statx(AT_FDCWD, parent, 0, STATX_MNT_ID, &b) == 0 && a.stx_mnt_id != b.stx_mnt_id;
 }
 
-/* A fork is an overlayfs over the snapshot's unpacked tree, idmapped to the fork's ids: it shows
- * exactly the captured tree, a snapshot of the fork (read through the overlay) restores exactly
- * again, what the fork writes never reaches the tree, and the tree outlives its manifest while a
- * sandbox names it. */
+/* A directory of its own filesystem for a test: a tmpfs mounted on a new temporary directory
+ * (idmapped mounts work on tmpfs since Linux 6.3) or, with `overlay`, an overlayfs over layers
+ * on such a tmpfs (overlayfs refuses idmapped mounts: the fork's fallback). Unmounted by
+ * test_fs_free. */
+typedef struct {
+    char *top, *mnt;
+} test_fs;
+
+static void test_fs_free(test_fs *t)
+{
+    if (t->mnt && t->mnt != t->top) {
+        CHECK_INT_EQ(umount2(t->mnt, MNT_DETACH), 0);
+        free(t->mnt);
+    }
+    CHECK_INT_EQ(umount2(t->top, MNT_DETACH), 0);
+    CHECK_INT_EQ(rmdir(t->top), 0);
+    free(t->top);
+}
+
+static test_fs test_fs_make(bool overlay)
+{
+    test_fs t = {.top = tmpdir()};
+    CHECK_INT_EQ(mount("tmpfs", t.top, "tmpfs", 0, "size=512m,mode=0755"), 0);
+    t.mnt = t.top;
+    if (overlay) {
+        char opts[2048];
+        t.mnt = strdup_printf("%s/merged", t.top);
+        for (const char *const *d = (const char *const[]){"lower", "upper", "work", "merged", NULL};
+             *d; d++) {
+            _cleanup_free_ char *p = strdup_printf("%s/%s", t.top, *d);
+            CHECK_INT_EQ(mkdir(p, 0755), 0);
+        }
+        snprintf(opts, sizeof(opts), "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", t.top,
+                 t.top, t.top);
+        CHECK_INT_EQ(mount("overlay", t.mnt, "overlay", 0, opts), 0);
+    }
+    return t;
+}
+
+/* The directories of one fork round under top: a source tree captured into the store of
+ * state, and the fork's workspace and volumes. */
+typedef struct {
+    char src[600], state[600], store_dir[600], ws[600], vols[600], dst2[600], tree[700],
+        fork_dir[620], uid[32];
+} fork_paths;
+
+static void fork_paths_make(fork_paths *p, const char *top, unsigned round)
+{
+    snprintf(p->src, sizeof(p->src), "%s/src", top);
+    snprintf(p->state, sizeof(p->state), "%s/state", top);
+    snprintf(p->store_dir, sizeof(p->store_dir), "%s/state/snapshots", top);
+    snprintf(p->ws, sizeof(p->ws), "%s/fork/workspace", top);
+    snprintf(p->vols, sizeof(p->vols), "%s/fork/volumes", top);
+    snprintf(p->dst2, sizeof(p->dst2), "%s/dst2", top);
+    snprintf(p->fork_dir, sizeof(p->fork_dir), "%s/fork", top);
+    snprintf(p->uid, sizeof(p->uid), "snap%u", round);
+    snprintf(p->tree, sizeof(p->tree), "%s/snapshots/trees/%s", p->state, p->uid);
+    CHECK_INT_EQ(mkdir(p->src, 0755), 0);
+    CHECK_INT_EQ(mkdir(p->state, 0755), 0);
+    CHECK_INT_EQ(mkdir(p->dst2, 0700), 0);
+    CHECK_INT_EQ(mkdir_p(p->ws, 0700), 0);
+    CHECK_INT_EQ(mkdir_p(p->vols, 0755), 0);
+}
+
+static bool dir_is_empty(const char *dir)
+{
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            return false;
+    return d != NULL;
+}
+
+/* The overlay-only part of a round: seeding again mounts nothing twice, what the fork writes
+ * never reaches the tree, teardown unmounts, and the tree outlives its manifest while a sandbox
+ * names it. */
+static void check_overlay_fork(const fork_paths *p, json_t *want, char files[][512], size_t nfiles)
+{
+    char *err = NULL;
+    CHECK(mounted(p->ws));
+    /* Seeding again (a restart) changes nothing and mounts nothing twice. */
+    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
+                 LOCAL_SNAPSHOT_SEED_OVERLAY);
+    CHECK(!err);
+    json_t *tree_before = description(p->tree, 0);
+    for (size_t i = 0; i < nfiles && i < 8; i++) {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/%.500s", p->ws, files[i]);
+        int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            CHECK(write(fd, "fork", 4) == 4);
+            close(fd);
+        }
+    }
+    write_file(p->ws, "new-in-fork", 1000, 7);
+    json_t *tree_after = description(p->tree, 0), *changed = description(p->ws, BASE_B);
+    CHECK(json_equal(tree_before, tree_after));
+    CHECK(json_object_get(changed, "new-in-fork") && !json_equal(want, changed));
+    json_decref(changed);
+    json_decref(tree_before);
+    json_decref(tree_after);
+
+    /* The teardown's own release looks at the directory's entries only: the workspace is one
+     * of fork/'s, not of top's. */
+    char top[600];
+    snprintf(top, sizeof(top), "%.*s", (int)(strrchr(p->fork_dir, '/') - p->fork_dir), p->fork_dir);
+    CHECK_INT_EQ(local_snapshot_entry_overlays_release(top), 0);
+    CHECK(mounted(p->ws));
+    CHECK_INT_EQ(local_snapshot_overlays_release(top), 0);
+    CHECK(!mounted(p->ws));
+    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
+                 LOCAL_SNAPSHOT_SEED_OVERLAY);
+    CHECK(mounted(p->ws));
+    CHECK_INT_EQ(local_snapshot_entry_overlays_release(p->fork_dir), 0);
+    CHECK(!mounted(p->ws));
+
+    char seeded[700], manifest[700], line[64];
+    snprintf(seeded, sizeof(seeded), "%s/sandboxes/x/seeded", p->state);
+    CHECK_INT_EQ(mkdir_p(seeded, 0755), 0);
+    rmdir(seeded);
+    CHECK_INT_EQ(fs_write_file(seeded, "snapX\nhost\noverlay\n", 0644), 0);
+    snprintf(manifest, sizeof(manifest), "%s/manifests/%s.json", p->store_dir, p->uid);
+    local_snapshot_trees_gc(p->state);
+    CHECK(access(p->tree, F_OK) == 0); /* its manifest is still there */
+    CHECK_INT_EQ(unlink(manifest), 0);
+    snprintf(line, sizeof(line), "%s\nhost\noverlay\n", p->uid);
+    CHECK_INT_EQ(fs_write_file(seeded, line, 0644), 0);
+    local_snapshot_trees_gc(p->state);
+    CHECK(access(p->tree, F_OK) == 0); /* a fork still names it */
+    CHECK_INT_EQ(unlink(seeded), 0);
+    local_snapshot_trees_gc(p->state);
+    CHECK(access(p->tree, F_OK) < 0);
+}
+
+/* One fork of a generated tree on the filesystem of top, by the way `expect` says: either way
+ * it shows exactly the captured tree, and a snapshot of the fork restores exactly again. A copy
+ * says why there is no overlay, mounts nothing and unpacks no tree. */
+static void fork_round(const char *top, unsigned round, int expect)
+{
+    fork_paths p;
+    fork_paths_make(&p, top, round);
+    probe_xattrs(p.src);
+    static char files[4096][512];
+    size_t nfiles = 0;
+    gen_tree(p.src, 0, files, &nfiles);
+    meta(p.src, false);
+    snap_store *s = NULL;
+    CHECK_INT_EQ(snap_store_open(p.store_dir, &s), 0);
+    snap_root roots[] = {{SNAP_ROOT_WORKSPACE, p.src}};
+    snap_capture_options o = {.id_base = BASE_A, .id_count = SLOT};
+    json_t *m = NULL, *m2 = NULL;
+    char *err = NULL;
+    CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
+    CHECK_INT_EQ(snap_store_save_manifest(s, p.uid, m), 0);
+    json_t *want = description(p.src, BASE_A);
+
+    CHECK_INT_EQ(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &err), expect);
+    if (expect == LOCAL_SNAPSHOT_SEED_COPY) {
+        CHECK(err && strstr(err, "idmapped"));
+        CHECK(!mounted(p.ws));
+        CHECK(access(p.tree, F_OK) < 0);
+    } else
+        CHECK(!err);
+    free(TAKE_PTR(err));
+    json_t *got = description(p.ws, BASE_B);
+    CHECK(json_equal(want, got));
+
+    /* A snapshot of the fork reads what the fork shows: a fork of the fork is exact too. */
+    snap_capture_options o2 = {.id_base = BASE_B, .id_count = SLOT};
+    CHECK_INT_EQ(snap_capture(s, (snap_root[]){{SNAP_ROOT_WORKSPACE, p.ws}}, 1, &o2, &m2, NULL,
+                              &err),
+                 0);
+    CHECK_INT_EQ(snap_restore(s, m2, SNAP_ROOT_WORKSPACE, p.dst2, BASE_A, &err), 0);
+    CHECK(!err);
+    json_t *got2 = description(p.dst2, BASE_A);
+    CHECK(json_equal(want, got2));
+
+    if (expect == LOCAL_SNAPSHOT_SEED_OVERLAY)
+        check_overlay_fork(&p, want, files, nfiles);
+    CHECK_INT_EQ(local_snapshot_entry_overlays_release(p.fork_dir), 0);
+    CHECK(!mounted(p.ws));
+    json_decref(want);
+    json_decref(got);
+    json_decref(got2);
+    json_decref(m);
+    json_decref(m2);
+    snap_store_free(s);
+}
+
+/* Forks are overlays over the snapshot's unpacked tree, idmapped to the fork's ids, wherever the
+ * filesystem allows idmapped mounts (a tmpfs does on Linux 6.3+): nothing copied, exact, and
+ * what the fork writes stays in the fork. Elsewhere the same contract holds by copy. */
 TEST(property_forks_over_overlays_are_exact)
 {
     if (!is_root())
         return;
     for (unsigned round = 0; round < 3; round++) {
-        _cleanup_free_ char *top = tmpdir();
-        char src[600], state[600], store_dir[600], ws[600], vols[600], dst2[600], tree[700],
-            seeded[700], manifest[700];
-        snprintf(src, sizeof(src), "%s/src", top);
-        snprintf(state, sizeof(state), "%s/state", top);
-        snprintf(store_dir, sizeof(store_dir), "%s/state/snapshots", top);
-        snprintf(ws, sizeof(ws), "%s/fork/workspace", top);
-        snprintf(vols, sizeof(vols), "%s/fork/volumes", top);
-        snprintf(dst2, sizeof(dst2), "%s/dst2", top);
-        snprintf(tree, sizeof(tree), "%s/snapshots/trees/snap%u", state, round);
-        mkdir(src, 0755);
-        mkdir(state, 0755);
-        mkdir(dst2, 0700);
-        CHECK_INT_EQ(mkdir_p(ws, 0700), 0);
-        CHECK_INT_EQ(mkdir_p(vols, 0755), 0);
-        probe_xattrs(src);
-        static char files[4096][512];
-        size_t nfiles = 0;
-        gen_tree(src, 0, files, &nfiles);
-        meta(src, false);
+        test_fs t = test_fs_make(false);
+        int probe = local_snapshot_overlay_probe(t.mnt, BASE_B);
+        if (probe < 0)
+            printf("# tmpfs refuses idmapped mounts here (%s): forks are copies\n",
+                   strerror(-probe));
+        fork_round(t.mnt, round, probe == 0 ? LOCAL_SNAPSHOT_SEED_OVERLAY
+                                            : LOCAL_SNAPSHOT_SEED_COPY);
+        test_fs_free(&t);
+    }
+}
+
+/* A state directory on overlayfs (a container's root, the fresh-machine check's /var/tmp): the
+ * kernel refuses to idmap it, and a fork falls back to an exact copy, checked before anything is
+ * unpacked. */
+TEST(forks_fall_back_to_copies_where_idmapped_mounts_are_refused)
+{
+    if (!is_root())
+        return;
+    test_fs t = test_fs_make(true);
+    int probe = local_snapshot_overlay_probe(t.mnt, BASE_B);
+    if (probe == 0)
+        printf("# this kernel idmaps overlayfs: the fallback is not reached here\n");
+    else
+        fork_round(t.mnt, 0, LOCAL_SNAPSHOT_SEED_COPY);
+    test_fs_free(&t);
+}
+
+/* A first seed that fails (no manifest; a manifest whose objects are gone) says why, mounts
+ * nothing and leaves the fork's directories empty, on both paths; ASan checks that no path leaks. */
+TEST(failed_seeds_leave_nothing)
+{
+    if (!is_root())
+        return;
+    for (int overlay = 0; overlay < 2; overlay++) {
+        test_fs t = test_fs_make(overlay);
+        fork_paths p;
+        fork_paths_make(&p, t.mnt, 0);
+        write_file(p.src, "a", 70000, 1);
+        write_file(p.src, "b", 100, 2);
+        char *err = NULL;
+        CHECK(local_snapshot_seed(p.state, "missing", p.ws, p.vols, BASE_B, false, &err) < 0);
+        CHECK(err != NULL);
+        free(TAKE_PTR(err));
+        CHECK(dir_is_empty(p.ws) && !mounted(p.ws));
+
         snap_store *s = NULL;
-        CHECK_INT_EQ(snap_store_open(store_dir, &s), 0);
-        snap_root roots[] = {{SNAP_ROOT_WORKSPACE, src}};
-        snap_capture_options o = {.id_base = BASE_A, .id_count = SLOT};
-        json_t *m = NULL, *m2 = NULL;
-        char *err = NULL, uid[32];
-        snprintf(uid, sizeof(uid), "snap%u", round);
-        CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
-        CHECK_INT_EQ(snap_store_save_manifest(s, uid, m), 0);
-        json_t *want = description(src, BASE_A);
-
-        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, false, &err),
-                     LOCAL_SNAPSHOT_SEED_OVERLAY);
-        if (err)
-            printf("# %s\n", err);
-        CHECK(mounted(ws));
-        json_t *got = description(ws, BASE_B);
-        CHECK(json_equal(want, got));
-        if (!json_equal(want, got)) {
-            const char *k;
-            json_t *v;
-            json_object_foreach (want, k, v)
-                if (!json_equal(v, json_object_get(got, k)))
-                    printf("# %s:\n#  want %s\n#  got  %s\n", k, json_string_value(v),
-                           json_string_value(json_object_get(got, k)));
-        }
-        /* Seeding again (a restart) changes nothing and mounts nothing twice. */
-        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, true, &err),
-                     LOCAL_SNAPSHOT_SEED_OVERLAY);
-
-        /* A snapshot of the fork reads the merged view: a fork of the fork is exact too. */
-        snap_capture_options o2 = {.id_base = BASE_B, .id_count = SLOT};
-        CHECK_INT_EQ(snap_capture(s, (snap_root[]){{SNAP_ROOT_WORKSPACE, ws}}, 1, &o2, &m2,
+        json_t *m = NULL;
+        CHECK_INT_EQ(snap_store_open(p.store_dir, &s), 0);
+        snap_capture_options o = {.id_base = 0, .id_count = SLOT};
+        CHECK_INT_EQ(snap_capture(s, (snap_root[]){{SNAP_ROOT_WORKSPACE, p.src}}, 1, &o, &m,
                                   NULL, &err),
                      0);
-        if (err)
-            printf("# %s\n", err);
-        CHECK_INT_EQ(snap_restore(s, m2, SNAP_ROOT_WORKSPACE, dst2, BASE_A, &err), 0);
-        json_t *got2 = description(dst2, BASE_A);
-        CHECK(json_equal(want, got2));
-
-        /* What the fork writes stays in the fork. */
-        json_t *tree_before = description(tree, 0);
-        for (size_t i = 0; i < nfiles && i < 8; i++) {
-            char p[1200];
-            snprintf(p, sizeof(p), "%s/%.500s", ws, files[i]);
-            int fd = open(p, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-            if (fd >= 0) {
-                CHECK(write(fd, "fork", 4) == 4);
-                close(fd);
-            }
-        }
-        write_file(ws, "new-in-fork", 1000, 7);
-        json_t *tree_after = description(tree, 0);
-        CHECK(json_equal(tree_before, tree_after));
-        json_t *changed = description(ws, BASE_B);
-        CHECK(json_object_get(changed, "new-in-fork") && !json_equal(want, changed));
-        json_decref(changed);
-
-        /* Teardown leaves nothing mounted; the tree stays while a sandbox names it. The
-         * teardown's own release looks at the directory's entries only: the workspace is one
-         * of top/fork's, not of top's. */
-        CHECK_INT_EQ(local_snapshot_entry_overlays_release(top), 0);
-        CHECK(mounted(ws));
-        CHECK_INT_EQ(local_snapshot_overlays_release(top), 0);
-        CHECK(!mounted(ws));
-        CHECK_INT_EQ(local_snapshot_seed(state, uid, ws, vols, BASE_B, true, &err),
-                     LOCAL_SNAPSHOT_SEED_OVERLAY);
-        CHECK(mounted(ws));
-        char fork_dir[620];
-        snprintf(fork_dir, sizeof(fork_dir), "%s/fork", top);
-        CHECK_INT_EQ(local_snapshot_entry_overlays_release(fork_dir), 0);
-        CHECK(!mounted(ws));
-        snprintf(seeded, sizeof(seeded), "%s/sandboxes/x/seeded", state);
-        CHECK_INT_EQ(mkdir_p(seeded, 0755), 0);
-        rmdir(seeded);
-        CHECK_INT_EQ(fs_write_file(seeded, "snapX\nhost\noverlay\n", 0644), 0);
-        snprintf(manifest, sizeof(manifest), "%s/manifests/%s.json", store_dir, uid);
-        local_snapshot_trees_gc(state);
-        CHECK(access(tree, F_OK) == 0); /* its manifest is still there */
-        CHECK_INT_EQ(unlink(manifest), 0);
-        char line[64];
-        snprintf(line, sizeof(line), "%s\nhost\noverlay\n", uid);
-        CHECK_INT_EQ(fs_write_file(seeded, line, 0644), 0);
-        local_snapshot_trees_gc(state);
-        CHECK(access(tree, F_OK) == 0); /* a fork still names it */
-        CHECK_INT_EQ(unlink(seeded), 0);
-        local_snapshot_trees_gc(state);
-        CHECK(access(tree, F_OK) < 0);
-
-        json_decref(want);
-        json_decref(got);
-        json_decref(got2);
-        json_decref(tree_before);
-        json_decref(tree_after);
+        CHECK_INT_EQ(snap_store_save_manifest(s, p.uid, m), 0);
+        char objects[700];
+        snprintf(objects, sizeof(objects), "%s/objects", p.store_dir);
+        CHECK_INT_EQ(fs_rm_rf(objects), 0);
+        CHECK(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &err) < 0);
+        CHECK(err != NULL);
+        free(TAKE_PTR(err));
+        CHECK(dir_is_empty(p.ws) && !mounted(p.ws));
+        CHECK(access(p.tree, F_OK) < 0);
         json_decref(m);
-        json_decref(m2);
-        free(err);
         snap_store_free(s);
-        fs_rm_rf(top);
+        test_fs_free(&t);
     }
 }
 
