@@ -861,16 +861,17 @@ static void *controller_thread(void *arg)
     uint64_t rv = local_store_current_rv(c->store);
     while (cache_reload(c) < 0 && !local_store_is_shutdown(c->store))
         usleep(100000);
-    usec_t rq = run_pass(c);
+    /* The requeue is counted from the pass that asked for it: events of kinds this controller
+     * does not watch (Events, snapshots) wake the wait but must not push an expiry back. */
+    usec_t rq = run_pass(c), passed = now_usec(CLOCK_MONOTONIC);
     for (;;) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-        usec_t deadline = now + (rq ? MIN(rq, RESYNC_INTERVAL) : RESYNC_INTERVAL);
+        usec_t deadline = passed + (rq ? MIN(rq, RESYNC_INTERVAL) : RESYNC_INTERVAL);
         store_event **evs = NULL;
         int n = local_store_wait(c->store, rv, deadline, &evs);
         if (n == -ESHUTDOWN)
             break;
         bool run = n == 0 || n == -ESTALE;
-        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= now + RESYNC_INTERVAL)) {
+        if (n == -ESTALE || (n == 0 && now_usec(CLOCK_MONOTONIC) >= passed + RESYNC_INTERVAL)) {
             /* Fell behind the watch window, or a quiet resync: start from fresh lists. */
             rv = local_store_current_rv(c->store);
             cache_reload(c);
@@ -894,6 +895,7 @@ static void *controller_thread(void *arg)
         if (run) {
             /* Our own writes wake us again; a pass over a converged state writes nothing. */
             rq = run_pass(c);
+            passed = now_usec(CLOCK_MONOTONIC);
         }
     }
     return NULL;

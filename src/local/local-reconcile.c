@@ -123,10 +123,9 @@ static bool reconcile_expiry(local_reconciler *r, const json_t *sb, const char *
         /* First pass: say so and persist; the container is removed on the next pass. */
         log_info("sandbox expired", "sandbox", name, "uid", uid);
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Expired", "Expire",
-                           "spec.lifecycle.shutdownTime %s passed",
-                           json_string_value(json_object_get(
-                               json_object_get(json_object_get(sb, "spec"), "lifecycle"),
-                               "shutdownTime")) ?: "");
+                           "spec.shutdownTime %s passed",
+                           json_string_value(json_object_get(json_object_get(sb, "spec"),
+                                                             "shutdownTime")) ?: "");
         u.has_pod = rec_find(r, uid) != NULL;
         rec_write_status(r, sb, &u);
         rec_timer_set(r, sb, (usec_t)out.requeue);

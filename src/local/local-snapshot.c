@@ -401,8 +401,9 @@ static void *snapshotter_thread(void *arg)
     local_snapshotter *s = arg;
     uint64_t rv = local_store_current_rv(s->store);
     bool pending = run_pass(s, true);
+    usec_t passed = now_usec(CLOCK_MONOTONIC); /* unrelated events must not push a retry back */
     for (;;) {
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + (pending ? PENDING_RETRY : 60 * USEC_PER_SEC);
+        usec_t deadline = passed + (pending ? PENDING_RETRY : 60 * USEC_PER_SEC);
         store_event **evs = NULL;
         int n = local_store_wait(s->store, rv, deadline, &evs);
         if (n == -ESHUTDOWN)
@@ -424,8 +425,11 @@ static void *snapshotter_thread(void *arg)
             usleep(10000);
             continue;
         }
-        if (run || gc)
+        if (run || gc) {
             pending = run_pass(s, gc);
+            passed = now_usec(CLOCK_MONOTONIC);
+        } else if (n == 0)
+            passed = now_usec(CLOCK_MONOTONIC); /* a quiet minute: wait another */
     }
     return NULL;
 }

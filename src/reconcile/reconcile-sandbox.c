@@ -86,7 +86,8 @@ int reconcile_sandbox_expiry(const reconcile_sandbox_in *in, reconcile_sandbox_o
     if (reconcile_parse_time(spec_string(sb, "shutdownTime"), &when) < 0)
         return 0; /* no (usable) shutdownTime: never expires */
     if (in->now < when) {
-        out->requeue = MAX(when - in->now, RECONCILE_EXPIRY_MIN_REQUEUE_USEC);
+        /* At its time, not later: a user's expiry fires within a second of what they asked. */
+        out->requeue = MAX(when - in->now, RECONCILE_EXPIRY_MARK_REQUEUE_USEC);
         return 0;
     }
     out->ready = false;

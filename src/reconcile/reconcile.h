@@ -213,7 +213,7 @@ int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_
  * reconcile_sandbox_expiry(); only on RECONCILE_SANDBOX_RUN does it make or observe its
  * children, fill in->observed and ask reconcile_sandbox_status(). How a Sandbox becomes a Pod or
  * a container (and its Service, PVCs, network) stays in the backend. */
-#define RECONCILE_EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* requeue at max(remaining, 2 s) */
+#define RECONCILE_EXPIRY_MIN_REQUEUE_USEC (2 * 1000000LL) /* look again after a failure */
 #define RECONCILE_EXPIRY_MARK_REQUEUE_USEC 1000LL         /* after the first pass: 1 ms */
 
 typedef enum reconcile_sandbox_action {

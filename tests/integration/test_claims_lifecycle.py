@@ -1,6 +1,7 @@
 """SandboxClaim lifecycle on `asb serve` with real runc sandboxes (UPSTREAM.md §2.8 step 3):
 shutdownTime and ttlSecondsAfterFinished with Retain, Delete and DeleteForeground."""
 import datetime
+import threading
 import time
 
 from asb_apiserver import CORE, EXT
@@ -115,3 +116,73 @@ def test_deleting_a_claim_collects_its_sandbox(start_sbx, sbx_state):
     wait_for("sandbox collected", lambda: get(asb, CORE, "sandboxes", sname) is None, 15, asb=asb)
     # Only the pool's member is left running.
     wait_for("one container", lambda: len(runc_ids(sbx_state)) == 1, 15, asb=asb)
+
+
+def whole_second_ahead(s):
+    """A shutdownTime s..s+1 seconds ahead (RFC 3339 has whole seconds): (text, wall time)."""
+    t = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + \
+        datetime.timedelta(seconds=s + 1)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ"), t.timestamp()
+
+
+def unrelated_writes(asb, stop, codes):
+    """Writes of a kind the claim controller does not watch (SandboxSnapshots of sandbox
+    noise-src, and the snapshotter's status writes for them) every 0.2 s until stop is set."""
+    i = 0
+    while not stop.is_set():
+        r = asb.post(asb.path(EXT, "sandboxsnapshots"), {
+            "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxSnapshot",
+            "metadata": {"name": f"noise-{i}"}, "spec": {"sandboxRef": {"name": "noise-src"}}})
+        codes.append(r.status_code)
+        i += 1
+        stop.wait(0.2)
+
+
+def test_expiry_fires_on_time_with_nothing_else_happening(start_sbx):
+    """Issue 31: every expiry fires within 1 s of its time, whatever else happens: with nothing
+    else to wake the controllers, and with a stream of writes they do not watch (which used to
+    push the claim controller's requeue back at every wake-up)."""
+    asb = start_sbx()
+    make_pool(asb, replicas=2)
+    text, at = whole_second_ahead(3)
+    create(asb, EXT, "sandboxclaims", claim("on-time", "wp", lifecycle={
+        "shutdownTime": text, "shutdownPolicy": "Delete"}))
+    wait_claim(asb, "on-time")
+    sb_text, sb_at = whole_second_ahead(5)
+    wait_pool_ready(asb, "wp", 2)
+    time.sleep(0.5)  # the pool's refill done: nothing else happens from here on
+    create(asb, CORE, "sandboxes", {
+        "apiVersion": f"{CORE}/v1beta1", "kind": "Sandbox", "metadata": {"name": "sb-on-time"},
+        "spec": {"shutdownTime": sb_text, "shutdownPolicy": "Delete",
+                 "podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
+    gone = wait_for("claim deleted", lambda: get(asb, EXT, "sandboxclaims", "on-time") is None
+                    and time.time(), 15, asb=asb)
+    assert gone - at < 1.0, f"claim deleted {gone - at:.2f}s after its shutdownTime"
+
+    def expired():
+        sb = get(asb, CORE, "sandboxes", "sb-on-time")
+        return (sb is None or sb["metadata"].get("deletionTimestamp") or
+                (condition(sb) or {}).get("reason") == "SandboxExpired") and time.time()
+    fired = wait_for("sandbox expired", expired, 15, asb=asb)
+    assert fired - sb_at < 1.0, f"sandbox expired {fired - sb_at:.2f}s after its shutdownTime"
+    wait_for("sandbox deleted", lambda: get(asb, CORE, "sandboxes", "sb-on-time") is None, 15,
+             asb=asb)
+    create(asb, CORE, "sandboxes", {
+        "apiVersion": f"{CORE}/v1beta1", "kind": "Sandbox", "metadata": {"name": "noise-src"},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
+    wait_for("noise-src Ready", lambda: (condition(get(asb, CORE, "sandboxes", "noise-src") or {})
+                                         or {}).get("status") == "True", 30, asb=asb)
+    stop, codes = threading.Event(), []
+    noise = threading.Thread(target=unrelated_writes, args=(asb, stop, codes))
+    noise.start()
+    try:
+        text, at = whole_second_ahead(4)
+        create(asb, EXT, "sandboxclaims", claim("in-noise", "wp", lifecycle={
+            "shutdownTime": text, "shutdownPolicy": "Delete"}))
+        gone = wait_for("claim deleted", lambda: get(asb, EXT, "sandboxclaims", "in-noise") is None
+                        and time.time(), 15, asb=asb)
+    finally:
+        stop.set()
+        noise.join()
+    assert len(codes) >= 10 and set(codes) == {201}, codes
+    assert gone - at < 1.0, f"claim deleted {gone - at:.2f}s after its shutdownTime (with writes)"
