@@ -159,6 +159,35 @@ static void check_metadata(const api_kind *k, const json_t *obj, api_errors *e)
     (void)k;
 }
 
+/* The reason of obj's status condition `type`, or NULL. */
+static const char *condition_reason(const json_t *obj, const char *type)
+{
+    const json_t *c;
+    size_t i;
+    json_array_foreach (get(get(obj, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return json_string_value(get(c, "reason"));
+    }
+    return NULL;
+}
+
+/* An expired claim's sandbox is gone (or going): a new shutdownTime would not bring it back but
+ * silently adopt another sandbox, files and all lost. Say so instead. */
+static void check_expired_claim(const api_kind *k, const json_t *obj, const json_t *old,
+                                api_errors *e)
+{
+    const char *reason = old ? condition_reason(old, "Ready") : NULL;
+    if (strcmp(k->kind, "SandboxClaim") != 0 || !reason || strcmp(reason, "ClaimExpired") != 0)
+        return;
+    const json_t *was = get(get(old, "spec"), "lifecycle"), *now = get(get(obj, "spec"), "lifecycle");
+    if (json_equal(was, now) || (!was && !now))
+        return;
+    api_errors_add(e, API_FIELD_FORBIDDEN, "spec.lifecycle", NULL,
+                   "the claim has expired (Ready=False, ClaimExpired) and its sandbox is gone "
+                   "with its files: extending it cannot bring them back; create a new claim");
+}
+
 void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_errors *e)
 {
     if (!json_is_object(obj)) {
@@ -177,6 +206,7 @@ void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_e
     else
         check_field(e, k->spec, "spec", spec);
     check_immutable(e, k->spec, spec, old ? get(old, "spec") : NULL);
+    check_expired_claim(k, obj, old, e);
     const json_t *st = get(obj, "status");
     if (st && !json_is_null(st))
         api_want_type(e, "status", st, JSON_OBJECT);

@@ -5,6 +5,7 @@ import threading
 import time
 
 from asb_apiserver import CORE, EXT
+from asb_cli import run
 from claims_helpers import (Watcher, claim, condition, create, get, pool, template, wait_claim,
                             wait_for, wait_pool_ready)
 from local_sandbox import runc_ids, sbx_state, start_sbx  # noqa: F401  (fixtures)
@@ -36,6 +37,13 @@ def test_retain_deletes_the_sandbox_and_keeps_the_claim(start_sbx):
                  lambda: (lambda c: c if "sandbox" not in c.get("status", {}) else None)(
                      get(asb, EXT, "sandboxclaims", "r")), 10, asb=asb)
     assert condition(c)["reason"] == "ClaimExpired"  # terminal: no new sandbox is made
+    # Extending it cannot bring the sandbox back: an error that says so, and nothing adopted.
+    out = run(asb, "extend", "r", "--ttl", "10m")
+    assert out.returncode == 1 and "Forbidden: the claim has expired" in out.stderr, out
+    assert "extended" not in out.stdout
+    time.sleep(1)
+    c = get(asb, EXT, "sandboxclaims", "r")
+    assert condition(c)["reason"] == "ClaimExpired" and "sandbox" not in c.get("status", {})
 
 
 def test_delete_policy_deletes_claim_and_sandbox(start_sbx, sbx_state):

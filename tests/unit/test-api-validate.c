@@ -134,6 +134,26 @@ TEST(volume_claim_templates_immutable)
     free(m);
 }
 
+/* An expired claim's lifecycle cannot change (its sandbox is gone); its status can, and so can
+ * the lifecycle of a claim that has not expired. */
+TEST(expired_claim_cannot_be_extended)
+{
+#define CLAIM(when, reason)                                                                        \
+    "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"warmPoolRef\":{\"name\":\"p\"},"                 \
+    "\"lifecycle\":{\"shutdownPolicy\":\"Retain\",\"shutdownTime\":\"" when "\"}},\"status\":{\"conditions\":[{\"type\":"       \
+    "\"Ready\",\"status\":\"False\",\"reason\":\"" reason "\"}]}}"
+    const char *expired = CLAIM("2026-01-01T00:00:00Z", "ClaimExpired");
+    char *m = validate("SandboxClaim", CLAIM("2027-01-01T00:00:00Z", "ClaimExpired"), expired);
+    CHECK(contains(m, "spec.lifecycle: Forbidden: the claim has expired"));
+    free(m);
+    CHECK((m = validate("SandboxClaim", expired, expired)) == NULL);
+    free(m);
+    CHECK((m = validate("SandboxClaim", CLAIM("2027-01-01T00:00:00Z", "ClaimReady"),
+                        CLAIM("2026-01-01T00:00:00Z", "ClaimReady"))) == NULL);
+    free(m);
+#undef CLAIM
+}
+
 TEST(metadata_rules)
 {
     char *m = validate("Sandbox", "{\"metadata\":{},\"spec\":{\"podTemplate\":" POD "}}", NULL);
