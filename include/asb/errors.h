@@ -33,6 +33,9 @@ typedef enum asb_error_code {
     ASB_EUNKNOWNKIND = -19, /* a kind name that is none of the four kinds */
     ASB_ECLAIMFAILED = -20, /* a SandboxClaim ended in a terminal condition (reason says which:
                                InvalidMetadata, ClaimExpired, ...) or was deleted while waiting */
+    ASB_ETERMINAL = -21,    /* a wait for Ready=True that cannot be met: the Sandbox is in a
+                               condition it does not leave without a spec change (the error's
+                               reason says which: ImageNotSupported, SandboxExpired, ...) */
 } asb_error_code;
 
 /* Details of the last error on this thread. */

@@ -141,7 +141,13 @@ int asb_wait(int argc, char **argv)
     if (r == ASB_OK) {
         printf("%s condition met\n", cli_ref(ref, sizeof(ref), k, name));
     } else if (r == ASB_ETIMEOUT) {
-        fprintf(stderr, "error: timed out waiting for the condition on %s/%s\n", k->plural, name);
+        /* libasb's words: they add the condition as last seen */
+        const asb_error *e = asb_error_last();
+        if (e && *e->message)
+            fprintf(stderr, "error: %s\n", e->message);
+        else
+            fprintf(stderr, "error: timed out waiting for the condition on %s/%s\n", k->plural,
+                    name);
         ret = 1;
     } else {
         ret = cli_print_error(NULL);

@@ -50,12 +50,15 @@ void asbi_rfc3339(char out[40], long long add_seconds, int nanos)
         snprintf(out + n, 40 - n, "Z");
 }
 
-/* The terminal Ready reasons of §2.8 (SDKs stop waiting on them). */
+/* The terminal Ready reasons of §2.8 (SDKs stop waiting on them), and a pool or template that
+ * does not exist: the controller keeps looking (it may be created later), but a client waiting
+ * for the claim stops at once and says so rather than wait for its timeout. */
 int asbi_claim_reason_terminal(const char *reason)
 {
     static const char *const terminal[] = {"InvalidMetadata", "EnvVarsInjectionRejected",
                                            "VolumeClaimTemplatesError", "ClaimExpired",
-                                           "SandboxExpired"};
+                                           "SandboxExpired", "WarmPoolNotFound",
+                                           "TemplateNotFound"};
     for (size_t i = 0; reason && i < sizeof(terminal) / sizeof(terminal[0]); i++)
         if (strcmp(reason, terminal[i]) == 0)
             return 1;

@@ -34,6 +34,7 @@ static const struct {
     {ASB_EMANIFEST, "bad manifest"},
     {ASB_EUNKNOWNKIND, "unknown kind"},
     {ASB_ECLAIMFAILED, "claim failed"},
+    {ASB_ETERMINAL, "will not become ready"},
 };
 
 ASB_PUBLIC const char *asb_strerror(int code)

@@ -2,6 +2,7 @@
  * (path encoding, error mapping, gRPC framing) and the small gRPC-over-HTTP/2 client. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,10 @@ char *asbi_sandbox_files_path(const char *path);
 /* asb_sandbox_phase_of() on a parsed object: *ret the phase, *ret_why (when not NULL) "Reason:
  * message" of the deciding condition, owned by the caller. Returns ASB_OK or ASB_ENOMEM. */
 int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why);
+
+/* Whether a Sandbox whose Ready is False with this reason stays so until its spec changes
+ * (ImageNotSupported, SandboxExpired, ...: waits for Ready stop on them). */
+bool asbi_sandbox_reason_terminal(const char *reason);
 
 /* <state_dir>/run/<uid>/{rest,grpc}.sock (DESIGN.md), both owned by the caller. A uid that is
  * empty, ".", ".." or holds a '/' gives ASB_EPROTOCOL. */

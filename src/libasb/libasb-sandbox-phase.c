@@ -46,7 +46,7 @@ static bool condition_current(const json_t *obj, const json_t *c)
              json_integer_value(og) < json_integer_value(gen));
 }
 
-static bool terminal_reason(const char *reason)
+bool asbi_sandbox_reason_terminal(const char *reason)
 {
     for (size_t i = 0; reason && i < sizeof(terminal_reasons) / sizeof(terminal_reasons[0]); i++)
         if (strcmp(reason, terminal_reasons[i]) == 0)
@@ -97,7 +97,7 @@ int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why
         p = sel && *sel ? ASB_SANDBOX_FINISHED : ASB_SANDBOX_FINISHED_GONE;
         decider = fin;
     } else if (ready && condition_is(ready, "False") && condition_current(obj, ready) &&
-               terminal_reason(reason)) {
+               asbi_sandbox_reason_terminal(reason)) {
         p = ASB_SANDBOX_STOPPED;
     }
     if (ret_why && !(*ret_why = decider ? describe(decider, fallback) : strdup(fallback)))

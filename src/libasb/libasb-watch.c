@@ -10,7 +10,9 @@
 
 #include "basic/buf.h"
 #include "libasb/libasb-http.h"
+#include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
+#include "libasb/libasb-sandbox-internal.h"
 
 #define MAX_EVENT_LINE (16u << 20)
 
@@ -246,6 +248,10 @@ struct waiter {
     json_t *found;                  /* the object that satisfied the condition */
     asbi_wait_pred pred;            /* asbi_object_wait_until's predicate and its payload */
     void *pred_payload;
+    const asb_kind *kind;
+    char last[512]; /* the waited-for condition as last seen ("" when never), for a timeout */
+    int stop_code;  /* a terminal condition seen: the error to return (reason/message below) */
+    char stop_reason[128], stop_message[512];
 };
 
 static bool condition_met(const json_t *obj, const waiter *wt)
@@ -319,17 +325,73 @@ static bool jsonpath_met(const json_t *obj, const waiter *wt)
     return text && strcmp(text, wt->status) == 0;
 }
 
-enum { WAIT_MET = 1, WAIT_DELETED = 2 };
+enum { WAIT_MET = 1, WAIT_DELETED = 2, WAIT_TERMINAL = 3 };
+
+static const json_t *find_condition(const json_t *obj, const char *type)
+{
+    const json_t *c;
+    size_t i;
+    json_array_foreach (json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcasecmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Notes the waited-for condition of obj (a condition wait) and whether it can no longer be met:
+ * a Sandbox or SandboxClaim whose Ready is False, for its current spec, with a reason it does
+ * not leave by itself (WAIT_TERMINAL, the error kept in wt), else 0. */
+static int observe(const json_t *obj, waiter *wt)
+{
+    if (wt->met != condition_met)
+        return 0;
+    const json_t *c = find_condition(obj, wt->condition);
+    const char *st = json_string_value(json_object_get(c, "status")),
+               *reason = json_string_value(json_object_get(c, "reason")),
+               *msg = json_string_value(json_object_get(c, "message"));
+    if (c)
+        snprintf(wt->last, sizeof(wt->last), "%s=%s%s%s%s%s", wt->condition, st ? st : "?",
+                 reason && *reason ? " " : "", reason ? reason : "", msg && *msg ? ": " : "",
+                 msg ? msg : "");
+    bool claim = strcmp(wt->kind->kind, "SandboxClaim") == 0;
+    if (strcasecmp(wt->condition, "Ready") != 0 || strcasecmp(wt->status, "True") != 0 ||
+        !st || strcasecmp(st, "False") != 0 || asbi_condition_met(obj, "Ready", "False") != 1)
+        return 0; /* asbi_condition_met: a condition about an older spec does not count */
+    if (claim ? !asbi_claim_reason_terminal(reason)
+              : strcmp(wt->kind->kind, "Sandbox") != 0 || !asbi_sandbox_reason_terminal(reason))
+        return 0;
+    wt->stop_code = claim ? ASB_ECLAIMFAILED : ASB_ETERMINAL;
+    snprintf(wt->stop_reason, sizeof(wt->stop_reason), "%s", reason);
+    snprintf(wt->stop_message, sizeof(wt->stop_message), "%s", msg ? msg : "");
+    return WAIT_TERMINAL;
+}
+
+static int terminal_error(const waiter *wt, const char *name)
+{
+    return asbi_error_set(wt->stop_code, 0, wt->stop_reason,
+                          "%s \"%s\" will not become %s: %s%s%s", wt->kind->kind, name,
+                          wt->condition, wt->stop_reason, *wt->stop_message ? ": " : "",
+                          wt->stop_message);
+}
+
+static int timeout_error(const waiter *wt, const char *name)
+{
+    return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "timed out waiting for the condition on %s/%s%s%s",
+                          wt->kind->plural, name, *wt->last ? "; last seen: " : "", wt->last);
+}
 
 static int wait_event(const char *type, json_t *object, void *payload)
 {
     waiter *wt = payload;
     if (strcmp(type, "DELETED") == 0)
         return WAIT_DELETED;
-    if (wt->met && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) &&
-        wt->met(object, wt)) {
-        wt->found = json_incref(object);
-        return WAIT_MET;
+    if (wt->met && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
+        if (wt->met(object, wt)) {
+            wt->found = json_incref(object);
+            return WAIT_MET;
+        }
+        return observe(object, wt);
     }
     return 0;
 }
@@ -345,6 +407,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
     int r = asb_kind_lookup(&k, kind);
     if (r != ASB_OK)
         return r;
+    wt->kind = k;
     long timeout = opts ? opts->timeout_ms : 0;
     const volatile int *cancel = opts ? opts->cancel : NULL;
     long long deadline = timeout > 0 ? now_ms() + timeout : 0;
@@ -368,6 +431,10 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             json_decref(obj);
             return r;
         }
+        if (observe(obj, wt) == WAIT_TERMINAL) {
+            json_decref(obj);
+            return terminal_error(wt, name);
+        }
         const char *rv =
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
         asbi_watch_params p = {.name = name, .resource_version = rv, .cancel = cancel};
@@ -375,9 +442,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             p.timeout_ms = (long)(deadline - now_ms());
             if (p.timeout_ms <= 0) {
                 json_decref(obj);
-                return asbi_error_set(ASB_ETIMEOUT, 0, NULL,
-                                      "timed out waiting for the condition on %s/%s", k->plural,
-                                      name);
+                return timeout_error(wt, name);
             }
         }
         r = asbi_watch(c, k, ns, &p, wait_event, wt);
@@ -396,9 +461,10 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             return asbi_error_set(ASB_ENOTFOUND, 0, "NotFound",
                                   "%s.%s \"%s\" was deleted while waiting", k->plural, k->group,
                                   name);
+        case WAIT_TERMINAL:
+            return terminal_error(wt, name);
         case ASB_ETIMEOUT:
-            return asbi_error_set(ASB_ETIMEOUT, 0, NULL,
-                                  "timed out waiting for the condition on %s/%s", k->plural, name);
+            return timeout_error(wt, name);
         case ASB_OK:       /* the server ended the stream: look again and watch on */
         case ASB_EEXPIRED: /* our resourceVersion fell out of the window: the same */
             continue;
@@ -414,7 +480,7 @@ ASB_PUBLIC int asb_object_wait_condition(char **out, asb_client *c, const char *
 {
     if (!condition || !*condition)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty condition");
-    waiter wt = {condition_met, condition, status ? status : "True", NULL, NULL, NULL};
+    waiter wt = {.met = condition_met, .condition = condition, .status = status ? status : "True"};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
@@ -424,7 +490,7 @@ ASB_PUBLIC int asb_object_wait_jsonpath(char **out, asb_client *c, const char *k
 {
     if (!path || !*path)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "wait: empty JSONPath");
-    waiter wt = {jsonpath_met, path, value, NULL, NULL, NULL};
+    waiter wt = {.met = jsonpath_met, .condition = path, .status = value};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
@@ -437,13 +503,13 @@ int asbi_object_wait_until(char **out, asb_client *c, const char *kind, const ch
                            const char *name, asbi_wait_pred pred, void *payload,
                            const asb_wait_options *opts)
 {
-    waiter wt = {pred_met, NULL, NULL, NULL, pred, payload};
+    waiter wt = {.met = pred_met, .pred = pred, .pred_payload = payload};
     return wait_common(out, c, kind, ns, name, &wt, opts);
 }
 
 ASB_PUBLIC int asb_object_wait_deleted(asb_client *c, const char *kind, const char *ns,
                                        const char *name, const asb_wait_options *opts)
 {
-    waiter wt = {NULL, NULL, NULL, NULL, NULL, NULL};
+    waiter wt = {0};
     return wait_common(NULL, c, kind, ns, name, &wt, opts);
 }

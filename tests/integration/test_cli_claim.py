@@ -104,3 +104,13 @@ def test_libasb_claim_through_the_router(pool, probe):  # noqa: F811
     assert out["exec"] == "0 hello-42"
     assert out["read"] == "via-handle"
     wait_gone(asb, out["claim"])
+
+
+def test_claim_from_a_pool_that_does_not_exist_fails_at_once(start_sbx):
+    """Issue 31: WarmPoolNotFound ends `asb claim` at once with the reason and message (it used to
+    wait out its 180 s timeout); the controller itself keeps looking for the pool."""
+    asb = start_sbx()
+    start = time.monotonic()
+    p = run(asb, "claim", "--pool", "nosuchpool")
+    assert p.returncode != 0 and time.monotonic() - start < 20, (p.returncode, p.stderr)
+    assert "WarmPoolNotFound" in p.stderr and "nosuchpool" in p.stderr, p.stderr

@@ -7,10 +7,11 @@ from asb_apiserver import CORE, asb, start_asb  # noqa: F401 (fixtures)
 from asb_cli import ok, run
 
 
-def set_ready(asb, name, status="True", ns="default"):
-    r = asb.merge_patch(asb.path(CORE, "sandboxes", ns=ns, name=name, sub="status"),
+def set_ready(asb, name, status="True", ns="default", reason="DependenciesReady", message="",
+              group=CORE, plural="sandboxes"):
+    r = asb.merge_patch(asb.path(group, plural, ns=ns, name=name, sub="status"),
                         {"status": {"conditions": [{"type": "Ready", "status": status,
-                                                    "reason": "DependenciesReady", "message": "",
+                                                    "reason": reason, "message": message,
                                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
     assert r.status_code == 200, r.text
 
@@ -56,6 +57,33 @@ def test_wait_timeout(asb):
     assert p.returncode == 1
     assert p.stderr == "error: timed out waiting for the condition on sandboxes/w3\n"
     assert 0.6 < took < 5, took
+
+
+def test_wait_stops_on_a_terminal_condition(asb):
+    """Issue 31: a Sandbox that will not become Ready without a spec change (ImageNotSupported)
+    ends the wait at once with that reason and message, not at the timeout."""
+    asb.create_sandbox("w7")
+    threading.Timer(0.5, set_ready, (asb, "w7", "False"),
+                    {"reason": "ImageNotSupported", "message": "image \"nope\" is not one this "
+                     "asb serve runs"}).start()
+    start = time.monotonic()
+    p = run(asb, "wait", "--for=condition=Ready", "sandbox/w7", "--timeout", "30s")
+    assert p.returncode == 1 and time.monotonic() - start < 10
+    assert p.stderr == ('error: Sandbox "w7" will not become Ready: ImageNotSupported: image '
+                        '"nope" is not one this asb serve runs\n'), p.stderr
+    # Already terminal: at once, too; waiting for Ready=False is met as ever.
+    p = run(asb, "wait", "--for=condition=Ready", "sandbox/w7", "--timeout", "30s")
+    assert p.returncode == 1 and "will not become Ready: ImageNotSupported" in p.stderr
+    ok(asb, "wait", "--for=condition=Ready=False", "sandbox/w7", "--timeout", "5s")
+
+
+def test_wait_timeout_says_what_it_saw_last(asb):
+    asb.create_sandbox("w8")
+    set_ready(asb, "w8", "False", reason="DependenciesNotReady", message="sandboxd not up yet")
+    p = run(asb, "wait", "--for=condition=Ready", "sbx/w8", "--timeout", "700ms")
+    assert p.returncode == 1
+    assert p.stderr == ("error: timed out waiting for the condition on sandboxes/w8; last seen: "
+                        "Ready=False DependenciesNotReady: sandboxd not up yet\n"), p.stderr
 
 
 def test_wait_not_found_and_usage(asb):

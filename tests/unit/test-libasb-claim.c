@@ -208,15 +208,17 @@ TEST(claim_readiness_rules)
     json_decref(c);
     static const char *const terminal[] = {"InvalidMetadata", "EnvVarsInjectionRejected",
                                            "VolumeClaimTemplatesError", "ClaimExpired",
-                                           "SandboxExpired"};
-    for (size_t i = 0; i < 5; i++) {
+                                           "SandboxExpired", "WarmPoolNotFound",
+                                           "TemplateNotFound"};
+    for (size_t i = 0; i < 7; i++) {
         c = claim("False", terminal[i], NULL, NULL);
         CHECK_INT_EQ(asbi_claim_check(c, &sn, NULL, 0), ASB_ECLAIMFAILED);
         CHECK_STR_EQ(asb_error_last()->reason, terminal[i]);
         json_decref(c);
     }
-    /* Transient reasons keep waiting. */
-    c = claim("False", "WarmPoolNotFound", NULL, NULL);
+    /* Transient reasons keep waiting (a missing pool or template does not: the controller
+     * keeps looking, a waiting client says so at once). */
+    c = claim("False", "SandboxNotReady", NULL, NULL);
     CHECK_INT_EQ(asbi_claim_check(c, &sn, NULL, 0), 0);
     json_decref(c);
     CHECK_STR_EQ(asb_strerror(ASB_ECLAIMFAILED), "claim failed");
