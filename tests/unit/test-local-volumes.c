@@ -96,8 +96,9 @@ TEST(bundle_binds_volumes_after_workspace)
     char bundle[256], config[300];
     snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
     snprintf(config, sizeof(config), "%s/config.json", bundle);
-    local_bundle_volume vols[] = {{(char *)"/workspace/data", (char *)"/s/volumes/u/data", false},
-                                  {(char *)"/ro", (char *)"/s/volumes/u/ro", true}};
+    local_bundle_volume vols[] = {
+        {.dest = (char *)"/workspace/data", .source = (char *)"/s/volumes/u/data"},
+        {.dest = (char *)"/ro", .source = (char *)"/s/volumes/u/ro", .readonly = true}};
     local_bundle_params p = {
         .bundle_dir = bundle,
         .hostname = "v",
