@@ -90,6 +90,16 @@ def mounted_anywhere(path):
     return False
 
 
+def volume_cost(esc, box, name="data"):
+    """(size, bytes allocated) of the volume's image on the host after a sync of the volume from
+    inside: what the volume takes from the host's disk, measured on the file itself (the host's
+    free space moves with everything else the machine does)."""
+    code, out, err = box.run("sync", "-f", "/data")
+    assert code == 0, (out, err)
+    st = os.stat(os.path.join(esc.state_dir, "volumes", box.uid, f".disk-{name}.img"))
+    return st.st_size, st.st_blocks * 512
+
+
 def wait_refused(esc, name, field):
     obj = wait_ready(esc.asb, name, timeout=30, want="False", reason="ReconcilerError")
     msg = condition(obj, "Ready")["message"]
@@ -169,15 +179,15 @@ def test_volume_write_past_its_request_is_refused(escape):  # noqa: F811
     box = start_box(esc, "vol-full", [{"name": "data", "mountPath": "/data"},
                                       {"name": "data", "mountPath": "/logs", "subPath": "logs"}],
                     [vct("data", "16Mi")])
-    free_before = shutil.disk_usage(esc.state_dir).free
     code, out, err = box.run("sh", "-c", "dd if=/dev/zero of=/logs/big bs=1M count=64 2>&1; "
                              "echo rc=$?; stat -c %s /logs/big", timeout=60)
     assert code == 0, (out, err)
     assert "No space left on device" in out and "rc=1" in out, out
     written = int(out.split()[-1])
     assert 8 << 20 < written <= 16 << 20, out
-    # The host lost at most the request (and not the 64 MiB asked for).
-    assert free_before - shutil.disk_usage(esc.state_dir).free <= 16 << 20
+    # The host gave the volume at most the request (and not the 64 MiB asked for).
+    size, allocated = volume_cost(esc, box)
+    assert size == 16 << 20 and written <= allocated <= size, (size, allocated)
     # Deleting gives the space back inside; the volume still works and persists a restart.
     code, out, err = box.run("sh", "-c", "rm /logs/big && echo kept > /data/f")
     assert code == 0, (out, err)
@@ -196,3 +206,33 @@ def _no_stray_targets():
     yield
     # The attacks' targets are the test's own and removed; nothing else of it stays in /tmp.
     assert not [p for p in os.listdir("/tmp") if p.startswith("asb-esc-target-")]
+
+
+def test_fork_volume_write_past_its_request_is_refused(escape):  # noqa: F811
+    """A fork's volume is an overlay over the snapshot: its writes (the upper layer) are on the
+    fork's own volume filesystem, so the request bounds them too."""
+    esc = escape
+    mounts = [{"name": "data", "mountPath": "/data"}]
+    src = start_box(esc, "vol-fsrc", mounts, [vct("data", "16Mi")])
+    assert src.run("sh", "-c", "echo seed > /data/f")[0] == 0
+    assert snapshot(esc.asb, "vol-fsnap", "vol-fsrc").status_code == 201
+    wait_snapshot(esc.asb, "vol-fsnap")
+    fork = create(esc.asb, "vol-ffork", image="snapshot:vol-fsnap",
+                  container={"volumeMounts": mounts}, volumeClaimTemplates=[vct("data", "16Mi")])
+    wait_ready(esc.asb, "vol-ffork", timeout=30)
+    box = Box(esc.asb, esc.state_dir, "vol-ffork", fork["metadata"]["uid"])
+    code, out, err = box.run("sh", "-c", "cat /data/f; dd if=/dev/zero of=/data/big bs=1M "
+                             "count=64 2>&1; echo rc=$?; stat -c %s /data/big", timeout=60)
+    assert code == 0, (out, err)
+    assert out.startswith("seed\n") and "No space left on device" in out and "rc=1" in out, out
+    written = int(out.split()[-1])
+    assert 8 << 20 < written <= 16 << 20, out
+    # The overlay's upper layer is inside the volume's filesystem, not beside it on the host.
+    size, allocated = volume_cost(esc, box)
+    assert size == 16 << 20 and written <= allocated <= size, (size, allocated)
+    assert not os.path.exists(os.path.join(esc.state_dir, "volumes", box.uid, ".fork-data"))
+    esc.assert_healthy()
+    delete(esc, box)
+    assert esc.asb.delete(esc.asb.path(
+        "extensions.agents.x-k8s.io", "sandboxsnapshots", name="vol-fsnap")).status_code == 200
+    delete(esc, src)
