@@ -38,9 +38,13 @@ int local_volume_request(const json_t *sb, size_t i, int64_t *ret)
     *ret = 0;
     if (!req)
         return 0;
-    if (!json_is_string(req))
-        return -EINVAL;
-    return local_parse_quantity(json_string_value(req), false, ret);
+    char num[64];
+    const char *s = json_string_value(req);
+    if (json_is_number(req)) { /* `storage: 5` in YAML: a quantity too, as for limits */
+        snprintf(num, sizeof(num), "%.17g", json_number_value(req));
+        s = num;
+    }
+    return s ? local_parse_quantity(s, false, ret) : -EINVAL;
 }
 
 static int failf(char **ret_error, int err, const char *what, const char *path)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "local/local-bundle.h"
+#include "local/local-volume.h"
 #include "unit.h"
 
 static json_t *sb(const char *vcts_json, const char *mounts_json)
@@ -53,6 +54,10 @@ TEST(templates_map_to_dirs)
     CHECK(!v[0].readonly);
     CHECK(strcmp(v[1].dest, "/workspace/sub") == 0);
     CHECK(strcmp(v[1].source, "/s/volumes/u/data/a/b") == 0 && v[1].readonly);
+    /* What a refused mount's message names: the template, the subPath, the mount's index. */
+    CHECK(strcmp(v[0].claim, "data") == 0 && !v[0].sub_path && v[0].mount_index == 0);
+    CHECK(strcmp(v[1].claim, "data") == 0 && strcmp(v[1].sub_path, "a/b") == 0 &&
+          v[1].mount_index == 2);
     CHECK(names[0] && strcmp(names[0], "data") == 0 && strcmp(names[1], "unused") == 0);
     CHECK(!names[2]);
     local_bundle_volumes_free(v, n, names);
@@ -80,6 +85,8 @@ TEST(bad_input_is_rejected)
     bad("[{\"metadata\":{\"name\":\"../x\"}}]", NULL, "volumeClaimTemplates[0].metadata.name");
     bad("[{\"metadata\":{}}]", NULL, "invalid name");
     bad("[{\"metadata\":{\"name\":\"..\"}}]", NULL, "invalid name");
+    /* Names starting with '.' are the volumes' own files (local-volume.h). */
+    bad("[{\"metadata\":{\"name\":\".disk-x\"}}]", NULL, "invalid name");
     bad(d, "[{\"name\":\"data\",\"mountPath\":\"rel\"}]", "mountPath \"rel\"");
     bad(d, "[{\"name\":\"data\",\"mountPath\":\"/\"}]", "mountPath \"/\"");
     bad(d, "[{\"name\":\"data\",\"mountPath\":\"/a/../etc\"}]", "mountPath");
@@ -147,4 +154,26 @@ TEST(bundle_binds_volumes_after_workspace)
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     CHECK_INT_EQ(system(cmd), 0);
+}
+
+TEST(storage_request_is_the_size)
+{
+    json_t *o = sb("[{\"metadata\":{\"name\":\"a\"},\"spec\":{\"resources\":{\"requests\":"
+                   "{\"storage\":\"16Mi\"}}}},{\"metadata\":{\"name\":\"b\"}},"
+                   "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"resources\":{\"requests\":"
+                   "{\"storage\":\"lots\"}}}},"
+                   "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"resources\":{\"requests\":"
+                   "{\"storage\":5}}}},{\"metadata\":{\"name\":\"e\"},\"spec\":{\"resources\":"
+                   "{\"requests\":{\"storage\":[]}}}}]",
+                   NULL);
+    int64_t bytes = -1;
+    CHECK_INT_EQ(local_volume_request(o, 0, &bytes), 0);
+    CHECK_INT_EQ(bytes, 16 << 20);
+    CHECK_INT_EQ(local_volume_request(o, 1, &bytes), 0); /* none: a plain directory */
+    CHECK_INT_EQ(bytes, 0);
+    CHECK_INT_EQ(local_volume_request(o, 2, &bytes), -EINVAL);
+    CHECK_INT_EQ(local_volume_request(o, 3, &bytes), 0); /* a number is a quantity too */
+    CHECK_INT_EQ(bytes, 5);
+    CHECK_INT_EQ(local_volume_request(o, 4, &bytes), -EINVAL);
+    json_decref(o);
 }
