@@ -28,10 +28,10 @@ int local_volume_request(const json_t *sb, size_t i, int64_t *ret)
     const json_t *req = json_object_get(
         json_object_get(
             json_object_get(
-                json_object_get(json_array_get(json_object_get(json_object_get(sb, "spec"),
-                                                               "volumeClaimTemplates"),
-                                               i),
-                                "spec"),
+                json_object_get(
+                    json_array_get(
+                        json_object_get(json_object_get(sb, "spec"), "volumeClaimTemplates"), i),
+                    "spec"),
                 "resources"),
             "requests"),
         "storage");
@@ -84,8 +84,8 @@ static int link_volume(int vols_fd, const char *name)
     return symlinkat(target, vols_fd, name) < 0 ? -errno : 0;
 }
 
-static int prepare_disk(const char *state_dir, const char *vols_dir, int vols_fd,
-                        const char *name, int64_t bytes, uid_t uid, gid_t gid, char **ret_error)
+static int prepare_disk(const char *state_dir, const char *vols_dir, int vols_fd, const char *name,
+                        int64_t bytes, uid_t uid, gid_t gid, char **ret_error)
 {
     _cleanup_free_ char *image = strdup_printf("%s/" DISK_PREFIX "%s.img", vols_dir, name),
                         *mnt = strdup_printf("%s/" DISK_PREFIX "%s", vols_dir, name);
@@ -120,8 +120,8 @@ int local_volume_prepare(const char *state_dir, const char *vols_dir, const char
     struct stat st;
     /* A plain directory (no request, or a volume older than the limits) stays one: no data is
      * moved. */
-    bool plain = fstatat(vols_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? S_ISDIR(st.st_mode)
-                                                                       : bytes <= 0;
+    bool plain =
+        fstatat(vols_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? S_ISDIR(st.st_mode) : bytes <= 0;
     if (plain) {
         if ((k = own_at(vols_fd, name, uid, gid)) < 0)
             return failf(ret_error, k, "create the volume directory", name);
@@ -208,8 +208,7 @@ static int stage_one(int vols_fd, const char *dir, local_bundle_volume *v, size_
 }
 
 int local_volumes_stage(const char *vols_dir, const char *stage_dir, local_bundle_volume *v,
-                        size_t n, uid_t uid, gid_t gid, local_volumes_staged *ret,
-                        size_t *ret_bad)
+                        size_t n, uid_t uid, gid_t gid, local_volumes_staged *ret, size_t *ret_bad)
 {
     *ret = (local_volumes_staged){0};
     *ret_bad = 0;

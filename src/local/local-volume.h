@@ -41,8 +41,8 @@ int local_volume_prepare(const char *state_dir, const char *vols_dir, const char
 int local_volumes_release(const char *vols_dir);
 
 typedef struct local_volumes_staged {
-    char *dir;       /* run/<uid>/volumes, owned */
-    size_t n;        /* binds made below dir: 0..n-1 */
+    char *dir; /* run/<uid>/volumes, owned */
+    size_t n;  /* binds made below dir: 0..n-1 */
 } local_volumes_staged;
 
 /* Stages the mounts v[0..n) of the volumes in vols_dir under stage_dir (made, 0700; what an
@@ -51,8 +51,7 @@ typedef struct local_volumes_staged {
  * -ENOTDIR, -EXDEV (a mount point) or another negative errno with *ret_bad the index in v of
  * the mount refused; nothing is left mounted then. *ret holds what to undo either way. */
 int local_volumes_stage(const char *vols_dir, const char *stage_dir, local_bundle_volume *v,
-                        size_t n, uid_t uid, gid_t gid, local_volumes_staged *ret,
-                        size_t *ret_bad);
+                        size_t n, uid_t uid, gid_t gid, local_volumes_staged *ret, size_t *ret_bad);
 /* Unmounts and removes the binds (the runtime has its own by now). For _cleanup_. */
 void local_volumes_stage_done(local_volumes_staged *s);
 /* The same for a stage directory whatever made it (teardown, orphans): every mount below it. */

@@ -162,6 +162,9 @@ def test_fork_of_a_volume_holding_the_link_is_refused(escape):  # noqa: F811
                       container={"volumeMounts": fork_mounts},
                       volumeClaimTemplates=[vct("data", "16Mi")])
         wait_refused(esc, "vol-fork", "volumeMounts[1].subPath")
+        # The seed kept the link a link, inside the fork's volume.
+        assert os.readlink(os.path.join(esc.state_dir, "volumes", fork["metadata"]["uid"],
+                                        "data", "cfg")) == target
         assert state_of(target) == before
         assert not mounted_anywhere(target)
         esc.assert_healthy()
