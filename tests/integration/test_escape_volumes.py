@@ -4,7 +4,8 @@ a host directory and have sandboxd restarted. asb serve must then neither chown 
 host directory: the Sandbox turns Ready=False naming the field and the path, and the host
 directory keeps its owner, mode and contents. A fork of a snapshot holding such a link is refused
 the same way at its first start. A volume's storage request is its size: a write past it fails
-inside with ENOSPC, and the host's free space drops by at most the request.
+inside with ENOSPC, and the volume takes at most the request of the host's disk (measured on its
+image), a fork's volume included.
 
 Every attack runs from inside a real sandbox; the restart is what the reconciler does when the
 sandbox's first process dies (the test kills it from the host, as sandboxd exiting would)."""
@@ -17,7 +18,7 @@ import tempfile
 
 import pytest
 
-from asb_apiserver import CORE
+from asb_apiserver import CORE, EXT
 from escape_sandbox import Box, escape, start_escape_server  # noqa: F401
 from local_sandbox import RUNC, condition, create, wait_ready
 from test_local_sandbox_runtime import wait_for
@@ -170,7 +171,7 @@ def test_fork_of_a_volume_holding_the_link_is_refused(escape):  # noqa: F811
         esc.assert_healthy()
         delete_sandbox(esc, "vol-fork", fork["metadata"]["uid"])
         assert esc.asb.delete(esc.asb.path(
-            "extensions.agents.x-k8s.io", "sandboxsnapshots", name="vol-snap")).status_code == 200
+            EXT, "sandboxsnapshots", name="vol-snap")).status_code == 200
         delete(esc, src)
         assert state_of(target) == before
     finally:
@@ -237,5 +238,5 @@ def test_fork_volume_write_past_its_request_is_refused(escape):  # noqa: F811
     esc.assert_healthy()
     delete(esc, box)
     assert esc.asb.delete(esc.asb.path(
-        "extensions.agents.x-k8s.io", "sandboxsnapshots", name="vol-fsnap")).status_code == 200
+        EXT, "sandboxsnapshots", name="vol-fsnap")).status_code == 200
     delete(esc, src)
