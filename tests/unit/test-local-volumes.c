@@ -1,10 +1,16 @@
 /* volumeClaimTemplates -> host directory binds in the bundle. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "local/local-bundle.h"
+#include "local/local-fs.h"
 #include "local/local-volume.h"
 #include "unit.h"
 
@@ -176,4 +182,76 @@ TEST(storage_request_is_the_size)
     CHECK_INT_EQ(bytes, 5);
     CHECK_INT_EQ(local_volume_request(o, 4, &bytes), -EINVAL);
     json_decref(o);
+}
+
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb_;
+    return stat(a, &sa) == 0 && stat(b, &sb_) == 0 && sa.st_ino == sb_.st_ino &&
+           sa.st_dev == sb_.st_dev;
+}
+
+static bool is_mount(const char *p)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s/..", p);
+    struct stat a, b;
+    struct statx xa, xb;
+    return stat(p, &a) == 0 && stat(parent, &b) == 0 &&
+           statx(AT_FDCWD, p, 0, STATX_MNT_ID, &xa) == 0 &&
+           statx(AT_FDCWD, parent, 0, STATX_MNT_ID, &xb) == 0 && xa.stx_mnt_id != xb.stx_mnt_id;
+}
+
+/* Staging: the directory held is what gets bound; a link on the way refuses the mount and
+ * leaves nothing mounted. Needs root (mount). */
+TEST(stage_binds_the_directory_and_refuses_links)
+{
+    if (geteuid() != 0) {
+        printf("# skipped: needs root\n");
+        return;
+    }
+    char tmpl[] = "/tmp/test-local-volumes-XXXXXX", vols[128], stage[128], outside[128],
+         p[PATH_MAX];
+    char *top = mkdtemp(tmpl);
+    CHECK(top != NULL);
+    snprintf(vols, sizeof(vols), "%s/volumes", top);
+    snprintf(stage, sizeof(stage), "%s/run/volumes", top);
+    snprintf(outside, sizeof(outside), "%s/outside", top);
+    CHECK_INT_EQ(mkdir(outside, 0700), 0);
+    char *err = NULL;
+    CHECK_INT_EQ(local_volume_prepare("/nonexistent", vols, "v", 0, 1000, 1000, &err), 0);
+    CHECK(!err);
+    local_bundle_volume v[] = {
+        {.dest = (char *)"/v", .source = NULL, .claim = (char *)"v"},
+        {.dest = (char *)"/c", .claim = (char *)"v", .sub_path = (char *)"a/b"}};
+    local_volumes_staged st;
+    size_t bad = 9;
+    CHECK_INT_EQ(local_volumes_stage(vols, stage, v, 2, 1000, 1000, &st, &bad), 0);
+    snprintf(p, sizeof(p), "%s/v/a/b", vols);
+    struct stat sb_;
+    CHECK(stat(p, &sb_) == 0 && sb_.st_uid == 1000 && (sb_.st_mode & 07777) == 0755);
+    CHECK(v[1].source && same_dir(v[1].source, p) && is_mount(v[1].source));
+    snprintf(p, sizeof(p), "%s/v", vols);
+    CHECK(v[0].source && same_dir(v[0].source, p) && is_mount(v[0].source));
+    local_volumes_stage_done(&st);
+    CHECK(access(stage, F_OK) < 0);
+    free(v[0].source);
+    free(v[1].source);
+    v[0].source = v[1].source = NULL;
+    /* The sandbox swaps a/ for a link to a host directory. */
+    char a[256], moved[256];
+    snprintf(a, sizeof(a), "%s/v/a", vols);
+    snprintf(moved, sizeof(moved), "%s/v/a.old", vols);
+    CHECK_INT_EQ(rename(a, moved), 0);
+    CHECK_INT_EQ(symlink(outside, a), 0);
+    CHECK_INT_EQ(local_volumes_stage(vols, stage, v, 2, 1000, 1000, &st, &bad), -ELOOP);
+    CHECK_INT_EQ(bad, 1);
+    CHECK(!v[1].source);
+    CHECK(access(stage, F_OK) < 0); /* the first bind was undone too */
+    snprintf(p, sizeof(p), "%s/b", outside);
+    CHECK(access(p, F_OK) < 0);
+    CHECK(stat(outside, &sb_) == 0 && sb_.st_uid == 0 && (sb_.st_mode & 07777) == 0700);
+    local_volumes_stage_done(&st);
+    free(v[0].source);
+    CHECK_INT_EQ(fs_rm_rf(top), 0);
 }
