@@ -7,8 +7,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -315,5 +317,68 @@ int confine_open_dir(int root_fd, const char *root_path, const char *path, int *
         return r;
     }
     *ret_fd = fd;
+    return 0;
+}
+
+/* One component below dir_fd, opened as a directory without following or crossing anything. */
+static int open_beneath(int dir_fd, const char *name)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    int fd = (int)syscall(SYS_openat2, dir_fd, name, &how, sizeof(how));
+    return fd < 0 ? negative_errno() : fd;
+}
+
+/* ELOOP from openat2 is a symlink (O_NOFOLLOW on the last component, RESOLVE_NO_SYMLINKS on
+ * any other); ENOTDIR with O_NOFOLLOW|O_DIRECTORY may be a symlink too: ask the entry. */
+static int classify(int dir_fd, const char *name, int err)
+{
+    struct stat st;
+    if (err == -ENOTDIR && fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode))
+        return -ELOOP;
+    return err;
+}
+
+int confine_mkdir_beneath(int dir_fd, const char *path, mode_t mode, uid_t uid, gid_t gid,
+                          int *ret_fd)
+{
+    _cleanup_free_ char *copy = strdup(path ? path : "");
+    if (!copy)
+        return -ENOMEM;
+    if (!*copy || copy[0] == '/')
+        return -EINVAL;
+    _cleanup_close_ int cur = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+    if (cur < 0)
+        return negative_errno();
+    bool created = false;
+    for (char *save = NULL, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+            return -EINVAL;
+        created = false;
+        int fd = open_beneath(cur, c);
+        if (fd == -ENOENT) {
+            if (mkdirat(cur, c, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+            created = true;
+            fd = open_beneath(cur, c);
+        }
+        if (fd < 0)
+            return classify(cur, c, fd);
+        /* Directories made here are the caller's: owner and mode set by fd before going on. */
+        if (created && (fchown(fd, uid, gid) < 0 || fchmod(fd, mode) < 0)) {
+            int k = negative_errno();
+            safe_close(fd);
+            return k;
+        }
+        safe_close(cur);
+        cur = fd;
+    }
+    /* An existing last directory becomes the caller's; its mode is the owner's business. */
+    if (!created && fchown(cur, uid, gid) < 0)
+        return negative_errno();
+    *ret_fd = TAKE_FD(cur);
     return 0;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Where a user path lands. Operations then use *at() calls on dir_fd with O_NOFOLLOW. */
 typedef struct confined {
@@ -36,3 +37,14 @@ int confine_open_dir(int root_fd, const char *root_path, const char *path, int *
 
 /* Go filepath.Clean of a '/'-separated path into a newly allocated string (NULL on ENOMEM). */
 char *path_clean(const char *path);
+
+/* Opens (creating what is missing) the directory `path` below the directory `dir_fd` without
+ * following any symlink and without leaving dir_fd's mount: every component is one openat2()
+ * with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_XDEV on the fd of the one before, so a
+ * tree someone else can write (a sandbox's volume) can never redirect it. `path` is relative,
+ * '/'-separated, without "." or ".." components. Each directory it creates gets exactly `mode`
+ * and uid:gid; the last one gets uid:gid when it existed already (by fd, never by path). Returns 0
+ * and *ret_fd (owned, O_RDONLY|O_DIRECTORY|O_CLOEXEC), or -ELOOP (a component is a symlink),
+ * -EXDEV (a mount point, or ".."), -ENOTDIR (not a directory), -EINVAL (a bad path), -errno. */
+int confine_mkdir_beneath(int dir_fd, const char *path, mode_t mode, uid_t uid, gid_t gid,
+                          int *ret_fd);

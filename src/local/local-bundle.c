@@ -713,6 +713,8 @@ void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names)
     for (size_t i = 0; i < n; i++) {
         free(v[i].dest);
         free(v[i].source);
+        free(v[i].claim);
+        free(v[i].sub_path);
     }
     free(v);
     for (size_t i = 0; names && names[i]; i++)
@@ -753,7 +755,7 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
     for (size_t i = 0; i < nv && r == 0; i++) {
         const char *name = json_string_value(
             json_object_get(json_object_get(json_array_get(vcts, i), "metadata"), "name"));
-        if (!clean_relative(name, false)) {
+        if (!clean_relative(name, false) || name[0] == '.') {
             char idx[24];
             snprintf(idx, sizeof(idx), "%zu", i);
             r = vol_fail(ret_error, "spec.volumeClaimTemplates[%s].metadata.name: invalid name \"%s\"",
@@ -782,7 +784,9 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
             break;
         }
         v[n].readonly = json_is_true(json_object_get(m, "readOnly"));
-        if (!(v[n].dest = strdup(path)) ||
+        v[n].mount_index = i;
+        if (!(v[n].dest = strdup(path)) || !(v[n].claim = strdup(name)) ||
+            (sub && *sub && !(v[n].sub_path = strdup(sub))) ||
             asprintf(&v[n].source, "%s/%s%s%s", volumes_dir, name, sub && *sub ? "/" : "",
                      sub && *sub ? sub : "") < 0) {
             v[n].source = NULL;

@@ -14,8 +14,11 @@
 
 /* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
 typedef struct local_bundle_volume {
-    char *dest;   /* absolute path in the container */
-    char *source; /* host directory */
+    char *dest;         /* absolute path in the container */
+    char *source;       /* host directory */
+    char *claim;        /* the volumeClaimTemplate's name */
+    char *sub_path;     /* subPath inside the volume, NULL for the whole volume */
+    size_t mount_index; /* index in the container's volumeMounts */
     bool readonly;
 } local_bundle_volume;
 
@@ -68,8 +71,9 @@ int local_bundle_main_argv(const json_t *container, json_t **ret, char **ret_err
 /* The volumes of a Sandbox: every volumeMount of its first container whose name is a
  * volumeClaimTemplate's metadata.name becomes a bind of <volumes_dir>/<name>[/<subPath>] at
  * mountPath. Mounts of other volumes are ignored (no local equivalent yet). Also returns the
- * template names (*ret_names, owned, NULL-terminated) so the caller creates every directory.
- * -EINVAL with *ret_error for a bad name, mountPath or subPath. */
+ * template names (*ret_names, owned, NULL-terminated; names[i] is template i) so the caller
+ * creates every directory. -EINVAL with *ret_error for a bad name (also one starting with '.',
+ * which the volumes' own files use: local-volume.h), mountPath or subPath. */
 int local_bundle_volumes(const json_t *sandbox, const char *volumes_dir,
                          local_bundle_volume **ret, size_t *ret_n, char ***ret_names,
                          char **ret_error);

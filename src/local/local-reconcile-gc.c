@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "local/local-bundle.h"
 #include "local/local-fs.h"
@@ -16,6 +17,7 @@
 #include "local/local-reconcile-internal.h"
 #include "local/local-scratch.h"
 #include "local/local-snapshot-overlay.h"
+#include "local/local-volume.h"
 #include "shared/log.h"
 
 static void remove_orphan_dirs(local_reconciler *r, const char *area, const json_t *items)
@@ -42,6 +44,13 @@ static void remove_orphan_dirs(local_reconciler *r, const char *area, const json
             local_snapshot_overlays_release(p); /* a fork's overlays: rm stops at mounts */
             if (strcmp(area, "sandboxes") == 0)
                 local_scratch_release(p); /* its filesystem first: rm stops at mounts */
+            if (strcmp(area, "volumes") == 0)
+                local_volumes_release(p);
+            if (strcmp(area, "run") == 0) {
+                _cleanup_free_ char *stage = strdup_printf("%s/volumes", p);
+                if (stage)
+                    local_volumes_unstage(stage);
+            }
             fs_rm_rf(p);
         }
     }

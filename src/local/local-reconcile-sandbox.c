@@ -29,6 +29,7 @@
 #include "local/local-scratch.h"
 #include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot.h"
+#include "local/local-volume.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -164,8 +165,12 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
         local_net_detach(r->net, uid); /* rules, veth, namespace, address, DNS state */
         pthread_mutex_unlock(&r->net_lock);
     }
-    if (run)
+    if (run) {
+        _cleanup_free_ char *stage = path_of(r, "run", uid, "volumes");
+        if (stage)
+            (void)local_volumes_unstage(stage); /* left by a crash mid-start: rm stops at mounts */
         fs_rm_rf(run); /* sockets */
+    }
     /* The container is gone: its bundle becomes a spare for the next start, else removed. */
     _cleanup_free_ char *shared = NULL;
     if (k == 0 && bundle && asprintf(&shared, "%s/shared", r->state_dir) >= 0)
@@ -178,8 +183,13 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
         if (ok < 0)
             log_warn("cannot unmount the sandbox's overlays", "uid", uid, "error", strerror(-ok));
     }
-    if (purge && vols)
-        fs_rm_rf(vols); /* volumeClaimTemplates live as long as the Sandbox object */
+    if (purge && vols) {
+        /* volumeClaimTemplates live as long as the Sandbox object: filesystems, then files. */
+        int vk = local_volumes_release(vols);
+        if (vk < 0)
+            log_warn("cannot release the sandbox's volumes", "uid", uid, "error", strerror(-vk));
+        fs_rm_rf(vols);
+    }
     if (purge && base) {
         int rk = local_scratch_release(base); /* the container is gone: nothing holds it */
         if (rk < 0)
@@ -484,6 +494,66 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
     return 0;
 }
 
+/* Every volumeClaimTemplate's storage (local-volume.h), sized by its storage request. */
+static int make_volumes(local_reconciler *r, const json_t *sb, const char *vols, char **names,
+                        uid_t u, gid_t g, rec_failure *f)
+{
+    for (size_t i = 0; names[i]; i++) {
+        int64_t bytes;
+        _cleanup_free_ char *err = NULL;
+        int k = local_volume_request(sb, i, &bytes);
+        if (k < 0)
+            return fail(f, "ReconcilerError", k,
+                        "spec.volumeClaimTemplates[%zu].spec.resources.requests.storage: not a "
+                        "quantity",
+                        i);
+        if ((k = local_volume_prepare(r->state_dir, vols, names[i], bytes, u, g, &err)) < 0)
+            return fail(f, "ReconcilerError", k, "cannot prepare volume \"%s\": %s", names[i],
+                        err ? err : strerror(-k));
+    }
+    return 0;
+}
+
+/* What a refused mount's message says about it. */
+static const char *refusal(int k)
+{
+    switch (k) {
+    case -ELOOP:
+        return "is a symlink or passes through one";
+    case -ENOTDIR:
+        return "is not a directory";
+    case -EXDEV:
+        return "crosses a mount point";
+    default:
+        return strerror(-k);
+    }
+}
+
+/* Binds every volume mount's directory where no one but root can redirect it (local-volume.h);
+ * a subPath that is or passes through a symlink mounts nothing. */
+static int stage_volumes(local_reconciler *r, const char *uid, const char *vols,
+                         local_bundle_volume *vv, size_t n, uid_t u, gid_t g,
+                         local_volumes_staged *ret, rec_failure *f)
+{
+    _cleanup_free_ char *dir = path_of(r, "run", uid, "volumes");
+    size_t bad = 0;
+    if (!dir)
+        return fail(f, "ReconcilerError", -ENOMEM, "out of memory");
+    int k = local_volumes_stage(vols, dir, vv, n, u, g, ret, &bad);
+    if (k == 0)
+        return 0;
+    const local_bundle_volume *v = &vv[bad];
+    if (v->sub_path)
+        return fail(f, "ReconcilerError", k,
+                    "spec.podTemplate.spec.containers[0].volumeMounts[%zu].subPath: \"%s\" in "
+                    "volume \"%s\" %s; nothing is mounted",
+                    v->mount_index, v->sub_path, v->claim, refusal(k));
+    return fail(f, "ReconcilerError", k,
+                "spec.podTemplate.spec.containers[0].volumeMounts[%zu]: volume \"%s\" %s; nothing "
+                "is mounted",
+                v->mount_index, v->claim, refusal(k));
+}
+
 /* What stops any container of this asb serve, before its runtime class is looked at. */
 static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
 {
@@ -623,25 +693,20 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
     if ((k = local_bundle_volumes(sb, vols, &vv, &nvv, &vnames, &verr)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
-    k = vnames[0] ? mkdir_p(vols, 0755) : 0;
-    for (size_t i = 0; k == 0 && vnames[i]; i++) {
-        _cleanup_free_ char *d = NULL;
-        if (asprintf(&d, "%s/%s", vols, vnames[i]) < 0)
-            k = -ENOMEM;
-        else if ((k = mkdir_p(d, 0755)) == 0 && chown(d, hu, hg) < 0)
-            k = -errno;
-    }
-    for (size_t i = 0; k == 0 && i < nvv; i++)
-        if ((k = mkdir_p(vv[i].source, 0755)) == 0 && chown(vv[i].source, hu, hg) < 0)
-            k = -errno;
-    if (k < 0) {
+    if ((k = make_volumes(r, sb, vols, vnames, hu, hg, f)) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
-        return fail(f, "ReconcilerError", k, "Error seen: cannot create the volume directories: %s",
-                    strerror(-k));
+        return k;
     }
 
     if (snap_uid && (k = seed_once(r, sb, snap_name, snap_uid, snap_image, sc.workspace, vols,
                                    ns_start, f)) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        return k;
+    }
+    /* After the seed: a fork's volume directories are its overlays by now. The binds stay
+     * until the runtime has made its own (this function's return). */
+    _cleanup_(local_volumes_stage_done) local_volumes_staged staged = {0};
+    if ((k = stage_volumes(r, uid, vols, vv, nvv, hu, hg, &staged, f)) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         return k;
     }

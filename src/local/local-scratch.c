@@ -324,15 +324,15 @@ static int link_into_disk(const char *base, const char *name)
     return symlink(target, link) < 0 ? -errno : 0;
 }
 
-static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, bool exists,
-                        uid_t uid, gid_t gid, local_scratch *s, char **ret_error)
+int local_scratch_disk(const char *state_dir, const char *image, const char *mnt, int64_t bytes,
+                       int64_t *ret_size, char **ret_error)
 {
-    _cleanup_free_ char *image = NULL, *mnt = NULL, *tpl = NULL, *tmp = NULL;
-    if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&mnt, "%s/disk", base) < 0)
+    _cleanup_free_ char *tpl = NULL, *tmp = NULL, *parent = NULL;
+    if (asprintf(&parent, "%s/..", mnt) < 0)
         return -ENOMEM;
     int k;
-    if (!exists) {
-        if ((k = template_for(state_dir, bytes, &tpl, ret_error)) < 0)
+    if (access(image, F_OK) < 0) {
+        if ((k = template_for(state_dir, MAX(bytes, MIN_SIZE), &tpl, ret_error)) < 0)
             return k;
         if (asprintf(&tmp, "%s.tmp", image) < 0)
             return -ENOMEM;
@@ -342,11 +342,22 @@ static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, 
             return failf(ret_error, k, "cannot create %s: %s", image, strerror(-k));
         }
     }
-    if (!is_mounted(mnt, base) && (k = mount_image(image, mnt, ret_error)) < 0)
+    if (!is_mounted(mnt, parent) && (k = mount_image(image, mnt, ret_error)) < 0)
         return k;
     struct stat st;
-    if (stat(image, &st) == 0)
-        s->size = (int64_t)st.st_size;
+    *ret_size = stat(image, &st) == 0 ? (int64_t)st.st_size : 0;
+    return 0;
+}
+
+static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, uid_t uid,
+                        gid_t gid, local_scratch *s, char **ret_error)
+{
+    _cleanup_free_ char *image = NULL, *mnt = NULL;
+    if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&mnt, "%s/disk", base) < 0)
+        return -ENOMEM;
+    int k = local_scratch_disk(state_dir, image, mnt, bytes, &s->size, ret_error);
+    if (k < 0)
+        return k;
     for (size_t i = 0; i < ELEMENTSOF(scratch_dirs); i++) {
         _cleanup_free_ char *d = NULL;
         if (asprintf(&d, "%s/%s", mnt, scratch_dirs[i].name) < 0)
@@ -380,8 +391,7 @@ int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes
     /* A workspace that predates the limit (a plain directory) is kept: no data is moved. */
     bool legacy = !exists && lstat(ws, &st) == 0 && S_ISDIR(st.st_mode);
     if (exists || (bytes > 0 && !legacy)) {
-        k = prepare_disk(state_dir, base, bytes < MIN_SIZE ? MIN_SIZE : bytes, exists, uid, gid, &s,
-                         ret_error);
+        k = prepare_disk(state_dir, base, bytes, uid, gid, &s, ret_error);
         if (k < 0) {
             local_scratch_done(&s);
             if (!exists)
@@ -453,9 +463,17 @@ int local_scratch_release(const char *base)
     _cleanup_free_ char *image = NULL, *mnt = NULL;
     if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&mnt, "%s/disk", base) < 0)
         return -ENOMEM;
+    return local_scratch_disk_release(image, mnt);
+}
+
+int local_scratch_disk_release(const char *image, const char *mnt)
+{
+    _cleanup_free_ char *parent = NULL;
+    if (asprintf(&parent, "%s/..", mnt) < 0)
+        return -ENOMEM;
     int r = 0;
     /* Every mount stacked there (a crash between two mounts could leave two). */
-    for (int i = 0; i < 8 && is_mounted(mnt, base); i++) {
+    for (int i = 0; i < 8 && is_mounted(mnt, parent); i++) {
         if (umount2(mnt, UMOUNT_NOFOLLOW) == 0)
             continue;
         if (errno == EBUSY && umount2(mnt, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)

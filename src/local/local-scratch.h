@@ -49,3 +49,13 @@ int local_scratch_main_dir(const char *base, const local_scratch *s, uid_t uid, 
 /* Unmounts base/disk (the loop device detaches with it) and removes the image. Call after
  * the container is gone and before removing base. Nothing mounted is success. */
 int local_scratch_release(const char *base);
+
+/* One size-limited filesystem, as above, for other users (volumes, local-volume.h): the image
+ * at `image` (made from the template of max(bytes, 8 MiB) when missing; an existing one keeps
+ * its size) mounted at mnt (made when missing) unless mounted there already. The root
+ * directory of a new filesystem is root's, 0755, and holds the template's empty directories.
+ * *ret_size is the image's size. On failure a negative errno and *ret_error (owned). */
+int local_scratch_disk(const char *state_dir, const char *image, const char *mnt, int64_t bytes,
+                       int64_t *ret_size, char **ret_error);
+/* Unmounts every mount at mnt and removes image. Nothing mounted is success. */
+int local_scratch_disk_release(const char *image, const char *mnt);

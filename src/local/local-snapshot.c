@@ -203,7 +203,8 @@ static int sandbox_roots(local_snapshotter *s, const char *uid, snap_root **ret,
     struct dirent *e;
     int k = 0;
     while (k == 0 && d && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+        /* A volume with a size of its own is a link to its filesystem (local-volume.h). */
+        if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_LNK))
             continue;
         if (n == cap) {
             k = -E2BIG; /* more volumes than a Sandbox has in practice */

@@ -194,6 +194,50 @@ TEST(open_dir)
     CHECK_INT_EQ(confine_open_dir(root_fd, root, "link", &fd), -ERRNO_PATH_ESCAPE);
 }
 
+TEST(mkdir_beneath_never_follows)
+{
+    setup();
+    struct stat before, st;
+    CHECK_INT_EQ(stat(outside, &before), 0);
+    int fd = -1;
+    /* Missing components are created with the mode asked for; the fd is the last one. */
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "made/deep", 0750, getuid(), getgid(), &fd), 0);
+    char p[PATH_MAX * 2];
+    snprintf(p, sizeof(p), "%s/made/deep", root);
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0750);
+    struct stat fst;
+    CHECK(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino == st.st_ino);
+    safe_close(fd);
+    snprintf(p, sizeof(p), "%s/made", root);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0750);
+    /* An existing directory is opened as it is. */
+    fd = -1;
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "sub", 0700, getuid(), getgid(), &fd), 0);
+    snprintf(p, sizeof(p), "%s/sub", root);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0755);
+    safe_close(fd);
+    /* A symlink anywhere on the way is refused, inside the root or not. */
+    fd = -1;
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "link", 0755, 0, 0, &fd), -ELOOP);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "link/x", 0755, 0, 0, &fd), -ELOOP);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "abslink/x", 0755, 0, 0, &fd), -ELOOP);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "dangling", 0755, 0, 0, &fd), -ELOOP);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "dangling/x", 0755, 0, 0, &fd), -ELOOP);
+    CHECK_INT_EQ(fd, -1);
+    snprintf(p, sizeof(p), "%s/x", outside);
+    CHECK(access(p, F_OK) < 0);
+    CHECK(stat(outside, &st) == 0 && st.st_mode == before.st_mode && st.st_uid == before.st_uid &&
+          st.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+          st.st_ctim.tv_nsec == before.st_ctim.tv_nsec);
+    /* Not a directory; bad paths. */
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "main.py", 0755, 0, 0, &fd), -ENOTDIR);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "main.py/x", 0755, 0, 0, &fd), -ENOTDIR);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "sub/../x", 0755, 0, 0, &fd), -EINVAL);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "/abs", 0755, 0, 0, &fd), -EINVAL);
+    CHECK_INT_EQ(confine_mkdir_beneath(root_fd, "", 0755, 0, 0, &fd), -EINVAL);
+    CHECK_INT_EQ(fd, -1);
+}
+
 TEST(cleanup_tmp)
 {
     setup();

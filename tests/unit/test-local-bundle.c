@@ -204,8 +204,8 @@ TEST(host_skeleton_and_etc_shared)
     CHECK(strstr(buf, "sandbox:x:1000:1000:") != NULL && !strstr(buf, "1234"));
     /* A volume at /data: not in the skeleton, so a skeleton of its own; /workspace/sub lies in
      * the workspace bind and needs nothing. */
-    local_bundle_volume vols[] = {{(char *)"/workspace/sub", (char *)"/nonexistent/v", false},
-                                  {(char *)"/data", (char *)"/nonexistent/v", false}};
+    local_bundle_volume vols[] = {{.dest = (char *)"/workspace/sub", .source = (char *)"/nonexistent/v"},
+                                  {.dest = (char *)"/data", .source = (char *)"/nonexistent/v"}};
     p.bundle_dir = b3;
     p.volumes = vols;
     p.n_volumes = 1;
@@ -283,7 +283,7 @@ TEST(spare_bundles_are_reused)
     CHECK_STR_EQ(json_string_value(json_object_get(cfg, "hostname")), "two");
     json_decref(cfg);
     /* A bundle with a skeleton of its own (a volume at /data) is not kept. */
-    local_bundle_volume vols[] = {{(char *)"/data", (char *)"/nonexistent/v", false}};
+    local_bundle_volume vols[] = {{.dest = (char *)"/data", .source = (char *)"/nonexistent/v"}};
     p.bundle_dir = b3;
     p.volumes = vols;
     p.n_volumes = 1;
