@@ -376,6 +376,8 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         return capture_file(c, dir_fd, name, path, &st, e);
     if (S_ISDIR(st.st_mode)) {
         int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && c->o->tolerant && (changed_meanwhile(-errno) || errno == ENOTDIR))
+            return 0; /* replaced meanwhile: the frozen pass walks what is there */
         if (fd < 0)
             return failed(c, -errno, path, "cannot open");
         return walk_dir(c, fd, path);

@@ -193,6 +193,24 @@ def test_host_kernel_files_are_masked(escape):
             assert "ro" in mounts.get(path, []), (path, mounts.get(path))
 
 
+def test_what_mountinfo_still_shows(escape):
+    """A bind mount's root in mountinfo is its source's path within the source's filesystem.
+    The workspace, home and /tmp are on the sandbox's own ext4 image (paths inside it only);
+    the rootfs skeleton, the generated /etc and sandboxd's binaries are on the state
+    directory's filesystem, so their state-directory paths show (docs/security.md says so).
+    Nothing else under the state directory does, and no host path of the sandbox's own disk."""
+    box = escape.sandbox("pid1-default")
+    code, out, err = box.run("cat", "/proc/self/mountinfo")
+    assert code == 0, err
+    roots = {}
+    for line in out.splitlines():
+        f = line.split()
+        roots[f[4]] = f[3]
+    showing = {point for point, root in roots.items() if escape.state_dir in root}
+    assert showing == {"/", "/etc", "/.asb/bin", "/.asb/lib"}, roots
+    assert roots["/workspace"] == "/workspace" and roots["/tmp"] == "/tmp", roots
+
+
 def test_cgroup_view_with_bridge_networking(lab, tmp_path_factory):
     """With bridge networking /sys is a skeleton (docs/security.md, User namespaces): the cgroup
     namespace and the masks hold there too."""
