@@ -26,11 +26,14 @@
  * /usr, becomes the same symlink in the rootfs). */
 static const char *const host_dirs[] = {"usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin"};
 
-/* runc's `runc spec` defaults. */
+/* What Docker and Kubernetes mask (runc's `runc spec` defaults and powercap, whose energy
+ * counters are a side channel), and the host kernel's boot command line and configuration.
+ * runc skips a path the kernel does not have. */
 static const char *const masked_paths[] = {
-    "/proc/acpi",         "/proc/asound",   "/proc/kcore",        "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-    "/sys/firmware",      "/proc/scsi",
+    "/proc/acpi",         "/proc/asound",      "/proc/kcore",        "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",  "/proc/sched_debug",
+    "/proc/scsi",         "/proc/cmdline",     "/proc/config.gz",    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
 };
 static const char *const readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
@@ -161,7 +164,9 @@ static json_t *resources(const local_bundle_params *p)
 
 static json_t *config_json(const local_bundle_params *p, const char *root, json_t *mounts)
 {
-    static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
+    /* cgroup: /proc/self/cgroup and the cgroup mounts show the sandbox's own cgroup as "/",
+     * not the host's hierarchy and the sandbox's uid in it. */
+    static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount", "cgroup"};
     json_t *namespaces = json_array();
     if (p->userns_size)
         json_array_append_new(namespaces, json_pack("{s:s}", "type", "user"));

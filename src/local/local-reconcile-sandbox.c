@@ -915,19 +915,20 @@ void rec_watch_main(local_reconciler *r, const char *uid)
 int rec_main_exit(local_reconciler *r, const char *uid, int *ret_code)
 {
     _cleanup_free_ char *path = path_of(r, "sandboxes", uid, "main/exit");
-    /* The directory is the sandbox's: its exit may be a symlink or a FIFO it made. Only a
-     * regular file is read, and opening never blocks. */
-    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
+    /* The directory is the sandbox's: its exit may be a symlink or a FIFO it made, or a file
+     * of gigabytes of digits. Only a regular file is read, opening never blocks, and only its
+     * first bytes are read. */
+    _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
     struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        fd = -1;
-    }
-    _cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-    if (fd >= 0 && !f)
-        close(fd);
+    char buf[32];
+    ssize_t n = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                    ? pread(fd, buf, sizeof(buf) - 1, 0)
+                    : -1;
     int code;
-    if (!f || fscanf(f, "%d", &code) != 1)
+    if (n <= 0)
+        return -ENOENT;
+    buf[n] = '\0';
+    if (sscanf(buf, "%d", &code) != 1)
         return -ENOENT;
     *ret_code = code;
     return 0;

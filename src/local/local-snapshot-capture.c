@@ -170,6 +170,36 @@ static const json_t *unchanged(capture *c, const char *path, const struct stat *
     return h;
 }
 
+/* name under dir_fd opened for reading, when it is still the regular file st describes: *ret_fd
+ * (owned). The sandbox can change its tree between the fstatat and the open: swap the file for a
+ * FIFO (whose open waits for a writer), or hold a write lease on it (whose open waits for the
+ * lease break, 45 s by default). O_NONBLOCK makes both return at once (a FIFO opens, a lease
+ * gives EWOULDBLOCK); the fd's own type and inode decide. -ESTALE when it is another inode. */
+static int open_regular(int dir_fd, const char *name, const struct stat *st, int *ret_fd)
+{
+    /* O_NOATIME: reading must not change what the next capture compares (we are root). */
+    _cleanup_close_ int fd = openat(dir_fd, name,
+                                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NOATIME |
+                                        O_NONBLOCK);
+    struct stat now;
+    if (fd < 0 || fstat(fd, &now) < 0)
+        return -errno;
+    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return -ESTALE;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return -errno;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+/* What a live pass skips (recorded "unread", read again by the frozen pass): the entry changed
+ * under us or is held by a lease. */
+static bool changed_meanwhile(int k)
+{
+    return k == -ESTALE || k == -ENOENT || k == -ELOOP || k == -EWOULDBLOCK || k == -ENXIO;
+}
+
 static int capture_file(capture *c, int dir_fd, const char *name, const char *path,
                         const struct stat *st, json_t *e)
 {
@@ -192,15 +222,16 @@ static int capture_file(capture *c, int dir_fd, const char *name, const char *pa
         c->stats->bytes += data;
         return 0;
     }
-    /* O_NOATIME: reading must not change what the next capture compares (we are root). */
-    _cleanup_close_ int fd =
-        openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NOATIME);
-    if (fd < 0)
-        return failed(c, -errno, path, "cannot open");
+    _cleanup_close_ int fd = -1;
+    int k = open_regular(dir_fd, name, st, &fd);
+    if (k < 0 && c->o->tolerant && changed_meanwhile(k))
+        return json_object_set_new(e, "unread", json_true()) < 0 ? -ENOMEM : 0;
+    if (k < 0)
+        return failed(c, k == -ESTALE ? -EAGAIN : k, path, "cannot open");
     _cleanup_free_ uint64_t *ext = NULL;
     size_t n = 0;
     uint64_t data = 0, stored = 0;
-    int k = data_extents(fd, (uint64_t)st->st_size, &ext, &n, &data);
+    k = data_extents(fd, (uint64_t)st->st_size, &ext, &n, &data);
     if (k < 0)
         return failed(c, k, path, "cannot map");
     if (ext && (k = extents_json(e, ext, n)) < 0)
@@ -345,6 +376,8 @@ static int walk(capture *c, int dir_fd, const char *name, const char *path)
         return capture_file(c, dir_fd, name, path, &st, e);
     if (S_ISDIR(st.st_mode)) {
         int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && c->o->tolerant && (changed_meanwhile(-errno) || errno == ENOTDIR))
+            return 0; /* replaced meanwhile: the frozen pass walks what is there */
         if (fd < 0)
             return failed(c, -errno, path, "cannot open");
         return walk_dir(c, fd, path);

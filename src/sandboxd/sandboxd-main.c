@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <uv.h>
 
@@ -212,8 +213,25 @@ static int main_output_fd(const char *var)
     return (int)n;
 }
 
+/* The code sandboxd runs shares its uid, so without this it could open /proc/1/mem (and environ,
+ * maps, fd/, cwd, root, exe) and read or rewrite the daemon that answers the host: /proc checks
+ * ptrace access, which for the same uid passes unless the target is non-dumpable; then it needs
+ * CAP_SYS_PTRACE in the daemon's user namespace, which nothing in a sandbox has. Set before
+ * anything else runs. Children inherit it until they exec, and exec makes them dumpable again
+ * (their own /proc stays theirs). */
+static int make_undumpable(void)
+{
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+        return 0;
+    int k = negative_errno();
+    fprintf(stderr, "sandboxd: prctl(PR_SET_DUMPABLE): %s\n", strerror(-k));
+    return k;
+}
+
 int main(int argc, char **argv)
 {
+    if (make_undumpable() < 0)
+        return 1;
     sandboxd_config cfg;
     int code = sandboxd_config_parse(&cfg, argc, argv);
     if (code >= 0) {

@@ -13,9 +13,11 @@ from local_sandbox import create, sbx_state, sockets, start_sbx, wait_ready  # n
 from test_escape_limits import MiB, write_inside
 from test_local_sandbox_runtime import run, wait_for
 
-# The main process's pid, found from inside: the `sleep 1000` child of sandboxd (PID 1).
-FIND_MAIN = ('for t in /proc/1/task/*; do for c in $(cat $t/children); do '
-             'read comm < /proc/$c/comm; [ "$comm" = sleep ] && echo $c; done; done; true')
+# The main process's pid, found from inside: the `sleep 1000` child of sandboxd (PID 1), by its
+# parent in /proc/<pid>/stat (sandboxd's own /proc/1/task/*/children is not readable inside).
+FIND_MAIN = ('for p in /proc/[0-9]*; do read comm < $p/comm 2>/dev/null || continue; '
+             '[ "$comm" = sleep ] && [ "$(cut -d" " -f4 $p/stat)" = 1 ] && echo ${p#/proc/}; '
+             'done; true')
 
 
 def main_log(state_dir, uid):

@@ -87,8 +87,13 @@ TEST(host_bundle_secure_defaults)
     CHECK(json_is_true(json_object_get(json_object_get(cfg, "root"), "readonly")));
     CHECK_STR_EQ(json_string_value(json_object_get(cfg, "hostname")), "my-sandbox");
     json_t *lx = json_object_get(cfg, "linux");
-    CHECK_INT_EQ(json_array_size(json_object_get(lx, "namespaces")), 5);
+    CHECK_INT_EQ(json_array_size(json_object_get(lx, "namespaces")), 6);
+    /* A cgroup namespace of its own: /proc/self/cgroup shows "/", not /asb/<uid>. */
+    const json_t *last_ns = json_array_get(json_object_get(lx, "namespaces"), 5);
+    CHECK_STR_EQ(json_string_value(json_object_get(last_ns, "type")), "cgroup");
     CHECK(array_has(json_object_get(lx, "maskedPaths"), "/proc/kcore"));
+    CHECK(array_has(json_object_get(lx, "maskedPaths"), "/proc/cmdline"));
+    CHECK(array_has(json_object_get(lx, "maskedPaths"), "/sys/devices/virtual/powercap"));
     CHECK(array_has(json_object_get(lx, "readonlyPaths"), "/proc/sys"));
     /* The allowlist itself is tested in test-local-seccomp.c. */
     json_t *sc = json_object_get(lx, "seccomp");
