@@ -552,12 +552,12 @@ static int gvisor_refuse_network(const json_t *pod, rec_failure *f)
 {
     const char *cls = json_string_value(json_object_get(pod, "runtimeClassName"));
     return fail(f, "ReconcilerError", -EOPNOTSUPP,
-                "Error seen: RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes "
-                "here: runsc --network=sandbox of Debian 12 (release 20221219) cannot take over "
-                "a network namespace of this kernel, and --network=host would hand the "
-                "sandbox the host kernel's network stack. Run asb serve with --network none, "
-                "give the sandbox a template with networkPolicyManagement: Unmanaged, or "
-                "install a current gVisor release",
+                "Error seen: RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes: "
+                "asb serve starts runsc with --network=none, as runsc --network=sandbox of "
+                "Debian 12 (release 20221219) refuses the network namespace of a 6.x kernel "
+                "(fixed in gVisor release-20240807.0) and --network=host would hand the sandbox "
+                "the host kernel's network stack. Run asb serve with --network none, or give the "
+                "sandbox a template with networkPolicyManagement: Unmanaged",
                 cls ? cls : "runsc");
 }
 

@@ -179,10 +179,22 @@ def test_gvisor_with_bridge_networking_is_refused_with_the_reason(lab, start_sbx
     msg = condition(obj, "Ready")["message"]
     assert 'RuntimeClass "gvisor" (handler runsc)' in msg, msg
     assert "--network none" in msg and "networkPolicyManagement: Unmanaged" in msg, msg
-    assert "current gVisor release" in msg, msg
+    assert "release-20240807.0" in msg, msg
     # Nothing was started for it; runc sandboxes of the same server are networked as before.
     assert uid not in runsc_list(sbx_state) and not processes_of(uid)
     r = asb.post(asb.path(CORE, "sandboxes", "default"), sandbox("plain"))
     assert r.status_code == 201, r.text
     plain = wait_ready(asb, "plain", timeout=READY_TIMEOUT)
     assert plain["status"].get("podIPs"), plain["status"]
+    # Loopback only by its template's choice: a gVisor pool member is Ready under bridge
+    # networking, and claimed.
+    tpl = template("lo-only", networkPolicyManagement="Unmanaged")
+    tpl["spec"]["podTemplate"]["spec"]["runtimeClassName"] = "gvisor"
+    create_obj(asb, EXT, "sandboxtemplates", tpl)
+    create_obj(asb, EXT, "sandboxwarmpools", pool("lo-pool", "lo-only", replicas=1))
+    wait_pool_ready(asb, "lo-pool", 1, timeout=READY_TIMEOUT)
+    create_obj(asb, EXT, "sandboxclaims", claim("lo-claim", "lo-pool"))
+    got = wait_claim(asb, "lo-claim", timeout=READY_TIMEOUT)
+    member = get_sandbox(asb, got["status"]["sandbox"]["name"])["metadata"]["uid"]
+    assert runsc_list(sbx_state).get(member) == "running"
+    assert rest(sockets(sbx_state, member)[0], "GET", "/v1/health")[0] == 200
