@@ -57,6 +57,14 @@ def runsc_pids(state_dir):
             if c["status"] in ("running", "paused")} if out.returncode == 0 else {}
 
 
+def answers(sock):
+    """Whether sandboxd answers health on sock (its link may be missing while it restarts)."""
+    try:
+        return rest(sock, "GET", "/v1/health")[0] == 200
+    except OSError:
+        return False
+
+
 def processes_of(uid):
     """Host processes whose command line names the sandbox (runsc's sandbox and gofer name its
     bundle)."""
@@ -148,6 +156,7 @@ def test_gvisor_sandbox_files_execute_pty_suspend_and_delete(start_sbx, sbx_stat
     finally:
         c.close()
     assert wait_for(lambda: runsc_pids(sbx_state).get(uid) not in (None, sentry), timeout=READY_TIMEOUT)
+    assert wait_for(lambda: answers(rest_sock), timeout=READY_TIMEOUT), asb.output()
     wait_ready(asb, "gv", timeout=READY_TIMEOUT)
     assert rest(rest_sock, "GET", "/v1/files/hello.txt") == (200, b"payload")
 
