@@ -524,7 +524,7 @@ void rec_entry_set_limits(rec_entry *e, const local_limits *l)
 }
 
 /* Why the bind sources could not be staged for runsc (owned, NULL on ENOMEM). */
-static char *strdup_printf_stage(int k)
+static char *stage_error(int k)
 {
     char *m = NULL;
     if (asprintf(&m, "cannot stage the mounts' sources at %s: %s", LOCAL_BUNDLE_STAGE_DIR,
@@ -796,7 +796,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
     if (staged && (k = local_gvisor_stage_binds(staged)) < 0)
-        err = strdup_printf_stage(k);
+        err = stage_error(k);
     else
         k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
                              main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
@@ -838,10 +838,15 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     *ret_pid = pid;
     /* -ESRCH: sandboxd exited first, which the health check reports with its last words. */
     if (gvisor && (k = local_gvisor_publish(run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
-        k != -ESRCH)
+        k != -ESRCH) {
+        /* Unreachable as it is: removed, so that a later start begins afresh. */
+        _cleanup_free_ char *derr = NULL;
+        if (oci_delete(rt, uid, &derr) < 0)
+            log_warn("cannot remove the container", "uid", uid, "error", derr ? derr : "");
         return fail(f, "ReconcilerError", k,
                     "Error seen: sandboxd under runsc did not bind its sockets in %s/%s: %s",
                     run_dir, LOCAL_GVISOR_BOX, strerror(-k));
+    }
     if (ret_limits) /* as config.json (resources()) and the disk's size say, for read_limits */
         *ret_limits = (local_limits){.memory = MAX(lim.memory, 0),
                                      .cpu_millis = MAX(lim.cpu_millis, 0),
