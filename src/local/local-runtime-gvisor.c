@@ -152,7 +152,7 @@ int local_gvisor_stage_binds(const json_t *sources)
         return -errno;
     size_t i;
     json_t *s;
-    json_array_foreach(sources, i, s) {
+    json_array_foreach (sources, i, s) {
         char path[sizeof(LOCAL_BUNDLE_STAGE_DIR) + 24];
         snprintf(path, sizeof(path), LOCAL_BUNDLE_STAGE_DIR "/%zu", i);
         const char *source = json_string_value(s);
