@@ -139,8 +139,16 @@ def test_gvisor_sandbox_files_execute_pty_suspend_and_delete(start_sbx, sbx_stat
     assert runsc_list(sbx_state)[uid] == "running"
     assert rest(rest_sock, "GET", "/v1/files/hello.txt") == (200, b"payload")
 
-    # A restarted asb serve re-adopts the running gVisor container (same Sentry).
+    # runsc sets up the sandbox's cgroup itself (no --ignore-cgroups): the Sentry is in
+    # /asb/<uid>, under the default memory limit.
     sentry = runsc_pids(sbx_state)[uid]
+    v1 = f"/sys/fs/cgroup/memory/asb/{uid}"
+    cg, limit = (v1, "memory.limit_in_bytes") if os.path.isdir(v1) else \
+        (f"/sys/fs/cgroup/asb/{uid}", "memory.max")
+    assert open(os.path.join(cg, limit)).read().strip() == str(1 << 30)
+    assert str(sentry) in open(os.path.join(cg, "cgroup.procs")).read().split()
+
+    # A restarted asb serve re-adopts the running gVisor container (same Sentry).
     asb.stop()
     asb = start_sbx()
     wait_ready(asb, "gv", timeout=READY_TIMEOUT)
