@@ -35,8 +35,10 @@ def gvisor_body(name, image="host"):
     return body
 
 
-def create_gvisor(asb, name, image="host"):
-    r = asb.post(asb.path(CORE, "sandboxes", "default"), gvisor_body(name, image))
+def create_gvisor(asb, name, image="host", container=None):
+    body = gvisor_body(name, image)
+    body["spec"]["podTemplate"]["spec"]["containers"][0].update(container or {})
+    r = asb.post(asb.path(CORE, "sandboxes", "default"), body)
     assert r.status_code == 201, r.text
     return r.json()["metadata"]["uid"]
 
@@ -174,6 +176,22 @@ def test_gvisor_sandbox_files_execute_pty_suspend_and_delete(start_sbx, sbx_stat
     assert wait_for(lambda: uid not in runsc_list(sbx_state), timeout=30)
     assert wait_for(lambda: not processes_of(uid), timeout=30), processes_of(uid)
     assert wait_for(lambda: not os.path.exists(os.path.join(sbx_state, "run", uid)))
+
+
+def test_gvisor_main_process_finishes_with_its_code(start_sbx, sbx_state):
+    """A container command runs under gVisor; without fd passing its output goes to
+    /.asb/main/log (on the host: sandboxes/<uid>/main/log), its exit code to the status."""
+    asb = start_sbx()
+    uid = create_gvisor(asb, "job", container={"command": ["sh", "-c", "echo from-main; exit 3"]})
+
+    def finished():
+        c = condition(get_sandbox(asb, "job"), "Finished")
+        return c is not None and c["status"] == "True"
+    assert wait_for(finished, timeout=READY_TIMEOUT), asb.output()
+    c = condition(get_sandbox(asb, "job"), "Finished")
+    assert c["reason"] == "PodFailed" and c["message"] == "main process exited with code 3", c
+    log = os.path.join(sbx_state, "sandboxes", uid, "main", "log")
+    assert open(log).read() == "from-main\n"
 
 
 def test_gvisor_snapshot_fork_and_warm_pool_claim(start_sbx, sbx_state):
