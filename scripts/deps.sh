@@ -20,6 +20,8 @@ PACKAGES=(
   libzstd-dev libssl-dev
   # runtime: OCI runtime and image unpacker, networking, process tools
   runc umoci iproute2 nftables procps util-linux curl openssl ca-certificates
+  # runtimeClassName: gvisor (docs/local-sandboxes.md: what Debian's 2022 build supports)
+  runsc
   # ephemeral storage of local sandboxes: mke2fs makes their ext4 images (local-scratch.c)
   e2fsprogs
   # test and benchmark clients (Debian's Python modules live in /usr/bin/python3)

@@ -132,7 +132,9 @@ static json_t *process_env(const local_bundle_params *p)
             env_put(env, kv);
         free(kv);
     }
-    if (p->main_argv) {
+    if (p->main_argv && p->socket_dir)
+        json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
+    if (p->main_argv && !p->socket_dir) {
         json_array_append_new(env, json_string("ASB_MAIN_DIR=/.asb/main"));
         /* The main process's output pipe: write end fd 5, read end fd 6 (oci_run_detached),
          * read by asb serve; sandboxd keeps both. */
@@ -180,9 +182,16 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
         "--root-dir", "/workspace", "--listen-host", "127.0.0.1", "--rest-fd", "3", "--grpc-fd",
         "4",
     };
+    static const char *const args_bound[] = {
+        "/.asb/lib/ld-linux-x86-64.so.2", "--library-path", "/.asb/lib", "/.asb/bin/sandboxd",
+        "--root-dir", "/workspace", "--listen-host", "127.0.0.1",
+        "--rest-socket", LOCAL_BUNDLE_SOCKET_DIR "/rest.sock",
+        "--grpc-socket", LOCAL_BUNDLE_SOCKET_DIR "/grpc.sock",
+    };
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                              "inheritable", "permitted", "ambient");
-    json_t *argv = str_array(args, ELEMENTSOF(args));
+    json_t *argv = p->socket_dir ? str_array(args_bound, ELEMENTSOF(args_bound))
+                                 : str_array(args, ELEMENTSOF(args));
     if (p->main_argv) {
         json_array_append_new(argv, json_string("--"));
         json_array_extend(argv, (json_t *)p->main_argv);
@@ -197,7 +206,7 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
                                "maskedPaths", str_array(masked_paths, ELEMENTSOF(masked_paths)),
                                "readonlyPaths",
                                str_array(readonly_paths, ELEMENTSOF(readonly_paths)), "seccomp",
-                               local_seccomp_profile());
+                               local_seccomp_profile_for(p->gvisor));
     if (linux_ && p->userns_size) {
         /* One range for uids and gids: id N inside is host id userns_start + N. */
         const char *keys[] = {"uidMappings", "gidMappings"};
@@ -477,7 +486,8 @@ static int skeleton_fill(const char *dir, void *payload)
     add_host_dir_binds(mounts);
     /* Directory binds: "/" only tells mount_point the source is a directory. */
     static const char *const binds[] = {"/etc",      "/workspace", SANDBOX_HOME,
-                                        "/.asb/bin", "/.asb/lib",  "/.asb/main"};
+                                        "/.asb/bin", "/.asb/lib",  "/.asb/main",
+                                        LOCAL_BUNDLE_SOCKET_DIR};
     for (size_t i = 0; i < ELEMENTSOF(binds); i++)
         add_bind(mounts, binds[i], "/", true);
     mount_points(dir, mounts);
@@ -587,7 +597,39 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error)
 
 int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error)
 {
+    return local_bundle_write_staged(p, ret_root, NULL, ret_error);
+}
+
+/* Replaces the source of every bind in mounts with LOCAL_BUNDLE_STAGE_DIR/<i>; *ret (owned)
+ * gets the real sources in order, as a JSON array of strings. */
+static int stage_binds(json_t *mounts, json_t **ret)
+{
+    _cleanup_(json_decrefp) json_t *v = json_array();
+    if (!v)
+        return -ENOMEM;
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m) {
+        const char *type = json_string_value(json_object_get(m, "type"));
+        json_t *src = json_object_get(m, "source");
+        if (!type || strcmp(type, "bind") != 0 || !json_is_string(src))
+            continue;
+        char staged[sizeof(LOCAL_BUNDLE_STAGE_DIR) + 24];
+        snprintf(staged, sizeof(staged), LOCAL_BUNDLE_STAGE_DIR "/%zu", json_array_size(v));
+        if (json_array_append(v, src) < 0 ||
+            json_object_set_new(m, "source", json_string(staged)) < 0)
+            return -ENOMEM;
+    }
+    *ret = TAKE_PTR(v);
+    return 0;
+}
+
+int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, json_t **ret_sources,
+                              char **ret_error)
+{
     *ret_error = NULL;
+    if (ret_sources)
+        *ret_sources = NULL;
     if (ret_root)
         *ret_root = NULL;
     /* A spare bundle of a sandbox gone, when there is one: its directories and files are
@@ -624,6 +666,8 @@ int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, cha
     add_bind(mounts, "/.asb/lib", p->inject_lib, true);
     if (p->main_argv && p->main_dir)
         add_bind(mounts, "/.asb/main", p->main_dir, false);
+    if (p->socket_dir)
+        add_bind(mounts, LOCAL_BUNDLE_SOCKET_DIR, p->socket_dir, false);
     if (p->rootfs && p->nameserver) {
         /* An image's /etc/resolv.conf (when it has one to mount over) names the forwarder. */
         _cleanup_free_ char *target = NULL, *src = NULL, *line = NULL;
@@ -643,6 +687,10 @@ int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, cha
     /* The shared skeleton has every mount point already and is never written to. */
     if (p->userns_size && !shared)
         mount_points(root, mounts);
+    /* After the mount points: those are made from the real sources' types. */
+    _cleanup_(json_decrefp) json_t *staged = NULL;
+    if (ret_sources && (r = stage_binds(mounts, &staged)) < 0)
+        return r;
     json_t *cfg = config_json(p, root, json_incref(mounts));
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
@@ -653,6 +701,8 @@ int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, cha
         *ret_error = NULL;
     if (r == 0 && ret_root && !(*ret_root = strdup(root)))
         return -ENOMEM;
+    if (r == 0 && ret_sources)
+        *ret_sources = TAKE_PTR(staged);
     return r;
 }
 

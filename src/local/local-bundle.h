@@ -11,6 +11,10 @@
 /* config.json annotation naming the rootfs directory on the host (root.path may be a staging
  * path, see local-idmap.h). */
 #define LOCAL_BUNDLE_ROOTFS_ANNOTATION "dev.asb.rootfs"
+/* Where a sandbox with a socket_dir finds it (local_bundle_params). */
+#define LOCAL_BUNDLE_SOCKET_DIR "/.asb/run"
+/* Where staged bind sources are (local_bundle_write_staged). */
+#define LOCAL_BUNDLE_STAGE_DIR "/run/asb/src"
 
 /* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
 typedef struct local_bundle_volume {
@@ -58,6 +62,14 @@ typedef struct local_bundle_params {
                               * are made in the rootfs beforehand, as the container's root
                               * cannot create them in a rootfs owned by host root */
     uint32_t userns_size;    /* 0: no user namespace */
+    bool gvisor;             /* the runtime is gVisor's runsc: its seccomp profile variant
+                              * (local_seccomp_profile_for) */
+    const char *socket_dir;  /* NULL: sandboxd serves the listening sockets it inherits as fds 3
+                              * and 4 (oci_run_detached). Else a host directory bound
+                              * read-write at /.asb/run, where sandboxd binds rest.sock and
+                              * grpc.sock itself (runsc, which cannot pass fds: the host links
+                              * them into run/<uid>, local-runtime-gvisor.h); the main
+                              * process's output then goes to /.asb/main/log */
     const char *shared_dir;  /* $ASB_STATE_DIR/shared (local-bundle-shared.h): the `host`
                               * rootfs skeleton, the /sys skeleton and constant /etc files are
                               * shared read-only there; NULL: the bundle holds its own */
@@ -85,6 +97,13 @@ int local_bundle_write(const local_bundle_params *p, char **ret_error);
  * host the bundle names: p->rootfs, the shared `host` skeleton, or bundle_dir/rootfs when the
  * skeleton lacks a mount point the sandbox needs (a volume's mountPath). */
 int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error);
+/* The same, with every bind mount's source in config.json replaced by
+ * LOCAL_BUNDLE_STAGE_DIR/<i> and *ret_sources (owned: a JSON array of strings) holding the
+ * real sources in that order: for a runtime whose mounts are made by a process in the sandbox's
+ * user namespace (runsc's gofer), to which the state directory (0700) is closed. The caller
+ * binds them there in the staging mount namespace (local_gvisor_stage_binds). */
+int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, json_t **ret_sources,
+                              char **ret_error);
 
 /* Parses a Kubernetes quantity ("512Mi", "1G", "500m", "2") into *ret: bytes for memory,
  * millis when `millis` is set (cpu). -EINVAL on anything else. */

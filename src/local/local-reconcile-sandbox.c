@@ -26,6 +26,7 @@
 #include "local/local-limits.h"
 #include "local/local-events.h"
 #include "local/local-reconcile-internal.h"
+#include "local/local-runtime-gvisor.h"
 #include "local/local-scratch.h"
 #include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot.h"
@@ -35,6 +36,9 @@
 
 #define DEFAULT_UID 1000
 #define DEFAULT_PIDS_LIMIT 4096
+/* How long a start under runsc waits for sandboxd to bind its sockets (its Sentry boots
+ * first: ~0.3 s idle, seconds on a loaded machine). */
+#define START_SOCKETS_TIMEOUT_MS 10000
 /* How long a teardown waits for a killed container's first process before leaving the rest to
  * runc delete --force (a loaded machine, a cgroup still frozen). */
 #define TEARDOWN_KILL_TIMEOUT_MS 2000
@@ -604,6 +608,44 @@ void rec_entry_set_limits(rec_entry *e, const local_limits *l)
     e->limits_read = true;
 }
 
+/* Why the bind sources could not be staged for runsc (owned, NULL on ENOMEM). */
+static char *stage_error(int k)
+{
+    char *m = NULL;
+    if (asprintf(&m, "cannot stage the mounts' sources at %s: %s", LOCAL_BUNDLE_STAGE_DIR,
+                 strerror(-k)) < 0)
+        m = NULL;
+    return m;
+}
+
+/* A failed `run` of the runtime: the message names the RuntimeClass and its handler, so that
+ * an error of runsc is never read as one of runc. */
+static int fail_runtime(const json_t *pod, const oci_runtime *rt, int k, const char *err,
+                        rec_failure *f)
+{
+    const char *cls = json_string_value(json_object_get(pod, "runtimeClassName"));
+    const char *what = err ? err : strerror(-k);
+    if (!cls || !*cls)
+        return fail(f, "ReconcilerError", k, "Error seen: %s", what);
+    return fail(f, "ReconcilerError", k, "Error seen: RuntimeClass \"%s\" (handler %s): %s", cls,
+                oci_runtime_program(rt), what);
+}
+
+/* A bridge-networked sandbox under runsc: what it would need, instead of a failure of runsc's
+ * own (docs/local-sandboxes.md, "gVisor"). */
+static int gvisor_refuse_network(const json_t *pod, rec_failure *f)
+{
+    const char *cls = json_string_value(json_object_get(pod, "runtimeClassName"));
+    return fail(f, "ReconcilerError", -EOPNOTSUPP,
+                "Error seen: RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes: "
+                "asb serve starts runsc with --network=none, as runsc --network=sandbox of "
+                "Debian 12 (release 20221219) refuses the network namespace of a 6.x kernel "
+                "(fixed in gVisor release-20240807.0) and --network=host would hand the sandbox "
+                "the host kernel's network stack. Run asb serve with --network none, or give the "
+                "sandbox a template with networkPolicyManagement: Unmanaged",
+                cls ? cls : "runsc");
+}
+
 int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
                         pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
 {
@@ -764,6 +806,23 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return fail(f, "NetworkSetupFailed", k, "Error seen: cannot set up the network: %s",
                     nerr ? nerr : strerror(-k));
     }
+    /* gVisor: its own network stack with loopback only, and sandboxd binds its sockets
+     * itself (local-runtime-gvisor.h). */
+    bool gvisor = oci_runtime_is_runsc(rt);
+    _cleanup_free_ char *run_dir = gvisor ? path_of(r, "run", uid, NULL) : NULL,
+                        *box = NULL;
+    if (gvisor && netns) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
+        return gvisor_refuse_network(pod, f);
+    }
+    if (gvisor && (!run_dir || (k = local_gvisor_prepare(run_dir, hu, hg, &box)) < 0)) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
+        return fail(f, "ReconcilerError", run_dir ? k : -ENOMEM,
+                    "Error seen: cannot prepare the socket directory of %s: %s",
+                    run_dir ? run_dir : "the sandbox", strerror(run_dir ? -k : ENOMEM));
+    }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
@@ -774,17 +833,20 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver, .userns_start = ns_start,
         .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0, .shared_dir = shared,
+        .gvisor = gvisor, .socket_dir = box,
     };
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
     _cleanup_free_ char *root = NULL;
-    k = local_bundle_write_rooted(&bp, &root, &err);
+    /* runsc's gofer mounts as the sandbox's root: it gets the bind sources staged. */
+    _cleanup_(json_decrefp) json_t *staged = NULL;
+    k = local_bundle_write_staged(&bp, &root, gvisor && r->idmap ? &staged : NULL, &err);
     t_bundle = now_usec(CLOCK_MONOTONIC) - t_bundle;
     local_bundle_volumes_free(vv, nvv, vnames);
     json_decref(main_argv);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
     _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
-    if ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0)
+    if (!gvisor && ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0))
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
                     rest_fd < 0 ? rest : grpc, strerror(-k));
     /* sandboxd's stdout/stderr: a pipe asb serve reads (local-logs.h), not a host file. */
@@ -814,8 +876,11 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
-                         main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
+    if (staged && (k = local_gvisor_stage_binds(staged)) < 0)
+        err = stage_error(k);
+    else
+        k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
+                             main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
     if (k == -EEXIST) {
         /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
@@ -835,7 +900,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         }
     }
     if (k < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+        return fail_runtime(pod, rt, k, err, f);
     int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
     if (lk < 0 && r->logs)
         log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
@@ -852,6 +917,17 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
             pid = 0;
     }
     *ret_pid = pid;
+    /* -ESRCH: sandboxd exited first, which the health check reports with its last words. */
+    if (gvisor && (k = local_gvisor_publish(run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
+        k != -ESRCH) {
+        /* Unreachable as it is: removed, so that a later start begins afresh. */
+        _cleanup_free_ char *derr = NULL;
+        if (oci_delete(rt, uid, &derr) < 0)
+            log_warn("cannot remove the container", "uid", uid, "error", derr ? derr : "");
+        return fail(f, "ReconcilerError", k,
+                    "Error seen: sandboxd under runsc did not bind its sockets in %s/%s: %s",
+                    run_dir, LOCAL_GVISOR_BOX, strerror(-k));
+    }
     if (ret_limits) /* as config.json (resources()) and the disk's size say, for read_limits */
         *ret_limits = (local_limits){.memory = MAX(lim.memory, 0),
                                      .cpu_millis = MAX(lim.cpu_millis, 0),

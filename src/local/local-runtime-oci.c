@@ -100,8 +100,18 @@ int local_spawn_capture(char *const argv[], char **ret_output)
  * (its delete --force polling, its re-exec from a sealed memfd) is used for runc only. */
 static bool is_runc(const oci_runtime *rt)
 {
+    return strcmp(oci_runtime_program(rt), "runc") == 0;
+}
+
+const char *oci_runtime_program(const oci_runtime *rt)
+{
     const char *base = strrchr(rt->binary, '/');
-    return strcmp(base ? base + 1 : rt->binary, "runc") == 0;
+    return base ? base + 1 : rt->binary;
+}
+
+bool oci_runtime_is_runsc(const oci_runtime *rt)
+{
+    return strcmp(oci_runtime_program(rt), "runsc") == 0;
 }
 
 /* The image rt's binary is executed from (-1: the binary itself). */
@@ -121,15 +131,16 @@ static char *trim(char *s)
     return s;
 }
 
-/* runc's message from its output: the last line, with the `time=... level=error msg="..."`
- * logrus framing removed when present. Owned. */
-static char *runc_message(const char *out, int status)
+/* The runtime's message from its output: the last line, with the `time=... level=error
+ * msg="..."` logrus framing removed when present, after the name of the program that failed
+ * (runc, runsc, ...: never another's). Owned. */
+static char *runtime_message(const oci_runtime *rt, const char *out, int status)
 {
     _cleanup_free_ char *copy = out ? strdup(out) : NULL;
     trim(copy);
     const char *line = copy ? strrchr(copy, '\n') : NULL;
     line = line ? line + 1 : copy;
-    char *m = NULL;
+    _cleanup_free_ char *un = NULL;
     const char *msg = line ? strstr(line, "msg=\"") : NULL;
     if (msg) {
         msg += 5;
@@ -137,21 +148,37 @@ static char *runc_message(const char *out, int status)
         if (n > 0 && msg[n - 1] == '"')
             n--;
         /* logrus escapes quotes inside msg="..." */
-        _cleanup_free_ char *un = strndup(msg, n);
+        un = strndup(msg, n);
         size_t j = 0;
         for (size_t i = 0; un && un[i]; i++) {
             if (un[i] == '\\' && un[i + 1] == '"')
                 i++;
             un[j++] = un[i];
         }
-        if (un)
-            un[j] = '\0';
-        if (!un || asprintf(&m, "runc exited with status %d: %s", status, un) < 0)
-            m = NULL;
-    } else if (asprintf(&m, "runc exited with status %d: %s", status,
-                        line && *line ? line : "(no output)") < 0)
+        if (!un)
+            return NULL;
+        un[j] = '\0';
+    }
+    char *m = NULL;
+    if (asprintf(&m, "%s exited with status %d: %s", oci_runtime_program(rt), status,
+                 un ? un : line && *line ? line : "(no output)") < 0)
         m = NULL;
     return m;
+}
+
+/* The global flags rt takes before every command (argv from *k, at most 3). */
+static void global_flags(const oci_runtime *rt, char **argv, size_t *k)
+{
+    if (!oci_runtime_is_runsc(rt))
+        return;
+    /* gVisor (docs/local-sandboxes.md, "gVisor"): its own loopback-only network stack, so
+     * nothing of the host's network is reached through the Sentry; sandboxd binds its two
+     * sockets itself on the host directory bound at /.asb/run (runsc of 2022 cannot pass
+     * listening fds), which --host-uds=create allows; config.json's seccomp profile applied
+     * inside the Sentry, on top of runsc's own host filters. */
+    argv[(*k)++] = (char *)"--network=none";
+    argv[(*k)++] = (char *)"--host-uds=create";
+    argv[(*k)++] = (char *)"--oci-seccomp";
 }
 
 static int runc(const oci_runtime *rt, const char *const *args, size_t n, char **ret_out)
@@ -161,6 +188,7 @@ static int runc(const oci_runtime *rt, const char *const *args, size_t n, char *
     argv[k++] = rt->binary;
     argv[k++] = (char *)"--root";
     argv[k++] = rt->root;
+    global_flags(rt, argv, &k);
     for (size_t i = 0; i < n && k < ELEMENTSOF(argv) - 1; i++)
         argv[k++] = (char *)args[i];
     argv[k] = NULL;
@@ -190,14 +218,16 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
                      char **ret_error)
 {
     *ret_error = NULL;
+    /* runsc has no --preserve-fds (its sandboxd binds its sockets itself, local-bundle.h). */
+    bool pass_fds = !oci_runtime_is_runsc(rt);
     /* Move the fds above 6 so dup2 onto 3..6 cannot clobber one with another. */
-    _cleanup_close_ int r3 = fcntl(rest_fd, F_DUPFD_CLOEXEC, 10);
-    _cleanup_close_ int g4 = fcntl(grpc_fd, F_DUPFD_CLOEXEC, 10);
-    bool with_main = main_fds && main_fds[0] >= 0 && main_fds[1] >= 0;
+    _cleanup_close_ int r3 = pass_fds ? fcntl(rest_fd, F_DUPFD_CLOEXEC, 10) : -1;
+    _cleanup_close_ int g4 = pass_fds ? fcntl(grpc_fd, F_DUPFD_CLOEXEC, 10) : -1;
+    bool with_main = pass_fds && main_fds && main_fds[0] >= 0 && main_fds[1] >= 0;
     _cleanup_close_ int m5 = with_main ? fcntl(main_fds[0], F_DUPFD_CLOEXEC, 10) : -1;
     _cleanup_close_ int m6 = with_main ? fcntl(main_fds[1], F_DUPFD_CLOEXEC, 10) : -1;
     _cleanup_close_ int log = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
-    if (r3 < 0 || g4 < 0 || log < 0 || (with_main && (m5 < 0 || m6 < 0)))
+    if ((pass_fds && (r3 < 0 || g4 < 0)) || log < 0 || (with_main && (m5 < 0 || m6 < 0)))
         return -errno;
     _cleanup_free_ char *pidfile = NULL;
     if (asprintf(&pidfile, "%s/pid", bundle) < 0)
@@ -207,21 +237,21 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     argv[k++] = rt->binary;
     argv[k++] = (char *)"--root";
     argv[k++] = rt->root;
-    /* gVisor applies config.json's seccomp profile (inside its sandbox, on top of its own
-     * filters) only when asked, with a global flag. */
-    const char *base = strrchr(rt->binary, '/');
-    if (strcmp(base ? base + 1 : rt->binary, "runsc") == 0)
-        argv[k++] = (char *)"--oci-seccomp";
-    const char *const rest[] = {"run",      "--detach", "--preserve-fds", with_main ? "4" : "2",
-                                "--bundle", bundle,     "--pid-file",     pidfile,
-                                id};
+    global_flags(rt, argv, &k);
+    argv[k++] = (char *)"run";
+    argv[k++] = (char *)"--detach";
+    if (pass_fds) {
+        argv[k++] = (char *)"--preserve-fds";
+        argv[k++] = (char *)(with_main ? "4" : "2");
+    }
+    const char *const rest[] = {"--bundle", bundle, "--pid-file", pidfile, id};
     for (size_t i = 0; i < ELEMENTSOF(rest); i++)
         argv[k++] = (char *)rest[i];
     argv[k] = NULL;
     pid_t pid = -1;
     int r = spawn(argv, exec_fd_of(rt), log, r3, g4, m5, m6, &pid);
     if (r < 0) {
-        if (asprintf(ret_error, "cannot run %s: %s", rt->binary, strerror(-r)) < 0)
+        if (asprintf(ret_error, "cannot run %s: %s", oci_runtime_program(rt), strerror(-r)) < 0)
             *ret_error = NULL;
         return r;
     }
@@ -234,7 +264,7 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     int fl = fcntl(out_read_fd, F_GETFL);
     if (fl >= 0 && fcntl(out_read_fd, F_SETFL, fl | O_NONBLOCK) == 0)
         out = read_all(out_read_fd);
-    *ret_error = runc_message(out, r);
+    *ret_error = runtime_message(rt, out, r);
     /* runc removes what a failed run created: a container still listed was there before. */
     return container_exists(rt, id) > 0 ? -EEXIST : -EIO;
 }
@@ -310,7 +340,7 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
         return r;
     if (r == 0 || container_exists(rt, id) == 0)
         return 0;
-    *ret_error = runc_message(out, r);
+    *ret_error = runtime_message(rt, out, r);
     return -EIO;
 }
 
@@ -324,7 +354,7 @@ static int simple(const oci_runtime *rt, const char *verb, const char *id, char 
         return r;
     if (r == 0)
         return 0;
-    *ret_error = runc_message(out, r);
+    *ret_error = runtime_message(rt, out, r);
     return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
 }
 

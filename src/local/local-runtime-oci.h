@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef struct oci_runtime {
@@ -12,9 +13,16 @@ typedef struct oci_runtime {
 } oci_runtime;
 
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root);
+/* The program's file name ("runc", "runsc", ...), borrowed from rt: what errors name. */
+const char *oci_runtime_program(const oci_runtime *rt);
+/* Whether rt is gVisor's runsc (by file name). It gets --network=none --host-uds=create
+ * --oci-seccomp before every command and no --preserve-fds: its sandboxd binds its sockets
+ * itself (local-bundle.h, socket_dir). */
+bool oci_runtime_is_runsc(const oci_runtime *rt);
 void oci_runtime_done(oci_runtime *rt);
 
 /* `runc run --detach --preserve-fds 2` (4 with main_fds): rest_fd and grpc_fd become fds 3 and 4
+ * (runsc: none of these fds is passed, see oci_runtime_is_runsc)
  * of the container's first process; main_fds (NULL: none) the main process's output pipe, its
  * write end fd 5 and its read end fd 6 (held by sandboxd so that the pipe keeps a reader, and
  * its writers block instead of failing, while no asb serve reads); its stdout/stderr are out_fd

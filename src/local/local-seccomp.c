@@ -230,6 +230,11 @@ static json_t *rule_json(const local_seccomp_rule *r)
 
 json_t *local_seccomp_profile(void)
 {
+    return local_seccomp_profile_for(false);
+}
+
+json_t *local_seccomp_profile_for(bool runsc)
+{
 #if defined(__x86_64__)
     static const char arch[] = "SCMP_ARCH_X86_64";
 #elif defined(__aarch64__)
@@ -238,9 +243,16 @@ json_t *local_seccomp_profile(void)
 #error "local-seccomp: name the native SCMP_ARCH_* of this architecture"
 #endif
     json_t *syscalls = json_array();
-    for (size_t i = 0; syscalls && i < ELEMENTSOF(rules); i++)
-        if (json_array_append_new(syscalls, rule_json(&rules[i])) < 0)
+    for (size_t i = 0; syscalls && i < ELEMENTSOF(rules); i++) {
+        local_seccomp_rule r = rules[i];
+        /* runsc answers every SCMP_ACT_ERRNO with EPERM (it ignores errnoRet): an EPERM clone3
+         * would stop glibc's fallback to clone, so under runsc the Sentry answers clone3 itself
+         * (ENOSYS in release 20221219; later releases check its flags in the Sentry). */
+        if (runsc && r.errno_ret == ENOSYS)
+            r.errno_ret = 0;
+        if (json_array_append_new(syscalls, rule_json(&r)) < 0)
             syscalls = json_unref(syscalls);
+    }
     if (!syscalls)
         return NULL;
     return json_pack("{s:s, s:i, s:[s], s:o}", "defaultAction", "SCMP_ACT_ERRNO", "defaultErrnoRet",

@@ -47,3 +47,7 @@ bool local_seccomp_allows(const char *name);
  * x86_64, matches no architecture and is refused), then every rule of the table. A new reference,
  * NULL on allocation failure. */
 json_t *local_seccomp_profile(void);
+/* The same for a runtime handler: runsc (gVisor, --oci-seccomp) applies SCMP_ACT_ERRNO as EPERM
+ * whatever errnoRet says, so its profile lets through the calls the table answers ENOSYS
+ * (clone3), for the Sentry to answer. A new reference, NULL on allocation failure. */
+json_t *local_seccomp_profile_for(bool runsc);

@@ -240,3 +240,26 @@ TEST(oci_json_shape)
     CHECK(clone_ok && clone3_ok && netlink_ok);
     json_decref(p);
 }
+
+/* runsc answers every SCMP_ACT_ERRNO with EPERM: its profile lets clone3 through (the Sentry
+ * answers it), and only that changes. */
+TEST(runsc_profile_leaves_clone3_to_the_sentry)
+{
+    json_t *plain = local_seccomp_profile_for(false), *runsc = local_seccomp_profile_for(true);
+    CHECK(plain && runsc);
+    json_t *a = json_object_get(plain, "syscalls"), *b = json_object_get(runsc, "syscalls");
+    CHECK_INT_EQ(json_array_size(a), json_array_size(b));
+    size_t changed = 0;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *ra = json_array_get(a, i), *rb = json_array_get(b, i);
+        if (json_equal(ra, rb))
+            continue;
+        changed++;
+        CHECK(array_has(json_object_get(rb, "names"), "clone3"));
+        CHECK_STR_EQ(json_string_value(json_object_get(rb, "action")), "SCMP_ACT_ALLOW");
+        CHECK(json_object_get(rb, "errnoRet") == NULL);
+    }
+    CHECK_INT_EQ(changed, 1);
+    json_decref(plain);
+    json_decref(runsc);
+}
