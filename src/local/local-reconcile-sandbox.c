@@ -838,8 +838,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
     _cleanup_free_ char *root = NULL;
     /* runsc's gofer mounts as the sandbox's root: it gets the bind sources staged. */
-    _cleanup_(json_decrefp) json_t *staged = NULL;
-    k = local_bundle_write_staged(&bp, &root, gvisor && r->idmap ? &staged : NULL, &err);
+    _cleanup_(json_decrefp) json_t *gvisor_binds = NULL;
+    k = local_bundle_write_staged(&bp, &root, gvisor && r->idmap ? &gvisor_binds : NULL, &err);
     t_bundle = now_usec(CLOCK_MONOTONIC) - t_bundle;
     local_bundle_volumes_free(vv, nvv, vnames);
     json_decref(main_argv);
@@ -876,7 +876,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
-    if (staged && (k = local_gvisor_stage_binds(staged)) < 0)
+    if (gvisor_binds && (k = local_gvisor_stage_binds(gvisor_binds)) < 0)
         err = stage_error(k);
     else
         k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
