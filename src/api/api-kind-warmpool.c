@@ -28,6 +28,7 @@ static const api_field spec_props[] = {
 };
 
 static const api_field status_props[] = {
+    API_FIELD_CONDITIONS,
     {.name = "replicas", .type = API_TYPE_INTEGER, .format = "int32"},
     {.name = "readyReplicas", .type = API_TYPE_INTEGER, .format = "int32"},
     {.name = "selector", .type = API_TYPE_STRING},

@@ -372,6 +372,22 @@ static void reconcile_templates(local_controller *c, pass *p)
     }
 }
 
+/* A pool that cannot fill says why, once, as an Event (its Ready condition says it for as long
+ * as it lasts). */
+static void pool_condition_event(local_controller *c, const json_t *pool, const json_t *status)
+{
+    const json_t *was = reconcile_condition(pool, "Ready");
+    json_t *obj = json_pack("{s:O}", "status", (json_t *)status);
+    const json_t *now = obj ? reconcile_condition(obj, "Ready") : NULL;
+    const char *reason = json_string_value(json_object_get(now, "reason")),
+               *old_reason = json_string_value(json_object_get(was, "reason"));
+    if (reason && strcmp(reason, "TemplateNotFound") == 0 &&
+        (!old_reason || strcmp(old_reason, reason) != 0))
+        local_event_record(c->store, EVENT_SOURCE, pool, LOCAL_EVENT_WARNING, reason, "Create",
+                           "%s", json_string_value(json_object_get(now, "message")) ?: "");
+    json_decref(obj);
+}
+
 /* Returns true when it changed Sandboxes. */
 /* hold_creates: claims were just served; the pools' status and everything else is written,
  * but no replacement is created yet (run_pass). */
@@ -422,6 +438,7 @@ static bool reconcile_pools_batched(local_controller *c, pass *p, bool hold_crea
             changed = true;
         }
         if (out.status_changed) {
+            pool_condition_event(c, pool, out.status);
             patch_ctx pc = {.status = out.status};
             apply(c, c->k_pool, pool, &pc, NULL);
         }

@@ -156,6 +156,56 @@ static int classify(const reconcile_pool_in *in, const reconcile_template_hashes
     return 1;
 }
 
+/* The pool's Ready condition: why it is not full, in words a person can act on. New reference,
+ * NULL on ENOMEM. */
+static json_t *pool_ready_condition(const reconcile_pool_in *in, size_t ready, size_t desired)
+{
+    const json_t *md = json_object_get(in->pool, "metadata");
+    json_int_t gen = json_integer_value(json_object_get(md, "generation"));
+    const char *tname = json_string_value(json_object_get(
+        json_object_get(json_object_get(in->pool, "spec"), "sandboxTemplateRef"), "name"));
+    char msg[512];
+    if (!in->template) {
+        snprintf(msg, sizeof(msg),
+                 "SandboxTemplate \"%s\" not found in namespace \"%s\": the pool creates no "
+                 "sandboxes until it exists",
+                 tname ? tname : "", json_string_value(json_object_get(md, "namespace")) ?: "");
+        return reconcile_make_condition(in->pool, "Ready", "False", "TemplateNotFound", msg, gen,
+                                        in->now);
+    }
+    snprintf(msg, sizeof(msg), "%zu of %zu sandboxes Ready", ready, desired);
+    return reconcile_make_condition(in->pool, "Ready", ready >= desired ? "True" : "False",
+                                    ready >= desired ? "PoolReady" : "PoolFilling", msg, gen,
+                                    in->now);
+}
+
+/* Sets status.conditions' Ready entry to cond (stolen), keeping the other conditions. */
+static int set_condition(json_t *status, json_t *cond)
+{
+    json_t *conds = json_array();
+    const json_t *c;
+    size_t i;
+    if (!cond || !conds) {
+        json_decref(cond);
+        json_decref(conds);
+        return -ENOMEM;
+    }
+    json_array_foreach (json_object_get(status, "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if ((!t || strcmp(t, "Ready") != 0) && json_array_append(conds, (json_t *)c) < 0)
+            goto oom;
+    }
+    if (json_array_append_new(conds, cond) < 0) {
+        cond = NULL;
+        goto oom;
+    }
+    return json_object_set_new(status, "conditions", conds) < 0 ? -ENOMEM : 0;
+oom:
+    json_decref(cond);
+    json_decref(conds);
+    return -ENOMEM;
+}
+
 int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
 {
     *out = (reconcile_pool_out){0};
@@ -236,7 +286,8 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
         json_object_set_new(out->status, "selector", json_string(sel)) < 0 ||
         json_object_set_new(out->status, "observedGeneration",
                             json_integer(json_integer_value(json_object_get(
-                                json_object_get(in->pool, "metadata"), "generation")))) < 0)
+                                json_object_get(in->pool, "metadata"), "generation")))) < 0 ||
+        set_condition(out->status, pool_ready_condition(in, ready, desired)) < 0)
         goto oom;
     out->status_changed = !old || !json_equal(out->status, (json_t *)old);
     return 0;

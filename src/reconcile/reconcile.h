@@ -127,7 +127,9 @@ typedef struct reconcile_pool_out {
                       * first, then newest) */
     json_t *patches; /* array of {"object": member (input object), "patch": merge patch}: orphan
                       * adoption (controller ref + launch-type=warm), launch-type=warm if missing */
-    json_t *status;  /* desired status {replicas, readyReplicas, selector, observedGeneration} */
+    json_t *status;  /* desired status {replicas, readyReplicas, selector, observedGeneration,
+                      * conditions: Ready True/PoolReady, False/PoolFilling ("N of M sandboxes
+                      * Ready") or False/TemplateNotFound} */
     bool status_changed;
     int64_t requeue; /* µs from now, 0 = none (grace deadlines of young not-Ready members) */
 } reconcile_pool_out;

@@ -3,8 +3,9 @@ scale up/down, update strategies, grace-period replacement, garbage collection w
 import time
 
 from asb_apiserver import CORE, EXT
-from claims_helpers import (claim, create, get, is_ready, members, name_hash, pool, template,
-                            wait_claim, wait_for, wait_pool_ready)
+from asb_cli import ok
+from claims_helpers import (claim, condition, create, get, is_ready, members, name_hash, pool,
+                            template, wait_claim, wait_for, wait_pool_ready)
 from local_sandbox import runc_ids, sbx_state, start_sbx  # noqa: F401  (fixtures)
 
 
@@ -142,3 +143,25 @@ def test_restart_keeps_pool_and_claims(start_sbx, sbx_state):
     c = wait_claim(asb, "c")
     assert c["status"]["sandbox"]["name"] == bound
     assert len(runc_ids(sbx_state)) == 3
+
+
+def test_a_pool_without_its_template_says_why(start_sbx):
+    """Issue 31: a pool whose template is missing has Ready=False/TemplateNotFound naming it, a
+    Warning Event (once), and `asb describe` shows both; the template's arrival fills it."""
+    asb = start_sbx()
+    create(asb, EXT, "sandboxwarmpools", pool("lonely", "later", replicas=1))
+    c = wait_for("TemplateNotFound", lambda: (lambda p: condition(p) if p and condition(p) and
+                                              condition(p)["reason"] == "TemplateNotFound"
+                                              else None)(get(asb, EXT, "sandboxwarmpools",
+                                                             "lonely")), 10, asb=asb)
+    assert c["status"] == "False" and 'SandboxTemplate "later" not found' in c["message"], c
+    out = ok(asb, "describe", "sandboxwarmpool", "lonely")
+    assert "TemplateNotFound" in out and "Warning" in out, out
+    time.sleep(1)
+    events = [e for e in asb.get("/apis/events.k8s.io/v1/namespaces/default/events").json()["items"]
+              if e["regarding"]["name"] == "lonely" and e["reason"] == "TemplateNotFound"]
+    assert len(events) == 1 and events[0]["type"] == "Warning", events
+    create(asb, EXT, "sandboxtemplates", template("later"))
+    wait_pool_ready(asb, "lonely", 1)
+    c = condition(get(asb, EXT, "sandboxwarmpools", "lonely"))
+    assert (c["status"], c["reason"], c["message"]) == ("True", "PoolReady", "1 of 1 sandboxes Ready")

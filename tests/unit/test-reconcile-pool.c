@@ -217,6 +217,36 @@ TEST(pool_nil_replicas_creates_one)
     json_decref(t);
 }
 
+/* The pool says why it is not full: TemplateNotFound names the template; else how many of how
+ * many are Ready, True once all are. */
+TEST(pool_ready_condition)
+{
+    json_t *t = fx_template("tpl"), *p = fx_pool("wp", 2, NULL), *m = json_array();
+    reconcile_pool_out o = run_pool(p, NULL, m, T0);
+    CHECK_STR_EQ(fx_ready_reason(o.status), "TemplateNotFound");
+    const json_t *c = json_array_get(json_object_get(o.status, "conditions"), 0);
+    CHECK_STR_EQ(json_string_value(json_object_get(c, "status")), "False");
+    CHECK(strstr(json_string_value(json_object_get(c, "message")),
+                 "SandboxTemplate \"tpl\" not found in namespace \"default\"") != NULL);
+    CHECK_INT_EQ(json_integer_value(json_object_get(c, "observedGeneration")), 3);
+    reconcile_pool_out_done(&o);
+    json_array_append_new(m, fx_member(p, t, "wp-a", T0, true));
+    json_array_append_new(m, fx_member(p, t, "wp-b", T0, false));
+    o = run_pool(p, t, m, T0);
+    CHECK_STR_EQ(fx_ready_reason(o.status), "PoolFilling");
+    c = json_array_get(json_object_get(o.status, "conditions"), 0);
+    CHECK_STR_EQ(json_string_value(json_object_get(c, "message")), "1 of 2 sandboxes Ready");
+    reconcile_pool_out_done(&o);
+    json_array_set_new(m, 1, fx_member(p, t, "wp-b", T0, true));
+    o = run_pool(p, t, m, T0);
+    CHECK_STR_EQ(fx_ready_reason(o.status), "PoolReady");
+    CHECK_INT_EQ(json_array_size(json_object_get(o.status, "conditions")), 1);
+    reconcile_pool_out_done(&o);
+    json_decref(m);
+    json_decref(p);
+    json_decref(t);
+}
+
 TEST(pool_scale_up_counts_terminating)
 {
     json_t *t = fx_template("tpl"), *p = fx_pool("wp", 4, NULL), *m = json_array();
