@@ -17,7 +17,9 @@ static void delete_usage(FILE *f)
     fprintf(f, "Usage: asb delete KIND NAME... | KIND/NAME... | -f FILE | KIND --all | KIND -l SEL\n\n"
                "Options:\n"
                "  -f, --filename FILE      delete the objects of a manifest (- for stdin)\n"
-               "      --all                delete every object of KIND in the namespace\n"
+               "      --all                delete every object of KIND in the namespace (KIND\n"
+               "                           all: every claim, pool, template, sandbox and\n"
+               "                           snapshot, in an order that converges)\n"
                "  -l, --selector SEL       delete the objects of KIND with these labels\n"
                "      --ignore-not-found   a missing object is not an error\n"
                "      --wait=false         return once deletion started (default: wait until\n"
@@ -86,8 +88,9 @@ static int wait_deleted(asb_client *cl)
     return ret;
 }
 
-/* --all / -l: every object of k in the namespace the selector (NULL: all) matches. */
-static int delete_listed(asb_client *cl, const asb_kind *k, const char *selector)
+/* --all / -l: every object of k in the namespace the selector (NULL: all) matches; *found
+ * (may be NULL) is set when there was one. */
+static int delete_listed(asb_client *cl, const asb_kind *k, const char *selector, bool *found)
 {
     asb_list_options lo = ASB_LIST_OPTIONS_INIT;
     lo.label_selector = selector;
@@ -97,13 +100,36 @@ static int delete_listed(asb_client *cl, const asb_kind *k, const char *selector
     json_t *list = json_loads(s, 0, NULL);
     json_t *items = json_object_get(list, "items");
     int ret = 0;
-    if (json_array_size(items) == 0)
+    if (json_array_size(items) == 0 && !found)
         fprintf(stderr, "No resources found\n");
+    if (found && json_array_size(items) > 0)
+        *found = true;
     size_t i;
     json_t *o;
     json_array_foreach (items, i, o)
         ret |= delete_one(cl, k, cli_namespace(), cli_meta(o, "name"), true);
     json_decref(list);
+    return ret;
+}
+
+/* kubectl's `all` category for our kinds, in an order that converges: claims before the pools
+ * (a pool gone first would let a waiting claim start a cold sandbox), pools before their
+ * templates and before the sandboxes (a member deleted first is refilled), snapshots last (a
+ * template or an unstarted fork that names one keeps it). */
+static const char *const all_kinds[] = {"sandboxclaims", "sandboxwarmpools", "sandboxtemplates",
+                                        "sandboxes", "sandboxsnapshots"};
+
+static int delete_all(asb_client *cl, const char *selector)
+{
+    int ret = 0;
+    bool found = false;
+    for (size_t i = 0; i < ELEMENTSOF(all_kinds); i++) {
+        const asb_kind *k;
+        if (asb_kind_lookup(&k, all_kinds[i]) == ASB_OK)
+            ret |= delete_listed(cl, k, selector, &found);
+    }
+    if (!found)
+        fprintf(stderr, "No resources found\n");
     return ret;
 }
 
@@ -149,7 +175,7 @@ int asb_delete(int argc, char **argv)
                                          CLI_GLOBAL_LONG,
                                          {0}};
     const char *file = NULL, *selector = NULL;
-    bool ignore = false, wait = true, all = false;
+    bool ignore = false, wait = true, all = false, every = false;
     int c;
     while ((c = getopt_long(argc, argv, "f:l:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
@@ -189,7 +215,8 @@ int asb_delete(int argc, char **argv)
             fprintf(stderr, "error: --all and --selector take one KIND and no names\n");
             return 2;
         }
-        if (!(k = cli_kind(argv[optind])))
+        every = strcmp(argv[optind], "all") == 0;
+        if (!every && !(k = cli_kind(argv[optind])))
             return 2;
         optind = argc; /* no names below */
     } else if (!file && !strchr(argv[optind], '/')) {
@@ -220,8 +247,10 @@ int asb_delete(int argc, char **argv)
         return ret;
     if (file)
         ret |= delete_file(cl, file, ignore);
-    if (all || selector)
-        ret |= delete_listed(cl, k, selector);
+    if (every)
+        ret |= delete_all(cl, selector);
+    else if (all || selector)
+        ret |= delete_listed(cl, k, selector, NULL);
     for (int i = optind; i < argc; i++) {
         if (k) {
             ret |= delete_one(cl, k, cli_namespace(), argv[i], ignore);

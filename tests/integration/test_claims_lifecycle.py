@@ -194,3 +194,39 @@ def test_expiry_fires_on_time_with_nothing_else_happening(start_sbx):
         noise.join()
     assert len(codes) >= 10 and set(codes) == {201}, codes
     assert gone - at < 1.0, f"claim deleted {gone - at:.2f}s after its shutdownTime (with writes)"
+
+
+def test_delete_all_converges(start_sbx):
+    """Issue 31: `asb delete all --all` removes every claim, pool, template, sandbox and snapshot
+    in an order that converges: nothing refills or starts cold behind it."""
+    asb = start_sbx()
+    make_pool(asb, replicas=2)
+    create(asb, EXT, "sandboxclaims", claim("c1", "wp"))
+    create(asb, EXT, "sandboxclaims", claim("c2", "wp"))
+    wait_claim(asb, "c1")
+    wait_claim(asb, "c2")
+    create(asb, CORE, "sandboxes", {
+        "apiVersion": f"{CORE}/v1beta1", "kind": "Sandbox", "metadata": {"name": "lone"},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "host"}]}}}})
+    wait_for("lone Ready", lambda: (condition(get(asb, CORE, "sandboxes", "lone") or {}) or {})
+             .get("status") == "True", 30, asb=asb)
+    r = asb.post(asb.path(EXT, "sandboxsnapshots"), {
+        "apiVersion": f"{EXT}/v1beta1", "kind": "SandboxSnapshot", "metadata": {"name": "snap"},
+        "spec": {"sandboxRef": {"name": "lone"}}})
+    assert r.status_code == 201, r.text
+    out = run(asb, "delete", "all", "--all", timeout=180)
+    assert out.returncode == 0, out.stderr
+    for line in ('sandboxclaim.extensions.agents.x-k8s.io "c1" deleted',
+                 'sandboxwarmpool.extensions.agents.x-k8s.io "wp" deleted',
+                 'sandboxtemplate.extensions.agents.x-k8s.io "tpl" deleted',
+                 'sandbox.agents.x-k8s.io "lone" deleted',
+                 'sandboxsnapshot.extensions.agents.x-k8s.io "snap" deleted'):
+        assert line in out.stdout, out.stdout
+    time.sleep(2)  # a pool or claim left behind would have made something by now
+    for group, plural in ((EXT, "sandboxclaims"), (EXT, "sandboxwarmpools"),
+                          (EXT, "sandboxtemplates"), (CORE, "sandboxes"),
+                          (EXT, "sandboxsnapshots")):
+        left = asb.get(asb.path(group, plural)).json()["items"]
+        assert left == [], (plural, [o["metadata"]["name"] for o in left])
+    out = run(asb, "delete", "all", "--all")
+    assert out.returncode == 0 and out.stderr == "No resources found\n", out
