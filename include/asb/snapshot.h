@@ -51,16 +51,24 @@ typedef struct asb_fork_options {
     const char *snapshot;       /* fork from this existing snapshot; NULL: take a new one */
     long ready_timeout_ms;      /* wait for the snapshot and every fork to be Ready; 0: 180000 */
     const volatile int *cancel; /* ends the wait with ASB_ECANCELLED, forks rolled back */
+    /* version 2: `snapshot` was made for these forks only: it is owned by them (deleted with
+     * the last one), as the snapshot asb_fork takes itself always is. */
+    int own_snapshot;
 } asb_fork_options;
 
-#define ASB_FORK_OPTIONS_VERSION 1
+#define ASB_FORK_OPTIONS_VERSION 2
 /* clang-format off */
-#define ASB_FORK_OPTIONS_INIT {ASB_FORK_OPTIONS_VERSION, 0, NULL, NULL, 0, NULL}
+#define ASB_FORK_OPTIONS_INIT {ASB_FORK_OPTIONS_VERSION, 0, NULL, NULL, 0, NULL, 0}
 /* clang-format on */
 
 /* Forks the Sandbox `sandbox` of ns: snapshots it (opts->snapshot: uses that one; then
  * `sandbox` may be NULL), creates count Sandboxes from the snapshot and waits until all are
- * Ready. *out_names (owned: free each with asb_free, then the array) gets their names, in
+ * Ready. Each fork carries its lineage: annotations agents.x-k8s.io/forked-from (the source
+ * Sandbox) and agents.x-k8s.io/fork-snapshot, the label agents.x-k8s.io/fork-of (the source,
+ * when it fits a label value); a source that a SandboxClaim controls passes on the claim's
+ * lifecycle (spec.shutdownTime, shutdownPolicy Delete unless the claim's is Retain) and an
+ * ownerReference to the claim, so forks never outlive it. A snapshot taken here (or given with
+ * own_snapshot) gets the forks as its ownerReferences and goes with the last of them. *out_names (owned: free each with asb_free, then the array) gets their names, in
  * order, and *out_n their number. On failure the forks made so far are deleted; the snapshot
  * stays (its name is in the error message). opts may be NULL. */
 ASB_PUBLIC int asb_fork(char ***out_names, size_t *out_n, asb_client *client, const char *ns,

@@ -219,6 +219,7 @@ void mcp_tool_fork(mcp_call *call, const json_t *args, tool_out *out)
     o.count = (unsigned)count;
     o.name = name;
     o.snapshot = snap;
+    o.own_snapshot = !snapshot; /* made here for these forks: it goes with the last of them */
     o.ready_timeout_ms = (long)timeout * 1000;
     o.cancel = &call->cancel;
     char **names = NULL;

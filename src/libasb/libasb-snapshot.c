@@ -1,5 +1,6 @@
 /* SandboxSnapshots and forks (include/asb/snapshot.h). */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,9 +169,107 @@ ASB_PUBLIC int asb_snapshot_delete(asb_client *client, const char *ns, const cha
     return asb_object_delete(NULL, client, KIND, ns && *ns ? ns : "default", name);
 }
 
+#define ANN_FORKED_FROM "agents.x-k8s.io/forked-from"
+#define ANN_FORK_SNAPSHOT "agents.x-k8s.io/fork-snapshot"
+#define LABEL_FORK_OF "agents.x-k8s.io/fork-of"
+
+/* Whether s is a valid label value (63 characters at most, alphanumerics at both ends). */
+static bool label_value_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.')))
+            return false;
+    }
+    return true;
+}
+
+/* The controlling SandboxClaim of sb, or NULL (borrowed). */
+static const json_t *controller_claim_ref(const json_t *sb)
+{
+    const json_t *ref;
+    size_t i;
+    json_array_foreach (json_object_get(json_object_get(sb, "metadata"), "ownerReferences"), i,
+                        ref) {
+        const char *kind = json_string_value(json_object_get(ref, "kind"));
+        if (kind && strcmp(kind, "SandboxClaim") == 0 &&
+            json_is_true(json_object_get(ref, "controller")))
+            return ref;
+    }
+    return NULL;
+}
+
+/* What every fork of `source` (may be NULL) from snapshot snap carries, as a merge patch of its
+ * manifest: lineage labels and annotations and, when a claim controls the source, the claim's
+ * lifecycle and an ownerReference to it. *out new; ASB_OK or an error (the claim or the source
+ * could not be read: a fork must not silently outlive what the user set). */
+static int fork_lineage(json_t **out, asb_client *client, const char *ns, const char *source,
+                        const json_t *snap)
+{
+    const char *from = source ? source
+                              : json_string_value(json_object_get(
+                                    json_object_get(json_object_get(snap, "status"), "source"),
+                                    "sandbox"));
+    json_t *l = json_pack("{s:{s:{}, s:{s:s}}, s:{}}", "metadata", "labels", "annotations",
+                          ANN_FORK_SNAPSHOT, name_of(snap) ? name_of(snap) : "", "spec");
+    if (!l)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    json_t *md = json_object_get(l, "metadata");
+    if (from) {
+        json_object_set_new(json_object_get(md, "annotations"), ANN_FORKED_FROM, json_string(from));
+        if (label_value_ok(from))
+            json_object_set_new(json_object_get(md, "labels"), LABEL_FORK_OF, json_string(from));
+    }
+    *out = l;
+    if (!source)
+        return ASB_OK;
+    char *text = NULL;
+    int r = asb_object_get(&text, client, "Sandbox", ns, source);
+    json_t *sb = r == ASB_OK ? json_loads(text, 0, NULL) : NULL;
+    asb_free(text);
+    const json_t *ref = controller_claim_ref(sb);
+    const char *claim = json_string_value(json_object_get(ref, "name"));
+    if (r == ASB_OK && claim) {
+        r = asb_object_get(&text, client, "SandboxClaim", ns, claim);
+        json_t *cl = r == ASB_OK ? json_loads(text, 0, NULL) : NULL;
+        asb_free(text);
+        const json_t *lc = json_object_get(json_object_get(cl, "spec"), "lifecycle");
+        const char *when = json_string_value(json_object_get(lc, "shutdownTime")),
+                   *policy = json_string_value(json_object_get(lc, "shutdownPolicy"));
+        json_t *own = json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion",
+                                "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim",
+                                "name", claim, "uid",
+                                json_string_value(json_object_get(cl ? json_object_get(cl, "metadata")
+                                                                     : NULL,
+                                                                  "uid")) ?: "");
+        if (r == ASB_OK && (!own || json_object_set_new(md, "ownerReferences", own) < 0))
+            r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        if (r == ASB_OK && when) {
+            json_t *spec = json_object_get(l, "spec");
+            json_object_set_new(spec, "shutdownTime", json_string(when));
+            json_object_set_new(spec, "shutdownPolicy",
+                                json_string(policy && strcmp(policy, "Retain") == 0 ? "Retain"
+                                                                                    : "Delete"));
+        }
+        json_decref(cl);
+    }
+    json_decref(sb);
+    if (r != ASB_OK) {
+        json_decref(l);
+        *out = NULL;
+    }
+    return r;
+}
+
 /* The Sandbox a fork is: the source's pod template (recorded by the snapshot) with every
- * container's image `snapshot:NAME`, and its volume claim templates. Owned JSON text. */
-static char *fork_manifest(const json_t *snap, const char *name, const char *generate)
+ * container's image `snapshot:NAME`, its volume claim templates, and its lineage (merged in).
+ * Owned JSON text. */
+static char *fork_manifest(const json_t *snap, const char *name, const char *generate,
+                           const json_t *lineage)
 {
     const json_t *src = json_object_get(json_object_get(snap, "status"), "source");
     json_t *pt = json_deep_copy(json_object_get(src, "podTemplate")), *c;
@@ -185,9 +284,29 @@ static char *fork_manifest(const json_t *snap, const char *name, const char *gen
     json_t *body = json_pack("{s:s,s:s,s:{s:s},s:o*}", "apiVersion", "agents.x-k8s.io/v1beta1",
                              "kind", "Sandbox", "metadata", generate ? "generateName" : "name",
                              generate ? generate : name, "spec", spec);
+    if (body && lineage &&
+        (json_object_update(json_object_get(body, "metadata"),
+                            json_object_get(lineage, "metadata")) < 0 ||
+         json_object_update(json_object_get(body, "spec"), json_object_get(lineage, "spec")) < 0)) {
+        json_decref(body);
+        body = NULL;
+    }
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     return text;
+}
+
+/* The snapshot made for these forks is theirs: the last one's deletion takes it (a failure
+ * leaves it as it was, logged: the forks are there and Ready). */
+static void own_snapshot(asb_client *client, const char *ns, const char *snap, json_t *owners)
+{
+    json_t *patch = json_pack("{s:{s:O}}", "metadata", "ownerReferences", owners);
+    char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (!text || asb_object_patch(NULL, client, KIND, ns, snap, text, 0) != ASB_OK)
+        asbi_log(client, ASB_LOG_WARNING, "cannot make snapshot %s owned by its forks: %s", snap,
+                 text ? asb_error_last()->message : "out of memory");
+    free(text);
 }
 
 static void free_names(char **v, size_t n)
@@ -199,8 +318,8 @@ static void free_names(char **v, size_t n)
 
 /* Makes and waits for the forks; on failure deletes what it made. */
 static int make_forks(char ***out, size_t *out_n, asb_client *client, const char *ns,
-                      const json_t *snap, const char *source, const asb_fork_options *o,
-                      long long deadline)
+                      const json_t *snap, const char *source, const json_t *lineage,
+                      json_t *owners, const asb_fork_options *o, long long deadline)
 {
     unsigned count = o && o->count > 0 ? o->count : 1;
     char **names = calloc(count, sizeof(char *)), gen[300];
@@ -213,7 +332,7 @@ static int make_forks(char ***out, size_t *out_n, asb_client *client, const char
         char nm[300], *text, *created = NULL;
         if (o && o->name)
             snprintf(nm, sizeof(nm), count == 1 ? "%s" : "%s-%u", o->name, i + 1);
-        text = fork_manifest(snap, o && o->name ? nm : NULL, o && o->name ? NULL : gen);
+        text = fork_manifest(snap, o && o->name ? nm : NULL, o && o->name ? NULL : gen, lineage);
         if (!text)
             return free_names(names, made), asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         r = asb_object_create(&created, client, "Sandbox", ns, text);
@@ -222,6 +341,13 @@ static int make_forks(char ***out, size_t *out_n, asb_client *client, const char
         asb_free(created);
         if (r == ASB_OK && !(names[made] = name_of(obj) ? strdup(name_of(obj)) : NULL))
             r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "created sandbox has no name");
+        if (r == ASB_OK &&
+            json_array_append_new(
+                owners, json_pack("{s:s,s:s,s:s,s:s}", "apiVersion", "agents.x-k8s.io/v1beta1",
+                                  "kind", "Sandbox", "name", names[made], "uid",
+                                  json_string_value(json_object_get(
+                                      json_object_get(obj, "metadata"), "uid")) ?: "")) < 0)
+            r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         made += r == ASB_OK;
         json_decref(obj);
     }
@@ -255,9 +381,10 @@ ASB_PUBLIC int asb_fork(char ***out_names, size_t *out_n, asb_client *client, co
     if (!out_names || !out_n || !client || ((!sandbox || !*sandbox) && !(o && o->snapshot)))
         return asbi_error_set(ASB_EINVAL, 0, NULL,
                               "asb_fork: NULL out, client, or sandbox without a snapshot");
-    if (o && o->version != ASB_FORK_OPTIONS_VERSION)
+    if (o && (o->version < 1 || o->version > ASB_FORK_OPTIONS_VERSION))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_fork_options: unknown version %u",
                               o->version);
+    bool own = !(o && o->snapshot) || (o->version >= 2 && o->own_snapshot);
     *out_names = NULL;
     *out_n = 0;
     ns = ns && *ns ? ns : "default";
@@ -283,7 +410,15 @@ ASB_PUBLIC int asb_fork(char ***out_names, size_t *out_n, asb_client *client, co
         return asbi_error_set(ASB_EPROTOCOL, 0, NULL,
                               "the snapshot records no source pod template to fork");
     }
-    r = make_forks(out_names, out_n, client, ns, snap, sandbox, o, deadline);
+    json_t *lineage = NULL, *owners = json_array();
+    r = owners ? fork_lineage(&lineage, client, ns, sandbox && *sandbox ? sandbox : NULL, snap)
+               : asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    if (r == ASB_OK)
+        r = make_forks(out_names, out_n, client, ns, snap, sandbox, lineage, owners, o, deadline);
+    if (r == ASB_OK && own)
+        own_snapshot(client, ns, name_of(snap), owners);
+    json_decref(lineage);
+    json_decref(owners);
     json_decref(snap);
     return r;
 }

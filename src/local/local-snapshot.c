@@ -368,9 +368,57 @@ static int known_uid(const char *uid, void *payload)
     return 0;
 }
 
-/* Captures what waits; with gc, removes the data of snapshots that are gone. True when a
- * capture waits for its Sandbox to start. */
-static bool run_pass(local_snapshotter *s, bool gc)
+/* Whether snap is owned by Sandboxes only (the forks it was made for: asb_fork) and none of
+ * them is left. */
+static bool owners_gone(const json_t *snap, const json_t *sandboxes)
+{
+    const json_t *refs = json_object_get(json_object_get(snap, "metadata"), "ownerReferences"),
+                 *ref;
+    size_t i;
+    if (json_array_size(refs) == 0)
+        return false;
+    json_array_foreach (refs, i, ref) {
+        const char *kind = json_string_value(json_object_get(ref, "kind")),
+                   *uid = json_string_value(json_object_get(ref, "uid"));
+        if (!kind || strcmp(kind, "Sandbox") != 0 || !uid || known_uid(uid, (void *)sandboxes))
+            return false;
+    }
+    return true;
+}
+
+/* Deletes the snapshots whose owning forks are all gone, as Kubernetes' garbage collector
+ * deletes an object once every owner is. */
+static void collect_owned(local_snapshotter *s, const json_t *snaps)
+{
+    _cleanup_(json_decrefp) json_t *sandboxes = NULL;
+    uint64_t rv;
+    const json_t *it;
+    size_t i;
+    bool any = false; /* most snapshots have no owner: then no list of every sandbox */
+    json_array_foreach (snaps, i, it)
+        any |= json_array_size(json_object_get(json_object_get(it, "metadata"),
+                                               "ownerReferences")) > 0;
+    if (!any || local_store_list(s->store, s->k_sandbox, NULL, &sandboxes, &rv) < 0)
+        return;
+    json_array_foreach (snaps, i, it) {
+        if (!owners_gone(it, sandboxes))
+            continue;
+        json_t *gone = NULL;
+        int k = local_store_delete(s->store, s->k_snap, api_meta_string(it, "namespace"),
+                                   api_meta_string(it, "name"), &gone);
+        json_decref(gone);
+        if (k < 0 && k != -ENOENT)
+            log_warn("cannot delete a snapshot whose forks are gone", "snapshot",
+                     api_meta_string(it, "name"), "error", strerror(-k));
+        else if (k == 0)
+            log_info("snapshot deleted with the last of its forks", "snapshot",
+                     api_meta_string(it, "name"));
+    }
+}
+
+/* Captures what waits; with gc, removes the data of snapshots that are gone; with owned, the
+ * snapshots whose forks are all gone. True when a capture waits for its Sandbox to start. */
+static bool run_pass(local_snapshotter *s, bool gc, bool owned)
 {
     _cleanup_(json_decrefp) json_t *items = NULL;
     uint64_t rv;
@@ -382,6 +430,8 @@ static bool run_pass(local_snapshotter *s, bool gc)
     json_array_foreach (items, i, it)
         if (needs_capture(it))
             pending |= capture(s, it);
+    if (owned || gc)
+        collect_owned(s, items);
     if (gc) {
         size_t removed = 0;
         int k = snap_store_gc(s->objects, known_uid, items, &removed);
@@ -401,7 +451,7 @@ static void *snapshotter_thread(void *arg)
 {
     local_snapshotter *s = arg;
     uint64_t rv = local_store_current_rv(s->store);
-    bool pending = run_pass(s, true);
+    bool pending = run_pass(s, true, true);
     usec_t passed = now_usec(CLOCK_MONOTONIC); /* unrelated events must not push a retry back */
     for (;;) {
         usec_t deadline = passed + (pending ? PENDING_RETRY : 60 * USEC_PER_SEC);
@@ -409,7 +459,7 @@ static void *snapshotter_thread(void *arg)
         int n = local_store_wait(s->store, rv, deadline, &evs);
         if (n == -ESHUTDOWN)
             break;
-        bool run = n == 0 ? pending : n == -ESTALE, gc = n == -ESTALE;
+        bool run = n == 0 ? pending : n == -ESTALE, gc = n == -ESTALE, owned = false;
         if (n == -ESTALE)
             rv = local_store_current_rv(s->store);
         for (int i = 0; i < n; i++) {
@@ -417,8 +467,10 @@ static void *snapshotter_thread(void *arg)
             if (evs[i]->kind == s->k_snap) {
                 run |= evs[i]->type == STORE_ADDED;
                 gc |= evs[i]->type == STORE_DELETED;
-            } else if (evs[i]->kind == s->k_sandbox)
+            } else if (evs[i]->kind == s->k_sandbox) {
                 run |= pending;
+                owned |= evs[i]->type == STORE_DELETED; /* the last fork of a snapshot? */
+            }
         }
         if (n > 0)
             store_events_free(evs, (size_t)n);
@@ -426,8 +478,8 @@ static void *snapshotter_thread(void *arg)
             usleep(10000);
             continue;
         }
-        if (run || gc) {
-            pending = run_pass(s, gc);
+        if (run || gc || owned) {
+            pending = run_pass(s, gc, owned);
             passed = now_usec(CLOCK_MONOTONIC);
         } else if (n == 0)
             passed = now_usec(CLOCK_MONOTONIC); /* a quiet minute: wait another */

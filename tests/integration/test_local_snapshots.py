@@ -427,3 +427,48 @@ def test_forks_survive_restart_and_leave_nothing(fs_sbx):
     assert os.path.isdir(s2_tree) == expect_overlay
     assert asb.delete(asb.path(EXT, "sandboxsnapshots", name="s2")).status_code == 200
     assert wait_for(lambda: not os.path.exists(s2_tree))
+
+
+def test_forks_carry_lineage_inherit_a_claims_lifecycle_and_own_their_snapshot(start_sbx):
+    """Issue 31: a fork names its source and snapshot; a fork of a claimed sandbox expires with
+    the claim and is collected with it; the snapshot taken for the forks goes with the last."""
+    from asb_cli import ok
+    asb = start_sbx()
+    create_obj(asb, EXT, "sandboxtemplates", template("tpl"))
+    create_obj(asb, EXT, "sandboxwarmpools", pool("wp", "tpl", replicas=1))
+    wait_pool_ready(asb, "wp", 1)
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    create_obj(asb, EXT, "sandboxclaims", claim("c", "wp", lifecycle={
+        "shutdownTime": when, "shutdownPolicy": "Delete"}))
+    c = wait_claim(asb, "c")
+    src = c["status"]["sandbox"]["name"]
+    names = ok(asb, "fork", src, "--count", "2", timeout=120).split()
+    assert len(names) == 2
+    forks = [get_sandbox(asb, n) for n in names]
+    snap = forks[0]["metadata"]["annotations"]["agents.x-k8s.io/fork-snapshot"]
+    for f in forks:
+        md = f["metadata"]
+        assert md["annotations"]["agents.x-k8s.io/forked-from"] == src
+        assert md["labels"]["agents.x-k8s.io/fork-of"] == src
+        assert f["spec"]["shutdownTime"] == when and f["spec"]["shutdownPolicy"] == "Delete"
+        assert [(r["kind"], r["uid"]) for r in md["ownerReferences"]] == \
+            [("SandboxClaim", c["metadata"]["uid"])]
+    owners = get_snapshot(asb, snap)["metadata"]["ownerReferences"]
+    assert sorted((r["kind"], r["name"]) for r in owners) == sorted(("Sandbox", n) for n in names)
+    listed = asb.get(asb.path(CORE, "sandboxes"), params={
+        "labelSelector": f"agents.x-k8s.io/fork-of={src}"}).json()["items"]
+    assert sorted(s["metadata"]["name"] for s in listed) == sorted(names)
+
+    # One fork goes: the snapshot stays for the other.
+    assert asb.delete(asb.path(CORE, "sandboxes", name=names[0])).status_code == 200
+    assert wait_for(lambda: asb.get(asb.path(CORE, "sandboxes", name=names[0])).status_code == 404,
+                    timeout=20)
+    time.sleep(0.5)
+    assert asb.get(asb.path(EXT, "sandboxsnapshots", name=snap)).status_code == 200
+    # The claim goes: its sandbox and the other fork go with it, and then the snapshot.
+    assert asb.delete(asb.path(EXT, "sandboxclaims", name="c")).status_code == 200
+    for n in (src, names[1]):
+        assert wait_for(lambda: asb.get(asb.path(CORE, "sandboxes", name=n)).status_code == 404,
+                        timeout=30), n
+    assert wait_for(lambda: asb.get(asb.path(EXT, "sandboxsnapshots", name=snap)).status_code
+                    == 404, timeout=10)
