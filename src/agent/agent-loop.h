@@ -80,6 +80,13 @@ int agent_session_name_generate(char **ret);
 /* 1 when a session with that name has stored history under cfg's data dir, else 0. */
 int agent_session_exists(const agent_config *cfg, const char *name);
 
+/* Removes session `name` for good: deletes its SandboxClaim (a -pool session's; its sandbox goes
+ * with it) and the Sandbox named after it on the control plane (cfg's server, namespace cfg->ns),
+ * then its directory (history, backups). Refused while a process holds the session (-EBUSY), for
+ * a session that does not exist (-ENOENT), and when a delete fails (the directory is then kept).
+ * *ret_message (owned) says what was deleted, or why not. */
+int agent_session_delete(const agent_config *cfg, const char *name, char **ret_message);
+
 typedef struct agent_session agent_session;
 
 /* Opens (creating if needed) session `name` and loads its stored history. No sandbox is touched

@@ -40,6 +40,8 @@ static void usage(FILE *f)
           "  -fork-from SESSION   start a new session whose sandbox is a copy of SESSION's (its\n"
           "                       newest backup when it has none); -session default: generated\n"
           "  -tool-timeout DUR    kill a tool running longer than DUR (e.g. 30s, 2m)\n"
+          "  -delete-session NAME delete session NAME for good: its sandbox (or claim) and its\n"
+          "                       history and backups; refused while it is in use\n"
           "Environment: OPENAI_BASE_URL, GEMINI_API_KEY or OPENAI_API_KEY, OPENAI_MODEL "
           "(fake-eliza: built-in fake model), ASB_SERVER, ASB_TOKEN, ASB_STATE_DIR.\n"
           "In the REPL: /exit or /quit (or end of input) ends the session.\n",
@@ -143,10 +145,29 @@ static int check_fork(const agent_config *cfg, const char *session)
     return 0;
 }
 
+/* -delete-session NAME: the session and its sandbox go; exit 0, 1 (failed) or 2 (bad name). */
+static int delete_one_session(agent_config *cfg, const char *name)
+{
+    if (!agent_session_name_valid(name)) {
+        fprintf(stderr, "sandboxed-tools: invalid session name \"%s\": use 1 to 40 characters of "
+                        "[a-z0-9]\n",
+                name);
+        return 2;
+    }
+    _cleanup_free_ char *msg = NULL;
+    int r = agent_session_delete(cfg, name, &msg);
+    if (r < 0) {
+        fprintf(stderr, "sandboxed-tools: %s\n", msg ? msg : strerror(-r));
+        return 1;
+    }
+    printf("%s\n", msg ? msg : name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     agent_config cfg = AGENT_CONFIG_INIT;
-    const char *session = NULL, *timeout = NULL;
+    const char *session = NULL, *timeout = NULL, *delete_session = NULL;
     cfg.homedir = env_or("SANDBOX_HOME_DIR", "/home/clawtainer");
     cfg.ns = env_or("SANDBOX_NAMESPACE", "default");
     for (int i = 1; i < argc; i++) {
@@ -161,11 +182,14 @@ int main(int argc, char **argv)
             flag(argc, argv, &i, "homedir", &cfg.homedir) ||
             flag(argc, argv, &i, "namespace", &cfg.ns) || flag(argc, argv, &i, "pool", &cfg.pool) ||
             flag(argc, argv, &i, "tool-timeout", &timeout) ||
-            flag(argc, argv, &i, "fork-from", &cfg.fork_from))
+            flag(argc, argv, &i, "fork-from", &cfg.fork_from) ||
+            flag(argc, argv, &i, "delete-session", &delete_session))
             continue;
         fprintf(stderr, "flag provided but not defined: %s\n", a);
         return main_usage_error(usage);
     }
+    if (delete_session)
+        return delete_one_session(&cfg, delete_session);
     _cleanup_free_ char *generated = NULL;
     if (!session && cfg.fork_from && !env_or("SESSION_NAME", NULL)) {
         if (agent_session_name_generate(&generated) < 0)

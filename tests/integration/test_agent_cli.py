@@ -5,12 +5,13 @@ timeout. Sandbox tests are skipped without root or runc (local_sandbox.py)."""
 import calendar
 import io
 import os
+import subprocess
 import tarfile
 import time
 
 import pytest
 
-from agent_cli import Agent, agent_replies
+from agent_cli import Agent, agent_replies, binary
 from asb_apiserver import CORE
 from local_sandbox import get_sandbox, sbx_state, start_sbx  # noqa: F401
 from test_local_sandbox_runtime import wait_for
@@ -246,3 +247,36 @@ def test_pool_claims_a_sandbox(start_sbx, sbx_state, tmp_path):
     finally:
         stop.set()
         t.join(5)
+
+
+def test_delete_session_removes_its_sandbox_and_directory(start_sbx, sbx_state, tmp_path):
+    """Issue 31: `-delete-session NAME` deletes a session's sandbox and its directory (history,
+    backups), is refused while the session is in use, and says when there is no such session."""
+    asb = start_sbx()
+    a = Agent(tmp_path, sbx_state, session="gone1")
+    a.run("run: echo hi > note.txt")
+    assert get_sandbox(asb, "gone1")["metadata"]["name"] == "gone1"
+    assert os.path.isdir(a.session_dir)
+    # In use: refused, nothing deleted.
+    holder = subprocess.Popen([binary(), "-session", "gone1"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=a.environ())
+    try:
+        assert holder.stdout.read(6) == "User> "  # the lock is held once the prompt shows
+        p = subprocess.run([binary(), "-delete-session", "gone1"], capture_output=True, text=True,
+                           env=a.environ(), timeout=60)
+        assert p.returncode == 1 and 'session "gone1" is in use by sandboxed-tools' in p.stderr, p
+        assert os.path.isdir(a.session_dir) and asb.get(sandbox_path(asb, "gone1")).status_code == 200
+    finally:
+        holder.communicate("/exit\n", timeout=30)
+    p = subprocess.run([binary(), "-delete-session", "gone1"], capture_output=True, text=True,
+                       env=a.environ(), timeout=60)
+    assert p.returncode == 0 and p.stdout == 'session "gone1" deleted: its Sandbox\n', p
+    assert not os.path.exists(a.session_dir)
+    assert wait_for(lambda: asb.get(sandbox_path(asb, "gone1")).status_code == 404, timeout=30)
+    p = subprocess.run([binary(), "-delete-session", "gone1"], capture_output=True, text=True,
+                       env=a.environ(), timeout=60)
+    assert p.returncode == 1 and 'no session "gone1"' in p.stderr, p
+    p = subprocess.run([binary(), "-delete-session", "Bad!"], capture_output=True, text=True,
+                       env=a.environ(), timeout=60)
+    assert p.returncode == 2 and "invalid session name" in p.stderr, p
