@@ -151,7 +151,9 @@ static json_t *resources(const local_bundle_params *p)
                           "pids", "limit", (json_int_t)p->pids_limit);
     if (p->memory_limit > 0)
         json_object_set_new(r, "memory",
-                            json_pack("{s:I}", "limit", (json_int_t)p->memory_limit));
+                            json_pack("{s:I, s:I}", "limit", (json_int_t)p->memory_limit,
+                                      "kernelTCP",
+                                      (json_int_t)(p->memory_limit / LOCAL_BUNDLE_TCP_SHARE)));
     if (p->cpu_millis > 0)
         json_object_set_new(r, "cpu",
                             json_pack("{s:I, s:I}", "quota", (json_int_t)(p->cpu_millis * 100),
@@ -163,13 +165,20 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
 {
     static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount"};
     json_t *namespaces = json_array();
-    if (p->userns_size)
+    if (p->userns_size && p->userns_path)
+        json_array_append_new(namespaces,
+                              json_pack("{s:s, s:s}", "type", "user", "path", p->userns_path));
+    else if (p->userns_size)
         json_array_append_new(namespaces, json_pack("{s:s}", "type", "user"));
-    for (size_t i = 0; i < ELEMENTSOF(ns); i++)
+    for (size_t i = 0; i < ELEMENTSOF(ns); i++) {
+        /* Joined by runc's own process when the user namespace is given (local-userns.h). */
+        if (strcmp(ns[i], "network") == 0 && p->netns_path && p->userns_size && p->userns_path)
+            continue;
         json_array_append_new(namespaces,
                               strcmp(ns[i], "network") == 0 && p->netns_path
                                   ? json_pack("{s:s, s:s}", "type", ns[i], "path", p->netns_path)
                                   : json_pack("{s:s}", "type", ns[i]));
+    }
     static const char *const args[] = {
         "/.asb/lib/ld-linux-x86-64.so.2", "--library-path", "/.asb/lib", "/.asb/bin/sandboxd",
         "--root-dir", "/workspace", "--listen-host", "127.0.0.1", "--rest-fd", "3", "--grpc-fd",

@@ -19,6 +19,11 @@ typedef struct local_bundle_volume {
     bool readonly;
 } local_bundle_volume;
 
+/* TCP buffers of a sandbox with a memory limit may take limit / LOCAL_BUNDLE_TCP_SHARE. cgroup v1
+ * charges them to memory.kmem.tcp (a budget of their own, beside memory.limit_in_bytes) only
+ * once that has a limit: without one they are charged to no cgroup at all. */
+#define LOCAL_BUNDLE_TCP_SHARE 4
+
 typedef struct local_bundle_params {
     const char *bundle_dir;    /* created if missing; gets config.json, rootfs/ and etc/ */
     const char *rootfs;        /* NULL: the `host` image (bundle_dir/rootfs + host binds) */
@@ -36,7 +41,8 @@ typedef struct local_bundle_params {
                                 * container env overrides it, it overrides the defaults */
     const char *working_dir;   /* absolute cwd of sandboxd and the main process; NULL =
                                 * /workspace */
-    int64_t memory_limit;      /* bytes, 0 = none */
+    int64_t memory_limit;      /* bytes, 0 = none; also bounds TCP socket buffers
+                                * (LOCAL_BUNDLE_TCP_SHARE of it) */
     int64_t cpu_millis;        /* millicores, 0 = none */
     int64_t pids_limit;        /* > 0 */
     const char *cgroups_path;  /* e.g. "/asb/<uid>" */
@@ -55,6 +61,10 @@ typedef struct local_bundle_params {
                               * are made in the rootfs beforehand, as the container's root
                               * cannot create them in a rootfs owned by host root */
     uint32_t userns_size;    /* 0: no user namespace */
+    const char *userns_path; /* with userns_size: the namespace to join (local-userns.h), whose
+                              * maps are those above; NULL: runc creates it. With netns_path
+                              * too, config.json names no network namespace: runc must run in
+                              * netns_path itself (local_userns_netns_enter) */
     const char *shared_dir;  /* $ASB_STATE_DIR/shared (local-bundle-shared.h): the `host`
                               * rootfs skeleton, the /sys skeleton and constant /etc files are
                               * shared read-only there; NULL: the bundle holds its own */

@@ -85,6 +85,7 @@ struct local_net {
      * would drop every sandbox's queries alike. */
     unsigned dns_kernel_rate, dns_kernel_burst;
     const char *dns_off; /* why there is none, or NULL */
+    unsigned max_conns;  /* concurrent connections of one sandbox (nft ct count) */
     net_prepared prep;
 };
 

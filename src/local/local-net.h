@@ -28,7 +28,13 @@ typedef struct local_net_options {
      * short bookkeeping steps, never while it talks to the kernel (links, nft). */
     unsigned prepared;
     pthread_mutex_t *lock;
+    /* Connections one sandbox may have open at once (conntrack entries on the host from its
+     * address: TCP, UDP flows and DNS to the forwarder alike); past it a new TCP connection is
+     * reset and other new flows dropped. 0: LOCAL_NET_MAX_CONNECTIONS_DEFAULT. */
+    unsigned max_connections;
 } local_net_options;
+
+#define LOCAL_NET_MAX_CONNECTIONS_DEFAULT 4096
 
 #define LOCAL_NET_PREPARED_DEFAULT 4
 

@@ -4,12 +4,16 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef struct oci_runtime {
     char *binary; /* "runc" or an absolute path */
     char *root;   /* --root */
 } oci_runtime;
+
+/* Whether rt is runc itself (by its file name). */
+bool oci_is_runc(const oci_runtime *rt);
 
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root);
 void oci_runtime_done(oci_runtime *rt);

@@ -157,6 +157,11 @@ TEST(escape_routes_are_refused)
         CHECK(named(conditional[i], 0, true));
     }
     CHECK(!local_seccomp_allows("clone3") && named("clone3", ENOSYS, false));
+    /* Classic AIO draws on the machine-wide fs.aio-max-nr: ENOSYS, as without CONFIG_AIO. */
+    static const char *const aio[] = {"io_setup",   "io_submit",     "io_getevents",
+                                      "io_destroy", "io_pgetevents", "io_cancel"};
+    for (size_t i = 0; i < sizeof(aio) / sizeof(aio[0]); i++)
+        CHECK(!local_seccomp_allows(aio[i]) && named(aio[i], ENOSYS, false));
 }
 
 TEST(no_name_is_both_allowed_and_refused)
