@@ -151,9 +151,7 @@ static json_t *resources(const local_bundle_params *p)
                           "pids", "limit", (json_int_t)p->pids_limit);
     if (p->memory_limit > 0)
         json_object_set_new(r, "memory",
-                            json_pack("{s:I, s:I}", "limit", (json_int_t)p->memory_limit,
-                                      "kernelTCP",
-                                      (json_int_t)(p->memory_limit / LOCAL_BUNDLE_TCP_SHARE)));
+                            json_pack("{s:I}", "limit", (json_int_t)p->memory_limit));
     if (p->cpu_millis > 0)
         json_object_set_new(r, "cpu",
                             json_pack("{s:I, s:I}", "quota", (json_int_t)(p->cpu_millis * 100),

@@ -19,11 +19,6 @@ typedef struct local_bundle_volume {
     bool readonly;
 } local_bundle_volume;
 
-/* TCP buffers of a sandbox with a memory limit may take limit / LOCAL_BUNDLE_TCP_SHARE. cgroup v1
- * charges them to memory.kmem.tcp (a budget of their own, beside memory.limit_in_bytes) only
- * once that has a limit: without one they are charged to no cgroup at all. */
-#define LOCAL_BUNDLE_TCP_SHARE 4
-
 typedef struct local_bundle_params {
     const char *bundle_dir;    /* created if missing; gets config.json, rootfs/ and etc/ */
     const char *rootfs;        /* NULL: the `host` image (bundle_dir/rootfs + host binds) */
@@ -41,8 +36,7 @@ typedef struct local_bundle_params {
                                 * container env overrides it, it overrides the defaults */
     const char *working_dir;   /* absolute cwd of sandboxd and the main process; NULL =
                                 * /workspace */
-    int64_t memory_limit;      /* bytes, 0 = none; also bounds TCP socket buffers
-                                * (LOCAL_BUNDLE_TCP_SHARE of it) */
+    int64_t memory_limit;      /* bytes, 0 = none */
     int64_t cpu_millis;        /* millicores, 0 = none */
     int64_t pids_limit;        /* > 0 */
     const char *cgroups_path;  /* e.g. "/asb/<uid>" */

@@ -29,6 +29,7 @@
 #include "local/local-scratch.h"
 #include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot.h"
+#include "local/local-tcpmem.h"
 #include "local/local-userns.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
@@ -752,6 +753,9 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {main_w, main_r};
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    if ((k = local_tcpmem_limit(cg, lim.memory)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot limit the TCP buffers of %s: %s",
+                    cg, strerror(-k));
     int netns_saved = -1;
     if (uns.pid > 0 && netns && (k = local_userns_netns_enter(netns, &netns_saved)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot enter %s: %s", netns,
