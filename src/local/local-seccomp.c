@@ -164,8 +164,8 @@ static const local_seccomp_rule rules[] = {
            "set_mempolicy_home_node", "sysfs", "userfaultfd", "uselib", "ustat", "vhangup"),
     /* Classic AIO: its contexts count against fs.aio-max-nr, one machine-wide counter with no
      * per-user or per-cgroup budget, so one sandbox could take every context of the host and of
-     * every other sandbox. ENOSYS, as on a kernel built without AIO: libaio users (and glibc's
-     * POSIX AIO, which never used it) fall back to threads. */
+     * every other sandbox. ENOSYS, as on a kernel built without AIO (glibc's POSIX AIO uses
+     * threads and is unaffected). */
     {"aio", NAMES("io_cancel", "io_destroy", "io_getevents", "io_pgetevents", "io_setup",
                   "io_submit"), ENOSYS, {{0}}, 0},
     /* Reaching into other processes: ptrace and its relatives. Every process of a sandbox runs

@@ -6,9 +6,11 @@
  *                                      and holds what it took until MARKER.release exists (60 s
  *                                      at most): the test checks the host and a witness meanwhile
  *   budget-probe check                 takes one of each budget and gives it back: prints
- *                                      "inotify=E mqueue=E sigqueue=E timer=E" (0: it worked)
+ *                                      "inotify=E mqueue=E sigqueue=E timer=E pipe=E" (0: it
+ *                                      worked; pipe: ENOBUFS for a one-page pipe)
  *
- * Attacks: inotify, mqueue, sigqueue, timers, aio (io_setup once), tcpmem PAIRS BYTES (loopback
+ * Attacks: inotify, mqueue, sigqueue, timers, pipes (until a new pipe gets one page), aio
+ * (io_setup once), tcpmem PAIRS BYTES (loopback
  * TCP pairs whose writers fill the pairs without reading; taken = bytes queued), conns ADDR PORT
  * N (TCP connections held open; taken = connected, errno = the first refusal's). */
 #define _GNU_SOURCE
@@ -89,6 +91,22 @@ static long take_timers(int *err)
     timer_t t;
     while (n < MAX_TAKE && syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &t) == 0)
         n++;
+    *err = errno;
+    return n;
+}
+
+/* Pipes until a new one gets one page instead of 16 (pipe-user-pages-soft reached: the budget
+ * of the creating uid); errno 0 then. */
+static long take_pipes(int *err)
+{
+    long n = 0;
+    int p[2];
+    *err = 0;
+    while (n < MAX_TAKE && pipe2(p, O_CLOEXEC) == 0) {
+        if (fcntl(p[0], F_GETPIPE_SZ) < 65536)
+            return n;
+        n++;
+    }
     *err = errno;
     return n;
 }
@@ -189,7 +207,7 @@ static long take_conns(const char *addr, int port, int n, int *err)
 /* One of each budget, given back at once; the errno of each (0: it worked). */
 static int check(void)
 {
-    int e_in = 0, e_mq = 0, e_sig = 0, e_tm = 0;
+    int e_in = 0, e_mq = 0, e_sig = 0, e_tm = 0, e_pipe = 0;
     int fd = inotify_init1(IN_CLOEXEC);
     if (fd < 0)
         e_in = errno;
@@ -220,7 +238,16 @@ static int check(void)
         e_tm = errno;
     else
         syscall(SYS_timer_delete, t);
-    printf("inotify=%d mqueue=%d sigqueue=%d timer=%d\n", e_in, e_mq, e_sig, e_tm);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        e_pipe = errno;
+    } else {
+        e_pipe = fcntl(p[0], F_GETPIPE_SZ) < 65536 ? ENOBUFS : 0; /* one page: over budget */
+        close(p[0]);
+        close(p[1]);
+    }
+    printf("inotify=%d mqueue=%d sigqueue=%d timer=%d pipe=%d\n", e_in, e_mq, e_sig, e_tm,
+           e_pipe);
     return 0;
 }
 
@@ -262,6 +289,8 @@ int main(int argc, char **argv)
         n = take_sigqueue(&err);
     else if (strcmp(v, "timers") == 0)
         n = take_timers(&err);
+    else if (strcmp(v, "pipes") == 0)
+        n = take_pipes(&err);
     else if (strcmp(v, "aio") == 0)
         n = take_aio(&err);
     else if (strcmp(v, "tcpmem") == 0 && argc == 5)

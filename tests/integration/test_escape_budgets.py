@@ -134,6 +134,23 @@ def test_per_user_budget_is_the_sandboxs_own(escape, boxes, probe, attack, err, 
     escape.assert_healthy()
 
 
+def test_pipe_buffers_are_the_sandboxs_own(escape, boxes, probe):  # noqa: F811
+    """pipe-user-pages-soft is a budget of each host uid: a sandbox whose pipes reach it gets
+    one-page pipes from then on, while a witness sandbox (other host ids) still gets full ones."""
+    attacker, witness = boxes
+    held = Held(attacker, "pipes")
+    try:
+        if held.errno == errno.EMFILE:
+            pytest.skip("the sandbox's RLIMIT_NOFILE ends before pipe-user-pages-soft")
+        assert held.errno == 0, os.strerror(held.errno)
+        soft = read_int("/proc/sys/fs/pipe-user-pages-soft")
+        assert 0 < held.taken * 16 <= soft, held.taken
+        assert box_check(witness)["pipe"] == 0, "witness lost its pipe budget"
+    finally:
+        held.release()
+    escape.assert_healthy()
+
+
 def test_aio_is_refused(escape, boxes):  # noqa: F811
     """fs.aio-max-nr is one machine-wide count with no per-user budget: io_setup is ENOSYS."""
     attacker, _ = boxes
