@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "local/local-userns.h"
 
