@@ -12,7 +12,8 @@
  * Attacks: inotify, mqueue, sigqueue, timers, pipes (until a new pipe gets one page), aio
  * (io_setup once), tcpmem PAIRS BYTES (loopback
  * TCP pairs whose writers fill the pairs without reading; taken = bytes queued), conns ADDR PORT
- * N (TCP connections held open; taken = connected, errno = the first refusal's). */
+ * N (TCP connections held open; taken = connected, errno = the first refusal's), churn ADDR PORT
+ * N (the same, each closed at once). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -186,7 +187,9 @@ static long take_tcpmem(int pairs, int bytes, int *err)
     return queued;
 }
 
-static long take_conns(const char *addr, int port, int n, int *err)
+/* N TCP connections to ADDR:PORT, each held open (hold) or closed at once (conntrack then keeps
+ * it in TIME_WAIT). */
+static long take_conns(const char *addr, int port, int n, int hold, int *err)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, addr, &sa.sin_addr);
@@ -200,6 +203,8 @@ static long take_conns(const char *addr, int port, int n, int *err)
             ok++;
         else if (!*err)
             *err = errno;
+        if (!hold && fd >= 0)
+            close(fd);
     }
     return ok;
 }
@@ -295,8 +300,8 @@ int main(int argc, char **argv)
         n = take_aio(&err);
     else if (strcmp(v, "tcpmem") == 0 && argc == 5)
         n = take_tcpmem(atoi(argv[2]), atoi(argv[3]), &err);
-    else if (strcmp(v, "conns") == 0 && argc == 6)
-        n = take_conns(argv[2], atoi(argv[3]), atoi(argv[4]), &err);
+    else if ((strcmp(v, "conns") == 0 || strcmp(v, "churn") == 0) && argc == 6)
+        n = take_conns(argv[2], atoi(argv[3]), atoi(argv[4]), strcmp(v, "conns") == 0, &err);
     else {
         fprintf(stderr, "budget-probe: unknown attack %s\n", v);
         return 2;

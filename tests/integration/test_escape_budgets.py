@@ -190,15 +190,17 @@ def test_tcp_buffers_count_against_the_memory_limit(escape, probe):  # noqa: F81
 POD_CIDR = "10.244.0.0/24"
 GATEWAY = "10.244.0.1"
 MAX_CONNECTIONS = 50
+RATE, BURST = 20, 200  # --max-connection-rate 20: 20 a second, 10 times that at once
 
 
 def test_connections_through_the_host_are_capped(lab, tmp_path_factory, probe):  # noqa: F811
     """With --max-connections 50 (ASB_MAX_CONNECTIONS), a sandbox that opens 80 TCP connections to
     its gateway's DNS forwarder and holds them gets 50; the rest are reset at once, while a
-    witness sandbox still connects."""
+    witness sandbox still connects. Closed connections, which conntrack keeps for 120 s but ct
+    count does not count, are bounded by the rate of new ones (ASB_MAX_CONNECTION_RATE)."""
     esc, cleanup = start_escape_server(tmp_path_factory, env={
         "ASB_NETWORK": "bridge", "ASB_POD_CIDR": POD_CIDR,
-        "ASB_MAX_CONNECTIONS": str(MAX_CONNECTIONS)})
+        "ASB_MAX_CONNECTIONS": str(MAX_CONNECTIONS), "ASB_MAX_CONNECTION_RATE": str(RATE)})
     try:
         attacker, witness = esc.sandbox("conns-attacker"), esc.sandbox(WITNESS)
         install(attacker, probe)
@@ -212,6 +214,16 @@ def test_connections_through_the_host_are_capped(lab, tmp_path_factory, probe): 
             assert (w.taken, w.errno) == (5, 0)
         finally:
             held.release()
+        # Open and close 600 connections as fast as it can: at most the burst plus the rate.
+        t0 = time.monotonic()
+        churn = Held(attacker, "churn", GATEWAY, 53, 600)
+        elapsed = time.monotonic() - t0
+        churn.release()
+        assert churn.errno == errno.ECONNREFUSED, os.strerror(churn.errno)
+        assert 0 < churn.taken <= BURST + RATE * (elapsed + 1), (churn.taken, elapsed)
+        w = Held(witness, "churn", GATEWAY, 53, 5)
+        w.release()
+        assert (w.taken, w.errno) == (5, 0)
         esc.assert_healthy()
     finally:
         esc.close()
