@@ -361,7 +361,8 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
         parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
         parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0 ||
-        parse_dns_limit("max-connections", getenv("ASB_MAX_CONNECTIONS"), &o->max_connections) < 0 ||
+        parse_dns_limit("max-connections", getenv("ASB_MAX_CONNECTIONS"),
+                        &o->max_connections) < 0 ||
         parse_dns_limit("max-connection-rate", getenv("ASB_MAX_CONNECTION_RATE"),
                         &o->connection_rate) < 0)
         return -EINVAL;

@@ -715,8 +715,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver, .userns_start = ns_start,
-        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0, .userns_path = uns.pid > 0 ? uns.path : NULL,
-        .shared_dir = shared,
+        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
+        .userns_path = uns.pid > 0 ? uns.path : NULL, .shared_dir = shared,
     };
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
     _cleanup_free_ char *root = NULL;

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
+from asb_apiserver import asb_binary
 from escape_sandbox import HERE, WITNESS, escape, start_escape_server  # noqa: F401
-from local_sandbox import RUNC  # noqa: F401
 from netpol_lab import lab  # noqa: F401
 from test_escape_limits import cgroup_file, runc_pid
 
@@ -228,3 +228,13 @@ def test_connections_through_the_host_are_capped(lab, tmp_path_factory, probe): 
     finally:
         esc.close()
         cleanup()
+
+
+def test_connection_flags_validated(tmp_path):
+    env = {**os.environ, "ASB_STATE_DIR": str(tmp_path / "s"), "ASB_RUNTIME": "none"}
+    cases = [(["--max-connections", "0"], {}), (["--max-connection-rate", "x"], {}),
+             ([], {"ASB_MAX_CONNECTIONS": "-3"}), ([], {"ASB_MAX_CONNECTION_RATE": "1000001"})]
+    for args, extra in cases:
+        r = subprocess.run([asb_binary(), "serve", "--listen", "127.0.0.1:0", *args],
+                           capture_output=True, text=True, env={**env, **extra}, timeout=20)
+        assert r.returncode != 0 and "from 1 to 1000000" in r.stderr, (args, extra, r.stderr)
