@@ -41,7 +41,9 @@ static void serve_usage(FILE *f)
             "Usage: asb serve [--listen HOST:PORT] [--router-listen HOST:PORT]\n"
             "                 [--network bridge|none] [--pod-cidr CIDR] [--bridge NAME]\n"
             "                 [--dns-upstream IP[:PORT]] [--dns-rate QPS] [--dns-burst N]\n"
-            "                 [--dns-inflight N] [--default-memory Q] [--default-cpu Q]\n"
+            "                 [--dns-inflight N] [--max-connections N]\n"
+            "                 [--max-connection-rate N]\n"
+            "                 [--default-memory Q] [--default-cpu Q]\n"
             "                 [--default-ephemeral-storage Q] [--userns-range START:COUNT|off]\n"
             "       asb serve --cleanup [--bridge NAME]\n\n"
             "Runs the local control plane: a Kubernetes-shaped API for Sandbox, SandboxTemplate,\n"
@@ -73,6 +75,13 @@ static void serve_usage(FILE *f)
             "                      (default 100); env ASB_DNS_BURST\n"
             "  --dns-inflight N    DNS queries of one sandbox waiting for the upstream at once\n"
             "                      (default 32); env ASB_DNS_INFLIGHT\n"
+            "  --max-connections N connections one sandbox may have open at once through the\n"
+            "                      host (its conntrack entries: TCP, UDP flows, DNS to the\n"
+            "                      forwarder); past it new TCP connections are reset (default\n"
+            "                      %u); env ASB_MAX_CONNECTIONS\n"
+            "  --max-connection-rate N\n"
+            "                      new connections per second of one sandbox, %u times that\n"
+            "                      at once (default %u); env ASB_MAX_CONNECTION_RATE\n"
             "  --default-memory Q  memory limit of a container that sets none (a Kubernetes\n"
             "                      quantity, default " LOCAL_LIMITS_DEFAULT_MEMORY
             "; 0 or none: no limit); env\n"
@@ -108,7 +117,8 @@ static void serve_usage(FILE *f)
             "SIGTERM waits for pending teardowns, default 10s; the rest finish at the next start),\n"
             "ASB_SANDBOX_LOG_MAX (bytes of a sandbox's sandboxd output kept, rotated once, default\n"
             "1 MiB).\n",
-            DEFAULT_WATCH_WINDOW);
+            LOCAL_NET_MAX_CONNECTIONS_DEFAULT, LOCAL_NET_CONNECTION_BURST,
+            LOCAL_NET_CONNECTION_RATE_DEFAULT, DEFAULT_WATCH_WINDOW);
 }
 
 /* The one default-state-dir rule, shared with every libasb client. */
@@ -271,6 +281,8 @@ typedef struct serve_opts {
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
     local_dns_limits dns_limits;
+    unsigned max_connections; /* 0: LOCAL_NET_MAX_CONNECTIONS_DEFAULT */
+    unsigned connection_rate; /* 0: LOCAL_NET_CONNECTION_RATE_DEFAULT */
     const char *default_memory, *default_cpu, *default_ephemeral; /* NULL: built in */
     local_limits defaults;
     const char *userns_range;
@@ -278,7 +290,8 @@ typedef struct serve_opts {
     unsigned net_prepared; /* networks prepared ahead besides the warm pools' demand */
 } serve_opts;
 
-/* A DNS budget value (--dns-rate and co.): 1 to 1000000. */
+/* A network budget value (--dns-rate and co., --max-connections, --max-connection-rate): 1 to
+ * 1000000. */
 static int parse_dns_limit(const char *what, const char *v, unsigned *ret)
 {
     char *end;
@@ -328,6 +341,8 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"dns-rate", required_argument, NULL, 'q'},
         {"dns-burst", required_argument, NULL, 'B'},
         {"dns-inflight", required_argument, NULL, 'I'},
+        {"max-connections", required_argument, NULL, 'N'},
+        {"max-connection-rate", required_argument, NULL, 'r'},
         {"default-memory", required_argument, NULL, 'M'},
         {"default-cpu", required_argument, NULL, 'C'},
         {"default-ephemeral-storage", required_argument, NULL, 'E'},
@@ -345,7 +360,11 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
     if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
         parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
-        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0)
+        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0 ||
+        parse_dns_limit("max-connections", getenv("ASB_MAX_CONNECTIONS"),
+                        &o->max_connections) < 0 ||
+        parse_dns_limit("max-connection-rate", getenv("ASB_MAX_CONNECTION_RATE"),
+                        &o->connection_rate) < 0)
         return -EINVAL;
     o->default_memory = getenv("ASB_DEFAULT_MEMORY");
     o->default_cpu = getenv("ASB_DEFAULT_CPU");
@@ -389,6 +408,14 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'I':
             if (parse_dns_limit("dns-inflight", optarg, &o->dns_limits.inflight) < 0)
+                return -EINVAL;
+            break;
+        case 'N':
+            if (parse_dns_limit("max-connections", optarg, &o->max_connections) < 0)
+                return -EINVAL;
+            break;
+        case 'r':
+            if (parse_dns_limit("max-connection-rate", optarg, &o->connection_rate) < 0)
                 return -EINVAL;
             break;
         case 'M':
@@ -633,7 +660,8 @@ int asb_serve(int argc, char **argv)
             .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
             .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
                     .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits,
-                    .prepared = o.net_prepared},
+                    .prepared = o.net_prepared, .max_connections = o.max_connections,
+                    .connection_rate = o.connection_rate},
             .defaults = o.defaults,
             .idmap = idmap};
         r = local_reconciler_start(&ro, &rec);

@@ -170,13 +170,20 @@ static json_t *config_json(const local_bundle_params *p, const char *root, json_
      * not the host's hierarchy and the sandbox's uid in it. */
     static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount", "cgroup"};
     json_t *namespaces = json_array();
-    if (p->userns_size)
+    if (p->userns_size && p->userns_path)
+        json_array_append_new(namespaces,
+                              json_pack("{s:s, s:s}", "type", "user", "path", p->userns_path));
+    else if (p->userns_size)
         json_array_append_new(namespaces, json_pack("{s:s}", "type", "user"));
-    for (size_t i = 0; i < ELEMENTSOF(ns); i++)
+    for (size_t i = 0; i < ELEMENTSOF(ns); i++) {
+        /* Joined by runc's own process when the user namespace is given (local-userns.h). */
+        if (strcmp(ns[i], "network") == 0 && p->netns_path && p->userns_size && p->userns_path)
+            continue;
         json_array_append_new(namespaces,
                               strcmp(ns[i], "network") == 0 && p->netns_path
                                   ? json_pack("{s:s, s:s}", "type", ns[i], "path", p->netns_path)
                                   : json_pack("{s:s}", "type", ns[i]));
+    }
     static const char *const args[] = {
         "/.asb/lib/ld-linux-x86-64.so.2", "--library-path", "/.asb/lib", "/.asb/bin/sandboxd",
         "--root-dir", "/workspace", "--listen-host", "127.0.0.1", "--rest-fd", "3", "--grpc-fd",

@@ -70,6 +70,10 @@ typedef struct local_bundle_params {
                               * grpc.sock itself (runsc, which cannot pass fds: the host links
                               * them into run/<uid>, local-runtime-gvisor.h); the main
                               * process's output then goes to /.asb/main/log */
+    const char *userns_path; /* with userns_size: the namespace to join (local-userns.h), whose
+                              * maps are those above; NULL: runc creates it. With netns_path
+                              * too, config.json names no network namespace: runc must run in
+                              * netns_path itself (local_userns_netns_enter) */
     const char *shared_dir;  /* $ASB_STATE_DIR/shared (local-bundle-shared.h): the `host`
                               * rootfs skeleton, the /sys skeleton and constant /etc files are
                               * shared read-only there; NULL: the bundle holds its own */

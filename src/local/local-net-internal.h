@@ -85,6 +85,8 @@ struct local_net {
      * would drop every sandbox's queries alike. */
     unsigned dns_kernel_rate, dns_kernel_burst;
     const char *dns_off; /* why there is none, or NULL */
+    unsigned max_conns;  /* concurrent connections of one sandbox (nft ct count) */
+    unsigned conn_rate;  /* new connections per second of one sandbox */
     net_prepared prep;
 };
 
@@ -107,6 +109,10 @@ void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id);
 int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip,
                     char **ret_error);
 int net_objects_del(net_counters *c, const char *table, const char *id, uint32_t ip);
+/* Drops what the connection limits keep of ip (its elements of the dynamic sets s_conns and
+ * s_rate), so that no trace of a removed sandbox's address stays in the table and its next
+ * holder starts afresh. Errors are ignored: the elements expire by themselves. */
+void net_objects_forget(net_counters *c, const char *table, uint32_t ip);
 
 /* local-net-link.c. net_rtnl_open: a socket in the calling thread's network namespace. */
 int net_rtnl_open(net_rtnl **ret);

@@ -179,6 +179,35 @@ static int objects(net_counters *c, const char *table, const char *id, uint32_t 
 
 #define ALL_OBJECTS ((1u << (OBJ_COUNTERS + 2 * OBJ_CHAINS)) - 1)
 
+/* Deletes ip from the set `set` in a transaction of its own: -ENOENT when it is not there. */
+static int del_element(net_counters *c, const char *table, const char *set, uint32_t ip)
+{
+    _cleanup_free_ char *buf = malloc(BATCH_BUF_SIZE);
+    _cleanup_free_ char *rbuf = malloc(BATCH_BUF_SIZE);
+    if (!buf || !rbuf)
+        return -ENOMEM;
+    batch bt = {.b = mnl_nlmsg_batch_start(buf, BATCH_BUF_SIZE), .c = c};
+    if (!bt.b)
+        return -ENOMEM;
+    nftnl_batch_begin(mnl_nlmsg_batch_current(bt.b), ++c->seq);
+    mnl_nlmsg_batch_next(bt.b);
+    int k = put_element(&bt, table, set, ip, NULL, false);
+    if (k == 0) {
+        nftnl_batch_end(mnl_nlmsg_batch_current(bt.b), ++c->seq);
+        mnl_nlmsg_batch_next(bt.b);
+        k = batch_send(&bt, rbuf);
+    }
+    mnl_nlmsg_batch_stop(bt.b);
+    return k;
+}
+
+void net_objects_forget(net_counters *c, const char *table, uint32_t ip)
+{
+    static const char *const sets[] = {"s_conns", "s_rate"};
+    for (size_t i = 0; i < ELEMENTSOF(sets); i++)
+        (void)del_element(c, table, sets[i], ip); /* -ENOENT: never counted, or expired */
+}
+
 int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip,
                     char **ret_error)
 {

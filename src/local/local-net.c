@@ -70,6 +70,22 @@ static const char *base_table_fmt =
     "  map m_out { type ipv4_addr : verdict; }\n"
     "  map m_in { type ipv4_addr : verdict; }\n"
     "  map m_host { type ipv4_addr : verdict; }\n"
+    /* Concurrent connections (conntrack entries) of each sandbox address, whatever their
+     * destination: the host's conntrack table is one for every sandbox and the host. ct count
+     * leaves out closed TCP connections, which conntrack keeps for 120 s (TIME_WAIT): the rate
+     * of new ones bounds those. */
+    "  set s_conns { type ipv4_addr; size 65535; flags dynamic; }\n"
+    "  set s_rate { type ipv4_addr; size 65535; flags dynamic,timeout; timeout 60s; }\n"
+    "  chain c_conns {\n"
+    "    ct state != new return\n"
+    "    add @s_conns { ip saddr ct count over %4$u } jump c_conns_over\n"
+    "    update @s_rate { ip saddr limit rate over %5$u/second burst %6$u packets } "
+    "jump c_conns_over\n"
+    "  }\n"
+    "  chain c_conns_over {\n"
+    "    meta l4proto tcp reject with tcp reset\n"
+    "    drop\n"
+    "  }\n"
     "  chain c_dst {\n"
     "    ip daddr vmap @m_in\n"
     "    ip daddr %2$s drop\n"
@@ -78,6 +94,7 @@ static const char *base_table_fmt =
     "  chain c_fwd {\n"
     "    type filter hook forward priority filter - 5; policy accept;\n"
     "    ct state established,related accept\n"
+    "    ip saddr %2$s jump c_conns\n"
     "    ip saddr vmap @m_out\n"
     "    ip daddr vmap @m_in\n"
     "    ip saddr %2$s drop\n"
@@ -87,6 +104,7 @@ static const char *base_table_fmt =
     "  }\n"
     "  chain c_from_sandbox {\n"
     "    ct state established,related accept\n"
+    "    jump c_conns\n"
     "    ip saddr vmap @m_host\n"
     "    drop\n"
     "  }\n"
@@ -176,7 +194,8 @@ static int setup_host(local_net *n, char **ret_error)
     if (k < 0)
         return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
                    ? -ENOMEM : k;
-    if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->gw_s) < 0)
+    if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->max_conns,
+                 n->conn_rate, n->conn_rate * LOCAL_NET_CONNECTION_BURST) < 0)
         return -ENOMEM;
     if ((k = nft_run(n, table, ret_error)) < 0 || (k = setup_bridge(n, ret_error)) < 0)
         return k;
@@ -352,6 +371,8 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     local_net *n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
+    n->max_conns = o->max_connections ? o->max_connections : LOCAL_NET_MAX_CONNECTIONS_DEFAULT;
+    n->conn_rate = o->connection_rate ? o->connection_rate : LOCAL_NET_CONNECTION_RATE_DEFAULT;
     uint64_t h = local_net_name_hash(o->state_dir, "");
     char hex[9];
     snprintf(hex, sizeof(hex), "%08x", (unsigned)(h & 0xffffffffu));
@@ -600,8 +621,10 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
 
 static void remove_rules(local_net *n, const net_sandbox *s)
 {
-    if (n->counters && s->ip)
+    if (n->counters && s->ip) {
         net_objects_del(n->counters, n->table, s->id, s->ip);
+        net_objects_forget(n->counters, n->table, s->ip);
+    }
 }
 
 void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id)

@@ -28,7 +28,20 @@ typedef struct local_net_options {
      * short bookkeeping steps, never while it talks to the kernel (links, nft). */
     unsigned prepared;
     pthread_mutex_t *lock;
+    /* Connections one sandbox may have open at once (conntrack entries on the host from its
+     * address: TCP, UDP flows and DNS to the forwarder alike); past it a new TCP connection is
+     * reset and other new flows dropped. 0: LOCAL_NET_MAX_CONNECTIONS_DEFAULT. */
+    unsigned max_connections;
+    /* New connections (flows) one sandbox may open per second, LOCAL_NET_CONNECTION_BURST times
+     * that at once after a quiet time; past it they are refused the same way. Bounds the closed
+     * connections conntrack keeps (TIME_WAIT, 120 s), which max_connections does not count.
+     * 0: LOCAL_NET_CONNECTION_RATE_DEFAULT. */
+    unsigned connection_rate;
 } local_net_options;
+
+#define LOCAL_NET_MAX_CONNECTIONS_DEFAULT 4096
+#define LOCAL_NET_CONNECTION_RATE_DEFAULT 100
+#define LOCAL_NET_CONNECTION_BURST 10
 
 #define LOCAL_NET_PREPARED_DEFAULT 4
 

@@ -31,6 +31,8 @@
 #include "local/local-snapshot-overlay.h"
 #include "local/local-snapshot.h"
 #include "local/local-volume.h"
+#include "local/local-tcpmem.h"
+#include "local/local-userns.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -646,6 +648,17 @@ static int gvisor_refuse_network(const json_t *pod, rec_failure *f)
                 cls ? cls : "runsc");
 }
 
+/* Back from the sandbox's network namespace (local_userns_netns_enter), or abort: this thread
+ * would go on making every later sandbox's network and container from inside this one's. */
+static void rec_netns_leave(int *saved)
+{
+    int k = local_userns_netns_leave(saved);
+    if (k < 0) {
+        log_error("cannot return to the host network namespace", "error", strerror(-k));
+        abort();
+    }
+}
+
 int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
                         pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
 {
@@ -823,6 +836,16 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                     "Error seen: cannot prepare the socket directory of %s: %s",
                     run_dir ? run_dir : "the sandbox", strerror(run_dir ? -k : ENOMEM));
     }
+    /* The user namespace, owned by the sandbox's own first host id so that the kernel's per-user
+     * budgets of the sandbox are its own (local-userns.h); it lives until runc has joined it. */
+    _cleanup_(local_userns_release) local_userns uns = LOCAL_USERNS_INIT;
+    if (r->idmap && oci_is_runc(rt) &&
+        (k = local_userns_hold(ns_start, LOCAL_IDMAP_SLOT, &uns)) < 0) {
+        local_bundle_volumes_free(vv, nvv, vnames);
+        json_decref(main_argv);
+        return fail(f, "ReconcilerError", k, "Error seen: cannot create the user namespace: %s",
+                    strerror(-k));
+    }
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
@@ -832,7 +855,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
         .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
         .nameserver = nameserver, .userns_start = ns_start,
-        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0, .shared_dir = shared,
+        .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
+        .userns_path = uns.pid > 0 ? uns.path : NULL, .shared_dir = shared,
         .gvisor = gvisor, .socket_dir = box,
     };
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
@@ -872,10 +896,19 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {main_w, main_r};
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    if ((k = local_tcpmem_limit(cg, lim.memory)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot limit the TCP buffers of %s: %s",
+                    cg, strerror(-k));
+    int netns_saved = -1;
+    if (uns.pid > 0 && netns && (k = local_userns_netns_enter(netns, &netns_saved)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot enter %s: %s", netns,
+                    strerror(-k));
     local_idmap_stage stage = {-1, -1};
-    if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0)
+    if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0) {
+        rec_netns_leave(&netns_saved);
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
+    }
     if (gvisor_binds && (k = local_gvisor_stage_binds(gvisor_binds)) < 0)
         err = stage_error(k);
     else
@@ -899,6 +932,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
             abort();
         }
     }
+    rec_netns_leave(&netns_saved);
     if (k < 0)
         return fail_runtime(pod, rt, k, err, f);
     int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);

@@ -96,9 +96,9 @@ int local_spawn_capture(char *const argv[], char **ret_output)
     return spawn_capture(argv, -1, ret_output);
 }
 
-/* Whether rt is runc itself (by its file name): what this driver knows of runc's own behaviour
+/* What this driver knows of runc's own behaviour
  * (its delete --force polling, its re-exec from a sealed memfd) is used for runc only. */
-static bool is_runc(const oci_runtime *rt)
+bool oci_is_runc(const oci_runtime *rt)
 {
     return strcmp(oci_runtime_program(rt), "runc") == 0;
 }
@@ -117,7 +117,7 @@ bool oci_runtime_is_runsc(const oci_runtime *rt)
 /* The image rt's binary is executed from (-1: the binary itself). */
 static int exec_fd_of(const oci_runtime *rt)
 {
-    return is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -1;
+    return oci_is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -1;
 }
 
 /* Trims trailing whitespace in place. */
@@ -310,7 +310,7 @@ int oci_list(const oci_runtime *rt, json_t **ret)
 
 int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms)
 {
-    if (pidfd < 0 || !is_runc(rt))
+    if (pidfd < 0 || !oci_is_runc(rt))
         return -EOPNOTSUPP;
     if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         return -errno;

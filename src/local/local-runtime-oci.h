@@ -12,6 +12,9 @@ typedef struct oci_runtime {
     char *root;   /* --root */
 } oci_runtime;
 
+/* Whether rt is runc itself (by its file name). */
+bool oci_is_runc(const oci_runtime *rt);
+
 int oci_runtime_init(oci_runtime *rt, const char *binary, const char *root);
 /* The program's file name ("runc", "runsc", ...), borrowed from rt: what errors name. */
 const char *oci_runtime_program(const oci_runtime *rt);

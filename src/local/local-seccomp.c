@@ -103,10 +103,9 @@ static const local_seccomp_rule rules[] = {
           "rt_tgsigqueueinfo", "select", "setitimer", "sigaltstack", "signalfd", "signalfd4",
           "time", "timer_create", "timer_delete", "timer_getoverrun", "timer_gettime",
           "timer_settime", "timerfd_create", "timerfd_gettime", "timerfd_settime"),
-    /* System V and POSIX IPC, private to the sandbox's ipc namespace; classic AIO (bounded by
-     * fs.aio-max-nr; io_uring is refused below). */
+    /* System V and POSIX IPC, private to the sandbox's ipc namespace (POSIX queues are charged
+     * to the sandbox's own RLIMIT_MSGQUEUE budget, local-userns.h). */
     ALLOW("ipc",
-          "io_cancel", "io_destroy", "io_getevents", "io_pgetevents", "io_setup", "io_submit",
           "mq_getsetattr", "mq_notify", "mq_open", "mq_timedreceive", "mq_timedsend",
           "mq_unlink", "msgctl", "msgget", "msgrcv", "msgsnd", "semctl", "semget", "semop",
           "semtimedop", "shmat", "shmctl", "shmdt", "shmget"),
@@ -163,6 +162,12 @@ static const local_seccomp_rule rules[] = {
            "migrate_pages", "modify_ldt", "move_pages", "name_to_handle_at", "nfsservctl",
            "open_by_handle_at", "perf_event_open", "request_key", "set_mempolicy",
            "set_mempolicy_home_node", "sysfs", "userfaultfd", "uselib", "ustat", "vhangup"),
+    /* Classic AIO: its contexts count against fs.aio-max-nr, one machine-wide counter with no
+     * per-user or per-cgroup budget, so one sandbox could take every context of the host and of
+     * every other sandbox. ENOSYS, as on a kernel built without AIO (glibc's POSIX AIO uses
+     * threads and is unaffected). */
+    {"aio", NAMES("io_cancel", "io_destroy", "io_getevents", "io_pgetevents", "io_setup",
+                  "io_submit"), ENOSYS, {{0}}, 0},
     /* Reaching into other processes: ptrace and its relatives. Every process of a sandbox runs
      * under the same uid as sandboxd, its PID 1, so ptrace would let sandboxed code take over
      * the daemon that answers the host; debuggers are not worth that. */
@@ -247,7 +252,8 @@ json_t *local_seccomp_profile_for(bool runsc)
         local_seccomp_rule r = rules[i];
         /* runsc answers every SCMP_ACT_ERRNO with EPERM (it ignores errnoRet): an EPERM clone3
          * would stop glibc's fallback to clone, so under runsc the Sentry answers clone3 itself
-         * (ENOSYS in release 20221219; later releases check its flags in the Sentry). */
+         * (ENOSYS in release 20221219; later releases check its flags in the Sentry), and the
+         * classic AIO calls too (the Sentry's AIO uses none of the host's aio-max-nr). */
         if (runsc && r.errno_ret == ENOSYS)
             r.errno_ret = 0;
         if (json_array_append_new(syscalls, rule_json(&r)) < 0)

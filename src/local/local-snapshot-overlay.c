@@ -15,6 +15,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
@@ -251,7 +252,15 @@ int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32
     if (!(opts = strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s,index=on,redirect_dir=on", lower,
                                upper, work)))
         return -ENOMEM;
-    if (mount("overlay", real, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
+    /* EBUSY: an overlay on the same upper and work directories, unmounted a moment ago (lazily,
+     * when it was busy), still holds them until the kernel has let it go. */
+    int r;
+    for (int tries = 0;
+         (r = mount("overlay", real, "overlay", MS_NOSUID | MS_NODEV, opts)) < 0 && errno == EBUSY &&
+         tries < 100;
+         tries++)
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    if (r < 0) {
         k = -errno;
         *ret_error = strdup_printf("cannot mount the overlay on %s: %s", real, strerror(-k));
         return k;

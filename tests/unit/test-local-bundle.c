@@ -144,6 +144,62 @@ static ino_t inode_of(const char *dir, const char *leaf)
     return stat(path, &st) == 0 ? st.st_ino : 0;
 }
 
+/* The namespace entry of `type`, or NULL. */
+static const json_t *namespace_of(const json_t *cfg, const char *type)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(json_object_get(cfg, "linux"), "namespaces"), i, n) {
+        if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
+            return n;
+    }
+    return NULL;
+}
+
+/* A user namespace made by asb serve (local-userns.h) is joined by path, with the maps still
+ * named; runc then runs in the network namespace itself, so config.json names none. Without
+ * it, runc creates the user namespace and joins the network namespace by path. */
+TEST(user_namespace_joined_by_path)
+{
+    char tmpl[] = "/tmp/asb-bundle-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char bundle[256], config[300];
+    snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+    snprintf(config, sizeof(config), "%s/config.json", bundle);
+    local_bundle_params p = {
+        .bundle_dir = bundle, .hostname = "ns", .uid = 1000, .gid = 1000,
+        .workspace_dir = "/nonexistent/ws", .home_dir = "/nonexistent/home",
+        .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 4096,
+        .cgroups_path = "/asb/test", .netns_path = "/nonexistent/net/ns",
+        .userns_start = 0x80000000u, .userns_size = 65536, .userns_path = "/proc/42/ns/user",
+    };
+    for (int joined = 1; joined >= 0; joined--) {
+        p.userns_path = joined ? "/proc/42/ns/user" : NULL;
+        char *err = NULL;
+        CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
+        CHECK(err == NULL);
+        json_t *cfg = json_load_file(config, 0, NULL);
+        CHECK(cfg != NULL);
+        const json_t *user = namespace_of(cfg, "user"), *net = namespace_of(cfg, "network");
+        CHECK(user != NULL);
+        const json_t *uidmap = json_array_get(
+            json_object_get(json_object_get(cfg, "linux"), "uidMappings"), 0);
+        CHECK(json_integer_value(json_object_get(uidmap, "hostID")) == 0x80000000);
+        CHECK(json_integer_value(json_object_get(uidmap, "size")) == 65536);
+        if (joined) {
+            CHECK_STR_EQ(json_string_value(json_object_get(user, "path")), "/proc/42/ns/user");
+            CHECK(net == NULL);
+        } else {
+            CHECK(json_object_get(user, "path") == NULL);
+            CHECK(net != NULL);
+            CHECK_STR_EQ(json_string_value(json_object_get(net, "path")), "/nonexistent/net/ns");
+        }
+        json_decref(cfg);
+    }
+    CHECK_INT_EQ(fs_rm_rf(dir), 0);
+}
+
 /* Bundles of one state directory share the `host` skeleton and the constant /etc files; what
  * names the sandbox stays its own, a rewrite never writes through a shared file, and a mount
  * point the skeleton lacks gives the bundle a skeleton of its own, leaving the shared one as

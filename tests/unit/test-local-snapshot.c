@@ -387,7 +387,10 @@ static void check_overlay_fork(const fork_paths *p, json_t *want, char files[][5
     /* Seeding again (a restart) changes nothing and mounts nothing twice. */
     CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
                  LOCAL_SNAPSHOT_SEED_OVERLAY);
+    if (err)
+        printf("# %s\n", err);
     CHECK(!err);
+    free(TAKE_PTR(err));
     json_t *tree_before = description(p->tree, 0);
     for (size_t i = 0; i < nfiles && i < 8; i++) {
         char path[1200];
@@ -416,6 +419,9 @@ static void check_overlay_fork(const fork_paths *p, json_t *want, char files[][5
     CHECK(!mounted(p->ws));
     CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
                  LOCAL_SNAPSHOT_SEED_OVERLAY);
+    if (err)
+        printf("# %s\n", err);
+    free(TAKE_PTR(err));
     CHECK(mounted(p->ws));
     CHECK_INT_EQ(local_snapshot_entry_overlays_release(p->fork_dir), 0);
     CHECK(!mounted(p->ws));
