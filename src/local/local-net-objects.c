@@ -133,10 +133,10 @@ static int batch_send(batch *bt, char *buf)
     return first_err;
 }
 
-/* One transaction of the objects of network id at ip; only (a bit mask of the steps: counters
- * 1, 2; chains 4, 8, 16; elements 32, 64, 128) limits it to some of them. */
-static int objects(net_counters *c, const char *table, const char *id, uint32_t ip, bool add,
-                   unsigned only)
+typedef int (*batch_fill_fn)(batch *bt, const void *payload);
+
+/* One nftables transaction: begin, what fill puts in, end; sent, and its ACKs read. */
+static int transact(net_counters *c, batch_fill_fn fill, const void *payload)
 {
     _cleanup_free_ char *buf = malloc(BATCH_BUF_SIZE);
     _cleanup_free_ char *rbuf = malloc(BATCH_BUF_SIZE);
@@ -147,27 +147,7 @@ static int objects(net_counters *c, const char *table, const char *id, uint32_t 
         return -ENOMEM;
     nftnl_batch_begin(mnl_nlmsg_batch_current(bt.b), ++c->seq);
     mnl_nlmsg_batch_next(bt.b);
-    char names[OBJ_CHAINS][16], cnames[OBJ_COUNTERS][16];
-    for (size_t i = 0; i < OBJ_CHAINS; i++)
-        snprintf(names[i], sizeof(names[i]), "%s%s", chain_prefix[i], id);
-    for (size_t i = 0; i < OBJ_COUNTERS; i++)
-        snprintf(cnames[i], sizeof(cnames[i]), "%s%s", counter_prefix[i], id);
-    /* Adding: counters, chains, then the elements that jump to them. Deleting: the reverse
-     * (a chain's rules name its counter; an element holds its chain). */
-    int k = 0;
-    for (size_t step = 0; step < OBJ_COUNTERS + 2 * OBJ_CHAINS && k == 0; step++) {
-        size_t s = add ? step : OBJ_COUNTERS + 2 * OBJ_CHAINS - 1 - step;
-        if (!(only & (1u << s)))
-            continue;
-        if (s < OBJ_COUNTERS)
-            k = put_counter(&bt, table, cnames[s], add);
-        else if (s < OBJ_COUNTERS + OBJ_CHAINS)
-            k = put_chain(&bt, table, names[s - OBJ_COUNTERS], add);
-        else {
-            size_t i = s - OBJ_COUNTERS - OBJ_CHAINS;
-            k = put_element(&bt, table, map_of_chain[i], ip, names[i], add);
-        }
-    }
+    int k = fill(&bt, payload);
     if (k == 0) {
         nftnl_batch_end(mnl_nlmsg_batch_current(bt.b), ++c->seq);
         mnl_nlmsg_batch_next(bt.b);
@@ -177,28 +157,67 @@ static int objects(net_counters *c, const char *table, const char *id, uint32_t 
     return k;
 }
 
+typedef struct objects_req {
+    const char *table, *id;
+    uint32_t ip;
+    bool add;
+    unsigned only;
+} objects_req;
+
+static int fill_objects(batch *bt, const void *payload)
+{
+    const objects_req *q = payload;
+    char names[OBJ_CHAINS][16], cnames[OBJ_COUNTERS][16];
+    for (size_t i = 0; i < OBJ_CHAINS; i++)
+        snprintf(names[i], sizeof(names[i]), "%s%s", chain_prefix[i], q->id);
+    for (size_t i = 0; i < OBJ_COUNTERS; i++)
+        snprintf(cnames[i], sizeof(cnames[i]), "%s%s", counter_prefix[i], q->id);
+    /* Adding: counters, chains, then the elements that jump to them. Deleting: the reverse
+     * (a chain's rules name its counter; an element holds its chain). */
+    int k = 0;
+    for (size_t step = 0; step < OBJ_COUNTERS + 2 * OBJ_CHAINS && k == 0; step++) {
+        size_t s = q->add ? step : OBJ_COUNTERS + 2 * OBJ_CHAINS - 1 - step;
+        if (!(q->only & (1u << s)))
+            continue;
+        if (s < OBJ_COUNTERS)
+            k = put_counter(bt, q->table, cnames[s], q->add);
+        else if (s < OBJ_COUNTERS + OBJ_CHAINS)
+            k = put_chain(bt, q->table, names[s - OBJ_COUNTERS], q->add);
+        else {
+            size_t i = s - OBJ_COUNTERS - OBJ_CHAINS;
+            k = put_element(bt, q->table, map_of_chain[i], q->ip, names[i], q->add);
+        }
+    }
+    return k;
+}
+
+/* One transaction of the objects of network id at ip; only (a bit mask of the steps: counters
+ * 1, 2; chains 4, 8, 16; elements 32, 64, 128) limits it to some of them. */
+static int objects(net_counters *c, const char *table, const char *id, uint32_t ip, bool add,
+                   unsigned only)
+{
+    objects_req q = {table, id, ip, add, only};
+    return transact(c, fill_objects, &q);
+}
+
 #define ALL_OBJECTS ((1u << (OBJ_COUNTERS + 2 * OBJ_CHAINS)) - 1)
+
+typedef struct element_req {
+    const char *table, *set;
+    uint32_t ip;
+} element_req;
+
+static int fill_del_element(batch *bt, const void *payload)
+{
+    const element_req *q = payload;
+    return put_element(bt, q->table, q->set, q->ip, NULL, false);
+}
 
 /* Deletes ip from the set `set` in a transaction of its own: -ENOENT when it is not there. */
 static int del_element(net_counters *c, const char *table, const char *set, uint32_t ip)
 {
-    _cleanup_free_ char *buf = malloc(BATCH_BUF_SIZE);
-    _cleanup_free_ char *rbuf = malloc(BATCH_BUF_SIZE);
-    if (!buf || !rbuf)
-        return -ENOMEM;
-    batch bt = {.b = mnl_nlmsg_batch_start(buf, BATCH_BUF_SIZE), .c = c};
-    if (!bt.b)
-        return -ENOMEM;
-    nftnl_batch_begin(mnl_nlmsg_batch_current(bt.b), ++c->seq);
-    mnl_nlmsg_batch_next(bt.b);
-    int k = put_element(&bt, table, set, ip, NULL, false);
-    if (k == 0) {
-        nftnl_batch_end(mnl_nlmsg_batch_current(bt.b), ++c->seq);
-        mnl_nlmsg_batch_next(bt.b);
-        k = batch_send(&bt, rbuf);
-    }
-    mnl_nlmsg_batch_stop(bt.b);
-    return k;
+    element_req q = {table, set, ip};
+    return transact(c, fill_del_element, &q);
 }
 
 void net_objects_forget(net_counters *c, const char *table, uint32_t ip)
