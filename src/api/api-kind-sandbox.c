@@ -17,6 +17,20 @@ static const api_field spec_props[] = {
     {0},
 };
 
+/* status.resources (ours): the limits a local sandbox runs with, and which were defaulted. */
+static const api_field effective_limits_props[] = {
+    {.name = "memory", .type = API_TYPE_STRING},
+    {.name = "cpu", .type = API_TYPE_STRING},
+    {.name = "ephemeral-storage", .type = API_TYPE_STRING},
+    {0},
+};
+
+static const api_field effective_resources_props[] = {
+    {.name = "limits", .type = API_TYPE_OBJECT, .props = effective_limits_props},
+    {.name = "defaulted", .type = API_TYPE_ARRAY, .items = api_string_item},
+    {0},
+};
+
 static const api_field status_props[] = {
     {.name = "serviceFQDN", .type = API_TYPE_STRING},
     {.name = "service", .type = API_TYPE_STRING},
@@ -24,6 +38,8 @@ static const api_field status_props[] = {
     {.name = "selector", .type = API_TYPE_STRING},
     {.name = "podIPs", .type = API_TYPE_ARRAY, .items = api_string_item},
     {.name = "nodeName", .type = API_TYPE_STRING},
+    {.name = "resources", .type = API_TYPE_OBJECT, .props = effective_resources_props},
+    {.name = "blockedConnections", .type = API_TYPE_INTEGER, .format = "int64"},
     {0},
 };
 
