@@ -10,6 +10,7 @@
 #include "api/api-field.h"
 #include "api/api-spec.h"
 #include "basic/macro.h"
+#include "basic/parse-util.h"
 
 static const json_t *get(const json_t *o, const char *k)
 {
@@ -159,6 +160,50 @@ static void check_metadata(const api_kind *k, const json_t *obj, api_errors *e)
     (void)k;
 }
 
+/* One container's resources.limits and .requests: every value a quantity that is not negative,
+ * as kube-apiserver decodes a Pod's (a bad one used to be stored and to fail every start). */
+static void check_container_resources(api_errors *e, const char *path, const json_t *ctr)
+{
+    static const char *const sections[] = {"limits", "requests"};
+    const json_t *res = get(ctr, "resources");
+    for (size_t s = 0; s < ELEMENTSOF(sections); s++) {
+        const char *name;
+        const json_t *v;
+        json_object_foreach ((json_t *)get(res, sections[s]), name, v) {
+            char field[512];
+            snprintf(field, sizeof(field), "%s.resources.%s.%s", path, sections[s], name);
+            long double q = 0;
+            if (json_is_string(v) && parse_quantity(json_string_value(v), &q) < 0)
+                api_errors_add(e, API_FIELD_INVALID, field, v,
+                               "quantities must match the regular expression "
+                               "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+            else if (!json_is_string(v) && !json_is_number(v))
+                api_errors_add(e, API_FIELD_INVALID, field, v,
+                               "must be a quantity: a string such as \"512Mi\" or a number");
+            else if ((json_is_number(v) ? json_number_value(v) : (double)q) < 0)
+                api_errors_add(e, API_FIELD_INVALID, field, v, "must be greater than or equal to 0");
+        }
+    }
+}
+
+/* The pod template of a Sandbox or SandboxTemplate: its containers' resources. */
+static void check_pod_template(const api_kind *k, const json_t *obj, api_errors *e)
+{
+    if (strcmp(k->kind, "Sandbox") != 0 && strcmp(k->kind, "SandboxTemplate") != 0)
+        return;
+    const json_t *pod = get(get(get(obj, "spec"), "podTemplate"), "spec");
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+        const json_t *c;
+        size_t i;
+        json_array_foreach (get(pod, lists[l]), i, c) {
+            char path[128];
+            snprintf(path, sizeof(path), "spec.podTemplate.spec.%s[%zu]", lists[l], i);
+            check_container_resources(e, path, c);
+        }
+    }
+}
+
 /* The reason of obj's status condition `type`, or NULL. */
 static const char *condition_reason(const json_t *obj, const char *type)
 {
@@ -207,6 +252,7 @@ void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_e
         check_field(e, k->spec, "spec", spec);
     check_immutable(e, k->spec, spec, old ? get(old, "spec") : NULL);
     check_expired_claim(k, obj, old, e);
+    check_pod_template(k, obj, e);
     const json_t *st = get(obj, "status");
     if (st && !json_is_null(st))
         api_want_type(e, "status", st, JSON_OBJECT);

@@ -13,6 +13,7 @@
 #include "basic/hash.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/parse-util.h"
 #include "local/local-bundle.h"
 #include "local/local-bundle-shared.h"
 #include "local/local-fs.h"
@@ -715,31 +716,14 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
 
 int local_parse_quantity(const char *s, bool millis, int64_t *ret)
 {
-    if (!s || !*s)
+    long double v;
+    if (parse_quantity(s, &v) < 0 || v < 0)
         return -EINVAL;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    v *= millis ? 1000.0L : 1.0L;
+    if (v > 9.2e18L)
         return -EINVAL;
-    static const struct {
-        const char *suffix;
-        double mult;
-    } units[] = {
-        {"", 1},     {"m", 1e-3},          {"k", 1e3},           {"M", 1e6},
-        {"G", 1e9},  {"T", 1e12},          {"Ki", 1024.0},       {"Mi", 1048576.0},
-        {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-    };
-    for (size_t i = 0; i < ELEMENTSOF(units); i++) {
-        if (strcmp(end, units[i].suffix) != 0)
-            continue;
-        double x = v * units[i].mult * (millis ? 1000.0 : 1.0);
-        if (x > 9.2e18)
-            return -EINVAL;
-        *ret = (int64_t)(x + 0.5);
-        return 0;
-    }
-    return -EINVAL;
+    *ret = (int64_t)(v + 0.5L);
+    return 0;
 }
 
 /* A relative path without empty, "." or ".." components (subPath, template names). */

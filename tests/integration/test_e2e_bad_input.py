@@ -258,3 +258,37 @@ def test_router_sdk_headers_on_a_claimed_sandbox(start_sbx):
     r = requests.get(router + "/", headers={**base, "X-Sandbox-Port": "8888"}, timeout=10)
     assert r.json() == {"status": "ok", "message": "Sandbox Runtime is active."}, r.text
     still_serving(asb)
+
+
+def test_bad_quantities_are_refused_at_the_door(start_sbx, tmp_path):
+    """Issue 31: `memory: lots` and `cpu: "-1"` are 422 with every failing field and its value,
+    before anything is stored (they used to be created and fail every 10 s)."""
+    asb = start_sbx()
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text("""apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: greedy
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: main
+        image: host
+        resources:
+          limits:
+            memory: lots
+            cpu: "-1"
+""")
+    p = run(asb, "apply", "-f", str(manifest))
+    assert p.returncode == 1, p
+    assert 'spec.podTemplate.spec.containers[0].resources.limits.memory: Invalid value: "lots"' \
+        in p.stderr, p.stderr
+    assert 'spec.podTemplate.spec.containers[0].resources.limits.cpu: Invalid value: "-1": must ' \
+        'be greater than or equal to 0' in p.stderr, p.stderr
+    assert "created" not in p.stdout
+    assert asb.get(asb.path(CORE, "sandboxes", name="greedy")).status_code == 404
+    good = template("sized")
+    good["spec"]["podTemplate"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"memory": "512Mi", "cpu": 0.5}}
+    assert asb.post(asb.path(EXT, "sandboxtemplates"), good).status_code == 201

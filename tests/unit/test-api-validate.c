@@ -134,6 +134,35 @@ TEST(volume_claim_templates_immutable)
     free(m);
 }
 
+/* Container resources are quantities, checked at admission (issue 31): every failing field named,
+ * with the value. */
+TEST(pod_resources_are_quantities)
+{
+    char *m = validate(
+        "Sandbox",
+        "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":[{"
+        "\"name\":\"c\",\"image\":\"host\",\"resources\":{\"limits\":{\"memory\":\"lots\","
+        "\"cpu\":\"-1\"},\"requests\":{\"ephemeral-storage\":true}}}]}}}}",
+        NULL);
+    CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.limits.memory: Invalid value: "
+                      "\"lots\": quantities must match the regular expression"));
+    CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.limits.cpu: Invalid value: "
+                      "\"-1\": must be greater than or equal to 0"));
+    CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.requests.ephemeral-storage: "
+                      "Invalid value: true: must be a quantity"));
+    free(m);
+    m = validate("SandboxTemplate",
+                 "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":{\"spec\":{"
+                 "\"containers\":[{\"name\":\"c\",\"image\":\"host\",\"resources\":{\"limits\":{"
+                 "\"memory\":\"512Mi\",\"cpu\":0.5}}}],\"initContainers\":[{\"name\":\"i\","
+                 "\"image\":\"host\",\"resources\":{\"limits\":{\"memory\":\"1 Gi\"}}}]}}}}",
+                 NULL);
+    CHECK(contains(m, "spec.podTemplate.spec.initContainers[0].resources.limits.memory: Invalid "
+                      "value: \"1 Gi\""));
+    CHECK(!strstr(m ? m : "", "containers[0]"));
+    free(m);
+}
+
 /* An expired claim's lifecycle cannot change (its sandbox is gone); its status can, and so can
  * the lifecycle of a claim that has not expired. */
 TEST(expired_claim_cannot_be_extended)

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 
 #include "basic/parse-util.h"
 #include "basic/time-util.h"
@@ -60,4 +61,33 @@ TEST(go_duration)
     CHECK_INT_EQ(parse_go_duration("1x", &u), -EINVAL);
     CHECK_INT_EQ(parse_go_duration("", &u), -EINVAL);
     CHECK_INT_EQ(parse_go_duration(".s", &u), -EINVAL);
+}
+
+/* resource.Quantity's grammar: suffixes, exponents and signs read; anything else refused. */
+TEST(quantities)
+{
+    static const struct {
+        const char *s;
+        long double want;
+    } good[] = {
+        {"1", 1},          {"0.5", 0.5},     {".5", 0.5},         {"3.", 3},
+        {"+2", 2},         {"-1", -1},       {"1Ki", 1024},       {"1Gi", 1073741824.0L},
+        {"2Ei", 2 * 1152921504606846976.0L}, {"500m", 0.5},       {"1k", 1000},
+        {"1M", 1e6},       {"3P", 3e15},     {"250u", 2.5e-4L},   {"1e3", 1000},
+        {"1E-2", 0.01L},   {"5e+2", 500},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        long double v = -42;
+        CHECK_INT_EQ(parse_quantity(good[i].s, &v), 0);
+        CHECK(fabsl(v - good[i].want) <= fabsl(good[i].want) * 1e-12L);
+    }
+    static const char *const bad[] = {"",    "lots", "1 Gi", "1GB", "inf", "nan", "0x10",
+                                      "1Qi", "Gi",   ".",    "1e",  "1e1.5", " 1", "1..2",
+                                      "--1", "1ki"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        long double v;
+        if (parse_quantity(bad[i], &v) != -EINVAL)
+            printf("#   accepted \"%s\"\n", bad[i]);
+        CHECK_INT_EQ(parse_quantity(bad[i], &v), -EINVAL);
+    }
 }
