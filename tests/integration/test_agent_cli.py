@@ -224,7 +224,8 @@ def fake_claim_controller(asb, claim_name, stop):
 def test_pool_claims_a_sandbox(start_sbx, sbx_state, tmp_path):
     import threading
     from asb_apiserver import EXT
-    asb = start_sbx()
+    # The fake controller binds the claim: the real one would say WarmPoolNotFound first.
+    asb = start_sbx(env={"ASB_CLAIM_CONTROLLER": "off"})
     stop = threading.Event()
     t = threading.Thread(target=fake_claim_controller, args=(asb, "pool1", stop), daemon=True)
     t.start()

@@ -86,10 +86,10 @@ def test_readme_tour(start_sbx, tmp_path):
 
 def test_claim_errors_documented(start_sbx):
     asb = start_sbx()
-    # A pool that does not exist: exit 1, the documented timeout message, no claim left behind.
-    p = run(asb, "claim", "--pool", "nope", "--name", "c", "--timeout", "1s")
+    # A pool that does not exist: exit 1 at once (not at the timeout), the reason, no claim left.
+    p = run(asb, "claim", "--pool", "nope", "--name", "c", "--timeout", "60s")
     assert p.returncode == 1
-    assert "error: claim default/c not ready after" in p.stderr and "WarmPoolNotFound" in p.stderr, p.stderr
+    assert "error: claim failed: claim c failed: WarmPoolNotFound" in p.stderr, p.stderr
     p = run(asb, "get", "claims")
     assert "No resources found in default namespace." in p.stderr, (p.stdout, p.stderr)
     p = run(asb, "exec", "ghost", "--", "true")
@@ -128,8 +128,10 @@ def test_claim_verbs(start_sbx):
             break
         time.sleep(0.05)
     assert not any(n in left for n in names), left
-    # Ctrl-C while waiting rolls the claim back.
-    p = subprocess.Popen([asb_binary(), "claim", "--pool", "nope", "--name", "intr"], env=cli_env(asb),
+    # Ctrl-C while waiting rolls the claim back (a pool whose one member never gets Ready: the
+    # claim waits).
+    ok(asb, "apply", "-f", "-", input=STUCK_POOL_YAML)
+    p = subprocess.Popen([asb_binary(), "claim", "--pool", "stuck", "--name", "intr"], env=cli_env(asb),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and "intr" not in ok(asb, "get", "claims", "-o", "name"):
@@ -139,6 +141,29 @@ def test_claim_verbs(start_sbx):
     assert p.returncode == -signal.SIGINT, p.returncode
     assert "intr" not in ok(asb, "get", "claims", "-o", "name")
 
+
+# A pool whose sandboxes never become Ready (their image does not exist): claims on it wait.
+STUCK_POOL_YAML = """\
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: stuck
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: main
+        image: dir:/nonexistent/stuck-image
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: stuck
+spec:
+  replicas: 1
+  sandboxTemplateRef:
+    name: stuck
+"""
 
 CLAIM_YAML = """\
 apiVersion: extensions.agents.x-k8s.io/v1beta1
