@@ -896,7 +896,9 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {main_w, main_r};
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    if ((k = local_tcpmem_limit(cg, lim.memory)) < 0)
+    /* runc only: runsc applies no limits to a cgroup that exists already, and its network
+     * stack's buffers are the Sentry's own memory, which the memory limit counts anyway. */
+    if (oci_is_runc(rt) && (k = local_tcpmem_limit(cg, lim.memory)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot limit the TCP buffers of %s: %s",
                     cg, strerror(-k));
     int netns_saved = -1;
