@@ -77,17 +77,6 @@ const char *asbi_claim_bound_sandbox(const json_t *claim)
     return sn && *sn ? sn : NULL;
 }
 
-static const json_t *ready_condition(const json_t *obj)
-{
-    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
-    for (size_t i = 0; i < json_array_size(conds); i++) {
-        const char *t = json_string_value(json_object_get(json_array_get(conds, i), "type"));
-        if (t && strcasecmp(t, "Ready") == 0)
-            return json_array_get(conds, i);
-    }
-    return NULL;
-}
-
 typedef struct ready_wait {
     const char *name;
     char *sandbox_name;
@@ -98,7 +87,7 @@ typedef struct ready_wait {
 /* 0: keep waiting; WAIT_MET: Ready with a sandbox; an error: terminal. Pure (unit-tested). */
 int asbi_claim_check(const json_t *claim, char **ret_sandbox, char *last, size_t last_size)
 {
-    const json_t *c = ready_condition(claim);
+    const json_t *c = asbi_find_condition(claim, "Ready");
     const char *st = json_string_value(json_object_get(c, "status"));
     const char *reason = json_string_value(json_object_get(c, "reason"));
     const char *msg = json_string_value(json_object_get(c, "message"));

@@ -93,3 +93,5 @@ int asbi_object_wait_until(char **out, asb_client *c, const char *kind, const ch
 /* Whether obj has status.conditions[type == condition (any case)].status == status (any case),
  * not outdated by observedGeneration < metadata.generation. */
 int asbi_condition_met(const json_t *obj, const char *condition, const char *status);
+/* obj's status condition of that type (any case), borrowed, or NULL. */
+const json_t *asbi_find_condition(const json_t *obj, const char *type);

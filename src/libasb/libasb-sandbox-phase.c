@@ -18,18 +18,6 @@ static const char *const terminal_reasons[] = {
     "SandboxExpired",    "PodSucceeded",  "PodFailed",
 };
 
-static const json_t *find_condition(const json_t *obj, const char *type)
-{
-    json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
-    for (size_t i = 0; i < json_array_size(conds); i++) {
-        json_t *c = json_array_get(conds, i);
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcasecmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
-}
-
 static bool condition_is(const json_t *c, const char *status)
 {
     const char *s = json_string_value(json_object_get(c, "status"));
@@ -70,8 +58,8 @@ static char *describe(const json_t *c, const char *fallback)
 int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why)
 {
     const json_t *md = json_object_get(obj, "metadata");
-    const json_t *ready = find_condition(obj, "Ready");
-    const json_t *fin = find_condition(obj, "Finished");
+    const json_t *ready = asbi_find_condition(obj, "Ready");
+    const json_t *fin = asbi_find_condition(obj, "Finished");
     const char *mode =
         json_string_value(json_object_get(json_object_get(obj, "spec"), "operatingMode"));
     const char *reason = json_string_value(json_object_get(ready, "reason"));

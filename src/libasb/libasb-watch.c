@@ -327,7 +327,7 @@ static bool jsonpath_met(const json_t *obj, const waiter *wt)
 
 enum { WAIT_MET = 1, WAIT_DELETED = 2, WAIT_TERMINAL = 3 };
 
-static const json_t *find_condition(const json_t *obj, const char *type)
+const json_t *asbi_find_condition(const json_t *obj, const char *type)
 {
     const json_t *c;
     size_t i;
@@ -346,7 +346,7 @@ static int observe(const json_t *obj, waiter *wt)
 {
     if (wt->met != condition_met)
         return 0;
-    const json_t *c = find_condition(obj, wt->condition);
+    const json_t *c = asbi_find_condition(obj, wt->condition);
     const char *st = json_string_value(json_object_get(c, "status")),
                *reason = json_string_value(json_object_get(c, "reason")),
                *msg = json_string_value(json_object_get(c, "message"));
