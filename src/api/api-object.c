@@ -293,6 +293,12 @@ void api_errors_add(api_errors *errs, api_error_type type, const char *field, co
         errs->oom = true;
         return;
     }
+    /* The schema and a field's own rules may find the same fault: say it once. */
+    for (size_t i = 0; i < errs->n; i++)
+        if (strcmp(errs->v[i].message, msg) == 0) {
+            free(msg);
+            return;
+        }
     struct api_field_error *nv = realloc(errs->v, (errs->n + 1) * sizeof(*nv));
     char *f = strdup(field);
     if (!nv || !f) {
@@ -305,6 +311,14 @@ void api_errors_add(api_errors *errs, api_error_type type, const char *field, co
     }
     errs->v = nv;
     errs->v[errs->n++] = (struct api_field_error){type, f, msg};
+}
+
+bool api_errors_has_field(const api_errors *errs, const char *field)
+{
+    for (size_t i = 0; i < errs->n; i++)
+        if (strcmp(errs->v[i].field, field) == 0)
+            return true;
+    return false;
 }
 
 void api_errors_clear(api_errors *errs)

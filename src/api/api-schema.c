@@ -1,7 +1,8 @@
 /* Pruning of unknown fields the way kube-apiserver prunes custom resources with structural
- * schemas: every field a kind's table (api-field.h) does not declare is dropped at any depth,
- * except under fields that keep unknown fields (core/v1 PodSpec, PVC specs, NetworkPolicy rules:
- * API_TYPE_FREE) and in string maps (labels, annotations). */
+ * schemas: every field a kind's table (api-field.h) does not declare is dropped at any depth, and
+ * inside the Kubernetes types a kind embeds (core/v1 PodSpec, PVC specs, NetworkPolicy rules) every
+ * field their schema does not declare (api-k8s-schema.c); string maps (labels, annotations) and
+ * free-form fields keep theirs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "api/api.h"
 #include "api/api-field.h"
+#include "api/api-k8s.h"
 #include "basic/macro.h"
 
 /* metav1.ObjectMeta, which kube-apiserver decodes strictly for custom resources too. */
@@ -75,6 +77,8 @@ static int prune_props(const api_field *props, json_t *v, const char *path, json
 
 static int prune(const api_field *n, json_t *v, const char *path, json_t *paths)
 {
+    if (n->type == API_TYPE_FREE && n->k8s_type)
+        return api_k8s_prune(n->k8s_type, v, path, paths);
     if (n->type == API_TYPE_ARRAY && json_is_array(v)) {
         size_t i;
         json_t *item;

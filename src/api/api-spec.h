@@ -16,6 +16,8 @@ void api_check_np_egress(api_errors *e, const char *path, const json_t *v);
 void api_check_claim_env(api_errors *e, const char *path, const json_t *v);
 
 /* Shared by the generic validator (api-validate.c) and the core checks. */
+/* "object", "array", "string", "integer", "number", "boolean" or "null". */
+const char *api_json_type_name(const json_t *v);
 bool api_want_type(api_errors *e, const char *path, const json_t *v, json_type t);
 void api_check_enum(api_errors *e, const char *path, const json_t *v, const char *const *vals);
 void api_check_required_string(api_errors *e, const char *path, const json_t *v);

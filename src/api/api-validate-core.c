@@ -10,6 +10,7 @@
 #include "api/api.h"
 #include "api/api-spec.h"
 #include "basic/macro.h"
+#include "basic/parse-util.h"
 
 #define PATH_MAX_LEN 512
 
@@ -33,7 +34,7 @@ static fpath fp(const char *base, const char *fmt, ...)
     return p;
 }
 
-static const char *type_name(const json_t *v)
+const char *api_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -67,9 +68,9 @@ bool api_want_type(api_errors *e, const char *field, const json_t *v, json_type 
                             : t == JSON_STRING  ? "string"
                             : t == JSON_INTEGER ? "integer"
                                                 : "boolean";
-    json_t *got = json_string(type_name(v));
+    json_t *got = json_string(api_json_type_name(v));
     api_errors_add(e, API_FIELD_TYPE, field, got, "%s in body must be of type %s: \"%s\"", field,
-                   want_name, type_name(v));
+                   want_name, api_json_type_name(v));
     json_decref(got);
     return false;
 }
@@ -201,6 +202,29 @@ static void check_env(api_errors *e, const char *field, const json_t *env, bool 
     }
 }
 
+/* One container's resources.limits and .requests, beyond the schema's pattern (checked before):
+ * not negative (a Pod's rule: the pattern lets a sign through), and within what the parser of the
+ * runtime's limits takes (a bad one used to be stored and to fail every start). */
+static void check_container_resources(api_errors *e, const char *field, const json_t *ctr)
+{
+    static const char *const sections[] = {"limits", "requests"};
+    const json_t *res = get(ctr, "resources");
+    for (size_t s = 0; s < ELEMENTSOF(sections); s++) {
+        const char *name;
+        const json_t *v;
+        json_object_foreach ((json_t *)get(res, sections[s]), name, v) {
+            fpath f = fp(field, ".resources.%s.%s", sections[s], name);
+            long double q = 0;
+            if (api_errors_has_field(e, f.s) || (!json_is_string(v) && !json_is_integer(v)))
+                continue;
+            if (json_is_string(v) && parse_quantity(json_string_value(v), &q) < 0)
+                api_errors_add(e, API_FIELD_INVALID, f.s, v, "unable to parse quantity's suffix");
+            else if ((json_is_integer(v) ? (long double)json_integer_value(v) : q) < 0)
+                api_errors_add(e, API_FIELD_INVALID, f.s, v, "must be greater than or equal to 0");
+        }
+    }
+}
+
 static void check_containers(api_errors *e, const char *field, const json_t *cs, bool required)
 {
     if (!cs) {
@@ -240,8 +264,7 @@ static void check_containers(api_errors *e, const char *field, const json_t *cs,
             api_want_type(e, fp(f.s, ".workingDir").s, get(c, "workingDir"), JSON_STRING);
         if (get(c, "env"))
             check_env(e, fp(f.s, ".env").s, get(c, "env"), false);
-        if (get(c, "resources"))
-            api_want_type(e, fp(f.s, ".resources").s, get(c, "resources"), JSON_OBJECT);
+        check_container_resources(e, f.s, c);
         if (get(c, "ports"))
             api_want_type(e, fp(f.s, ".ports").s, get(c, "ports"), JSON_ARRAY);
     }
@@ -332,7 +355,7 @@ static void check_np_ports(api_errors *e, const char *field, const json_t *ports
         } else if (port && !json_is_string(port))
             api_errors_add(e, API_FIELD_TYPE, fport.s, port,
                            "%s in body must be of type int-or-string: \"%s\"", fport.s,
-                           type_name(port));
+                           api_json_type_name(port));
         const json_t *end = get(p, "endPort");
         if (end && api_want_type(e, fp(f.s, ".endPort").s, end, JSON_INTEGER) &&
             (!json_is_integer(port) || json_integer_value(end) < json_integer_value(port)))

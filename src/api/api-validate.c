@@ -8,9 +8,9 @@
 
 #include "api/api.h"
 #include "api/api-field.h"
+#include "api/api-k8s.h"
 #include "api/api-spec.h"
 #include "basic/macro.h"
-#include "basic/parse-util.h"
 
 static const json_t *get(const json_t *o, const char *k)
 {
@@ -60,14 +60,11 @@ static void check_string(api_errors *e, const api_field *f, const char *path, co
         api_want_type(e, path, v, JSON_STRING);
 }
 
-/* A present value. Patterns and maximum lengths are left to the CRD (no field asb serve checks
- * has one). */
-static void check_field(api_errors *e, const api_field *f, const char *path, const json_t *v)
+/* A present value's structure: the generic checks of its table entry, or of the schema of the
+ * Kubernetes type it holds. Patterns and maximum lengths of our own fields are left to the CRD
+ * (no field asb serve checks has one). */
+static void check_structure(api_errors *e, const api_field *f, const char *path, const json_t *v)
 {
-    if (f->check) {
-        f->check(e, path, v);
-        return;
-    }
     switch (f->type) {
     case API_TYPE_STRING:
         check_string(e, f, path, v);
@@ -100,9 +97,21 @@ static void check_field(api_errors *e, const api_field *f, const char *path, con
         api_check_string_map(e, path, v, f->label_values);
         break;
     case API_TYPE_FREE:
-        api_want_type(e, path, v, JSON_OBJECT);
+        if (f->k8s_type)
+            api_k8s_validate(e, f->k8s_type, path, v);
+        else
+            api_want_type(e, path, v, JSON_OBJECT);
         break;
     }
+}
+
+/* A present value: its structure, then the field's own rules (which check the types they read,
+ * so that every failing field is named at once; a fault both find is recorded once). */
+static void check_field(api_errors *e, const api_field *f, const char *path, const json_t *v)
+{
+    check_structure(e, f, path, v);
+    if (f->check && !e->oom)
+        f->check(e, path, v);
 }
 
 /* The CRD's transition rules: an immutable field may not be added, removed or changed. */
@@ -160,50 +169,6 @@ static void check_metadata(const api_kind *k, const json_t *obj, api_errors *e)
     (void)k;
 }
 
-/* One container's resources.limits and .requests: every value a quantity that is not negative,
- * as kube-apiserver decodes a Pod's (a bad one used to be stored and to fail every start). */
-static void check_container_resources(api_errors *e, const char *path, const json_t *ctr)
-{
-    static const char *const sections[] = {"limits", "requests"};
-    const json_t *res = get(ctr, "resources");
-    for (size_t s = 0; s < ELEMENTSOF(sections); s++) {
-        const char *name;
-        const json_t *v;
-        json_object_foreach ((json_t *)get(res, sections[s]), name, v) {
-            char field[512];
-            snprintf(field, sizeof(field), "%s.resources.%s.%s", path, sections[s], name);
-            long double q = 0;
-            if (json_is_string(v) && parse_quantity(json_string_value(v), &q) < 0)
-                api_errors_add(e, API_FIELD_INVALID, field, v,
-                               "quantities must match the regular expression "
-                               "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
-            else if (!json_is_string(v) && !json_is_number(v))
-                api_errors_add(e, API_FIELD_INVALID, field, v,
-                               "must be a quantity: a string such as \"512Mi\" or a number");
-            else if ((json_is_number(v) ? json_number_value(v) : (double)q) < 0)
-                api_errors_add(e, API_FIELD_INVALID, field, v, "must be greater than or equal to 0");
-        }
-    }
-}
-
-/* The pod template of a Sandbox or SandboxTemplate: its containers' resources. */
-static void check_pod_template(const api_kind *k, const json_t *obj, api_errors *e)
-{
-    if (strcmp(k->kind, "Sandbox") != 0 && strcmp(k->kind, "SandboxTemplate") != 0)
-        return;
-    const json_t *pod = get(get(get(obj, "spec"), "podTemplate"), "spec");
-    static const char *const lists[] = {"containers", "initContainers"};
-    for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
-        const json_t *c;
-        size_t i;
-        json_array_foreach (get(pod, lists[l]), i, c) {
-            char path[128];
-            snprintf(path, sizeof(path), "spec.podTemplate.spec.%s[%zu]", lists[l], i);
-            check_container_resources(e, path, c);
-        }
-    }
-}
-
 /* The reason of obj's status condition `type`, or NULL. */
 static const char *condition_reason(const json_t *obj, const char *type)
 {
@@ -252,7 +217,6 @@ void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_e
         check_field(e, k->spec, "spec", spec);
     check_immutable(e, k->spec, spec, old ? get(old, "spec") : NULL);
     check_expired_claim(k, obj, old, e);
-    check_pod_template(k, obj, e);
     const json_t *st = get(obj, "status");
     if (st && !json_is_null(st))
         api_want_type(e, "status", st, JSON_OBJECT);

@@ -90,6 +90,8 @@ struct api_errors {
 /* Records one error. `value` is the offending value (may be NULL); detail may be NULL. */
 void api_errors_add(api_errors *errs, api_error_type type, const char *field, const json_t *value,
                     const char *detail_fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Whether an error was recorded for field (exactly that path). */
+bool api_errors_has_field(const api_errors *errs, const char *field);
 void api_errors_clear(api_errors *errs);
 /* Kubernetes aggregate text: `Kind.group "name" is invalid: msg` or `...: [msg1, msg2]`.
  * Owned by the caller. */

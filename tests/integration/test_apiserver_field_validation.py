@@ -38,13 +38,14 @@ def with_unknown(name):
     sb = sandbox(name)
     sb["metadata"]["bogus"] = "m"
     sb["spec"]["foo"] = 1
-    sb["spec"]["podTemplate"]["spec"]["keptBecausePodSpecIsFree"] = True
+    sb["spec"]["podTemplate"]["spec"]["containers"][0]["resorces"] = {"limits": {"memory": "1Gi"}}
     sb["spec"]["podTemplate"]["metadata"] = {"labels": {"a": "b"}, "name": "dropped"}
     return sb
 
 
 UNKNOWN = ['299 - "unknown field \\"metadata.bogus\\""', '299 - "unknown field \\"spec.foo\\""',
-           '299 - "unknown field \\"spec.podTemplate.metadata.name\\""']
+           '299 - "unknown field \\"spec.podTemplate.metadata.name\\""',
+           '299 - "unknown field \\"spec.podTemplate.spec.containers[0].resorces\\""']
 
 
 def test_create_warn_is_the_default_and_prunes(asb):
@@ -56,7 +57,8 @@ def test_create_warn_is_the_default_and_prunes(asb):
         for obj in (r.json(), asb.get(asb.path(CORE, "sandboxes", name=name)).json()):
             assert "foo" not in obj["spec"] and "bogus" not in obj["metadata"]
             assert obj["spec"]["podTemplate"]["metadata"] == {"labels": {"a": "b"}}
-            assert obj["spec"]["podTemplate"]["spec"]["keptBecausePodSpecIsFree"] is True
+            # The pod spec is pruned by the pinned Kubernetes schema, at every depth (issue 31).
+            assert "resorces" not in obj["spec"]["podTemplate"]["spec"]["containers"][0]
     # A clean object gets no warning.
     r = asb.post(asb.path(CORE, "sandboxes"), sandbox("clean"))
     assert r.status_code == 201 and warnings_of(r) == []
@@ -96,7 +98,8 @@ def test_create_strict_refuses(asb):
     assert body["message"] == (
         'Sandbox in version "v1beta1" cannot be handled as a Sandbox: strict decoding error: '
         'unknown field "metadata.bogus", unknown field "spec.foo", '
-        'unknown field "spec.podTemplate.metadata.name"')
+        'unknown field "spec.podTemplate.metadata.name", '
+        'unknown field "spec.podTemplate.spec.containers[0].resorces"')
     assert asb.get(asb.path(CORE, "sandboxes", name="strict")).status_code == 404
     # Strict with nothing unknown is an ordinary create.
     r = asb.post(asb.path(CORE, "sandboxes") + "?fieldValidation=Strict", sandbox("strictok"))
@@ -166,7 +169,9 @@ def test_asb_apply_prints_warnings_as_kubectl(asb, tmp_path):
     assert p.stdout == "sandbox.agents.x-k8s.io/applied created\n"
     assert p.stderr.splitlines() == ['Warning: unknown field "metadata.bogus"',
                                      'Warning: unknown field "spec.foo"',
-                                     'Warning: unknown field "spec.podTemplate.metadata.name"']
+                                     'Warning: unknown field "spec.podTemplate.metadata.name"',
+                                     'Warning: unknown field '
+                                     '"spec.podTemplate.spec.containers[0].resorces"']
     # The update path warns too (and the pruned object is otherwise unchanged).
     p = run(asb, "apply", "-f", str(f))
     assert p.returncode == 0, p.stderr

@@ -290,5 +290,5 @@ spec:
     assert asb.get(asb.path(CORE, "sandboxes", name="greedy")).status_code == 404
     good = template("sized")
     good["spec"]["podTemplate"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"memory": "512Mi", "cpu": 0.5}}
+        "limits": {"memory": "512Mi", "cpu": "500m"}}
     assert asb.post(asb.path(EXT, "sandboxtemplates"), good).status_code == 201

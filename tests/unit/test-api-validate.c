@@ -28,6 +28,14 @@ static char *validate(const char *kind, const char *obj_json, const char *old_js
     return msg;
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
 static bool contains(const char *hay, const char *needle)
 {
     if (!hay || !strstr(hay, needle)) {
@@ -134,8 +142,9 @@ TEST(volume_claim_templates_immutable)
     free(m);
 }
 
-/* Container resources are quantities, checked at admission (issue 31): every failing field named,
- * with the value. */
+/* Container resources are quantities, checked at admission (issue 31) by the schema the CRD
+ * carries (pattern, int-or-string) and by a Pod's rule (not negative): every failing field named,
+ * with the value, each once. */
 TEST(pod_resources_are_quantities)
 {
     char *m = validate(
@@ -145,16 +154,21 @@ TEST(pod_resources_are_quantities)
         "\"cpu\":\"-1\"},\"requests\":{\"ephemeral-storage\":true}}}]}}}}",
         NULL);
     CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.limits.memory: Invalid value: "
-                      "\"lots\": quantities must match the regular expression"));
+                      "\"lots\": spec.podTemplate.spec.containers[0].resources.limits.memory in "
+                      "body should match '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|"));
     CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.limits.cpu: Invalid value: "
                       "\"-1\": must be greater than or equal to 0"));
     CHECK(contains(m, "spec.podTemplate.spec.containers[0].resources.requests.ephemeral-storage: "
-                      "Invalid value: true: must be a quantity"));
+                      "Invalid value: \"boolean\": spec.podTemplate.spec.containers[0].resources."
+                      "requests.ephemeral-storage in body must be of type integer,string: "
+                      "\"boolean\""));
+    /* Three faults, three errors: the schema's and the rule's are not repeated. */
+    CHECK(m && strstr(m, "is invalid: [") && count(m, "Invalid value") == 3);
     free(m);
     m = validate("SandboxTemplate",
                  "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"podTemplate\":{\"spec\":{"
                  "\"containers\":[{\"name\":\"c\",\"image\":\"host\",\"resources\":{\"limits\":{"
-                 "\"memory\":\"512Mi\",\"cpu\":0.5}}}],\"initContainers\":[{\"name\":\"i\","
+                 "\"memory\":\"512Mi\",\"cpu\":2}}}],\"initContainers\":[{\"name\":\"i\","
                  "\"image\":\"host\",\"resources\":{\"limits\":{\"memory\":\"1 Gi\"}}}]}}}}",
                  NULL);
     CHECK(contains(m, "spec.podTemplate.spec.initContainers[0].resources.limits.memory: Invalid "
