@@ -12,8 +12,8 @@
 #include "api/api-spec.h"
 #include "basic/macro.h"
 
-/* Compiled patterns, keyed by the schema's (never freed) pattern string. The schemas hold a few
- * (quantities); a pattern that does not compile is not checked. */
+/* Compiled patterns, keyed by the (static, or schema's never freed) pattern string. The schemas
+ * and the kind tables hold a few; a pattern that does not compile is not checked. */
 #define PATTERNS_MAX 16
 static struct pattern {
     const char *source;
@@ -39,6 +39,14 @@ static const regex_t *compiled(const char *source)
         re = &patterns[i].re;
     pthread_mutex_unlock(&patterns_lock);
     return re;
+}
+
+void api_check_pattern(api_errors *e, const char *path, const json_t *v, const char *pattern)
+{
+    const regex_t *re = compiled(pattern);
+    if (re && json_is_string(v) && regexec(re, json_string_value(v), 0, NULL, 0) != 0)
+        api_errors_add(e, API_FIELD_INVALID, path, v, "%s in body should match '%s'", path,
+                       pattern);
 }
 
 static bool is_type(const char *type, const json_t *v)
@@ -97,10 +105,8 @@ static void check_string(api_errors *e, const json_t *schema, const char *path, 
         return;
     }
     const char *pattern = json_string_value(json_object_get(schema, "pattern"));
-    const regex_t *re = pattern ? compiled(pattern) : NULL;
-    if (re && regexec(re, json_string_value(v), 0, NULL, 0) != 0)
-        api_errors_add(e, API_FIELD_INVALID, path, v, "%s in body should match '%s'", path,
-                       pattern);
+    if (pattern)
+        api_check_pattern(e, path, v, pattern);
     const char *format = json_string_value(json_object_get(schema, "format"));
     if (format && strcmp(format, "date-time") == 0)
         api_check_date_time(e, path, v);

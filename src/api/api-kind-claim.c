@@ -6,7 +6,7 @@
 static const char *const shutdown_policies[] = {"Delete", "DeleteForeground", "Retain", NULL};
 
 static const api_field warm_pool_ref_props[] = {
-    {.name = "name", .type = API_TYPE_STRING, .required = true, .min_length = 1},
+    API_FIELD_REF_NAME,
     {0},
 };
 

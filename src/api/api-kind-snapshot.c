@@ -6,7 +6,7 @@
 
 /* clang-format off */
 static const api_field sandbox_ref_props[] = {
-    {.name = "name", .type = API_TYPE_STRING, .required = true, .min_length = 1},
+    API_FIELD_REF_NAME,
     {0},
 };
 

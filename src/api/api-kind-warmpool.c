@@ -6,7 +6,7 @@
 static const char *const strategies[] = {"Recreate", "OnReplenish", NULL};
 
 static const api_field template_ref_props[] = {
-    {.name = "name", .type = API_TYPE_STRING, .required = true, .min_length = 1},
+    API_FIELD_REF_NAME,
     {0},
 };
 

@@ -26,6 +26,14 @@ extern const api_field api_condition[];              /* one metav1.Condition */
 
 extern const api_field api_string_item[];           /* items of a list of strings */
 
+/* The name of an object a spec refers to: an object name (a DNS-1123 subdomain), or it could
+ * never be found. */
+#define API_DNS1123_SUBDOMAIN                                                                      \
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+#define API_FIELD_REF_NAME                                                                         \
+    {.name = "name", .type = API_TYPE_STRING, .required = true, .min_length = 1,                 \
+     .max_length = 253, .pattern = API_DNS1123_SUBDOMAIN}
+
 #define API_FIELD_POD_TEMPLATE(is_required)                                                        \
     {.name = "podTemplate", .type = API_TYPE_OBJECT, .required = (is_required),                  \
      .description = "Pod template; only labels and annotations of its metadata are used",        \

@@ -244,6 +244,7 @@ static const char *const error_type_text[] = {
     [API_FIELD_TOO_LONG] = "Too long",
     [API_FIELD_FORBIDDEN] = "Forbidden",
     [API_FIELD_TYPE] = "Invalid value",
+    [API_FIELD_NOT_FOUND] = "Not found",
 };
 static const char *const error_type_reason[] = {
     [API_FIELD_REQUIRED] = "FieldValueRequired",
@@ -253,6 +254,7 @@ static const char *const error_type_reason[] = {
     [API_FIELD_TOO_LONG] = "FieldValueTooLong",
     [API_FIELD_FORBIDDEN] = "FieldValueForbidden",
     [API_FIELD_TYPE] = "FieldValueTypeInvalid",
+    [API_FIELD_NOT_FOUND] = "FieldValueNotFound",
 };
 
 /* Go's %#v-like rendering used by field.Error: strings quoted, other values as JSON. */

@@ -12,6 +12,9 @@ void api_check_pod_template(api_errors *e, const char *path, const json_t *v);
 void api_check_volume_claim_templates(api_errors *e, const char *path, const json_t *v);
 void api_check_np_ingress(api_errors *e, const char *path, const json_t *v);
 void api_check_np_egress(api_errors *e, const char *path, const json_t *v);
+/* A Sandbox's volumeMounts each name a volume of its pod spec or one of its volumeClaimTemplates
+ * (a Pod's rule; a template's mounts may name volumes its claims bring). */
+void api_check_sandbox_mounts(api_errors *e, const json_t *spec);
 /* SandboxClaim spec.env: name, value, valueFrom, containerName. */
 void api_check_claim_env(api_errors *e, const char *path, const json_t *v);
 
@@ -24,3 +27,6 @@ void api_check_required_string(api_errors *e, const char *path, const json_t *v)
 void api_check_date_time(api_errors *e, const char *path, const json_t *v);
 void api_check_string_map(api_errors *e, const char *path, const json_t *m, bool label_values);
 void api_check_string_array(api_errors *e, const char *path, const json_t *a);
+/* A string that must match an ECMA/POSIX-ERE pattern of a schema (pattern is static: compiled
+ * once, keyed by its address). */
+void api_check_pattern(api_errors *e, const char *path, const json_t *v, const char *pattern);

@@ -11,6 +11,7 @@
 #include "api/api-spec.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/path-util.h"
 
 #define PATH_MAX_LEN 512
 
@@ -225,6 +226,27 @@ static void check_container_resources(api_errors *e, const char *field, const js
     }
 }
 
+/* A container's volumeMounts: the paths the runtime can mount (a Pod's subPath rules; the mount
+ * path absolute and clean, which asb serve's runtime needs). Names are checked against the
+ * volumes by api_check_sandbox_mounts, where the Sandbox's volumes are known. */
+static void check_volume_mounts(api_errors *e, const char *field, const json_t *mounts)
+{
+    size_t i;
+    const json_t *m;
+    json_array_foreach (mounts, i, m) {
+        fpath f = fp(field, ".volumeMounts[%zu]", i);
+        const json_t *path = get(m, "mountPath"), *sub = get(m, "subPath");
+        if (json_is_string(path) && !path_is_clean_absolute(json_string_value(path)))
+            api_errors_add(e, API_FIELD_INVALID, fp(f.s, ".mountPath").s, path,
+                           "must be an absolute path without empty, '.' or '..' components, "
+                           "and not /");
+        const char *s = json_string_value(sub);
+        if (s && *s && !path_is_clean_relative(s, true))
+            api_errors_add(e, API_FIELD_INVALID, fp(f.s, ".subPath").s, sub,
+                           "must be a relative path without empty, '.' or '..' components");
+    }
+}
+
 static void check_containers(api_errors *e, const char *field, const json_t *cs, bool required)
 {
     if (!cs) {
@@ -265,6 +287,7 @@ static void check_containers(api_errors *e, const char *field, const json_t *cs,
         if (get(c, "env"))
             check_env(e, fp(f.s, ".env").s, get(c, "env"), false);
         check_container_resources(e, f.s, c);
+        check_volume_mounts(e, f.s, get(c, "volumeMounts"));
         if (get(c, "ports"))
             api_want_type(e, fp(f.s, ".ports").s, get(c, "ports"), JSON_ARRAY);
     }
@@ -422,4 +445,40 @@ void api_check_np_egress(api_errors *e, const char *path, const json_t *v)
 void api_check_claim_env(api_errors *e, const char *path, const json_t *v)
 {
     check_env(e, path, v, true);
+}
+
+static bool has_name(const json_t *list, const char *member, const char *name)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach (list, i, x) {
+        const json_t *n = member ? get(get(x, member), "name") : get(x, "name");
+        if (json_is_string(n) && strcmp(json_string_value(n), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+void api_check_sandbox_mounts(api_errors *e, const json_t *spec)
+{
+    const json_t *pod = get(get(spec, "podTemplate"), "spec");
+    const json_t *vcts = get(spec, "volumeClaimTemplates");
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+        size_t i, j;
+        const json_t *c, *m;
+        json_array_foreach (get(pod, lists[l]), i, c) {
+            json_array_foreach (get(c, "volumeMounts"), j, m) {
+                const json_t *name = get(m, "name");
+                const char *n = json_string_value(name);
+                if (n && !has_name(get(pod, "volumes"), NULL, n) &&
+                    !has_name(vcts, "metadata", n))
+                    api_errors_add(e, API_FIELD_NOT_FOUND,
+                                   fp("spec.podTemplate.spec.", "%s[%zu].volumeMounts[%zu].name",
+                                      lists[l], i, j)
+                                       .s,
+                                   name, NULL);
+            }
+        }
+    }
 }

@@ -58,11 +58,17 @@ static void check_string(api_errors *e, const api_field *f, const char *path, co
         api_check_required_string(e, path, v);
     else
         api_want_type(e, path, v, JSON_STRING);
+    if (!json_is_string(v) || (f->required && f->min_length > 0 && json_string_length(v) == 0))
+        return;
+    if (f->max_length && json_string_length(v) > f->max_length)
+        api_errors_add(e, API_FIELD_TOO_LONG, path, v, "may not be more than %u bytes",
+                       f->max_length);
+    else if (f->pattern)
+        api_check_pattern(e, path, v, f->pattern);
 }
 
-/* A present value's structure: the generic checks of its table entry, or of the schema of the
- * Kubernetes type it holds. Patterns and maximum lengths of our own fields are left to the CRD
- * (no field asb serve checks has one). */
+/* A present value's structure: the generic checks of its table entry (the CRD's keywords), or of
+ * the schema of the Kubernetes type it holds. */
 static void check_structure(api_errors *e, const api_field *f, const char *path, const json_t *v)
 {
     switch (f->type) {
@@ -217,6 +223,8 @@ void api_validate(const api_kind *k, const json_t *obj, const json_t *old, api_e
         check_field(e, k->spec, "spec", spec);
     check_immutable(e, k->spec, spec, old ? get(old, "spec") : NULL);
     check_expired_claim(k, obj, old, e);
+    if (strcmp(k->kind, "Sandbox") == 0)
+        api_check_sandbox_mounts(e, spec);
     const json_t *st = get(obj, "status");
     if (st && !json_is_null(st))
         api_want_type(e, "status", st, JSON_OBJECT);

@@ -75,6 +75,7 @@ typedef enum api_error_type {
     API_FIELD_TOO_LONG,    /* "Too long" */
     API_FIELD_FORBIDDEN,   /* "Forbidden" */
     API_FIELD_TYPE,        /* wrong JSON type (structural schema) */
+    API_FIELD_NOT_FOUND,   /* "Not found": a reference to nothing */
 } api_error_type;
 
 struct api_errors {

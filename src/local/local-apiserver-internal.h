@@ -56,6 +56,10 @@ json_t *status_failure(kube_reason reason, const char *message, const api_kind *
                        const char *name);
 /* Queue a Status failure reply with the HTTP status its `code` field carries; steals st. */
 enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st);
+/* The same with Warning headers (a refused object's unknown fields are still worth saying, as
+ * kube-apiserver says them on any answer). */
+enum MHD_Result reply_failure_warnings(struct MHD_Connection *c, json_t *st,
+                                       const json_t *warnings);
 /* The Status reply for an api_error: its reason (or the one its status code implies) and its
  * message. */
 enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,

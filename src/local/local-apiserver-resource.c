@@ -411,7 +411,7 @@ static enum MHD_Result handle_create(api_request *rq)
         if (errs.n > 0) {
             json_t *inv = status_invalid(k, api_meta_string(obj, "name"), &errs);
             api_errors_clear(&errs);
-            return reply_failure(rq->conn, inv);
+            return reply_failure_warnings(rq->conn, inv, warnings);
         }
         api_errors_clear(&errs);
         if ((st = apiserver_snapshot_admit_create(rq, obj)))
@@ -653,10 +653,13 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
     json_t *result = NULL;
     int r = local_store_update(rq->srv->store, rq->kind, rq->ns, rq->name, fn, u, &result);
     json_decref(u->body);
+    if (r == -EPROTO) {
+        enum MHD_Result ret = reply_failure_warnings(rq->conn, u->error, u->warnings);
+        u->warnings = json_decref_null(u->warnings);
+        return ret;
+    }
     if (r < 0)
         u->warnings = json_decref_null(u->warnings);
-    if (r == -EPROTO)
-        return reply_failure(rq->conn, u->error);
     if (r < 0)
         return reply_store_error(rq, r, rq->name);
     if (u->dry_result) {

@@ -100,12 +100,18 @@ json_t *status_failure(kube_reason reason, const char *message, const api_kind *
     return api_status_failure(info->http, info->name, message, k, name);
 }
 
-enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
+enum MHD_Result reply_failure_warnings(struct MHD_Connection *c, json_t *st,
+                                       const json_t *warnings)
 {
     json_t *code = json_object_get(st, "code");
     unsigned http = json_is_integer(code) ? (unsigned)json_integer_value(code)
                                           : kube_reason_info_of(KUBE_REASON_INTERNAL_ERROR)->http;
-    return reply_json(c, http, st);
+    return reply_json_warnings(c, http, st, warnings);
+}
+
+enum MHD_Result reply_failure(struct MHD_Connection *c, json_t *st)
+{
+    return reply_failure_warnings(c, st, NULL);
 }
 
 enum MHD_Result reply_api_error(struct MHD_Connection *c, const api_error *e, const api_kind *k,

@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/path-util.h"
 #include "local/local-bundle.h"
 #include "local/local-bundle-shared.h"
 #include "local/local-fs.h"
@@ -726,34 +727,6 @@ int local_parse_quantity(const char *s, bool millis, int64_t *ret)
     return 0;
 }
 
-/* A relative path without empty, "." or ".." components (subPath, template names). */
-static bool clean_relative(const char *s, bool allow_slash)
-{
-    if (!s || !*s || s[0] == '/' || strlen(s) > 253)
-        return false;
-    const char *p = s;
-    while (*p) {
-        size_t n = strcspn(p, "/");
-        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-            return false;
-        p += n;
-        if (*p == '/') {
-            if (!allow_slash)
-                return false;
-            p++;
-            if (!*p)
-                return false;
-        }
-    }
-    return true;
-}
-
-/* An absolute container path, not "/", without "." or ".." components. */
-static bool clean_absolute(const char *s)
-{
-    return s && s[0] == '/' && clean_relative(s + 1, true);
-}
-
 void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names)
 {
     for (size_t i = 0; i < n; i++) {
@@ -801,7 +774,7 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
     for (size_t i = 0; i < nv && r == 0; i++) {
         const char *name = json_string_value(
             json_object_get(json_object_get(json_array_get(vcts, i), "metadata"), "name"));
-        if (!clean_relative(name, false) || name[0] == '.') {
+        if (!path_is_clean_relative(name, false) || name[0] == '.') {
             char idx[24];
             snprintf(idx, sizeof(idx), "%zu", i);
             r = vol_fail(ret_error, "spec.volumeClaimTemplates[%s].metadata.name: invalid name \"%s\"",
@@ -819,12 +792,12 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
             known |= strcmp(names[j], name) == 0;
         if (!known)
             continue;
-        if (!clean_absolute(path)) {
+        if (!path_is_clean_absolute(path)) {
             r = vol_fail(ret_error, "volumeMounts \"%s\": mountPath \"%s\" must be an absolute path "
                          "without . or .. components (and not /)", name, path ? path : "");
             break;
         }
-        if (sub && *sub && !clean_relative(sub, true)) {
+        if (sub && *sub && !path_is_clean_relative(sub, true)) {
             r = vol_fail(ret_error, "volumeMounts \"%s\": subPath \"%s\" must be a relative path "
                          "without . or .. components", name, sub);
             break;
