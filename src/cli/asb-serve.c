@@ -596,7 +596,12 @@ int asb_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* What the machine has: specs asking more are warned about, and not started when they
+     * request it (local-capacity.h). */
+    local_capacity capacity;
+    bool have_capacity = local_capacity_read(dir, &capacity) == 0;
     local_apiserver_options ao = {
+        .capacity = have_capacity ? &capacity : NULL,
         .listen = o.listen,
         .token = token,
         .store = store,
@@ -663,6 +668,7 @@ int asb_serve(int argc, char **argv)
                     .prepared = o.net_prepared, .max_connections = o.max_connections,
                     .connection_rate = o.connection_rate},
             .defaults = o.defaults,
+            .capacity = have_capacity ? &capacity : NULL,
             .idmap = idmap};
         r = local_reconciler_start(&ro, &rec);
         if (r < 0) {

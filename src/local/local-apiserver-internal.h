@@ -15,6 +15,8 @@ struct local_apiserver {
     local_store *store;
     usec_t bookmark_interval;
     uint16_t port;
+    bool has_capacity;
+    local_capacity capacity;
     /* local_apiserver_set_create_hook: read-held while a hook runs, so clearing it waits. */
     pthread_rwlock_t hook_lock;
     const api_kind *hook_kind;

@@ -359,6 +359,18 @@ static int store_create(api_request *rq, const api_kind *k, json_t *obj, const c
     return r;
 }
 
+/* Warnings beyond the schema's: a pod spec asking for more than this machine has. */
+static int admission_warnings(const local_apiserver *srv, const api_kind *k, const json_t *obj,
+                              json_t **warnings)
+{
+    if (!srv->has_capacity ||
+        (strcmp(k->kind, "Sandbox") != 0 && strcmp(k->kind, "SandboxTemplate") != 0))
+        return 0;
+    const json_t *pod =
+        json_object_get(json_object_get(json_object_get(obj, "spec"), "podTemplate"), "spec");
+    return local_capacity_warnings(&srv->capacity, pod, "spec.podTemplate.spec", warnings);
+}
+
 static enum MHD_Result handle_create(api_request *rq)
 {
     const api_kind *k = rq->kind;
@@ -414,6 +426,8 @@ static enum MHD_Result handle_create(api_request *rq)
             return reply_failure_warnings(rq->conn, inv, warnings);
         }
         api_errors_clear(&errs);
+        if (attempt == 0 && admission_warnings(rq->srv, k, obj, &warnings) < 0)
+            return reply_store_error(rq, -ENOMEM, "");
         if ((st = apiserver_snapshot_admit_create(rq, obj)))
             return reply_failure(rq->conn, st);
         json_object_set_new(md, "uid", json_string(uid));
@@ -602,6 +616,8 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
         api_errors_clear(&errs);
         return fail_with(u, inv);
     }
+    if (!rq->status && admission_warnings(rq->srv, k, new, &u->warnings) < 0)
+        return -ENOMEM;
     if (!rq->status && spec_changed(k, old, new)) {
         json_int_t gen = json_integer_value(json_object_get(omd, "generation"));
         json_object_set_new(json_object_get(new, "metadata"), "generation", json_integer(gen + 1));

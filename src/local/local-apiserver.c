@@ -336,6 +336,10 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
     srv->token = strdup(o->token);
     srv->store = o->store;
     srv->bookmark_interval = o->bookmark_interval ? o->bookmark_interval : 60 * USEC_PER_SEC;
+    if (o->capacity) {
+        srv->capacity = *o->capacity;
+        srv->has_capacity = true;
+    }
     pthread_rwlock_init(&srv->hook_lock, NULL);
     if (!srv->token) {
         free(srv);

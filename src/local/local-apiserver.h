@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "basic/time-util.h"
+#include "local/local-capacity.h"
 #include "local/local-store.h"
 
 typedef struct local_apiserver local_apiserver;
@@ -14,6 +15,9 @@ typedef struct local_apiserver_options {
     const char *token;        /* bearer token every request must carry */
     local_store *store;       /* borrowed; must outlive the server */
     usec_t bookmark_interval; /* BOOKMARK cadence for watches that allow them */
+    /* The machine's (local-capacity.h): pod specs asking beyond it are warned about. NULL: no
+     * such warnings. */
+    const local_capacity *capacity;
 } local_apiserver_options;
 
 /* Starts serving. *ret owned (local_apiserver_stop); *ret_port the bound port. */

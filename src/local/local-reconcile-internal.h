@@ -129,6 +129,8 @@ struct local_reconciler {
     usec_t resync_interval;
     usec_t image_gc_idle;
     local_limits defaults; /* LimitRange-like defaults of containers (local-limits.h) */
+    bool has_capacity;
+    local_capacity capacity; /* the machine's (local-capacity.h) */
     rec_entry *entries;
     size_t n_entries;
     rec_failed *failed;

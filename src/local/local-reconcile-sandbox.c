@@ -404,6 +404,30 @@ json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
     return local_limits_to_json(&l);
 }
 
+/* A container that requests more than this machine has is not started, as a scheduler leaves a
+ * Pod that fits no node Pending (the reason and message are kube-scheduler's); one whose limits
+ * go beyond it runs, with the machine as its real limit, and an Event says so once. */
+static int check_capacity(local_reconciler *r, const json_t *sb, const json_t *ctr, rec_failure *f)
+{
+    if (!r->has_capacity)
+        return 0;
+    local_capacity_excess x[3];
+    size_t n = local_capacity_excess_of(&r->capacity, ctr, "requests", x);
+    if (n > 0)
+        return fail(f, "Unschedulable", -ENOSPC,
+                    "0/1 nodes are available: 1 Insufficient %s (requests.%s %s, this machine "
+                    "has %s)",
+                    x[0].resource, x[0].resource, x[0].value, x[0].have);
+    n = local_capacity_excess_of(&r->capacity, ctr, "limits", x);
+    for (size_t i = 0; i < n; i++)
+        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING,
+                           "LimitAboveCapacity", "Start",
+                           "limits.%s %s is more than this machine has (%s): the machine is the "
+                           "real limit",
+                           x[i].resource, x[i].value, x[i].have);
+    return 0;
+}
+
 static int listen_unix(const char *path, int *ret_fd)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -714,6 +738,8 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     _cleanup_free_ char *lerr = NULL;
     if ((k = local_limits_effective(&r->defaults, ctr, &lim, &lerr)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", lerr ? lerr : strerror(-k));
+    if ((k = check_capacity(r, sb, ctr, f)) < 0)
+        return k;
     uid_t u, hu;
     gid_t g, hg;
     sandbox_user(pod, ctr, image, &u, &g);

@@ -815,6 +815,10 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     r->resync_interval = o->resync_interval ? o->resync_interval : DEFAULT_RESYNC_INTERVAL;
     r->image_gc_idle = o->image_gc_idle ? o->image_gc_idle : 10 * 60 * USEC_PER_SEC;
     r->defaults = o->defaults;
+    if (o->capacity) {
+        r->capacity = *o->capacity;
+        r->has_capacity = true;
+    }
     r->kind = api_kind_by_plural(API_GROUP_CORE, "sandboxes");
     r->template_kind = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     _cleanup_free_ char *runc_root = NULL;

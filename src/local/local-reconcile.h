@@ -4,6 +4,7 @@
 #pragma once
 
 #include "basic/time-util.h"
+#include "local/local-capacity.h"
 #include "local/local-limits.h"
 #include "local/local-idmap.h"
 #include "local/local-net.h"
@@ -21,6 +22,8 @@ typedef struct local_reconciler_options {
     local_net_options net;  /* sandbox networking (mode, pod CIDR, bridge, DNS upstream) */
     local_limits defaults;  /* limits of containers that set none (local_limits_parse_defaults);
                              * all zero: none */
+    const local_capacity *capacity; /* the machine's: a container requesting more is not
+                                     * started (Unschedulable); NULL: not checked */
     local_idmap *idmap;     /* borrowed, must outlive the reconciler: each sandbox's user
                              * namespace ids; NULL: sandboxes share the host's ids */
     size_t teardown_workers; /* parallel deletions; 0 = 4 */
