@@ -46,12 +46,16 @@ typedef struct asb_client_options {
      * and patch (what the server does with fields the kind does not declare); NULL: the server's
      * default (Warn). */
     const char *field_validation;
+    /* (version >= 3) Nonzero: creates, updates and patches carry `dryRun=All`: the server runs
+     * every check (admission, defaults, validation) and answers with the object it would have
+     * stored, storing nothing (kubectl's --dry-run=server). */
+    int dry_run;
 } asb_client_options;
 
-#define ASB_CLIENT_OPTIONS_VERSION 2
+#define ASB_CLIENT_OPTIONS_VERSION 3
 /* clang-format off */
 #define ASB_CLIENT_OPTIONS_INIT {ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL, \
-                                 NULL, NULL, NULL}
+                                 NULL, NULL, NULL, 0}
 /* clang-format on */
 
 /* The state directory used when none is given: $ASB_STATE_DIR, else /var/lib/asb as root, else

@@ -355,10 +355,10 @@ void api_check_volume_claim_templates(api_errors *e, const char *field, const js
     }
 }
 
-/* networking.k8s.io/v1 NetworkPolicyPort: protocol TCP|UDP|SCTP, port int or name, endPort. */
+/* networking.k8s.io/v1 NetworkPolicyPort: port a number in range or a name, endPort (the
+ * protocol is the schema's enum). */
 static void check_np_ports(api_errors *e, const char *field, const json_t *ports)
 {
-    static const char *const protocols[] = {"TCP", "UDP", "SCTP", NULL};
     if (!api_want_type(e, field, ports, JSON_ARRAY))
         return;
     size_t i;
@@ -367,8 +367,6 @@ static void check_np_ports(api_errors *e, const char *field, const json_t *ports
         fpath f = fp(field, "[%zu]", i);
         if (!api_want_type(e, f.s, p, JSON_OBJECT))
             continue;
-        if (get(p, "protocol"))
-            api_check_enum(e, fp(f.s, ".protocol").s, get(p, "protocol"), protocols);
         const json_t *port = get(p, "port");
         fpath fport = fp(f.s, ".port");
         if (json_is_integer(port)) {

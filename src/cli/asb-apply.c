@@ -1,11 +1,14 @@
 /* `asb apply -f FILE|-`: create each object of a YAML/JSON manifest, or update it with the current
- * resourceVersion, printing `KIND.GROUP/NAME created|configured|unchanged` as kubectl does.
+ * resourceVersion, printing `KIND.GROUP/NAME created|configured|unchanged` as kubectl does;
+ * --dry-run=server sends the same requests with dryRun=All (every server check, nothing stored),
+ * --dry-run=client sends no write at all.
  * Unlike kubectl's three-way merge, the manifest replaces the object's user fields (spec, labels,
  * annotations); fields other writers own (status, finalizers, ownerReferences) are kept. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
@@ -21,9 +24,13 @@ static void apply_usage(FILE *f)
             "Creates or updates the objects of YAML (multi-document, ---) or JSON manifests.\n\n"
             "Options:\n"
             "  -f, --filename FILE   manifest to apply, - for stdin (repeatable)\n"
-            "      --validate=MODE   fields the kind does not declare: strict (or true) refuses\n"
-            "                        the object, warn prints a warning for each, ignore (or\n"
-            "                        false) drops them silently; default: the server's (warn)\n"
+            "      --dry-run=MODE    none (default); server: the server checks and answers\n"
+            "                        what it would store, storing nothing; client: only print\n"
+            "                        what would be sent\n"
+            "      --validate[=MODE] fields the kind does not declare: strict (or true, or no\n"
+            "                        MODE) refuses the object, warn prints a warning for each,\n"
+            "                        ignore (or false) drops them silently; default: the\n"
+            "                        server's (warn)\n"
             "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
@@ -72,8 +79,33 @@ static json_t *update_body(const json_t *manifest, const json_t *current)
     return body;
 }
 
+typedef enum dry_run_mode { DRY_RUN_NONE, DRY_RUN_CLIENT, DRY_RUN_SERVER } dry_run_mode;
+
+/* kubectl's suffix of a dry run's line. */
+static const char *dry_suffix(dry_run_mode dry)
+{
+    return dry == DRY_RUN_SERVER ? " (server dry run)" : dry == DRY_RUN_CLIENT ? " (dry run)" : "";
+}
+
+/* Whether what a user applies (spec, labels, annotations) differs between two objects: a dry
+ * run's update cannot tell by the resourceVersion, which it never bumps. */
+static bool user_fields_differ(const json_t *a, const json_t *b)
+{
+    static const char *const md_fields[] = {"labels", "annotations"};
+    if (!json_equal(json_object_get(a, "spec"), json_object_get(b, "spec")))
+        return true;
+    const json_t *ma = json_object_get(a, "metadata"), *mb = json_object_get(b, "metadata");
+    for (size_t i = 0; i < ELEMENTSOF(md_fields); i++) {
+        const json_t *x = json_object_get(ma, md_fields[i]), *y = json_object_get(mb, md_fields[i]);
+        if ((x || y) && !json_equal(x, y) &&
+            !(json_object_size(x) == 0 && json_object_size(y) == 0))
+            return true;
+    }
+    return false;
+}
+
 /* Applies one object. Returns 0 or 1 (error printed). */
-static int apply_one(asb_client *cl, const char *file, json_t *obj)
+static int apply_one(asb_client *cl, const char *file, json_t *obj, dry_run_mode dry)
 {
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const char *api_version = json_string_value(json_object_get(obj, "apiVersion"));
@@ -117,6 +149,10 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
     for (int attempt = 0;; attempt++) {
         _cleanup_free_ char *cur_s = NULL, *out = NULL;
         int r = asb_object_get(&cur_s, cl, k->plural, ns, name);
+        if (r == ASB_ENOTFOUND && dry == DRY_RUN_CLIENT) {
+            printf("%s created%s\n", ref, dry_suffix(dry));
+            return 0;
+        }
         if (r == ASB_ENOTFOUND) {
             _cleanup_free_ char *body = json_dumps(obj, JSON_COMPACT);
             r = body ? asb_object_create(NULL, cl, k->plural, ns, body) : ASB_ENOMEM;
@@ -127,7 +163,7 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
                 snprintf(ctx, sizeof(ctx), "error when creating \"%s\"", file);
                 return cli_print_error(ctx);
             }
-            printf("%s created\n", ref);
+            printf("%s created%s\n", ref, dry_suffix(dry));
             return 0;
         }
         if (r != ASB_OK) {
@@ -140,10 +176,20 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
         json_t *body = update_body(obj, cur);
         _cleanup_free_ char *body_s = body ? json_dumps(body, JSON_COMPACT) : NULL;
         const char *old_rv = cli_meta(cur, "resourceVersion");
-        r = body_s ? asb_object_update(&out, cl, k->plural, ns, body_s) : ASB_ENOMEM;
-        json_t *upd = r == ASB_OK ? json_loads(out, 0, NULL) : NULL;
+        json_t *upd = NULL;
+        if (dry == DRY_RUN_CLIENT) {
+            /* What the server would store: the manifest with the kind's defaults. */
+            r = body ? ASB_OK : ASB_ENOMEM;
+            upd = json_incref(body);
+            if (api_kind_by_name(k->kind))
+                api_default(api_kind_by_name(k->kind), upd);
+        } else {
+            r = body_s ? asb_object_update(&out, cl, k->plural, ns, body_s) : ASB_ENOMEM;
+            upd = r == ASB_OK ? json_loads(out, 0, NULL) : NULL;
+        }
         const char *new_rv = cli_meta(upd, "resourceVersion");
-        bool same = old_rv && new_rv && strcmp(old_rv, new_rv) == 0;
+        bool same = dry != DRY_RUN_NONE ? !user_fields_differ(cur, upd)
+                                        : old_rv && new_rv && strcmp(old_rv, new_rv) == 0;
         json_decref(upd);
         json_decref(body);
         json_decref(cur);
@@ -154,7 +200,7 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
             snprintf(ctx, sizeof(ctx), "error when applying patch to %s from \"%s\"", ref, file);
             return cli_print_error(ctx);
         }
-        printf("%s %s\n", ref, same ? "unchanged" : "configured");
+        printf("%s %s%s\n", ref, same ? "unchanged" : "configured", dry_suffix(dry));
         return 0;
     }
 }
@@ -162,13 +208,15 @@ static int apply_one(asb_client *cl, const char *file, json_t *obj)
 int asb_apply(int argc, char **argv)
 {
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"validate", required_argument, NULL, 'V'},
+                                         {"validate", optional_argument, NULL, 'V'},
+                                         {"dry-run", required_argument, NULL, 'D'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
     const char *files[MAX_FILES];
     size_t nfiles = 0;
     const char *validate = NULL;
+    dry_run_mode dry = DRY_RUN_NONE;
     int c;
     while ((c = getopt_long(argc, argv, "f:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
@@ -181,9 +229,24 @@ int asb_apply(int argc, char **argv)
             }
             files[nfiles++] = optarg;
             break;
+        case 'D':
+            if (strcmp(optarg, "none") == 0)
+                dry = DRY_RUN_NONE;
+            else if (strcmp(optarg, "client") == 0)
+                dry = DRY_RUN_CLIENT;
+            else if (strcmp(optarg, "server") == 0)
+                dry = DRY_RUN_SERVER;
+            else {
+                fprintf(stderr,
+                        "error: Invalid dry-run value (%s). Must be \"none\", \"server\", or "
+                        "\"client\".\n",
+                        optarg);
+                return 1;
+            }
+            break;
         case 'V':
             /* kubectl's --validate values, as the server's fieldValidation. */
-            if (strcmp(optarg, "strict") == 0 || strcmp(optarg, "true") == 0)
+            if (!optarg || strcmp(optarg, "strict") == 0 || strcmp(optarg, "true") == 0)
                 validate = "Strict";
             else if (strcmp(optarg, "warn") == 0)
                 validate = "Warn";
@@ -227,14 +290,14 @@ int asb_apply(int argc, char **argv)
         docs[i] = json_loads(arr, 0, NULL);
     }
     asb_client *cl = NULL;
-    ret = cli_client_validating(&cl, validate);
+    ret = cli_client_writing(&cl, validate, dry == DRY_RUN_SERVER);
     if (ret)
         goto out;
     size_t applied = 0;
     for (size_t i = 0; i < nfiles; i++) {
         for (size_t j = 0; j < json_array_size(docs[i]); j++, applied++)
             if (apply_one(cl, strcmp(files[i], "-") == 0 ? "STDIN" : files[i],
-                          json_array_get(docs[i], j)))
+                          json_array_get(docs[i], j), dry))
                 ret = 1;
     }
     if (applied == 0) {

@@ -58,7 +58,13 @@ int cli_client(asb_client **ret)
 
 int cli_client_validating(asb_client **ret, const char *field_validation)
 {
+    return cli_client_writing(ret, field_validation, false);
+}
+
+int cli_client_writing(asb_client **ret, const char *field_validation, bool dry_run)
+{
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.dry_run = dry_run;
     o.log_cb = cli_log;
     o.warning_cb = cli_warning;
     o.field_validation = field_validation;

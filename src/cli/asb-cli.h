@@ -46,6 +46,8 @@ int cli_client(asb_client **ret);
 /* The same, sending fieldValidation (Strict, Warn, Ignore; NULL: the server's default) on
  * writes. */
 int cli_client_validating(asb_client **ret, const char *field_validation);
+/* The same, and with dry_run every write carries dryRun=All (kubectl's --dry-run=server). */
+int cli_client_writing(asb_client **ret, const char *field_validation, bool dry_run);
 
 /* Prints the last libasb error as kubectl does: `Error from server (Reason): message` for server
  * replies, `error: [context: ]message` otherwise. Returns 1 (the exit code). */

@@ -247,6 +247,8 @@ ASB_PUBLIC int asb_client_new(asb_client **out, const asb_client_options *opts)
         else if (!(c->field_validation = strdup(fv)))
             r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     }
+    if (opts && opts->version >= 3)
+        c->dry_run = opts->dry_run != 0;
     if (r == ASB_OK)
         r = configure(c, opts);
     if (r != ASB_OK) {
@@ -513,9 +515,12 @@ static int object_call_ex(char **out, asb_client *c, const char *kind, const cha
         return ASB_ENOMEM;
     bool writes =
         strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-    if (writes && c->field_validation) {
+    if (writes && (c->field_validation || c->dry_run)) {
         char *u = NULL;
-        if (asprintf(&u, "%s?fieldValidation=%s", url, c->field_validation) < 0) {
+        if (asprintf(&u, "%s?%s%s%s%s", url, c->field_validation ? "fieldValidation=" : "",
+                     c->field_validation ? c->field_validation : "",
+                     c->field_validation && c->dry_run ? "&" : "",
+                     c->dry_run ? "dryRun=All" : "") < 0) {
             free(url);
             return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         }

@@ -39,6 +39,7 @@ struct asb_client {
     asb_warning_cb warning_cb;
     void *warning_payload;
     char *field_validation; /* NULL: not sent */
+    bool dry_run;           /* writes carry dryRun=All */
     char errbuf[CURL_ERROR_SIZE];
 };
 

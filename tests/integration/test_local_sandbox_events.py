@@ -161,3 +161,21 @@ def test_metrics_of_a_warm_pool_and_a_warm_claim(start_sbx):
     # the pool replenishes: 2 Ready members again, and the claimed one Ready besides
     assert wait_for(lambda: asb.metric("asb_warmpool_ready_replicas", labels) == 2, timeout=60)
     assert wait_for(lambda: asb.metric("asb_sandboxes", '{phase="Ready"}') == 3, timeout=60), name
+
+
+def test_beyond_the_machine_is_unschedulable_or_warned(start_sbx, sbx_state):  # noqa: F811
+    """Requests beyond the machine are not started (Ready=False, Unschedulable, the scheduler's
+    message); limits beyond it run, with a Warning event (issue 31)."""
+    from local_sandbox import runc_ids
+    asb = start_sbx()
+    uid = create(asb, "toobig", container={"resources": {"requests": {"cpu": "4096"}}})["metadata"]["uid"]
+    obj = wait_ready(asb, "toobig", want="False", reason="Unschedulable")
+    cond = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"][0]
+    assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu (requests.cpu "
+                                      "4096, this machine has "), cond
+    assert uid not in runc_ids(sbx_state)
+    create(asb, "roomy", container={"resources": {"limits": {"memory": "100Ti"}}})
+    wait_ready(asb, "roomy")
+    warn = wait_for(lambda: [e for e in about(asb, "roomy") if e["reason"] == "LimitAboveCapacity"])
+    assert warn and warn[0]["type"] == "Warning", about(asb, "roomy")
+    assert warn[0]["note"].startswith("limits.memory 100Ti is more than this machine has ("), warn

@@ -3,7 +3,7 @@ also across restarts of `asb serve`. Real `asb serve` + runc, skipped without ro
 import os
 import time
 
-from asb_apiserver import CORE
+from asb_apiserver import CORE, sandbox
 from local_sandbox import (condition, create, get_sandbox, runc_ids, runc_list, sbx_state, sockets,  # noqa: F401
                            start_sbx, wait_ready)
 from test_local_sandbox_runtime import rest, wait_for
@@ -277,12 +277,18 @@ def test_volume_claim_template_survives_retain_expiry(start_sbx, sbx_state):
     assert os.path.isdir(host_dir)
 
 
-def test_bad_volume_mount_is_a_condition(start_sbx, sbx_state):
+def test_bad_volume_mount_is_refused_at_admission(start_sbx, sbx_state):
+    """A mount path the runtime could not use is a 422 before anything is stored (it used to be
+    stored and fail at every start)."""
     asb = start_sbx()
-    create(asb, "badvol", container={"volumeMounts": [{"name": "data", "mountPath": "/x/../etc"}]},
-           volumeClaimTemplates=VCT)
-    obj = wait_ready(asb, "badvol", want="False", reason="ReconcilerError")
-    assert "mountPath" in condition(obj, "Ready")["message"]
+    body = sandbox("badvol", volumeClaimTemplates=VCT)
+    body["spec"]["podTemplate"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "data", "mountPath": "/x/../etc"}]
+    r = asb.post(asb.path(CORE, "sandboxes", "default"), body)
+    assert r.status_code == 422, r.text
+    assert 'spec.podTemplate.spec.containers[0].volumeMounts[0].mountPath: Invalid value: ' \
+        '"/x/../etc": must be an absolute path' in r.json()["message"]
+    assert asb.get(asb.path(CORE, "sandboxes", "default", "badvol")).status_code == 404
     assert asb.running
 
 
