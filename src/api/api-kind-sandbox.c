@@ -28,6 +28,8 @@ static const api_field effective_limits_props[] = {
 static const api_field effective_resources_props[] = {
     {.name = "limits", .type = API_TYPE_OBJECT, .props = effective_limits_props},
     {.name = "defaulted", .type = API_TYPE_ARRAY, .items = api_string_item},
+    /* limits beyond what the machine has (it is their real limit) */
+    {.name = "beyondCapacity", .type = API_TYPE_ARRAY, .items = api_string_item},
     {0},
 };
 

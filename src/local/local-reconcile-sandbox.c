@@ -401,7 +401,16 @@ json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
     l.memory_defaulted = l.memory > 0 && !json_object_get(spec, "memory");
     l.cpu_defaulted = l.cpu_millis > 0 && !json_object_get(spec, "cpu");
     l.ephemeral_defaulted = l.ephemeral > 0 && !json_object_get(spec, "ephemeral-storage");
-    return local_limits_to_json(&l);
+    json_t *res = local_limits_to_json(&l);
+    /* Limits the machine cannot give, as the status says a Pod's limits beyond its node. */
+    local_capacity_excess x[3];
+    size_t n = r->has_capacity && res ? local_capacity_excess_of(&r->capacity, ctr, "limits", x) : 0;
+    json_t *beyond = n ? json_array() : NULL;
+    for (size_t i = 0; beyond && i < n; i++)
+        json_array_append_new(beyond, json_string(x[i].resource));
+    if (beyond)
+        json_object_set_new(res, "beyondCapacity", beyond);
+    return res;
 }
 
 /* A container that requests more than this machine has is not started, as a scheduler leaves a

@@ -179,3 +179,7 @@ def test_beyond_the_machine_is_unschedulable_or_warned(start_sbx, sbx_state):  #
     warn = wait_for(lambda: [e for e in about(asb, "roomy") if e["reason"] == "LimitAboveCapacity"])
     assert warn and warn[0]["type"] == "Warning", about(asb, "roomy")
     assert warn[0]["note"].startswith("limits.memory 100Ti is more than this machine has ("), warn
+    # ... and the status says which limits the machine is the real one of.
+    res = wait_for(lambda: (asb.get(asb.path(CORE, "sandboxes", name="roomy")).json()["status"]
+                            .get("resources") or {}).get("beyondCapacity"))
+    assert res == ["memory"], res
