@@ -8,7 +8,9 @@ import sqlite3
 from asb_apiserver import CORE, asb, sandbox, start_asb  # noqa: F401 (fixtures)
 
 LIMIT = 100
-CONTAINER_DEPTH = 6  # {spec: {podTemplate: {spec: {containers: [{...}]}}}}
+# Every field of our kinds has a finite depth in the schema, except ObjectMeta's managedFields
+# entries' fieldsV1 (free-form, as in kube-apiserver): {metadata: {managedFields: [{fieldsV1: ...}]}}.
+FREE_DEPTH = 4
 
 
 def nest(n, leaf="leaf"):
@@ -19,9 +21,10 @@ def nest(n, leaf="leaf"):
 
 
 def deep_sandbox(name, levels):
-    """A Sandbox whose container (free-form in the schema) carries `levels` nested objects."""
+    """A Sandbox whose managedFields entry (free-form in the schema) carries `levels` nested
+    objects."""
     body = sandbox(name)
-    body["spec"]["podTemplate"]["spec"]["containers"][0]["x"] = nest(levels)
+    body["metadata"]["managedFields"] = [{"manager": "test", "fieldsV1": nest(levels)}]
     return body
 
 
@@ -39,16 +42,22 @@ def post_text(asb, text):
 
 
 def test_bodies_deeper_than_the_limit_are_refused(asb):
-    at_limit = deep_sandbox("at-limit", LIMIT - CONTAINER_DEPTH)
+    at_limit = deep_sandbox("at-limit", LIMIT - FREE_DEPTH)
     assert depth(at_limit) == LIMIT
     r = asb.post(asb.path(CORE, "sandboxes"), at_limit)
     assert r.status_code == 201, r.text
     assert depth(r.json()) == LIMIT
-    r = asb.post(asb.path(CORE, "sandboxes"), deep_sandbox("over", LIMIT - CONTAINER_DEPTH + 1))
+    r = asb.post(asb.path(CORE, "sandboxes"), deep_sandbox("over", LIMIT - FREE_DEPTH + 1))
     assert r.status_code == 400, r.text
     st = r.json()
     assert st["kind"] == "Status" and st["reason"] == "BadRequest"
     assert "deeper than 100 levels" in st["message"]
+    # Deep where the schema has no room is pruned: a warning, nothing deep stored.
+    body = sandbox("typo")
+    body["spec"]["podTemplate"]["spec"]["containers"][0]["x"] = nest(50)
+    r = asb.post(asb.path(CORE, "sandboxes"), body)
+    assert r.status_code == 201 and "x" not in r.json()["spec"]["podTemplate"]["spec"]["containers"][0]
+    assert asb.delete(asb.path(CORE, "sandboxes", name="typo")).status_code == 200
     # Far deeper than the limit, under a field that would be pruned, and as a merge patch.
     text = json.dumps(sandbox("pruned"))[:-1] + ', "zz": ' + "[" * 2040 + "]" * 2040 + "}"
     r = post_text(asb, text)
@@ -66,11 +75,11 @@ def test_bodies_deeper_than_the_limit_are_refused(asb):
 
 
 def test_a_patch_cannot_nest_an_object_deeper(asb):
-    levels = LIMIT - CONTAINER_DEPTH - 4
+    levels = LIMIT - FREE_DEPTH - 4
     r = asb.post(asb.path(CORE, "sandboxes"), deep_sandbox("grows", levels))
     assert r.status_code == 201, r.text
     # Each patch body is shallow; the object it would make is not.
-    innermost = "/spec/podTemplate/spec/containers/0" + "/x" * levels  # {"x": "leaf"}
+    innermost = "/metadata/managedFields/0/fieldsV1" + "/x" * (levels - 1)  # {"x": "leaf"}
     ops = [{"op": "replace", "path": innermost, "value": nest(10)}]
     r = asb.request("PATCH", asb.path(CORE, "sandboxes", name="grows"), data=json.dumps(ops),
                     headers={"Content-Type": "application/json-patch+json"})
@@ -79,7 +88,7 @@ def test_a_patch_cannot_nest_an_object_deeper(asb):
     assert st["reason"] == "Invalid"
     assert "nested deeper than 100 levels" in st["message"], st["message"]
     stored = asb.get(asb.path(CORE, "sandboxes", name="grows")).json()
-    assert depth(stored) == CONTAINER_DEPTH + levels
+    assert depth(stored) == FREE_DEPTH + levels
     # Within the limit the same patch goes through.
     ops = [{"op": "replace", "path": innermost, "value": nest(5)}]
     r = asb.request("PATCH", asb.path(CORE, "sandboxes", name="grows"), data=json.dumps(ops),
