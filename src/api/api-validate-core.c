@@ -2,15 +2,16 @@
  * kube-apiserver's Pod, PVC and NetworkPolicy validation), and the checks of single values the
  * generic validator (api-validate.c) shares. Messages follow k8s field.Error. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "api/api-pod.h"
 #include "api/api-spec.h"
 #include "basic/macro.h"
-#include "basic/parse-util.h"
 #include "basic/path-util.h"
 
 #define PATH_MAX_LEN 512
@@ -203,29 +204,6 @@ static void check_env(api_errors *e, const char *field, const json_t *env, bool 
     }
 }
 
-/* One container's resources.limits and .requests, beyond the schema's pattern (checked before):
- * not negative (a Pod's rule: the pattern lets a sign through), and within what the parser of the
- * runtime's limits takes (a bad one used to be stored and to fail every start). */
-static void check_container_resources(api_errors *e, const char *field, const json_t *ctr)
-{
-    static const char *const sections[] = {"limits", "requests"};
-    const json_t *res = get(ctr, "resources");
-    for (size_t s = 0; s < ELEMENTSOF(sections); s++) {
-        const char *name;
-        const json_t *v;
-        json_object_foreach ((json_t *)get(res, sections[s]), name, v) {
-            fpath f = fp(field, ".resources.%s.%s", sections[s], name);
-            long double q = 0;
-            if (api_errors_has_field(e, f.s) || (!json_is_string(v) && !json_is_integer(v)))
-                continue;
-            if (json_is_string(v) && parse_quantity(json_string_value(v), &q) < 0)
-                api_errors_add(e, API_FIELD_INVALID, f.s, v, "unable to parse quantity's suffix");
-            else if ((json_is_integer(v) ? (long double)json_integer_value(v) : q) < 0)
-                api_errors_add(e, API_FIELD_INVALID, f.s, v, "must be greater than or equal to 0");
-        }
-    }
-}
-
 /* A container's volumeMounts: the paths the runtime can mount (a Pod's subPath rules; the mount
  * path absolute and clean, which asb serve's runtime needs). Names are checked against the
  * volumes by api_check_sandbox_mounts, where the Sandbox's volumes are known. */
@@ -282,11 +260,17 @@ static void check_containers(api_errors *e, const char *field, const json_t *cs,
             api_check_string_array(e, fp(f.s, ".command").s, get(c, "command"));
         if (get(c, "args"))
             api_check_string_array(e, fp(f.s, ".args").s, get(c, "args"));
-        if (get(c, "workingDir"))
-            api_want_type(e, fp(f.s, ".workingDir").s, get(c, "workingDir"), JSON_STRING);
+        const json_t *wd = get(c, "workingDir");
+        if (wd && api_want_type(e, fp(f.s, ".workingDir").s, wd, JSON_STRING) &&
+            json_string_length(wd) > 0 && json_string_value(wd)[0] != '/')
+            api_errors_add(e, API_FIELD_INVALID, fp(f.s, ".workingDir").s, wd,
+                           "must be an absolute path");
+        const json_t *argv0 = json_array_get(get(c, "command"), 0);
+        if (json_is_string(argv0) && json_string_length(argv0) == 0)
+            api_errors_add(e, API_FIELD_INVALID, fp(f.s, ".command[0]").s, argv0,
+                           "the program name may not be empty");
         if (get(c, "env"))
             check_env(e, fp(f.s, ".env").s, get(c, "env"), false);
-        check_container_resources(e, f.s, c);
         check_volume_mounts(e, f.s, get(c, "volumeMounts"));
         if (get(c, "ports"))
             api_want_type(e, fp(f.s, ".ports").s, get(c, "ports"), JSON_ARRAY);
@@ -320,6 +304,12 @@ void api_check_pod_template(api_errors *e, const char *field, const json_t *pt)
     check_containers(e, fp(fs.s, ".containers").s, get(spec, "containers"), true);
     if (get(spec, "initContainers"))
         check_containers(e, fp(fs.s, ".initContainers").s, get(spec, "initContainers"), false);
+    /* Quantities, as the runtime will read them: not negative, and within what it counts (the
+     * schema's pattern checked their form). */
+    api_pod *pod = NULL;
+    if (api_pod_parse(spec, fs.s, e, &pod) == -ENOMEM)
+        e->oom = true;
+    api_pod_free(pod);
     if (get(spec, "runtimeClassName"))
         api_want_type(e, fp(fs.s, ".runtimeClassName").s, get(spec, "runtimeClassName"),
                       JSON_STRING);

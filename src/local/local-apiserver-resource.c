@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "api/api-pod.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
 #include "local/local-apiserver-internal.h"
@@ -366,9 +367,12 @@ static int admission_warnings(const local_apiserver *srv, const api_kind *k, con
     if (!srv->has_capacity ||
         (strcmp(k->kind, "Sandbox") != 0 && strcmp(k->kind, "SandboxTemplate") != 0))
         return 0;
-    const json_t *pod =
-        json_object_get(json_object_get(json_object_get(obj, "spec"), "podTemplate"), "spec");
-    return local_capacity_warnings(&srv->capacity, pod, "spec.podTemplate.spec", warnings);
+    api_pod *pod = NULL;
+    if (api_pod_parse(api_pod_spec_of(obj), "spec.podTemplate.spec", NULL, &pod) < 0)
+        return 0; /* validation has said why */
+    int r = local_capacity_warnings(&srv->capacity, pod, "spec.podTemplate.spec", warnings);
+    api_pod_free(pod);
+    return r;
 }
 
 static enum MHD_Result handle_create(api_request *rq)

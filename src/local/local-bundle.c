@@ -715,18 +715,6 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
     return r;
 }
 
-int local_parse_quantity(const char *s, bool millis, int64_t *ret)
-{
-    long double v;
-    if (parse_quantity(s, &v) < 0 || v < 0)
-        return -EINVAL;
-    v *= millis ? 1000.0L : 1.0L;
-    if (v > 9.2e18L)
-        return -EINVAL;
-    *ret = (int64_t)(v + 0.5L);
-    return 0;
-}
-
 void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names)
 {
     for (size_t i = 0; i < n; i++) {

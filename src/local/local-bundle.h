@@ -108,7 +108,3 @@ int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, cha
  * binds them there in the staging mount namespace (local_gvisor_stage_binds). */
 int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, json_t **ret_sources,
                               char **ret_error);
-
-/* Parses a Kubernetes quantity ("512Mi", "1G", "500m", "2") into *ret: bytes for memory,
- * millis when `millis` is set (cpu). -EINVAL on anything else. */
-int local_parse_quantity(const char *s, bool millis, int64_t *ret);

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "local/local-bundle.h"
 #include "local/local-capacity.h"
 #include "local/local-limits.h"
 
@@ -31,35 +30,18 @@ int local_capacity_read(const char *state_dir, local_capacity *ret)
     return 0;
 }
 
-size_t local_capacity_excess_of(const local_capacity *cap, const json_t *ctr, const char *section,
-                                local_capacity_excess ret[3])
+size_t local_capacity_excess_of(const local_capacity *cap, const api_resource_list *list,
+                                const char *section, local_capacity_excess ret[API_RESOURCE_COUNT])
 {
-    const struct {
-        const char *name;
-        bool millis;
-        int64_t have;
-    } res[] = {
-        {"memory", false, cap->memory},
-        {"cpu", true, cap->cpu_millis},
-        {"ephemeral-storage", false, cap->ephemeral},
-    };
-    const json_t *values = json_object_get(json_object_get(ctr, "resources"), section);
+    const int64_t have[API_RESOURCE_COUNT] = {cap->memory, cap->cpu_millis, cap->ephemeral};
     size_t n = 0;
-    for (size_t i = 0; i < ELEMENTSOF(res); i++) {
-        const json_t *v = json_object_get(values, res[i].name);
-        char buf[64];
-        const char *s = json_string_value(v);
-        if (json_is_integer(v)) {
-            snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            s = buf;
-        }
-        int64_t want;
-        if (!s || res[i].have <= 0 || local_parse_quantity(s, res[i].millis, &want) < 0 ||
-            want <= res[i].have)
+    for (api_resource r = 0; r < API_RESOURCE_COUNT; r++) {
+        const api_quantity *q = &list->q[r];
+        if (!q->set || have[r] <= 0 || q->value <= have[r])
             continue;
-        ret[n] = (local_capacity_excess){.section = section, .resource = res[i].name};
-        snprintf(ret[n].value, sizeof(ret[n].value), "%s", s);
-        local_limits_format(res[i].have, res[i].millis, ret[n].have, sizeof(ret[n].have));
+        ret[n] = (local_capacity_excess){.section = section, .resource = api_resource_name(r)};
+        snprintf(ret[n].value, sizeof(ret[n].value), "%s", q->text);
+        local_limits_format(have[r], r == API_RESOURCE_CPU, ret[n].have, sizeof(ret[n].have));
         n++;
     }
     return n;
@@ -79,27 +61,41 @@ static int warn(json_t **warnings, const char *path, const local_capacity_excess
     return json_array_append_new(*warnings, json_string(text)) == 0 ? 0 : -ENOMEM;
 }
 
-int local_capacity_warnings(const local_capacity *cap, const json_t *pod, const char *path,
-                            json_t **warnings)
+static int container_warnings(const local_capacity *cap, const api_container *c,
+                              const char *path, json_t **warnings)
 {
-    static const char *const lists[] = {"containers", "initContainers"};
-    static const char *const sections[] = {"requests", "limits"};
-    for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
-        size_t i;
-        const json_t *c;
-        json_array_foreach (json_object_get(pod, lists[l]), i, c) {
-            char cpath[256];
-            snprintf(cpath, sizeof(cpath), "%s.%s[%zu]", path, lists[l], i);
-            for (size_t s = 0; s < ELEMENTSOF(sections); s++) {
-                local_capacity_excess x[3];
-                size_t n = local_capacity_excess_of(cap, c, sections[s], x);
-                for (size_t j = 0; j < n; j++) {
-                    int r = warn(warnings, cpath, &x[j]);
-                    if (r < 0)
-                        return r;
-                }
-            }
+    const struct {
+        const char *section;
+        const api_resource_list *list;
+    } lists[] = {{"requests", &c->requests}, {"limits", &c->limits}};
+    for (size_t s = 0; s < ELEMENTSOF(lists); s++) {
+        local_capacity_excess x[API_RESOURCE_COUNT];
+        size_t n = local_capacity_excess_of(cap, lists[s].list, lists[s].section, x);
+        for (size_t j = 0; j < n; j++) {
+            int r = warn(warnings, path, &x[j]);
+            if (r < 0)
+                return r;
         }
     }
+    return 0;
+}
+
+int local_capacity_warnings(const local_capacity *cap, const api_pod *pod, const char *path,
+                            json_t **warnings)
+{
+    const struct {
+        const char *name;
+        const api_container *c;
+        size_t n;
+    } lists[] = {{"containers", pod->containers, pod->n_containers},
+                 {"initContainers", pod->init_containers, pod->n_init_containers}};
+    for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+        for (size_t i = 0; i < lists[l].n; i++) {
+            char cpath[256];
+            snprintf(cpath, sizeof(cpath), "%s.%s[%zu]", path, lists[l].name, i);
+            int r = container_warnings(cap, &lists[l].c[i], cpath, warnings);
+            if (r < 0)
+                return r;
+        }
     return 0;
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/api-pod.h"
+
 typedef struct local_capacity {
     int64_t memory;     /* bytes of RAM */
     int64_t cpu_millis; /* CPUs this process may run on, in millicores */
@@ -25,13 +27,12 @@ typedef struct local_capacity_excess {
     char have[32];        /* the machine's, formatted as a quantity ("23Gi", "2") */
 } local_capacity_excess;
 
-/* The quantities of ctr's resources.<section> ("limits" or "requests") beyond cap, at most 3
- * (one per resource), in ret; returns how many. Values that are no quantity are not counted
- * (admission refuses them). */
-size_t local_capacity_excess_of(const local_capacity *cap, const json_t *ctr, const char *section,
-                                local_capacity_excess ret[3]);
+/* The quantities of a container's `list` (its limits or requests, named by section) beyond
+ * cap, at most one per resource, in ret; returns how many. */
+size_t local_capacity_excess_of(const local_capacity *cap, const api_resource_list *list,
+                                const char *section, local_capacity_excess ret[API_RESOURCE_COUNT]);
 
-/* Admission warnings for a pod spec (borrowed, at path, e.g. "spec.podTemplate.spec"): one text
- * per container quantity beyond cap, appended to *warnings (created when NULL). 0 or -ENOMEM. */
-int local_capacity_warnings(const local_capacity *cap, const json_t *pod, const char *path,
+/* Admission warnings for a pod (at path, e.g. "spec.podTemplate.spec"): one text per container
+ * quantity beyond cap, appended to *warnings (created when NULL). 0 or -ENOMEM. */
+int local_capacity_warnings(const local_capacity *cap, const api_pod *pod, const char *path,
                             json_t **warnings);

@@ -18,7 +18,7 @@ static int parse_default(const char *flag, const char *env, const char *v, const
         *ret = 0;
         return 0;
     }
-    if (local_parse_quantity(v, millis, ret) == 0)
+    if (api_quantity_parse(v, millis ? API_RESOURCE_CPU : API_RESOURCE_MEMORY, ret) == 0)
         return 0;
     if (asprintf(ret_error,
                  "--%s (env %s): \"%s\" is not a Kubernetes quantity (e.g. %s; 0 or none: no "
@@ -46,45 +46,52 @@ int local_limits_parse_defaults(const char *memory, const char *cpu, const char 
     return 0;
 }
 
-/* One limit: the container's when set (a string or a number, as YAML gives it), else def. */
-static int limit_of(const json_t *limits, const char *name, bool millis, int64_t def, int64_t *ret,
-                    bool *ret_defaulted, char **ret_error)
+void local_limits_effective(const local_limits *d, const api_container *c, local_limits *ret)
 {
-    json_t *v = json_object_get(limits, name);
-    *ret = def;
-    *ret_defaulted = def > 0;
-    if (!v)
-        return 0;
-    char buf[64];
-    const char *s = json_string_value(v);
-    if (json_is_number(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_number_value(v));
-        s = buf;
+    const api_quantity *q = c ? c->limits.q : NULL;
+    const int64_t defaults[API_RESOURCE_COUNT] = {d->memory, d->cpu_millis, d->ephemeral};
+    int64_t v[API_RESOURCE_COUNT];
+    bool defaulted[API_RESOURCE_COUNT];
+    for (api_resource r = 0; r < API_RESOURCE_COUNT; r++) {
+        bool given = q && q[r].set;
+        v[r] = given ? q[r].value : defaults[r];
+        defaulted[r] = !given && defaults[r] > 0;
     }
-    *ret_defaulted = false;
-    if (local_parse_quantity(s, millis, ret) < 0) {
-        if (asprintf(ret_error, "resources.limits.%s: cannot parse quantity", name) < 0)
-            *ret_error = NULL;
-        return -EINVAL;
-    }
-    return 0;
+    *ret = (local_limits){
+        .memory = v[API_RESOURCE_MEMORY],
+        .cpu_millis = v[API_RESOURCE_CPU],
+        .ephemeral = v[API_RESOURCE_EPHEMERAL_STORAGE],
+        .memory_defaulted = defaulted[API_RESOURCE_MEMORY],
+        .cpu_defaulted = defaulted[API_RESOURCE_CPU],
+        .ephemeral_defaulted = defaulted[API_RESOURCE_EPHEMERAL_STORAGE],
+    };
 }
 
-int local_limits_effective(const local_limits *d, const json_t *ctr, local_limits *ret,
-                           char **ret_error)
+int local_limits_from_json(const json_t *resources, local_limits *ret)
 {
-    const json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
-    local_limits l = {0};
-    *ret_error = NULL;
-    int k;
-    if ((k = limit_of(limits, "memory", false, d->memory, &l.memory, &l.memory_defaulted,
-                      ret_error)) < 0 ||
-        (k = limit_of(limits, "cpu", true, d->cpu_millis, &l.cpu_millis, &l.cpu_defaulted,
-                      ret_error)) < 0 ||
-        (k = limit_of(limits, "ephemeral-storage", false, d->ephemeral, &l.ephemeral,
-                      &l.ephemeral_defaulted, ret_error)) < 0)
-        return k;
-    *ret = l;
+    const json_t *limits = json_object_get(resources, "limits");
+    if (!json_is_object(limits))
+        return -ENOENT;
+    int64_t v[API_RESOURCE_COUNT] = {0};
+    bool defaulted[API_RESOURCE_COUNT] = {false};
+    for (api_resource r = 0; r < API_RESOURCE_COUNT; r++) {
+        const char *q = json_string_value(json_object_get(limits, api_resource_name(r)));
+        if (q && api_quantity_parse(q, r, &v[r]) < 0)
+            return -EINVAL;
+        size_t i;
+        const json_t *name;
+        json_array_foreach (json_object_get(resources, "defaulted"), i, name)
+            defaulted[r] |= json_is_string(name) &&
+                            strcmp(json_string_value(name), api_resource_name(r)) == 0;
+    }
+    *ret = (local_limits){
+        .memory = v[API_RESOURCE_MEMORY],
+        .cpu_millis = v[API_RESOURCE_CPU],
+        .ephemeral = v[API_RESOURCE_EPHEMERAL_STORAGE],
+        .memory_defaulted = defaulted[API_RESOURCE_MEMORY],
+        .cpu_defaulted = defaulted[API_RESOURCE_CPU],
+        .ephemeral_defaulted = defaulted[API_RESOURCE_EPHEMERAL_STORAGE],
+    };
     return 0;
 }
 

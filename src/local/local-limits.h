@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/api-pod.h"
+
 #define LOCAL_LIMITS_DEFAULT_MEMORY "1Gi"
 #define LOCAL_LIMITS_DEFAULT_CPU "2"
 #define LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE "10Gi"
@@ -26,11 +28,14 @@ typedef struct local_limits {
 int local_limits_parse_defaults(const char *memory, const char *cpu, const char *ephemeral,
                                 local_limits *ret, char **ret_error);
 
-/* The effective limits of a container (its JSON object, borrowed; may be NULL): each of
- * resources.limits.{memory,cpu,ephemeral-storage} when present, else the default. -EINVAL
- * with *ret_error (owned, "resources.limits.memory: cannot parse quantity") on a bad value. */
-int local_limits_effective(const local_limits *defaults, const json_t *container, local_limits *ret,
-                           char **ret_error);
+/* The effective limits of a container (typed, may be NULL): each of its limits of memory, cpu
+ * and ephemeral-storage when set, else the default (and then "defaulted"). */
+void local_limits_effective(const local_limits *defaults, const api_container *c,
+                            local_limits *ret);
+
+/* The limits local_limits_to_json wrote (a Sandbox's status.resources), read back: what a
+ * running container was given, for a restarted asb serve. 0, -ENOENT (none) or -EINVAL. */
+int local_limits_from_json(const json_t *resources, local_limits *ret);
 
 /* The limits as a new JSON object for the Sandbox status:
  * {"limits": {"memory": "1Gi", "cpu": "2", "ephemeral-storage": "10Gi"},

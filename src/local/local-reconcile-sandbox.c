@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api-pod.h"
 #include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
@@ -321,19 +322,11 @@ static int resolve_image(const char *state_dir, const char *image, char **ret_ro
 /* runAsUser/runAsGroup from the container, else the pod securityContext, else the image's
  * User when it is not root, else 1000: the secure default never runs an image as root unless
  * the spec asks for it. */
-static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *image,
+static void sandbox_user(const api_pod *pod, const api_container *ctr, const json_t *image,
                          uid_t *ret_uid, gid_t *ret_gid)
 {
-    const json_t *sc[] = {json_object_get(ctr, "securityContext"),
-                          json_object_get(pod, "securityContext")};
-    json_int_t uid = -1, gid = -1;
-    for (size_t i = 0; i < ELEMENTSOF(sc); i++) {
-        json_t *u = json_object_get(sc[i], "runAsUser"), *g = json_object_get(sc[i], "runAsGroup");
-        if (uid < 0 && json_is_integer(u) && json_integer_value(u) >= 0)
-            uid = json_integer_value(u);
-        if (gid < 0 && json_is_integer(g) && json_integer_value(g) >= 0)
-            gid = json_integer_value(g);
-    }
+    json_int_t uid = ctr && ctr->run_as_user >= 0 ? ctr->run_as_user : pod->run_as_user;
+    json_int_t gid = ctr && ctr->run_as_group >= 0 ? ctr->run_as_group : pod->run_as_group;
     json_t *iu = json_object_get(json_object_get(image, "user"), "uid"),
            *ig = json_object_get(json_object_get(image, "user"), "gid");
     if (uid < 0 && json_is_integer(iu) && json_integer_value(iu) > 0 &&
@@ -350,64 +343,36 @@ static void sandbox_user(const json_t *pod, const json_t *ctr, const json_t *ima
     *ret_gid = (gid_t)gid;
 }
 
-/* What the container got, from its bundle (a restart with other defaults does not change a
- * running container) and its filesystem image. 0, or -ENOENT when the bundle says nothing. */
-static int read_limits(local_reconciler *r, const char *uid, local_limits *ret)
-{
-    _cleanup_free_ char *cfg_path = path_of(r, "sandboxes", uid, "bundle/config.json"),
-                        *img = path_of(r, "sandboxes", uid, "disk.img");
-    if (!cfg_path || !img)
-        return -ENOMEM;
-    _cleanup_(json_decrefp) json_t *cfg = json_load_file(cfg_path, 0, NULL);
-    const json_t *res = json_object_get(json_object_get(cfg, "linux"), "resources");
-    if (!res)
-        return -ENOENT;
-    const json_t *cpu = json_object_get(res, "cpu");
-    json_int_t quota = json_integer_value(json_object_get(cpu, "quota")),
-               period = json_integer_value(json_object_get(cpu, "period"));
-    struct stat st;
-    *ret = (local_limits){
-        .memory = json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")),
-        .cpu_millis = quota > 0 && period > 0 ? quota * 1000 / period : 0,
-        .ephemeral = stat(img, &st) == 0 ? (int64_t)st.st_size : 0,
-    };
-    return 0;
-}
-
 json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
 {
     const char *uid = api_meta_string(sb, "uid");
     if (!uid)
         return NULL;
-    /* A running container's limits do not change: its config.json is read once, not at every
-     * status write (in a claim burst each adopted sandbox's status write parsed it again: 17 %
-     * of asb serve's CPU). */
+    /* What the container was given when it started (its entry), or, for one a previous asb serve
+     * started, what that server wrote in the status then: a restart with other defaults does not
+     * change a running container, and nothing reads its bundle back. */
     rec_entry *e = rec_find(r, uid);
     local_limits l;
     if (e && e->limits_read)
         l = e->limits;
-    else if (read_limits(r, uid, &l) < 0)
+    else if (local_limits_from_json(json_object_get(json_object_get(sb, "status"), "resources"),
+                                    &l) < 0)
         return NULL;
     else if (e)
         rec_entry_set_limits(e, &l);
-    const json_t *ctr = json_array_get(
-        json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
-                                                        "podTemplate"),
-                                        "spec"),
-                        "containers"),
-        0);
-    const json_t *spec = json_object_get(json_object_get(ctr, "resources"), "limits");
-    /* "defaulted" where the spec sets none */
-    l.memory_defaulted = l.memory > 0 && !json_object_get(spec, "memory");
-    l.cpu_defaulted = l.cpu_millis > 0 && !json_object_get(spec, "cpu");
-    l.ephemeral_defaulted = l.ephemeral > 0 && !json_object_get(spec, "ephemeral-storage");
     json_t *res = local_limits_to_json(&l);
-    /* Limits the machine cannot give, as the status says a Pod's limits beyond its node. */
-    local_capacity_excess x[3];
-    size_t n = r->has_capacity && res ? local_capacity_excess_of(&r->capacity, ctr, "limits", x) : 0;
-    json_t *beyond = n ? json_array() : NULL;
-    for (size_t i = 0; beyond && i < n; i++)
-        json_array_append_new(beyond, json_string(x[i].resource));
+    /* Limits the machine cannot give: it is their real limit. */
+    const struct {
+        const char *name;
+        int64_t v, have;
+    } rows[] = {{"memory", l.memory, r->capacity.memory},
+                {"cpu", l.cpu_millis, r->capacity.cpu_millis},
+                {"ephemeral-storage", l.ephemeral, r->capacity.ephemeral}};
+    json_t *beyond = NULL;
+    for (size_t i = 0; res && r->has_capacity && i < ELEMENTSOF(rows); i++)
+        if (rows[i].have > 0 && rows[i].v > rows[i].have &&
+            (beyond || (beyond = json_array())))
+            json_array_append_new(beyond, json_string(rows[i].name));
     if (beyond)
         json_object_set_new(res, "beyondCapacity", beyond);
     return res;
@@ -416,18 +381,19 @@ json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
 /* A container that requests more than this machine has is not started, as a scheduler leaves a
  * Pod that fits no node Pending (the reason and message are kube-scheduler's); one whose limits
  * go beyond it runs, with the machine as its real limit, and an Event says so once. */
-static int check_capacity(local_reconciler *r, const json_t *sb, const json_t *ctr, rec_failure *f)
+static int check_capacity(local_reconciler *r, const json_t *sb, const api_container *ctr,
+                          rec_failure *f)
 {
-    if (!r->has_capacity)
+    if (!r->has_capacity || !ctr)
         return 0;
-    local_capacity_excess x[3];
-    size_t n = local_capacity_excess_of(&r->capacity, ctr, "requests", x);
+    local_capacity_excess x[API_RESOURCE_COUNT];
+    size_t n = local_capacity_excess_of(&r->capacity, &ctr->requests, "requests", x);
     if (n > 0)
         return fail(f, "Unschedulable", -ENOSPC,
                     "0/1 nodes are available: 1 Insufficient %s (requests.%s %s, this machine "
                     "has %s)",
                     x[0].resource, x[0].resource, x[0].value, x[0].have);
-    n = local_capacity_excess_of(&r->capacity, ctr, "limits", x);
+    n = local_capacity_excess_of(&r->capacity, &ctr->limits, "limits", x);
     for (size_t i = 0; i < n; i++)
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING,
                            "LimitAboveCapacity", "Start",
@@ -655,10 +621,10 @@ static char *stage_error(int k)
 
 /* A failed `run` of the runtime: the message names the RuntimeClass and its handler, so that
  * an error of runsc is never read as one of runc. */
-static int fail_runtime(const json_t *pod, const oci_runtime *rt, int k, const char *err,
+static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const char *err,
                         rec_failure *f)
 {
-    const char *cls = json_string_value(json_object_get(pod, "runtimeClassName"));
+    const char *cls = pod->runtime_class_name;
     const char *what = err ? err : strerror(-k);
     if (!cls || !*cls)
         return fail(f, "ReconcilerError", k, "Error seen: %s", what);
@@ -668,9 +634,9 @@ static int fail_runtime(const json_t *pod, const oci_runtime *rt, int k, const c
 
 /* A bridge-networked sandbox under runsc: what it would need, instead of a failure of runsc's
  * own (docs/local-sandboxes.md, "gVisor"). */
-static int gvisor_refuse_network(const json_t *pod, rec_failure *f)
+static int gvisor_refuse_network(const api_pod *pod, rec_failure *f)
 {
-    const char *cls = json_string_value(json_object_get(pod, "runtimeClassName"));
+    const char *cls = pod->runtime_class_name;
     return fail(f, "ReconcilerError", -EOPNOTSUPP,
                 "Error seen: RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes: "
                 "asb serve starts runsc with --network=none, as runsc --network=sandbox of "
@@ -696,15 +662,21 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                         pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
 {
     const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
-    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
-                                        "spec");
-    const json_t *ctr = json_array_get(json_object_get(pod, "containers"), 0);
-    int k = preconditions(r, sb, f);
+    /* The pod spec, typed once for this start (admission checked it). */
+    _cleanup_(api_pod_freep) api_pod *pod = NULL;
+    int k = api_pod_parse(api_pod_spec_of(sb), "spec.podTemplate.spec", NULL, &pod);
     if (k < 0)
+        return fail(f, "ReconcilerError", k,
+                    "Error seen: %s", k == -ENOMEM ? "out of memory"
+                                                   : "a resource quantity of the pod spec does "
+                                                     "not parse (stored before admission checked "
+                                                     "it): fix the spec");
+    const api_container *ctr = pod->n_containers ? &pod->containers[0] : NULL;
+    if ((k = preconditions(r, sb, f)) < 0)
         return k;
     _cleanup_free_ char *rootfs = NULL, *snap_uid = NULL, *snap_image = NULL;
     _cleanup_(json_decrefp) json_t *image = NULL;
-    const char *image_ref = json_string_value(json_object_get(ctr, "image"));
+    const char *image_ref = ctr ? ctr->image : NULL;
     const char *snap_name = NULL;
     /* snapshot:NAME: the snapshot's source image is the root filesystem; its files seed the
      * workspace and volumes below. */
@@ -734,7 +706,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                            "image \"%s\" ready in %.3fs", image_ref,
                            (double)(now_usec(CLOCK_MONOTONIC) - unpack_start) / 1e6);
     /* workingDir of the container, else the image's WorkingDir (umoci says "/" when unset). */
-    const char *wd = json_string_value(json_object_get(ctr, "workingDir"));
+    const char *wd = ctr ? ctr->working_dir : NULL;
     if (!wd || !*wd) {
         wd = json_string_value(json_object_get(image, "cwd"));
         if (wd && strcmp(wd, "/") == 0)
@@ -744,9 +716,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         return fail(f, "ReconcilerError", -EINVAL,
                     "Error seen: workingDir \"%s\" must be an absolute path", wd);
     local_limits lim;
-    _cleanup_free_ char *lerr = NULL;
-    if ((k = local_limits_effective(&r->defaults, ctr, &lim, &lerr)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: %s", lerr ? lerr : strerror(-k));
+    local_limits_effective(&r->defaults, ctr, &lim);
     if ((k = check_capacity(r, sb, ctr, f)) < 0)
         return k;
     uid_t u, hu;
@@ -806,7 +776,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
      * (bound at /.asb/main; on the sandbox's own filesystem when it has one). */
     json_t *main_argv = NULL;
     _cleanup_free_ char *main_dir = NULL, *merr = NULL, *base = path_of(r, "sandboxes", uid, NULL);
-    if (!base || local_bundle_main_argv(ctr, &main_argv, &merr) < 0) {
+    if (!base || local_bundle_main_argv(ctr ? ctr->json : NULL, &main_argv, &merr) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
     }
@@ -884,7 +854,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     local_bundle_params bp = {
         .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
         .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
-        .inject_bin = ibin, .inject_lib = ilib, .env = json_object_get(ctr, "env"),
+        .inject_bin = ibin, .inject_lib = ilib, .env = ctr ? ctr->env : NULL,
         .image_env = json_object_get(image, "env"), .working_dir = wd,
         .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
         .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
@@ -999,10 +969,12 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                     "Error seen: sandboxd under runsc did not bind its sockets in %s/%s: %s",
                     run_dir, LOCAL_GVISOR_BOX, strerror(-k));
     }
-    if (ret_limits) /* as config.json (resources()) and the disk's size say, for read_limits */
-        *ret_limits = (local_limits){.memory = MAX(lim.memory, 0),
-                                     .cpu_millis = MAX(lim.cpu_millis, 0),
-                                     .ephemeral = sc.size};
+    if (ret_limits) { /* what it was given: its storage is the disk's real size */
+        *ret_limits = lim;
+        ret_limits->memory = MAX(lim.memory, 0);
+        ret_limits->cpu_millis = MAX(lim.cpu_millis, 0);
+        ret_limits->ephemeral = sc.size;
+    }
     char ms[32], prep[32], storage[32], net[32], bundle_ms[32];
     snprintf(bundle_ms, sizeof(bundle_ms), "%.1f", (double)t_bundle / 1000.0);
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "api/api-pod.h"
 #include "basic/buf.h"
 #include "basic/confine.h"
 #include "basic/fs-util.h"
@@ -44,7 +45,7 @@ int local_volume_request(const json_t *sb, size_t i, int64_t *ret)
         snprintf(num, sizeof(num), "%.17g", json_number_value(req));
         s = num;
     }
-    return s ? local_parse_quantity(s, false, ret) : -EINVAL;
+    return s ? api_quantity_parse(s, API_RESOURCE_EPHEMERAL_STORAGE, ret) : -EINVAL;
 }
 
 static int failf(char **ret_error, int err, const char *what, const char *path)

@@ -109,6 +109,10 @@ CORPUS = [
                 put(f"{C0}.volumeMounts", [{"name": "data", "mountPath": "/d", "subPath": "../x"}])(o)),
      [f'{C0}.volumeMounts[0].subPath: Invalid value: "../x": must be a relative path without '
       "empty, '.' or '..' components"], None, True),
+    ("working-dir", "Sandbox", put(f"{C0}.workingDir", "work"),
+     [f'{C0}.workingDir: Invalid value: "work": must be an absolute path'], None, True),
+    ("empty-program", "Sandbox", put(f"{C0}.command", ["", "x"]),
+     [f'{C0}.command[0]: Invalid value: "": the program name may not be empty'], None, True),
     ("mount-unknown-volume", "Sandbox", put(f"{C0}.volumeMounts", [{"name": "nope", "mountPath": "/d"}]),
      [f'{C0}.volumeMounts[0].name: Not found: "nope"'], None, True),
     ("pvc-access-modes", "Sandbox",

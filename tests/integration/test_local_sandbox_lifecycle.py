@@ -345,9 +345,10 @@ def test_main_command_failure_and_restart(start_sbx, sbx_state):
     b = sandbox_body("weird")
     b["spec"]["podTemplate"]["spec"]["containers"][0].update(body_bad)
     assert asb2.post(asb2.path(CORE, "sandboxes", "default"), b).status_code == 422
-    create(asb2, "empty", container={"command": [""]})
-    obj = wait_ready(asb2, "empty", want="False", reason="ReconcilerError")
-    assert "program name is empty" in condition(obj, "Ready")["message"]
+    b = sandbox_body("empty")
+    b["spec"]["podTemplate"]["spec"]["containers"][0]["command"] = [""]
+    r = asb2.post(asb2.path(CORE, "sandboxes", "default"), b)
+    assert r.status_code == 422 and "the program name may not be empty" in r.json()["message"], r.text
     assert asb2.running
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from asb_apiserver import CORE
+from asb_apiserver import CORE, sandbox
 from grpc_helpers import Client
 from local_sandbox import (condition, create, runc_ids, sbx_state, sockets, start_sbx,  # noqa: F401
                            wait_ready)
@@ -215,10 +215,14 @@ def test_oci_image_root_user_still_runs_unprivileged(start_sbx, sbx_state, tmp_p
 
 
 def test_relative_working_dir_is_rejected(start_sbx, sbx_state):
+    """At admission (it used to be stored and fail every start)."""
     asb = start_sbx()
-    create(asb, "rel-wd", container={"workingDir": "relative/dir"})
-    obj = wait_ready(asb, "rel-wd", want="False", reason="ReconcilerError")
-    assert "must be an absolute path" in condition(obj, "Ready")["message"]
+    b = sandbox("rel-wd")
+    b["spec"]["podTemplate"]["spec"]["containers"][0]["workingDir"] = "relative/dir"
+    r = asb.post(asb.path(CORE, "sandboxes", "default"), b)
+    assert r.status_code == 422, r.text
+    assert 'containers[0].workingDir: Invalid value: "relative/dir": must be an absolute path' \
+        in r.json()["message"]
 
 
 def test_unused_images_are_garbage_collected(start_sbx, sbx_state, tmp_path):

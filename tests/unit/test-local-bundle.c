@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/api-pod.h"
 #include "local/local-bundle.h"
 #include "local/local-bundle-shared.h"
 #include "local/local-fs.h"
@@ -34,20 +35,20 @@ static const json_t *mount_at(const json_t *cfg, const char *dest)
 TEST(quantities)
 {
     int64_t v;
-    CHECK_INT_EQ(local_parse_quantity("512Mi", false, &v), 0);
+    CHECK_INT_EQ(api_quantity_parse("512Mi", API_RESOURCE_MEMORY, &v), 0);
     CHECK(v == 512LL << 20);
-    CHECK_INT_EQ(local_parse_quantity("1G", false, &v), 0);
+    CHECK_INT_EQ(api_quantity_parse("1G", API_RESOURCE_MEMORY, &v), 0);
     CHECK(v == 1000000000LL);
-    CHECK_INT_EQ(local_parse_quantity("500m", true, &v), 0);
+    CHECK_INT_EQ(api_quantity_parse("500m", API_RESOURCE_CPU, &v), 0);
     CHECK(v == 500);
-    CHECK_INT_EQ(local_parse_quantity("2", true, &v), 0);
+    CHECK_INT_EQ(api_quantity_parse("2", API_RESOURCE_CPU, &v), 0);
     CHECK(v == 2000);
-    CHECK_INT_EQ(local_parse_quantity("0.5", true, &v), 0);
+    CHECK_INT_EQ(api_quantity_parse("0.5", API_RESOURCE_CPU, &v), 0);
     CHECK(v == 500);
-    CHECK_INT_EQ(local_parse_quantity("12Qi", false, &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_quantity("", false, &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_quantity("-1", false, &v), -EINVAL);
-    CHECK_INT_EQ(local_parse_quantity("1e30", false, &v), -EINVAL);
+    CHECK_INT_EQ(api_quantity_parse("12Qi", API_RESOURCE_MEMORY, &v), -EINVAL);
+    CHECK_INT_EQ(api_quantity_parse("", API_RESOURCE_MEMORY, &v), -EINVAL);
+    CHECK_INT_EQ(api_quantity_parse("-1", API_RESOURCE_MEMORY, &v), -EINVAL);
+    CHECK_INT_EQ(api_quantity_parse("1e30", API_RESOURCE_MEMORY, &v), -EINVAL);
 }
 
 TEST(host_bundle_secure_defaults)

@@ -3,14 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-pod.h"
 #include "local/local-capacity.h"
 #include "unit.h"
 
-static json_t *load(const char *s)
+static api_pod *pod_of(const char *s)
 {
     json_t *j = json_loads(s, 0, NULL);
     CHECK(j != NULL);
-    return j;
+    api_pod *p = NULL;
+    CHECK_INT_EQ(api_pod_parse(j, "spec.podTemplate.spec", NULL, &p), 0);
+    json_decref(j);
+    return p;
 }
 
 TEST(reads_this_machine)
@@ -24,33 +28,34 @@ TEST(reads_this_machine)
 TEST(excess_per_resource_and_section)
 {
     const local_capacity cap = {.memory = 8LL << 30, .cpu_millis = 2000, .ephemeral = 100LL << 30};
-    json_t *ctr = load("{\"resources\":{\"limits\":{\"memory\":\"100Ti\",\"cpu\":\"2\","
-                       "\"ephemeral-storage\":\"1Ti\"},\"requests\":{\"cpu\":3,\"memory\":\"1Gi\","
-                       "\"ephemeral-storage\":\"lots\"}}}");
-    local_capacity_excess x[3];
-    CHECK_INT_EQ(local_capacity_excess_of(&cap, ctr, "limits", x), 2);
+    api_pod *p = pod_of("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"memory\":"
+                        "\"100Ti\",\"cpu\":\"2\",\"ephemeral-storage\":\"1Ti\"},\"requests\":{"
+                        "\"cpu\":3,\"memory\":\"1Gi\"}}}]}");
+    local_capacity_excess x[API_RESOURCE_COUNT];
+    CHECK_INT_EQ(local_capacity_excess_of(&cap, &p->containers[0].limits, "limits", x), 2);
     CHECK_STR_EQ(x[0].resource, "memory");
     CHECK_STR_EQ(x[0].value, "100Ti");
     CHECK_STR_EQ(x[0].have, "8Gi");
     CHECK_STR_EQ(x[1].resource, "ephemeral-storage");
     CHECK_STR_EQ(x[1].have, "100Gi");
-    /* A number is a quantity too; "lots" is admission's business, not counted here. */
-    CHECK_INT_EQ(local_capacity_excess_of(&cap, ctr, "requests", x), 1);
+    /* A number is a quantity too. */
+    CHECK_INT_EQ(local_capacity_excess_of(&cap, &p->containers[0].requests, "requests", x), 1);
     CHECK_STR_EQ(x[0].resource, "cpu");
     CHECK_STR_EQ(x[0].value, "3");
     CHECK_STR_EQ(x[0].have, "2");
-    CHECK_INT_EQ(local_capacity_excess_of(&cap, NULL, "limits", x), 0);
-    json_decref(ctr);
+    const api_resource_list none = {0};
+    CHECK_INT_EQ(local_capacity_excess_of(&cap, &none, "limits", x), 0);
+    api_pod_free(p);
 }
 
 TEST(warnings_name_the_field)
 {
     const local_capacity cap = {.memory = 8LL << 30, .cpu_millis = 2000, .ephemeral = 100LL << 30};
-    json_t *pod = load("{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\",\"resources\":{"
-                       "\"requests\":{\"memory\":\"9Gi\"}}}],\"initContainers\":[{\"name\":\"i\","
-                       "\"resources\":{\"limits\":{\"cpu\":\"2500m\"}}}]}");
+    api_pod *p = pod_of("{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\",\"resources\":{"
+                        "\"requests\":{\"memory\":\"9Gi\"}}}],\"initContainers\":[{\"name\":\"i\","
+                        "\"resources\":{\"limits\":{\"cpu\":\"2500m\"}}}]}");
     json_t *w = NULL;
-    CHECK_INT_EQ(local_capacity_warnings(&cap, pod, "spec.podTemplate.spec", &w), 0);
+    CHECK_INT_EQ(local_capacity_warnings(&cap, p, "spec.podTemplate.spec", &w), 0);
     CHECK_INT_EQ(json_array_size(w), 2);
     CHECK_STR_EQ(json_string_value(json_array_get(w, 0)),
                  "spec.podTemplate.spec.containers[1].resources.requests.memory: 9Gi is more than "
@@ -59,11 +64,11 @@ TEST(warnings_name_the_field)
                  "spec.podTemplate.spec.initContainers[0].resources.limits.cpu: 2500m is more than "
                  "this machine has (2)");
     json_decref(w);
+    api_pod_free(p);
     /* Nothing beyond: no array made. */
     w = NULL;
-    json_t *small = load("{\"containers\":[{\"resources\":{\"limits\":{\"memory\":\"1Gi\"}}}]}");
-    CHECK_INT_EQ(local_capacity_warnings(&cap, small, "p", &w), 0);
+    p = pod_of("{\"containers\":[{\"resources\":{\"limits\":{\"memory\":\"1Gi\"}}}]}");
+    CHECK_INT_EQ(local_capacity_warnings(&cap, p, "p", &w), 0);
     CHECK(w == NULL);
-    json_decref(small);
-    json_decref(pod);
+    api_pod_free(p);
 }
