@@ -45,9 +45,9 @@ static int add_path(json_t *paths, const char *path)
     return s && json_array_append_new(paths, s) == 0 ? 0 : -ENOMEM;
 }
 
-static int prune(const json_t *schema, json_t *v, const char *path, json_t *paths);
+static int prune(const json_t *schema, json_t *v, api_path *path, json_t *paths);
 
-static int prune_object(const json_t *schema, json_t *v, const char *path, json_t *paths)
+static int prune_object(const json_t *schema, json_t *v, api_path *path, json_t *paths)
 {
     const json_t *props = json_object_get(schema, "properties");
     const json_t *additional = json_object_get(schema, "additionalProperties");
@@ -61,14 +61,13 @@ static int prune_object(const json_t *schema, json_t *v, const char *path, json_
         /* A null where the schema does not say nullable is pruned silently, as kube-apiserver
          * prunes it before defaulting. */
         bool drop_null = json_is_null(child);
-        _cleanup_free_ char *sub = NULL;
-        if (asprintf(&sub, "%s%s%s", path, *path ? "." : "", key) < 0)
-            return -ENOMEM;
+        size_t was = api_path_push(path, key);
         int r = 0;
         if (!cs && !drop_null)
-            r = add_path(paths, sub);
+            r = add_path(paths, path->s);
         else if (cs && !drop_null)
-            r = prune(cs, child, sub, paths);
+            r = prune(cs, child, path, paths);
+        api_path_pop(path, was);
         if (r < 0)
             return r;
         if (!cs || drop_null) {
@@ -81,7 +80,7 @@ static int prune_object(const json_t *schema, json_t *v, const char *path, json_
     return 0;
 }
 
-static int prune(const json_t *schema, json_t *v, const char *path, json_t *paths)
+static int prune(const json_t *schema, json_t *v, api_path *path, json_t *paths)
 {
     schema = api_k8s_resolve(schema);
     if (!schema)
@@ -94,10 +93,9 @@ static int prune(const json_t *schema, json_t *v, const char *path, json_t *path
         size_t i;
         json_t *item;
         json_array_foreach (v, i, item) {
-            _cleanup_free_ char *sub = NULL;
-            if (asprintf(&sub, "%s[%zu]", path, i) < 0)
-                return -ENOMEM;
-            int r = items ? prune(items, item, sub, paths) : 0;
+            size_t was = api_path_push_index(path, i);
+            int r = items ? prune(items, item, path, paths) : 0;
+            api_path_pop(path, was);
             if (r < 0)
                 return r;
         }
@@ -111,5 +109,7 @@ static int prune(const json_t *schema, json_t *v, const char *path, json_t *path
 int api_k8s_prune(const char *type, json_t *v, const char *path, json_t *paths)
 {
     const json_t *schema = api_k8s_type_schema(type);
-    return schema ? prune(schema, v, path, paths) : 0;
+    api_path p;
+    api_path_init(&p, path);
+    return schema ? prune(schema, v, &p, paths) : 0;
 }

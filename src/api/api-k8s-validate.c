@@ -112,21 +112,18 @@ static void check_string(api_errors *e, const json_t *schema, const char *path, 
         api_check_date_time(e, path, v);
 }
 
-static void validate(api_errors *e, const json_t *schema, const char *path, const json_t *v);
+static void validate(api_errors *e, const json_t *schema, api_path *path, const json_t *v);
 
-static void check_object(api_errors *e, const json_t *schema, const char *path, const json_t *v)
+static void check_object(api_errors *e, const json_t *schema, api_path *path, const json_t *v)
 {
     size_t i;
     const json_t *req;
     json_array_foreach (json_object_get(schema, "required"), i, req) {
         const char *name = json_string_value(req);
         if (name && !json_object_get(v, name)) {
-            _cleanup_free_ char *sub = NULL;
-            if (asprintf(&sub, "%s.%s", path, name) < 0) {
-                e->oom = true;
-                return;
-            }
-            api_errors_add(e, API_FIELD_REQUIRED, sub, NULL, NULL);
+            size_t was = api_path_push(path, name);
+            api_errors_add(e, API_FIELD_REQUIRED, path->s, NULL, NULL);
+            api_path_pop(path, was);
         }
     }
     const json_t *props = json_object_get(schema, "properties");
@@ -139,17 +136,15 @@ static void check_object(api_errors *e, const json_t *schema, const char *path, 
             cs = additional;
         if (!cs)
             continue; /* pruned (api_k8s_prune) before validation */
-        _cleanup_free_ char *sub = NULL;
-        if (asprintf(&sub, "%s.%s", path, key) < 0) {
-            e->oom = true;
-            return;
-        }
-        validate(e, cs, sub, child);
+        size_t was = api_path_push(path, key);
+        validate(e, cs, path, child);
+        api_path_pop(path, was);
     }
 }
 
-static void validate(api_errors *e, const json_t *schema, const char *path, const json_t *v)
+static void validate(api_errors *e, const json_t *schema, api_path *p, const json_t *v)
 {
+    const char *path = p->s;
     schema = api_k8s_resolve(schema);
     if (!schema || e->oom)
         return;
@@ -170,19 +165,17 @@ static void validate(api_errors *e, const json_t *schema, const char *path, cons
     if (json_is_string(v)) {
         check_string(e, schema, path, v);
     } else if (json_is_object(v)) {
-        check_object(e, schema, path, v);
+        check_object(e, schema, p, v);
     } else if (json_is_array(v)) {
         const json_t *items = json_object_get(schema, "items");
         size_t i;
         const json_t *item;
         json_array_foreach (v, i, item) {
-            _cleanup_free_ char *sub = NULL;
-            if (asprintf(&sub, "%s[%zu]", path, i) < 0) {
-                e->oom = true;
-                return;
-            }
-            if (items)
-                validate(e, items, sub, item);
+            if (!items)
+                break;
+            size_t was = api_path_push_index(p, i);
+            validate(e, items, p, item);
+            api_path_pop(p, was);
         }
     }
 }
@@ -190,6 +183,8 @@ static void validate(api_errors *e, const json_t *schema, const char *path, cons
 void api_k8s_validate(api_errors *e, const char *type, const char *path, const json_t *v)
 {
     const json_t *schema = api_k8s_type_schema(type);
+    api_path p;
+    api_path_init(&p, path);
     if (schema)
-        validate(e, schema, path, v);
+        validate(e, schema, &p, v);
 }

@@ -4,8 +4,59 @@
 #pragma once
 
 #include <jansson.h>
+#include <string.h>
 
 #include "api/api.h"
+
+/* A field path built in place while a walk descends ("spec.a[0].b"), without an allocation per
+ * field; a path longer than the buffer is cut (it only ever appears in messages). */
+typedef struct api_path {
+    char s[1024];
+    size_t n;
+} api_path;
+
+/* Appends ".key" (or "key" at the root) / "[i]"; returns the length to restore with pop.
+ * (memcpy, not snprintf: this runs for every field of every write.) */
+static inline void api_path_put(api_path *p, const char *s, size_t n)
+{
+    size_t room = sizeof(p->s) - 1 - p->n;
+    n = n < room ? n : room;
+    memcpy(p->s + p->n, s, n);
+    p->n += n;
+    p->s[p->n] = '\0';
+}
+static inline size_t api_path_push(api_path *p, const char *key)
+{
+    size_t was = p->n;
+    if (p->n)
+        api_path_put(p, ".", 1);
+    api_path_put(p, key, strlen(key));
+    return was;
+}
+static inline size_t api_path_push_index(api_path *p, size_t i)
+{
+    size_t was = p->n;
+    char buf[24], *e = buf + sizeof(buf), *d = e;
+    *--d = ']';
+    do
+        *--d = (char)('0' + i % 10);
+    while ((i /= 10) > 0);
+    *--d = '[';
+    api_path_put(p, d, (size_t)(e - d));
+    return was;
+}
+static inline void api_path_pop(api_path *p, size_t was)
+{
+    p->n = was;
+    p->s[was] = '\0';
+}
+static inline void api_path_init(api_path *p, const char *root)
+{
+    p->n = 0;
+    p->s[0] = '\0';
+    if (root && *root)
+        api_path_push(p, root);
+}
 
 /* The schema of type ("io.k8s.api.core.v1.PodSpec"), borrowed for the life of the process; NULL
  * when unknown. Thread-safe (loaded once). */
