@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   # toolchain, fuzzing (clang + libFuzzer runtime), checks
   build-essential pkg-config binutils clang libclang-rt-14-dev valgrind
+  # make format, make format-check (.ci/run)
+  clang-format
   # libraries (pkg-config names in the Makefile's PKGS) and code generators
   libmicrohttpd-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   # protoc, and google/protobuf/*.proto (empty.proto is compiled by protoc-c and embedded)

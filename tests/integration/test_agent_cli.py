@@ -101,7 +101,7 @@ def test_run_reuse_and_ttl(start_sbx, sbx_state, tmp_path):
     first = shutdown_epoch(obj)
     assert t0 + 290 <= first <= time.time() + 301
     # A restarted CLI reuses the sandbox (same uid, the file is still there) and pushes the TTL.
-    time.sleep(1.1)
+    time.sleep(1.1)  # the point: shutdownTime has 1 s resolution; the push must land later
     p = a.run("run: cat note.txt")
     assert "stdout:\nhi\n" in agent_replies(p.stdout)[-1]
     obj = get_sandbox(asb, "box1")
@@ -240,7 +240,7 @@ def test_pool_claims_a_sandbox(start_sbx, sbx_state, tmp_path):
         assert claim.get("status", {}).get("conditions"), claim
         # No Sandbox named after the session: the claimed one is used, and reused.
         assert asb.get(sandbox_path(asb, "pool1")).status_code == 404
-        time.sleep(1.1)
+        time.sleep(1.1)  # the point: shutdownTime has 1 s resolution; the push must land later
         p = a.run("run: cat w.txt", timeout=30)
         assert "stdout:\nwarm\n" in agent_replies(p.stdout)[-1], p.stderr
         claim = asb.get(asb.path(EXT, "sandboxclaims", "default", "pool1")).json()

@@ -90,7 +90,7 @@ def test_on_replenish_keeps_stale_members_until_claimed(start_sbx):
     asb.merge_patch(asb.path(EXT, "sandboxtemplates", "default", "tpl"),
                     {"spec": {"podTemplate": {"spec": {"containers": [
                         {"name": "main", "image": "host", "env": [{"name": "V", "value": "2"}]}]}}}})
-    time.sleep(1.5)
+    time.sleep(1.5)  # the point: OnReplenish replaces no member in the meantime
     assert names(members(asb, "wp")) == before
     create(asb, EXT, "sandboxclaims", claim("c", "wp"))
     got = wait_claim(asb, "c")["status"]["sandbox"]["name"]
@@ -138,7 +138,7 @@ def test_restart_keeps_pool_and_claims(start_sbx, sbx_state):
     asb.stop()
     asb = start_sbx()
     # Same members (re-adopted containers), nothing created on top, the claim still bound.
-    time.sleep(1)
+    time.sleep(1)  # the point: a restarted server that would create extras has done so by now
     assert names(wait_pool_ready(asb, "wp", 2)) == members_before
     c = wait_claim(asb, "c")
     assert c["status"]["sandbox"]["name"] == bound
@@ -157,7 +157,7 @@ def test_a_pool_without_its_template_says_why(start_sbx):
     assert c["status"] == "False" and 'SandboxTemplate "later" not found' in c["message"], c
     out = ok(asb, "describe", "sandboxwarmpool", "lonely")
     assert "TemplateNotFound" in out and "Warning" in out, out
-    time.sleep(1)
+    time.sleep(1)  # the point: the event is not repeated in the meantime
     events = [e for e in asb.get("/apis/events.k8s.io/v1/namespaces/default/events").json()["items"]
               if e["regarding"]["name"] == "lonely" and e["reason"] == "TemplateNotFound"]
     assert len(events) == 1 and events[0]["type"] == "Warning", events

@@ -6,6 +6,7 @@ import time
 from asb_apiserver import CORE, EXT, asb_binary
 from asb_cli import cli_env, ok, run
 from local_sandbox import create, sbx_state, start_sbx, wait_ready  # noqa: F401
+from waiting import read_until
 
 SCRIPT = "echo hello; echo err >&2; sleep 1; echo bye"
 
@@ -55,10 +56,11 @@ def test_follow_ends_when_sandbox_deleted(start_sbx):
     proc = subprocess.Popen([asb_binary(), "logs", "-f", "lg"], env=cli_env(asb),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)
+        first = read_until(proc.stdout, "started\n", timeout=20)  # following now
         assert proc.poll() is None
         assert asb.delete(asb.path(CORE, "sandboxes", "default", "lg")).status_code == 200
         out, err = proc.communicate(timeout=20)
+        out = first + out
     finally:
         if proc.poll() is None:
             proc.kill()

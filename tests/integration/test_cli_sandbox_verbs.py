@@ -133,13 +133,15 @@ def test_exec_tty(start_sbx):
 
         # SIGWINCH -> ResizeTTY; -i with -t: keystrokes reach the remote terminal.
         p = popen(asb, "exec", "-i", "-t", "vx", "--", "sh", "-c",
-                  "echo ready; read line; echo got:$line; stty size",
+                  "echo ready; until [ \"$(stty size)\" = '40 120' ]; do sleep 0.05; done; "
+                  "echo resized; read line; echo got:$line; stty size",
                   stdin=slave, stdout=slave, stderr=slave)
         out = read_pty(master, p, until=b"ready")
         assert b"ready" in out, out
         set_winsize(master, 40, 120)
         p.send_signal(signal.SIGWINCH)
-        time.sleep(1.0)  # the resize is one RPC; leave it time under load
+        out += read_pty(master, p, until=b"resized")  # the remote terminal has the new size
+        assert b"resized" in out, out
         os.write(master, b"hello\r")
         out += read_pty(master, p)
         p.wait(timeout=20)

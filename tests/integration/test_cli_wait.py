@@ -21,7 +21,7 @@ def test_wait_ready_returns_promptly_after_status_change(asb):
     changed_at = {}
 
     def later():
-        time.sleep(1.0)
+        time.sleep(1.0)  # the point: the change comes while `asb wait` is blocked
         set_ready(asb, "w1", "False")  # not yet
         time.sleep(0.3)
         changed_at["t"] = time.monotonic()

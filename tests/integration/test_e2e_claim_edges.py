@@ -10,6 +10,7 @@ from asb_cli import ok, run
 from claims_helpers import (claim, condition, create, get, is_ready, items, pool, template,
                             wait_claim, wait_for, wait_pool_ready)
 from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
+from waiting import read_until
 
 
 def past(seconds=60):
@@ -54,7 +55,7 @@ def test_claim_with_shutdown_time_in_the_past_retain(start_sbx):
            claim("late", "wp", lifecycle={"shutdownTime": past(), "shutdownPolicy": "Retain"}))
     c = wait_claim(asb, "late", reason="ClaimExpired", timeout=15)
     assert condition(c)["status"] == "False"
-    time.sleep(1)
+    time.sleep(1)  # the point: the claim is still there a while later
     assert get(asb, EXT, "sandboxclaims", "late") is not None  # Retain keeps the claim
     assert get(asb, CORE, "sandboxes", "late") is None
 
@@ -97,7 +98,7 @@ def test_pool_deleted_while_claim_bound(start_sbx):
         sbs = items(asb, CORE, "sandboxes")
         return [s["metadata"]["name"] for s in sbs] == [sname] or None
     wait_for("pool members to be collected", members_gone, 30, 0.1, asb)
-    time.sleep(1)
+    time.sleep(1)  # the point: the adopted sandbox is not collected a while later either
     sb = get(asb, CORE, "sandboxes", sname)
     assert sb is not None and is_ready(sb)
     c = get(asb, EXT, "sandboxclaims", "keep")
@@ -222,22 +223,27 @@ def test_release_while_exec_runs(start_sbx):
     wait_pool_ready(asb, "wp", 1)
     create(asb, EXT, "sandboxclaims", claim("busy", "wp"))
     sname = wait_claim(asb, "busy")["status"]["sandbox"]["name"]
-    p = subprocess.Popen([asb_binary(), "exec", "busy", "--", "sleep", "60"], env=cli_env(asb),
+    p = subprocess.Popen([asb_binary(), "exec", "busy", "--", "sh", "-c", "echo up; exec sleep 60"],
+                         env=cli_env(asb),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     router = open(os.path.join(asb.state_dir, "router")).read().strip()
     g = Client(router[len("http://"):].rstrip("/"))
-    result = {}
+    result = {"events": []}
 
     def stream():
         try:
-            result["events"] = list(g.start(["sleep", "60"], timeout=60,
-                                            metadata=[("x-sandbox-id", sname),
-                                                      ("authorization", f"Bearer {asb.token}")]))
+            for ev in g.start(["sleep", "60"], timeout=60,
+                              metadata=[("x-sandbox-id", sname),
+                                        ("authorization", f"Bearer {asb.token}")]):
+                result["events"].append(ev)
         except Exception as e:  # grpc.RpcError expected
             result["error"] = e
     t = threading.Thread(target=stream, daemon=True)
     t.start()
-    time.sleep(1)
+    # Both are running in the sandbox before its claim goes.
+    assert read_until(p.stdout, "up\n", timeout=20) == "up\n"
+    wait_for("the gRPC process to start", lambda: result["events"] or "error" in result, 20, 0.05, asb)
+    assert result["events"], result
     t0 = time.monotonic()
     assert asb.delete(asb.path(EXT, "sandboxclaims", "default", "busy")).status_code == 200
     try:
@@ -250,4 +256,4 @@ def test_release_while_exec_runs(start_sbx):
     g.close()
     assert not t.is_alive(), "gRPC stream through the router still open after the sandbox went"
     assert time.monotonic() - t0 < 20
-    assert "error" in result or result.get("events") is not None
+    assert "error" in result or result["events"]

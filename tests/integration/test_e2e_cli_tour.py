@@ -192,7 +192,7 @@ def test_reapply_claim_manifest_keeps_binding(start_sbx, tmp_path):
     sbx = c1["status"]["sandbox"]["name"]
     out = ok(asb, "apply", "-f", str(f))
     assert "applied" in out
-    time.sleep(1.5)
+    time.sleep(1.5)  # the point: the re-apply rebinds nothing in the meantime
     c2 = json.loads(ok(asb, "get", "claim", "applied", "-o", "json"))
     assert c2["status"]["sandbox"]["name"] == sbx
     assert c2["metadata"]["annotations"].get("agents.x-k8s.io/sandbox-name") == sbx, c2["metadata"]

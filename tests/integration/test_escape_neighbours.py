@@ -19,7 +19,7 @@ t.bind(("127.0.0.1", 8765)); t.listen(8)
 open("/tmp/neighbour-secret", "w").write("secret")
 open("/workspace/neighbour-ready", "w").write("ready")
 while True:
-    time.sleep(60)
+    time.sleep(60)  # not a wait: the neighbour idles until the test ends it
 """
 
 REACH = r"""

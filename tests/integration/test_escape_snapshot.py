@@ -54,7 +54,7 @@ except OSError as e:
 with open("/workspace/leasing", "w") as f:
     f.write(got)
 while True:
-    time.sleep(1)
+    time.sleep(1)  # not a wait: holds the lease until the test ends it
 """
 
 

@@ -68,7 +68,7 @@ def test_wrong_ca_is_refused(tls_fake, pki, tmp_path):
         wait_for(lambda: "list failed" in c.log_text(), what="TLS failure logged")
         tls_fake.create("sandboxes", sandbox_obj("t2"))
         import time
-        time.sleep(1)
+        time.sleep(1)  # the point: no pod is made in the meantime
         assert tls_fake.get("pods", "t2") is None
         assert tls_fake.stats()["stats"].get("GET sandboxes", 0) == 0
     finally:
@@ -91,7 +91,7 @@ def test_in_cluster_config(tls_fake, pki, tmp_path):
         (sa / "token").write_text("rotated-wrong\n")
         tls_fake.create("sandboxes", sandbox_obj("t4"))
         import time
-        time.sleep(1)
+        time.sleep(1)  # the point: no pod is made with the wrong token in the meantime
         assert tls_fake.get("pods", "t4") is None
         (sa / "token").write_text(tls_fake.token)
         wait_for(lambda: tls_fake.get("pods", "t4"), timeout=15, what="pod after the token is right again")

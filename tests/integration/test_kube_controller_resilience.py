@@ -57,7 +57,7 @@ def test_conflict_storm(fake, controller):  # noqa: F811
         wait_for(lambda: condition(fake.get("sandboxes", f"st{i}"), "Ready"), timeout=20, what="status")
     wait_for(lambda: len([s for s in fake.list("sandboxes") if s["metadata"]["name"].startswith("cp-")]) == 2,
              timeout=20, what="pool filled")
-    time.sleep(1)
+    time.sleep(1)  # the point: no extra member appears in the meantime
     assert len([s for s in fake.list("sandboxes") if s["metadata"]["name"].startswith("cp-")]) == 2
     assert fake.stats()["conflicts_left"] == 0
 
@@ -75,7 +75,7 @@ def test_restart_with_work_in_flight(fake, controller):  # noqa: F811
         wait_for(lambda: fake.get("pods", f"r{i}"), timeout=20, what=f"pod r{i}")
     wait_for(lambda: len([s for s in fake.list("sandboxes") if s["metadata"]["name"].startswith("rp-")]) == 5,
              timeout=20, what="pool of 5")
-    time.sleep(1)
+    time.sleep(1)  # the point: no extra member appears in the meantime
     assert len([s for s in fake.list("sandboxes") if s["metadata"]["name"].startswith("rp-")]) == 5
     assert len(fake.list("pods")) == 15, "one pod per sandbox, none duplicated"
     del c2
@@ -88,7 +88,7 @@ def test_leader_failover(fake, tmp_path):  # noqa: F811
     wait_for(lambda: "successfully acquired lease" in a.log_text(), what="a leads")
     b = Controller(fake, tmp_path, "b", args)
     try:
-        time.sleep(1)
+        time.sleep(1)  # the point: b does not take the lease while a renews it
         assert "successfully acquired lease" not in b.log_text()
         lease = fake.get("leases", "agent-sandbox-controller")
         assert lease["spec"]["holderIdentity"] in a.log_text()

@@ -6,12 +6,12 @@ import shutil
 import socket
 import subprocess
 import tarfile
-import time
 
 import pytest
 
 from grpc_helpers import Client
 from local_sandbox import create, sbx_state, sockets, start_sbx, wait_ready  # noqa: F401
+from waiting import read_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("ASB_BUILD", os.path.join(ROOT, "build"))
@@ -100,8 +100,10 @@ def test_controller_and_router_images(tmp_path):
                               "--kubeconfig", "/kubeconfig.yaml", "--metrics-bind-address", "0",
                               "--health-probe-bind-address", "0"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.5)
-        p.terminate()
-        out = p.communicate(timeout=30)[0]
+        try:
+            first = read_until(p.stdout, "starting asb-controller", timeout=30)
+        finally:
+            p.terminate()
+        out = first + p.communicate(timeout=30)[0]
     assert "starting asb-controller" in out and server in out, out
     assert "cannot parse kubeconfig" not in out and "libyaml" not in out, out

@@ -232,7 +232,7 @@ def test_unused_images_are_garbage_collected(start_sbx, sbx_state, tmp_path):
     wait_ready(asb, "gc-a", timeout=60)
     assert len(cache_entries(sbx_state)) == 1
     # In use by a running sandbox: kept however long it has been idle.
-    time.sleep(2.5)
+    time.sleep(2.5)  # the point: the idle time (1 s) passes, resyncs run, the image stays
     assert len(cache_entries(sbx_state)) == 1, asb.output()
     p = asb.path(CORE, "sandboxes", "default", "gc-a")
     assert asb.delete(p).status_code == 200

@@ -222,7 +222,7 @@ def test_grpc_request_resumes_suspended_sandbox(router_env, box):
                         {"spec": {"operatingMode": "Suspended"}})
     assert r.status_code == 200
     wait_cond(asb, "gsleepy", "Suspended")
-    time.sleep(1.2)
+    time.sleep(1.2)  # past the router's 1 s resolution cache
     c = Client(router_env.hostport())
     auth = ("authorization", f"Bearer {router_env.token}")
     out = {}

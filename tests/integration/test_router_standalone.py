@@ -81,7 +81,7 @@ class Fakes:
                     head = b""
                     while b"\r\n\r\n" not in head:
                         head += c.recv(1)
-                    time.sleep(1)
+                    time.sleep(1)  # the point: the router's writes stall meanwhile
                     c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 5\r\n\r\nearly")
                     conns.append(c)
                 else:

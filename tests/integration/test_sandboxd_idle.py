@@ -22,7 +22,7 @@ def test_idle_sandboxd_does_not_wake_up(start_sandboxd):
     assert b" 200 " in health(d.rest_port)
     time.sleep(0.5)  # the connection's thread has gone
     before = voluntary_switches(d.proc.pid)
-    time.sleep(2.0)
+    time.sleep(2.0)  # the point: a window of idleness
     woke = voluntary_switches(d.proc.pid) - before
     # A 250 ms tick would be 8 wakeups here; none is expected, 2 allow for a stray signal.
     assert woke <= 2, f"{woke} wakeups in 2 s of idle"
