@@ -60,7 +60,8 @@ static int parse_resources(const json_t *list, const char *path, api_errors *err
         char text[64];
         if (json_is_integer(v))
             snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        else if (json_is_real(v)) /* stored before admission refused numbers that are not integers */
+        else if (json_is_real(
+                     v)) /* stored before admission refused numbers that are not integers */
             snprintf(text, sizeof(text), "%.17g", json_real_value(v));
         else
             snprintf(text, sizeof(text), "%s", json_string_value(v) ? json_string_value(v) : "");
@@ -92,8 +93,7 @@ static void user_of(const json_t *sc, int64_t *uid, int64_t *gid)
     *gid = json_is_integer(g) && json_integer_value(g) >= 0 ? json_integer_value(g) : -1;
 }
 
-static int parse_container(const json_t *c, const char *path, api_errors *errs,
-                           api_container *ret)
+static int parse_container(const json_t *c, const char *path, api_errors *errs, api_container *ret)
 {
     ret->json = c;
     ret->name = str(c, "name");
@@ -161,8 +161,8 @@ int api_pod_parse(const json_t *pod_spec, const char *path, api_errors *errs, ap
     user_of(json_object_get(pod_spec, "securityContext"), &p->run_as_user, &p->run_as_group);
     int k1 = parse_list(pod_spec, "containers", path, errs, &p->containers, &p->n_containers);
     int k2 = k1 == -ENOMEM ? k1
-                           : parse_list(pod_spec, "initContainers", path, errs,
-                                        &p->init_containers, &p->n_init_containers);
+                           : parse_list(pod_spec, "initContainers", path, errs, &p->init_containers,
+                                        &p->n_init_containers);
     if (!p->json || k1 < 0 || k2 < 0) {
         int k = !p->json || k1 == -ENOMEM || k2 == -ENOMEM ? -ENOMEM : -EINVAL;
         api_pod_free(p);

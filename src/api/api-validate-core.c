@@ -459,8 +459,7 @@ void api_check_sandbox_mounts(api_errors *e, const json_t *spec)
             json_array_foreach (get(c, "volumeMounts"), j, m) {
                 const json_t *name = get(m, "name");
                 const char *n = json_string_value(name);
-                if (n && !has_name(get(pod, "volumes"), NULL, n) &&
-                    !has_name(vcts, "metadata", n))
+                if (n && !has_name(get(pod, "volumes"), NULL, n) && !has_name(vcts, "metadata", n))
                     api_errors_add(e, API_FIELD_NOT_FOUND,
                                    fp("spec.podTemplate.spec.", "%s[%zu].volumeMounts[%zu].name",
                                       lists[l], i, j)

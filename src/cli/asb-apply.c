@@ -19,19 +19,18 @@
 
 static void apply_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: asb apply -f FILE|- [-f FILE...]\n\n"
-            "Creates or updates the objects of YAML (multi-document, ---) or JSON manifests.\n\n"
-            "Options:\n"
-            "  -f, --filename FILE   manifest to apply, - for stdin (repeatable)\n"
-            "      --dry-run=MODE    none (default); server: the server checks and answers\n"
-            "                        what it would store, storing nothing; client: only print\n"
-            "                        what would be sent\n"
-            "      --validate[=MODE] fields the kind does not declare: strict (or true, or no\n"
-            "                        MODE) refuses the object, warn prints a warning for each,\n"
-            "                        ignore (or false) drops them silently; default: the\n"
-            "                        server's (warn)\n"
-            "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
+    fprintf(f, "Usage: asb apply -f FILE|- [-f FILE...]\n\n"
+               "Creates or updates the objects of YAML (multi-document, ---) or JSON manifests.\n\n"
+               "Options:\n"
+               "  -f, --filename FILE   manifest to apply, - for stdin (repeatable)\n"
+               "      --dry-run=MODE    none (default); server: the server checks and answers\n"
+               "                        what it would store, storing nothing; client: only print\n"
+               "                        what would be sent\n"
+               "      --validate[=MODE] fields the kind does not declare: strict (or true, or no\n"
+               "                        MODE) refuses the object, warn prints a warning for each,\n"
+               "                        ignore (or false) drops them silently; default: the\n"
+               "                        server's (warn)\n"
+               "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
 /* The update body: the manifest, with the current resourceVersion and the metadata other writers

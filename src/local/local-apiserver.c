@@ -100,8 +100,7 @@ json_t *status_failure(kube_reason reason, const char *message, const api_kind *
     return api_status_failure(info->http, info->name, message, k, name);
 }
 
-enum MHD_Result reply_failure_warnings(struct MHD_Connection *c, json_t *st,
-                                       const json_t *warnings)
+enum MHD_Result reply_failure_warnings(struct MHD_Connection *c, json_t *st, const json_t *warnings)
 {
     json_t *code = json_object_get(st, "code");
     unsigned http = json_is_integer(code) ? (unsigned)json_integer_value(code)

@@ -18,7 +18,7 @@ int local_capacity_read(const char *state_dir, local_capacity *ret)
         return -errno;
     cpu_set_t set;
     long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                              : sysconf(_SC_NPROCESSORS_ONLN);
+                                                             : sysconf(_SC_NPROCESSORS_ONLN);
     struct statvfs fs;
     if (statvfs(state_dir, &fs) < 0)
         return -errno;
@@ -61,8 +61,8 @@ static int warn(json_t **warnings, const char *path, const local_capacity_excess
     return json_array_append_new(*warnings, json_string(text)) == 0 ? 0 : -ENOMEM;
 }
 
-static int container_warnings(const local_capacity *cap, const api_container *c,
-                              const char *path, json_t **warnings)
+static int container_warnings(const local_capacity *cap, const api_container *c, const char *path,
+                              json_t **warnings)
 {
     const struct {
         const char *section;

@@ -81,8 +81,8 @@ int local_limits_from_json(const json_t *resources, local_limits *ret)
         size_t i;
         const json_t *name;
         json_array_foreach (json_object_get(resources, "defaulted"), i, name)
-            defaulted[r] |= json_is_string(name) &&
-                            strcmp(json_string_value(name), api_resource_name(r)) == 0;
+            defaulted[r] |=
+                json_is_string(name) && strcmp(json_string_value(name), api_resource_name(r)) == 0;
     }
     *ret = (local_limits){
         .memory = v[API_RESOURCE_MEMORY],

@@ -370,8 +370,7 @@ json_t *rec_effective_resources(local_reconciler *r, const json_t *sb)
                 {"ephemeral-storage", l.ephemeral, r->capacity.ephemeral}};
     json_t *beyond = NULL;
     for (size_t i = 0; res && r->has_capacity && i < ELEMENTSOF(rows); i++)
-        if (rows[i].have > 0 && rows[i].v > rows[i].have &&
-            (beyond || (beyond = json_array())))
+        if (rows[i].have > 0 && rows[i].v > rows[i].have && (beyond || (beyond = json_array())))
             json_array_append_new(beyond, json_string(rows[i].name));
     if (beyond)
         json_object_set_new(res, "beyondCapacity", beyond);
@@ -666,11 +665,11 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
     _cleanup_(api_pod_freep) api_pod *pod = NULL;
     int k = api_pod_parse(api_pod_spec_of(sb), "spec.podTemplate.spec", NULL, &pod);
     if (k < 0)
-        return fail(f, "ReconcilerError", k,
-                    "Error seen: %s", k == -ENOMEM ? "out of memory"
-                                                   : "a resource quantity of the pod spec does "
-                                                     "not parse (stored before admission checked "
-                                                     "it): fix the spec");
+        return fail(f, "ReconcilerError", k, "Error seen: %s",
+                    k == -ENOMEM ? "out of memory"
+                                 : "a resource quantity of the pod spec does "
+                                   "not parse (stored before admission checked "
+                                   "it): fix the spec");
     const api_container *ctr = pod->n_containers ? &pod->containers[0] : NULL;
     if ((k = preconditions(r, sb, f)) < 0)
         return k;
@@ -852,17 +851,35 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                     strerror(-k));
     }
     local_bundle_params bp = {
-        .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
-        .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
-        .inject_bin = ibin, .inject_lib = ilib, .env = ctr ? ctr->env : NULL,
-        .image_env = json_object_get(image, "env"), .working_dir = wd,
-        .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
-        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
-        .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
-        .nameserver = nameserver, .userns_start = ns_start,
+        .bundle_dir = bundle,
+        .rootfs = rootfs,
+        .hostname = hostname,
+        .uid = u,
+        .gid = g,
+        .workspace_dir = sc.workspace,
+        .home_dir = sc.home,
+        .tmp_dir = sc.tmp,
+        .inject_bin = ibin,
+        .inject_lib = ilib,
+        .env = ctr ? ctr->env : NULL,
+        .image_env = json_object_get(image, "env"),
+        .working_dir = wd,
+        .memory_limit = lim.memory,
+        .cpu_millis = lim.cpu_millis,
+        .pids_limit = DEFAULT_PIDS_LIMIT,
+        .cgroups_path = cg,
+        .volumes = vv,
+        .n_volumes = nvv,
+        .main_argv = main_argv,
+        .main_dir = main_dir,
+        .netns_path = netns,
+        .nameserver = nameserver,
+        .userns_start = ns_start,
         .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
-        .userns_path = uns.pid > 0 ? uns.path : NULL, .shared_dir = shared,
-        .gvisor = gvisor, .socket_dir = box,
+        .userns_path = uns.pid > 0 ? uns.path : NULL,
+        .shared_dir = shared,
+        .gvisor = gvisor,
+        .socket_dir = box,
     };
     usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
     _cleanup_free_ char *root = NULL;

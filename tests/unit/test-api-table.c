@@ -79,7 +79,9 @@ TEST(prune_follows_the_table)
                     "\"status.sandbox.w\"]");
     free(s);
     CHECK(api_json_path(o, ".spec.volumeClaimTemplates[0].spec.kept") == NULL);
-    CHECK_STR_EQ(json_string_value(api_json_path(o, ".spec.volumeClaimTemplates[0].spec.storageClassName")), "x");
+    CHECK_STR_EQ(
+        json_string_value(api_json_path(o, ".spec.volumeClaimTemplates[0].spec.storageClassName")),
+        "x");
     CHECK_STR_EQ(json_string_value(api_json_path(
                      o, ".spec.volumeClaimTemplates[0].spec.resources.requests.storage")),
                  "1Gi");
