@@ -57,7 +57,7 @@ SANDBOXD_OBJ := $(call obj,$(SANDBOXD_SRC))
 # CRDs and embedded, so that admission validates with the schema the CRDs carry.
 K8S_SCHEMAS_C := $(GEN)/api-k8s-schemas.c
 API_OBJ := $(call obj,$(wildcard src/api/*.c) $(K8S_SCHEMAS_C))
-CP_OBJ := $(API_OBJ) $(call obj,$(wildcard src/reconcile/*.c) $(wildcard src/local/*.c))
+CP_OBJ := $(API_OBJ) $(call obj,$(wildcard src/reconcile/*.c) $(wildcard src/local/*/*.c))
 # Further components: every src/<dir>/<binary>-main.c is one binary in build/bin; the other files
 # of the directory are its library objects.
 nonmain = $(call obj,$(filter-out %-main.c,$(wildcard src/$(1)/*.c)))
