@@ -16,6 +16,7 @@
 #include "basic/parse-util.h"
 #include "basic/path-util.h"
 #include "local/container/local-bundle.h"
+#include "local/runtime/local-runtime-gvisor.h"
 #include "local/container/local-bundle-shared.h"
 #include "local/fs/local-fs.h"
 #include "local/container/local-seccomp.h"

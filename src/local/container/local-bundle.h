@@ -13,8 +13,6 @@
 #define LOCAL_BUNDLE_ROOTFS_ANNOTATION "dev.asb.rootfs"
 /* Where a sandbox with a socket_dir finds it (local_bundle_params). */
 #define LOCAL_BUNDLE_SOCKET_DIR "/.asb/run"
-/* Where staged bind sources are (local_bundle_write_staged). */
-#define LOCAL_BUNDLE_STAGE_DIR "/run/asb/src"
 
 /* A host directory bound read-write (or read-only) into the container: volumeClaimTemplates. */
 typedef struct local_bundle_volume {

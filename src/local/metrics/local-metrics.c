@@ -135,13 +135,6 @@ static int render_single(buf *out, const char *name, const char *type, const cha
     return r < 0 ? r : buf_appendf(out, "%s %llu\n", name, value);
 }
 
-/* Every stored object of `kind`, as a JSON array owned by the caller. 0 or -errno. */
-static int list_all(local_store *store, const char *kind, json_t **ret_items)
-{
-    uint64_t rv;
-    return local_store_list(store, api_kind_by_name(kind), NULL, ret_items, &rv);
-}
-
 /* One histogram series; label "" renders without labels. */
 static int render_histogram(buf *out, const char *name, const char *label_name, const histogram *h)
 {
@@ -214,23 +207,18 @@ static asb_sandbox_phase sandbox_phase(const json_t *sb)
     return p;
 }
 
-static int render_sandboxes(local_store *store, buf *out)
+static int render_sandboxes(const json_t *items, buf *out)
 {
-    json_t *items = NULL;
-    int r = list_all(store, "Sandbox", &items);
-    if (r < 0)
-        return r;
     unsigned long long by_phase[ELEMENTSOF(phases)] = {0}, blocked = 0;
     size_t i;
-    json_t *sb;
+    const json_t *sb;
     json_array_foreach (items, i, sb) {
         by_phase[sandbox_phase(sb)]++;
         json_int_t b = json_integer_value(
             json_object_get(json_object_get(sb, "status"), "blockedConnections"));
         blocked += b > 0 ? (unsigned long long)b : 0;
     }
-    json_decref(items);
-    r = header(out, "asb_sandboxes", "gauge", "Sandboxes by phase.");
+    int r = header(out, "asb_sandboxes", "gauge", "Sandboxes by phase.");
     for (size_t j = 0; j < ELEMENTSOF(phases) && r >= 0; j++)
         r = buf_appendf(out, "asb_sandboxes{phase=\"%s\"} %llu\n", phases[j], by_phase[j]);
     if (r >= 0)
@@ -252,12 +240,9 @@ static int append_label_value(buf *out, const char *v)
     return r;
 }
 
-static int render_pools(local_store *store, buf *out)
+static int render_pools(const json_t *items, buf *out)
 {
-    json_t *items = NULL;
-    int r = list_all(store, "SandboxWarmPool", &items);
-    if (r < 0)
-        return r;
+    int r = 0;
     static const char *const gauges[][3] = {
         {"asb_warmpool_ready_replicas", "readyReplicas", "Ready sandboxes of a warm pool."},
         {"asb_warmpool_desired_replicas", "replicas", "Sandboxes a warm pool wants."},
@@ -265,7 +250,7 @@ static int render_pools(local_store *store, buf *out)
     for (size_t g = 0; g < ELEMENTSOF(gauges) && r >= 0; g++) {
         r = header(out, gauges[g][0], "gauge", gauges[g][2]);
         size_t i;
-        json_t *pool;
+        const json_t *pool;
         json_array_foreach (items, i, pool) {
             const json_t *src = json_object_get(pool, g == 0 ? "status" : "spec");
             json_int_t v = json_integer_value(json_object_get(src, gauges[g][1]));
@@ -283,7 +268,6 @@ static int render_pools(local_store *store, buf *out)
                 break;
         }
     }
-    json_decref(items);
     return r < 0 ? r : 0;
 }
 
@@ -316,7 +300,8 @@ static int render_router(buf *out)
     return r < 0 ? r : 0;
 }
 
-int local_metrics_render(local_store *store, char **ret_text, size_t *ret_len)
+int local_metrics_render(const json_t *pools, const json_t *sandboxes, char **ret_text,
+                         size_t *ret_len)
 {
     _cleanup_buf_ buf out = BUF_INIT;
     pthread_mutex_lock(&lock);
@@ -325,9 +310,9 @@ int local_metrics_render(local_store *store, char **ret_text, size_t *ret_len)
     if (r >= 0)
         r = render_router(&out);
     if (r >= 0)
-        r = render_pools(store, &out);
+        r = render_pools(pools, &out);
     if (r >= 0)
-        r = render_sandboxes(store, &out);
+        r = render_sandboxes(sandboxes, &out);
     if (r < 0)
         return r;
     *ret_text = buf_steal(&out, ret_len);

@@ -10,7 +10,6 @@
 #include <stdbool.h>
 
 #include <stddef.h>
-#include "local/store/local-store.h"
 
 /* A claim became Ready for the first time at ready_at (RFC 3339): its latency from the first
  * request (client-first-requested-at, controller-first-observed-at, creationTimestamp), by
@@ -25,6 +24,9 @@ void local_metrics_store_sync(double seconds);
 /* One DNS query from a sandbox; blocked: refused by its policy or budget. */
 void local_metrics_dns_query(bool blocked);
 
-/* Every metric in text format 0.0.4: *ret_text (NUL-terminated, owned) of *ret_len bytes.
- * 0 or -ENOMEM / a store error. */
-int local_metrics_render(local_store *store, char **ret_text, size_t *ret_len);
+/* Every metric in text format 0.0.4: *ret_text (NUL-terminated, owned) of *ret_len bytes. The
+ * gauges come from pools and sandboxes (JSON arrays of the stored SandboxWarmPools and
+ * Sandboxes, borrowed), which the caller lists from the store at scrape time: the counters
+ * are below the store (it observes into them), the store is not below them. 0 or -ENOMEM. */
+int local_metrics_render(const json_t *pools, const json_t *sandboxes, char **ret_text,
+                         size_t *ret_len);

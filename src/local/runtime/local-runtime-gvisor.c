@@ -13,7 +13,6 @@
 #include "basic/fs-util.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "local/container/local-bundle.h"
 #include "local/runtime/local-runtime-gvisor.h"
 
 static const char *const socket_names[] = {"rest.sock", "grpc.sock"};

@@ -13,6 +13,9 @@
 
 /* Where sandboxd binds, under run_dir (run/<uid>). */
 #define LOCAL_GVISOR_BOX "box"
+/* Where staged bind sources are, inside the sandbox (local_bundle_write_staged points the
+ * bundle's binds there; local_gvisor_stage_binds mounts them). */
+#define LOCAL_BUNDLE_STAGE_DIR "/run/asb/src"
 
 /* Makes run_dir/box owned by uid:gid (host ids of the sandbox user), mode 0700, without
  * sockets of an earlier container, and removes run_dir's rest.sock and grpc.sock (links of an

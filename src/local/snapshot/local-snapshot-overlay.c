@@ -28,7 +28,6 @@
 #include "local/snapshot/local-snapshot-overlay.h"
 #include "local/snapshot/local-snapshot-store.h"
 #include "local/snapshot/local-snapshot-tree.h"
-#include "local/snapshot/local-snapshot.h"
 
 /* Unpacks every root of the snapshot into the new directory tmp. */
 static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, char **ret_error)

@@ -21,6 +21,9 @@
 #include <stdint.h>
 
 #define LOCAL_SNAPSHOT_TREES "trees"
+/* sandboxes/<uid>/seeded of a sandbox started from a snapshot: "SNAPSHOT_UID\nBASE_IMAGE\n", then
+ * "overlay\n" when its directories are overlays over the snapshot's tree. */
+#define LOCAL_SNAPSHOT_SEEDED "seeded"
 
 /* The unpacked tree of snapshot snap_uid: made now unless it exists. *ret_dir (owned) is
  * trees/<uid>. On failure *ret_message (owned) says why. */

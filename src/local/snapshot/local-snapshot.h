@@ -23,9 +23,6 @@
 #include "local/store/local-store.h"
 
 #define LOCAL_SNAPSHOT_IMAGE_PREFIX "snapshot:"
-/* sandboxes/<uid>/seeded of a sandbox started from a snapshot: "SNAPSHOT_UID\nBASE_IMAGE\n", then
- * "overlay\n" when its directories are overlays over the snapshot's tree. */
-#define LOCAL_SNAPSHOT_SEEDED "seeded"
 
 typedef struct local_snapshotter local_snapshotter;
 
