@@ -72,8 +72,8 @@ EXTRA_BINS := $(foreach m,$(EXTRA_MAINS),$(OUT)/bin/$(patsubst %-main.c,%,$(notd
 # own binary, asb-server, that `asb serve` execs (src/cli/asb-serve-exec.c), so the client does
 # not load the control plane's libraries at every start. Both link the common objects from
 # archives so that only the members they use (and those members' libraries) come in.
-ASB_SERVER_SRC := src/cli/asb-serve.c src/cli/asb-server-main.c
-ASB_OBJ := $(call obj,$(filter-out $(ASB_SERVER_SRC),$(wildcard src/cli/*.c)))
+ASB_SERVER_SRC := $(wildcard src/server/*.c)
+ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
 ASB_SERVER_OBJ := $(call obj,$(ASB_SERVER_SRC))
 COMMON_A := $(OUT)/obj/libasb-common.a
 LIBASB_A_STATIC := $(OUT)/obj/libasb-objs.a

@@ -2,7 +2,7 @@
  * its own, so that the client verbs of `asb` do not load SQLite, nftables, libmicrohttpd and the
  * rest at every start. `asb serve ARGS` execs `asb-server ARGS` (src/cli/asb-serve-exec.c): same
  * process, same argv after the verb, same signals and exit codes. */
-#include "cli/asb.h"
+#include "server/server.h"
 
 int main(int argc, char **argv)
 {

@@ -19,7 +19,7 @@
 #include "basic/parse-util.h"
 #include "basic/state-files.h"
 #include "basic/time-util.h"
-#include "cli/asb.h"
+#include "server/server.h"
 #include "local/apiserver/local-apiserver.h"
 #include "local/runtime/local-cleanup.h"
 #include "local/controller/local-controller.h"
@@ -35,6 +35,7 @@
 #define DEFAULT_ROUTER_LISTEN "127.0.0.1:7080"
 #define DEFAULT_WATCH_WINDOW 10000
 
+/* Over ~80 lines: one help text, printed by one fprintf. */
 static void serve_usage(FILE *f)
 {
     fprintf(f,
@@ -328,6 +329,60 @@ static int parse_net_prepared(const char *v, unsigned *ret)
     return 0;
 }
 
+/* The defaults: built in, then the environment (ASB_NETWORK and co.); flags override them. */
+static int opts_from_env(serve_opts *o)
+{
+    o->listen = DEFAULT_LISTEN;
+    o->router_listen = DEFAULT_ROUTER_LISTEN;
+    o->router_allow_unauthenticated = false;
+    o->network = getenv("ASB_NETWORK");
+    o->pod_cidr = getenv("ASB_POD_CIDR");
+    o->bridge = getenv("ASB_BRIDGE");
+    o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
+    if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
+        parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
+        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0 ||
+        parse_dns_limit("max-connections", getenv("ASB_MAX_CONNECTIONS"),
+                        &o->max_connections) < 0 ||
+        parse_dns_limit("max-connection-rate", getenv("ASB_MAX_CONNECTION_RATE"),
+                        &o->connection_rate) < 0)
+        return -EINVAL;
+    o->default_memory = getenv("ASB_DEFAULT_MEMORY");
+    o->default_cpu = getenv("ASB_DEFAULT_CPU");
+    o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
+    o->userns_range = getenv("ASB_USERNS_RANGE");
+    if (parse_net_prepared(getenv("ASB_NET_PREPARED"), &o->net_prepared) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* What no flag alone can check. 1, or -EINVAL once said why. */
+static int check_args(serve_opts *o)
+{
+    /* Without --router-listen, an API on a free port gets a router on a free port too (tests run
+     * many servers side by side). */
+    const char *lc = strrchr(o->listen, ':');
+    if (!o->router_listen_given && lc && strcmp(lc, ":0") == 0)
+        o->router_listen = "127.0.0.1:0";
+    if (strcmp(o->router_listen, "off") != 0 && !strrchr(o->router_listen, ':')) {
+        fprintf(stderr, "asb serve: --router-listen wants HOST:PORT or off, got \"%s\"\n",
+                o->router_listen);
+        return -EINVAL;
+    }
+    if (!strrchr(o->listen, ':')) {
+        fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *lerr = NULL;
+    if (local_limits_parse_defaults(o->default_memory, o->default_cpu, o->default_ephemeral,
+                                    &o->defaults, &lerr) < 0) {
+        fprintf(stderr, "asb serve: %s\n", lerr ? lerr : strerror(EINVAL));
+        return -EINVAL;
+    }
+    return 1;
+}
+
+/* 1: run; 0: done (--help); -EINVAL: a usage error, said. */
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
     static const struct option longopts[] = {
@@ -351,26 +406,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"help", no_argument, NULL, 'h'},
         {},
     };
-    o->listen = DEFAULT_LISTEN;
-    o->router_listen = DEFAULT_ROUTER_LISTEN;
-    o->router_allow_unauthenticated = false;
-    o->network = getenv("ASB_NETWORK");
-    o->pod_cidr = getenv("ASB_POD_CIDR");
-    o->bridge = getenv("ASB_BRIDGE");
-    o->dns_upstream = getenv("ASB_DNS_UPSTREAM");
-    if (parse_dns_limit("dns-rate", getenv("ASB_DNS_RATE"), &o->dns_limits.rate) < 0 ||
-        parse_dns_limit("dns-burst", getenv("ASB_DNS_BURST"), &o->dns_limits.burst) < 0 ||
-        parse_dns_limit("dns-inflight", getenv("ASB_DNS_INFLIGHT"), &o->dns_limits.inflight) < 0 ||
-        parse_dns_limit("max-connections", getenv("ASB_MAX_CONNECTIONS"),
-                        &o->max_connections) < 0 ||
-        parse_dns_limit("max-connection-rate", getenv("ASB_MAX_CONNECTION_RATE"),
-                        &o->connection_rate) < 0)
-        return -EINVAL;
-    o->default_memory = getenv("ASB_DEFAULT_MEMORY");
-    o->default_cpu = getenv("ASB_DEFAULT_CPU");
-    o->default_ephemeral = getenv("ASB_DEFAULT_EPHEMERAL_STORAGE");
-    o->userns_range = getenv("ASB_USERNS_RANGE");
-    if (parse_net_prepared(getenv("ASB_NET_PREPARED"), &o->net_prepared) < 0)
+    if (opts_from_env(o) < 0)
         return -EINVAL;
     optind = 1;
     int c;
@@ -445,27 +481,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         fprintf(stderr, "asb serve: unexpected argument \"%s\"\n", argv[optind]);
         return -EINVAL;
     }
-    /* Without --router-listen, an API on a free port gets a router on a free port too (tests run
-     * many servers side by side). */
-    const char *lc = strrchr(o->listen, ':');
-    if (!o->router_listen_given && lc && strcmp(lc, ":0") == 0)
-        o->router_listen = "127.0.0.1:0";
-    if (strcmp(o->router_listen, "off") != 0 && !strrchr(o->router_listen, ':')) {
-        fprintf(stderr, "asb serve: --router-listen wants HOST:PORT or off, got \"%s\"\n",
-                o->router_listen);
-        return -EINVAL;
-    }
-    if (!strrchr(o->listen, ':')) {
-        fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
-        return -EINVAL;
-    }
-    _cleanup_free_ char *lerr = NULL;
-    if (local_limits_parse_defaults(o->default_memory, o->default_cpu, o->default_ephemeral,
-                                    &o->defaults, &lerr) < 0) {
-        fprintf(stderr, "asb serve: %s\n", lerr ? lerr : strerror(EINVAL));
-        return -EINVAL;
-    }
-    return 1;
+    return check_args(o);
 }
 
 static size_t env_size(const char *name, size_t def)
@@ -475,11 +491,6 @@ static size_t env_size(const char *name, size_t def)
     if (v && *v && parse_go_int(v, &n) == 0 && n > 0)
         return (size_t)n;
     return def;
-}
-
-static void idmap_freep(local_idmap **m)
-{
-    local_idmap_free(*m);
 }
 
 static usec_t env_duration(const char *name, usec_t def)
@@ -519,14 +530,6 @@ static void drop_claim_adoption(void *ctl, void *plan)
 static const local_apiserver_create_hook claim_adoption_hook = {
     plan_claim_adoption, adopt_created_claim, drop_claim_adoption};
 
-/* The API server stops calling into the controller before it is freed. */
-static void stop_controller(local_apiserver *srv, local_controller *ctl)
-{
-    if (ctl)
-        local_apiserver_set_create_hook(srv, NULL, NULL, NULL, NULL);
-    local_controller_stop(ctl);
-}
-
 /* --cleanup: what the state dir made on the host goes; the files in it stay. */
 static int serve_cleanup(const serve_opts *o, const char *dir)
 {
@@ -546,6 +549,267 @@ static int serve_cleanup(const serve_opts *o, const char *dir)
     return r < 0 ? 1 : 0;
 }
 
+/* What one `asb serve` holds, in start order. serve_stop undoes whatever was started, in the
+ * reverse order, whichever step failed: the one teardown path. */
+typedef struct serve_state {
+    char *dir, *token, *url, *line, *router_url, *sandboxd;
+    const char *runtime;
+    int lock_fd;
+    local_store *store;
+    local_capacity capacity;
+    bool have_capacity;
+    local_apiserver *srv;
+    local_idmap *idmap;
+    local_reconciler *rec;
+    local_controller *ctl;
+    local_snapshotter *snapper;
+    router *rt;
+    bool stopped_by_signal; /* a clean stop also removes the cgroup parents */
+} serve_state;
+
+#define SERVE_STATE_INIT {.lock_fd = -1}
+
+static void serve_stop(serve_state *s)
+{
+    router_stop(s->rt);
+    /* The store's shutdown wakes every thread waiting on it, so that the stops below can join. */
+    if (s->store)
+        local_store_shutdown(s->store);
+    local_snapshotter_stop(s->snapper);
+    if (s->ctl) /* the API server stops calling into the controller before it is freed */
+        local_apiserver_set_create_hook(s->srv, NULL, NULL, NULL, NULL);
+    local_controller_stop(s->ctl);
+    local_reconciler_stop(s->rec);
+    if (s->stopped_by_signal)
+        local_cleanup_cgroup_parents();
+    local_apiserver_stop(s->srv);
+    local_store_free(s->store);
+    local_idmap_free(s->idmap);
+    free(s->sandboxd);
+    free(s->router_url);
+    free(s->line);
+    free(s->url);
+    free(s->token);
+    free(s->dir);
+    safe_close(s->lock_fd);
+}
+
+/* The state directory (made, or tightened, to 0700), its lock, the token and the store. */
+static int serve_open_state(serve_state *s)
+{
+    int r = mkdir_p(s->dir, 0700);
+    if (r == 0 && chmod(s->dir, 0700) < 0) /* an existing state dir is tightened too */
+        r = -errno;
+    if (r < 0) {
+        fprintf(stderr, "asb serve: state dir %s: %s\n", s->dir, strerror(-r));
+        return r;
+    }
+    r = take_state_lock(s->dir, &s->lock_fd);
+    if (r < 0)
+        return r;
+    r = load_token(s->dir, &s->token);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: token in %s: %s\n", s->dir, strerror(-r));
+        return r;
+    }
+    _cleanup_free_ char *dbpath = NULL, *err = NULL;
+    if (asprintf(&dbpath, "%s/state.db", s->dir) < 0)
+        return -ENOMEM;
+    r = local_store_open(dbpath, env_size("ASB_WATCH_WINDOW", DEFAULT_WATCH_WINDOW), &s->store,
+                         &err);
+    if (r < 0)
+        fprintf(stderr, "asb serve: cannot open the store: %s\n", err ? err : strerror(-r));
+    return r;
+}
+
+/* The API server, and the URL clients will read from $ASB_STATE_DIR/server. */
+static int serve_start_api(const serve_opts *o, serve_state *s)
+{
+    /* What the machine has: specs asking more are warned about, and not started when they
+     * request it (local-capacity.h). */
+    s->have_capacity = local_capacity_read(s->dir, &s->capacity) == 0;
+    local_apiserver_options ao = {
+        .capacity = s->have_capacity ? &s->capacity : NULL,
+        .listen = o->listen,
+        .token = s->token,
+        .store = s->store,
+        .bookmark_interval = env_duration("ASB_BOOKMARK_INTERVAL", 60 * USEC_PER_SEC),
+    };
+    uint16_t port = 0;
+    _cleanup_free_ char *err = NULL;
+    int r = local_apiserver_start(&ao, &s->srv, &port, &err);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: %s\n", err ? err : strerror(-r));
+        return r;
+    }
+    s->url = server_url(o->listen, port);
+    if (!s->url || asprintf(&s->line, "%s\n", s->url) < 0) {
+        s->line = NULL;
+        fprintf(stderr, "asb serve: %s\n", strerror(ENOMEM));
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Each sandbox's user namespace ids, from a range no other asb serve and no host account has:
+ * refused before any sandbox starts. Only as root with a runtime. */
+static int serve_open_idmap(const serve_opts *o, serve_state *s)
+{
+    if (strcmp(s->runtime, "none") == 0 || geteuid() != 0)
+        return 0;
+    _cleanup_free_ char *ierr = NULL;
+    local_idmap_options io = {.state_dir = s->dir, .range = o->userns_range};
+    int r = local_idmap_open(&io, &s->idmap, &ierr);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: %s\n", ierr ? ierr : strerror(-r));
+        return r;
+    }
+    if (s->idmap) {
+        uint32_t us, uc;
+        char range[48];
+        local_idmap_range(s->idmap, &us, &uc);
+        snprintf(range, sizeof(range), "%u:%u", (unsigned)us, (unsigned)uc);
+        log_info("sandbox user namespaces", "userns_range", range);
+    } else
+        log_warn("sandbox user namespaces are off: sandbox ids are host ids");
+    return 0;
+}
+
+/* The Sandbox reconciler: started after the API so a slow first resync never delays it. */
+static int serve_start_reconciler(const serve_opts *o, serve_state *s)
+{
+    if (strcmp(s->runtime, "none") == 0)
+        return 0;
+    local_reconciler_options ro = {
+        .store = s->store,
+        .state_dir = s->dir,
+        .sandboxd = s->sandboxd ? s->sandboxd : "sandboxd",
+        .runtime = s->runtime,
+        .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
+        .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
+        .teardown_workers = env_size("ASB_TEARDOWN_WORKERS", 4),
+        .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
+        .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
+        .net = {.mode = o->network, .pod_cidr = o->pod_cidr, .bridge = o->bridge,
+                .dns_upstream = o->dns_upstream, .dns_limits = o->dns_limits,
+                .prepared = o->net_prepared, .max_connections = o->max_connections,
+                .connection_rate = o->connection_rate},
+        .defaults = o->defaults,
+        .capacity = s->have_capacity ? &s->capacity : NULL,
+        .idmap = s->idmap};
+    int r = local_reconciler_start(&ro, &s->rec);
+    if (r < 0)
+        fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));
+    return r;
+}
+
+/* Templates, warm pools, claims and owner garbage collection (off with
+ * ASB_CLAIM_CONTROLLER=off). */
+static int serve_start_controller(serve_state *s)
+{
+    const char *cc = getenv("ASB_CLAIM_CONTROLLER");
+    if (cc && strcmp(cc, "off") == 0)
+        return 0;
+    local_controller_options co = {
+        .store = s->store,
+        .readiness_grace = env_duration("ASB_WARM_POOL_READINESS_GRACE", 0),
+        .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
+    };
+    int r = local_controller_start(&co, &s->ctl);
+    if (s->ctl) /* a new claim adopts a Ready member in its own create (docs/claims.md) */
+        local_apiserver_set_create_hook(s->srv,
+                                        api_kind_by_plural(API_GROUP_EXT, "sandboxclaims"),
+                                        CLAIM_HEADER_SANDBOX, &claim_adoption_hook, s->ctl);
+    if (r < 0)
+        fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
+    return r;
+}
+
+/* SandboxSnapshots: capture, and the garbage of deleted ones (docs/snapshots.md). */
+static int serve_start_snapshotter(serve_state *s)
+{
+    local_snapshotter_options so = {.store = s->store, .state_dir = s->dir, .idmap = s->idmap};
+    int r = local_snapshotter_start(&so, &s->snapper);
+    if (r < 0)
+        fprintf(stderr, "asb serve: cannot start the snapshotter: %s\n", strerror(-r));
+    return r;
+}
+
+/* The data-plane router: sandboxes resolved through this API, resumed on demand; its URL goes
+ * to $ASB_STATE_DIR/router. */
+static int serve_start_router(serve_opts *o, serve_state *s)
+{
+    if (strcmp(o->router_listen, "off") == 0)
+        return 0;
+    router_resolver *res = NULL;
+    int r = router_resolver_api_new(s->url, s->token, s->dir, 1000, 60000, &res);
+    uint16_t rport = 0;
+    _cleanup_free_ char *rerr = NULL, *rline = NULL;
+    router_options rop = {.listen = o->router_listen,
+                          .token = s->token,
+                          .allow_unauthenticated = o->router_allow_unauthenticated,
+                          .resolver = res};
+    if (r >= 0)
+        r = router_start(&rop, &s->rt, &rport, &rerr);
+    if (r == -EADDRINUSE && !o->router_listen_given) {
+        /* The default port is taken (another asb serve): any free port, announced in
+         * $ASB_STATE_DIR/router as always. */
+        log_warn("router default port in use, using a free port", "listen", o->router_listen);
+        free(rerr);
+        rerr = NULL;
+        rop.listen = o->router_listen = "127.0.0.1:0";
+        r = router_start(&rop, &s->rt, &rport, &rerr);
+    }
+    if (r >= 0 && (!(s->router_url = server_url(o->router_listen, rport)) ||
+                   asprintf(&rline, "%s\n", s->router_url) < 0)) {
+        rline = NULL;
+        r = -ENOMEM;
+    }
+    if (r >= 0)
+        r = write_file_atomic(s->dir, "router", rline, 0644);
+    if (r < 0) {
+        fprintf(stderr, "asb serve: router: %s\n", rerr ? rerr : strerror(-r));
+        if (res && !s->rt) /* a started router owns its resolver */
+            res->free(res);
+    }
+    return r;
+}
+
+/* Signals are taken synchronously by the main thread; every server thread inherits the mask. */
+static void block_signals(sigset_t *mask)
+{
+    sigemptyset(mask);
+    sigaddset(mask, SIGTERM);
+    sigaddset(mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Starts everything in order; 0, or a negative errno once the failing step said why. */
+static int serve_start(serve_opts *o, serve_state *s, sigset_t *mask)
+{
+    int r = serve_open_state(s);
+    if (r < 0)
+        return r;
+    block_signals(mask);
+    if ((r = serve_start_api(o, s)) < 0)
+        return r;
+    s->runtime = getenv("ASB_RUNTIME");
+    if (!s->runtime || !*s->runtime)
+        s->runtime = "runc";
+    s->sandboxd = sandboxd_path();
+    if ((r = serve_open_idmap(o, s)) < 0 || (r = serve_start_reconciler(o, s)) < 0 ||
+        (r = serve_start_controller(s)) < 0 || (r = serve_start_snapshotter(s)) < 0 ||
+        (r = serve_start_router(o, s)) < 0)
+        return r;
+    /* $ASB_STATE_DIR/server is what clients wait for (`asb serve &` then use it): written last,
+     * so whoever sees it also finds $ASB_STATE_DIR/router. */
+    r = write_file_atomic(s->dir, "server", s->line, 0644);
+    if (r < 0)
+        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", s->dir, strerror(-r));
+    return r;
+}
+
 int asb_serve(int argc, char **argv)
 {
     serve_opts o = {0};
@@ -555,237 +819,29 @@ int asb_serve(int argc, char **argv)
     log_setup("asb-serve", false, LOG_LEVEL_INFO);
     umask(077);
 
-    _cleanup_free_ char *dir = state_dir(), *token = NULL, *dbpath = NULL, *url = NULL, *err = NULL;
-    if (!dir)
+    _cleanup_(serve_stop) serve_state s = SERVE_STATE_INIT;
+    s.dir = state_dir();
+    if (!s.dir)
         return 1;
-    _cleanup_close_ int lock_fd = -1;
     if (o.cleanup) {
         /* Never under a running server's feet: its lock says whether one runs. */
-        if (access(dir, F_OK) == 0 && take_state_lock(dir, &lock_fd) < 0)
+        if (access(s.dir, F_OK) == 0 && take_state_lock(s.dir, &s.lock_fd) < 0)
             return 1;
-        return serve_cleanup(&o, dir);
+        return serve_cleanup(&o, s.dir);
     }
-    r = mkdir_p(dir, 0700);
-    if (r == 0 && chmod(dir, 0700) < 0) /* an existing state dir is tightened too */
-        r = -errno;
-    if (r < 0) {
-        fprintf(stderr, "asb serve: state dir %s: %s\n", dir, strerror(-r));
-        return 1;
-    }
-    if (take_state_lock(dir, &lock_fd) < 0)
-        return 1;
-    r = load_token(dir, &token);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: token in %s: %s\n", dir, strerror(-r));
-        return 1;
-    }
-    if (asprintf(&dbpath, "%s/state.db", dir) < 0)
-        return 1;
-    local_store *store = NULL;
-    r = local_store_open(dbpath, env_size("ASB_WATCH_WINDOW", DEFAULT_WATCH_WINDOW), &store, &err);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: cannot open the store: %s\n", err ? err : strerror(-r));
-        return 1;
-    }
-
-    /* Signals are taken synchronously by this thread; every server thread inherits the mask. */
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    /* What the machine has: specs asking more are warned about, and not started when they
-     * request it (local-capacity.h). */
-    local_capacity capacity;
-    bool have_capacity = local_capacity_read(dir, &capacity) == 0;
-    local_apiserver_options ao = {
-        .capacity = have_capacity ? &capacity : NULL,
-        .listen = o.listen,
-        .token = token,
-        .store = store,
-        .bookmark_interval = env_duration("ASB_BOOKMARK_INTERVAL", 60 * USEC_PER_SEC),
-    };
-    local_apiserver *srv = NULL;
-    uint16_t port = 0;
-    r = local_apiserver_start(&ao, &srv, &port, &err);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: %s\n", err ? err : strerror(-r));
-        local_store_free(store);
+    if (serve_start(&o, &s, &mask) < 0)
         return 1;
-    }
-    url = server_url(o.listen, port);
-    _cleanup_free_ char *line = NULL;
-    if (!url || asprintf(&line, "%s\n", url) < 0) {
-        fprintf(stderr, "asb serve: %s\n", strerror(ENOMEM));
-        local_apiserver_stop(srv);
-        local_store_free(store);
-        return 1;
-    }
-    /* The Sandbox reconciler: started after the API so a slow first resync never delays it. */
-    local_reconciler *rec = NULL;
-    const char *runtime = getenv("ASB_RUNTIME");
-    if (!runtime || !*runtime)
-        runtime = "runc";
-    _cleanup_free_ char *sandboxd = sandboxd_path();
-    _cleanup_(idmap_freep) local_idmap *idmap = NULL;
-    if (strcmp(runtime, "none") != 0 && geteuid() == 0) {
-        /* Each sandbox's user namespace ids, from a range no other asb serve and no host
-         * account has: refused before any sandbox starts. */
-        _cleanup_free_ char *ierr = NULL;
-        local_idmap_options io = {.state_dir = dir, .range = o.userns_range};
-        r = local_idmap_open(&io, &idmap, &ierr);
-        if (r < 0) {
-            fprintf(stderr, "asb serve: %s\n", ierr ? ierr : strerror(-r));
-            local_store_shutdown(store);
-            local_apiserver_stop(srv);
-            local_store_free(store);
-            return 1;
-        }
-        if (idmap) {
-            uint32_t us, uc;
-            char range[48];
-            local_idmap_range(idmap, &us, &uc);
-            snprintf(range, sizeof(range), "%u:%u", (unsigned)us, (unsigned)uc);
-            log_info("sandbox user namespaces", "userns_range", range);
-        } else
-            log_warn("sandbox user namespaces are off: sandbox ids are host ids");
-    }
-    if (strcmp(runtime, "none") != 0) {
-        local_reconciler_options ro = {
-            .store = store,
-            .state_dir = dir,
-            .sandboxd = sandboxd ? sandboxd : "sandboxd",
-            .runtime = runtime,
-            .resync_interval = env_duration("ASB_RESYNC_INTERVAL", 10 * USEC_PER_SEC),
-            .image_gc_idle = env_duration("ASB_IMAGE_GC_IDLE", 10 * 60 * USEC_PER_SEC),
-            .teardown_workers = env_size("ASB_TEARDOWN_WORKERS", 4),
-            .teardown_grace = env_duration("ASB_TEARDOWN_GRACE", 10 * USEC_PER_SEC),
-            .log_max = env_size("ASB_SANDBOX_LOG_MAX", 1024 * 1024),
-            .net = {.mode = o.network, .pod_cidr = o.pod_cidr, .bridge = o.bridge,
-                    .dns_upstream = o.dns_upstream, .dns_limits = o.dns_limits,
-                    .prepared = o.net_prepared, .max_connections = o.max_connections,
-                    .connection_rate = o.connection_rate},
-            .defaults = o.defaults,
-            .capacity = have_capacity ? &capacity : NULL,
-            .idmap = idmap};
-        r = local_reconciler_start(&ro, &rec);
-        if (r < 0) {
-            fprintf(stderr, "asb serve: cannot start the sandbox reconciler: %s\n", strerror(-r));
-            local_store_shutdown(store);
-            local_apiserver_stop(srv);
-            local_store_free(store);
-            return 1;
-        }
-    }
-    /* Templates, warm pools, claims and owner garbage collection. */
-    local_controller *ctl = NULL;
-    const char *cc = getenv("ASB_CLAIM_CONTROLLER");
-    bool controller_on = !cc || strcmp(cc, "off") != 0;
-    local_controller_options co = {
-        .store = store,
-        .readiness_grace = env_duration("ASB_WARM_POOL_READINESS_GRACE", 0),
-        .label_domains = getenv("ASB_ALLOWED_LABEL_DOMAINS"),
-    };
-    r = controller_on ? local_controller_start(&co, &ctl) : 0;
-    if (ctl) /* a new claim adopts a Ready member in its own create (docs/claims.md) */
-        local_apiserver_set_create_hook(srv, api_kind_by_plural(API_GROUP_EXT, "sandboxclaims"),
-                                        CLAIM_HEADER_SANDBOX, &claim_adoption_hook, ctl);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: cannot start the claim controller: %s\n", strerror(-r));
-        local_store_shutdown(store);
-        local_reconciler_stop(rec);
-        local_apiserver_stop(srv);
-        local_store_free(store);
-        return 1;
-    }
-    /* SandboxSnapshots: capture, and the garbage of deleted ones (docs/snapshots.md). */
-    local_snapshotter *snapper = NULL;
-    local_snapshotter_options so = {.store = store, .state_dir = dir, .idmap = idmap};
-    r = local_snapshotter_start(&so, &snapper);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: cannot start the snapshotter: %s\n", strerror(-r));
-        local_store_shutdown(store);
-        stop_controller(srv, ctl);
-        local_reconciler_stop(rec);
-        local_apiserver_stop(srv);
-        local_store_free(store);
-        return 1;
-    }
-    /* The data-plane router: sandboxes resolved through this API, resumed on demand. */
-    router *rt = NULL;
-    _cleanup_free_ char *router_url = NULL;
-    if (strcmp(o.router_listen, "off") != 0) {
-        router_resolver *res = NULL;
-        r = router_resolver_api_new(url, token, dir, 1000, 60000, &res);
-        uint16_t rport = 0;
-        _cleanup_free_ char *rerr = NULL, *rline = NULL;
-        router_options rop = {.listen = o.router_listen,
-                              .token = token,
-                              .allow_unauthenticated = o.router_allow_unauthenticated,
-                              .resolver = res};
-        if (r >= 0)
-            r = router_start(&rop, &rt, &rport, &rerr);
-        if (r == -EADDRINUSE && !o.router_listen_given) {
-            /* The default port is taken (another asb serve): any free port, announced in
-             * $ASB_STATE_DIR/router as always. */
-            log_warn("router default port in use, using a free port", "listen", o.router_listen);
-            free(rerr);
-            rerr = NULL;
-            rop.listen = o.router_listen = "127.0.0.1:0";
-            r = router_start(&rop, &rt, &rport, &rerr);
-        }
-        if (r >= 0 && (!(router_url = server_url(o.router_listen, rport)) ||
-                       asprintf(&rline, "%s\n", router_url) < 0))
-            r = -ENOMEM;
-        if (r >= 0)
-            r = write_file_atomic(dir, "router", rline, 0644);
-        if (r < 0) {
-            fprintf(stderr, "asb serve: router: %s\n", rerr ? rerr : strerror(-r));
-            if (res && !rt)
-                res->free(res);
-            router_stop(rt);
-            local_store_shutdown(store);
-            local_snapshotter_stop(snapper);
-        stop_controller(srv, ctl);
-            local_reconciler_stop(rec);
-            local_apiserver_stop(srv);
-            local_store_free(store);
-            return 1;
-        }
-    }
-    /* $ASB_STATE_DIR/server is what clients wait for (`asb serve &` then use it): written last,
-     * so whoever sees it also finds $ASB_STATE_DIR/router. */
-    r = write_file_atomic(dir, "server", line, 0644);
-    if (r < 0) {
-        fprintf(stderr, "asb serve: cannot write %s/server: %s\n", dir, strerror(-r));
-        router_stop(rt);
-        local_store_shutdown(store);
-        local_snapshotter_stop(snapper);
-        stop_controller(srv, ctl);
-        local_reconciler_stop(rec);
-        local_apiserver_stop(srv);
-        local_store_free(store);
-        return 1;
-    }
     char rvbuf[32];
-    snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(store));
-    log_info("asb serve listening", "url", url, "router", router_url ? router_url : "off", "state",
-             dir, "resourceVersion", rvbuf);
+    snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)local_store_current_rv(s.store));
+    log_info("asb serve listening", "url", s.url, "router", s.router_url ? s.router_url : "off",
+             "state", s.dir, "resourceVersion", rvbuf);
 
     int sig = 0;
     while (sigwait(&mask, &sig) != 0)
         ;
     log_info("asb serve shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    (void)remove_url_files(dir);
-    router_stop(rt);
-    local_store_shutdown(store);
-    local_snapshotter_stop(snapper);
-    stop_controller(srv, ctl);
-    local_reconciler_stop(rec);
-    local_cleanup_cgroup_parents();
-    local_apiserver_stop(srv);
-    local_store_free(store);
+    (void)remove_url_files(s.dir);
+    s.stopped_by_signal = true;
     return 0;
 }
