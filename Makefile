@@ -73,7 +73,7 @@ EXTRA_BINS := $(foreach m,$(EXTRA_MAINS),$(OUT)/bin/$(patsubst %-main.c,%,$(notd
 # not load the control plane's libraries at every start. Both link the common objects from
 # archives so that only the members they use (and those members' libraries) come in.
 ASB_SERVER_SRC := $(wildcard src/server/*.c)
-ASB_OBJ := $(call obj,$(wildcard src/cli/*.c))
+ASB_OBJ := $(call obj,$(wildcard src/cli/*.c) $(wildcard src/mcp/*.c))
 ASB_SERVER_OBJ := $(call obj,$(ASB_SERVER_SRC))
 COMMON_A := $(OUT)/obj/libasb-common.a
 LIBASB_A_STATIC := $(OUT)/obj/libasb-objs.a
@@ -219,8 +219,8 @@ $(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(ALL_LIB_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-# The MCP fuzzer drives the protocol core of `asb mcp` (src/cli/asb-mcp*.c, without main).
-MCP_OBJ := $(call obj,$(wildcard src/cli/asb-mcp*.c) src/cli/asb-cli.c)
+# The MCP fuzzer drives the protocol core of `asb mcp` (src/mcp/asb-mcp*.c, without main).
+MCP_OBJ := $(call obj,$(wildcard src/mcp/asb-mcp*.c) src/cli/asb-cli.c)
 build/fuzz/bin/fuzz-mcp-jsonrpc: $(call obj,fuzz/fuzz-mcp-jsonrpc.c) $(MCP_OBJ) $(ALL_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

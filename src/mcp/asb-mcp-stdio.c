@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "basic/buf.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 
 typedef struct stdio_state {
     mcp_server *server;

@@ -2,7 +2,11 @@
  * JSON-RPC message into one reply; the transports (asb-mcp-stdio.c, asb-mcp-http.c) move messages
  * and run requests on threads of their own so that a notifications/cancelled can reach a running
  * tools/call; the tools (asb-mcp-tools.c) and resources (asb-mcp-resources.c) talk to the
- * control plane and the sandboxes with one asb_client per call (clients are not thread-safe). */
+ * control plane and the sandboxes with one asb_client per call (clients are not thread-safe).
+ *
+ * src/mcp is this server's folder: its one entry is the `asb mcp` verb (asb_mcp, in the table of
+ * src/cli/asb.c); it uses libasb and src/cli's shared flags (cli/asb-cli.h), and src/cli uses
+ * nothing of it but that entry. */
 #pragma once
 
 #include <jansson.h>

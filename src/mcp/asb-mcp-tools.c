@@ -10,8 +10,8 @@
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
-#include "cli/asb-mcp-schemas.h"
-#include "cli/asb-mcp-tools.h"
+#include "mcp/asb-mcp-schemas.h"
+#include "mcp/asb-mcp-tools.h"
 
 const char *mcp_arg_str(const json_t *args, const char *key, const char *def)
 {

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 
 typedef struct mcp_thread {
     pthread_t id;

@@ -7,7 +7,7 @@
 
 #include "basic/base64.h"
 #include "basic/time-util.h"
-#include "cli/asb-mcp-tools.h"
+#include "mcp/asb-mcp-tools.h"
 
 #define SANDBOXES_URI "asb://sandboxes"
 #define FILES_TEMPLATE "asb://sandboxes/{namespace}/{sandbox}/files/{+path}"

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "basic/base64.h"
-#include "cli/asb-mcp-tools.h"
+#include "mcp/asb-mcp-tools.h"
 
 /* One file operation: its inputs, and what it read. */
 typedef struct file_op {

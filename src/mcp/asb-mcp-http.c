@@ -18,8 +18,8 @@
 
 #include "basic/buf.h"
 #include "basic/random-util.h"
-#include "cli/asb-mcp-mhd.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp-mhd.h"
+#include "mcp/asb-mcp.h"
 
 #define MCP_PATH "/mcp"
 #define MAX_BODY JSONRPC_MAX_LINE

@@ -8,7 +8,7 @@
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 
 bool mcp_via_router;
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "basic/dlopen-util.h"
-#include "cli/asb-mcp-mhd.h"
+#include "mcp/asb-mcp-mhd.h"
 
 /* The SONAME of libmicrohttpd's ABI in the distributions we build on (Debian 12: 0.9.75). */
 #define LIBMICROHTTPD_SONAME "libmicrohttpd.so.12"

@@ -5,7 +5,7 @@
 
 #include "basic/buf.h"
 #include "basic/macro.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(asb_client *, asb_client_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(asb_sandbox *, asb_sandbox_free);

@@ -8,7 +8,7 @@
 
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 #include "cli/asb.h"
 
 const char *const mcp_versions[] = {MCP_LATEST_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",

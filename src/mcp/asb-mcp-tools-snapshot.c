@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "cli/asb-mcp-tools.h"
+#include "mcp/asb-mcp-tools.h"
 
 #define MAX_FORKS 20 /* per call: each fork is a whole sandbox */
 

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "basic/buf.h"
-#include "cli/asb-mcp-tools.h"
+#include "mcp/asb-mcp-tools.h"
 
 /* A JSON object of strings (labels, annotations), or absent. false when of another shape. */
 static bool string_map_ok(const json_t *v)
