@@ -1,3 +1,9 @@
+/* local/apiserver: the HTTP API (local-apiserver*.c): discovery, CRUD, watch, /status, /metrics
+ * and the snapshot subresources over the store; admission of what is written. Internal to the
+ * folder: local-apiserver-internal.h (the server struct and the helpers its files share).
+ * Includes from other folders of src/local: store, metrics, snapshot (resolving snapshot:
+ * images), container (capacity); never from a folder above it (docs/architecture.md, "src/local
+ * in rooms"). */
 /* The Kubernetes-shaped HTTP API of `asb serve` (libmicrohttpd, thread per connection so watches
  * may block): discovery, CRUD, /status, merge-patch, selectors and watch over a local_store. */
 #pragma once

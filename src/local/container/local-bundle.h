@@ -1,3 +1,9 @@
+/* local/container: what a sandbox container is made of: the OCI bundle (local-bundle,
+ * local-bundle-shared), its seccomp profile, user namespace ids (local-idmap, local-userns),
+ * limits and the machine's capacity, TCP buffer budget (local-tcpmem), injected sandboxd
+ * (local-inject) and images (local-image). Files and values; running them is runtime's.
+ * Includes from other folders of src/local: runtime (spawning helpers), fs; never from a folder
+ * above it (docs/architecture.md, "src/local in rooms"). */
 /* OCI bundle generation for a local sandbox: config.json (runtime-spec 1.0, written with jansson)
  * with the secure defaults of docs/local-sandboxes.md, plus the generated /etc and the rootfs
  * skeleton of the `host` image. Pure file generation: no runc, no mounts on the host. */

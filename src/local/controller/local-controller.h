@@ -1,3 +1,8 @@
+/* local/controller: templates, warm pools, claims and owner garbage collection: the reconcile
+ * core (src/reconcile) run over the store, its plans written back through the store. It never
+ * touches the host: sandboxes are the reconciler's. Includes from other folders of src/local:
+ * store, metrics, reconcile (finalizers, claim activity); never from a folder above it
+ * (docs/architecture.md, "src/local in rooms"). */
 /* The template / warm pool / claim controller of `asb serve`: one thread woken by the store's
  * watch window on every commit, that runs the reconcile core (src/reconcile) over the stored
  * objects and executes its plans through the store, plus garbage collection of objects whose

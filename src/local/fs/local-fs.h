@@ -1,3 +1,6 @@
+/* local/fs: small filesystem helpers every folder of src/local uses. Includes from other
+ * folders of src/local: none; never from a folder above it (docs/architecture.md, "src/local in
+ * rooms"). */
 /* Small filesystem helpers for the local runtime: whole-file writes, copies and
  * recursive removal. Return 0 or a negative errno; never log. */
 #pragma once

@@ -1,3 +1,8 @@
+/* local/metrics: process-wide Prometheus counters and histograms, observed into from any
+ * thread, and their text rendering with gauges its caller reads. The bottom of the control
+ * plane: it includes no other folder of src/local, so the store can observe into it. Includes
+ * from other folders of src/local: none; never from a folder above it (docs/architecture.md,
+ * "src/local in rooms"). */
 /* Prometheus metrics of `asb serve` (text exposition format 0.0.4), served at /metrics on the API
  * port. Counters and histograms are process-wide (one `asb serve` per process, as a Prometheus
  * client's default registry): the controllers, the store and the DNS forwarder observe into them

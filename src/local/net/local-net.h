@@ -1,3 +1,7 @@
+/* local/net: sandbox networking (local-net*.c: namespaces, links, nftables, policy, counters,
+ * networks made ahead) and the DNS forwarder (local-dns, local-dns-query). Internal to the
+ * folder: local-net-internal.h. Includes from other folders of src/local: metrics, fs; never
+ * from a folder above it (docs/architecture.md, "src/local in rooms"). */
 /* Networking of local sandboxes (docs/network.md): a network namespace per sandbox, a veth pair
  * to a host bridge, an address from the pod CIDR, NAT for egress, a DNS forwarder on the bridge
  * address, and the sandbox's NetworkPolicy enforced with nftables on the host. Built on rtnetlink

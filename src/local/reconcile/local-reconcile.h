@@ -1,3 +1,11 @@
+/* local/reconcile: the Sandbox reconciler (local-reconcile*.c): turns each Sandbox into a
+ * container and its status, tears down what is deleted, and the bookkeeping around it
+ * (finalizer, expiry, names of Ready sandboxes, start priority, claim activity). The one folder
+ * that puts the others together; only the controller (finalizers, claim activity) and
+ * src/server include it. Internal to the folder:
+ * local-reconcile-internal.h. Includes from other folders of src/local: store, metrics,
+ * container, runtime, storage, net, snapshot, fs; never from a folder above it
+ * (docs/architecture.md, "src/local in rooms"). */
 /* The Sandbox reconciler of `asb serve`: one thread that turns each Sandbox into a runc
  * container running sandboxd (docs/local-sandboxes.md). Woken by the store's watch window on
  * every commit; a slow resync (runc list, liveness) runs when nothing happens for a while. */

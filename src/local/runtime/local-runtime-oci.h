@@ -1,3 +1,9 @@
+/* local/runtime: running containers and helpers: the OCI runtime driver (local-runtime-oci),
+ * its sealed binary (-exec), posix_spawn of helpers (-spawn), RuntimeClass handlers (-class),
+ * gVisor specifics (-gvisor), sandbox output (local-logs) and `asb serve --cleanup`
+ * (local-cleanup). How a container runs, not what it is made of. Includes from other folders of
+ * src/local: fs, net (the cleanup removes the network); never from a folder above it
+ * (docs/architecture.md, "src/local in rooms"). */
 /* The OCI runtime driver of `asb serve`: runs runc (or a compatible CLI) with its state under
  * $ASB_STATE_DIR/runc. Each call execs the runtime once and waits for it. Errors are a negative
  * errno plus, where a person needs words, *ret_error (owned) with the runtime's own message. */

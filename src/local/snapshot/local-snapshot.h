@@ -1,3 +1,7 @@
+/* local/snapshot: SandboxSnapshots (local-snapshot*.c): the snapshotter thread, capture and
+ * restore of trees, the content-addressed object store, manifests, overlays and the seed of a
+ * fork. Includes from other folders of src/local: store, container (idmap), runtime (cleanup of
+ * mounts), fs; never from a folder above it (docs/architecture.md, "src/local in rooms"). */
 /* SandboxSnapshots in `asb serve` (docs/snapshots.md).
  *
  * The snapshotter: one thread woken by the store's watch window. A new SandboxSnapshot is

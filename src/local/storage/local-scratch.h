@@ -1,3 +1,7 @@
+/* local/storage: the writable storage of a sandbox: workspace, home and /tmp with their
+ * ephemeral-storage limit (local-scratch), and volumes (local-volume). Includes from other
+ * folders of src/local: container (bundle volumes), runtime (spawning mke2fs), fs; never from a
+ * folder above it (docs/architecture.md, "src/local in rooms"). */
 /* The writable storage of a local sandbox: its workspace (/workspace), home (/home/sandbox)
  * and scratch (/tmp), and the enforcement of its ephemeral-storage limit.
  *

@@ -1,3 +1,8 @@
+/* local/store: the object store (local-store) and the event recorder (local-events): every
+ * object and Event as JSON in SQLite, one resourceVersion, watches. What the other folders read
+ * and write through; it decides nothing about what the objects mean. Includes from other
+ * folders of src/local: metrics; never from a folder above it (docs/architecture.md, "src/local
+ * in rooms"). */
 /* The object store of `asb serve`: every object as JSON in SQLite (WAL), one global
  * resourceVersion counter, and an in-memory window of recent events for watches that wakes
  * waiters the moment a write is durable. Thread-safe: one mutex serialises the SQLite connection
