@@ -337,6 +337,8 @@ static int load_slots(local_idmap *m)
 }
 
 /* Picks or checks the range against the registry (locked) and records it there. */
+/* Over ~100 lines on purpose: the read, the choice and the rewrite of the registry happen under
+ * one lock held by fd, and each failure names the registry or the range for the user. */
 static int take_range(local_idmap *m, const char *spec, char **ret_error)
 {
     _cleanup_close_ int fd = -1;

@@ -68,6 +68,9 @@ static void image_env(const char *dir, json_t **ret_process)
     json_decref(cfg);
 }
 
+/* Over ~100 lines on purpose: one linear path (reference -> index.json -> manifest digest ->
+ * umoci unpack into a temporary tree -> the tag checked again -> rename), each step failing with
+ * its own reason and message for the Sandbox's status; the steps share the paths they build. */
 int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
                     const char **ret_reason, char **ret_message)
 {

@@ -658,277 +658,387 @@ static void rec_netns_leave(int *saved)
     }
 }
 
-int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
-                        pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
+/* One start of a sandbox's container, as rec_materialise_run's steps hand it on: each step fills
+ * its part, and mat_run_done frees and undoes what was set, in the reverse order, whichever step
+ * returned (the one cleanup path). The volumes' binds and the user namespace stay until then:
+ * the runtime has made its own by the time rec_materialise_run returns. */
+typedef struct mat_run {
+    local_reconciler *r;
+    const json_t *sb;
+    const oci_runtime *rt;
+    const char *uid, *name;
+    api_pod *pod;
+    const api_container *ctr;
+    char *rootfs, *snap_uid, *snap_image;
+    const char *snap_name;
+    json_t *image;
+    const char *wd;
+    local_limits lim;
+    uid_t u, hu;
+    gid_t g, hg;
+    uint32_t ns_start;
+    local_scratch sc;
+    char *vols;
+    local_bundle_volume *vv;
+    size_t nvv;
+    char **vnames;
+    local_volumes_staged staged;
+    json_t *main_argv;
+    char *main_dir, *base, *main_log;
+    char *bundle, *log, *rest, *grpc, *ibin, *ilib, *cg, *pidfile, *shared;
+    json_t *tpl;
+    char *netns, *nameserver;
+    bool gvisor;
+    char *run_dir, *box;
+    local_userns uns;
+    char *root;
+    json_t *gvisor_binds;
+    int rest_fd, grpc_fd, out_r, out_w, main_r, main_w;
+    usec_t t_prep, t_storage, t_net, t_bundle, t0;
+} mat_run;
+
+#define MAT_RUN_INIT(r_, sb_, rt_)                                                                 \
+    {                                                                                              \
+        .r = (r_), .sb = (sb_), .rt = (rt_), .uid = api_meta_string((sb_), "uid"),                 \
+        .name = api_meta_string((sb_), "name"), .uns = LOCAL_USERNS_INIT, .rest_fd = -1,           \
+        .grpc_fd = -1, .out_r = -1, .out_w = -1, .main_r = -1, .main_w = -1                        \
+    }
+
+static void mat_run_done(mat_run *m)
 {
-    const char *uid = api_meta_string(sb, "uid"), *name = api_meta_string(sb, "name");
-    /* The pod spec, typed once for this start (admission checked it). */
-    _cleanup_(api_pod_freep) api_pod *pod = NULL;
-    int k = api_pod_parse(api_pod_spec_of(sb), "spec.podTemplate.spec", NULL, &pod);
+    safe_close(m->main_w);
+    safe_close(m->main_r);
+    safe_close(m->out_w);
+    safe_close(m->out_r);
+    safe_close(m->grpc_fd);
+    safe_close(m->rest_fd);
+    json_decref(m->gvisor_binds);
+    free(m->root);
+    local_userns_release(&m->uns);
+    free(m->box);
+    free(m->run_dir);
+    free(m->nameserver);
+    free(m->netns);
+    json_decref(m->tpl);
+    char *strs[] = {m->shared, m->pidfile, m->cg,     m->ilib,     m->ibin, m->grpc,
+                    m->rest,   m->log,     m->bundle, m->main_log, m->base, m->main_dir};
+    for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+        free(strs[i]);
+    json_decref(m->main_argv);
+    local_volumes_stage_done(&m->staged);
+    if (m->vv || m->vnames)
+        local_bundle_volumes_free(m->vv, m->nvv, m->vnames);
+    free(m->vols);
+    local_scratch_done(&m->sc);
+    json_decref(m->image);
+    free(m->snap_image);
+    free(m->snap_uid);
+    free(m->rootfs);
+    api_pod_free(m->pod);
+}
+
+/* The pod spec, typed once for this start (admission checked it), and what must hold first. */
+static int mat_pod(mat_run *m, rec_failure *f)
+{
+    int k = api_pod_parse(api_pod_spec_of(m->sb), "spec.podTemplate.spec", NULL, &m->pod);
     if (k < 0)
-        return fail(f, "ReconcilerError", k,
-                    "Error seen: %s", k == -ENOMEM ? "out of memory"
-                                                   : "a resource quantity of the pod spec does "
-                                                     "not parse (stored before admission checked "
-                                                     "it): fix the spec");
-    const api_container *ctr = pod->n_containers ? &pod->containers[0] : NULL;
-    if ((k = preconditions(r, sb, f)) < 0)
-        return k;
-    _cleanup_free_ char *rootfs = NULL, *snap_uid = NULL, *snap_image = NULL;
-    _cleanup_(json_decrefp) json_t *image = NULL;
-    const char *image_ref = ctr ? ctr->image : NULL;
-    const char *snap_name = NULL;
-    /* snapshot:NAME: the snapshot's source image is the root filesystem; its files seed the
-     * workspace and volumes below. */
-    if (image_ref && strncmp(image_ref, LOCAL_SNAPSHOT_IMAGE_PREFIX,
-                             strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) == 0) {
+        return fail(f, "ReconcilerError", k, "Error seen: %s",
+                    k == -ENOMEM ? "out of memory"
+                                 : "a resource quantity of the pod spec does "
+                                   "not parse (stored before admission checked "
+                                   "it): fix the spec");
+    m->ctr = m->pod->n_containers ? &m->pod->containers[0] : NULL;
+    return preconditions(m->r, m->sb, f);
+}
+
+/* The root filesystem: an image (unpacked once), or snapshot:NAME, whose source image is the
+ * root filesystem and whose files seed the workspace and volumes (mat_volumes); then the
+ * working directory. */
+static int mat_image(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    const char *image_ref = m->ctr ? m->ctr->image : NULL;
+    int k;
+    if (image_ref &&
+        strncmp(image_ref, LOCAL_SNAPSHOT_IMAGE_PREFIX, strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) == 0) {
         const char *reason = NULL;
-        snap_name = image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX);
-        k = local_snapshot_resolve(r->store, api_meta_string(sb, "namespace"), snap_name, &snap_uid,
-                                   &snap_image, &reason, &f->message);
+        m->snap_name = image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX);
+        k = local_snapshot_resolve(r->store, api_meta_string(m->sb, "namespace"), m->snap_name,
+                                   &m->snap_uid, &m->snap_image, &reason, &f->message);
         if (k < 0) {
             f->reason = reason;
             return k;
         }
-        image_ref = snap_image;
+        image_ref = m->snap_image;
     }
     bool unpack = image_ref && strncmp(image_ref, "oci:", 4) == 0;
     usec_t unpack_start = now_usec(CLOCK_MONOTONIC);
     /* An OCI image is unpacked (once; later starts reuse it): say so, as kubelet says Pulling. */
     if (unpack)
-        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Pulling", "Pull",
+        local_event_record(r->store, REC_EVENT_SOURCE, m->sb, LOCAL_EVENT_NORMAL, "Pulling", "Pull",
                            "unpacking image \"%s\"", image_ref);
-    k = resolve_image(r->state_dir, image_ref, &rootfs, &image, f);
+    k = resolve_image(r->state_dir, image_ref, &m->rootfs, &m->image, f);
     if (k < 0)
         return k;
     if (unpack)
-        local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "Pulled", "Pull",
+        local_event_record(r->store, REC_EVENT_SOURCE, m->sb, LOCAL_EVENT_NORMAL, "Pulled", "Pull",
                            "image \"%s\" ready in %.3fs", image_ref,
                            (double)(now_usec(CLOCK_MONOTONIC) - unpack_start) / 1e6);
     /* workingDir of the container, else the image's WorkingDir (umoci says "/" when unset). */
-    const char *wd = ctr ? ctr->working_dir : NULL;
-    if (!wd || !*wd) {
-        wd = json_string_value(json_object_get(image, "cwd"));
-        if (wd && strcmp(wd, "/") == 0)
-            wd = NULL;
+    m->wd = m->ctr ? m->ctr->working_dir : NULL;
+    if (!m->wd || !*m->wd) {
+        m->wd = json_string_value(json_object_get(m->image, "cwd"));
+        if (m->wd && strcmp(m->wd, "/") == 0)
+            m->wd = NULL;
     }
-    if (wd && wd[0] != '/')
+    if (m->wd && m->wd[0] != '/')
         return fail(f, "ReconcilerError", -EINVAL,
-                    "Error seen: workingDir \"%s\" must be an absolute path", wd);
-    local_limits lim;
-    local_limits_effective(&r->defaults, ctr, &lim);
-    if ((k = check_capacity(r, sb, ctr, f)) < 0)
+                    "Error seen: workingDir \"%s\" must be an absolute path", m->wd);
+    return 0;
+}
+
+/* Limits, capacity, the sandbox user and its host ids in the sandbox's user namespace (files
+ * the host makes for it belong to the mapped ids), and its writable directories. */
+static int mat_user_and_dirs(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    int k;
+    local_limits_effective(&r->defaults, m->ctr, &m->lim);
+    if ((k = check_capacity(r, m->sb, m->ctr, f)) < 0)
         return k;
-    uid_t u, hu;
-    gid_t g, hg;
-    sandbox_user(pod, ctr, image, &u, &g);
-    usec_t t_prep = now_usec(CLOCK_MONOTONIC);
-    /* The sandbox's user namespace: files the host makes for it belong to the mapped ids. */
-    uint32_t ns_start = 0;
+    sandbox_user(m->pod, m->ctr, m->image, &m->u, &m->g);
+    m->t_prep = now_usec(CLOCK_MONOTONIC);
     if (r->idmap) {
-        if (u >= LOCAL_IDMAP_SLOT || g >= LOCAL_IDMAP_SLOT)
+        if (m->u >= LOCAL_IDMAP_SLOT || m->g >= LOCAL_IDMAP_SLOT)
             return fail(f, "ReconcilerError", -EINVAL,
                         "Error seen: runAsUser %u / runAsGroup %u: the sandbox's user namespace "
                         "maps ids 0-%u only",
-                        (unsigned)u, (unsigned)g, LOCAL_IDMAP_SLOT - 1);
-        if ((k = local_idmap_get(r->idmap, uid, &ns_start)) < 0)
+                        (unsigned)m->u, (unsigned)m->g, LOCAL_IDMAP_SLOT - 1);
+        if ((k = local_idmap_get(r->idmap, m->uid, &m->ns_start)) < 0)
             return fail(f, "ReconcilerError", k,
                         "Error seen: no user namespace id range for the sandbox: %s",
                         k == -ENOSPC ? "every slot of this asb serve's --userns-range is taken"
                                      : strerror(-k));
     }
-    hu = (uid_t)(ns_start + u);
-    hg = (gid_t)(ns_start + g);
-    _cleanup_(local_scratch_done) local_scratch sc = {0};
-    if ((k = make_dirs(r, uid, hu, hg, lim.ephemeral, &sc, f)) < 0)
+    m->hu = (uid_t)(m->ns_start + m->u);
+    m->hg = (gid_t)(m->ns_start + m->g);
+    if ((k = make_dirs(r, m->uid, m->hu, m->hg, m->lim.ephemeral, &m->sc, f)) < 0)
         return k;
-    usec_t t_storage = now_usec(CLOCK_MONOTONIC);
+    m->t_storage = now_usec(CLOCK_MONOTONIC);
+    return 0;
+}
 
-    /* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user. */
-    _cleanup_free_ char *vols = path_of(r, "volumes", uid, NULL), *verr = NULL;
-    local_bundle_volume *vv = NULL;
-    size_t nvv = 0;
-    char **vnames = NULL;
-    if (!vols)
+/* volumeClaimTemplates: persistent directories, created once, owned by the sandbox user; seeded
+ * from the snapshot, if any; then staged (after the seed: a fork's volume directories are its
+ * overlays by now). */
+static int mat_volumes(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    _cleanup_free_ char *verr = NULL;
+    int k;
+    if (!(m->vols = path_of(r, "volumes", m->uid, NULL)))
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
-    if ((k = local_bundle_volumes(sb, vols, &vv, &nvv, &vnames, &verr)) < 0)
+    if ((k = local_bundle_volumes(m->sb, m->vols, &m->vv, &m->nvv, &m->vnames, &verr)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
-    if ((k = make_volumes(r, sb, vols, vnames, hu, hg, f)) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
+    if ((k = make_volumes(r, m->sb, m->vols, m->vnames, m->hu, m->hg, f)) < 0)
         return k;
-    }
+    if (m->snap_uid && (k = seed_once(r, m->sb, m->snap_name, m->snap_uid, m->snap_image,
+                                      m->sc.workspace, m->vols, m->ns_start, f)) < 0)
+        return k;
+    return stage_volumes(r, m->uid, m->vols, m->vv, m->nvv, m->hu, m->hg, &m->staged, f);
+}
 
-    if (snap_uid && (k = seed_once(r, sb, snap_name, snap_uid, snap_image, sc.workspace, vols,
-                                   ns_start, f)) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        return k;
-    }
-    /* After the seed: a fork's volume directories are its overlays by now. The binds stay
-     * until the runtime has made its own (this function's return). */
-    _cleanup_(local_volumes_stage_done) local_volumes_staged staged = {0};
-    if ((k = stage_volumes(r, uid, vols, vv, nvv, hu, hg, &staged, f)) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        return k;
-    }
-
-    /* A container command: sandboxd runs it as the main process; its output goes through a
-     * pipe to sandboxes/<uid>/main.log (below), its exit code lands in sandboxes/<uid>/main
-     * (bound at /.asb/main; on the sandbox's own filesystem when it has one). */
-    json_t *main_argv = NULL;
-    _cleanup_free_ char *main_dir = NULL, *merr = NULL, *base = path_of(r, "sandboxes", uid, NULL);
-    if (!base || local_bundle_main_argv(ctr ? ctr->json : NULL, &main_argv, &merr) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
+/* A container command: sandboxd runs it as the main process; its output goes through a pipe to
+ * sandboxes/<uid>/main.log (mat_launch), its exit code lands in sandboxes/<uid>/main (bound at
+ * /.asb/main; on the sandbox's own filesystem when it has one). */
+static int mat_main_process(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    _cleanup_free_ char *merr = NULL;
+    m->base = path_of(r, "sandboxes", m->uid, NULL);
+    if (!m->base || local_bundle_main_argv(m->ctr ? m->ctr->json : NULL, &m->main_argv, &merr) < 0)
         return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
-    }
-    if (main_argv) {
-        _cleanup_free_ char *exitf = path_of(r, "sandboxes", uid, "main/exit");
-        k = local_scratch_main_dir(base, &sc, hu, hg, &main_dir);
-        if (exitf)
-            unlink(exitf);
-        if (k < 0) {
-            json_decref(main_argv);
-            local_bundle_volumes_free(vv, nvv, vnames);
-            return fail(f, "ReconcilerError", k, "Error seen: cannot create %s/main: %s", base,
-                        strerror(-k));
-        }
-        rec_watch_main(r, uid);
-    }
+    if (!m->main_argv)
+        return 0;
+    _cleanup_free_ char *exitf = path_of(r, "sandboxes", m->uid, "main/exit");
+    int k = local_scratch_main_dir(m->base, &m->sc, m->hu, m->hg, &m->main_dir);
+    if (exitf)
+        unlink(exitf);
+    if (k < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot create %s/main: %s", m->base,
+                    strerror(-k));
+    rec_watch_main(r, m->uid);
+    return 0;
+}
 
-    char hostname[64];
-    snprintf(hostname, sizeof(hostname), "%s", name);
-    _cleanup_free_ char *bundle = path_of(r, "sandboxes", uid, "bundle"),
-                        *log = path_of(r, "sandboxes", uid, "sandboxd.log"),
-                        *rest = path_of(r, "run", uid, "rest.sock"),
-                        *grpc = path_of(r, "run", uid, "grpc.sock"), *ibin = NULL, *ilib = NULL,
-                        *cg = NULL, *err = NULL, *pidfile = NULL, *shared = NULL;
-    if (!bundle || !log || !rest || !grpc || asprintf(&shared, "%s/shared", r->state_dir) < 0 ||
-        asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
-        asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
-        asprintf(&pidfile, "%s/pid", bundle) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        json_decref(main_argv);
+/* The paths of the bundle, its sockets, logs and cgroup. */
+static int mat_paths(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    m->bundle = path_of(r, "sandboxes", m->uid, "bundle");
+    m->log = path_of(r, "sandboxes", m->uid, "sandboxd.log");
+    m->rest = path_of(r, "run", m->uid, "rest.sock");
+    m->grpc = path_of(r, "run", m->uid, "grpc.sock");
+    if (!m->bundle || !m->log || !m->rest || !m->grpc ||
+        asprintf(&m->shared, "%s/shared", r->state_dir) < 0 ||
+        asprintf(&m->ibin, "%s/bin", r->inject_dir) < 0 ||
+        asprintf(&m->ilib, "%s/lib", r->inject_dir) < 0 ||
+        asprintf(&m->cg, "/asb/%s", m->uid) < 0 || asprintf(&m->pidfile, "%s/pid", m->bundle) < 0)
         return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
-    }
-    /* The network: namespace, address and rules exist before the first process runs. */
-    _cleanup_(json_decrefp) json_t *tpl = NULL;
-    local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
-    _cleanup_free_ char *netns = NULL, *nameserver = NULL, *nerr = NULL;
-    usec_t t_net = now_usec(CLOCK_MONOTONIC);
+    return 0;
+}
+
+/* The network: namespace, address and rules exist before the first process runs. gVisor: its
+ * own network stack with loopback only, and sandboxd binds its sockets itself
+ * (local-runtime-gvisor.h). The user namespace, owned by the sandbox's own first host id so
+ * that the kernel's per-user budgets of the sandbox are its own (local-userns.h), lives until
+ * runc has joined it. */
+static int mat_network(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    _cleanup_free_ char *nerr = NULL;
+    local_net_policy_kind nk = rec_net_policy(r, m->sb, &m->tpl);
+    m->t_net = now_usec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->net_lock);
-    k = local_net_attach(r->net, uid, nk, tpl, &netns, &nameserver, &nerr);
+    int k = local_net_attach(r->net, m->uid, nk, m->tpl, &m->netns, &m->nameserver, &nerr);
     pthread_mutex_unlock(&r->net_lock);
-    t_net = now_usec(CLOCK_MONOTONIC) - t_net; /* the lock's wait included */
-    if (k < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        json_decref(main_argv);
+    m->t_net = now_usec(CLOCK_MONOTONIC) - m->t_net; /* the lock's wait included */
+    if (k < 0)
         return fail(f, "NetworkSetupFailed", k, "Error seen: cannot set up the network: %s",
                     nerr ? nerr : strerror(-k));
-    }
-    /* gVisor: its own network stack with loopback only, and sandboxd binds its sockets
-     * itself (local-runtime-gvisor.h). */
-    bool gvisor = oci_runtime_is_runsc(rt);
-    _cleanup_free_ char *run_dir = gvisor ? path_of(r, "run", uid, NULL) : NULL,
-                        *box = NULL;
-    if (gvisor && netns) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        json_decref(main_argv);
-        return gvisor_refuse_network(pod, f);
-    }
-    if (gvisor && (!run_dir || (k = local_gvisor_prepare(run_dir, hu, hg, &box)) < 0)) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        json_decref(main_argv);
-        return fail(f, "ReconcilerError", run_dir ? k : -ENOMEM,
+    m->gvisor = oci_runtime_is_runsc(m->rt);
+    if (m->gvisor && m->netns)
+        return gvisor_refuse_network(m->pod, f);
+    if (m->gvisor && (!(m->run_dir = path_of(r, "run", m->uid, NULL)) ||
+                      (k = local_gvisor_prepare(m->run_dir, m->hu, m->hg, &m->box)) < 0))
+        return fail(f, "ReconcilerError", m->run_dir ? k : -ENOMEM,
                     "Error seen: cannot prepare the socket directory of %s: %s",
-                    run_dir ? run_dir : "the sandbox", strerror(run_dir ? -k : ENOMEM));
-    }
-    /* The user namespace, owned by the sandbox's own first host id so that the kernel's per-user
-     * budgets of the sandbox are its own (local-userns.h); it lives until runc has joined it. */
-    _cleanup_(local_userns_release) local_userns uns = LOCAL_USERNS_INIT;
-    if (r->idmap && oci_is_runc(rt) &&
-        (k = local_userns_hold(ns_start, LOCAL_IDMAP_SLOT, &uns)) < 0) {
-        local_bundle_volumes_free(vv, nvv, vnames);
-        json_decref(main_argv);
+                    m->run_dir ? m->run_dir : "the sandbox", strerror(m->run_dir ? -k : ENOMEM));
+    if (r->idmap && oci_is_runc(m->rt) &&
+        (k = local_userns_hold(m->ns_start, LOCAL_IDMAP_SLOT, &m->uns)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot create the user namespace: %s",
                     strerror(-k));
-    }
+    return 0;
+}
+
+/* The bundle: config.json and the rootfs to run (runsc's gofer mounts as the sandbox's root:
+ * it gets the bind sources staged). */
+static int mat_bundle(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    char hostname[64];
+    snprintf(hostname, sizeof(hostname), "%s", m->name);
     local_bundle_params bp = {
-        .bundle_dir = bundle, .rootfs = rootfs, .hostname = hostname, .uid = u, .gid = g,
-        .workspace_dir = sc.workspace, .home_dir = sc.home, .tmp_dir = sc.tmp,
-        .inject_bin = ibin, .inject_lib = ilib, .env = ctr ? ctr->env : NULL,
-        .image_env = json_object_get(image, "env"), .working_dir = wd,
-        .memory_limit = lim.memory, .cpu_millis = lim.cpu_millis,
-        .pids_limit = DEFAULT_PIDS_LIMIT, .cgroups_path = cg, .volumes = vv, .n_volumes = nvv,
-        .main_argv = main_argv, .main_dir = main_dir, .netns_path = netns,
-        .nameserver = nameserver, .userns_start = ns_start,
+        .bundle_dir = m->bundle,
+        .rootfs = m->rootfs,
+        .hostname = hostname,
+        .uid = m->u,
+        .gid = m->g,
+        .workspace_dir = m->sc.workspace,
+        .home_dir = m->sc.home,
+        .tmp_dir = m->sc.tmp,
+        .inject_bin = m->ibin,
+        .inject_lib = m->ilib,
+        .env = m->ctr ? m->ctr->env : NULL,
+        .image_env = json_object_get(m->image, "env"),
+        .working_dir = m->wd,
+        .memory_limit = m->lim.memory,
+        .cpu_millis = m->lim.cpu_millis,
+        .pids_limit = DEFAULT_PIDS_LIMIT,
+        .cgroups_path = m->cg,
+        .volumes = m->vv,
+        .n_volumes = m->nvv,
+        .main_argv = m->main_argv,
+        .main_dir = m->main_dir,
+        .netns_path = m->netns,
+        .nameserver = m->nameserver,
+        .userns_start = m->ns_start,
         .userns_size = r->idmap ? LOCAL_IDMAP_SLOT : 0,
-        .userns_path = uns.pid > 0 ? uns.path : NULL, .shared_dir = shared,
-        .gvisor = gvisor, .socket_dir = box,
+        .userns_path = m->uns.pid > 0 ? m->uns.path : NULL,
+        .shared_dir = m->shared,
+        .gvisor = m->gvisor,
+        .socket_dir = m->box,
     };
-    usec_t t_bundle = now_usec(CLOCK_MONOTONIC);
-    _cleanup_free_ char *root = NULL;
-    /* runsc's gofer mounts as the sandbox's root: it gets the bind sources staged. */
-    _cleanup_(json_decrefp) json_t *gvisor_binds = NULL;
-    k = local_bundle_write_staged(&bp, &root, gvisor && r->idmap ? &gvisor_binds : NULL, &err);
-    t_bundle = now_usec(CLOCK_MONOTONIC) - t_bundle;
-    local_bundle_volumes_free(vv, nvv, vnames);
-    json_decref(main_argv);
+    _cleanup_free_ char *err = NULL;
+    m->t_bundle = now_usec(CLOCK_MONOTONIC);
+    int k = local_bundle_write_staged(&bp, &m->root,
+                                      m->gvisor && r->idmap ? &m->gvisor_binds : NULL, &err);
+    m->t_bundle = now_usec(CLOCK_MONOTONIC) - m->t_bundle;
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
-    _cleanup_close_ int rest_fd = -1, grpc_fd = -1;
-    if (!gvisor && ((k = listen_unix(rest, &rest_fd)) < 0 || (k = listen_unix(grpc, &grpc_fd)) < 0))
+    return 0;
+}
+
+/* The fds the container gets: sandboxd's sockets (runc: listened here), its stdout/stderr (a
+ * pipe asb serve reads, local-logs.h, not a host file), and the main process's stdout/stderr:
+ * another pipe, fd 5 in the container (ASB_MAIN_OUTPUT_FD in the bundle), read into
+ * sandboxes/<uid>/main.log, never bound into the container. Its read end is fd 6 there too
+ * (ASB_MAIN_OUTPUT_KEEP_FD): sandboxd holds it, so that the main process's writes wait (once
+ * the pipe is full) instead of failing with EPIPE while no asb serve reads. */
+static int mat_fds(mat_run *m, rec_failure *f)
+{
+    int k;
+    if (!m->gvisor && ((k = listen_unix(m->rest, &m->rest_fd)) < 0 ||
+                       (k = listen_unix(m->grpc, &m->grpc_fd)) < 0))
         return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
-                    rest_fd < 0 ? rest : grpc, strerror(-k));
-    /* sandboxd's stdout/stderr: a pipe asb serve reads (local-logs.h), not a host file. */
+                    m->rest_fd < 0 ? m->rest : m->grpc, strerror(-k));
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) < 0)
         return fail(f, "ReconcilerError", -errno, "Error seen: cannot create a pipe: %s",
                     strerror(errno));
-    _cleanup_close_ int out_r = pp[0], out_w = pp[1], main_r = -1, main_w = -1;
-    /* The main process's stdout/stderr: another pipe, fd 5 in the container (ASB_MAIN_OUTPUT_FD
-     * in the bundle), read into sandboxes/<uid>/main.log, never bound into the container. Its
-     * read end is fd 6 there too (ASB_MAIN_OUTPUT_KEEP_FD): sandboxd holds it, so that the main
-     * process's writes wait (once the pipe is full) instead of failing with EPIPE while no asb
-     * serve reads. */
-    _cleanup_free_ char *main_log = main_dir ? path_of(r, "sandboxes", uid, "main.log") : NULL;
-    if (main_dir && (!main_log || pipe2(pp, O_CLOEXEC) < 0))
-        return fail(f, "ReconcilerError", main_log ? -errno : -ENOMEM,
+    m->out_r = pp[0];
+    m->out_w = pp[1];
+    if (!m->main_dir)
+        return 0;
+    m->main_log = path_of(m->r, "sandboxes", m->uid, "main.log");
+    if (!m->main_log || pipe2(pp, O_CLOEXEC) < 0)
+        return fail(f, "ReconcilerError", m->main_log ? -errno : -ENOMEM,
                     "Error seen: cannot create a pipe: %s",
-                    main_log ? strerror(errno) : "no memory");
-    if (main_dir) {
-        main_r = pp[0];
-        main_w = pp[1];
-    }
+                    m->main_log ? strerror(errno) : "no memory");
+    m->main_r = pp[0];
+    m->main_w = pp[1];
+    return 0;
+}
+
+/* `run` of the runtime, from inside the sandbox's network namespace when its user namespace
+ * owns it, and with the rootfs staged for idmapped mounts; back to the host's namespaces after,
+ * or abort. A stopped leftover under the same id (sandboxd died) is removed and the run retried
+ * once. */
+static int mat_launch(mat_run *m, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    _cleanup_free_ char *err = NULL;
+    int k;
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
-    const int main_fds[2] = {main_w, main_r};
-    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    const int main_fds[2] = {m->main_w, m->main_r};
+    m->t0 = now_usec(CLOCK_MONOTONIC);
     /* runc only: runsc applies no limits to a cgroup that exists already, and its network
      * stack's buffers are the Sentry's own memory, which the memory limit counts anyway. */
-    if (oci_is_runc(rt) && (k = local_tcpmem_limit(cg, lim.memory)) < 0)
+    if (oci_is_runc(m->rt) && (k = local_tcpmem_limit(m->cg, m->lim.memory)) < 0)
         return fail(f, "ReconcilerError", k, "Error seen: cannot limit the TCP buffers of %s: %s",
-                    cg, strerror(-k));
+                    m->cg, strerror(-k));
     int netns_saved = -1;
-    if (uns.pid > 0 && netns && (k = local_userns_netns_enter(netns, &netns_saved)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot enter %s: %s", netns,
+    if (m->uns.pid > 0 && m->netns && (k = local_userns_netns_enter(m->netns, &netns_saved)) < 0)
+        return fail(f, "ReconcilerError", k, "Error seen: cannot enter %s: %s", m->netns,
                     strerror(-k));
     local_idmap_stage stage = {-1, -1};
-    if (r->idmap && (k = local_idmap_stage_enter(root, &stage)) < 0) {
+    if (r->idmap && (k = local_idmap_stage_enter(m->root, &stage)) < 0) {
         rec_netns_leave(&netns_saved);
         return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
                     LOCAL_IDMAP_ROOTFS, strerror(-k));
     }
-    if (gvisor_binds && (k = local_gvisor_stage_binds(gvisor_binds)) < 0)
+    if (m->gvisor_binds && (k = local_gvisor_stage_binds(m->gvisor_binds)) < 0)
         err = stage_error(k);
     else
-        k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
-                             main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
+        k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
+                             m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
     if (k == -EEXIST) {
-        /* A stopped leftover under the same id (sandboxd died): remove it and retry once. */
         _cleanup_free_ char *derr = NULL;
         free(err);
         err = NULL;
-        oci_delete(rt, uid, &derr);
-        k = oci_run_detached(rt, uid, bundle, rest_fd, grpc_fd,
-                             main_r >= 0 ? main_fds : NULL, out_w, out_r, &err);
+        oci_delete(m->rt, m->uid, &derr);
+        k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
+                             m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
     }
     if (r->idmap) {
         int sk = local_idmap_stage_leave(&stage);
@@ -940,50 +1050,70 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
         }
     }
     rec_netns_leave(&netns_saved);
-    if (k < 0)
-        return fail_runtime(pod, rt, k, err, f);
-    int lk = local_logs_add(r->logs, uid, TAKE_FD(out_r), log, true);
+    return k < 0 ? fail_runtime(m->pod, m->rt, k, err, f) : 0;
+}
+
+/* After a run: the output collected, the pid, gVisor's sockets published, what it was given,
+ * and one log line with where the time went. */
+static int mat_started(mat_run *m, pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
+{
+    local_reconciler *r = m->r;
+    int k, lk = local_logs_add(r->logs, m->uid, TAKE_FD(m->out_r), m->log, true);
     if (lk < 0 && r->logs)
-        log_warn("cannot collect the sandbox's output", "uid", uid, "error", strerror(-lk));
-    if (main_r >= 0) {
-        lk = local_logs_add(r->logs, uid, TAKE_FD(main_r), main_log, true);
+        log_warn("cannot collect the sandbox's output", "uid", m->uid, "error", strerror(-lk));
+    if (m->main_r >= 0) {
+        lk = local_logs_add(r->logs, m->uid, TAKE_FD(m->main_r), m->main_log, true);
         if (lk < 0 && r->logs)
-            log_warn("cannot collect the main process's output", "uid", uid, "error",
+            log_warn("cannot collect the main process's output", "uid", m->uid, "error",
                      strerror(-lk));
     }
-    pid_t pid = read_pid(pidfile);
+    pid_t pid = read_pid(m->pidfile);
     if (pid <= 0) { /* no pid file: ask the runtime, or the container would look dead */
         _cleanup_free_ char *st = NULL;
-        if (oci_state(rt, uid, &st, &pid) < 0)
+        if (oci_state(m->rt, m->uid, &st, &pid) < 0)
             pid = 0;
     }
     *ret_pid = pid;
     /* -ESRCH: sandboxd exited first, which the health check reports with its last words. */
-    if (gvisor && (k = local_gvisor_publish(run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
+    if (m->gvisor && (k = local_gvisor_publish(m->run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
         k != -ESRCH) {
         /* Unreachable as it is: removed, so that a later start begins afresh. */
         _cleanup_free_ char *derr = NULL;
-        if (oci_delete(rt, uid, &derr) < 0)
-            log_warn("cannot remove the container", "uid", uid, "error", derr ? derr : "");
+        if (oci_delete(m->rt, m->uid, &derr) < 0)
+            log_warn("cannot remove the container", "uid", m->uid, "error", derr ? derr : "");
         return fail(f, "ReconcilerError", k,
                     "Error seen: sandboxd under runsc did not bind its sockets in %s/%s: %s",
-                    run_dir, LOCAL_GVISOR_BOX, strerror(-k));
+                    m->run_dir, LOCAL_GVISOR_BOX, strerror(-k));
     }
     if (ret_limits) { /* what it was given: its storage is the disk's real size */
-        *ret_limits = lim;
-        ret_limits->memory = MAX(lim.memory, 0);
-        ret_limits->cpu_millis = MAX(lim.cpu_millis, 0);
-        ret_limits->ephemeral = sc.size;
+        *ret_limits = m->lim;
+        ret_limits->memory = MAX(m->lim.memory, 0);
+        ret_limits->cpu_millis = MAX(m->lim.cpu_millis, 0);
+        ret_limits->ephemeral = m->sc.size;
     }
     char ms[32], prep[32], storage[32], net[32], bundle_ms[32];
-    snprintf(bundle_ms, sizeof(bundle_ms), "%.1f", (double)t_bundle / 1000.0);
-    snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
-    snprintf(net, sizeof(net), "%.1f", (double)t_net / 1000.0);
-    snprintf(prep, sizeof(prep), "%.1f", (double)(t0 - t_prep) / 1000.0);
-    snprintf(storage, sizeof(storage), "%.1f", (double)(t_storage - t_prep) / 1000.0);
-    log_info("sandbox container started", "sandbox", name, "uid", uid, "prepare_ms", prep,
+    snprintf(bundle_ms, sizeof(bundle_ms), "%.1f", (double)m->t_bundle / 1000.0);
+    snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - m->t0) / 1000.0);
+    snprintf(net, sizeof(net), "%.1f", (double)m->t_net / 1000.0);
+    snprintf(prep, sizeof(prep), "%.1f", (double)(m->t0 - m->t_prep) / 1000.0);
+    snprintf(storage, sizeof(storage), "%.1f", (double)(m->t_storage - m->t_prep) / 1000.0);
+    log_info("sandbox container started", "sandbox", m->name, "uid", m->uid, "prepare_ms", prep,
              "storage_ms", storage, "network_ms", net, "bundle_ms", bundle_ms, "runc_ms", ms);
     return 0;
+}
+
+int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime *rt,
+                        pid_t *ret_pid, local_limits *ret_limits, rec_failure *f)
+{
+    _cleanup_(mat_run_done) mat_run m = MAT_RUN_INIT(r, sb, rt);
+    int k;
+    if ((k = mat_pod(&m, f)) < 0 || (k = mat_image(&m, f)) < 0 ||
+        (k = mat_user_and_dirs(&m, f)) < 0 || (k = mat_volumes(&m, f)) < 0 ||
+        (k = mat_main_process(&m, f)) < 0 || (k = mat_paths(&m, f)) < 0 ||
+        (k = mat_network(&m, f)) < 0 || (k = mat_bundle(&m, f)) < 0 || (k = mat_fds(&m, f)) < 0 ||
+        (k = mat_launch(&m, f)) < 0)
+        return k;
+    return mat_started(&m, ret_pid, ret_limits, f);
 }
 
 bool rec_health(local_reconciler *r, const char *uid, int timeout_ms)

@@ -197,6 +197,87 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     rec_write_status(r, sb, &u);
 }
 
+/* Suspend freezes the container (cgroup freezer): memory and processes are kept, no CPU is
+ * used; Running thaws it (reconcile_thaw). If freezing fails the container is stopped
+ * instead. Writes the status. */
+static void reconcile_suspend(local_reconciler *r, const json_t *sb, const char *uid,
+                              status_update *u)
+{
+    rec_entry *fe = rec_find(r, uid);
+    if (fe && !fe->frozen) {
+        _cleanup_free_ char *err = NULL;
+        /* First: a local client must not find, and then wait on, a frozen sandboxd. */
+        local_names_unbind(r->state_dir, api_meta_string(sb, "namespace"),
+                           api_meta_string(sb, "name"), uid);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        int k = oci_pause(rec_runtime(r, uid), uid, &err);
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        if (k < 0) {
+            log_warn("cannot freeze sandbox: stopping it", "sandbox", api_meta_string(sb, "name"),
+                     "error", err ? err : strerror(-k));
+            rec_teardown(r, uid, false);
+        } else {
+            fe->frozen = true;
+            log_info("sandbox frozen", "sandbox", api_meta_string(sb, "name"), "pause_ms", ms);
+        }
+    }
+    fe = rec_find(r, uid);
+    u->has_pod = u->o.pod = fe != NULL;
+    u->o.pod_frozen = fe && fe->frozen;
+    rec_write_status(r, sb, u);
+}
+
+/* A frozen container whose Sandbox runs again is thawed; one that cannot be is torn down (and
+ * started anew). The entry, or NULL when there is none now. */
+static rec_entry *reconcile_thaw(local_reconciler *r, const json_t *sb, const char *uid,
+                                 rec_entry *e)
+{
+    if (!e || !e->frozen)
+        return e;
+    _cleanup_free_ char *err = NULL;
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    int k = oci_resume(rec_runtime(r, uid), uid, &err);
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+    if (k < 0) {
+        log_warn("cannot thaw sandbox: starting it anew", "sandbox", api_meta_string(sb, "name"),
+                 "error", err ? err : strerror(-k));
+        rec_teardown(r, uid, false);
+        e = NULL;
+    } else {
+        e->frozen = false;
+        log_info("sandbox thawed", "sandbox", api_meta_string(sb, "name"), "resume_ms", ms);
+    }
+    return e;
+}
+
+/* The main process exited: Finished, as a terminated pod; the container is not started again
+ * (sandboxd keeps serving files while it runs). True when it has (status written). */
+static bool reconcile_finished(local_reconciler *r, const json_t *sb, const char *uid,
+                               const rec_entry *e, status_update *u)
+{
+    int code = -1;
+    bool exited = rec_main_exit(r, uid, &code) == 0;
+    const json_t *stored_fin = reconcile_condition(sb, "Finished");
+    if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
+                   strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
+        const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
+                                    : json_string_value(json_object_get(stored_fin, "reason"));
+        bool ok = reason && strcmp(reason, "PodSucceeded") == 0;
+        _cleanup_free_ char *msg = NULL;
+        if (exited && asprintf(&msg, "main process exited with code %d", code) < 0)
+            msg = NULL;
+        const char *m = msg ? msg : json_string_value(json_object_get(stored_fin, "message"));
+        u->has_pod = u->o.pod = e != NULL;
+        u->o.phase = ok ? "Succeeded" : "Failed";
+        u->o.finished_message = m ? m : "";
+        rec_write_status(r, sb, u);
+        return true;
+    }
+    return false;
+}
+
 /* Reconciles one Sandbox as stored. force: retry a start that failed at this generation.
  * Returns true while it waits for sandboxd to come up. */
 static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool force)
@@ -222,70 +303,12 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
         return false;
     status_update u = {.uid = uid};
     if (reconcile_sandbox_suspended(sb)) {
-        /* Suspend freezes the container (cgroup freezer): memory and processes are kept, no CPU
-         * is used; Running thaws it. If freezing fails the container is stopped instead. */
-        rec_entry *fe = rec_find(r, uid);
-        if (fe && !fe->frozen) {
-            _cleanup_free_ char *err = NULL;
-            /* First: a local client must not find, and then wait on, a frozen sandboxd. */
-            local_names_unbind(r->state_dir, api_meta_string(sb, "namespace"),
-                               api_meta_string(sb, "name"), uid);
-            usec_t t0 = now_usec(CLOCK_MONOTONIC);
-            int k = oci_pause(rec_runtime(r, uid), uid, &err);
-            char ms[32];
-            snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
-            if (k < 0) {
-                log_warn("cannot freeze sandbox: stopping it", "sandbox",
-                         api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
-                rec_teardown(r, uid, false);
-            } else {
-                fe->frozen = true;
-                log_info("sandbox frozen", "sandbox", api_meta_string(sb, "name"), "pause_ms", ms);
-            }
-        }
-        fe = rec_find(r, uid);
-        u.has_pod = u.o.pod = fe != NULL;
-        u.o.pod_frozen = fe && fe->frozen;
-        rec_write_status(r, sb, &u);
+        reconcile_suspend(r, sb, uid, &u);
         return false;
     }
-    rec_entry *e = rec_find(r, uid);
-    if (e && e->frozen) {
-        _cleanup_free_ char *err = NULL;
-        usec_t t0 = now_usec(CLOCK_MONOTONIC);
-        int k = oci_resume(rec_runtime(r, uid), uid, &err);
-        char ms[32];
-        snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
-        if (k < 0) {
-            log_warn("cannot thaw sandbox: starting it anew", "sandbox",
-                     api_meta_string(sb, "name"), "error", err ? err : strerror(-k));
-            rec_teardown(r, uid, false);
-            e = NULL;
-        } else {
-            e->frozen = false;
-            log_info("sandbox thawed", "sandbox", api_meta_string(sb, "name"), "resume_ms", ms);
-        }
-    }
-    /* The main process exited: Finished, as a terminated pod; the container is not started
-     * again (sandboxd keeps serving files while it runs). */
-    int code = -1;
-    bool exited = rec_main_exit(r, uid, &code) == 0;
-    const json_t *stored_fin = reconcile_condition(sb, "Finished");
-    if (exited || (stored_fin && json_string_value(json_object_get(stored_fin, "status")) &&
-                   strcmp(json_string_value(json_object_get(stored_fin, "status")), "True") == 0)) {
-        const char *reason = exited ? (code == 0 ? "PodSucceeded" : "PodFailed")
-                                    : json_string_value(json_object_get(stored_fin, "reason"));
-        bool ok = reason && strcmp(reason, "PodSucceeded") == 0;
-        _cleanup_free_ char *msg = NULL;
-        if (exited && asprintf(&msg, "main process exited with code %d", code) < 0)
-            msg = NULL;
-        const char *m = msg ? msg : json_string_value(json_object_get(stored_fin, "message"));
-        u.has_pod = u.o.pod = e != NULL;
-        u.o.phase = ok ? "Succeeded" : "Failed";
-        u.o.finished_message = m ? m : "";
-        rec_write_status(r, sb, &u);
+    rec_entry *e = reconcile_thaw(r, sb, uid, rec_find(r, uid));
+    if (reconcile_finished(r, sb, uid, e, &u))
         return false;
-    }
     rec_failure f = {0};
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = rec_failed_find(r, uid);
