@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/hex-util.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 
@@ -124,33 +125,12 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int router_percent_decode(const char *s, size_t n, char **out)
 {
-    char *d = malloc(n + 1);
+    size_t k;
+    char *d = percent_decode_lenient(s, n, &k);
     if (!d)
         return -ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = hexval(s[i + 1])) >= 0 &&
-            (l = hexval(s[i + 2])) >= 0) {
-            d[k++] = (char)(h * 16 + l);
-            i += 2;
-        } else
-            d[k++] = s[i];
-    }
-    d[k] = '\0';
     if (memchr(d, '\0', k)) {
         free(d);
         return -EINVAL;
