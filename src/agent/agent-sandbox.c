@@ -17,6 +17,7 @@
 #include <asb/client.h>
 #include <asb/sandbox.h>
 
+#include "basic/time-util.h"
 #include "agent/agent-internal.h"
 #include "basic/macro.h"
 
@@ -557,14 +558,7 @@ typedef struct exec_ctx {
 static void *watchdog_main(void *ud)
 {
     exec_ctx *c = ud;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += c->timeout_ms / 1000;
-    dl.tv_nsec += (c->timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = timespec_realtime_after((usec_t)c->timeout_ms * USEC_PER_MSEC);
     pthread_mutex_lock(&c->lock);
     int rc = 0;
     while (!c->done && rc != ETIMEDOUT)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "basic/buf.h"
 #include "cli/asb-mcp.h"
 
@@ -166,13 +167,7 @@ int mcp_serve_stdio(mcp_server *s)
     while (st.running > 0) {
         if (mcp_stop || r < 0)
             cancel_all(s);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = timespec_realtime_after(200 * USEC_PER_MSEC);
         pthread_cond_timedwait(&st.idle, &st.lock, &ts);
     }
     pthread_mutex_unlock(&st.lock);

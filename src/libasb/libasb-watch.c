@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "basic/time-util.h"
 #include "basic/buf.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-claim-internal.h"
@@ -233,13 +234,6 @@ int asbi_condition_met(const json_t *obj, const char *condition, const char *sta
     return 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 typedef struct waiter waiter;
 struct waiter {
     /* NULL: waiting for deletion; else true when obj satisfies what is waited for */
@@ -410,7 +404,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
     wt->kind = k;
     long timeout = opts ? opts->timeout_ms : 0;
     const volatile int *cancel = opts ? opts->cancel : NULL;
-    long long deadline = timeout > 0 ? now_ms() + timeout : 0;
+    long long deadline = timeout > 0 ? now_msec(CLOCK_MONOTONIC) + timeout : 0;
     for (;;) {
         if (cancel && *cancel)
             return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
@@ -439,7 +433,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
         asbi_watch_params p = {.name = name, .resource_version = rv, .cancel = cancel};
         if (deadline) {
-            p.timeout_ms = (long)(deadline - now_ms());
+            p.timeout_ms = (long)(deadline - now_msec(CLOCK_MONOTONIC));
             if (p.timeout_ms <= 0) {
                 json_decref(obj);
                 return timeout_error(wt, name);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "basic/macro.h"
 #include "router/router-core.h"
 #include "router/router-legacy-parse.h"
@@ -52,15 +53,8 @@ typedef struct h1_conn {
     router_route route;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
-    int64_t started_us;      /* router_stats_now() when the request head was in (0: not yet) */
+    int64_t started_us;      /* now_usec(CLOCK_MONOTONIC) when the request head was in (0: not yet) */
 } h1_conn;
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int append(char **s, size_t *len, const char *at, size_t n)
 {
@@ -134,7 +128,7 @@ static int rq_begin(void *payload)
 {
     h1_conn *c = payload;
     if (c->ctx->header_timeout_ms > 0)
-        c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
+        c->head_deadline = now_msec(CLOCK_MONOTONIC) + c->ctx->header_timeout_ms;
     return 0;
 }
 
@@ -181,7 +175,7 @@ static int rq_headers_complete(void *payload)
     http_parser *p = &c->rq.p;
     router_error err = {0};
     c->head_deadline = 0;
-    c->started_us = router_stats_now();
+    c->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
@@ -535,7 +529,7 @@ bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             /* Reading a request head: Go's ReadHeaderTimeout bounds it as a whole. */
             long want = CLIENT_IDLE_MS;
             if (c.head_deadline) {
-                long long left = c.head_deadline - mono_ms();
+                long long left = c.head_deadline - now_msec(CLOCK_MONOTONIC);
                 if (left <= 0)
                     break;
                 want = left < want ? (long)left : want;

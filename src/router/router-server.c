@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "basic/macro.h"
 #include "router/router-core.h"
 #include "shared/log.h"
@@ -431,9 +432,7 @@ void router_stop(router *r)
     r->conns.stopping = true;
     for (size_t i = 0; i < r->conns.n; i++)
         shutdown(r->conns.fds[i], SHUT_RDWR);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
+    struct timespec deadline = timespec_realtime_after(10 * USEC_PER_SEC);
     while (r->conns.n > 0)
         if (pthread_cond_timedwait(&r->conns.empty, &r->conns.lock, &deadline) != 0)
             break;
