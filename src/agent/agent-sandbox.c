@@ -20,6 +20,7 @@
 #include "basic/time-util.h"
 #include "agent/agent-internal.h"
 #include "basic/macro.h"
+#include "basic/io-util.h"
 
 #define READY_TIMEOUT_MS (180L * 1000)
 #define MAX_OUTPUT (256u << 20)
@@ -660,17 +661,8 @@ static int on_stdout(const char *d, size_t n, void *ud)
     if (c->out_fd >= 0) {
         /* Blocks while the pump catches up (constant memory); once the pump has stopped reading
          * (done or failed) the rest is discarded. */
-        while (n > 0 && !c->sink_failed) {
-            ssize_t k = send(c->out_fd, d, n, MSG_NOSIGNAL);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0) {
-                c->sink_failed = true;
-                break;
-            }
-            d += k;
-            n -= (size_t)k;
-        }
+        if (!c->sink_failed && loop_send(c->out_fd, d, n) < 0)
+            c->sink_failed = true;
         return 0;
     }
     if (append(&c->res->out, &c->res->out_len, d, n) < 0)

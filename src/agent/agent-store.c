@@ -13,6 +13,7 @@
 #include "agent/agent-internal.h"
 #include "basic/fs-util.h"
 #include "basic/macro.h"
+#include "basic/io-util.h"
 
 int agent_session_name_valid(const char *name)
 {
@@ -105,16 +106,9 @@ int agent_store_append(const char *session_dir, json_t *message, char **ret_erro
     _cleanup_free_ char *line = NULL;
     if (asprintf(&line, "%s\n", s) < 0)
         return -ENOMEM;
-    size_t off = 0, total = len + 1;
-    while (off < total) {
-        ssize_t w = write(fd, line + off, total - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return agent_fail(ret_error, -errno, "cannot write %s: %s", path, strerror(errno));
-        }
-        off += (size_t)w;
-    }
+    r = loop_write(fd, line, len + 1);
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot write %s: %s", path, strerror(-r));
     return 0;
 }
 

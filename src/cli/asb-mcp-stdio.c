@@ -10,6 +10,7 @@
 
 #include "basic/time-util.h"
 #include "basic/buf.h"
+#include "basic/io-util.h"
 #include "cli/asb-mcp.h"
 
 typedef struct stdio_state {
@@ -36,16 +37,7 @@ static int write_message(stdio_state *st, json_t *msg)
         return -ENOMEM;
     int r = 0;
     pthread_mutex_lock(&st->out_lock);
-    for (size_t off = 0; off < len;) {
-        ssize_t n = write(STDOUT_FILENO, line + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            break;
-        }
-        off += (size_t)n;
-    }
+    r = loop_write(STDOUT_FILENO, line, len);
     pthread_mutex_unlock(&st->out_lock);
     free(line);
     return r;

@@ -20,6 +20,7 @@
 
 #include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/io-util.h"
 #include "router/router-core.h"
 #include "shared/log.h"
 
@@ -84,20 +85,8 @@ void router_target_done(router_target *t)
 
 int router_write_all(int fd, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return -ETIMEDOUT;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    int r = loop_send(fd, data, len);
+    return r == -EAGAIN ? -ETIMEDOUT : r; /* the socket's send timeout ran out */
 }
 
 static int connect_unix(const char *path, long timeout_ms)
