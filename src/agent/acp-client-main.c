@@ -16,8 +16,8 @@
 #include "agent/acp-jsonrpc.h"
 #include "agent/acp-server.h"
 #include "asb/client.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "shared/main-usage.h"
 
 typedef struct client {

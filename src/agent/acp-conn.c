@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "agent/acp-server.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "shared/log.h"
 
 int acp_conn_send(acp_conn *c, json_t *msg)

@@ -12,8 +12,8 @@
 
 #include "agent/agent-internal.h"
 #include "basic/fs-util.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 
 int agent_session_name_valid(const char *name)
 {

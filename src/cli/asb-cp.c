@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"

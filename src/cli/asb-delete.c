@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"

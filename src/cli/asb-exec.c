@@ -15,8 +15,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"

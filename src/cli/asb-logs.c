@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 

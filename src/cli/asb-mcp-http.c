@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/buf.h"
 #include "basic/random-util.h"
+#include "basic/time-util.h"
 #include "cli/asb-mcp-mhd.h"
 #include "cli/asb-mcp.h"
 

@@ -8,9 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/buf.h"
 #include "basic/io-util.h"
+#include "basic/time-util.h"
 #include "cli/asb-mcp.h"
 
 typedef struct stdio_state {

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "basic/buf.h"
+#include "basic/time-util.h"
 #include "cli/asb-mcp-tools.h"
 
 /* A JSON object of strings (labels, annotations), or absent. false when of another shape. */

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "kube/kube-http.h"
 #include "kube/kube.h"
 #include "reconcile/reconcile.h"

@@ -4,7 +4,6 @@
  * out a patch of an object it read, creates, deletes). Warm-pool creates and deletes are gated by
  * expectations: until the informer has observed them, no further creates or deletes are planned
  * (no over-creation with a lagging cache). */
-#include "basic/time-util.h"
 #include "kube/kube.h"
 
 #include <errno.h>
@@ -14,6 +13,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 

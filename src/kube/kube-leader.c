@@ -3,7 +3,6 @@
  * leaseDurationSeconds *as observed on the local clock* (no trust in other clocks); the leader
  * renews every retry period and gives up (the process exits) when it could not renew within
  * the renew deadline. On a clean shutdown the Lease is released so a standby takes over at once. */
-#include "basic/time-util.h"
 #include "kube/kube.h"
 
 #include <errno.h>
@@ -14,6 +13,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 

@@ -1,7 +1,6 @@
 /* A work queue with client-go's semantics: a key is queued at most once; a key being processed
  * is never handed to a second worker (an add meanwhile marks it dirty and it is queued again on
  * done); delayed adds; per-key exponential backoff for failures. */
-#include "basic/time-util.h"
 #include "kube/kube.h"
 
 #include <errno.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 
 typedef struct delayed {
     char *key;

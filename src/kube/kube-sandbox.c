@@ -3,7 +3,6 @@
  * a controller ownerReference (blockOwnerDeletion) so the cluster's garbage collector removes
  * them with the Sandbox. Reads come from the informer caches; writes go to the API server and
  * are level-triggered: the next event re-runs the whole reconcile. */
-#include "basic/time-util.h"
 #include "kube/kube.h"
 
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include "api/api.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 

@@ -7,7 +7,6 @@
  * so a fork needs only the snapshot. A fork is a Sandbox whose image is `snapshot:NAME`
  * (asb fork / asb_fork build them): its PVCs take the VolumeSnapshots as dataSource, its
  * containers the recorded images. The CSI driver copies the data, never this controller. */
-#include "basic/time-util.h"
 #include "kube/kube.h"
 
 #include <errno.h>
@@ -18,6 +17,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "asb/claim.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 

@@ -8,9 +8,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "asb/claim.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"

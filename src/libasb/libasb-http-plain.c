@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-http-pool.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"

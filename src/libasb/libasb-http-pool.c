@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "libasb/libasb-http-pool.h"
+#include "basic/time-util.h"
 
 typedef struct idle_conn {
     char *hostport; /* NULL: free slot */

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "asb/snapshot.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
 
 #define KIND "SandboxSnapshot"

@@ -8,8 +8,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "basic/buf.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"

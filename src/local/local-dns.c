@@ -14,9 +14,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "basic/io-util.h"
 #include "local/local-dns-query.h"
 #include "local/local-dns.h"
 #include "local/local-metrics.h"

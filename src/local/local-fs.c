@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "local/local-fs.h"
 
 int fs_write_file(const char *path, const char *content, mode_t mode)

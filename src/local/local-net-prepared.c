@@ -13,9 +13,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/fs-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "local/local-fs.h"
 #include "local/local-net-internal.h"
 #include "shared/log.h"

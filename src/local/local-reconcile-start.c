@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "local/local-claim-activity.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-start-priority.h"

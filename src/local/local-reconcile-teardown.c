@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "local/local-finalizer.h"
 #include "local/local-reconcile-internal.h"
 #include "local/local-start-priority.h"

@@ -14,9 +14,9 @@
 
 #include "basic/buf.h"
 #include "basic/fs-util.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
-#include "basic/io-util.h"
 #include "local/local-snapshot-store.h"
 
 #define ZSTD_LEVEL 3

@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-loop-internal.h"
 
 /* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the

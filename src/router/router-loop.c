@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-loop-internal.h"
 
 /* A connection the blocking code gives back, waiting for its worker. */

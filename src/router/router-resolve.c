@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "asb/client.h"
 #include "asb/sandbox.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
 

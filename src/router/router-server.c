@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/log.h"
 

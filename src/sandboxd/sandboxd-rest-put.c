@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "basic/confine.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 
 struct rest_put {

@@ -2,8 +2,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "shared/router-stats.h"
 
 /* Seconds: from a kept-alive REST call (sub-millisecond) to a cold resume (minutes). */

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/time-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "toolbox/toolbox.h"
 
 #define OUTPUT_CAP (8u << 20) /* keep at most the last 8 MiB of output */

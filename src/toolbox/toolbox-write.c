@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
-#include "basic/macro.h"
 #include "basic/io-util.h"
+#include "basic/macro.h"
 #include "toolbox/toolbox.h"
 
 int toolbox_write_content(const char *abs, const char *data, size_t len)
