@@ -11,6 +11,7 @@
 
 #include "asb/sandbox.h"
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 
@@ -139,12 +140,12 @@ static int do_execute(const router_target *t, const char *body, size_t len,
     if (r < 0)
         return r == -ENOMEM ? r : exec_failed(out, perr);
     if (!argv[0]) {
-        router_strv_free(argv);
+        strv_free(argv);
         return exec_failed(out, "list index out of range");
     }
     asb_sandbox *s = open_target(t);
     if (!s) {
-        router_strv_free(argv);
+        strv_free(argv);
         return -ENOMEM;
     }
     long timeout = exec_timeout_seconds();
@@ -154,7 +155,7 @@ static int do_execute(const router_target *t, const char *body, size_t len,
     r = asb_sandbox_execute(&res, s, (const char *const *)argv, &po);
     asb_sandbox_free(s);
     if (r == ASB_ECONNECT) {
-        router_strv_free(argv);
+        strv_free(argv);
         return -ECONNREFUSED;
     }
     if (r == ASB_ETIMEOUT) {
@@ -163,7 +164,7 @@ static int do_execute(const router_target *t, const char *body, size_t len,
         size_t ll = 0;
         FILE *f = open_memstream(&list, &ll);
         if (!f) {
-            router_strv_free(argv);
+            strv_free(argv);
             return -ENOMEM;
         }
         fputc('[', f);
@@ -171,12 +172,12 @@ static int do_execute(const router_target *t, const char *body, size_t len,
             fprintf(f, "%s'%s'", i ? ", " : "", argv[i]);
         fputc(']', f);
         fclose(f);
-        router_strv_free(argv);
+        strv_free(argv);
         if (asprintf(&m, "Command '%s' timed out after %ld seconds", list, timeout) < 0)
             return -ENOMEM;
         return exec_failed(out, m);
     }
-    router_strv_free(argv);
+    strv_free(argv);
     if (r != ASB_OK) {
         const asb_error *e = asb_error_last();
         return exec_failed(out, e && *e->message ? e->message : asb_strerror(r));
