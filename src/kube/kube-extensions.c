@@ -330,7 +330,8 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
             json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
                             RECONCILE_ANN_FIRST_OBSERVED));
         if (obs && reconcile_parse_time(obs, &t0) == 0)
-            kube_metrics_observe_claim(ctl, (double)((int64_t)now_usec(CLOCK_REALTIME) - t0) / 1000.0);
+            kube_metrics_observe_claim(ctl,
+                                       (double)((int64_t)now_usec(CLOCK_REALTIME) - t0) / 1000.0);
     }
     if (err == 0 && out.event_reason && ctl->opt.claim_events)
         kube_event(ctl, claim, "Normal", out.event_reason, out.message);

@@ -82,7 +82,8 @@ static void *renew_loop(void *arg)
             last_ok = (int64_t)now_usec(CLOCK_MONOTONIC);
             continue;
         }
-        if (e == -EBUSY || (int64_t)now_usec(CLOCK_MONOTONIC) - last_ok > ctl->opt.renew_deadline_usec) {
+        if (e == -EBUSY ||
+            (int64_t)now_usec(CLOCK_MONOTONIC) - last_ok > ctl->opt.renew_deadline_usec) {
             log_error("leader election lost", "lease", lease_name, "identity", ctl->opt.identity);
             atomic_store(&ctl->leading, false);
             /* As controller-runtime: a former leader must not keep reconciling. */

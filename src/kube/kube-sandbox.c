@@ -857,7 +857,8 @@ static void observe_first_ready(kube_ctl *ctl, const json_t *sb)
     pthread_mutex_unlock(&ctl->exp_lock);
     int64_t created;
     if (first && reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
-        kube_metrics_observe_creation(ctl, (double)((int64_t)now_usec(CLOCK_REALTIME) - created) / 1000.0);
+        kube_metrics_observe_creation(
+            ctl, (double)((int64_t)now_usec(CLOCK_REALTIME) - created) / 1000.0);
 }
 
 /* The pod-name annotation changes collected in c->ann, as one merge patch of the Sandbox. */

@@ -145,7 +145,8 @@ static int connect_one(exchange_state *s, const struct addrinfo *ai, int *ret_fd
         return ASB_ECONNECT;
     }
     if (c < 0) { /* in progress */
-        long limit = s->x->connect_timeout_ms > 0 ? now_msec(CLOCK_MONOTONIC) + s->x->connect_timeout_ms : 0;
+        long limit =
+            s->x->connect_timeout_ms > 0 ? now_msec(CLOCK_MONOTONIC) + s->x->connect_timeout_ms : 0;
         int r = wait_fd(s, fd, POLLOUT, limit, "connect");
         if (r != ASB_OK)
             return r;

@@ -179,7 +179,8 @@ static void wait_until(rec_starter *st, usec_t until)
         return;
     /* The condition variable uses CLOCK_REALTIME: a relative wait converted to it (a clock
      * step only makes the hold shorter or longer by the step, never unbounded). */
-    struct timespec ts = timespec_realtime_after(MIN(until - now, LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC));
+    struct timespec ts =
+        timespec_realtime_after(MIN(until - now, LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC));
     pthread_cond_timedwait(&st->work, &st->lock, &ts);
 }
 

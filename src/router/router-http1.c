@@ -52,7 +52,7 @@ typedef struct h1_conn {
     router_route route;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
-    int64_t started_us;      /* now_usec(CLOCK_MONOTONIC) when the request head was in (0: not yet) */
+    int64_t started_us;      /* CLOCK_MONOTONIC us when the request head was in (0: not yet) */
 } h1_conn;
 
 /* ---- writing to the client ---- */
@@ -339,8 +339,9 @@ static int serve_legacy(h1_conn *c)
         return d.err;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"), c->body.data,
-                                 c->body.len, &lr);
+    int r =
+        router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"),
+                             c->body.data, c->body.len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "asb/sandbox.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/strv.h"
 #include "router/router-internal.h"
@@ -160,20 +161,16 @@ static int do_execute(const router_target *t, const char *body, size_t len,
     }
     if (r == ASB_ETIMEOUT) {
         /* Python's repr of the argument list. */
-        _cleanup_free_ char *list = NULL, *m = NULL;
-        size_t ll = 0;
-        FILE *f = open_memstream(&list, &ll);
-        if (!f) {
-            strv_free(argv);
-            return -ENOMEM;
-        }
-        fputc('[', f);
-        for (size_t i = 0; argv[i]; i++)
-            fprintf(f, "%s'%s'", i ? ", " : "", argv[i]);
-        fputc(']', f);
-        fclose(f);
+        _cleanup_buf_ buf list = BUF_INIT;
+        _cleanup_free_ char *m = NULL;
+        int k = buf_append_byte(&list, '[');
+        for (size_t i = 0; argv[i] && k >= 0; i++)
+            k = buf_appendf(&list, "%s'%s'", i ? ", " : "", argv[i]);
+        if (k >= 0)
+            k = buf_append_byte(&list, ']');
         strv_free(argv);
-        if (asprintf(&m, "Command '%s' timed out after %ld seconds", list, timeout) < 0)
+        if (k < 0 ||
+            asprintf(&m, "Command '%s' timed out after %ld seconds", list.data, timeout) < 0)
             return -ENOMEM;
         return exec_failed(out, m);
     }

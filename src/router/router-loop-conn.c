@@ -582,7 +582,8 @@ static void body_step(lconn *c)
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             c->in_start = c->in_parsed; /* forwarded (or dropped) */
-            c->deadline = now_msec(CLOCK_MONOTONIC) + c->w->L->ctx->proxy_timeout_ms; /* the upload goes on */
+            /* the upload goes on */
+            c->deadline = now_msec(CLOCK_MONOTONIC) + c->w->L->ctx->proxy_timeout_ms;
             if (c->msg_done) {
                 http_parser_pause(&c->rq.p, 0);
                 c->body_streaming = false;

@@ -21,8 +21,8 @@ TEST(percent_decode_lenient_keeps_bad_escapes)
     static const struct {
         const char *in, *out;
     } cases[] = {
-        {"a%20b", "a b"},  {"%2f%2F", "//"}, {"100%", "100%"}, {"%4", "%4"},
-        {"%zz%41", "%zzA"}, {"a+b", "a+b"},  {"", ""},         {"%e2%9c%93", "\xe2\x9c\x93"},
+        {"a%20b", "a b"},   {"%2f%2F", "//"}, {"100%", "100%"}, {"%4", "%4"},
+        {"%zz%41", "%zzA"}, {"a+b", "a+b"},   {"", ""},         {"%e2%9c%93", "\xe2\x9c\x93"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t n = 99;

@@ -21,8 +21,8 @@ static int64_t ts_usec(struct timespec ts)
 
 TEST(timespec_realtime_after_adds_and_normalises)
 {
-    static const usec_t deltas[] = {0, 1, 999999, 1000000, 1500000, 200 * USEC_PER_MSEC,
-                                    10 * USEC_PER_SEC};
+    static const usec_t deltas[] = {
+        0, 1, 999999, 1000000, 1500000, 200 * USEC_PER_MSEC, 10 * USEC_PER_SEC};
     for (size_t i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++) {
         int64_t before = (int64_t)now_usec(CLOCK_REALTIME);
         struct timespec ts = timespec_realtime_after(deltas[i]);
