@@ -10,6 +10,7 @@
 
 #include "api/api-k8s.h"
 #include "api/api-spec.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 
 /* Compiled patterns, keyed by the (static, or schema's never freed) pattern string. The schemas
@@ -82,19 +83,16 @@ static void check_enum(api_errors *e, const char *path, const json_t *v, const j
     json_array_foreach (values, i, x)
         if (json_equal((json_t *)x, (json_t *)v))
             return;
-    _cleanup_free_ char *list = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&list, &len);
-    if (!f) {
-        e->oom = true;
-        return;
-    }
+    _cleanup_buf_ buf list = BUF_INIT;
     json_array_foreach (values, i, x) {
         _cleanup_free_ char *s = json_dumps(x, JSON_ENCODE_ANY);
-        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
+        if (buf_appendf(&list, "%s%s", i ? ", " : "", s ? s : "") < 0) {
+            e->oom = true;
+            return;
+        }
     }
-    fclose(f);
-    api_errors_add(e, API_FIELD_UNSUPPORTED, path, v, "supported values: %s", list ? list : "");
+    api_errors_add(e, API_FIELD_UNSUPPORTED, path, v, "supported values: %s",
+                   list.data ? list.data : "");
 }
 
 static void check_string(api_errors *e, const json_t *schema, const char *path, const json_t *v)

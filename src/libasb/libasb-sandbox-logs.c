@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
 
 #define POLL_MS 100
@@ -53,13 +54,6 @@ static void sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Copies fd from its offset to EOF to cb. ASB_OK, cb's non-zero value, or an error (set). */
@@ -171,7 +165,7 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         /* Not created yet (the reconciler makes it before starting the container). */
     }
     int seen_dir = access(dir, F_OK) == 0, read_old = 0;
-    long last_check = now_ms();
+    long last_check = now_msec(CLOCK_MONOTONIC);
     for (;;) {
         if (fd < 0) {
             fd = open(logp, O_RDONLY | O_CLOEXEC);
@@ -219,8 +213,8 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
             r = asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
             goto out;
         }
-        if (now_ms() - last_check >= RECHECK_MS) {
-            last_check = now_ms();
+        if (now_msec(CLOCK_MONOTONIC) - last_check >= RECHECK_MS) {
+            last_check = now_msec(CLOCK_MONOTONIC);
             int k = still_there(client, ns, name, uid);
             if (k < 0) {
                 r = k;

@@ -115,9 +115,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
     sse_stream *st = cls;
     pthread_mutex_lock(&st->lock);
     while (st->data.len == 0 && !st->done && !mcp_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += SSE_KEEPALIVE_SEC;
+        struct timespec ts = timespec_realtime_after(SSE_KEEPALIVE_SEC * USEC_PER_SEC);
         if (pthread_cond_timedwait(&st->cond, &st->lock, &ts) == ETIMEDOUT && st->data.len == 0 &&
             !st->done) {
             /* An SSE comment: ignored by the client, but a client that went away makes this

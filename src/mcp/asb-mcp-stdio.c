@@ -35,16 +35,7 @@ static int write_message(stdio_state *st, json_t *msg)
         return -ENOMEM;
     int r = 0;
     pthread_mutex_lock(&st->out_lock);
-    for (size_t off = 0; off < len;) {
-        ssize_t n = write(STDOUT_FILENO, line + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            break;
-        }
-        off += (size_t)n;
-    }
+    r = loop_write(STDOUT_FILENO, line, len);
     pthread_mutex_unlock(&st->out_lock);
     free(line);
     return r;
@@ -166,13 +157,7 @@ int mcp_serve_stdio(mcp_server *s)
     while (st.running > 0) {
         if (mcp_stop || r < 0)
             cancel_all(s);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = timespec_realtime_after(200 * USEC_PER_MSEC);
         pthread_cond_timedwait(&st.idle, &st.lock, &ts);
     }
     pthread_mutex_unlock(&st.lock);

@@ -222,19 +222,12 @@ typedef struct exec_run {
     long long total;     /* bytes of output so far: the progress value (strictly increasing) */
 } exec_run;
 
-static long long now_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void send_progress(exec_run *x, bool force)
 {
     mcp_call *c = x->call;
     if (!c->progress_token || !c->notify || x->pending.len == 0)
         return;
-    long long now = now_usec();
+    long long now = (long long)now_usec(CLOCK_MONOTONIC);
     if (!force && x->last_sent && now - x->last_sent < PROGRESS_INTERVAL_USEC)
         return;
     json_t *msg = mcp_json_text(x->pending.data, x->pending.len);

@@ -14,6 +14,7 @@
 #include "asb/client.h"
 #include "asb/sandbox.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
 
@@ -130,13 +131,6 @@ typedef struct api_resolver {
     size_t n;
 } api_resolver;
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* check: stat the REST socket (fresh lookups; cached ones learn of a missing socket from the
  * connect failure, which invalidates the entry). */
 static int target_from_uid(api_resolver *r, const char *id, const char *uid, bool check,
@@ -161,7 +155,7 @@ static int target_from_uid(api_resolver *r, const char *id, const char *uid, boo
 static bool cache_lookup(api_resolver *r, const char *ns, const char *id, char **ret_uid)
 {
     bool hit = false;
-    long long now = now_ms();
+    long long now = now_msec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n; i++)
         if (strcmp(r->v[i].ns, ns) == 0 && strcmp(r->v[i].id, id) == 0) {
@@ -193,7 +187,7 @@ static void cache_store(api_resolver *r, const char *ns, const char *id, const c
         return;
     pthread_mutex_lock(&r->lock);
     cache_drop_locked(r, ns, id);
-    long long now = now_ms();
+    long long now = now_msec(CLOCK_MONOTONIC);
     /* Expired entries go first; the cache never grows past what is being used. */
     for (size_t i = 0; i < r->n;) {
         if (r->v[i].expires_ms <= now) {

@@ -5,6 +5,8 @@
 
 #include <stdarg.h>
 
+#include "basic/confine.h" /* ERRNO_PATH_ESCAPE */
+
 typedef enum status_code {
     STATUS_OK = 0,
     STATUS_CANCELLED = 1,
@@ -25,9 +27,6 @@ typedef enum status_code {
     STATUS_UNAUTHENTICATED = 16,
     STATUS_CONFLICT = 100, /* REST 409 "CONFLICT"; gRPC ABORTED */
 } status_code;
-
-/* Path confinement reports "resolution left the root" with this errno. */
-#define ERRNO_PATH_ESCAPE EXDEV
 
 /* errno (positive or negative) -> status. ENOENT/ENOTDIR-less lookups: NOT_FOUND; EACCES/EPERM:
  * PERMISSION_DENIED; ERRNO_PATH_ESCAPE: PERMISSION_DENIED; ENOTEMPTY/EEXIST: CONFLICT;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/api-pod.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
 #include "local/apiserver/local-apiserver-internal.h"
@@ -269,19 +270,15 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
         return NULL;
     }
     /* kube-apiserver's strict decoding error, all unknown fields in one message. */
-    _cleanup_free_ char *msg = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&msg, &len);
-    if (f) {
-        fprintf(f,
-                "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ", k->kind,
-                API_VERSION, k->kind);
-        json_array_foreach (texts, i, p)
-            fprintf(f, "%s%s", i ? ", " : "", json_string_value(p));
-        fclose(f);
-    }
+    _cleanup_buf_ buf msg = BUF_INIT;
+    int r = buf_appendf(
+        &msg, "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ", k->kind,
+        API_VERSION, k->kind);
+    json_array_foreach (texts, i, p)
+        if (r >= 0)
+            r = buf_appendf(&msg, "%s%s", i ? ", " : "", json_string_value(p));
     json_decref(texts);
-    return status_failure(KUBE_REASON_BAD_REQUEST, msg, NULL, NULL);
+    return status_failure(KUBE_REASON_BAD_REQUEST, r < 0 ? NULL : msg.data, NULL, NULL);
 }
 
 static bool has_finalizers(const json_t *obj)
@@ -873,10 +870,10 @@ static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *re
 
 static json_t *make_list(const api_kind *k, json_t *items, uint64_t rv)
 {
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)rv);
+    char text[32];
+    snprintf(text, sizeof(text), "%llu", (unsigned long long)rv);
     return json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", k->api_version, "kind", k->list_kind,
-                     "metadata", "resourceVersion", buf, "items", items);
+                     "metadata", "resourceVersion", text, "items", items);
 }
 
 /* Orders (namespace, name) pairs as the store lists them (namespace first, bytewise). */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "local/fs/local-fs.h"
 #include "local/container/local-idmap.h"
@@ -56,16 +57,16 @@ static int failf(char **ret_error, int r, const char *fmt, ...)
 
 static int parse_u32(const char *s, size_t n, uint64_t *ret)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof(buf))
+    char text[32];
+    if (n == 0 || n >= sizeof(text))
         return -EINVAL;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    if (buf[0] == '-' || buf[0] == '+')
+    memcpy(text, s, n);
+    text[n] = '\0';
+    if (text[0] == '-' || text[0] == '+')
         return -EINVAL;
     char *end = NULL;
     errno = 0;
-    unsigned long long v = strtoull(buf, &end, 0);
+    unsigned long long v = strtoull(text, &end, 0);
     if (errno || !end || *end || v > UINT32_MAX)
         return -EINVAL;
     *ret = v;
@@ -137,16 +138,16 @@ static int host_account_overlap(uint64_t start, uint64_t count, char **ret_what)
 /* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when the process is gone. */
 static unsigned long long proc_starttime(pid_t pid)
 {
-    char path[64], buf[1024];
+    char path[64], text[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ssize_t n = read(fd, text, sizeof(text) - 1);
     if (n <= 0)
         return 0;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
+    text[n] = '\0';
+    const char *p = strrchr(text, ')');
     unsigned long long v = 0;
     /* After ")": state is field 3, starttime field 22. */
     for (int field = 2; p && *p && field < 22; field++)
@@ -230,16 +231,13 @@ static int reg_read(int fd, reg_entry **ret, size_t *ret_n)
 
 static int reg_write(int fd, const reg_entry *v, size_t n)
 {
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    _cleanup_fclose_ FILE *mem = open_memstream(&text, &len);
-    if (!mem)
-        return -ENOMEM;
+    _cleanup_buf_ buf b = BUF_INIT;
     for (size_t i = 0; i < n; i++)
-        fprintf(mem, "%" PRIu64 " %" PRIu64 " %ld %llu %s\n", v[i].start, v[i].count, v[i].pid,
-                v[i].starttime, v[i].state_dir);
-    if (fflush(mem) != 0)
-        return -ENOMEM;
+        if (buf_appendf(&b, "%" PRIu64 " %" PRIu64 " %ld %llu %s\n", v[i].start, v[i].count,
+                        v[i].pid, v[i].starttime, v[i].state_dir) < 0)
+            return -ENOMEM;
+    const char *text = b.data;
+    size_t len = b.len;
     if (ftruncate(fd, 0) < 0)
         return -errno;
     for (size_t off = 0; off < len;) {

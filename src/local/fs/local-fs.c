@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "local/fs/local-fs.h"
 
@@ -19,16 +20,9 @@ int fs_write_file(const char *path, const char *content, mode_t mode)
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -errno;
-    size_t n = strlen(content), off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, content + off, n - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        off += (size_t)w;
-    }
+    int r = loop_write(fd, content, strlen(content));
+    if (r < 0)
+        return r;
     return fchmod(fd, mode) < 0 ? -errno : 0;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/net/local-dns-query.h"
@@ -233,19 +234,6 @@ static bool read_full(int fd, void *buf, size_t len)
     return true;
 }
 
-static bool write_full(int fd, const void *buf, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t k = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        done += (size_t)k;
-    }
-    return true;
-}
-
 static void set_timeouts(int fd)
 {
     struct timeval tv = {.tv_sec = 3};
@@ -273,7 +261,7 @@ static bool dns_tcp_one(dns_tcp_conn *c, int *up, unsigned char *buf)
     if (v != LOCAL_DNS_RELAY) {
         unsigned char err[2 + 12] = {0, 12};
         local_dns_query_error(err + 2, buf + 2, len, (int)v);
-        return write_full(c->fd, err, sizeof(err));
+        return loop_send(c->fd, err, sizeof(err)) == 0;
     }
     if (*up < 0) {
         *up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -283,10 +271,10 @@ static bool dns_tcp_one(dns_tcp_conn *c, int *up, unsigned char *buf)
         if (connect(*up, (struct sockaddr *)&c->lim->upstream, sizeof(c->lim->upstream)) < 0)
             return false;
     }
-    if (!write_full(*up, buf, 2 + len) || !read_full(*up, buf, 2))
+    if (loop_send(*up, buf, 2 + len) < 0 || !read_full(*up, buf, 2))
         return false;
     len = (size_t)buf[0] << 8 | buf[1];
-    return read_full(*up, buf + 2, len) && write_full(c->fd, buf, 2 + len);
+    return read_full(*up, buf + 2, len) && loop_send(c->fd, buf, 2 + len) == 0;
 }
 
 static void *dns_tcp_thread(void *arg)

@@ -35,14 +35,7 @@ static void wait_until(net_prepared *p, usec_t mono_deadline)
 {
     /* The condition variable runs on CLOCK_REALTIME: convert the remaining time. */
     usec_t now = now_usec(CLOCK_MONOTONIC), left = mono_deadline > now ? mono_deadline - now : 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(left / USEC_PER_SEC);
-    until.tv_nsec += (long)(left % USEC_PER_SEC) * 1000;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = timespec_realtime_after(left);
     pthread_cond_timedwait(&p->wake, p->lock, &until);
 }
 

@@ -178,12 +178,8 @@ static void wait_until(rec_starter *st, usec_t until)
         return;
     /* The condition variable uses CLOCK_REALTIME: a relative wait converted to it (a clock
      * step only makes the hold shorter or longer by the step, never unbounded). */
-    usec_t left = MIN(until - now, LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (left % USEC_PER_SEC) * 1000;
-    ts.tv_sec += (time_t)(left / USEC_PER_SEC + ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
+    struct timespec ts =
+        timespec_realtime_after(MIN(until - now, LOCAL_CLAIM_ACTIVITY_MAX_HOLD_USEC));
     pthread_cond_timedwait(&st->work, &st->lock, &ts);
 }
 

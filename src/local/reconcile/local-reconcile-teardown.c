@@ -232,15 +232,7 @@ void rec_pool_stop(local_reconciler *r, usec_t deadline)
         usec_t now = now_usec(CLOCK_MONOTONIC);
         if (now >= deadline)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        usec_t left = MIN(deadline - now, 100 * USEC_PER_MSEC);
-        ts.tv_sec += (time_t)(left / USEC_PER_SEC);
-        ts.tv_nsec += (long)(left % USEC_PER_SEC) * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = timespec_realtime_after(MIN(deadline - now, 100 * USEC_PER_MSEC));
         pthread_cond_timedwait(&p->done, &p->lock, &ts);
     }
     size_t left = 0;

@@ -19,33 +19,6 @@
 #include "local/runtime/local-runtime-oci.h"
 #include "shared/log.h"
 
-typedef struct strv {
-    char **v;
-    size_t n;
-} strv;
-
-static void strv_add(strv *s, const char *x)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], x) == 0)
-            return;
-    char **nv = realloc(s->v, (s->n + 1) * sizeof(char *));
-    if (!nv)
-        return;
-    s->v = nv;
-    if ((nv[s->n] = strdup(x)))
-        s->n++;
-}
-
-static void strv_done(strv *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    s->v = NULL;
-    s->n = 0;
-}
-
 /* Names of the subdirectories of state_dir/area (sandbox uids). */
 static void add_dir_names(strv *s, const char *state_dir, const char *area)
 {
@@ -56,7 +29,7 @@ static void add_dir_names(strv *s, const char *state_dir, const char *area)
     struct dirent *de;
     while (d && (de = readdir(d)))
         if (de->d_name[0] != '.')
-            strv_add(s, de->d_name);
+            (void)strv_add_unique(s, de->d_name);
 }
 
 /* Deletes every container of one runtime root; their ids join uids. */
@@ -78,7 +51,7 @@ static void cleanup_root(const char *binary, const char *root, strv *uids,
             const char *st = json_string_value(json_object_get(c, "status"));
             if (!id)
                 continue;
-            strv_add(uids, id);
+            (void)strv_add_unique(uids, id);
             _cleanup_free_ char *err = NULL, *rerr = NULL;
             if (st && strcmp(st, "paused") == 0)
                 oci_resume(&rt, id, &rerr); /* a frozen container cannot die */
@@ -193,7 +166,7 @@ static bool under(const char *path, const char *dir)
 
 int local_cleanup_unmount_under(const char *dir, const char *fstype, unsigned *ret_count)
 {
-    strv m = {0};
+    strv m = STRV_INIT;
     _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
     char *line = NULL;
     size_t cap = 0;
@@ -208,7 +181,7 @@ int local_cleanup_unmount_under(const char *dir, const char *fstype, unsigned *r
         unescape_octal(mp);
         if (under(mp, dir) && (fstype || strcmp(mp, dir) != 0) &&
             (!fstype || strcmp(type, fstype) == 0))
-            strv_add(&m, mp);
+            (void)strv_add_unique(&m, mp);
     }
     free(line);
     if (m.n)
@@ -267,7 +240,7 @@ int local_cleanup(const char *state_dir, const char *runtime, const local_net_op
                   local_cleanup_report *ret)
 {
     local_cleanup_report rep = {0};
-    strv uids = {0};
+    strv uids = STRV_INIT;
     add_dir_names(&uids, state_dir, "sandboxes");
     add_dir_names(&uids, state_dir, "run");
     add_dir_names(&uids, state_dir, "net");

@@ -14,6 +14,7 @@
 
 #include "basic/buf.h"
 #include "basic/fs-util.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
 #include "local/snapshot/local-snapshot-store.h"
@@ -118,21 +119,6 @@ static void hex_of(const unsigned char *md, char out[SNAP_HASH_HEX + 1])
     out[SNAP_HASH_HEX] = 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* A temporary file in objects/tmp; *ret_name (owned) is its name there. */
 static int tmp_create(snap_store *s, char **ret_name)
 {
@@ -163,7 +149,7 @@ static int compress_chunk(ZSTD_CCtx *cctx, char *out, int fd, const void *in, si
         if (ZSTD_isError(left))
             return -EIO;
         if (ob.pos > 0) {
-            int k = write_all(fd, out, ob.pos);
+            int k = loop_write(fd, out, ob.pos);
             if (k < 0)
                 return k;
             *stored += ob.pos;
@@ -430,7 +416,7 @@ int snap_store_save_manifest(snap_store *s, const char *uid, const json_t *manif
         return -errno;
     /* Objects are not fsynced one by one (5,000 fsyncs per snapshot): after a crash an object
      * may be short, which snap_store_get detects (length and hash) instead of restoring it. */
-    if ((k = write_all(fd, text, strlen(text))) < 0 || (fsync(fd) < 0 && (k = -errno)) ||
+    if ((k = loop_write(fd, text, strlen(text))) < 0 || (fsync(fd) < 0 && (k = -errno)) ||
         (renameat(s->manifests_fd, tmp, s->manifests_fd, name) < 0 && (k = -errno))) {
         unlinkat(s->manifests_fd, tmp, 0);
         return k;
