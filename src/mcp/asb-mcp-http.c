@@ -18,6 +18,7 @@
 
 #include "basic/buf.h"
 #include "basic/random-util.h"
+#include "basic/time-util.h"
 #include "mcp/asb-mcp-mhd.h"
 #include "mcp/asb-mcp.h"
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "basic/buf.h"
+#include "basic/io-util.h"
+#include "basic/time-util.h"
 #include "mcp/asb-mcp.h"
 
 typedef struct stdio_state {

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "basic/buf.h"
+#include "basic/time-util.h"
 #include "mcp/asb-mcp-tools.h"
 
 /* A JSON object of strings (labels, annotations), or absent. false when of another shape. */

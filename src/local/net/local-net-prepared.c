@@ -15,6 +15,7 @@
 
 #include "basic/fs-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "local/fs/local-fs.h"
 #include "local/net/local-net-internal.h"
 #include "shared/log.h"

@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "local/reconcile/local-finalizer.h"
 #include "local/reconcile/local-reconcile-internal.h"
 #include "local/reconcile/local-start-priority.h"

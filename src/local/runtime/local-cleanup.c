@@ -14,6 +14,7 @@
 
 #include "basic/macro.h"
 #include "basic/state-files.h"
+#include "basic/strv.h"
 #include "local/runtime/local-cleanup.h"
 #include "local/fs/local-fs.h"
 #include "local/runtime/local-runtime-oci.h"
