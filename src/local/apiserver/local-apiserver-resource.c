@@ -612,11 +612,13 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
     api_default(k, new);
     api_errors errs = {0};
     api_validate(k, new, old, &errs);
+    api_errors_ratchet(&errs, new, old);
     if (errs.n > 0) {
         json_t *inv = status_invalid(k, rq->name, &errs);
         api_errors_clear(&errs);
         return fail_with(u, inv);
     }
+    api_errors_clear(&errs); /* every error ratcheted away: the list itself */
     if (!rq->status && admission_warnings(rq->srv, k, new, &u->warnings) < 0)
         return -ENOMEM;
     if (!rq->status && spec_changed(k, old, new)) {
