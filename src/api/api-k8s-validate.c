@@ -68,14 +68,6 @@ static bool is_type(const char *type, const json_t *v)
     return true;
 }
 
-static void type_error(api_errors *e, const char *path, const json_t *v, const char *want)
-{
-    json_t *got = json_string(api_json_type_name(v));
-    api_errors_add(e, API_FIELD_TYPE, path, got, "%s in body must be of type %s: \"%s\"", path,
-                   want, api_json_type_name(v));
-    json_decref(got);
-}
-
 static void check_enum(api_errors *e, const char *path, const json_t *v, const json_t *values)
 {
     size_t i;
@@ -150,14 +142,14 @@ static void validate(api_errors *e, const json_t *schema, api_path *p, const jso
         if (json_is_string(v))
             check_string(e, schema, path, v);
         else if (!json_is_integer(v))
-            type_error(e, path, v, "integer,string");
+            api_type_error(e, path, v, "integer,string");
         return;
     }
     const char *type = json_string_value(json_object_get(schema, "type"));
     if (!type)
         return;
     if (!is_type(type, v)) {
-        type_error(e, path, v, type);
+        api_type_error(e, path, v, type);
         return;
     }
     if (json_is_string(v)) {

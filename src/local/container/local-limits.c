@@ -46,6 +46,20 @@ int local_limits_parse_defaults(const char *memory, const char *cpu, const char 
     return 0;
 }
 
+/* The limits from one value and one "defaulted" flag per resource (api_resource order). */
+static local_limits limits_of(const int64_t v[API_RESOURCE_COUNT],
+                              const bool defaulted[API_RESOURCE_COUNT])
+{
+    return (local_limits){
+        .memory = v[API_RESOURCE_MEMORY],
+        .cpu_millis = v[API_RESOURCE_CPU],
+        .ephemeral = v[API_RESOURCE_EPHEMERAL_STORAGE],
+        .memory_defaulted = defaulted[API_RESOURCE_MEMORY],
+        .cpu_defaulted = defaulted[API_RESOURCE_CPU],
+        .ephemeral_defaulted = defaulted[API_RESOURCE_EPHEMERAL_STORAGE],
+    };
+}
+
 void local_limits_effective(const local_limits *d, const api_container *c, local_limits *ret)
 {
     const api_quantity *q = c ? c->limits.q : NULL;
@@ -57,14 +71,7 @@ void local_limits_effective(const local_limits *d, const api_container *c, local
         v[r] = given ? q[r].value : defaults[r];
         defaulted[r] = !given && defaults[r] > 0;
     }
-    *ret = (local_limits){
-        .memory = v[API_RESOURCE_MEMORY],
-        .cpu_millis = v[API_RESOURCE_CPU],
-        .ephemeral = v[API_RESOURCE_EPHEMERAL_STORAGE],
-        .memory_defaulted = defaulted[API_RESOURCE_MEMORY],
-        .cpu_defaulted = defaulted[API_RESOURCE_CPU],
-        .ephemeral_defaulted = defaulted[API_RESOURCE_EPHEMERAL_STORAGE],
-    };
+    *ret = limits_of(v, defaulted);
 }
 
 int local_limits_from_json(const json_t *resources, local_limits *ret)
@@ -84,14 +91,7 @@ int local_limits_from_json(const json_t *resources, local_limits *ret)
             defaulted[r] |=
                 json_is_string(name) && strcmp(json_string_value(name), api_resource_name(r)) == 0;
     }
-    *ret = (local_limits){
-        .memory = v[API_RESOURCE_MEMORY],
-        .cpu_millis = v[API_RESOURCE_CPU],
-        .ephemeral = v[API_RESOURCE_EPHEMERAL_STORAGE],
-        .memory_defaulted = defaulted[API_RESOURCE_MEMORY],
-        .cpu_defaulted = defaulted[API_RESOURCE_CPU],
-        .ephemeral_defaulted = defaulted[API_RESOURCE_EPHEMERAL_STORAGE],
-    };
+    *ret = limits_of(v, defaulted);
     return 0;
 }
 
