@@ -58,12 +58,10 @@ int toolbox_replace(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return 0;
     if (!*file_path)
         return toolbox_invalid(res, "The 'file_path' parameter must be non-empty.");
-    bool inside;
-    _cleanup_free_ char *abs = toolbox_resolve(ctx, file_path, &inside);
-    if (!abs)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, abs);
+    _cleanup_free_ char *abs = NULL;
+    int inside = toolbox_resolve_inside(ctx, file_path, &abs, res);
+    if (inside <= 0)
+        return inside;
 
     struct stat st;
     if (stat(abs, &st) < 0) {

@@ -108,6 +108,20 @@ int toolbox_outside(const toolbox_ctx *ctx, toolbox_result *res, const char *abs
                         abs, ctx->root);
 }
 
+int toolbox_resolve_inside(const toolbox_ctx *ctx, const char *p, char **ret_abs,
+                           toolbox_result *res)
+{
+    bool inside;
+    _cleanup_free_ char *abs = toolbox_resolve(ctx, p, &inside);
+    *ret_abs = NULL;
+    if (!abs)
+        return -ENOMEM;
+    if (!inside)
+        return toolbox_outside(ctx, res, abs);
+    *ret_abs = TAKE_PTR(abs);
+    return 1;
+}
+
 char *toolbox_relative(const char *base, const char *abs)
 {
     size_t n = strlen(base);

@@ -113,12 +113,10 @@ int toolbox_glob(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return 0;
     if (!pattern[strspn(pattern, " \t\n")])
         return toolbox_invalid(res, "The 'pattern' parameter cannot be empty.");
-    bool inside;
-    _cleanup_free_ char *dir = toolbox_resolve(ctx, dir_path ? dir_path : ".", &inside);
-    if (!dir)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, dir);
+    _cleanup_free_ char *dir = NULL;
+    int inside = toolbox_resolve_inside(ctx, dir_path ? dir_path : ".", &dir, res);
+    if (inside <= 0)
+        return inside;
     struct stat st;
     if (stat(dir, &st) < 0)
         return toolbox_invalid(res, "Search path does not exist %s", dir);

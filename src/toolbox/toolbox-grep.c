@@ -341,12 +341,10 @@ int toolbox_grep(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
     grep_opts o;
     if (grep_parse(args, &o, res) < 0)
         return 0;
-    bool inside;
-    _cleanup_free_ char *target = toolbox_resolve(ctx, o.dir_path ? o.dir_path : ".", &inside);
-    if (!target)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, target);
+    _cleanup_free_ char *target = NULL;
+    int inside = toolbox_resolve_inside(ctx, o.dir_path ? o.dir_path : ".", &target, res);
+    if (inside <= 0)
+        return inside;
     struct stat st;
     if (stat(target, &st) < 0)
         return toolbox_invalid(res, "Path does not exist: %s", target);

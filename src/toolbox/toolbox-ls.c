@@ -54,12 +54,10 @@ int toolbox_ls(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         toolbox_arg_strv(args, "ignore", false, 0, false, &ignore, res) < 0 ||
         toolbox_arg_filtering(args, &respect_git, &respect_gemini, res) < 0)
         return 0;
-    bool inside;
-    _cleanup_free_ char *abs = toolbox_resolve(ctx, dir_path, &inside);
-    if (!abs)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, abs);
+    _cleanup_free_ char *abs = NULL;
+    int inside = toolbox_resolve_inside(ctx, dir_path, &abs, res);
+    if (inside <= 0)
+        return inside;
     struct stat st;
     if (stat(abs, &st) < 0)
         return toolbox_fail(res, "file_not_found", "Error: Directory not found or inaccessible: %s",

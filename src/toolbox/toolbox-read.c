@@ -25,12 +25,10 @@ int toolbox_read_file(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
                                "end_line (%lld) must be greater than or equal to "
                                "start_line (%lld)",
                                end_line, start_line);
-    bool inside;
-    _cleanup_free_ char *abs = toolbox_resolve(ctx, file_path, &inside);
-    if (!abs)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, abs);
+    _cleanup_free_ char *abs = NULL;
+    int inside = toolbox_resolve_inside(ctx, file_path, &abs, res);
+    if (inside <= 0)
+        return inside;
     _cleanup_free_ char *rel = toolbox_relative(ctx->root, abs);
 
     struct stat st;

@@ -239,13 +239,10 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         return toolbox_invalid(res, "Command cannot be empty.");
     if (!has_delay)
         delay_ms = BACKGROUND_DELAY_MS;
-    bool inside;
-    _cleanup_free_ char *cwd =
-        toolbox_resolve(ctx, dir_path && *dir_path ? dir_path : ".", &inside);
-    if (!cwd)
-        return -ENOMEM;
-    if (!inside)
-        return toolbox_outside(ctx, res, cwd);
+    _cleanup_free_ char *cwd = NULL;
+    int inside = toolbox_resolve_inside(ctx, dir_path && *dir_path ? dir_path : ".", &cwd, res);
+    if (inside <= 0)
+        return inside;
     struct stat st;
     if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))
         return toolbox_invalid(res, "Directory '%s' does not exist or is not a directory.", cwd);

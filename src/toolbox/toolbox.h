@@ -69,6 +69,11 @@ int toolbox_arg_strv(json_t *args, const char *key, bool required, size_t min_it
 char *toolbox_resolve(const toolbox_ctx *ctx, const char *p, bool *ret_inside);
 /* gemini-cli's message for a path outside the workspace. Returns 0. */
 int toolbox_outside(const toolbox_ctx *ctx, toolbox_result *res, const char *abs);
+/* toolbox_resolve() for a tool that works only inside the workspace: 1 and *ret_abs (owned)
+ * when p stays inside; 0 when it does not (toolbox_outside()'s result set, *ret_abs NULL), so a
+ * tool can `if (r <= 0) return r;`; -ENOMEM. */
+int toolbox_resolve_inside(const toolbox_ctx *ctx, const char *p, char **ret_abs,
+                           toolbox_result *res);
 /* abs relative to base ("." for base itself). Owned. */
 char *toolbox_relative(const char *base, const char *abs);
 
