@@ -22,6 +22,7 @@
 #include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "shared/claim-reasons.h"
 
 #define READY_TIMEOUT_MS (180L * 1000)
 #define MAX_OUTPUT (256u << 20)
@@ -226,23 +227,6 @@ static int extend(agent_box *b, const char *when, char **ret_error)
     return 0;
 }
 
-/* A claim's Ready reasons on which upstream's SDKs stop waiting (UPSTREAM.md §5.2: the missing
- * template or pool, and the terminal reasons of §2.8). */
-static bool claim_reason_fatal(const char *reason)
-{
-    static const char *const fatal[] = {"TemplateNotFound",
-                                        "WarmPoolNotFound",
-                                        "InvalidMetadata",
-                                        "EnvVarsInjectionRejected",
-                                        "VolumeClaimTemplatesError",
-                                        "ClaimExpired",
-                                        "SandboxExpired"};
-    for (size_t i = 0; reason && i < sizeof(fatal) / sizeof(fatal[0]); i++)
-        if (strcmp(reason, fatal[i]) == 0)
-            return true;
-    return false;
-}
-
 /* -EINVAL with a message when the claim's Ready condition is False with a fatal reason. */
 static int claim_check_fatal(agent_box *b, char **ret_error)
 {
@@ -260,7 +244,7 @@ static int claim_check_fatal(agent_box *b, char **ret_error)
         const char *reason = json_string_value(json_object_get(c, "reason"));
         const char *msg = json_string_value(json_object_get(c, "message"));
         if (type && strcmp(type, "Ready") == 0 && st && strcmp(st, "False") == 0 &&
-            claim_reason_fatal(reason))
+            claim_reason_stops_wait(reason))
             r = agent_fail(ret_error, -EINVAL, "claim %s/%s failed: %s: %s", b->ns, b->session,
                            reason, msg ? msg : "");
     }
