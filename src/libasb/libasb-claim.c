@@ -352,7 +352,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
      * then no watch is needed. */
     int now = asbi_claim_parse_bound(bound, &cl->sandbox_name, &cl->sandbox_uid);
     if (now < 0) {
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        r = asbi_error_from(now, NULL);
         goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
