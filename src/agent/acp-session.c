@@ -110,14 +110,15 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
         return NULL;
     }
     acp_session *ss = calloc(1, sizeof(*ss));
-    char *msg = NULL;
-    int r = ss ? agent_session_new(&ss->agent, &c->server->cfg.agent, name, &msg) : -ENOMEM;
+    api_error err = API_ERROR_INIT;
+    int r = ss ? agent_session_new(&ss->agent, &c->server->cfg.agent, name, &err) : -ENOMEM;
     if (r >= 0 && (!(ss->id = strdup(name)) || !(ss->cwd = strdup(cwd))))
         r = -ENOMEM;
     if (r < 0) {
         char text[512];
-        snprintf(text, sizeof(text), "cannot open session: %s", msg ? msg : strerror(-r));
-        free(msg);
+        snprintf(text, sizeof(text), "cannot open session: %s",
+                 err.message ? err.message : strerror(-r));
+        api_error_clear(&err);
         if (ss && ss->agent)
             ss->conn = c; /* session_free releases the name */
         else
@@ -131,7 +132,7 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
                     text);
         return NULL;
     }
-    free(msg);
+    api_error_clear(&err);
     ss->conn = c;
     pthread_mutex_lock(&c->lock);
     ss->next = c->sessions;
@@ -354,8 +355,9 @@ static void *prompt_thread(void *arg)
     agent_callbacks cbs;
     callbacks_init(&cbs, ss);
     agent_stop_reason stop = AGENT_STOP_END_TURN;
-    char *msg = NULL;
-    int r = agent_session_prompt(ss->agent, job->text, &cbs, &stop, &msg);
+    api_error err = API_ERROR_INIT;
+    int r = agent_session_prompt(ss->agent, job->text, &cbs, &stop, &err);
+    const char *msg = err.message;
     call_map_clear(ss);
     if (ss->cancel)
         stop = AGENT_STOP_CANCELLED;
@@ -372,7 +374,7 @@ static void *prompt_thread(void *arg)
         acp_conn_send(c, jsonrpc_result(job->id, json_pack("{s:s}", "stopReason",
                                                                agent_stop_reason_name(stop))));
     }
-    free(msg);
+    api_error_clear(&err);
     json_decref(job->id);
     free(job->text);
     free(job);
