@@ -143,9 +143,11 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
 
 void acp_session_handle_new(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *cwd, *why;
-    if (acp_params_session(params, false, NULL, &cwd, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    const char *cwd;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_session(params, false, NULL, &cwd, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     _cleanup_free_ char *name = NULL;
@@ -310,9 +312,11 @@ static void callbacks_init(agent_callbacks *cbs, acp_session *ss)
 
 void acp_session_handle_load(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *sid, *cwd, *why;
-    if (acp_params_session(params, true, &sid, &cwd, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    const char *sid, *cwd;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_session(params, true, &sid, &cwd, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -387,10 +391,12 @@ static void *prompt_thread(void *arg)
 
 void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *sid, *why;
+    const char *sid;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
     char *text = NULL;
-    if (acp_params_prompt(params, &sid, &text, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    if (acp_params_prompt(params, &sid, &text, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     prompt_job *job = calloc(1, sizeof(*job));
@@ -442,8 +448,9 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
 
 void acp_session_handle_cancel(acp_conn *c, const json_t *params)
 {
-    const char *sid, *why;
-    if (acp_params_cancel(params, &sid, &why) < 0)
+    const char *sid;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_cancel(params, &sid, &perr) < 0)
         return;
     pthread_mutex_lock(&c->lock);
     acp_session *ss = session_find(c, sid);
