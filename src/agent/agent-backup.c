@@ -179,7 +179,7 @@ static la_ssize_t mem_write(struct archive *a, void *ud, const void *p, size_t n
 {
     if (buf_append(ud, p, n) < 0) {
         archive_set_error(a, ENOMEM, "out of memory");
-        return -1;
+        return -ENOMEM; /* libarchive takes any negative count as a failure */
     }
     return (la_ssize_t)n;
 }
@@ -248,8 +248,9 @@ static la_ssize_t fd_write(struct archive *a, void *ud, const void *p, size_t n)
         if (k >= 0)
             return k;
         if (errno != EINTR) {
-            archive_set_error(a, errno, "write: %s", strerror(errno));
-            return -1;
+            int e = errno;
+            archive_set_error(a, e, "write: %s", strerror(e));
+            return -e; /* libarchive takes any negative count as a failure */
         }
     }
 }
