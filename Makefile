@@ -226,6 +226,11 @@ build/fuzz/bin/fuzz-mcp-jsonrpc: $(call obj,fuzz/fuzz-mcp-jsonrpc.c) $(MCP_OBJ) 
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LIBS)
+# MCP unit tests link the same protocol core.
+$(OUT)/tests/test-mcp-%: $(call obj,tests/unit/test-mcp-%.c) $(MCP_OBJ) $(ALL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 build/fuzz/bin/fuzz-%: $(call obj,fuzz/fuzz-%.c) $(ALL_LIB_OBJ)
 	@mkdir -p $(dir $@)

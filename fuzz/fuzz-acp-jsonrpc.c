@@ -24,7 +24,8 @@ static void check_line(const json_t *msg)
 
 static void check_params(const jsonrpc_msg *m)
 {
-    const char *why = NULL, *a = NULL, *b = NULL;
+    const char *a = NULL, *b = NULL;
+    api_error why = API_ERROR_INIT;
     json_int_t v;
     char *text = NULL;
     if (acp_params_initialize(m->params, &v, &why) == 0 && (v < 0 || v > 65535))
@@ -39,11 +40,12 @@ static void check_params(const jsonrpc_msg *m)
         if (!a || !text)
             abort();
         free(text);
-    } else if (!why) {
+    } else if (!why.message || api_error_errno(&why) >= 0) {
         abort();
     }
     if (acp_params_cancel(m->params, &a, &why) == 0 && !a)
         abort();
+    api_error_clear(&why);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

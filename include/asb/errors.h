@@ -9,7 +9,9 @@
 extern "C" {
 #endif
 
-/* Values are stable: new codes are only ever appended. */
+/* Values are stable: new codes are only ever appended. Some equal errno values by number
+ * (ASB_ESERVER is -12, as is -ENOMEM), yet they never collide: no public function returns an
+ * errno; every internal failure is turned into one of these codes at the library's boundary. */
 typedef enum asb_error_code {
     ASB_OK = 0,
     ASB_ERROR = -1,         /* anything not covered below */

@@ -105,9 +105,10 @@ static void reply_error(acp_conn *c, json_t *id, int code, const char *message)
 static void handle_initialize(acp_conn *c, json_t *id, const json_t *params)
 {
     json_int_t version;
-    const char *why;
-    if (acp_params_initialize(params, &version, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_initialize(params, &version, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -149,9 +150,11 @@ static bool token_equal(const char *expected, const char *given)
 
 static void handle_authenticate(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *method_id, *token, *why;
-    if (acp_params_authenticate(params, &method_id, &token, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    const char *method_id, *token;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_authenticate(params, &method_id, &token, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     if (strcmp(method_id, ACP_AUTH_METHOD_ID) != 0 || !c->server->cfg.token) {

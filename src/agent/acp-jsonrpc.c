@@ -1,14 +1,15 @@
 /* ACP parameter checks (see acp-jsonrpc.h); the framing is src/shared/jsonrpc.c. */
 #include "agent/acp-jsonrpc.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "basic/buf.h"
-static int bad_params(const char **ret_why, const char *why)
+/* -EINVAL: the caller answers JSONRPC_ERR_INVALID_PARAMS with err's message. */
+static int bad_params(api_error *err, const char *why)
 {
-    *ret_why = why;
-    return JSONRPC_ERR_INVALID_PARAMS;
+    return api_error_set_errno(err, -EINVAL, "%s", why);
 }
 
 static const char *get_str(const json_t *o, const char *key)
@@ -19,10 +20,10 @@ static const char *get_str(const json_t *o, const char *key)
     return json_string_value(v);
 }
 
-int acp_params_initialize(const json_t *params, json_int_t *ret_version, const char **ret_why)
+int acp_params_initialize(const json_t *params, json_int_t *ret_version, api_error *err)
 {
     if (!json_is_object(params))
-        return bad_params(ret_why, "params must be an object");
+        return bad_params(err, "params must be an object");
     json_t *v = json_object_get(params, "protocolVersion");
     if (json_is_string(v)) {
         /* Pre-1 drafts sent strings; they read as version 0. */
@@ -30,135 +31,136 @@ int acp_params_initialize(const json_t *params, json_int_t *ret_version, const c
     } else if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 65535) {
         *ret_version = json_integer_value(v);
     } else {
-        return bad_params(ret_why, "protocolVersion must be an integer between 0 and 65535");
+        return bad_params(err, "protocolVersion must be an integer between 0 and 65535");
     }
     json_t *caps = json_object_get(params, "clientCapabilities");
     if (caps && !json_is_object(caps) && !json_is_null(caps))
-        return bad_params(ret_why, "clientCapabilities must be an object");
+        return bad_params(err, "clientCapabilities must be an object");
     return 0;
 }
 
 int acp_params_authenticate(const json_t *params, const char **ret_method_id,
-                            const char **ret_token, const char **ret_why)
+                            const char **ret_token, api_error *err)
 {
     if (!json_is_object(params))
-        return bad_params(ret_why, "params must be an object");
+        return bad_params(err, "params must be an object");
     const char *m = get_str(params, "methodId");
     if (!m)
-        return bad_params(ret_why, "methodId must be a string");
+        return bad_params(err, "methodId must be a string");
     *ret_method_id = m;
     *ret_token = NULL;
     json_t *meta = json_object_get(params, "_meta");
     if (meta && !json_is_object(meta) && !json_is_null(meta))
-        return bad_params(ret_why, "_meta must be an object");
+        return bad_params(err, "_meta must be an object");
     if (json_is_object(meta))
         *ret_token = get_str(meta, "token");
     return 0;
 }
 
-static int check_mcp_servers(const json_t *servers, const char **ret_why)
+static int check_mcp_servers(const json_t *servers, api_error *err)
 {
     if (!json_is_array(servers))
-        return bad_params(ret_why, "mcpServers must be an array");
+        return bad_params(err, "mcpServers must be an array");
     size_t i;
     json_t *s;
     json_array_foreach (servers, i, s) {
         if (!json_is_object(s) || !get_str(s, "name"))
-            return bad_params(ret_why, "each mcpServers entry needs a name");
+            return bad_params(err, "each mcpServers entry needs a name");
     }
     return 0;
 }
 
 int acp_params_session(const json_t *params, bool need_session_id, const char **ret_session_id,
-                       const char **ret_cwd, const char **ret_why)
+                       const char **ret_cwd, api_error *err)
 {
     if (!json_is_object(params))
-        return bad_params(ret_why, "params must be an object");
+        return bad_params(err, "params must be an object");
     const char *cwd = get_str(params, "cwd");
     if (!cwd || cwd[0] != '/')
-        return bad_params(ret_why, "cwd must be an absolute path");
-    int r = check_mcp_servers(json_object_get(params, "mcpServers"), ret_why);
+        return bad_params(err, "cwd must be an absolute path");
+    int r = check_mcp_servers(json_object_get(params, "mcpServers"), err);
     if (r < 0)
         return r;
     if (need_session_id) {
         const char *sid = get_str(params, "sessionId");
         if (!sid)
-            return bad_params(ret_why, "sessionId must be a string");
+            return bad_params(err, "sessionId must be a string");
         *ret_session_id = sid;
     }
     *ret_cwd = cwd;
     return 0;
 }
 
-static const char *block_text(const json_t *b, const char **ret_why)
+static const char *block_text(const json_t *b, api_error *err)
 {
     const char *type = get_str(b, "type");
     if (!type) {
-        *ret_why = "each prompt block needs a type";
+        bad_params(err, "each prompt block needs a type");
         return NULL;
     }
     if (strcmp(type, "text") == 0) {
         const char *t = get_str(b, "text");
         if (!t)
-            *ret_why = "text block needs text";
+            bad_params(err, "text block needs text");
         return t;
     }
     if (strcmp(type, "resource_link") == 0) {
         const char *u = get_str(b, "uri");
         if (!u || !get_str(b, "name"))
-            *ret_why = "resource_link needs uri and name";
+            bad_params(err, "resource_link needs uri and name");
         return u && get_str(b, "name") ? u : NULL;
     }
     if (strcmp(type, "resource") == 0) {
         json_t *res = json_object_get(b, "resource");
         const char *t = json_is_object(res) ? get_str(res, "text") : NULL;
         if (!t || !get_str(res, "uri"))
-            *ret_why = "only embedded text resources with a uri are supported";
+            bad_params(err, "only embedded text resources with a uri are supported");
         return t && get_str(res, "uri") ? t : NULL;
     }
-    *ret_why = "unsupported content block type (the agent advertises no image or audio support)";
+    bad_params(err,
+               "unsupported content block type (the agent advertises no image or audio support)");
     return NULL;
 }
 
 int acp_params_prompt(const json_t *params, const char **ret_session_id, char **ret_text,
-                      const char **ret_why)
+                      api_error *err)
 {
     if (!json_is_object(params))
-        return bad_params(ret_why, "params must be an object");
+        return bad_params(err, "params must be an object");
     const char *sid = get_str(params, "sessionId");
     if (!sid)
-        return bad_params(ret_why, "sessionId must be a string");
+        return bad_params(err, "sessionId must be a string");
     json_t *prompt = json_object_get(params, "prompt");
     if (!json_is_array(prompt))
-        return bad_params(ret_why, "prompt must be an array of content blocks");
+        return bad_params(err, "prompt must be an array of content blocks");
     /* The blocks' texts, one per line (no line break after an empty start). */
     _cleanup_buf_ buf text = BUF_INIT;
     size_t i;
     json_t *b;
     json_array_foreach (prompt, i, b) {
         if (!json_is_object(b))
-            return bad_params(ret_why, "each prompt block must be an object");
-        const char *t = block_text(b, ret_why);
+            return bad_params(err, "each prompt block must be an object");
+        const char *t = block_text(b, err);
         if (!t)
-            return JSONRPC_ERR_INVALID_PARAMS;
+            return api_error_errno(err);
         if ((text.len > 0 && buf_append_byte(&text, '\n') < 0) || buf_append_str(&text, t) < 0)
-            return bad_params(ret_why, "out of memory");
+            return api_error_set_errno(err, -ENOMEM, "out of memory");
     }
     char *joined = buf_steal(&text, NULL);
     if (!joined)
-        return bad_params(ret_why, "out of memory");
+        return api_error_set_errno(err, -ENOMEM, "out of memory");
     *ret_session_id = sid;
     *ret_text = joined;
     return 0;
 }
 
-int acp_params_cancel(const json_t *params, const char **ret_session_id, const char **ret_why)
+int acp_params_cancel(const json_t *params, const char **ret_session_id, api_error *err)
 {
     if (!json_is_object(params))
-        return bad_params(ret_why, "params must be an object");
+        return bad_params(err, "params must be an object");
     const char *sid = get_str(params, "sessionId");
     if (!sid)
-        return bad_params(ret_why, "sessionId must be a string");
+        return bad_params(err, "sessionId must be a string");
     *ret_session_id = sid;
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "shared/jsonrpc.h"
+#include "shared/status.h"
 
 #define ACP_PROTOCOL_VERSION 1
 
@@ -16,21 +17,21 @@
 #define ACP_ERR_AUTH_REQUIRED -32000
 #define ACP_ERR_RESOURCE_NOT_FOUND -32002
 
-/* ACP parameter checks shared by the server and the fuzzer. On failure they return
- * JSONRPC_ERR_INVALID_PARAMS and set *ret_why to a static description. */
-int acp_params_initialize(const json_t *params, json_int_t *ret_version, const char **ret_why);
+/* ACP parameter checks shared by the server and the fuzzer. On failure they return -EINVAL (the
+ * caller answers JSONRPC_ERR_INVALID_PARAMS with err's message) or -ENOMEM, and fill *err. */
+int acp_params_initialize(const json_t *params, json_int_t *ret_version, api_error *err);
 int acp_params_authenticate(const json_t *params, const char **ret_method_id,
-                            const char **ret_token, const char **ret_why);
+                            const char **ret_token, api_error *err);
 /* session/new and session/load: cwd (absolute) and mcpServers (array of objects) required;
  * session/load also requires sessionId (NULL ret_session_id for session/new). */
 int acp_params_session(const json_t *params, bool need_session_id, const char **ret_session_id,
-                       const char **ret_cwd, const char **ret_why);
+                       const char **ret_cwd, api_error *err);
 /* session/prompt: sessionId and a ContentBlock array; the text of text blocks, resource_link uris
  * and embedded text resources is joined into *ret_text (malloc'd, owned by the caller). */
 int acp_params_prompt(const json_t *params, const char **ret_session_id, char **ret_text,
-                      const char **ret_why);
+                      api_error *err);
 /* session/cancel. */
-int acp_params_cancel(const json_t *params, const char **ret_session_id, const char **ret_why);
+int acp_params_cancel(const json_t *params, const char **ret_session_id, api_error *err);
 
 /* Permission outcome of a session/request_permission response. */
 typedef enum acp_permission {

@@ -133,25 +133,25 @@ int main(int argc, char **argv)
     }
     cfg.token = token;
 
-    char *msg = NULL;
+    api_error err = API_ERROR_INIT;
     int r = agent_global_init();
     if (r < 0) {
         fprintf(stderr, "acp-server: agent init failed: %s\n", strerror(-r));
         return 1;
     }
-    r = agent_config_from_env(&cfg.agent, &msg);
+    r = agent_config_from_env(&cfg.agent, &err);
     if (r < 0) {
-        fprintf(stderr, "acp-server: %s\n", msg ? msg : strerror(-r));
-        free(msg);
+        fprintf(stderr, "acp-server: %s\n", err.message ? err.message : strerror(-r));
+        api_error_clear(&err);
         return 1;
     }
     cfg.agent.log_cb = log_from_agent;
 
     acp_server *s = NULL;
-    r = acp_server_new(&s, &cfg, &msg);
+    r = acp_server_new(&s, &cfg, &err);
     if (r < 0) {
-        fprintf(stderr, "acp-server: %s\n", msg ? msg : strerror(-r));
-        free(msg);
+        fprintf(stderr, "acp-server: %s\n", err.message ? err.message : strerror(-r));
+        api_error_clear(&err);
         return 1;
     }
     the_server = s;

@@ -16,11 +16,9 @@
 #include "basic/macro.h"
 #include "shared/log.h"
 
-static int fail(char **ret_message, int r, const char *fmt, const char *arg)
+static int fail(api_error *err, int r, const char *fmt, const char *arg)
 {
-    if (ret_message && asprintf(ret_message, fmt, arg, strerror(-r)) < 0)
-        *ret_message = NULL;
-    return r;
+    return api_error_set_errno(err, r, fmt, arg, strerror(-r));
 }
 
 /* Splits "HOST:PORT" or "[V6]:PORT". */
@@ -54,23 +52,22 @@ static bool sockaddr_loopback(const struct sockaddr *sa)
     return false;
 }
 
-static int bind_listener(acp_server *s, const char *listen_addr, char **ret_message)
+static int bind_listener(acp_server *s, const char *listen_addr, api_error *err)
 {
     _cleanup_free_ char *host = NULL, *port = NULL;
     if (split_hostport(listen_addr, &host, &port) < 0)
-        return fail(ret_message, -EINVAL, "bad --listen address %s (want HOST:PORT): %s",
-                    listen_addr);
+        return fail(err, -EINVAL, "bad --listen address %s (want HOST:PORT): %s", listen_addr);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai) != 0 || !ai)
-        return fail(ret_message, -EINVAL, "cannot resolve %s: %s", listen_addr);
+        return fail(err, -EINVAL, "cannot resolve %s: %s", listen_addr);
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int r = -errno;
         freeaddrinfo(ai);
-        return fail(ret_message, r, "socket for %s: %s", listen_addr);
+        return fail(err, r, "socket for %s: %s", listen_addr);
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -78,7 +75,7 @@ static int bind_listener(acp_server *s, const char *listen_addr, char **ret_mess
         int r = -errno;
         freeaddrinfo(ai);
         close(fd);
-        return fail(ret_message, r, "cannot listen on %s: %s", listen_addr);
+        return fail(err, r, "cannot listen on %s: %s", listen_addr);
     }
     s->loopback = sockaddr_loopback(ai->ai_addr);
     freeaddrinfo(ai);
@@ -104,7 +101,7 @@ static int bind_listener(acp_server *s, const char *listen_addr, char **ret_mess
     return 0;
 }
 
-int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_message)
+int acp_server_new(acp_server **ret, const acp_server_config *cfg, api_error *err)
 {
     acp_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -114,24 +111,22 @@ int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_me
     s->stop_pipe[0] = s->stop_pipe[1] = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
-    int r = bind_listener(s, cfg->listen ? cfg->listen : ACP_DEFAULT_LISTEN, ret_message);
+    int r = bind_listener(s, cfg->listen ? cfg->listen : ACP_DEFAULT_LISTEN, err);
     if (r < 0) {
         acp_server_free(s);
         return r;
     }
     if (cfg->allow_unauthenticated && !s->loopback) {
         acp_server_free(s);
-        return fail(ret_message, -EPERM,
+        return fail(err, -EPERM,
                     "--allow-unauthenticated is only allowed on a loopback address, not %s%s",
                     cfg->listen ? cfg->listen : ACP_DEFAULT_LISTEN);
     }
     if (!cfg->token && !cfg->allow_unauthenticated) {
         acp_server_free(s);
-        if (ret_message && asprintf(ret_message, "no token to authenticate clients with: give "
-                                                 "--token-file, set ASB_STATE_DIR, or use "
-                                                 "--allow-unauthenticated on loopback") < 0)
-            *ret_message = NULL;
-        return -ENOKEY;
+        return api_error_set_errno(err, -ENOKEY,
+                                   "no token to authenticate clients with: give --token-file, set "
+                                   "ASB_STATE_DIR, or use --allow-unauthenticated on loopback");
     }
     if (pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         r = -errno;

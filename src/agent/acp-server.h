@@ -32,8 +32,8 @@ typedef struct acp_server acp_server;
 typedef struct acp_conn acp_conn;
 typedef struct acp_session acp_session;
 
-/* Binds the listening socket. *ret owned by the caller. Returns 0 or -errno with *ret_message. */
-int acp_server_new(acp_server **ret, const acp_server_config *cfg, char **ret_message);
+/* Binds the listening socket. *ret owned by the caller. Returns 0 or -errno with *err. */
+int acp_server_new(acp_server **ret, const acp_server_config *cfg, api_error *err);
 /* The bound address as "HOST:PORT" (borrowed). */
 const char *acp_server_address(const acp_server *s);
 /* Accepts connections until acp_server_stop(), then closes every connection (cancelling running

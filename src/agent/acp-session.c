@@ -110,14 +110,15 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
         return NULL;
     }
     acp_session *ss = calloc(1, sizeof(*ss));
-    char *msg = NULL;
-    int r = ss ? agent_session_new(&ss->agent, &c->server->cfg.agent, name, &msg) : -ENOMEM;
+    api_error err = API_ERROR_INIT;
+    int r = ss ? agent_session_new(&ss->agent, &c->server->cfg.agent, name, &err) : -ENOMEM;
     if (r >= 0 && (!(ss->id = strdup(name)) || !(ss->cwd = strdup(cwd))))
         r = -ENOMEM;
     if (r < 0) {
         char text[512];
-        snprintf(text, sizeof(text), "cannot open session: %s", msg ? msg : strerror(-r));
-        free(msg);
+        snprintf(text, sizeof(text), "cannot open session: %s",
+                 err.message ? err.message : strerror(-r));
+        api_error_clear(&err);
         if (ss && ss->agent)
             ss->conn = c; /* session_free releases the name */
         else
@@ -131,7 +132,7 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
                     text);
         return NULL;
     }
-    free(msg);
+    api_error_clear(&err);
     ss->conn = c;
     pthread_mutex_lock(&c->lock);
     ss->next = c->sessions;
@@ -142,9 +143,11 @@ static acp_session *session_open(acp_conn *c, json_t *id, const char *name, cons
 
 void acp_session_handle_new(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *cwd, *why;
-    if (acp_params_session(params, false, NULL, &cwd, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    const char *cwd;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_session(params, false, NULL, &cwd, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     _cleanup_free_ char *name = NULL;
@@ -309,9 +312,11 @@ static void callbacks_init(agent_callbacks *cbs, acp_session *ss)
 
 void acp_session_handle_load(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *sid, *cwd, *why;
-    if (acp_params_session(params, true, &sid, &cwd, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    const char *sid, *cwd;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_session(params, true, &sid, &cwd, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -354,8 +359,9 @@ static void *prompt_thread(void *arg)
     agent_callbacks cbs;
     callbacks_init(&cbs, ss);
     agent_stop_reason stop = AGENT_STOP_END_TURN;
-    char *msg = NULL;
-    int r = agent_session_prompt(ss->agent, job->text, &cbs, &stop, &msg);
+    api_error err = API_ERROR_INIT;
+    int r = agent_session_prompt(ss->agent, job->text, &cbs, &stop, &err);
+    const char *msg = err.message;
     call_map_clear(ss);
     if (ss->cancel)
         stop = AGENT_STOP_CANCELLED;
@@ -372,7 +378,7 @@ static void *prompt_thread(void *arg)
         acp_conn_send(c, jsonrpc_result(job->id, json_pack("{s:s}", "stopReason",
                                                                agent_stop_reason_name(stop))));
     }
-    free(msg);
+    api_error_clear(&err);
     json_decref(job->id);
     free(job->text);
     free(job);
@@ -385,10 +391,12 @@ static void *prompt_thread(void *arg)
 
 void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
 {
-    const char *sid, *why;
+    const char *sid;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
     char *text = NULL;
-    if (acp_params_prompt(params, &sid, &text, &why) < 0) {
-        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS, why);
+    if (acp_params_prompt(params, &sid, &text, &perr) < 0) {
+        reply_error(c, id, JSONRPC_ERR_INVALID_PARAMS,
+                    perr.message ? perr.message : "out of memory");
         return;
     }
     prompt_job *job = calloc(1, sizeof(*job));
@@ -440,8 +448,9 @@ void acp_session_handle_prompt(acp_conn *c, json_t *id, const json_t *params)
 
 void acp_session_handle_cancel(acp_conn *c, const json_t *params)
 {
-    const char *sid, *why;
-    if (acp_params_cancel(params, &sid, &why) < 0)
+    const char *sid;
+    _cleanup_(api_error_clearp) api_error perr = API_ERROR_INIT;
+    if (acp_params_cancel(params, &sid, &perr) < 0)
         return;
     pthread_mutex_lock(&c->lock);
     acp_session *ss = session_find(c, sid);

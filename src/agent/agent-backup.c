@@ -61,7 +61,7 @@ static int remember(json_t *files, struct archive_entry *e)
 
 /* Copies entries from rd to wr, filtering, one data block at a time (constant memory but for the
  * set of file names); returns 0 or -errno with a message. */
-static int copy_loop(struct archive *rd, struct archive *wr, json_t *files, char **ret_error)
+static int copy_loop(struct archive *rd, struct archive *wr, json_t *files, api_error *err)
 {
     struct archive_entry *e;
     for (;;) {
@@ -69,7 +69,7 @@ static int copy_loop(struct archive *rd, struct archive *wr, json_t *files, char
         if (rr == ARCHIVE_EOF)
             return 0;
         if (rr < ARCHIVE_WARN)
-            return agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+            return api_error_set_errno(err, -EBADMSG, "archive: %s", archive_error_string(rd));
         if (!entry_ok(e, files)) {
             archive_read_data_skip(rd);
             continue;
@@ -79,30 +79,30 @@ static int copy_loop(struct archive *rd, struct archive *wr, json_t *files, char
         if (archive_entry_hardlink(e))
             archive_entry_set_size(e, 0);
         if (archive_write_header(wr, e) < ARCHIVE_WARN)
-            return agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+            return api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
         const void *blk;
         size_t sz;
         la_int64_t off;
         while ((rr = archive_read_data_block(rd, &blk, &sz, &off)) == ARCHIVE_OK)
             if (sz > 0 && archive_write_data(wr, blk, sz) < 0)
-                return agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+                return api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
         if (rr != ARCHIVE_EOF)
-            return agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+            return api_error_set_errno(err, -EBADMSG, "archive: %s", archive_error_string(rd));
     }
 }
 
-static int copy_entries(struct archive *rd, struct archive *wr, char **ret_error)
+static int copy_entries(struct archive *rd, struct archive *wr, api_error *err)
 {
     json_t *files = json_object();
     if (!files)
         return -ENOMEM;
-    int r = copy_loop(rd, wr, files, ret_error);
+    int r = copy_loop(rd, wr, files, err);
     json_decref(files);
     return r;
 }
 
 /* Writes the gzip'd, filtered copy of the tar that rd reads to path (via path.tmp). */
-static int write_from(struct archive *rd, const char *path, char **ret_error)
+static int write_from(struct archive *rd, const char *path, api_error *err)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
@@ -115,22 +115,22 @@ static int write_from(struct archive *rd, const char *path, char **ret_error)
     int r;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
-        r = agent_fail(ret_error, -errno, "cannot create %s: %s", tmp, strerror(errno));
+        r = api_error_set_errno(err, -errno, "cannot create %s: %s", tmp, strerror(errno));
         archive_write_free(wr);
         return r;
     }
     if (archive_write_open_fd(wr, fd) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+        r = api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
     else
-        r = copy_entries(rd, wr, ret_error);
+        r = copy_entries(rd, wr, err);
     if (archive_write_close(wr) != ARCHIVE_OK && r == 0)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+        r = api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
     archive_write_free(wr);
     if (r == 0 && fsync(fd) < 0)
-        r = agent_fail(ret_error, -errno, "fsync %s: %s", tmp, strerror(errno));
+        r = api_error_set_errno(err, -errno, "fsync %s: %s", tmp, strerror(errno));
     close(fd);
     if (r == 0 && rename(tmp, path) < 0)
-        r = agent_fail(ret_error, -errno, "rename %s: %s", tmp, strerror(errno));
+        r = api_error_set_errno(err, -errno, "rename %s: %s", tmp, strerror(errno));
     if (r < 0)
         unlink(tmp);
     return r;
@@ -146,30 +146,30 @@ static struct archive *tar_reader(void)
     return rd;
 }
 
-int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, char **ret_error)
+int agent_backup_write(const char *path, const char *tar_data, size_t tar_len, api_error *err)
 {
     struct archive *rd = tar_reader();
     if (!rd)
         return -ENOMEM;
     int r;
     if (archive_read_open_memory(rd, tar_data, tar_len) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+        r = api_error_set_errno(err, -EBADMSG, "archive: %s", archive_error_string(rd));
     else
-        r = write_from(rd, path, ret_error);
+        r = write_from(rd, path, err);
     archive_read_free(rd);
     return r;
 }
 
-int agent_backup_write_fd(const char *path, int in_fd, char **ret_error)
+int agent_backup_write_fd(const char *path, int in_fd, api_error *err)
 {
     struct archive *rd = tar_reader();
     if (!rd)
         return -ENOMEM;
     int r;
     if (archive_read_open_fd(rd, in_fd, 65536) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EBADMSG, "archive: %s", archive_error_string(rd));
+        r = api_error_set_errno(err, -EBADMSG, "archive: %s", archive_error_string(rd));
     else
-        r = write_from(rd, path, ret_error);
+        r = write_from(rd, path, err);
     archive_read_free(rd);
     return r;
 }
@@ -179,14 +179,14 @@ static la_ssize_t mem_write(struct archive *a, void *ud, const void *p, size_t n
 {
     if (buf_append(ud, p, n) < 0) {
         archive_set_error(a, ENOMEM, "out of memory");
-        return -1;
+        return -ENOMEM; /* libarchive takes any negative count as a failure */
     }
     return (la_ssize_t)n;
 }
 
 /* Reads the backup at path and writes its filtered, uncompressed tar through wr (opened by
  * open_cb). */
-static int read_into(const char *path, struct archive *wr, char **ret_error)
+static int read_into(const char *path, struct archive *wr, api_error *err)
 {
     struct archive *rd = archive_read_new();
     if (!rd)
@@ -195,11 +195,11 @@ static int read_into(const char *path, struct archive *wr, char **ret_error)
     archive_read_support_filter_gzip(rd);
     int r;
     if (archive_read_open_filename(rd, path, 65536) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EIO, "cannot open %s: %s", path, archive_error_string(rd));
+        r = api_error_set_errno(err, -EIO, "cannot open %s: %s", path, archive_error_string(rd));
     else
-        r = copy_entries(rd, wr, ret_error);
+        r = copy_entries(rd, wr, err);
     if (archive_write_close(wr) != ARCHIVE_OK && r == 0)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+        r = api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
     archive_read_free(rd);
     return r;
 }
@@ -215,7 +215,7 @@ static struct archive *tar_writer(void)
     return wr;
 }
 
-int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_error)
+int agent_backup_read(const char *path, char **ret, size_t *ret_len, api_error *err)
 {
     *ret = NULL;
     *ret_len = 0;
@@ -225,9 +225,9 @@ int agent_backup_read(const char *path, char **ret, size_t *ret_len, char **ret_
     _cleanup_buf_ buf b = BUF_INIT;
     int r;
     if (archive_write_open(wr, &b, NULL, mem_write, NULL) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+        r = api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
     else
-        r = read_into(path, wr, ret_error);
+        r = read_into(path, wr, err);
     archive_write_free(wr);
     if (r == 0) {
         *ret_len = b.len;
@@ -248,22 +248,23 @@ static la_ssize_t fd_write(struct archive *a, void *ud, const void *p, size_t n)
         if (k >= 0)
             return k;
         if (errno != EINTR) {
-            archive_set_error(a, errno, "write: %s", strerror(errno));
-            return -1;
+            int e = errno;
+            archive_set_error(a, e, "write: %s", strerror(e));
+            return -e; /* libarchive takes any negative count as a failure */
         }
     }
 }
 
-int agent_backup_read_fd(const char *path, int out_fd, char **ret_error)
+int agent_backup_read_fd(const char *path, int out_fd, api_error *err)
 {
     struct archive *wr = tar_writer();
     if (!wr)
         return -ENOMEM;
     int r;
     if (archive_write_open(wr, &out_fd, NULL, fd_write, NULL) != ARCHIVE_OK)
-        r = agent_fail(ret_error, -EIO, "archive: %s", archive_error_string(wr));
+        r = api_error_set_errno(err, -EIO, "archive: %s", archive_error_string(wr));
     else
-        r = read_into(path, wr, ret_error);
+        r = read_into(path, wr, err);
     archive_write_free(wr);
     return r;
 }

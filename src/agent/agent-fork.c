@@ -18,7 +18,7 @@
 
 #define FORK_READY_TIMEOUT_MS (180L * 1000)
 
-static int fork_fail(char **ret_error, int code, const char *what, const char *seed)
+static int fork_fail(api_error *err, int code, const char *what, const char *seed)
 {
     const asb_error *e = asb_error_last();
     const char *m = e && e->message && *e->message ? e->message : asb_strerror(code);
@@ -27,7 +27,7 @@ static int fork_fail(char **ret_error, int code, const char *what, const char *s
             : code == ASB_EEXISTS  ? -EEXIST
             : code == ASB_ENOMEM   ? -ENOMEM
                                    : -EIO;
-    return agent_fail(ret_error, r, "fork of session %s: %s: %s", seed, what, m);
+    return api_error_set_errno(err, r, "fork of session %s: %s: %s", seed, what, m);
 }
 
 /* The Sandbox behind session `seed`: its SandboxClaim's sandbox (a -pool session), else the
@@ -65,7 +65,7 @@ static int adopt(asb_client *c, const char *ns, const char *name, const char *wh
 }
 
 int agent_fork_sandbox(asb_client *c, const char *ns, const char *seed, const char *name,
-                       const char *when, const volatile int *cancel, char **ret_error)
+                       const char *when, const volatile int *cancel, api_error *err)
 {
     _cleanup_free_ char *source = NULL, *snap_text = NULL;
     int r = seed_sandbox(c, ns, seed, &source);
@@ -78,7 +78,7 @@ int agent_fork_sandbox(asb_client *c, const char *ns, const char *seed, const ch
     if (r == ASB_EINVALID)
         return -ENOENT; /* deleted (or being deleted) since we looked */
     if (r != ASB_OK)
-        return fork_fail(ret_error, r, "snapshot", seed);
+        return fork_fail(err, r, "snapshot", seed);
     json_t *snap = json_loads(snap_text, 0, NULL);
     const char *sn = json_string_value(json_object_get(json_object_get(snap, "metadata"), "name"));
     _cleanup_free_ char *snap_name = sn ? strdup(sn) : NULL;
@@ -99,9 +99,9 @@ int agent_fork_sandbox(asb_client *c, const char *ns, const char *seed, const ch
         asb_free(names);
         r = adopt(c, ns, name, when);
         if (r != ASB_OK)
-            r = fork_fail(ret_error, r, "set the fork's shutdownTime", seed);
+            r = fork_fail(err, r, "set the fork's shutdownTime", seed);
     } else
-        r = fork_fail(ret_error, r, "start the fork", seed);
+        r = fork_fail(err, r, "start the fork", seed);
     /* Not needed any more either way: the fork was seeded, or it is gone. */
     (void)asb_snapshot_delete(c, ns, snap_name);
     return r;

@@ -38,7 +38,7 @@ static const char *env_nonempty(const char *name)
     return v && *v ? v : NULL;
 }
 
-int agent_config_from_env(agent_config *cfg, char **ret_message)
+int agent_config_from_env(agent_config *cfg, api_error *err)
 {
     if (!cfg->model)
         cfg->model = env_nonempty("OPENAI_MODEL");
@@ -57,8 +57,8 @@ int agent_config_from_env(agent_config *cfg, char **ret_message)
     if (!cfg->image)
         cfg->image = env_nonempty("SANDBOX_IMAGE");
     if (!cfg->api_key && strcmp(cfg->model, AGENT_FAKE_MODEL) != 0)
-        return agent_fail(ret_message, -EINVAL,
-                          "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+        return api_error_set_errno(
+            err, -EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
     return 0;
 }
 
@@ -116,27 +116,27 @@ static void slog(agent_session *s, int level, const char *fmt, ...)
 }
 
 /* Appends to the history and the store; takes the reference. */
-static int record(agent_session *s, json_t *msg, char **ret_message)
+static int record(agent_session *s, json_t *msg, api_error *err)
 {
     if (!msg)
         return -ENOMEM;
-    int r = agent_store_append(s->dir, msg, ret_message);
+    int r = agent_store_append(s->dir, msg, err);
     json_array_append_new(s->history, msg);
     return r;
 }
 
 int agent_session_new(agent_session **ret, const agent_config *cfg, const char *name,
-                      char **ret_message)
+                      api_error *err)
 {
     *ret = NULL;
     if (!agent_session_name_valid(name))
-        return agent_fail(ret_message, -EINVAL,
-                          "invalid session name \"%s\": use 1 to 40 characters of [a-z0-9]",
-                          name ? name : "");
+        return api_error_set_errno(
+            err, -EINVAL, "invalid session name \"%s\": use 1 to 40 characters of [a-z0-9]",
+            name ? name : "");
     const agent_toolset *ts = agent_toolset_find(cfg->toolset);
     if (!ts)
-        return agent_fail(ret_message, -EINVAL,
-                          "unknown toolset \"%s\" (known: basic, geminicli)", cfg->toolset);
+        return api_error_set_errno(err, -EINVAL, "unknown toolset \"%s\" (known: basic, geminicli)",
+                                   cfg->toolset);
     _cleanup_free_ char *fs = NULL;
     agent_session *s = calloc(1, sizeof(*s));
     if (!s)
@@ -152,22 +152,22 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
         goto fail;
     r = agent_store_session_dir(cfg, name, &s->dir);
     if (r < 0) {
-        r = agent_fail(ret_message, r, "cannot find the session directory (is HOME set?)");
+        r = api_error_set_errno(err, r, "cannot find the session directory (is HOME set?)");
         goto fail;
     }
     /* Before the history is read: two processes appending to one history interleave it into a
      * transcript no model endpoint accepts. */
-    r = agent_store_lock(s->dir, name, &s->lock_fd, ret_message);
+    r = agent_store_lock(s->dir, name, &s->lock_fd, err);
     if (r < 0)
         goto fail;
-    r = agent_store_load(s->dir, &s->history, ret_message);
+    r = agent_store_load(s->dir, &s->history, err);
     if (r < 0)
         goto fail;
     if (json_array_size(s->history) == 0) {
-        r = record(s,
-                   json_pack("{s:s, s:s}", "role", "system", "content",
-                             agent_toolset_system_prompt(ts)),
-                   ret_message);
+        r = record(
+            s,
+            json_pack("{s:s, s:s}", "role", "system", "content", agent_toolset_system_prompt(ts)),
+            err);
         if (r < 0)
             goto fail;
     }
@@ -182,7 +182,7 @@ int agent_session_new(agent_session **ret, const agent_config *cfg, const char *
         r = -ENOMEM;
         goto fail;
     }
-    r = agent_box_new(&s->box, cfg, name, cfg->image, fs, ret_message);
+    r = agent_box_new(&s->box, cfg, name, cfg->image, fs, err);
     if (r < 0)
         goto fail;
     *ret = s;
@@ -269,8 +269,7 @@ static agent_permission ask(agent_session *s, const agent_callbacks *cbs,
 
 /* Runs the tool calls of one assistant message. Returns 0, -ECANCELED (every call still got its
  * tool message, so the history stays valid), or -errno from the store. */
-static int run_calls(agent_session *s, json_t *calls, const agent_callbacks *cbs,
-                     char **ret_message)
+static int run_calls(agent_session *s, json_t *calls, const agent_callbacks *cbs, api_error *err)
 {
     bool stop = false;
     json_t *tc;
@@ -312,10 +311,10 @@ static int run_calls(agent_session *s, json_t *calls, const agent_callbacks *cbs
         }
         if (!result)
             return -ENOMEM;
-        int r = record(s,
-                       json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", c.id,
-                                 "content", result),
-                       ret_message);
+        int r = record(
+            s,
+            json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", c.id, "content", result),
+            err);
         if (r < 0)
             return r;
         if (cbs->tool_result_cb)
@@ -327,21 +326,22 @@ static int run_calls(agent_session *s, json_t *calls, const agent_callbacks *cbs
 
 static void snapshot(agent_session *s)
 {
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (agent_box_snapshot(s->box, &err) < 0)
-        slog(s, AGENT_LOG_WARNING, "snapshot of the home directory failed: %s", err ? err : "");
+        slog(s, AGENT_LOG_WARNING, "snapshot of the home directory failed: %s",
+             err.message ? err.message : "");
 }
 
 int agent_session_prompt(agent_session *s, const char *user_text, const agent_callbacks *cbs_in,
-                         agent_stop_reason *ret_stop, char **ret_message)
+                         agent_stop_reason *ret_stop, api_error *err)
 {
     agent_callbacks none = AGENT_CALLBACKS_INIT;
     const agent_callbacks *cbs = cbs_in ? cbs_in : &none;
     agent_stop_reason stop = AGENT_STOP_END_TURN;
     if (ret_stop)
         *ret_stop = stop;
-    int r = record(s, json_pack("{s:s, s:s}", "role", "user", "content", user_text ? user_text : ""),
-                   ret_message);
+    int r = record(
+        s, json_pack("{s:s, s:s}", "role", "user", "content", user_text ? user_text : ""), err);
     if (r < 0)
         return r;
     int max = s->cfg->max_steps > 0 ? s->cfg->max_steps : DEFAULT_MAX_STEPS;
@@ -361,7 +361,7 @@ int agent_session_prompt(agent_session *s, const char *user_text, const agent_ca
             msg = agent_eliza_reply(s->history, agent_toolset_shell_tool(s->toolset));
         else {
             r = agent_openai_chat(s->llm, s->history, s->tools, cbs->cancel, s->cfg->log_cb,
-                                  s->cfg->log_payload, &msg, &finish, ret_message);
+                                  s->cfg->log_payload, &msg, &finish, err);
             if (r == -ECANCELED) {
                 stop = AGENT_STOP_CANCELLED;
                 break;
@@ -374,7 +374,7 @@ int agent_session_prompt(agent_session *s, const char *user_text, const agent_ca
             goto out;
         }
         json_incref(msg);
-        r = record(s, msg, ret_message);
+        r = record(s, msg, err);
         if (r < 0) {
             json_decref(msg);
             goto out;
@@ -389,7 +389,7 @@ int agent_session_prompt(agent_session *s, const char *user_text, const agent_ca
             break;
         }
         ran_tools = true;
-        r = run_calls(s, calls, cbs, ret_message);
+        r = run_calls(s, calls, cbs, err);
         json_decref(msg);
         if (r == -ECANCELED) {
             stop = AGENT_STOP_CANCELLED;

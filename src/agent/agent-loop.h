@@ -11,12 +11,15 @@
  * <data_dir>/<session>/fs/backup-<YYYYMMDDTHHMMSS>.tar.gz the newest 5 snapshots of the sandbox's
  * home directory.
  *
- * Errors: negative errno; where a person needs words, *ret_message (may be NULL) receives a
- * malloc'd text owned by the caller (free()). */
+ * Errors: negative errno; where a person needs words, the function also takes `api_error *err`
+ * (last parameter, never NULL) and fills it; the caller prints err->message (NULL when only the
+ * errno is known) and calls api_error_clear(). */
 #ifndef AGENT_LOOP_H
 #define AGENT_LOOP_H
 
 #include <stddef.h>
+
+#include "shared/status.h"
 
 /* Log levels (syslog numbering), as ASB_LOG_*. */
 #define AGENT_LOG_ERROR 3
@@ -69,7 +72,7 @@ int agent_global_init(void);
  * GEMINI_API_KEY / OPENAI_API_KEY, OPENAI_MODEL (then MODEL), TOOLSET, SANDBOX_IMAGE, only where
  * the field is still NULL. The strings point into the environment. Returns -EINVAL with a
  * message when no key is set and the model is not fake. */
-int agent_config_from_env(agent_config *cfg, char **ret_message);
+int agent_config_from_env(agent_config *cfg, api_error *err);
 
 /* 1 when name is a valid session name (lowercase [a-z0-9], 1..40 characters), else 0. */
 int agent_session_name_valid(const char *name);
@@ -84,8 +87,9 @@ int agent_session_exists(const agent_config *cfg, const char *name);
  * with it) and the Sandbox named after it on the control plane (cfg's server, namespace cfg->ns),
  * then its directory (history, backups). Refused while a process holds the session (-EBUSY), for
  * a session that does not exist (-ENOENT), and when a delete fails (the directory is then kept).
- * *ret_message (owned) says what was deleted, or why not. */
-int agent_session_delete(const agent_config *cfg, const char *name, char **ret_message);
+ * *ret_summary (owned, NULL when out of memory) says what was deleted; err why not. */
+int agent_session_delete(const agent_config *cfg, const char *name, char **ret_summary,
+                         api_error *err);
 
 typedef struct agent_session agent_session;
 
@@ -93,7 +97,7 @@ typedef struct agent_session agent_session;
  * until the first tool call. *ret is owned by the caller (agent_session_free).
  * Returns 0, -EINVAL (bad name, unknown toolset), -EIO/-errno (unreadable history). */
 int agent_session_new(agent_session **ret, const agent_config *cfg, const char *name,
-                      char **ret_message);
+                      api_error *err);
 
 /* Frees a session. The sandbox is left alive; its shutdownTime collects it. Accepts NULL and
  * returns NULL. */
@@ -179,10 +183,10 @@ typedef struct agent_callbacks {
  * tool calls, the step cap is hit, or the turn is cancelled. Every message is appended to the
  * stored history as it happens; after a round in which tools ran the home directory is
  * snapshotted. *ret_stop (may be NULL) gets why the turn ended.
- * Returns 0, or -errno with *ret_message for model/API failures (the history stays consistent:
+ * Returns 0, or -errno with *err for model/API failures (the history stays consistent:
  * the user message is kept, so the next turn can go on). */
 int agent_session_prompt(agent_session *s, const char *user_text, const agent_callbacks *cbs,
-                         agent_stop_reason *ret_stop, char **ret_message);
+                         agent_stop_reason *ret_stop, api_error *err);
 
 /* Replays the stored history through the callbacks, in order: user text, assistant text, tool
  * calls (tool_call_cb then tool_result_cb with the stored result). The system prompt is skipped.

@@ -22,21 +22,6 @@ struct agent_openai {
     long retry_base_ms;
 };
 
-int agent_fail(char **ret, int r, const char *fmt, ...)
-{
-    if (ret) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *m = NULL;
-        if (vasprintf(&m, fmt, ap) < 0)
-            m = NULL;
-        va_end(ap);
-        free(*ret);
-        *ret = m;
-    }
-    return r;
-}
-
 static unsigned long id_counter;
 
 /* Gemini sometimes sends "" as a tool call id: generate one so the tool message can refer to it. */
@@ -80,7 +65,7 @@ static int fix_tool_call_ids(json_t *msg)
 }
 
 int agent_openai_parse_response(const char *body, size_t len, json_t **ret_message,
-                                char **ret_finish, char **ret_error)
+                                char **ret_finish, api_error *err)
 {
     *ret_message = NULL;
     if (ret_finish)
@@ -88,28 +73,28 @@ int agent_openai_parse_response(const char *body, size_t len, json_t **ret_messa
     json_error_t jerr;
     json_t *root = json_loadb(body, len, 0, &jerr);
     if (!root)
-        return agent_fail(ret_error, -EBADMSG, "llm: invalid JSON in response: %s", jerr.text);
+        return api_error_set_errno(err, -EBADMSG, "llm: invalid JSON in response: %s", jerr.text);
     int r;
-    json_t *err = json_object_get(root, "error");
-    if (err) {
-        const char *m = json_string_value(json_object_get(err, "message"));
-        r = agent_fail(ret_error, -EPROTO, "llm: api error: %s", m ? m : "(no message)");
+    json_t *eobj = json_object_get(root, "error");
+    if (eobj) {
+        const char *m = json_string_value(json_object_get(eobj, "message"));
+        r = api_error_set_errno(err, -EPROTO, "llm: api error: %s", m ? m : "(no message)");
         goto out;
     }
     json_t *choices = json_object_get(root, "choices");
     if (!json_is_array(choices) || json_array_size(choices) == 0) {
-        r = agent_fail(ret_error, -EBADMSG, "llm: no choices in response");
+        r = api_error_set_errno(err, -EBADMSG, "llm: no choices in response");
         goto out;
     }
     json_t *choice = json_array_get(choices, 0);
     json_t *msg = json_object_get(choice, "message");
     if (!json_is_object(msg)) {
-        r = agent_fail(ret_error, -EBADMSG, "llm: choices[0].message is missing");
+        r = api_error_set_errno(err, -EBADMSG, "llm: choices[0].message is missing");
         goto out;
     }
     json_t *content = json_object_get(msg, "content");
     if (content && !json_is_string(content) && !json_is_null(content)) {
-        r = agent_fail(ret_error, -EBADMSG, "llm: message content is not a string");
+        r = api_error_set_errno(err, -EBADMSG, "llm: message content is not a string");
         goto out;
     }
     msg = json_deep_copy(msg);
@@ -120,7 +105,7 @@ int agent_openai_parse_response(const char *body, size_t len, json_t **ret_messa
     r = fix_tool_call_ids(msg);
     if (r < 0) {
         json_decref(msg);
-        r = agent_fail(ret_error, r, "llm: malformed tool_calls in response");
+        r = api_error_set_errno(err, r, "llm: malformed tool_calls in response");
         goto out;
     }
     if (!json_object_get(msg, "role"))
@@ -241,7 +226,7 @@ static bool sleep_cancellable(long ms, const volatile int *cancel)
 
 int agent_openai_chat(agent_openai *c, json_t *messages, json_t *tools, const volatile int *cancel,
                       agent_log_cb log_cb, void *log_payload, json_t **ret_message,
-                      char **ret_finish, char **ret_error)
+                      char **ret_finish, api_error *err)
 {
     *ret_message = NULL;
     json_t *req = json_pack("{s:s, s:O}", "model", c->model, "messages", messages);
@@ -288,19 +273,19 @@ int agent_openai_chat(agent_openai *c, json_t *messages, json_t *tools, const vo
         if (cc == CURLE_ABORTED_BY_CALLBACK || (cancel && *cancel)) {
             r = -ECANCELED;
         } else if (cc != CURLE_OK) {
-            r = agent_fail(ret_error, -EIO, "llm: request to %s failed: %s", c->url,
-                           curl_easy_strerror(cc));
+            r = api_error_set_errno(err, -EIO, "llm: request to %s failed: %s", c->url,
+                                    curl_easy_strerror(cc));
             retry = cc == CURLE_COULDNT_CONNECT || cc == CURLE_RECV_ERROR ||
                     cc == CURLE_SEND_ERROR || cc == CURLE_GOT_NOTHING ||
                     cc == CURLE_OPERATION_TIMEDOUT;
         } else if (status < 200 || status > 299) {
             char *t = agent_openai_error_text(status, resp.data, resp.len);
-            r = agent_fail(ret_error, -EIO, "%s", t ? t : "llm: api error");
+            r = api_error_set_errno(err, -EIO, "%s", t ? t : "llm: api error");
             free(t);
             retry = status == 429 || status >= 500;
         } else {
             r = agent_openai_parse_response(resp.data ? resp.data : "", resp.len, ret_message,
-                                            ret_finish, ret_error);
+                                            ret_finish, err);
         }
         buf_done(&resp);
         if (!retry || attempt >= MAX_ATTEMPTS)
@@ -309,8 +294,8 @@ int agent_openai_chat(agent_openai *c, json_t *messages, json_t *tools, const vo
         if (log_cb) {
             char *m = NULL;
             if (asprintf(&m, "%s; retrying in %ld ms (attempt %d of %d)",
-                         ret_error && *ret_error ? *ret_error : "llm: request failed", wait,
-                         attempt + 1, MAX_ATTEMPTS) >= 0) {
+                         err->message ? err->message : "llm: request failed", wait, attempt + 1,
+                         MAX_ATTEMPTS) >= 0) {
                 log_cb(AGENT_LOG_WARNING, m, log_payload);
                 free(m);
             }

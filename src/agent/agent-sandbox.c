@@ -22,6 +22,7 @@
 #include "basic/io-util.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "shared/claim-reasons.h"
 
 #define READY_TIMEOUT_MS (180L * 1000)
 #define MAX_OUTPUT (256u << 20)
@@ -70,7 +71,7 @@ static void box_log(agent_box *b, int level, const char *fmt, ...)
 }
 
 /* libasb's error as -errno plus a message "<what>: <message>". */
-static int asb_fail(char **ret_error, int code, const char *what)
+static int asb_fail(api_error *err, int code, const char *what)
 {
     const asb_error *e = asb_error_last();
     const char *m = e && e->message && *e->message ? e->message : asb_strerror(code);
@@ -97,11 +98,11 @@ static int asb_fail(char **ret_error, int code, const char *what)
     default:
         r = -EIO;
     }
-    return agent_fail(ret_error, r, "%s: %s", what, m);
+    return api_error_set_errno(err, r, "%s: %s", what, m);
 }
 
-int agent_box_new(agent_box **ret, const agent_config *cfg, const char *session,
-                  const char *image, const char *backup_dir, char **ret_error)
+int agent_box_new(agent_box **ret, const agent_config *cfg, const char *session, const char *image,
+                  const char *backup_dir, api_error *err)
 {
     agent_box *b = calloc(1, sizeof(*b));
     if (!b)
@@ -159,7 +160,7 @@ static void shutdown_time(char *out, size_t n)
     strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int ensure_client(agent_box *b, char **ret_error)
+static int ensure_client(agent_box *b, api_error *err)
 {
     if (b->client)
         return 0;
@@ -169,11 +170,11 @@ static int ensure_client(agent_box *b, char **ret_error)
     o.state_dir = b->cfg->state_dir;
     int r = asb_client_new(&b->client, &o);
     if (r != ASB_OK)
-        return asb_fail(ret_error, r, "control plane");
+        return asb_fail(err, r, "control plane");
     return 0;
 }
 
-static int create_object(agent_box *b, const char *when, char **ret_error)
+static int create_object(agent_box *b, const char *when, api_error *err)
 {
     json_t *obj;
     if (b->cfg->pool)
@@ -204,12 +205,12 @@ static int create_object(agent_box *b, const char *when, char **ret_error)
     if (r == ASB_EEXISTS)
         return 0; /* raced with another CLI of the same session: use it */
     if (r != ASB_OK)
-        return asb_fail(ret_error, r, b->cfg->pool ? "create SandboxClaim" : "create Sandbox");
+        return asb_fail(err, r, b->cfg->pool ? "create SandboxClaim" : "create Sandbox");
     return 0;
 }
 
 /* Pushes shutdownTime; -ENOENT when the object does not exist. */
-static int extend(agent_box *b, const char *when, char **ret_error)
+static int extend(agent_box *b, const char *when, api_error *err)
 {
     json_t *p = b->cfg->pool
                     ? json_pack("{s:{s:{s:s}}}", "spec", "lifecycle", "shutdownTime", when)
@@ -222,29 +223,12 @@ static int extend(agent_box *b, const char *when, char **ret_error)
                              b->session, s, 0);
     free(s);
     if (r != ASB_OK)
-        return asb_fail(ret_error, r, "extend shutdownTime");
+        return asb_fail(err, r, "extend shutdownTime");
     return 0;
 }
 
-/* A claim's Ready reasons on which upstream's SDKs stop waiting (UPSTREAM.md §5.2: the missing
- * template or pool, and the terminal reasons of §2.8). */
-static bool claim_reason_fatal(const char *reason)
-{
-    static const char *const fatal[] = {"TemplateNotFound",
-                                        "WarmPoolNotFound",
-                                        "InvalidMetadata",
-                                        "EnvVarsInjectionRejected",
-                                        "VolumeClaimTemplatesError",
-                                        "ClaimExpired",
-                                        "SandboxExpired"};
-    for (size_t i = 0; reason && i < sizeof(fatal) / sizeof(fatal[0]); i++)
-        if (strcmp(reason, fatal[i]) == 0)
-            return true;
-    return false;
-}
-
 /* -EINVAL with a message when the claim's Ready condition is False with a fatal reason. */
-static int claim_check_fatal(agent_box *b, char **ret_error)
+static int claim_check_fatal(agent_box *b, api_error *err)
 {
     char *text = NULL;
     if (asb_object_get(&text, b->client, "SandboxClaim", b->ns, b->session) != ASB_OK)
@@ -260,15 +244,15 @@ static int claim_check_fatal(agent_box *b, char **ret_error)
         const char *reason = json_string_value(json_object_get(c, "reason"));
         const char *msg = json_string_value(json_object_get(c, "message"));
         if (type && strcmp(type, "Ready") == 0 && st && strcmp(st, "False") == 0 &&
-            claim_reason_fatal(reason))
-            r = agent_fail(ret_error, -EINVAL, "claim %s/%s failed: %s: %s", b->ns, b->session,
-                           reason, msg ? msg : "");
+            claim_reason_stops_wait(reason))
+            r = api_error_set_errno(err, -EINVAL, "claim %s/%s failed: %s: %s", b->ns, b->session,
+                                    reason, msg ? msg : "");
     }
     json_decref(o);
     return r;
 }
 
-static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error)
+static int wait_ready(agent_box *b, const volatile int *cancel, api_error *err)
 {
     asb_wait_options w = ASB_WAIT_OPTIONS_INIT;
     w.timeout_ms = READY_TIMEOUT_MS;
@@ -285,14 +269,14 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
                                           &w);
             if (r != ASB_ETIMEOUT || waited + w.timeout_ms >= READY_TIMEOUT_MS)
                 break;
-            int f = claim_check_fatal(b, ret_error);
+            int f = claim_check_fatal(b, err);
             if (f < 0)
                 return f;
         }
     } else
         r = asb_object_wait_condition(&obj, b->client, kind, b->ns, b->session, "Ready", NULL, &w);
     if (r != ASB_OK)
-        return asb_fail(ret_error, r, b->cfg->pool ? "wait for the claim" : "wait for the sandbox");
+        return asb_fail(err, r, b->cfg->pool ? "wait for the claim" : "wait for the sandbox");
     free(b->name);
     b->name = NULL;
     json_t *o = json_loads(obj, 0, NULL);
@@ -304,7 +288,8 @@ static int wait_ready(agent_box *b, const volatile int *cancel, char **ret_error
     b->name = name ? strdup(name) : NULL;
     json_decref(o);
     if (!b->name)
-        return agent_fail(ret_error, -EPROTO, "claim %s is Ready but names no sandbox", b->session);
+        return api_error_set_errno(err, -EPROTO, "claim %s is Ready but names no sandbox",
+                                   b->session);
     return 0;
 }
 
@@ -335,7 +320,7 @@ static int open_bound(agent_box *b)
 
 static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
                     int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
-                    agent_exec_result *ret, char **ret_error);
+                    agent_exec_result *ret, api_error *err);
 
 /* A thread converting between a backup file and a plain tar on one end of a socketpair: the
  * sandbox's tar reads or writes the other end through box_exec(), so a snapshot or restore of
@@ -345,7 +330,7 @@ typedef struct backup_pump {
     int fd;
     bool to_file; /* snapshot: socket -> path; restore: path -> socket */
     int result;
-    char *error;
+    api_error error;
     pthread_t thread;
 } backup_pump;
 
@@ -365,7 +350,7 @@ static int pump_start(backup_pump *p, const char *path, bool to_file, int *ret_f
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
-    *p = (backup_pump){.path = path, .fd = sv[0], .to_file = to_file};
+    *p = (backup_pump){.path = path, .fd = sv[0], .to_file = to_file, .error = API_ERROR_INIT};
     int r = pthread_create(&p->thread, NULL, pump_main, p);
     if (r != 0) {
         close(sv[0]);
@@ -389,7 +374,8 @@ static int pump_finish(backup_pump *p, int fd)
 /* Restores the newest backup of dir (the session's own, or a seed's) into the home directory. */
 static int restore(agent_box *b, const char *dir, const volatile int *cancel)
 {
-    _cleanup_free_ char *latest = NULL, *err = NULL;
+    _cleanup_free_ char *latest = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r = agent_backup_latest(dir, &latest);
     if (r < 0 || !latest)
         return r;
@@ -405,17 +391,18 @@ static int restore(agent_box *b, const char *dir, const volatile int *cancel)
     int pr = pump_finish(&pump, fd);
     if (pr < 0) {
         box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest,
-                pump.error ? pump.error : strerror(-pr));
-        free(pump.error);
+                pump.error.message ? pump.error.message : strerror(-pr));
+        api_error_clear(&pump.error);
         agent_exec_result_clear(&res);
         return pr;
     }
-    free(pump.error);
+    api_error_clear(&pump.error);
     if (r == 0 && res.exit_code != 0)
         box_log(b, AGENT_LOG_WARNING, "restore of %s: tar exited %d: %s", latest, res.exit_code,
                 res.err ? res.err : "");
     else if (r < 0)
-        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest, err ? err : "");
+        box_log(b, AGENT_LOG_WARNING, "restore of %s failed: %s", latest,
+                err.message ? err.message : "");
     else
         box_log(b, AGENT_LOG_INFO, "restored %s into sandbox %s", latest, b->name);
     agent_exec_result_clear(&res);
@@ -436,7 +423,7 @@ static void pool_fix_homedir(agent_box *b, const volatile int *cancel)
                           "else pwd | tr -d '\\n'; fi",
                           NULL};
     agent_exec_result res = {0};
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (agent_box_exec(b, argv, NULL, 0, 0, cancel, &res, &err) == 0 && res.exit_code == 0 &&
         res.out && res.out[0] == '/' && !strchr(res.out, '\n')) {
         b->home_checked = true;
@@ -463,21 +450,21 @@ const char *agent_box_homedir(const agent_box *b)
  * restore then: *ret_restore_dir NULL), else a new one that starts with the seed's newest backup
  * (*ret_restore_dir the seed's fs/). Tried once: later sandboxes of the session are its own. */
 static int create_fork(agent_box *b, const char *when, const volatile int *cancel,
-                       const char **ret_restore_dir, char **ret_error)
+                       const char **ret_restore_dir, api_error *err)
 {
-    int r = agent_fork_sandbox(b->client, b->ns, b->fork_from, b->session, when, cancel, ret_error);
+    int r = agent_fork_sandbox(b->client, b->ns, b->fork_from, b->session, when, cancel, err);
     if (r == 0) {
         box_log(b, AGENT_LOG_INFO, "sandbox %s is a fork of session %s's", b->session, b->fork_from);
         *ret_restore_dir = NULL;
     } else if (r == -ENOENT) {
         _cleanup_free_ char *latest = NULL;
         if (agent_backup_latest(b->fork_backup_dir, &latest) < 0 || !latest)
-            return agent_fail(ret_error, -ENOENT,
-                              "cannot fork session %s: it has neither a sandbox nor a backup in %s",
-                              b->fork_from, b->fork_backup_dir);
+            return api_error_set_errno(
+                err, -ENOENT, "cannot fork session %s: it has neither a sandbox nor a backup in %s",
+                b->fork_from, b->fork_backup_dir);
         box_log(b, AGENT_LOG_WARNING, "session %s has no sandbox; starting from its backup %s",
                 b->fork_from, latest);
-        r = create_object(b, when, ret_error);
+        r = create_object(b, when, err);
         *ret_restore_dir = b->fork_backup_dir;
     }
     if (r < 0)
@@ -487,15 +474,15 @@ static int create_fork(agent_box *b, const char *when, const volatile int *cance
     return 0;
 }
 
-int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
+int agent_box_ensure(agent_box *b, const volatile int *cancel, api_error *err)
 {
-    int r = ensure_client(b, ret_error);
+    int r = ensure_client(b, err);
     if (r < 0)
         return r;
     char when[32];
     for (int attempt = 0; attempt < 3; attempt++) {
         shutdown_time(when, sizeof(when));
-        r = extend(b, when, ret_error);
+        r = extend(b, when, err);
         bool created = false;
         const char *restore_dir = b->backup_dir;
         if (r == -ENOENT) {
@@ -503,8 +490,8 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             b->sb = NULL;
             b->toolbox_uploaded = false;
             b->home_checked = false;
-            r = b->fork_from ? create_fork(b, when, cancel, &restore_dir, ret_error)
-                             : create_object(b, when, ret_error);
+            r = b->fork_from ? create_fork(b, when, cancel, &restore_dir, err)
+                             : create_object(b, when, err);
             created = true;
         }
         if (r < 0)
@@ -515,7 +502,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
             pool_fix_homedir(b, cancel);
             return 0;
         }
-        r = wait_ready(b, cancel, ret_error);
+        r = wait_ready(b, cancel, err);
         if (r == -ENOENT)
             continue; /* expired and deleted while we waited: create a new one */
         if (r < 0)
@@ -523,7 +510,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
         int ar = asb_sandbox_open(&b->sb, b->client, b->ns, b->name, &so);
         if (ar != ASB_OK)
-            return asb_fail(ret_error, ar, "open sandbox");
+            return asb_fail(err, ar, "open sandbox");
         pool_fix_homedir(b, cancel);
         if (created) {
             box_log(b, AGENT_LOG_INFO, "created sandbox %s", b->name);
@@ -532,7 +519,7 @@ int agent_box_ensure(agent_box *b, const volatile int *cancel, char **ret_error)
         }
         return 0;
     }
-    return agent_fail(ret_error, -EAGAIN, "sandbox %s keeps disappearing", b->session);
+    return api_error_set_errno(err, -EAGAIN, "sandbox %s keeps disappearing", b->session);
 }
 
 /* ---- exec ---- */
@@ -674,18 +661,18 @@ static int on_stderr(const char *d, size_t n, void *ud)
 
 int agent_box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
                    long timeout_ms, const volatile int *cancel, agent_exec_result *ret,
-                   char **ret_error)
+                   api_error *err)
 {
-    return box_exec(b, argv, stdin_data, stdin_len, -1, -1, timeout_ms, cancel, ret, ret_error);
+    return box_exec(b, argv, stdin_data, stdin_len, -1, -1, timeout_ms, cancel, ret, err);
 }
 
 static int box_exec(agent_box *b, const char *const *argv, const char *stdin_data, size_t stdin_len,
                     int in_fd, int out_fd, long timeout_ms, const volatile int *cancel,
-                    agent_exec_result *ret, char **ret_error)
+                    agent_exec_result *ret, api_error *err)
 {
     *ret = (agent_exec_result){0};
     if (!b->sb)
-        return agent_fail(ret_error, -ENOTCONN, "no sandbox");
+        return api_error_set_errno(err, -ENOTCONN, "no sandbox");
     size_t n = 0;
     while (argv[n])
         n++;
@@ -754,11 +741,11 @@ static int box_exec(agent_box *b, const char *const *argv, const char *stdin_dat
     }
     if (ar == ASB_ECANCELLED || (cancel && *cancel)) {
         agent_exec_result_clear(ret); /* callers do not clear on error */
-        return agent_fail(ret_error, -ECANCELED, "cancelled");
+        return api_error_set_errno(err, -ECANCELED, "cancelled");
     }
     if (ar != ASB_OK && !ret->timed_out) {
         agent_exec_result_clear(ret);
-        int r = asb_fail(ret_error, ar, "run in sandbox");
+        int r = asb_fail(err, ar, "run in sandbox");
         if (ar == ASB_ECONNECT) {
             asb_sandbox_free(b->sb); /* gone: the next ensure recreates it */
             b->sb = NULL;
@@ -770,13 +757,13 @@ static int box_exec(agent_box *b, const char *const *argv, const char *stdin_dat
 }
 
 int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsigned int mode,
-                     char **ret_error)
+                     api_error *err)
 {
     if (b->toolbox_uploaded)
         return 0;
     _cleanup_fclose_ FILE *f = fopen(host_path, "re");
     if (!f)
-        return agent_fail(ret_error, -errno, "cannot open %s: %s", host_path, strerror(errno));
+        return api_error_set_errno(err, -errno, "cannot open %s: %s", host_path, strerror(errno));
     _cleanup_buf_ buf data = BUF_INIT;
     char chunk[65536];
     size_t n;
@@ -792,9 +779,9 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
         return -ENOMEM;
     const char *argv[] = {"sh", "-c", script, "sh", path, NULL};
     agent_exec_result res = {0};
-    int r = agent_box_exec(b, argv, data.data, data.len, 0, NULL, &res, ret_error);
+    int r = agent_box_exec(b, argv, data.data, data.len, 0, NULL, &res, err);
     if (r == 0 && res.exit_code != 0)
-        r = agent_fail(ret_error, -EIO, "cannot install %s in the sandbox: %s", path, res.err);
+        r = api_error_set_errno(err, -EIO, "cannot install %s in the sandbox: %s", path, res.err);
     agent_exec_result_clear(&res);
     if (r == 0)
         b->toolbox_uploaded = true;
@@ -805,7 +792,7 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
  * index present when several snapshots fall within one second ("_NN" sorts after "." and keeps
  * name order = time order; rotation deletes the oldest names, and reusing a free slot would sort
  * the newest snapshot first). */
-static int new_backup_path(agent_box *b, char **ret, char **ret_error)
+static int new_backup_path(agent_box *b, char **ret, api_error *err)
 {
     char stamp[32];
     time_t t = time(NULL);
@@ -824,38 +811,40 @@ static int new_backup_path(agent_box *b, char **ret, char **ret_error)
             next = i + 1;
     }
     if (next > 99)
-        return agent_fail(ret_error, -EEXIST, "too many snapshots within one second in %s",
-                          b->backup_dir);
+        return api_error_set_errno(err, -EEXIST, "too many snapshots within one second in %s",
+                                   b->backup_dir);
     int rr = next == 0 ? asprintf(ret, "%s/backup-%s.tar.gz", b->backup_dir, stamp)
                        : asprintf(ret, "%s/backup-%s_%02d.tar.gz", b->backup_dir, stamp, next);
     return rr < 0 ? -ENOMEM : 0;
 }
 
-int agent_box_snapshot(agent_box *b, char **ret_error)
+int agent_box_snapshot(agent_box *b, api_error *err)
 {
     if (!b->sb)
         return 0;
     int r = mkdir(b->backup_dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
     if (r < 0)
-        return agent_fail(ret_error, r, "cannot create %s: %s", b->backup_dir, strerror(-r));
+        return api_error_set_errno(err, r, "cannot create %s: %s", b->backup_dir, strerror(-r));
     _cleanup_free_ char *path = NULL;
-    r = new_backup_path(b, &path, ret_error);
+    r = new_backup_path(b, &path, err);
     if (r < 0)
         return r;
     backup_pump pump;
     int fd;
     r = pump_start(&pump, path, true, &fd);
     if (r < 0)
-        return agent_fail(ret_error, r, "cannot start the snapshot: %s", strerror(-r));
+        return api_error_set_errno(err, r, "cannot start the snapshot: %s", strerror(-r));
     const char *argv[] = {"tar", "-cf", "-", "-C", b->homedir, ".", NULL};
     agent_exec_result res = {0};
-    r = box_exec(b, argv, NULL, 0, -1, fd, 0, NULL, &res, ret_error);
+    r = box_exec(b, argv, NULL, 0, -1, fd, 0, NULL, &res, err);
     int pr = pump_finish(&pump, fd);
     if (r == 0 && res.exit_code != 0)
-        r = agent_fail(ret_error, -EIO, "tar in the sandbox exited %d: %s", res.exit_code, res.err);
+        r = api_error_set_errno(err, -EIO, "tar in the sandbox exited %d: %s", res.exit_code,
+                                res.err);
     if (r == 0 && pr < 0)
-        r = agent_fail(ret_error, pr, "%s", pump.error ? pump.error : strerror(-pr));
-    free(pump.error);
+        r = api_error_set_errno(err, pr, "%s",
+                                pump.error.message ? pump.error.message : strerror(-pr));
+    api_error_clear(&pump.error);
     agent_exec_result_clear(&res);
     if (r < 0) {
         unlink(path);

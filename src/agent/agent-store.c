@@ -44,7 +44,7 @@ int agent_store_session_dir(const agent_config *cfg, const char *session, char *
     return r < 0 ? -ENOMEM : 0;
 }
 
-int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)
+int agent_store_load(const char *session_dir, json_t **ret, api_error *err)
 {
     *ret = NULL;
     _cleanup_free_ char *path = NULL;
@@ -61,7 +61,7 @@ int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)
         }
         int e = -errno;
         json_decref(arr);
-        return agent_fail(ret_error, e, "cannot read %s: %s", path, strerror(-e));
+        return api_error_set_errno(err, e, "cannot read %s: %s", path, strerror(-e));
     }
     char *line = NULL;
     size_t cap = 0;
@@ -77,8 +77,8 @@ int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)
             json_decref(m);
             free(line);
             json_decref(arr);
-            return agent_fail(ret_error, -EBADMSG, "%s:%u: not a JSON message: %s", path, lineno,
-                              jerr.text);
+            return api_error_set_errno(err, -EBADMSG, "%s:%u: not a JSON message: %s", path, lineno,
+                                       jerr.text);
         }
         json_array_append_new(arr, m);
     }
@@ -87,7 +87,7 @@ int agent_store_load(const char *session_dir, json_t **ret, char **ret_error)
     return 0;
 }
 
-int agent_store_append(const char *session_dir, json_t *message, char **ret_error)
+int agent_store_append(const char *session_dir, json_t *message, api_error *err)
 {
     _cleanup_free_ char *dir = NULL, *path = NULL;
     if (asprintf(&dir, "%s/sessions", session_dir) < 0 ||
@@ -95,17 +95,17 @@ int agent_store_append(const char *session_dir, json_t *message, char **ret_erro
         return -ENOMEM;
     int r = mkdir_p(dir, 0700);
     if (r < 0)
-        return agent_fail(ret_error, r, "cannot create %s: %s", dir, strerror(-r));
+        return api_error_set_errno(err, r, "cannot create %s: %s", dir, strerror(-r));
     size_t len;
     _cleanup_free_ char *line = json_dumps_line(message, JSON_COMPACT, &len);
     if (!line)
         return -ENOMEM;
     _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
-        return agent_fail(ret_error, -errno, "cannot open %s: %s", path, strerror(errno));
+        return api_error_set_errno(err, -errno, "cannot open %s: %s", path, strerror(errno));
     r = loop_write(fd, line, len);
     if (r < 0)
-        return agent_fail(ret_error, r, "cannot write %s: %s", path, strerror(-r));
+        return api_error_set_errno(err, r, "cannot write %s: %s", path, strerror(-r));
     return 0;
 }
 
@@ -127,7 +127,7 @@ static void read_holder(int fd, char *buf, size_t n)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, char **ret_error)
+int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, api_error *err)
 {
     *ret_fd = -1;
     _cleanup_free_ char *path = NULL;
@@ -135,15 +135,15 @@ int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, 
         return -ENOMEM;
     int r = mkdir_p(session_dir, 0700);
     if (r < 0)
-        return agent_fail(ret_error, r, "cannot create %s: %s", session_dir, strerror(-r));
+        return api_error_set_errno(err, r, "cannot create %s: %s", session_dir, strerror(-r));
     _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return agent_fail(ret_error, -errno, "cannot open %s: %s", path, strerror(errno));
+        return api_error_set_errno(err, -errno, "cannot open %s: %s", path, strerror(errno));
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno == EINTR)
             continue;
         if (errno != EWOULDBLOCK)
-            return agent_fail(ret_error, -errno, "cannot lock %s: %s", path, strerror(errno));
+            return api_error_set_errno(err, -errno, "cannot lock %s: %s", path, strerror(errno));
         char holder[128];
         long pid = 0;
         char prog[64] = "";
@@ -155,19 +155,20 @@ int agent_store_lock(const char *session_dir, const char *session, int *ret_fd, 
             nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
         }
         if (sscanf(holder, "%ld %63s", &pid, prog) == 2)
-            return agent_fail(ret_error, -EBUSY,
-                              "session \"%s\" is in use by %s (pid %ld); one process at a time "
-                              "may use a session (lock: %s)",
-                              session, prog, pid, path);
-        return agent_fail(ret_error, -EBUSY,
-                          "session \"%s\" is in use by another process (lock: %s)", session, path);
+            return api_error_set_errno(
+                err, -EBUSY,
+                "session \"%s\" is in use by %s (pid %ld); one process at a time "
+                "may use a session (lock: %s)",
+                session, prog, pid, path);
+        return api_error_set_errno(
+            err, -EBUSY, "session \"%s\" is in use by another process (lock: %s)", session, path);
     }
     /* The holder's identity, for the error a second user gets. The lock goes with the fd (and the
      * process): a crashed holder leaves a stale text but never a held lock. */
     char me[128];
     int n = snprintf(me, sizeof(me), "%ld %s\n", (long)getpid(), program_invocation_short_name);
     if (ftruncate(fd, 0) < 0 || pwrite(fd, me, (size_t)n, 0) != n)
-        return agent_fail(ret_error, -errno, "cannot write %s: %s", path, strerror(errno));
+        return api_error_set_errno(err, -errno, "cannot write %s: %s", path, strerror(errno));
     *ret_fd = TAKE_FD(fd);
     return 0;
 }

@@ -293,7 +293,7 @@ static int run_basic(agent_box *box, const agent_config *cfg, const char *name, 
     const char *content = json_string_value(json_object_get(args, "content"));
     long to = cfg->tool_timeout_ms;
     agent_exec_result res = {0};
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r;
     if (strcmp(name, "run_command") == 0) {
         if (!cmd)
@@ -326,7 +326,8 @@ static int run_basic(agent_box *box, const agent_config *cfg, const char *name, 
     if (r == -ECANCELED)
         return r;
     if (r < 0)
-        return tool_error(ret, ret_failed, name, "failed to run tool: %s", err ? err : "error");
+        return tool_error(ret, ret_failed, name, "failed to run tool: %s",
+                          err.message ? err.message : "error");
     if (res.timed_out) {
         _cleanup_free_ char *t = timeout_text(to), *o = agent_basic_format_output(&res);
         agent_exec_result_clear(&res);
@@ -393,7 +394,7 @@ static int run_gemini(agent_box *box, const agent_config *cfg, const char *name,
                       const char *arguments, const volatile int *cancel, char **ret,
                       bool *ret_failed)
 {
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     const char *home = agent_box_homedir(box);
     (void)cfg;
     /* Injected by the control plane (like sandboxd, run through its loader); otherwise the
@@ -421,7 +422,8 @@ static int run_gemini(agent_box *box, const agent_config *cfg, const char *name,
         return r;
     if (r < 0) {
         *ret_failed = true;
-        return asprintf(ret, "Error: Tool call execution failed. Reason: %s", err ? err : "") < 0
+        return asprintf(ret, "Error: Tool call execution failed. Reason: %s",
+                        err.message ? err.message : "") < 0
                    ? -ENOMEM
                    : 0;
     }
@@ -484,7 +486,7 @@ int agent_toolset_call(const agent_toolset *t, agent_box *box, const agent_confi
                    ? -ENOMEM
                    : 0;
     }
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r = agent_box_ensure(box, cancel, &err);
     if (r == 0) {
         if (t->basic)
@@ -492,11 +494,12 @@ int agent_toolset_call(const agent_toolset *t, agent_box *box, const agent_confi
         else
             r = run_gemini(box, cfg, name, arguments, cancel, ret_result, ret_failed);
     } else if (r != -ECANCELED) {
-        r = t->basic ? tool_error(ret_result, ret_failed, name, "failed to run tool: %s", err)
-                     : (asprintf(ret_result, "Error: Tool call execution failed. Reason: %s", err)
-                                < 0
-                            ? -ENOMEM
-                            : 0);
+        r = t->basic
+                ? tool_error(ret_result, ret_failed, name, "failed to run tool: %s", err.message)
+                : (asprintf(ret_result, "Error: Tool call execution failed. Reason: %s",
+                            err.message) < 0
+                       ? -ENOMEM
+                       : 0);
         *ret_failed = true;
     }
     json_decref(args);

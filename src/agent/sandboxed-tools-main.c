@@ -155,9 +155,10 @@ static int delete_one_session(agent_config *cfg, const char *name)
         return 2;
     }
     _cleanup_free_ char *msg = NULL;
-    int r = agent_session_delete(cfg, name, &msg);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    int r = agent_session_delete(cfg, name, &msg, &err);
     if (r < 0) {
-        fprintf(stderr, "sandboxed-tools: %s\n", msg ? msg : strerror(-r));
+        fprintf(stderr, "sandboxed-tools: %s\n", err.message ? err.message : strerror(-r));
         return 1;
     }
     printf("%s\n", msg ? msg : name);
@@ -226,9 +227,9 @@ int main(int argc, char **argv)
     if (cfg.pool && !*cfg.pool)
         cfg.pool = NULL;
     cfg.log_cb = log_stderr;
-    _cleanup_free_ char *msg = NULL;
-    if (agent_config_from_env(&cfg, &msg) < 0) {
-        fprintf(stderr, "sandboxed-tools: %s\n", msg);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    if (agent_config_from_env(&cfg, &err) < 0) {
+        fprintf(stderr, "sandboxed-tools: %s\n", err.message);
         return 1;
     }
     if (cfg.toolset && strcmp(cfg.toolset, "basic") != 0 && strcmp(cfg.toolset, "geminicli") != 0) {
@@ -241,9 +242,9 @@ int main(int argc, char **argv)
         return 1;
     }
     agent_session *s = NULL;
-    int r = agent_session_new(&s, &cfg, session, &msg);
+    int r = agent_session_new(&s, &cfg, session, &err);
     if (r < 0) {
-        fprintf(stderr, "sandboxed-tools: %s\n", msg ? msg : strerror(-r));
+        fprintf(stderr, "sandboxed-tools: %s\n", err.message ? err.message : strerror(-r));
         return 1;
     }
     struct sigaction sa = {.sa_handler = on_sigint};
@@ -279,12 +280,11 @@ int main(int argc, char **argv)
         cancel_flag = 0;
         in_turn = 1;
         agent_stop_reason stop;
-        free(msg);
-        msg = NULL;
-        r = agent_session_prompt(s, text, &cbs, &stop, &msg);
+        api_error_clear(&err);
+        r = agent_session_prompt(s, text, &cbs, &stop, &err);
         in_turn = 0;
         if (r < 0)
-            fprintf(stderr, "error: %s\n", msg ? msg : strerror(-r));
+            fprintf(stderr, "error: %s\n", err.message ? err.message : strerror(-r));
         else if (stop != AGENT_STOP_END_TURN)
             fprintf(stderr, "(turn ended: %s)\n", agent_stop_reason_name(stop));
         fflush(stdout);

@@ -2,6 +2,7 @@
 #include "basic/fs-util.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,4 +55,26 @@ int self_exe_dir(char **ret)
         return -ENOMEM;
     *ret = dir;
     return 0;
+}
+
+/* nftw callback: a negative errno stops the walk and is what nftw returns. */
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int r = flag == FTW_DP ? rmdir(path) : unlink(path);
+    return r < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int fs_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) < 0 ? -errno : 0;
+    int r = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (r == -1 && errno != 0) /* nftw's own failure, or rm_one's -EPERM: errno says which */
+        return -errno;
+    return r < 0 ? r : 0;
 }

@@ -11,3 +11,6 @@ int mkdir_p(const char *path, mode_t mode);
 /* The directory of the running executable, from /proc/self/exe ("/usr/bin" for /usr/bin/asb);
  * *ret is owned by the caller. 0 or -errno. */
 int self_exe_dir(char **ret);
+/* Removes path and everything below it, never following symlinks nor crossing mount points.
+ * A missing path is success. 0 or -errno. */
+int fs_rm_rf(const char *path);

@@ -11,6 +11,7 @@
 #include "asb/claim.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "shared/claim-reasons.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
@@ -49,14 +50,7 @@ void asbi_rfc3339(char out[40], long long add_seconds, int nanos)
  * for the claim stops at once and says so rather than wait for its timeout. */
 int asbi_claim_reason_terminal(const char *reason)
 {
-    static const char *const terminal[] = {"InvalidMetadata", "EnvVarsInjectionRejected",
-                                           "VolumeClaimTemplatesError", "ClaimExpired",
-                                           "SandboxExpired", "WarmPoolNotFound",
-                                           "TemplateNotFound"};
-    for (size_t i = 0; reason && i < sizeof(terminal) / sizeof(terminal[0]); i++)
-        if (strcmp(reason, terminal[i]) == 0)
-            return 1;
-    return 0;
+    return claim_reason_stops_wait(reason);
 }
 
 const char *asbi_claim_bound_sandbox(const json_t *claim)
@@ -358,7 +352,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
      * then no watch is needed. */
     int now = asbi_claim_parse_bound(bound, &cl->sandbox_name, &cl->sandbox_uid);
     if (now < 0) {
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+        r = asbi_error_from(now, NULL);
         goto rollback;
     }
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;

@@ -1,5 +1,6 @@
 /* The public error enum, its text, the thread's last error and the mapping from Kubernetes
  * Status replies (reason first, HTTP status otherwise). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,50 @@ int asbi_error_from_reply(int http_status, const char *body, size_t len)
         asbi_error_set(code, http_status, reason, "HTTP %d (%s)", http_status, asb_strerror(code));
     json_decref(st);
     return code;
+}
+
+static int code_of_errno(int err)
+{
+    switch (-err) {
+    case ENOMEM:
+        return ASB_ENOMEM;
+    case EINVAL:
+        return ASB_EINVAL;
+    case EACCES:
+    case EPERM:
+        return ASB_EFORBIDDEN;
+    case ENOENT:
+        return ASB_ENOTFOUND;
+    case EEXIST:
+        return ASB_EEXISTS;
+    case ETIMEDOUT:
+        return ASB_ETIMEOUT;
+    case ECANCELED:
+        return ASB_ECANCELLED;
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+    case ENOTCONN:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+        return ASB_ECONNECT;
+    case EPROTO:
+    case EBADMSG:
+        return ASB_EPROTOCOL;
+    default:
+        return ASB_ERROR;
+    }
+}
+
+int asbi_error_from(int err, const api_error *e)
+{
+    if (err >= 0)
+        return ASB_OK;
+    int code = code_of_errno(err);
+    if (e && e->message)
+        return asbi_error_set(code, 0, NULL, "%s", e->message);
+    return asbi_error_set(code, 0, NULL, "%s", err == -ENOMEM ? "out of memory" : strerror(-err));
 }
 
 ASB_PUBLIC const char *asb_version(void)

@@ -55,7 +55,7 @@ static int progress_cb(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 
 static int error_from_curl(asb_client *c, CURLcode rc)
 {
-    const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+    const char *detail = c->curl_detail[0] ? c->curl_detail : curl_easy_strerror(rc);
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to %s timed out: %s", c->server,
@@ -102,11 +102,11 @@ int asbi_http_curl(asb_client *c, const asbi_http_exchange *x, long *ret_status)
     CURL *cu = c->curl;
     transfer t = {.x = x, .curl = cu};
     curl_easy_reset(cu);
-    c->errbuf[0] = '\0';
+    c->curl_detail[0] = '\0';
     curl_easy_setopt(cu, CURLOPT_URL, x->url);
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, c->errbuf);
+    curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, c->curl_detail);
     curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, x->connect_timeout_ms);
     curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, x->timeout_ms > 0 ? x->timeout_ms : 0L);
     curl_easy_setopt(cu, CURLOPT_PROTOCOLS_STR, "http,https");

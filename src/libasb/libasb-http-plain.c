@@ -249,7 +249,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
         emit_header(s);
     if (buf_append(&s->field, at, len) < 0) {
         s->error = ASB_ENOMEM;
-        return -1;
+        return -ENOMEM; /* non-zero: http_parser stops */
     }
     return 0;
 }
@@ -260,7 +260,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
     s->in_value = true;
     if (buf_append(&s->value, at, len) < 0) {
         s->error = ASB_ENOMEM;
-        return -1;
+        return -ENOMEM; /* non-zero: http_parser stops */
     }
     return 0;
 }
@@ -277,7 +277,7 @@ static int on_body(http_parser *p, const char *at, size_t len)
     exchange_state *s = p->data;
     if (!s->x->on_body(at, len, (long)p->status_code, s->x->payload)) {
         s->stopped = true;
-        return -1;
+        return -ECANCELED; /* non-zero: http_parser stops */
     }
     return 0;
 }

@@ -16,6 +16,17 @@ int asbi_error_from_status(int http_status, const char *reason);
 /* Sets the last error from a non-2xx reply body (a Status object, or text). Returns the code. */
 int asbi_error_from_reply(int http_status, const char *body, size_t len);
 
+struct api_error;
+/* The public boundary for an internal failure (docs/architecture.md, "How code fails"): err is a
+ * negative errno (from src/basic, src/shared, libc, or libasb's own helpers), never an
+ * asb_error_code; e (may be NULL) carries its words. Records asb_error_last() (e's message, else
+ * "out of memory" for -ENOMEM, else strerror) and returns the asb_error_code err stands for:
+ * ENOMEM ASB_ENOMEM, EINVAL ASB_EINVAL, EACCES/EPERM ASB_EFORBIDDEN, ENOENT ASB_ENOTFOUND,
+ * EEXIST ASB_EEXISTS, ETIMEDOUT ASB_ETIMEOUT, ECANCELED ASB_ECANCELLED, connection errnos
+ * ASB_ECONNECT, EPROTO/EBADMSG ASB_EPROTOCOL, anything else ASB_ERROR. err >= 0: ASB_OK, nothing
+ * recorded. */
+int asbi_error_from(int err, const struct api_error *e);
+
 /* YAML/JSON manifest text -> JSON array of objects (new reference) or NULL with the error set. */
 json_t *asbi_manifest_load(const char *data, size_t len);
 /* JSON value -> YAML text, owned by the caller; NULL on ENOMEM/invalid with the error set. */
@@ -40,7 +51,7 @@ struct asb_client {
     void *warning_payload;
     char *field_validation; /* NULL: not sent */
     bool dry_run;           /* writes carry dryRun=All */
-    char errbuf[CURL_ERROR_SIZE];
+    char curl_detail[CURL_ERROR_SIZE]; /* libcurl's CURLOPT_ERRORBUFFER */
 };
 
 void asbi_log(asb_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -28,7 +28,7 @@ static int load_fail(loader *l, const yaml_mark_t *mark, const char *what)
         asbi_error_set(ASB_EMANIFEST, 0, NULL, "yaml: line %zu column %zu: %s", mark->line + 1,
                        mark->column + 1, what);
     l->failed = 1;
-    return -1;
+    return -EBADMSG;
 }
 
 static int next_event(loader *l, yaml_event_t *ev)
@@ -46,7 +46,7 @@ static int next_event(loader *l, yaml_event_t *ev)
                            l->parser.context ? l->parser.context : "");
     }
     l->failed = 1;
-    return -1;
+    return l->parser.error == YAML_MEMORY_ERROR ? -ENOMEM : -EBADMSG;
 }
 
 static bool all_in(const char *s, size_t n, const char *set)
@@ -516,8 +516,8 @@ static int emit_scalar(yaml_emitter_t *e, const char *s, size_t n, yaml_scalar_s
 {
     yaml_event_t ev;
     if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)n, 1, 1, style))
-        return -1;
-    return yaml_emitter_emit(e, &ev) ? 0 : -1;
+        return -EIO; /* the emitter's error says why */
+    return yaml_emitter_emit(e, &ev) ? 0 : -EIO;
 }
 
 static int emit_string(yaml_emitter_t *e, const char *s, size_t n)
@@ -544,7 +544,7 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
         size_t n = json_object_size(v), i = 0;
         const char **keys = calloc(n ? n : 1, sizeof(*keys));
         if (!keys)
-            return -1;
+            return -ENOMEM;
         const char *k;
         json_t *c;
         json_object_foreach ((json_t *)v, k, c)
@@ -553,7 +553,7 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
         int r = yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) &&
                         yaml_emitter_emit(e, &ev)
                     ? 0
-                    : -1;
+                    : -EIO;
         for (i = 0; i < n && r == 0; i++) {
             r = emit_string(e, keys[i], strlen(keys[i]));
             if (r == 0)
@@ -561,18 +561,18 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
         }
         free(keys);
         if (r < 0 || !yaml_mapping_end_event_initialize(&ev) || !yaml_emitter_emit(e, &ev))
-            return -1;
+            return -EIO;
         return 0;
     }
     case JSON_ARRAY:
         if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
             !yaml_emitter_emit(e, &ev))
-            return -1;
+            return -EIO;
         for (size_t i = 0; i < json_array_size(v); i++)
             if (emit_value(e, json_array_get(v, i)) < 0)
-                return -1;
+                return -EIO;
         if (!yaml_sequence_end_event_initialize(&ev) || !yaml_emitter_emit(e, &ev))
-            return -1;
+            return -EIO;
         return 0;
     case JSON_STRING:
         return emit_string(e, json_string_value(v), json_string_length(v));
@@ -582,7 +582,7 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
     case JSON_REAL: {
         char *s = json_dumps(v, JSON_ENCODE_ANY);
         if (!s)
-            return -1;
+            return -ENOMEM;
         int r = emit_scalar(e, s, strlen(s), YAML_PLAIN_SCALAR_STYLE);
         free(s);
         return r;

@@ -1,6 +1,7 @@
 /* Sandbox files over sandboxd's REST API on its unix socket (libcurl), with upstream's retry
  * rules: connection failures and 500/502/503/504 are retried with exponential backoff, as long as
  * the request body can be replayed and no byte of a streamed reply was delivered yet. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ typedef struct transfer {
 static int collect(transfer *t, const char *data, size_t n)
 {
     if (t->body.len + n > t->max)
-        return -1;
+        return -EFBIG;
     return buf_append(&t->body, data, n);
 }
 
@@ -104,9 +105,9 @@ static size_t on_read(char *dst, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static int error_from_curl(const asb_sandbox *s, CURLcode rc, const char *errbuf)
+static int error_from_curl(const asb_sandbox *s, CURLcode rc, const char *curl_detail)
 {
-    const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    const char *detail = curl_detail[0] ? curl_detail : curl_easy_strerror(rc);
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to sandboxd at %s timed out: %s",
@@ -146,7 +147,7 @@ static int router_headers(const asb_sandbox *s, struct curl_slist **h)
 /* One attempt. Returns ASB_OK with t->status set (any status), or an error (set). */
 static int attempt(asb_sandbox *s, const request *req, transfer *t)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
+    char curl_detail[CURL_ERROR_SIZE] = "";
     char *url = NULL;
     struct curl_slist *h = NULL, *tmp;
     int ret = asbi_curl_load();
@@ -175,7 +176,7 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, s->rest_socket);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_detail);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
     if (s->timeout_ms > 0)
@@ -216,7 +217,7 @@ static int attempt(asb_sandbox *s, const request *req, transfer *t)
         ret = asbi_error_set(ASB_EPROTOCOL, (int)t->status, NULL,
                              "reply larger than %zu bytes (or out of memory)", req->collect_max);
     else if (rc != CURLE_OK)
-        ret = error_from_curl(s, rc, errbuf);
+        ret = error_from_curl(s, rc, curl_detail);
 out:
     curl_slist_free_all(h);
     free(url);
@@ -365,7 +366,7 @@ static int parse_time(const char *v, int64_t *ret)
     struct tm tm = {0};
     const char *p = v ? strptime(v, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
     if (!p)
-        return -1;
+        return -EINVAL;
     if (*p == '.')
         for (p++; *p >= '0' && *p <= '9'; p++)
             ;
@@ -373,10 +374,10 @@ static int parse_time(const char *v, int64_t *ret)
     if (*p == '+' || *p == '-') {
         int hh, mm;
         if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
-            return -1;
+            return -EINVAL;
         off = (int64_t)(hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
     } else if (*p != 'Z' && *p != 'z') {
-        return -1;
+        return -EINVAL;
     }
     *ret = (int64_t)timegm(&tm) - off;
     return 0;

@@ -26,9 +26,10 @@ struct asb_sandbox {
  * ".." segment as %2E / %2E%2E (Go SDK). Owned by the caller; NULL on ENOMEM. */
 char *asbi_sandbox_files_path(const char *path);
 
-/* asb_sandbox_phase_of() on a parsed object: *ret the phase, *ret_why (when not NULL) "Reason:
- * message" of the deciding condition, owned by the caller. Returns ASB_OK or ASB_ENOMEM. */
-int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why);
+/* asb_sandbox_phase_of() on a parsed object: *ret the phase, *ret_explanation (when not NULL)
+ * "Reason: message" of the deciding condition, owned by the caller. Returns ASB_OK or ASB_ENOMEM.
+ */
+int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_explanation);
 
 /* Whether a Sandbox whose Ready is False with this reason stays so until its spec changes
  * (ImageNotSupported, SandboxExpired, ...: waits for Ready stop on them). */

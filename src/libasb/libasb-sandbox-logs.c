@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/macro.h"
 #include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
+#include "shared/status.h"
 
 #define POLL_MS 100
 #define RECHECK_MS 1000
@@ -75,14 +77,21 @@ static int drain(int fd, asb_sandbox_data_cb cb, void *payload)
     }
 }
 
+/* The public code for a log file that is there but cannot be opened (errno from open). */
+static int open_failed(const char *path)
+{
+    int e = -errno;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    api_error_set_errno(&err, e, "cannot open %s: %s", path, strerror(-e));
+    return asbi_error_from(e, &err);
+}
+
 /* Copies the whole file at path (if any) to cb. */
 static int drain_path(const char *path, asb_sandbox_data_cb cb, void *payload)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? ASB_OK
-                               : asbi_error_set(errno == EACCES ? ASB_EFORBIDDEN : ASB_ERROR, 0,
-                                                NULL, "cannot open %s: %s", path, strerror(errno));
+        return errno == ENOENT ? ASB_OK : open_failed(path);
     int r = drain(fd, cb, payload);
     close(fd);
     return r;
@@ -170,8 +179,7 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         if (fd < 0) {
             fd = open(logp, O_RDONLY | O_CLOEXEC);
             if (fd < 0 && errno != ENOENT) {
-                r = asbi_error_set(errno == EACCES ? ASB_EFORBIDDEN : ASB_ERROR, 0, NULL,
-                                   "cannot open %s: %s", logp, strerror(errno));
+                r = open_failed(logp);
                 goto out;
             }
             /* The first time: the previous generation first, once. */

@@ -55,7 +55,7 @@ static char *describe(const json_t *c, const char *fallback)
     return s;
 }
 
-int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why)
+int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_explanation)
 {
     const json_t *md = json_object_get(obj, "metadata");
     const json_t *ready = asbi_find_condition(obj, "Ready");
@@ -88,7 +88,8 @@ int asbi_sandbox_phase(const json_t *obj, asb_sandbox_phase *ret, char **ret_why
                asbi_sandbox_reason_terminal(reason)) {
         p = ASB_SANDBOX_STOPPED;
     }
-    if (ret_why && !(*ret_why = decider ? describe(decider, fallback) : strdup(fallback)))
+    if (ret_explanation &&
+        !(*ret_explanation = decider ? describe(decider, fallback) : strdup(fallback)))
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     *ret = p;
     return ASB_OK;

@@ -56,14 +56,14 @@ static const char *claim_pool(const json_t *claims, const char *ns, const char *
 }
 
 /* The sandboxes as {"sandboxes":[{name, namespace, claim, pool, ready, age_seconds}]}. */
-static json_t *sandbox_summaries(asb_client *cl, char **ret_error)
+static json_t *sandbox_summaries(asb_client *cl, api_error *err)
 {
     asb_list_options lo = ASB_LIST_OPTIONS_INIT;
     lo.all_namespaces = 1;
     _cleanup_free_ char *text = NULL, *ctext = NULL;
     if (asb_object_list(&text, cl, "sandbox", NULL, &lo) != ASB_OK ||
         asb_object_list(&ctext, cl, "sandboxclaim", NULL, &lo) != ASB_OK) {
-        *ret_error = mcp_error_text("listing sandboxes");
+        mcp_error_take(err, -EIO, mcp_error_text("listing sandboxes"));
         return NULL;
     }
     json_t *list = json_loads(text, 0, NULL), *claims = json_loads(ctext, 0, NULL);
@@ -92,16 +92,17 @@ static json_t *sandbox_summaries(asb_client *cl, char **ret_error)
     return arr ? json_pack("{s:o}", "sandboxes", arr) : NULL;
 }
 
-json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why)
+json_t *mcp_resources_list(mcp_call *call, int *ret_code, api_error *err)
 {
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
-    _cleanup_free_ char *error = NULL;
     json_t *summaries = NULL;
-    if (mcp_client_new(&cl, &error) == 0)
-        summaries = sandbox_summaries(cl, &error);
+    if (mcp_client_new(&cl, err) == 0)
+        summaries = sandbox_summaries(cl, err);
     if (!summaries) {
+        /* The agent gets this one text, whatever the cause said. */
         *ret_code = JSONRPC_ERR_INTERNAL;
-        *ret_why = "cannot list sandboxes (is the Agent Sandbox server reachable?)";
+        api_error_set_errno(err, -EIO,
+                            "cannot list sandboxes (is the Agent Sandbox server reachable?)");
         return NULL;
     }
     json_t *res = json_array();
@@ -147,19 +148,18 @@ static json_t *contents(const char *uri, const char *mime, json_t *text_or_blob,
 
 /* Reads the file or directory `path` of sandbox ns/name as a resource. */
 static json_t *read_file_resource(const char *uri, const char *ns, const char *name,
-                                  const char *path, char **ret_message)
+                                  const char *path, api_error *err)
 {
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
     _cleanup_(asb_sandbox_freep) asb_sandbox *sb = NULL;
-    if (mcp_client_new(&cl, ret_message) < 0 ||
-        mcp_sandbox_open(&sb, cl, ns, name, ret_message) < 0)
+    if (mcp_client_new(&cl, err) < 0 || mcp_sandbox_open(&sb, cl, ns, name, err) < 0)
         return NULL;
     asb_sandbox_file_entry *ents = NULL;
     size_t n = 0;
     if (!*path || path[strlen(path) - 1] == '/' ||
         asb_sandbox_file_list(&ents, &n, sb, path) == ASB_OK) {
         if (!ents && asb_sandbox_file_list(&ents, &n, sb, *path ? path : "/") != ASB_OK) {
-            *ret_message = mcp_file_error("read", path);
+            mcp_error_take(err, -EIO, mcp_file_error("read", path));
             return NULL;
         }
         json_t *arr = json_array();
@@ -178,7 +178,7 @@ static json_t *read_file_resource(const char *uri, const char *ns, const char *n
     char *data = NULL;
     size_t len = 0;
     if (asb_sandbox_file_read_buffer(&data, &len, sb, path) != ASB_OK) {
-        *ret_message = mcp_file_error("read", path);
+        mcp_error_take(err, -EIO, mcp_file_error("read", path));
         return NULL;
     }
     json_t *text = json_stringn(data, len), *r = NULL;
@@ -194,19 +194,19 @@ static json_t *read_file_resource(const char *uri, const char *ns, const char *n
     return r;
 }
 
-json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, char **ret_message)
+json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, api_error *err)
 {
     const char *uri = json_string_value(json_object_get(params, "uri"));
     *ret_code = MCP_ERR_RESOURCE_NOT_FOUND;
     if (!uri) {
         *ret_code = JSONRPC_ERR_INVALID_PARAMS;
-        *ret_message = strdup("resources/read needs params.uri");
+        api_error_set_errno(err, -EINVAL, "resources/read needs params.uri");
         return NULL;
     }
     if (strcmp(uri, SANDBOXES_URI) == 0) {
         _cleanup_(asb_client_freep) asb_client *cl = NULL;
         json_t *s = NULL;
-        if (mcp_client_new(&cl, ret_message) < 0 || !(s = sandbox_summaries(cl, ret_message))) {
+        if (mcp_client_new(&cl, err) < 0 || !(s = sandbox_summaries(cl, err))) {
             *ret_code = JSONRPC_ERR_INTERNAL;
             return NULL;
         }
@@ -223,8 +223,9 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
     const char *slash1 = p ? strchr(p, '/') : NULL;
     const char *slash2 = slash1 ? strchr(slash1 + 1, '/') : NULL;
     if (!slash2 || slash1 == p || slash2 == slash1 + 1 || strncmp(slash2, "/files/", 7) != 0) {
-        *ret_message =
-            strdup_printf("unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE ")", uri);
+        api_error_set_errno(err, -ENOENT,
+                            "unknown resource %s (known: " SANDBOXES_URI " and " FILES_TEMPLATE ")",
+                            uri);
         return NULL;
     }
     _cleanup_free_ char *ns = strndup(p, (size_t)(slash1 - p));
@@ -232,5 +233,5 @@ json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, 
     if (!ns || !name)
         return NULL;
     /* Every failure here (unknown sandbox, missing file) is a resource that cannot be had. */
-    return read_file_resource(uri, ns, name, slash2 + 7, ret_message);
+    return read_file_resource(uri, ns, name, slash2 + 7, err);
 }

@@ -22,22 +22,29 @@ char *mcp_error_text(const char *context)
     return strdup_printf("%s%s%s", context ? context : "", context ? ": " : "", msg);
 }
 
+int mcp_error_take(api_error *err, int r, char *text)
+{
+    if (!text)
+        return api_error_set_errno(err, -ENOMEM, "out of memory");
+    r = api_error_set_errno(err, r, "%s", text);
+    free(text);
+    return r;
+}
+
 static void client_log(int level, const char *message, void *payload)
 {
     if (level <= ASB_LOG_WARNING)
         fprintf(stderr, "asb mcp: %s\n", message);
 }
 
-int mcp_client_new(asb_client **ret, char **ret_error)
+int mcp_client_new(asb_client **ret, api_error *err)
 {
     asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
     o.server = cli_global.server;
     o.token = cli_global.token;
     o.log_cb = client_log;
-    if (asb_client_new(ret, &o) != ASB_OK) {
-        *ret_error = mcp_error_text("no Agent Sandbox server configured");
-        return -1;
-    }
+    if (asb_client_new(ret, &o) != ASB_OK)
+        return mcp_error_take(err, -ENOTCONN, mcp_error_text("no Agent Sandbox server configured"));
     return 0;
 }
 
@@ -54,7 +61,7 @@ static const char *claim_sandbox(const json_t *claim)
 }
 
 int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char **ret_sandbox,
-                        char **ret_error)
+                        api_error *err)
 {
     /* Claims first: the tools hand out claim names, and a claim named like a sandbox is its own. */
     _cleanup_free_ char *text = NULL;
@@ -64,56 +71,53 @@ int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char *
         const char *sn = claim_sandbox(claim);
         if (!sn) {
             json_decref(claim);
-            *ret_error = strdup_printf("sandbox claim \"%s\" in namespace \"%s\" has no sandbox yet; wait "
-                               "a moment and try again, or create a new one with create_sandbox",
-                               name, ns);
-            return -1;
+            return api_error_set_errno(
+                err, -EAGAIN,
+                "sandbox claim \"%s\" in namespace \"%s\" has no sandbox yet; "
+                "wait a moment and try again, or create a new one with "
+                "create_sandbox",
+                name, ns);
         }
         *ret_sandbox = strdup(sn);
         json_decref(claim);
-        return *ret_sandbox ? 0 : -1;
+        return *ret_sandbox ? 0 : -ENOMEM;
     }
-    if (r != ASB_ENOTFOUND) {
-        *ret_error = mcp_error_text(name);
-        return -1;
-    }
+    if (r != ASB_ENOTFOUND)
+        return mcp_error_take(err, -EIO, mcp_error_text(name));
     r = asb_object_get(NULL, cl, "sandbox", ns, name);
-    if (r == ASB_ENOTFOUND) {
-        *ret_error = strdup_printf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or Sandbox "
-                           "has that name (create one with create_sandbox, or read the "
-                           "asb://sandboxes resource for the existing ones)",
-                           name, ns);
-        return -1;
-    }
-    if (r != ASB_OK) {
-        *ret_error = mcp_error_text(name);
-        return -1;
-    }
+    if (r == ASB_ENOTFOUND)
+        return api_error_set_errno(err, -ENOENT,
+                                   "unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or "
+                                   "Sandbox has that name (create one with create_sandbox, or read "
+                                   "the asb://sandboxes resource for the existing ones)",
+                                   name, ns);
+    if (r != ASB_OK)
+        return mcp_error_take(err, -EIO, mcp_error_text(name));
     *ret_sandbox = strdup(name);
-    return *ret_sandbox ? 0 : -1;
+    return *ret_sandbox ? 0 : -ENOMEM;
 }
 
 int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const char *name,
-                     char **ret_error)
+                     api_error *err)
 {
     _cleanup_free_ char *sn = NULL;
-    if (mcp_sandbox_resolve(cl, ns, name, &sn, ret_error) < 0)
-        return -1;
+    int r = mcp_sandbox_resolve(cl, ns, name, &sn, err);
+    if (r < 0)
+        return r;
     /* Few retries, soon: a handle that stopped working is replaced rather than waited on. */
     asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
     so.max_attempts = 2;
     so.retry_delay_ms = 100;
-    int r = mcp_via_router ? asb_sandbox_open_via_router(ret, cl, ns, sn, &so)
-                           : asb_sandbox_open(ret, cl, ns, sn, &so);
+    r = mcp_via_router ? asb_sandbox_open_via_router(ret, cl, ns, sn, &so)
+                       : asb_sandbox_open(ret, cl, ns, sn, &so);
     if (r == ASB_OK)
         return 0;
     if (r == ASB_ECONFLICT)
-        *ret_error = mcp_error_text("the sandbox cannot run commands or serve files now (it may "
-                                    "be starting, suspended or stopped; try again shortly or "
-                                    "create a new one)");
-    else
-        *ret_error = mcp_error_text(sn);
-    return -1;
+        return mcp_error_take(err, -EAGAIN,
+                              mcp_error_text("the sandbox cannot run commands or serve files now "
+                                             "(it may be starting, suspended or stopped; try again "
+                                             "shortly or create a new one)"));
+    return mcp_error_take(err, -EIO, mcp_error_text(sn));
 }
 
 /* ---- the handle cache ---- */
@@ -163,14 +167,14 @@ static cached_sandbox *lookup(const char *key)
     return c;
 }
 
-static cached_sandbox *open_and_cache(char *key, const char *ns, const char *name, char **ret_error)
+static cached_sandbox *open_and_cache(char *key, const char *ns, const char *name, api_error *err)
 {
     _cleanup_free_ char *k = key;
     asb_client *cl = NULL;
     asb_sandbox *sb = NULL;
-    if (mcp_client_new(&cl, ret_error) < 0)
+    if (mcp_client_new(&cl, err) < 0)
         return NULL;
-    int r = mcp_sandbox_open(&sb, cl, ns, name, ret_error);
+    int r = mcp_sandbox_open(&sb, cl, ns, name, err);
     asb_client_free(cl);
     if (r < 0)
         return NULL;
@@ -210,7 +214,7 @@ static bool handle_stale(int r)
 }
 
 int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
-                     char **ret_error)
+                     api_error *err)
 {
     char *key = strdup_printf("%s/%s", ns, name);
     if (!key)
@@ -226,7 +230,7 @@ int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *
         if (!key)
             return ASB_ENOMEM;
     }
-    c = open_and_cache(key, ns, name, ret_error);
+    c = open_and_cache(key, ns, name, err);
     if (!c)
         return ASB_ENOTFOUND;
     int r = op(c->sandbox, payload);

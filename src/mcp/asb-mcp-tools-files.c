@@ -47,15 +47,16 @@ static int op_exists(asb_sandbox *sb, void *payload)
 static bool run(const json_t *args, tool_out *out, mcp_sandbox_op op, file_op *f, const char *tool)
 {
     int r = mcp_tool_with_sandbox(args, out, op, f);
-    if (out->error)
+    if (tool_failed(out))
         return false;
     if (r != ASB_OK) {
         const asb_error *e = asb_error_last();
-        out->error = op == op_list && e && e->code == ASB_EBADREQUEST
-                         ? strdup_printf("list_files %s: not a directory (use download_file to read "
-                                     "a file)",
-                                     f->path)
-                         : mcp_file_error(tool, f->path);
+        if (op == op_list && e && e->code == ASB_EBADREQUEST)
+            api_error_set_errno(&out->error, -ENOTDIR,
+                                "list_files %s: not a directory (use download_file to read a file)",
+                                f->path);
+        else
+            mcp_error_take(&out->error, -EIO, mcp_file_error(tool, f->path));
         return false;
     }
     return true;
@@ -65,7 +66,8 @@ static const char *arg_path(const json_t *args, tool_out *out, const char *def)
 {
     const char *p = mcp_arg_str(args, "path", def);
     if (!p)
-        out->error = strdup("path is required (relative to the sandbox root)");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "path is required (relative to the sandbox root)");
     return p;
 }
 
@@ -77,7 +79,8 @@ void mcp_tool_upload(mcp_call *call, const json_t *args, tool_out *out)
     if (!f.path)
         return;
     if (!json_is_string(content)) {
-        out->error = strdup("content is required (a string; base64 when binary is true)");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "content is required (a string; base64 when binary is true)");
         return;
     }
     f.data = json_string_value(content);
@@ -85,7 +88,8 @@ void mcp_tool_upload(mcp_call *call, const json_t *args, tool_out *out)
     _cleanup_free_ char *decoded = NULL;
     if (binary) {
         if (base64_decode(f.data, f.len, &decoded, &f.len) < 0) {
-            out->error = strdup("content is not valid base64 (binary is true)");
+            api_error_set_errno(&out->error, -EINVAL, "%s",
+                                "content is not valid base64 (binary is true)");
             return;
         }
         f.data = decoded;
@@ -110,9 +114,10 @@ void mcp_tool_download(mcp_call *call, const json_t *args, tool_out *out)
     } else {
         content = json_stringn(f.read, f.read_len);
         if (!content)
-            out->error = strdup_printf("download_file %s: the file is not UTF-8 text; call it again "
-                                   "with binary: true to get base64",
-                                   f.path);
+            api_error_set_errno(&out->error, -EINVAL,
+                                "download_file %s: the file is not UTF-8 text; call it again "
+                                "with binary: true to get base64",
+                                f.path);
     }
     asb_free(f.read);
     if (content)
@@ -133,7 +138,8 @@ void mcp_tool_list(mcp_call *call, const json_t *args, tool_out *out)
     file_op f = {.path = arg_path(args, out, "/")};
     long long max = mcp_arg_int(args, "max_entries", 1000, 1, 10000);
     if (max < 0) {
-        out->error = strdup("max_entries must be an integer from 1 to 10000");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "max_entries must be an integer from 1 to 10000");
         return;
     }
     if (!run(args, out, op_list, &f, "list_files"))

@@ -122,18 +122,21 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
                         ? 0
                         : mcp_arg_int(args, "shutdown_after_seconds", 300, 1, 10LL * 365 * 86400);
     if (!pool) {
-        out->error = strdup("warmpool is required: the name of a SandboxWarmPool");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "warmpool is required: the name of a SandboxWarmPool");
         return;
     }
     if (timeout < 0 || ttl < 0) {
-        out->error = strdup("sandbox_ready_timeout and shutdown_after_seconds must be positive "
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "sandbox_ready_timeout and shutdown_after_seconds must be positive "
                             "integers (shutdown_after_seconds may be null: no shutdown)");
         return;
     }
     if (!string_map_ok(json_object_get(args, "labels")) ||
         !string_map_ok(json_object_get(args, "pod_labels")) ||
         !string_map_ok(json_object_get(args, "pod_annotations"))) {
-        out->error = strdup("labels, pod_labels and pod_annotations must map names to strings");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "labels, pod_labels and pod_annotations must map names to strings");
         return;
     }
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
@@ -142,18 +145,20 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     _cleanup_free_ char *pool_text = NULL;
     int r = asb_object_get(&pool_text, cl, "sandboxwarmpool", ns, pool);
     if (r == ASB_ENOTFOUND) {
-        out->error = strdup_printf("unknown warm pool \"%s\" in namespace \"%s\": create a "
-                               "SandboxWarmPool first (asb apply) or name an existing one",
-                               pool, ns);
+        api_error_set_errno(&out->error, -ENOENT,
+                            "unknown warm pool \"%s\" in namespace \"%s\": create a "
+                            "SandboxWarmPool first (asb apply) or name an existing one",
+                            pool, ns);
         return;
     }
     if (r != ASB_OK) {
-        out->error = mcp_error_text("warm pool");
+        mcp_error_take(&out->error, -EIO, mcp_error_text("warm pool"));
         return;
     }
     _cleanup_free_ char *manifest = claim_manifest(pool, args, ttl), *created = NULL;
     if (!manifest || asb_object_create(&created, cl, "SandboxClaim", ns, manifest) != ASB_OK) {
-        out->error = manifest ? mcp_error_text("creating the sandbox claim") : NULL;
+        mcp_error_take(&out->error, -EIO,
+                       manifest ? mcp_error_text("creating the sandbox claim") : NULL);
         return;
     }
     json_t *cj = json_loads(created, 0, NULL);
@@ -170,7 +175,7 @@ void mcp_tool_create(mcp_call *call, const json_t *args, tool_out *out)
     asb_claim *claim = NULL;
     r = asb_claim_attach(&claim, cl, ns, name, &o);
     if (r != ASB_OK) {
-        out->error = claim_failure(r, name, pool, timeout);
+        mcp_error_take(&out->error, -EIO, claim_failure(r, name, pool, timeout));
         (void)asb_object_delete(NULL, cl, "SandboxClaim", ns, name);
         return;
     }
@@ -183,7 +188,7 @@ void mcp_tool_delete(mcp_call *call, const json_t *args, tool_out *out)
 {
     const char *name = mcp_arg_str(args, "sandbox_claim_name", NULL), *ns = mcp_arg_ns(args);
     if (!name) {
-        out->error = strdup("sandbox_claim_name is required");
+        api_error_set_errno(&out->error, -EINVAL, "%s", "sandbox_claim_name is required");
         return;
     }
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
@@ -196,11 +201,12 @@ void mcp_tool_delete(mcp_call *call, const json_t *args, tool_out *out)
         r = asb_object_delete(NULL, cl, kind, ns, name);
     }
     if (r == ASB_ENOTFOUND)
-        out->error = strdup_printf("unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or "
-                               "Sandbox has that name (already deleted?)",
-                               name, ns);
+        api_error_set_errno(&out->error, -ENOENT,
+                            "unknown sandbox \"%s\" in namespace \"%s\": no SandboxClaim or "
+                            "Sandbox has that name (already deleted?)",
+                            name, ns);
     else if (r != ASB_OK)
-        out->error = mcp_error_text(name);
+        mcp_error_take(&out->error, -EIO, mcp_error_text(name));
     else
         out->structured = json_pack("{s:s,s:s}", "deleted", name, "kind", kind);
     mcp_sandbox_forget(ns, name);
@@ -313,7 +319,8 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
     const char *command = mcp_arg_str(args, "command", NULL);
     long long timeout = mcp_arg_int(args, "timeout", 60, 1, 86400);
     if (!command || timeout < 0) {
-        out->error = strdup(!command ? "command is required: a shell command line"
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            !command ? "command is required: a shell command line"
                                      : "timeout must be a positive number of seconds");
         return;
     }
@@ -324,7 +331,7 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
                   .err = BUF_INIT,
                   .pending = BUF_INIT};
     int r = mcp_tool_with_sandbox(args, out, op_execute, &x);
-    if (out->error) {
+    if (tool_failed(out)) {
         exec_run_done(&x);
         return;
     }
@@ -337,13 +344,15 @@ void mcp_tool_execute(mcp_call *call, const json_t *args, tool_out *out)
         json_decref(so);
         json_decref(se);
     } else if (r == ASB_ETIMEOUT) {
-        out->error = strdup_printf("the command timed out after %lld s and was killed; run it in the "
-                               "background (nohup ... &) or pass a larger timeout",
-                               timeout);
+        api_error_set_errno(&out->error, -ETIMEDOUT,
+                            "the command timed out after %lld s and was killed; run it in the "
+                            "background (nohup ... &) or pass a larger timeout",
+                            timeout);
     } else if (r == ASB_ECANCELLED || call->cancel) {
-        out->error = strdup("the command was cancelled and its process group killed");
+        api_error_set_errno(&out->error, -ECANCELED,
+                            "the command was cancelled and its process group killed");
     } else {
-        out->error = mcp_error_text("execute_command");
+        mcp_error_take(&out->error, -EIO, mcp_error_text("execute_command"));
     }
     exec_run_done(&x);
 }

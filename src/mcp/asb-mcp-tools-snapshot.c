@@ -15,16 +15,17 @@ static const char *snap_name(const json_t *snap)
 }
 
 /* The Ready condition's reason and message of a snapshot, borrowed; "" when absent. */
-static void ready_reason(const json_t *snap, const char **ret_reason, const char **ret_message)
+static void ready_reason(const json_t *snap, const char **ret_ready_reason,
+                         const char **ret_ready_message)
 {
     size_t i;
     json_t *c;
-    *ret_reason = *ret_message = "";
+    *ret_ready_reason = *ret_ready_message = "";
     json_array_foreach (json_object_get(json_object_get(snap, "status"), "conditions"), i, c)
         if (json_is_string(json_object_get(c, "type")) &&
             strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0) {
-            *ret_reason = json_string_value(json_object_get(c, "reason")) ?: "";
-            *ret_message = json_string_value(json_object_get(c, "message")) ?: "";
+            *ret_ready_reason = json_string_value(json_object_get(c, "reason")) ?: "";
+            *ret_ready_message = json_string_value(json_object_get(c, "message")) ?: "";
         }
 }
 
@@ -87,7 +88,8 @@ static bool prepare(const json_t *args, tool_out *out, bool required, asb_client
 {
     const char *name = mcp_arg_str(args, "sandbox_claim_name", NULL), *ns = mcp_arg_ns(args);
     if (!name && required) {
-        out->error = strdup("sandbox_claim_name is required: the name create_sandbox returned, "
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "sandbox_claim_name is required: the name create_sandbox returned, "
                             "or a Sandbox name");
         return false;
     }
@@ -104,7 +106,8 @@ void mcp_tool_snapshot(mcp_call *call, const json_t *args, tool_out *out)
     long long timeout = mcp_arg_int(args, "timeout", 300, 1, 86400);
     json_t *wait_arg = json_object_get(args, "wait");
     if (timeout < 0 || (wait_arg && !json_is_boolean(wait_arg))) {
-        out->error = strdup("timeout must be a positive number of seconds and wait a boolean");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "timeout must be a positive number of seconds and wait a boolean");
         return;
     }
     _cleanup_(asb_client_freep) asb_client *cl = NULL;
@@ -117,7 +120,8 @@ void mcp_tool_snapshot(mcp_call *call, const json_t *args, tool_out *out)
     o.cancel = &call->cancel;
     int r = asb_snapshot_create(&text, cl, ns, sandbox, &o);
     if (r != ASB_OK) {
-        out->error = snapshot_failure(r, name ? name : "", sandbox, ns, timeout);
+        mcp_error_take(&out->error, -EIO,
+                       snapshot_failure(r, name ? name : "", sandbox, ns, timeout));
         return;
     }
     json_t *snap = json_loads(text, 0, NULL);
@@ -135,14 +139,15 @@ static bool fork_source(mcp_call *call, asb_client *cl, const char *ns, const ch
     if (snapshot) {
         r = asb_snapshot_get(&text, cl, ns, snapshot);
         if (r == ASB_ENOTFOUND) {
-            out->error = strdup_printf("unknown snapshot \"%s\" in namespace \"%s\": take one with "
-                                       "snapshot_sandbox, or omit snapshot to fork the sandbox as "
-                                       "it is now",
-                                       snapshot, ns);
+            api_error_set_errno(&out->error, -ENOENT,
+                                "unknown snapshot \"%s\" in namespace \"%s\": take one with "
+                                "snapshot_sandbox, or omit snapshot to fork the sandbox as "
+                                "it is now",
+                                snapshot, ns);
             return false;
         }
         if (r != ASB_OK) {
-            out->error = mcp_error_text(snapshot);
+            mcp_error_take(&out->error, -EIO, mcp_error_text(snapshot));
             return false;
         }
         json_t *snap = json_loads(text, 0, NULL);
@@ -150,9 +155,10 @@ static bool fork_source(mcp_call *call, asb_client *cl, const char *ns, const ch
         ready_reason(snap, &reason, &message);
         bool final = strcmp(reason, "SandboxNotFound") == 0 || strcmp(reason, "CaptureFailed") == 0;
         if (final)
-            out->error = strdup_printf("snapshot \"%s\" failed (%s: %s) and cannot be forked; "
-                                       "take a new one with snapshot_sandbox",
-                                       snapshot, reason, message);
+            api_error_set_errno(&out->error, -EINVAL,
+                                "snapshot \"%s\" failed (%s: %s) and cannot be forked; "
+                                "take a new one with snapshot_sandbox",
+                                snapshot, reason, message);
         json_decref(snap);
         if (final)
             return false;
@@ -164,7 +170,7 @@ static bool fork_source(mcp_call *call, asb_client *cl, const char *ns, const ch
     o.cancel = &call->cancel;
     r = asb_snapshot_create(&text, cl, ns, sandbox, &o);
     if (r != ASB_OK) {
-        out->error = snapshot_failure(r, "", sandbox, ns, timeout);
+        mcp_error_take(&out->error, -EIO, snapshot_failure(r, "", sandbox, ns, timeout));
         return false;
     }
     json_t *snap = json_loads(text, 0, NULL);
@@ -200,13 +206,15 @@ void mcp_tool_fork(mcp_call *call, const json_t *args, tool_out *out)
     long long count = mcp_arg_int(args, "count", 1, 1, MAX_FORKS);
     long long timeout = mcp_arg_int(args, "sandbox_ready_timeout", 180, 1, 86400);
     if (count < 0 || timeout < 0) {
-        out->error = strdup_printf("count must be an integer from 1 to %d and "
-                                   "sandbox_ready_timeout a positive number of seconds",
-                                   MAX_FORKS);
+        api_error_set_errno(&out->error, -EINVAL,
+                            "count must be an integer from 1 to %d and "
+                            "sandbox_ready_timeout a positive number of seconds",
+                            MAX_FORKS);
         return;
     }
     if (!snapshot && !mcp_arg_str(args, "sandbox_claim_name", NULL)) {
-        out->error = strdup("give sandbox_claim_name (the sandbox to fork as it is now) or "
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "give sandbox_claim_name (the sandbox to fork as it is now) or "
                             "snapshot (a snapshot_sandbox result to fork from)");
         return;
     }
@@ -226,7 +234,7 @@ void mcp_tool_fork(mcp_call *call, const json_t *args, tool_out *out)
     size_t n = 0;
     int r = asb_fork(&names, &n, cl, ns, sandbox, &o);
     if (r != ASB_OK) {
-        out->error = fork_failure(r, snap, timeout);
+        mcp_error_take(&out->error, -EIO, fork_failure(r, snap, timeout));
         return;
     }
     json_t *list = json_array();

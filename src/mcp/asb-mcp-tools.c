@@ -31,7 +31,7 @@ long long mcp_arg_int(const json_t *args, const char *key, long long def, long l
     if (!v || json_is_null(v))
         return def;
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return -1;
+        return -EINVAL;
     return json_integer_value(v);
 }
 
@@ -39,7 +39,8 @@ int mcp_tool_with_sandbox(const json_t *args, tool_out *out, mcp_sandbox_op op, 
 {
     const char *name = mcp_arg_str(args, "sandbox_claim_name", NULL);
     if (!name) {
-        out->error = strdup("sandbox_claim_name is required: the name create_sandbox returned");
+        api_error_set_errno(&out->error, -EINVAL, "%s",
+                            "sandbox_claim_name is required: the name create_sandbox returned");
         return ASB_ENOTFOUND;
     }
     return mcp_with_sandbox(mcp_arg_ns(args), name, op, payload, &out->error);
@@ -128,10 +129,11 @@ json_t *mcp_tools_list(const mcp_session *session)
 
 static json_t *tool_result(const mcp_session *session, tool_out *out)
 {
-    if (out->error || !out->structured) {
-        json_t *r = json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text",
-                              out->error ? out->error : "out of memory", "isError", 1);
-        free(out->error);
+    if (tool_failed(out) || !out->structured) {
+        json_t *r =
+            json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text",
+                      out->error.message ? out->error.message : "out of memory", "isError", 1);
+        api_error_clear(&out->error);
         json_decref(out->structured);
         return r;
     }
@@ -144,18 +146,18 @@ static json_t *tool_result(const mcp_session *session, tool_out *out)
     return r;
 }
 
-json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, const char **ret_why)
+json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, api_error *err)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
     if (!name) {
         *ret_code = JSONRPC_ERR_INVALID_PARAMS;
-        *ret_why = "tools/call needs params.name";
+        api_error_set_errno(err, -EINVAL, "tools/call needs params.name");
         return NULL;
     }
     if (args && !json_is_object(args)) {
         *ret_code = JSONRPC_ERR_INVALID_PARAMS;
-        *ret_why = "tools/call params.arguments must be an object";
+        api_error_set_errno(err, -EINVAL, "tools/call params.arguments must be an object");
         return NULL;
     }
     for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
@@ -168,7 +170,7 @@ json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, cons
         return tool_result(call->session, &out);
     }
     *ret_code = JSONRPC_ERR_INVALID_PARAMS;
-    *ret_why = "unknown tool (see tools/list)";
+    api_error_set_errno(err, -EINVAL, "unknown tool (see tools/list)");
     return NULL;
 }
 

@@ -10,22 +10,28 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(asb_client *, asb_client_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(asb_sandbox *, asb_sandbox_free);
 
-/* What a tool produced: structured output on success, or error text (owned) on failure. */
+/* What a tool produced: structured output on success, or why it failed (error.code is not
+ * STATUS_OK; the message is what the agent reads). Start it zeroed. */
 typedef struct tool_out {
     json_t *structured;
-    char *error;
+    api_error error;
 } tool_out;
+
+static inline bool tool_failed(const tool_out *out)
+{
+    return out->error.code != STATUS_OK;
+}
 
 /* A non-empty string argument, else def. */
 const char *mcp_arg_str(const json_t *args, const char *key, const char *def);
 /* `namespace`, default the -n of `asb mcp`, else "default". */
 const char *mcp_arg_ns(const json_t *args);
-/* An integer argument, def when absent or null; -1 when not an integer in [min, max]. */
+/* An integer argument, def when absent or null; -EINVAL when not an integer in [min, max]. */
 long long mcp_arg_int(const json_t *args, const char *key, long long def, long long min,
                       long long max);
 /* mcp_with_sandbox() on the sandbox of `sandbox_claim_name`/`namespace`. When the sandbox cannot
- * be opened (or the name is missing) out->error is set and ASB_ENOTFOUND returned; otherwise op's
- * result is returned and out is untouched. */
+ * be opened (or the name is missing) out->error is filled and ASB_ENOTFOUND returned; otherwise
+ * op's result is returned and out is untouched. */
 int mcp_tool_with_sandbox(const json_t *args, tool_out *out, mcp_sandbox_op op, void *payload);
 /* A file operation's failure in words (missing file, path outside the root, ...). Owned. */
 char *mcp_file_error(const char *op, const char *path);

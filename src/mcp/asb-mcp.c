@@ -67,11 +67,11 @@ void mcp_cancel(mcp_server *s, const mcp_session *session, const json_t *id)
     pthread_mutex_unlock(&s->lock);
 }
 
-static json_t *initialize(mcp_session *session, const json_t *params, const char **ret_why)
+static json_t *initialize(mcp_session *session, const json_t *params, api_error *err)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     if (!json_is_object(params) || !asked) {
-        *ret_why = "initialize needs params.protocolVersion (a string)";
+        api_error_set_errno(err, -EINVAL, "initialize needs params.protocolVersion (a string)");
         return NULL;
     }
     const char *v = MCP_LATEST_VERSION;
@@ -99,13 +99,14 @@ static json_t *dispatch(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
 {
     const char *method = m->method;
     const json_t *params = m->params;
+    /* The words of an error reply: err's message, else (out of memory on the way) this. */
     const char *why = "invalid params";
     int code = JSONRPC_ERR_INVALID_PARAMS;
     json_t *result = NULL;
-    char *message = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
 
     if (strcmp(method, "initialize") == 0) {
-        result = initialize(call->session, params, &why);
+        result = initialize(call->session, params, &err);
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (!call->session->version[0]) {
@@ -115,14 +116,14 @@ static json_t *dispatch(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
         result = mcp_tools_list(call->session);
     } else if (strcmp(method, "tools/call") == 0) {
         running_add(s, call);
-        result = mcp_tools_call(call, params, &code, &why);
+        result = mcp_tools_call(call, params, &code, &err);
         running_remove(s, call);
     } else if (strcmp(method, "resources/list") == 0) {
-        result = mcp_resources_list(call, &code, &why);
+        result = mcp_resources_list(call, &code, &err);
     } else if (strcmp(method, "resources/templates/list") == 0) {
         result = mcp_resource_templates_list();
     } else if (strcmp(method, "resources/read") == 0) {
-        result = mcp_resources_read(call, params, &code, &message);
+        result = mcp_resources_read(call, params, &code, &err);
     } else if (strcmp(method, "prompts/list") == 0) {
         result = json_pack("{s:[]}", "prompts");
     } else {
@@ -131,11 +132,7 @@ static json_t *dispatch(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)
     }
     if (result)
         return jsonrpc_result(call->id, result);
-    if (code == JSONRPC_ERR_INVALID_PARAMS && !message && why == NULL)
-        why = "invalid params";
-    json_t *reply = jsonrpc_error(call->id, code, message ? message : why, NULL);
-    free(message);
-    return reply;
+    return jsonrpc_error(call->id, code, err.message ? err.message : why, NULL);
 }
 
 json_t *mcp_handle(mcp_server *s, mcp_call *call, const jsonrpc_msg *m)

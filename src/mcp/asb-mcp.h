@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "shared/jsonrpc.h"
+#include "shared/status.h"
 #include "asb/asb.h"
 
 /* MCP's error codes beyond JSON-RPC's own. */
@@ -76,45 +77,49 @@ void mcp_call_done(mcp_call *call);
 /* The tools/list result. */
 json_t *mcp_tools_list(const mcp_session *session);
 /* Runs tools/call. Returns the CallToolResult (tool failures are results with isError), or NULL
- * with *ret_code and *ret_why set for a protocol error (unknown tool: -32602). */
-json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, const char **ret_why);
+ * with *ret_code and *err set for a protocol error (unknown tool: -32602). */
+json_t *mcp_tools_call(mcp_call *call, const json_t *params, int *ret_code, api_error *err);
 
 /* ---- resources (asb-mcp-resources.c) ---- */
 
-json_t *mcp_resources_list(mcp_call *call, int *ret_code, const char **ret_why);
+json_t *mcp_resources_list(mcp_call *call, int *ret_code, api_error *err);
 json_t *mcp_resource_templates_list(void);
-/* resources/read; NULL with *ret_code (-32002 unknown resource, -32602 bad params) and *ret_why
- * (static) or *ret_message (owned) set. */
-json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, char **ret_message);
+/* resources/read; NULL with *ret_code (-32002 unknown resource, -32602 bad params) and *err
+ * set (err's message stays NULL only when out of memory). */
+json_t *mcp_resources_read(mcp_call *call, const json_t *params, int *ret_code, api_error *err);
 
 /* ---- control plane and sandboxes (asb-mcp-sandbox.c) ---- */
 
-/* A client from the global flags and the usual discovery. On failure *ret_error (owned) says
- * why in words an agent can act on. */
-int mcp_client_new(asb_client **ret, char **ret_error);
+/* A client from the global flags and the usual discovery. On failure *err says why in words an
+ * agent can act on. */
+int mcp_client_new(asb_client **ret, api_error *err);
 /* NAME is a SandboxClaim bound to a sandbox (looked up first), or a Sandbox: *ret_sandbox (owned)
- * is the Sandbox's name. On failure *ret_error (owned) says what is wrong and what to do. */
+ * is the Sandbox's name. On failure *err says what is wrong and what to do. */
 int mcp_sandbox_resolve(asb_client *cl, const char *ns, const char *name, char **ret_sandbox,
-                        char **ret_error);
+                        api_error *err);
 /* Resolves NAME and opens its data plane (Ready or Finished). */
 int mcp_sandbox_open(asb_sandbox **ret, asb_client *cl, const char *ns, const char *name,
-                     char **ret_error);
+                     api_error *err);
 
 /* Runs op on the sandbox NAME in ns. Handles are cached by (ns, NAME): an asb_sandbox is
  * immutable and thread-safe, so after the first call a tool goes straight to the data plane
  * without asking the control plane again. When the cached handle cannot connect (the sandbox was
  * deleted, re-created or suspended) it is dropped and op runs once more on a freshly resolved
- * one. Returns op's result, or ASB_ENOTFOUND with *ret_error (owned) set when the sandbox cannot
- * be opened. */
+ * one. Returns op's result, or ASB_ENOTFOUND with *err filled when the sandbox cannot be
+ * opened. */
 typedef int (*mcp_sandbox_op)(asb_sandbox *sandbox, void *payload);
 int mcp_with_sandbox(const char *ns, const char *name, mcp_sandbox_op op, void *payload,
-                     char **ret_error);
+                     api_error *err);
 /* Drops the cached handle of (ns, NAME), e.g. after deleting it. */
 void mcp_sandbox_forget(const char *ns, const char *name);
 /* Frees every cached handle (at exit). */
 void mcp_sandbox_cache_clear(void);
 /* "message" of the last libasb error, prefixed by context, owned. NULL only when out of memory. */
 char *mcp_error_text(const char *context);
+/* Moves text (owned; from mcp_error_text() or a tool's own wording) into *err as the message of
+ * errno r, and frees it; NULL text (out of memory) gives -ENOMEM "out of memory". Returns the
+ * negative errno. */
+int mcp_error_take(api_error *err, int r, char *text);
 
 /* ---- request threads (asb-mcp-threads.c) ---- */
 

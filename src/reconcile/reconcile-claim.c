@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
+#include "shared/claim-reasons.h"
 
 #define CLAIM_EXPIRED_MARK_USEC 1000LL
 #define NOT_FOUND_REQUEUE_USEC (60LL * 1000000)
@@ -21,13 +22,7 @@ typedef struct claim_ctx {
 
 bool reconcile_claim_reason_terminal(const char *reason)
 {
-    static const char *const terminal[] = {"InvalidMetadata", "EnvVarsInjectionRejected",
-                                           "VolumeClaimTemplatesError", "ClaimExpired",
-                                           "SandboxExpired"};
-    for (size_t i = 0; reason && i < sizeof(terminal) / sizeof(terminal[0]); i++)
-        if (strcmp(reason, terminal[i]) == 0)
-            return true;
-    return false;
+    return claim_reason_terminal(reason);
 }
 
 void reconcile_claim_out_done(reconcile_claim_out *out)

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,8 @@ TEST(prompt_blocks_join)
                    "{\"type\":\"resource_link\",\"uri\":\"file:///x\",\"name\":\"x\"},"
                    "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///y\",\"text\":\"Y\"}}]}",
                    0, NULL);
-    const char *sid, *why;
+    const char *sid;
+    api_error why = API_ERROR_INIT;
     char *text = NULL;
     CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), 0);
     CHECK_STR_EQ(text, "a\nfile:///x\nY");
@@ -70,7 +72,10 @@ TEST(prompt_blocks_join)
     json_decref(p);
     p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"image\",\"data\":\"\"}]}", 0,
                    NULL);
-    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), JSONRPC_ERR_INVALID_PARAMS);
+    CHECK_INT_EQ(acp_params_prompt(p, &sid, &text, &why), -EINVAL);
+    CHECK_STR_EQ(why.message,
+                 "unsupported content block type (the agent advertises no image or audio support)");
+    api_error_clear(&why);
     json_decref(p);
     /* An empty prompt is "", and an empty first block adds no line break. */
     p = json_loads("{\"sessionId\":\"s1\",\"prompt\":[]}", 0, NULL);
@@ -108,12 +113,15 @@ TEST(permission_outcomes)
 TEST(session_params)
 {
     json_t *p = json_loads("{\"cwd\":\"/w\",\"mcpServers\":[],\"sessionId\":\"s1\"}", 0, NULL);
-    const char *sid = NULL, *cwd, *why;
+    const char *sid = NULL, *cwd;
+    api_error why = API_ERROR_INIT;
     CHECK_INT_EQ(acp_params_session(p, true, &sid, &cwd, &why), 0);
     CHECK_STR_EQ(sid, "s1");
     CHECK_STR_EQ(cwd, "/w");
     json_decref(p);
     p = json_loads("{\"cwd\":\"w\",\"mcpServers\":[]}", 0, NULL);
-    CHECK_INT_EQ(acp_params_session(p, false, NULL, &cwd, &why), JSONRPC_ERR_INVALID_PARAMS);
+    CHECK_INT_EQ(acp_params_session(p, false, NULL, &cwd, &why), -EINVAL);
+    CHECK_STR_EQ(why.message, "cwd must be an absolute path");
+    api_error_clear(&why);
     json_decref(p);
 }

@@ -20,6 +20,7 @@
 
 #include "agent/agent-internal.h"
 #include "basic/hash.h"
+#include "basic/macro.h"
 #include "unit.h"
 
 /* ---- trees ---- */
@@ -187,14 +188,13 @@ static int round_trip(const char *src, const char *dst, const char *path, const 
     snprintf(cmd, sizeof(cmd), "tar -cf - %s -C '%s' .", tar_flags, src);
     pid_t pid = spawn_sh(cmd, p[1], false);
     close(p[1]);
-    char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r = agent_backup_write_fd(path, p[0], &err);
     close(p[0]);
     if (wait_ok(pid) != 0 && r == 0)
         r = -EIO;
     if (r < 0) {
-        printf("#   write: %s\n", err ? err : strerror(-r));
-        free(err);
+        printf("#   write: %s\n", err.message ? err.message : strerror(-r));
         return r;
     }
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -207,8 +207,7 @@ static int round_trip(const char *src, const char *dst, const char *path, const 
     if (wait_ok(pid) != 0 && r == 0)
         r = -EIO;
     if (r < 0)
-        printf("#   read: %s\n", err ? err : strerror(-r));
-    free(err);
+        printf("#   read: %s\n", err.message ? err.message : strerror(-r));
     return r;
 }
 

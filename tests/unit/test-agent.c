@@ -19,8 +19,10 @@ TEST(parse_response_keeps_extra_fields)
         "\"thought_signature\":\"AAA=\"}}},{\"id\":\"\",\"function\":{\"name\":\"read\","
         "\"arguments\":{\"path\":\"x\"}}}]},\"finish_reason\":\"stop\"}]}";
     json_t *m = NULL;
-    char *fin = NULL, *err = NULL;
+    char *fin = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(agent_openai_parse_response(body, strlen(body), &m, &fin, &err), 0);
+    CHECK(err.message == NULL);
     CHECK_STR_EQ(fin, "stop");
     json_t *calls = json_object_get(m, "tool_calls");
     CHECK_INT_EQ(json_array_size(calls), 2);
@@ -38,7 +40,7 @@ TEST(parse_response_keeps_extra_fields)
                  "{\"path\":\"x\"}");
     json_decref(m);
     free(fin);
-    free(err);
+    api_error_clear(&err);
 }
 
 TEST(parse_response_errors)
@@ -51,11 +53,12 @@ TEST(parse_response_errors)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *m = NULL;
-        char *err = NULL;
+        api_error err = API_ERROR_INIT;
         CHECK(agent_openai_parse_response(bad[i], strlen(bad[i]), &m, NULL, &err) < 0);
         CHECK(m == NULL);
-        CHECK(err && strncmp(err, "llm: ", 5) == 0);
-        free(err);
+        CHECK(err.message && strncmp(err.message, "llm: ", 5) == 0);
+        CHECK(api_error_errno(&err) == -EBADMSG || api_error_errno(&err) == -EPROTO);
+        api_error_clear(&err);
     }
 }
 
@@ -164,16 +167,18 @@ TEST(store_round_trip)
     char tmpl[] = "/tmp/agent-unit-XXXXXX";
     CHECK(mkdtemp(tmpl) != NULL);
     json_t *h = NULL;
-    CHECK_INT_EQ(agent_store_load(tmpl, &h, NULL), 0);
+    api_error err = API_ERROR_INIT;
+    CHECK_INT_EQ(agent_store_load(tmpl, &h, &err), 0);
     CHECK_INT_EQ(json_array_size(h), 0);
     json_decref(h);
     for (int i = 0; i < 4; i++) {
         json_t *m = json_pack("{s:s,s:i}", "role", "user", "n", i);
-        CHECK_INT_EQ(agent_store_append(tmpl, m, NULL), 0);
+        CHECK_INT_EQ(agent_store_append(tmpl, m, &err), 0);
         json_decref(m);
     }
-    CHECK_INT_EQ(agent_store_load(tmpl, &h, NULL), 0);
+    CHECK_INT_EQ(agent_store_load(tmpl, &h, &err), 0);
     CHECK_INT_EQ(json_array_size(h), 4);
+    CHECK(err.message == NULL);
     CHECK_INT_EQ(json_integer_value(json_object_get(json_array_get(h, 3), "n")), 3);
     json_decref(h);
     char cmd[128];
@@ -211,17 +216,18 @@ TEST(backup_filter_and_rotate)
 {
     char dir[] = "/tmp/agent-unit-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
+    api_error err = API_ERROR_INIT;
     size_t len;
     char *tar = hostile_tar(&len);
     char path[256];
     for (int i = 0; i < 7; i++) {
         snprintf(path, sizeof(path), "%s/backup-2026010%dT000000.tar.gz", dir, i + 1);
-        CHECK_INT_EQ(agent_backup_write(path, tar, len, NULL), 0);
+        CHECK_INT_EQ(agent_backup_write(path, tar, len, &err), 0);
     }
     char *latest = NULL;
     CHECK_INT_EQ(agent_backup_latest(dir, &latest), 0);
     CHECK_STR_EQ(latest, path);
-    char *out = NULL, *err = NULL;
+    char *out = NULL;
     size_t out_len = 0;
     CHECK_INT_EQ(agent_backup_read(latest, &out, &out_len, &err), 0);
     /* Only ./ok.txt survived. */
@@ -244,7 +250,8 @@ TEST(backup_filter_and_rotate)
     snprintf(path, sizeof(path), "%s/backup-20260103T000000.tar.gz", dir);
     CHECK(access(path, F_OK) == 0);
     CHECK(agent_backup_read("/nonexistent.tar.gz", &out, &out_len, &err) < 0);
-    free(err);
+    CHECK(err.message && strstr(err.message, "/nonexistent.tar.gz") != NULL);
+    api_error_clear(&err);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

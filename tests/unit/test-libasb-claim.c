@@ -10,6 +10,7 @@
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
+#include "shared/claim-reasons.h"
 #include "unit.h"
 
 /* What an agent tool would do: write a script, run it, return its stdout. */
@@ -268,6 +269,19 @@ TEST(router_url_split)
     CHECK_STR_EQ(s->router_url, "http://127.0.0.1:9");
     CHECK_STR_EQ(s->sandbox_ns, "default");
     asb_sandbox_free(s);
+}
+
+/* The one table of claim reasons: the controller's terminal ones also stop a client's wait; a
+ * missing template or pool stops only the wait. */
+TEST(claim_reason_table)
+{
+    CHECK(claim_reason_terminal("ClaimExpired") && claim_reason_stops_wait("ClaimExpired"));
+    CHECK(claim_reason_terminal("InvalidMetadata"));
+    CHECK(!claim_reason_terminal("TemplateNotFound") &&
+          claim_reason_stops_wait("TemplateNotFound"));
+    CHECK(asbi_claim_reason_terminal("WarmPoolNotFound"));
+    CHECK(!claim_reason_stops_wait("Ready") && !claim_reason_stops_wait(NULL));
+    CHECK(!claim_reason_terminal(NULL) && !asbi_claim_reason_terminal("SandboxReady"));
 }
 
 TEST(rfc3339)

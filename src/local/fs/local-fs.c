@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +60,6 @@ int fs_copy_file(const char *src, const char *dst, mode_t mode)
     return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 int fs_each_entry(const char *dir, int (*fn)(const char *path, void *payload), void *payload)
 {
     _cleanup_closedir_ DIR *d = opendir(dir);
@@ -86,17 +76,5 @@ int fs_each_entry(const char *dir, int (*fn)(const char *path, void *payload), v
         if (r != 0)
             return r;
     }
-    return 0;
-}
-
-int fs_rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -errno;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path) < 0 ? -errno : 0;
-    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
-        return errno ? -errno : -EIO;
     return 0;
 }
