@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 
@@ -201,15 +202,14 @@ static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
         set_metadata_error(c, err);
         return -EINVAL;
     }
-    const json_t *cur =
-        json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"), "metadata");
+    const json_t *cur = json_object_get(api_pod_template_of(sb), "metadata");
     json_t *lp = map_patch(json_object_get(cur, "labels"), json_object_get(want, "labels"));
     json_t *wa = json_object_get(want, "annotations");
     json_t *empty = json_object();
     json_t *ap = map_patch(json_object_get(cur, "annotations"), wa ? wa : empty);
     json_decref(empty);
     if (lp || ap) {
-        json_t *md = rc_object(rc_object(rc_object(patch, "spec"), "podTemplate"), "metadata");
+        json_t *md = rc_object(rc_object(rc_object(patch, "spec"), API_POD_TEMPLATE), "metadata");
         if (lp)
             json_object_set_new(md, "labels", lp);
         if (ap)
@@ -338,7 +338,7 @@ static int cold_create(claim_ctx *c)
         json_object_del(sbspec, "volumeClaimTemplates");
         json_decref(vcts);
     }
-    json_t *pt = rc_object(sbspec, "podTemplate");
+    json_t *pt = rc_object(sbspec, API_POD_TEMPLATE);
     json_t *pspec = rc_object(pt, "spec");
     const char *reason = NULL;
     if (reconcile_inject_env(t, json_object_get(spec, "env"), pspec, &reason, &err) < 0) {

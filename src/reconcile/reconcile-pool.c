@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 
@@ -46,7 +47,7 @@ json_t *reconcile_pool_new_sandbox(const json_t *pool, const json_t *template,
         RECONCILE_ANN_TEMPLATE_REF, tname ? tname : "", "spec", spec);
     if (!sb)
         return NULL;
-    json_t *pt = rc_object(json_object_get(sb, "spec"), "podTemplate");
+    json_t *pt = rc_object(json_object_get(sb, "spec"), API_POD_TEMPLATE);
     json_t *pmd = rc_object(pt, "metadata");
     json_t *pl = rc_object(pmd, "labels");
     json_t *pspec = rc_object(pt, "spec");
