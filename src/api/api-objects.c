@@ -99,14 +99,16 @@ int api_claim_spec_parse(const json_t *obj, api_claim_spec **ret)
     s->json = json_incref((json_t *)obj);
     const json_t *spec = obj_at(obj, "spec"), *lc = obj_at(spec, "lifecycle"),
                  *md = obj_at(spec, "additionalPodMetadata");
-    s->template_ref = str_at(obj_at(spec, "sandboxTemplateRef"), "name");
-    s->warm_pool_ref = str_at(obj_at(spec, "warmPoolRef"), "name");
+    s->template_ref = api_template_ref(obj);
+    s->warm_pool_ref = api_warm_pool_ref(obj);
     s->shutdown_time = str_at(lc, "shutdownTime");
     s->shutdown_policy = str_at(lc, "shutdownPolicy");
-    s->ttl_seconds_after_finished = int_at(lc, "ttlSecondsAfterFinished", -1);
+    s->has_ttl = json_is_integer(json_object_get(lc, "ttlSecondsAfterFinished"));
+    s->ttl_seconds_after_finished = int_at(lc, "ttlSecondsAfterFinished", 0);
     s->labels = obj_at(md, "labels");
     s->annotations = obj_at(md, "annotations");
     s->env = array_at(spec, "env");
+    s->volume_claim_templates = array_at(spec, "volumeClaimTemplates");
     *ret = s;
     return 0;
 }
@@ -118,7 +120,7 @@ int api_warmpool_spec_parse(const json_t *obj, api_warmpool_spec **ret)
         return -ENOMEM;
     s->json = json_incref((json_t *)obj);
     const json_t *spec = obj_at(obj, "spec");
-    s->template_ref = str_at(obj_at(spec, "sandboxTemplateRef"), "name");
+    s->template_ref = api_template_ref(obj);
     s->replicas = int_at(spec, "replicas", 1);
     s->update_strategy = str_at(obj_at(spec, "updateStrategy"), "type");
     *ret = s;

@@ -39,6 +39,20 @@ static inline json_t *api_pod_template_container0(const json_t *pod_template)
     return json_array_get(json_object_get(json_object_get(pod_template, "spec"), "containers"), 0);
 }
 
+/* The names a claim and a pool refer to, for lookups on hot paths that need no whole spec:
+ * a SandboxClaim's spec.warmPoolRef.name, a SandboxWarmPool's (or a claim's)
+ * spec.sandboxTemplateRef.name. Borrowed, or NULL. */
+static inline const char *api_warm_pool_ref(const json_t *obj)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "spec"), "warmPoolRef"), "name"));
+}
+static inline const char *api_template_ref(const json_t *obj)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "spec"), "sandboxTemplateRef"), "name"));
+}
+
 typedef struct api_pod_template {
     const json_t *json;                 /* the podTemplate object, or NULL */
     const json_t *labels, *annotations; /* metadata's, objects or NULL */
@@ -79,9 +93,11 @@ typedef struct api_claim_spec {
     const char *template_ref;                    /* sandboxTemplateRef.name */
     const char *warm_pool_ref;                   /* warmPoolRef.name */
     const char *shutdown_time, *shutdown_policy; /* lifecycle */
-    int64_t ttl_seconds_after_finished;          /* lifecycle; -1 when unset */
+    bool has_ttl;                                /* lifecycle.ttlSecondsAfterFinished is set */
+    int64_t ttl_seconds_after_finished;
     const json_t *labels, *annotations;          /* additionalPodMetadata's */
     const json_t *env;                           /* array or NULL */
+    const json_t *volume_claim_templates;        /* array or NULL */
 } api_claim_spec;
 
 /* A SandboxWarmPool's spec. */

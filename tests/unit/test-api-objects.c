@@ -110,10 +110,12 @@ TEST(claim_and_warmpool_specs)
     CHECK_STR_EQ(c->warm_pool_ref, "p");
     CHECK_STR_EQ(c->shutdown_time, "2030-01-01T00:00:00Z");
     CHECK_STR_EQ(c->shutdown_policy, "Retain");
+    CHECK(c->has_ttl);
     CHECK_INT_EQ(c->ttl_seconds_after_finished, 30);
     CHECK_STR_EQ(json_string_value(json_object_get(c->labels, "x")), "y");
     CHECK(c->annotations == NULL);
     CHECK_INT_EQ(json_array_size(c->env), 1);
+    CHECK(c->volume_claim_templates == NULL);
 
     j = load("{\"spec\":{\"sandboxTemplateRef\":{\"name\":\"t\"},\"replicas\":3,"
              "\"updateStrategy\":{\"type\":\"Recreate\"}}}");
