@@ -108,7 +108,7 @@ static void print_runtime(const json_t *obj, const char *kind)
         return;
     printf(FIELD, "Limits:");
     bool any = false;
-    /* Limits as written, every resource (the typed pod counts three): the JSON, not api_pod. */
+    /* Every limit as written, so from the JSON (api_pod types three resources only). */
     const json_t *ctrs = api_pod_spec_of(obj);
     json_t *ctr;
     json_array_foreach (json_object_get(ctrs, "containers"), i, ctr) {

@@ -392,7 +392,7 @@ static int cold_create(claim_ctx *c)
     return 0;
 }
 
-/* §2.8 3. Returns 1 when expiry decided the pass. */
+/* §2.8 3. Returns 1 when expiry decided the pass, 0 when it did not, -ENOMEM. */
 static int claim_expiry(claim_ctx *c)
 {
     _cleanup_(api_claim_spec_freep) api_claim_spec *spec = NULL;
