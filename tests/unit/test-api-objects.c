@@ -169,3 +169,23 @@ TEST(validation_hands_over_its_pod)
     api_errors_clear(&errs);
     json_decref(j);
 }
+
+/* The accessors that JSON copies and hot-path lookups use take any shape. */
+TEST(accessors)
+{
+    json_t *j = load("{\"spec\":{\"podTemplate\":" POD_TEMPLATE ",\"warmPoolRef\":{\"name\":\"p\"},"
+                     "\"sandboxTemplateRef\":{\"name\":\"t\"}}}");
+    CHECK(api_pod_template_of(j) == json_object_get(json_object_get(j, "spec"), API_POD_TEMPLATE));
+    CHECK(api_pod_template_json(json_object_get(j, "spec")) == api_pod_template_of(j));
+    CHECK(api_pod_spec_of(j) == json_object_get(api_pod_template_of(j), "spec"));
+    CHECK_STR_EQ(json_string_value(
+                     json_object_get(api_pod_template_container0(api_pod_template_of(j)), "image")),
+                 "img");
+    CHECK_STR_EQ(api_warm_pool_ref(j), "p");
+    CHECK_STR_EQ(api_template_ref(j), "t");
+    json_decref(j);
+    j = load("{\"spec\":[1]}");
+    CHECK(api_pod_template_of(j) == NULL && api_pod_template_container0(NULL) == NULL);
+    CHECK(api_warm_pool_ref(j) == NULL && api_template_ref(NULL) == NULL);
+    json_decref(j);
+}
