@@ -1,9 +1,9 @@
-/* The kinds' specs as typed values (issue 35): what the reconcilers, the bundle writer, describe
- * and the kube controller read of a stored Sandbox, SandboxTemplate, SandboxClaim or
- * SandboxWarmPool, parsed once from the JSON admission validated, instead of digging in it. The
- * pod template's spec is an api_pod (api-pod.h), built by the same parser admission runs
- * (api_pod_template_parse). Strings and JSON values are borrowed from the object, which a value
- * holds a reference to; a field that is unset (or of another type) is NULL, -1 or false.
+/* The kinds' specs as typed values (issue 35): what code reads of a stored Sandbox,
+ * SandboxTemplate, SandboxClaim or SandboxWarmPool (the Sandbox start, the pool and claim rules),
+ * parsed from the JSON admission validated, instead of digging in it. The pod template's spec is
+ * an api_pod (api-pod.h), built by the same parser admission runs (api_pod_template_parse).
+ * Strings and JSON values are borrowed from the object, which a value holds a reference to; a
+ * field that is unset (or of another type) is NULL, -1 or false unless said otherwise.
  *
  * Code that copies a subtree wholesale (a template's pod template into a Sandbox, a snapshot's
  * recorded source) keeps working on JSON, but reaches it through the accessors below, so that the
