@@ -1,5 +1,6 @@
 /* libFuzzer: untrusted JSON through the object model. An object is defaulted and validated as
- * every kind (and as an update of itself), after its unknown fields are pruned; a two-element array [target, patch] goes through JSON
+ * every kind (and as an update of itself), after its unknown fields are pruned, and read as each
+ * typed spec (api-objects.h); a two-element array [target, patch] goes through JSON
  * merge-patch and JSON patch and the results are validated; a string is parsed as label and
  * field selectors and matched against a fixed label set. The text must nest at least as deeply
  * as the value parsed from it. */
@@ -8,9 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The typed specs take any shape (what is not of its type reads as unset). */
+static void parse_typed(const json_t *obj)
+{
+    api_sandbox_spec *s = NULL;
+    api_template_spec *t = NULL;
+    api_claim_spec *c = NULL;
+    api_warmpool_spec *w = NULL;
+    if (api_sandbox_spec_parse(obj, NULL, &s) == 0 && !s->pod_template.pod)
+        abort();
+    if (api_template_spec_parse(obj, NULL, &t) == 0 && !t->pod_template.pod)
+        abort();
+    (void)api_claim_spec_parse(obj, &c);
+    (void)api_warmpool_spec_parse(obj, &w);
+    api_sandbox_spec_free(s);
+    api_template_spec_free(t);
+    api_claim_spec_free(c);
+    api_warmpool_spec_free(w);
+}
 
 static void check_object(const json_t *obj, const json_t *old)
 {
@@ -26,6 +47,7 @@ static void check_object(const json_t *obj, const json_t *old)
         api_default(k, copy);
         api_errors errs = {0};
         api_validate(k, copy, old, &errs);
+        parse_typed(copy);
         char *msg = api_errors_format(&errs, k, api_meta_string(copy, "name"));
         json_t *causes = api_errors_causes(&errs);
         free(msg);

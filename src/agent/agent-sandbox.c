@@ -18,6 +18,7 @@
 #include <asb/sandbox.h>
 
 #include "agent/agent-internal.h"
+#include "api/api-objects.h"
 #include "basic/buf.h"
 #include "basic/io-util.h"
 #include "basic/macro.h"
@@ -188,7 +189,7 @@ static int create_object(agent_box *b, const char *when, api_error *err)
             "s:[{s:s, s:s}]}], s:s, s:b}}, s:[{s:{s:s}, s:{s:[s], s:{s:{s:s}}}}], s:s, s:s}}",
             "apiVersion", "agents.x-k8s.io/v1beta1", "kind", "Sandbox", "metadata", "name",
             b->session, "labels", "app.kubernetes.io/managed-by", "sandboxed-tools", "spec",
-            "podTemplate", "spec", "containers", "name", "sandbox", "image", b->image, "env",
+            API_POD_TEMPLATE, "spec", "containers", "name", "sandbox", "image", b->image, "env",
             "name", "HOME", "value", b->homedir, "volumeMounts", "name", "home", "mountPath",
             b->homedir, "restartPolicy", "Never", "automountServiceAccountToken", 0,
             "volumeClaimTemplates", "metadata", "name", "home", "spec", "accessModes",

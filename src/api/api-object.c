@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "api/api-kinds.h"
+#include "api/api-pod.h"
 #include "basic/macro.h"
 
 
@@ -351,7 +352,13 @@ void api_errors_clear(api_errors *errs)
         free(errs->v[i].message);
     }
     free(errs->v);
+    api_pod_free(errs->pod);
     *errs = (api_errors){0};
+}
+
+struct api_pod *api_errors_take_pod(api_errors *errs)
+{
+    return TAKE_PTR(errs->pod);
 }
 
 char *api_errors_format(const api_errors *errs, const api_kind *k, const char *name)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/api-objects.h"
 #include "api/api-pod.h"
 #include "api/api-spec.h"
 #include "basic/macro.h"
@@ -310,11 +311,12 @@ void api_check_pod_template(api_errors *e, const char *field, const json_t *pt)
     if (get(spec, "initContainers"))
         check_containers(e, fp(fs.s, ".initContainers").s, get(spec, "initContainers"), false);
     /* Quantities, as the runtime will read them: not negative, and within what it counts (the
-     * schema's pattern checked their form). */
-    api_pod *pod = NULL;
-    if (api_pod_parse(spec, fs.s, e, &pod) == -ENOMEM)
+     * schema's pattern checked their form). Admission keeps what this parsed (api_errors.pod). */
+    api_pod_template t;
+    if (api_pod_template_parse(pt, field, e, &t) == -ENOMEM)
         e->oom = true;
-    api_pod_free(pod);
+    api_pod_free(e->pod);
+    e->pod = TAKE_PTR(t.pod);
     if (get(spec, "runtimeClassName"))
         api_want_type(e, fp(fs.s, ".runtimeClassName").s, get(spec, "runtimeClassName"),
                       JSON_STRING);

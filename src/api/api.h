@@ -86,6 +86,10 @@ struct api_errors {
         char *message; /* full "field: Required value..." text */
     } * v;
     bool oom;
+    /* The pod template's spec as validation parsed it (api_pod_template_parse), so that admission
+     * reads it instead of parsing again; NULL when it did not parse. Owned: api_errors_clear
+     * frees it, api_errors_take_pod hands it over. */
+    struct api_pod *pod;
 };
 
 /* Records one error. `value` is the offending value (may be NULL); detail may be NULL. */
@@ -98,6 +102,8 @@ void api_errors_ratchet(api_errors *errs, const json_t *obj, const json_t *old);
 /* Whether an error was recorded for field (exactly that path). */
 bool api_errors_has_field(const api_errors *errs, const char *field);
 void api_errors_clear(api_errors *errs);
+/* The pod validation parsed (owned by the caller), or NULL. */
+struct api_pod *api_errors_take_pod(api_errors *errs);
 /* Kubernetes aggregate text: `Kind.group "name" is invalid: msg` or `...: [msg1, msg2]`.
  * Owned by the caller. */
 char *api_errors_format(const api_errors *errs, const api_kind *k, const char *name);

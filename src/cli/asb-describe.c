@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-pod.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
@@ -107,7 +108,8 @@ static void print_runtime(const json_t *obj, const char *kind)
         return;
     printf(FIELD, "Limits:");
     bool any = false;
-    const json_t *ctrs = at(obj, "spec", "podTemplate", "spec");
+    /* Every limit as written, so from the JSON (api_pod types three resources only). */
+    const json_t *ctrs = api_pod_spec_of(obj);
     json_t *ctr;
     json_array_foreach (json_object_get(ctrs, "containers"), i, ctr) {
         const char *k;

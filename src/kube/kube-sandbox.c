@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
@@ -211,8 +212,8 @@ static char *key_list(const json_t *m)
 /* Desired labels and annotations of the pod (§2.4.2), both owned. 0 or -ENOMEM. */
 static int desired_pod_meta(sbx *c, json_t **ret_labels, json_t **ret_ann)
 {
-    json_t *tl = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "labels");
-    json_t *ta = jget(jget(c->sb, "spec", "podTemplate"), "metadata", "annotations");
+    json_t *tl = jget(api_pod_template_of(c->sb), "metadata", "labels");
+    json_t *ta = jget(api_pod_template_of(c->sb), "metadata", "annotations");
     _cleanup_json_ json_t *labels = json_object(), *ann = json_object();
     _cleanup_free_ char *pl = key_list(tl), *pa = key_list(ta);
     if (!labels || !ann || !pl || !pa)
@@ -297,8 +298,7 @@ static json_t *build_pod(sbx *c)
         json_object_del(ann, "agents.x-k8s.io/propagated-labels");
     if (!*json_string_value(json_object_get(ann, "agents.x-k8s.io/propagated-annotations")))
         json_object_del(ann, "agents.x-k8s.io/propagated-annotations");
-    _cleanup_json_ json_t *spec =
-        json_deep_copy(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL)) ?: json_object();
+    _cleanup_json_ json_t *spec = json_deep_copy(api_pod_spec_of(c->sb)) ?: json_object();
     if (!spec || add_claim_volumes(c, spec) < 0)
         return NULL;
     const char *from = kube_snapshot_of_sandbox(c->sb), *why = NULL;
@@ -637,8 +637,7 @@ static bool reconcile_service(sbx *c)
 {
     json_t *flag = jget(c->sb, "spec", "service");
     _cleanup_json_ json_t *svc = kube_informer_get(&c->ctl->inf[KR_SERVICE], c->ns, c->name);
-    _cleanup_json_ json_t *ports =
-        service_ports(jget(jget(c->sb, "spec", "podTemplate"), "spec", NULL));
+    _cleanup_json_ json_t *ports = service_ports(api_pod_spec_of(c->sb));
     _cleanup_json_ json_t *sel = json_pack("{s:s}", RECONCILE_LABEL_NAME_HASH, c->hash);
     int e = 0;
     if (!ports || !sel) {

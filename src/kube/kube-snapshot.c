@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -69,13 +70,12 @@ static int write_status(kube_ctl *ctl, const json_t *snap, const char *status, c
 static json_t *source_of(const json_t *sb)
 {
     const json_t *spec = json_object_get(sb, "spec");
-    const json_t *pt = json_object_get(spec, "podTemplate");
-    const json_t *c0 =
-        json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
+    const json_t *pt = api_pod_template_json(spec);
+    const json_t *c0 = api_pod_template_container0(pt);
     json_t *src =
         json_pack("{s:s,s:s,s:s,s:O*,s:O*}", "sandbox", kube_str(sb, "metadata.name") ?: "",
                   "sandboxUID", kube_str(sb, "metadata.uid") ?: "", "image",
-                  json_string_value(json_object_get(c0, "image")) ?: "", "podTemplate", pt,
+                  json_string_value(json_object_get(c0, "image")) ?: "", API_POD_TEMPLATE, pt,
                   "volumeClaimTemplates", vct_list(sb));
     return src;
 }
@@ -197,11 +197,7 @@ int kube_reconcile_snapshot(kube_ctl *ctl, const char *ns, const char *name, int
 
 const char *kube_snapshot_of_sandbox(const json_t *sb)
 {
-    const json_t *c0 = json_array_get(
-        json_object_get(
-            json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"), "spec"),
-            "containers"),
-        0);
+    const json_t *c0 = api_pod_template_container0(api_pod_template_of(sb));
     const char *img = json_string_value(json_object_get(c0, "image"));
     size_t n = strlen(SNAPSHOT_IMAGE_PREFIX);
     return img && strncmp(img, SNAPSHOT_IMAGE_PREFIX, n) == 0 && img[n] ? img + n : NULL;
@@ -251,7 +247,7 @@ int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot
         return -EAGAIN;
     const json_t *src = json_object_get(json_object_get(snap, "status"), "source");
     const json_t *recorded =
-        json_object_get(json_object_get(json_object_get(src, "podTemplate"), "spec"), "containers");
+        json_object_get(json_object_get(api_pod_template_json(src), "spec"), "containers");
     size_t i, j;
     json_t *c, *r;
     json_array_foreach (json_object_get(spec, "containers"), i, c) {

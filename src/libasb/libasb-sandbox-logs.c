@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
@@ -38,12 +39,7 @@ static int get_uid(asb_client *client, const char *ns, const char *name, char **
     else if (!(*ret_uid = strdup(uid)))
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     if (ret_has_cmd) {
-        json_t *ctr = json_array_get(
-            json_object_get(
-                json_object_get(json_object_get(json_object_get(obj, "spec"), "podTemplate"),
-                                "spec"),
-                "containers"),
-            0);
+        json_t *ctr = api_pod_template_container0(api_pod_template_of(obj));
         *ret_has_cmd = json_array_size(json_object_get(ctr, "command")) > 0 ||
                        json_array_size(json_object_get(ctr, "args")) > 0;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/api-objects.h"
 #include "asb/snapshot.h"
 #include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
@@ -266,13 +267,13 @@ static char *fork_manifest(const json_t *snap, const char *name, const char *gen
                            const json_t *lineage)
 {
     const json_t *src = json_object_get(json_object_get(snap, "status"), "source");
-    json_t *pt = json_deep_copy(json_object_get(src, "podTemplate")), *c;
+    json_t *pt = json_deep_copy(api_pod_template_json(src)), *c;
     char image[300];
     snprintf(image, sizeof(image), "snapshot:%s", name_of(snap));
     size_t i;
     json_array_foreach (json_object_get(json_object_get(pt, "spec"), "containers"), i, c)
         json_object_set_new(c, "image", json_string(image));
-    json_t *spec = json_pack("{s:o*}", "podTemplate", pt);
+    json_t *spec = json_pack("{s:o*}", API_POD_TEMPLATE, pt);
     if (spec && json_object_get(src, "volumeClaimTemplates"))
         json_object_set(spec, "volumeClaimTemplates", json_object_get(src, "volumeClaimTemplates"));
     json_t *body = json_pack("{s:s,s:s,s:{s:s},s:o*}", "apiVersion", "agents.x-k8s.io/v1beta1",
@@ -398,8 +399,8 @@ ASB_PUBLIC int asb_fork(char ***out_names, size_t *out_n, asb_client *client, co
         return r;
     json_t *snap = json_loads(text, 0, NULL);
     free(text);
-    if (!snap || !json_object_get(json_object_get(json_object_get(snap, "status"), "source"),
-                                  "podTemplate")) {
+    if (!snap ||
+        !api_pod_template_json(json_object_get(json_object_get(snap, "status"), "source"))) {
         json_decref(snap);
         return asbi_error_set(ASB_EPROTOCOL, 0, NULL,
                               "the snapshot records no source pod template to fork");

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 
@@ -104,8 +105,7 @@ static char *merge_map(json_t *dst, const json_t *src, const char *what)
 
 json_t *rc_claim_pod_metadata(const json_t *template, const json_t *claim, char **ret_error)
 {
-    const json_t *tmd = json_object_get(
-        json_object_get(json_object_get(template, "spec"), "podTemplate"), "metadata");
+    const json_t *tmd = json_object_get(api_pod_template_of(template), "metadata");
     json_t *labels = json_deep_copy(json_object_get(tmd, "labels"));
     json_t *anns = json_deep_copy(json_object_get(tmd, "annotations"));
     if (!json_is_object(labels)) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 #include "shared/claim-reasons.h"
@@ -196,15 +197,14 @@ static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
         set_metadata_error(c, err);
         return -EINVAL;
     }
-    const json_t *cur =
-        json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"), "metadata");
+    const json_t *cur = json_object_get(api_pod_template_of(sb), "metadata");
     json_t *lp = map_patch(json_object_get(cur, "labels"), json_object_get(want, "labels"));
     json_t *wa = json_object_get(want, "annotations");
     json_t *empty = json_object();
     json_t *ap = map_patch(json_object_get(cur, "annotations"), wa ? wa : empty);
     json_decref(empty);
     if (lp || ap) {
-        json_t *md = rc_object(rc_object(rc_object(patch, "spec"), "podTemplate"), "metadata");
+        json_t *md = rc_object(rc_object(rc_object(patch, "spec"), API_POD_TEMPLATE), "metadata");
         if (lp)
             json_object_set_new(md, "labels", lp);
         if (ap)
@@ -333,7 +333,7 @@ static int cold_create(claim_ctx *c)
         json_object_del(sbspec, "volumeClaimTemplates");
         json_decref(vcts);
     }
-    json_t *pt = rc_object(sbspec, "podTemplate");
+    json_t *pt = rc_object(sbspec, API_POD_TEMPLATE);
     json_t *pspec = rc_object(pt, "spec");
     const char *reason = NULL;
     if (reconcile_inject_env(t, json_object_get(spec, "env"), pspec, &reason, &err) < 0) {
@@ -387,22 +387,21 @@ static int cold_create(claim_ctx *c)
     return 0;
 }
 
-/* §2.8 3. Returns 1 when expiry decided the pass. */
+/* §2.8 3. Returns 1 when expiry decided the pass, 0 when it did not, -ENOMEM. */
 static int claim_expiry(claim_ctx *c)
 {
-    const json_t *lc = json_object_get(json_object_get(c->in->claim, "spec"), "lifecycle");
-    if (!json_is_object(lc))
-        return 0;
+    _cleanup_(api_claim_spec_freep) api_claim_spec *spec = NULL;
+    if (api_claim_spec_parse(c->in->claim, &spec) < 0)
+        return -ENOMEM;
     int64_t expire = INT64_MAX, t;
-    if (reconcile_parse_time(json_string_value(json_object_get(lc, "shutdownTime")), &t) == 0)
+    if (reconcile_parse_time(spec->shutdown_time, &t) == 0)
         expire = t;
-    const json_t *ttl = json_object_get(lc, "ttlSecondsAfterFinished");
     const json_t *fin = reconcile_condition(c->in->claim, "Finished");
     const char *fs = json_string_value(json_object_get(fin, "status"));
-    if (json_is_integer(ttl) && fs && strcmp(fs, "True") == 0 &&
+    if (spec->has_ttl && fs && strcmp(fs, "True") == 0 &&
         reconcile_parse_time(json_string_value(json_object_get(fin, "lastTransitionTime")), &t) ==
             0) {
-        int64_t e = t + json_integer_value(ttl) * 1000000LL;
+        int64_t e = t + spec->ttl_seconds_after_finished * 1000000LL;
         if (e < expire)
             expire = e;
     }
@@ -421,7 +420,7 @@ static int claim_expiry(claim_ctx *c)
         c->out->requeue = CLAIM_EXPIRED_MARK_USEC;
         return 1;
     }
-    const char *policy = json_string_value(json_object_get(lc, "shutdownPolicy"));
+    const char *policy = spec->shutdown_policy;
     const char *sname =
         json_string_value(json_object_get(json_object_get(c->status, "sandbox"), "name"));
     const json_t *sb = find_sandbox(c, sname ? sname : c->name);
@@ -526,23 +525,21 @@ static int claim_active(claim_ctx *c)
     const json_t *half = aname ? find_sandbox(c, aname) : NULL;
     if (half && adoptable(c, half)) /* finish an adoption that was interrupted */
         return adopt(c, half);
+    _cleanup_(api_claim_spec_freep) api_claim_spec *cs = NULL;
+    if (api_claim_spec_parse(c->in->claim, &cs) < 0)
+        return -ENOMEM;
     char msg[600];
     if (!c->in->pool) {
-        snprintf(msg, sizeof(msg), "SandboxWarmPool \"%s\" not found",
-                 json_string_value(json_object_get(json_object_get(spec, "warmPoolRef"), "name"))
-                     ?: "");
+        snprintf(msg, sizeof(msg), "SandboxWarmPool \"%s\" not found", cs->warm_pool_ref ?: "");
         set_error(c, "WarmPoolNotFound", msg);
         set_requeue(c, NOT_FOUND_REQUEUE_USEC);
         return 0;
     }
-    bool cold = json_array_size(json_object_get(spec, "env")) > 0 ||
-                json_array_size(json_object_get(spec, "volumeClaimTemplates")) > 0;
+    bool cold = json_array_size(cs->env) > 0 || json_array_size(cs->volume_claim_templates) > 0;
     /* As upstream, warm adoption comes before the template lookup: a Ready member is served
      * even when its template has been deleted. Only additionalPodMetadata needs the template
      * (merged into the pod metadata), so such a claim waits for it. */
-    const json_t *apm = json_object_get(spec, "additionalPodMetadata");
-    bool needs_template = json_object_size(json_object_get(apm, "labels")) > 0 ||
-                          json_object_size(json_object_get(apm, "annotations")) > 0;
+    bool needs_template = json_object_size(cs->labels) > 0 || json_object_size(cs->annotations) > 0;
     if (!cold && (c->in->template || !needs_template)) {
         bool pending;
         int r = try_warm(c, &pending);
@@ -558,10 +555,7 @@ static int claim_active(claim_ctx *c)
     }
     if (!c->in->template) {
         snprintf(msg, sizeof(msg), "SandboxTemplate \"%s\" not found",
-                 json_string_value(json_object_get(
-                     json_object_get(json_object_get(c->in->pool, "spec"), "sandboxTemplateRef"),
-                     "name"))
-                     ?: "");
+                 api_template_ref(c->in->pool) ?: "");
         set_error(c, "TemplateNotFound", msg);
         set_requeue(c, NOT_FOUND_REQUEUE_USEC);
         return 0;
@@ -594,8 +588,10 @@ int reconcile_claim(const reconcile_claim_in *in, reconcile_claim_out *out)
     int r = 0;
     if (reconcile_deleting(in->claim))
         ; /* deletion in progress: leave it to garbage collection */
-    else if (claim_expiry(&c) == 0)
+    else if ((r = claim_expiry(&c)) == 0)
         r = claim_active(&c);
+    else if (r > 0)
+        r = 0; /* expiry decided the pass */
     if (r < 0) {
         json_decref(c.status);
         reconcile_claim_out_done(out);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 
@@ -46,7 +47,7 @@ json_t *reconcile_pool_new_sandbox(const json_t *pool, const json_t *template,
         RECONCILE_ANN_TEMPLATE_REF, tname ? tname : "", "spec", spec);
     if (!sb)
         return NULL;
-    json_t *pt = rc_object(json_object_get(sb, "spec"), "podTemplate");
+    json_t *pt = rc_object(json_object_get(sb, "spec"), API_POD_TEMPLATE);
     json_t *pmd = rc_object(pt, "metadata");
     json_t *pl = rc_object(pmd, "labels");
     json_t *pspec = rc_object(pt, "spec");
@@ -158,12 +159,12 @@ static int classify(const reconcile_pool_in *in, const reconcile_template_hashes
 
 /* The pool's Ready condition: why it is not full, in words a person can act on. New reference,
  * NULL on ENOMEM. */
-static json_t *pool_ready_condition(const reconcile_pool_in *in, size_t ready, size_t desired)
+static json_t *pool_ready_condition(const reconcile_pool_in *in, const api_warmpool_spec *spec,
+                                    size_t ready, size_t desired)
 {
     const json_t *md = json_object_get(in->pool, "metadata");
     json_int_t gen = json_integer_value(json_object_get(md, "generation"));
-    const char *tname = json_string_value(json_object_get(
-        json_object_get(json_object_get(in->pool, "spec"), "sandboxTemplateRef"), "name"));
+    const char *tname = spec->template_ref;
     char msg[512];
     if (!in->template) {
         snprintf(msg, sizeof(msg),
@@ -209,6 +210,7 @@ oom:
 int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
 {
     *out = (reconcile_pool_out){0};
+    api_warmpool_spec *spec = NULL; /* freed on both exits */
     const char *name = api_meta_string(in->pool, "name");
     if (!name || !api_meta_string(in->pool, "uid"))
         return -EINVAL;
@@ -217,14 +219,10 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
     out->patches = json_array();
     if (!out->create || !out->remove || !out->patches)
         goto oom;
-    const json_t *spec = json_object_get(in->pool, "spec");
-    const json_t *rep = json_object_get(spec, "replicas");
-    size_t desired = json_is_integer(rep)
-                         ? (size_t)(json_integer_value(rep) > 0 ? json_integer_value(rep) : 0)
-                         : 1;
-    const char *strategy =
-        json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type"));
-    bool recreate = strategy && strcmp(strategy, "Recreate") == 0;
+    if (api_warmpool_spec_parse(in->pool, &spec) < 0)
+        goto oom;
+    size_t desired = spec->replicas > 0 ? (size_t)spec->replicas : 0;
+    bool recreate = spec->update_strategy && strcmp(spec->update_strategy, "Recreate") == 0;
     int64_t grace = in->grace > 0 ? in->grace : RECONCILE_DEFAULT_GRACE_USEC;
     size_t max_batch = in->max_batch ? in->max_batch : RECONCILE_DEFAULT_MAX_BATCH;
 
@@ -287,11 +285,13 @@ int reconcile_pool(const reconcile_pool_in *in, reconcile_pool_out *out)
         json_object_set_new(out->status, "observedGeneration",
                             json_integer(json_integer_value(json_object_get(
                                 json_object_get(in->pool, "metadata"), "generation")))) < 0 ||
-        set_condition(out->status, pool_ready_condition(in, ready, desired)) < 0)
+        set_condition(out->status, pool_ready_condition(in, spec, ready, desired)) < 0)
         goto oom;
     out->status_changed = !old || !json_equal(out->status, (json_t *)old);
+    api_warmpool_spec_free(spec);
     return 0;
 oom:
+    api_warmpool_spec_free(spec);
     reconcile_pool_out_done(out);
     return -ENOMEM;
 }

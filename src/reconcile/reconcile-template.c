@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "reconcile/reconcile-internal.h"
 
@@ -17,7 +18,7 @@ json_t *reconcile_template_blueprint(const json_t *template)
     json_t *bp = json_object();
     if (!bp)
         return NULL;
-    static const char *const keys[] = {"podTemplate", "volumeClaimTemplates", "service"};
+    static const char *const keys[] = {API_POD_TEMPLATE, "volumeClaimTemplates", "service"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         if (v && !json_is_null(v) && json_object_set_new(bp, keys[i], json_deep_copy(v)) < 0) {
@@ -37,7 +38,7 @@ void reconcile_blueprint_hash(const json_t *template, char out[9])
 
 void reconcile_pod_template_hash(const json_t *template, char out[9])
 {
-    rc_hash_json(json_object_get(spec_of(template), "podTemplate"), out);
+    rc_hash_json(api_pod_template_json(spec_of(template)), out);
 }
 
 static bool template_managed(const json_t *template)
@@ -143,11 +144,11 @@ static bool same_opt(const json_t *a, const json_t *b)
 bool rc_semantically_equal(const json_t *sandbox, const json_t *template)
 {
     const json_t *tspec = spec_of(template), *sspec = spec_of(sandbox);
-    json_t *want = json_deep_copy(json_object_get(json_object_get(tspec, "podTemplate"), "spec"));
+    json_t *want = json_deep_copy(json_object_get(api_pod_template_json(tspec), "spec"));
     if (!want)
         want = json_object();
     reconcile_apply_secure_defaults(template, want);
-    const json_t *have = json_object_get(json_object_get(sspec, "podTemplate"), "spec");
+    const json_t *have = json_object_get(api_pod_template_json(sspec), "spec");
     bool eq = have && json_equal(want, (json_t *)have);
     json_decref(want);
     return eq &&

@@ -357,19 +357,16 @@ static int store_create(api_request *rq, const api_kind *k, json_t *obj, const c
     return r;
 }
 
-/* Warnings beyond the schema's: a pod spec asking for more than this machine has. */
-static int admission_warnings(const local_apiserver *srv, const api_kind *k, const json_t *obj,
+/* Warnings beyond the schema's: a pod spec asking for more than this machine has. Reads the pod
+ * validation parsed (errs->pod; none when it did not parse, and validation has said why). */
+static int admission_warnings(const local_apiserver *srv, const api_kind *k, api_errors *errs,
                               json_t **warnings)
 {
-    if (!srv->has_capacity ||
+    _cleanup_(api_pod_freep) api_pod *pod = api_errors_take_pod(errs);
+    if (!srv->has_capacity || !pod ||
         (strcmp(k->kind, "Sandbox") != 0 && strcmp(k->kind, "SandboxTemplate") != 0))
         return 0;
-    api_pod *pod = NULL;
-    if (api_pod_parse(api_pod_spec_of(obj), "spec.podTemplate.spec", NULL, &pod) < 0)
-        return 0; /* validation has said why */
-    int r = local_capacity_warnings(&srv->capacity, pod, "spec.podTemplate.spec", warnings);
-    api_pod_free(pod);
-    return r;
+    return local_capacity_warnings(&srv->capacity, pod, "spec.podTemplate.spec", warnings);
 }
 
 static enum MHD_Result handle_create(api_request *rq)
@@ -426,9 +423,11 @@ static enum MHD_Result handle_create(api_request *rq)
             api_errors_clear(&errs);
             return reply_failure_warnings(rq->conn, inv, warnings);
         }
-        api_errors_clear(&errs);
-        if (attempt == 0 && admission_warnings(rq->srv, k, obj, &warnings) < 0)
+        if (attempt == 0 && admission_warnings(rq->srv, k, &errs, &warnings) < 0) {
+            api_errors_clear(&errs);
             return reply_store_error(rq, -ENOMEM, "");
+        }
+        api_errors_clear(&errs);
         if ((st = apiserver_snapshot_admit_create(rq, obj)))
             return reply_failure(rq->conn, st);
         json_object_set_new(md, "uid", json_string(uid));
@@ -618,8 +617,9 @@ static int finish_update(update_ctx *u, const json_t *old, json_t *new_ref, json
         api_errors_clear(&errs);
         return fail_with(u, inv);
     }
+    int w = rq->status ? 0 : admission_warnings(rq->srv, k, &errs, &u->warnings);
     api_errors_clear(&errs); /* every error ratcheted away: the list itself */
-    if (!rq->status && admission_warnings(rq->srv, k, new, &u->warnings) < 0)
+    if (w < 0)
         return -ENOMEM;
     if (!rq->status && spec_changed(k, old, new)) {
         json_int_t gen = json_integer_value(json_object_get(omd, "generation"));

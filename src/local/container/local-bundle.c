@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "basic/fs-util.h"
 #include "basic/hash.h"
 #include "api/api.h"
@@ -742,10 +743,7 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
 {
     const json_t *spec = json_object_get(sb, "spec");
     const json_t *vcts = json_object_get(spec, "volumeClaimTemplates");
-    const json_t *ctr = json_array_get(
-        json_object_get(json_object_get(json_object_get(spec, "podTemplate"), "spec"),
-                        "containers"),
-        0);
+    const json_t *ctr = api_pod_template_container0(api_pod_template_json(spec));
     const json_t *mounts = json_object_get(ctr, "volumeMounts");
     size_t nv = json_array_size(vcts), nm = json_array_size(mounts), n = 0;
     *ret = NULL;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "basic/macro.h"
 #include "basic/random-util.h"
@@ -400,8 +401,7 @@ static bool reconcile_pools_batched(local_controller *c, pass *p, bool hold_crea
         if (reconcile_deleting(pool))
             continue;
         const char *ns = api_meta_string(pool, "namespace");
-        const char *tname = json_string_value(json_object_get(
-            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        const char *tname = api_template_ref(pool);
         reconcile_pool_in in = {.pool = pool,
                                 .template = find_obj(p->templates, ns, tname),
                                 .sandboxes = p->sandboxes,
@@ -668,11 +668,9 @@ static void reconcile_claims_in(local_controller *c, pass *p, bool adopt_only)
             continue;
         }
         const char *ns = api_meta_string(claim, "namespace");
-        const char *pname = json_string_value(json_object_get(
-            json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
+        const char *pname = api_warm_pool_ref(claim);
         const json_t *pool = find_obj(p->pools, ns, pname);
-        const char *tname = json_string_value(json_object_get(
-            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        const char *tname = api_template_ref(pool);
         for (unsigned attempt = 0; attempt < ADOPT_ATTEMPTS; attempt++) {
             reconcile_claim_in in = claim_input(
                 c, claim, pool, pool ? find_obj(p->templates, ns, tname) : NULL, p->sandboxes);
@@ -965,8 +963,7 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
 {
     const char *ns = api_meta_string(claim, "namespace");
     const char *cname = api_meta_string(claim, "name");
-    const char *pname = json_string_value(json_object_get(
-        json_object_get(json_object_get(claim, "spec"), "warmPoolRef"), "name"));
+    const char *pname = api_warm_pool_ref(claim);
     *p = (pass){json_array(), json_array(), json_array(), json_array(), json_object(), 0, NULL,
                 NULL};
     _cleanup_json_ json_t *members = json_array();
@@ -977,8 +974,7 @@ static bool claim_pass_from_cache(local_controller *c, const json_t *claim, pass
     pthread_mutex_lock(&c->cache_lock);
     json_t *pool = cache_get_locked(c, 1, ns, pname);
     if (pool) {
-        const char *tname = json_string_value(json_object_get(
-            json_object_get(json_object_get(pool, "spec"), "sandboxTemplateRef"), "name"));
+        const char *tname = api_template_ref(pool);
         json_array_append_new(p->pools, pool);
         json_t *tpl = cache_get_locked(c, 0, ns, tname);
         if (tpl)

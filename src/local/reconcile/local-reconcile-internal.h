@@ -26,7 +26,7 @@ typedef struct rec_entry {
     bool frozen; /* runc pause'd (operatingMode Suspended) */
     size_t handler; /* runs under rec_handler(r, handler) */
     int pidfd;      /* pidfd of the container's first process (in r->epoll_fd, one-shot), or -1 */
-    bool limits_read;    /* limits holds what this container's config.json and disk say */
+    bool limits_read;    /* limits holds what this container was started with */
     local_limits limits; /* memory, cpu_millis, ephemeral (no *_defaulted) */
 } rec_entry;
 
@@ -214,12 +214,12 @@ int rec_materialise_handler(local_reconciler *r, const json_t *sandbox, size_t *
                             rec_failure *f);
 /* The part of rec_materialise that may run on any thread: everything but choosing the handler
  * (rt is its runtime) and recording the entry; *ret_pid the container's first process,
- * *ret_limits (may be NULL) what its config.json and disk give it (what rec_effective_resources
- * would read back from them). */
+ * *ret_limits (may be NULL) the limits it was started with (what rec_effective_resources reports;
+ * never read back from its config.json). */
 int rec_materialise_run(local_reconciler *r, const json_t *sandbox, const oci_runtime *rt,
                         pid_t *ret_pid, local_limits *ret_limits, rec_failure *f);
-/* Records a container's limits in its entry (as started, or read back once from its
- * config.json), so its status writes need not read that file again. */
+/* Records a container's limits in its entry (as started, or as a previous asb serve wrote them in
+ * its status), so its status writes need not parse them again. */
 void rec_entry_set_limits(rec_entry *e, const local_limits *l);
 
 /* Starts the start workers (n >= 1). */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "api/api-pod.h"
 #include "basic/fs-util.h"
 #include "api/api.h"
@@ -234,10 +235,7 @@ local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sb, json
         json_object_get(json_object_get(md, "labels"), RECONCILE_LABEL_TEMPLATE_REF_HASH));
     if (!hash)
         hash = json_string_value(json_object_get(
-            json_object_get(
-                json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
-                                "metadata"),
-                "labels"),
+            json_object_get(json_object_get(api_pod_template_of(sb), "metadata"), "labels"),
             RECONCILE_LABEL_TEMPLATE_REF_HASH));
     const api_kind *tk = api_kind_by_plural(API_GROUP_EXT, "sandboxtemplates");
     if (!tk || (!name && !hash))
@@ -574,8 +572,7 @@ static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
 int rec_materialise_handler(local_reconciler *r, const json_t *sb, size_t *ret_handler,
                             rec_failure *f)
 {
-    const json_t *pod = json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"),
-                                        "spec");
+    const json_t *pod = api_pod_spec_of(sb);
     int k = preconditions(r, sb, f);
     if (k < 0)
         return k;
@@ -667,7 +664,8 @@ typedef struct mat_run {
     const json_t *sb;
     const oci_runtime *rt;
     const char *uid, *name;
-    api_pod *pod;
+    api_sandbox_spec *spec; /* the Sandbox's spec, typed once for this start */
+    api_pod *pod;           /* its pod template's (borrowed from spec) */
     const api_container *ctr;
     char *rootfs, *snap_uid, *snap_image;
     const char *snap_name;
@@ -734,19 +732,20 @@ static void mat_run_done(mat_run *m)
     free(m->snap_image);
     free(m->snap_uid);
     free(m->rootfs);
-    api_pod_free(m->pod);
+    api_sandbox_spec_free(m->spec);
 }
 
 /* The pod spec, typed once for this start (admission checked it), and what must hold first. */
 static int mat_pod(mat_run *m, rec_failure *f)
 {
-    int k = api_pod_parse(api_pod_spec_of(m->sb), "spec.podTemplate.spec", NULL, &m->pod);
+    int k = api_sandbox_spec_parse(m->sb, NULL, &m->spec);
     if (k < 0)
         return fail(f, "ReconcilerError", k, "Error seen: %s",
                     k == -ENOMEM ? "out of memory"
                                  : "a resource quantity of the pod spec does "
                                    "not parse (stored before admission checked "
                                    "it): fix the spec");
+    m->pod = m->spec->pod_template.pod;
     m->ctr = m->pod->n_containers ? &m->pod->containers[0] : NULL;
     return preconditions(m->r, m->sb, f);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
@@ -239,7 +240,7 @@ char *local_snapshot_in_use(local_store *store, const char *ns, const char *name
     size_t i;
     if (local_store_list(store, kt, ns, &tpls, &rv) == 0)
         json_array_foreach (tpls, i, it)
-            if (uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+            if (uses(api_pod_template_of(it), image))
                 return strdup_printf("SandboxSnapshot \"%s\" is the image of SandboxTemplate "
                                      "\"%s\": change or delete the template first",
                                      name, api_meta_string(it, "name"));
@@ -247,7 +248,7 @@ char *local_snapshot_in_use(local_store *store, const char *ns, const char *name
     if (local_store_list(store, ks, ns, &sbs, &rv) == 0)
         json_array_foreach (sbs, i, it)
             if (!reconcile_deleting(it) && !reconcile_sandbox_ready(it) &&
-                uses(json_object_get(json_object_get(it, "spec"), "podTemplate"), image))
+                uses(api_pod_template_of(it), image))
                 return strdup_printf("SandboxSnapshot \"%s\" is the image of Sandbox \"%s\", which "
                                      "has not started from it yet: wait until it is Ready, or "
                                      "delete it first",

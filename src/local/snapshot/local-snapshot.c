@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api-objects.h"
 #include "api/api.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
@@ -251,9 +252,8 @@ static char *base_image(local_snapshotter *s, const json_t *sb, const char *imag
 
 static json_t *source_of(local_snapshotter *s, const json_t *sb)
 {
-    const json_t *spec = json_object_get(sb, "spec"), *pt = json_object_get(spec, "podTemplate"),
-                 *ctr =
-                     json_array_get(json_object_get(json_object_get(pt, "spec"), "containers"), 0);
+    const json_t *spec = json_object_get(sb, "spec"), *pt = api_pod_template_json(spec),
+                 *ctr = api_pod_template_container0(pt);
     const char *tpl = json_string_value(
         json_object_get(json_object_get(json_object_get(sb, "metadata"), "annotations"),
                         RECONCILE_ANN_TEMPLATE_REF));
@@ -263,7 +263,7 @@ static json_t *source_of(local_snapshotter *s, const json_t *sb)
         json_pack("{s:s?,s:s?,s:s?,s:s?}", "sandbox", api_meta_string(sb, "name"), "sandboxUID",
                   api_meta_string(sb, "uid"), "template", tpl, "image", image);
     if (src && pt)
-        json_object_set(src, "podTemplate", (json_t *)pt);
+        json_object_set(src, API_POD_TEMPLATE, (json_t *)pt);
     if (src && json_object_get(spec, "volumeClaimTemplates"))
         json_object_set(src, "volumeClaimTemplates", json_object_get(spec, "volumeClaimTemplates"));
     return src;
