@@ -127,11 +127,11 @@ static void count_answer(lconn *c, int status)
 
 /* An answer of the router's own: with a request body still unread, the connection closes after
  * it (the body is not read). */
-static int out_detail(lconn *c, const router_error *err)
+static int out_detail(lconn *c, const api_error *err)
 {
     if (c->has_body && !c->msg_done)
         c->keep_alive = false;
-    count_answer(c, err->http_status);
+    count_answer(c, router_error_http(err));
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
@@ -248,15 +248,15 @@ static void request_reset(lconn *c)
 /* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
 static void answer_upstream_error(lconn *c, int r)
 {
-    router_error err;
-    router_error_upstream(&err, r, c->route.id);
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+    router_error_backend(&err, r, c->route.id);
     c->keep_alive = false;
     out_detail(c, &err); /* on ENOMEM the connection is just closed */
     c->st = ST_CLOSING;
 }
 
-static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
-static int dispatch_sent(lconn *c, int r, router_error *err);
+static int dispatch_target(lconn *c, int r, router_target *t, api_error *err);
+static int dispatch_sent(lconn *c, int r, api_error *err);
 static int resolve_async(lconn *c);
 
 /* A request head (and, without a body, the whole request) is in c->rq. Returns 1 when the connection was handed
@@ -265,7 +265,7 @@ static int request_dispatch(lconn *c)
 {
     router_loop *L = c->w->L;
     router_ctx *ctx = L->ctx;
-    router_error err = {0};
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     http_parser *p = &c->rq.p;
     c->keep_alive = http_should_keep_alive(p);
     if (p->upgrade)
@@ -295,7 +295,7 @@ static int request_dispatch(lconn *c)
 }
 
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
-static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
+static int dispatch_target(lconn *c, int r, router_target *t, api_error *err)
 {
     if (r < 0)
         return out_detail(c, err) < 0 ? -1 : 0;
@@ -303,7 +303,7 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
     if (!addr && c->rq.p.upgrade) {
         /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
-        router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
+        router_error_upgrade(err);
         return out_detail(c, err) < 0 ? -1 : 0;
     }
     if (!addr) {
@@ -330,13 +330,13 @@ handoff:
 }
 
 /* The request went upstream (r == 0) or could not (r < 0). Returns like request_dispatch. */
-static int dispatch_sent(lconn *c, int r, router_error *err)
+static int dispatch_sent(lconn *c, int r, api_error *err)
 {
     router_ctx *ctx = c->w->L->ctx;
     /* -EAGAIN, a unix socket's full backlog, is a failure too: Go's dialer says so at once */
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
-        router_error_upstream(err, r, c->route.id);
+        router_error_backend(err, r, c->route.id);
         return out_detail(c, err) < 0 ? -1 : 0;
     }
     c->st = ST_UPSTREAM;
@@ -404,7 +404,7 @@ void router_loop_resolve_done(lworker *w)
         c->last_io = now_msec(CLOCK_MONOTONIC);
         int r;
         if (j->lookup) {
-            router_error err = {0};
+            _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
             r = router_loop_upstream_looked_up(c, j);
             if (r == 0)
                 r = router_loop_upstream_send(c, j->addr ? j->addr : c->sa_addr);
@@ -413,6 +413,7 @@ void router_loop_resolve_done(lworker *w)
         } else {
             r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
             router_target_done(&j->res.target);
+            api_error_clear(&j->res.err);
         }
         free(j);
         if (r == 1)

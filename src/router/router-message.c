@@ -120,17 +120,20 @@ int router_request_refuse_framing(const router_message *rq, buf *out)
     _cleanup_free_ http_field *f = NULL;
     if (router_headers_fields(&rq->h, &f) < 0)
         return -ENOMEM;
-    http_framing_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     if (router_framing_check(&rq->p, f, rq->h.n, &e) == 0)
         return 0;
-    int r = router_reply(out, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body),
-                         false, rq->p.method == HTTP_HEAD);
-    return r < 0 ? r : e.status;
+    if (!e.message)
+        return -ENOMEM;
+    int status = (int)status_http(e.code);
+    int r = router_reply(out, status, "text/plain; charset=utf-8", NULL, e.message,
+                         strlen(e.message), false, rq->p.method == HTTP_HEAD);
+    return r < 0 ? r : status;
 }
 
 int router_request_refuse_malformed(const router_message *rq, buf *out)
 {
-    router_error err;
-    router_error_set(&err, 400, "Malformed HTTP request.");
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+    router_error_malformed(&err);
     return router_reply_error(out, &err, false, rq->p.method == HTTP_HEAD);
 }
