@@ -292,26 +292,29 @@ static int apply_op(json_t **doc, const json_t *op, const char **err)
     return -EINVAL;
 }
 
-json_t *api_json_patch(const json_t *target, const json_t *patch, const char **ret_error)
+/* The words of a refused patch; the reason is Invalid whatever the cause, as it always was. */
+static int refuse(api_error *err, const char *why)
 {
-    if (!json_is_array(patch)) {
-        *ret_error = "a JSON patch must be an array of operations";
-        return NULL;
-    }
+    api_error_set_reason(err, KUBE_REASON_INVALID, "%s", why);
+    return -EINVAL;
+}
+
+int api_json_patch(const json_t *target, const json_t *patch, json_t **ret, api_error *err)
+{
+    if (!json_is_array(patch))
+        return refuse(err, "a JSON patch must be an array of operations");
     json_t *doc = json_deep_copy(target);
-    if (!doc) {
-        *ret_error = "out of memory";
-        return NULL;
-    }
+    if (!doc)
+        return refuse(err, "out of memory");
     size_t i;
     json_t *op;
     json_array_foreach (patch, i, op) {
-        const char *err = "invalid operation";
-        if (!json_is_object(op) || apply_op(&doc, op, &err) < 0) {
-            *ret_error = err;
+        const char *why = "invalid operation";
+        if (!json_is_object(op) || apply_op(&doc, op, &why) < 0) {
             json_decref(doc);
-            return NULL;
+            return refuse(err, why);
         }
     }
-    return doc;
+    *ret = doc;
+    return 0;
 }

@@ -90,18 +90,22 @@ TEST(merge_patch_shared_copies_only_what_it_changes)
 static bool jpatch_is(const char *target, const char *patch, const char *want)
 {
     json_t *t = json_loads(target, JSON_DECODE_ANY, NULL), *p = json_loads(patch, 0, NULL);
-    const char *err = NULL;
-    json_t *r = api_json_patch(t, p, &err);
+    api_error err = API_ERROR_INIT;
+    json_t *r = NULL;
+    int k = api_json_patch(t, p, &r, &err);
     bool ok;
     if (!want) {
-        ok = r == NULL && err != NULL;
+        ok = k == -EINVAL && r == NULL && err.message != NULL &&
+             api_error_reason(&err) == KUBE_REASON_INVALID;
     } else {
         json_t *w = json_loads(want, JSON_DECODE_ANY, NULL);
-        ok = r && json_equal(r, w);
+        ok = k == 0 && r && json_equal(r, w);
         json_decref(w);
     }
     if (!ok)
-        printf("#   json patch %s on %s: err=%s\n", patch, target, err ? err : "none");
+        printf("#   json patch %s on %s: err=%s\n", patch, target,
+               err.message ? err.message : "none");
+    api_error_clear(&err);
     json_decref(t);
     json_decref(p);
     json_decref(r);
