@@ -257,11 +257,11 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
     return 0;
 }
 
-int cli_jsonpath_render(buf *out, const char *template, const json_t *root, const char **ret_error)
+int cli_jsonpath_render(buf *out, const char *template, const json_t *root, api_error *err)
 {
-    const char *err = NULL;
-    int r = render(out, template, template + strlen(template), root, &err);
-    if (ret_error)
-        *ret_error = err;
+    const char *why = NULL;
+    int r = render(out, template, template + strlen(template), root, &why);
+    if (r == -EINVAL && why && err)
+        api_error_set(err, STATUS_INVALID_ARGUMENT, "%s", why);
     return r;
 }
