@@ -130,7 +130,7 @@ static int respond_local(h1_conn *c, const api_error *err)
     c->mode = MODE_LOCAL;
     if (has_body(c))
         c->keep_alive = false, c->close_after = true;
-    return send_detail(c, err) < 0 ? -1 : 0;
+    return send_detail(c, err);
 }
 
 static bool path_is(const char *url, const char *want)
@@ -140,7 +140,7 @@ static bool path_is(const char *url, const char *want)
 }
 
 /* Refuses the request-smuggling shapes as Go does (400/501, connection closed). Returns 0 when
- * the request may proceed, -1 when it was answered (or could not be). */
+ * the request may proceed, -EPROTO when it was answered, -ENOMEM when it could not be. */
 static int refuse_bad_framing(h1_conn *c)
 {
     _cleanup_buf_ buf out = BUF_INIT;
@@ -153,7 +153,7 @@ static int refuse_bad_framing(h1_conn *c)
     c->mode = MODE_LOCAL;
     if (out.len > 0)
         router_write_all(c->fd, out.data, out.len);
-    return -1;
+    return r < 0 ? r : -EPROTO;
 }
 
 static int rq_headers_complete(void *payload)
@@ -163,8 +163,9 @@ static int rq_headers_complete(void *payload)
     _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     c->head_deadline = 0;
     c->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
-    if (refuse_bad_framing(c) < 0)
-        return -1;
+    int r = refuse_bad_framing(c);
+    if (r < 0)
+        return r;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = router_message_url(&c->rq);
     router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
@@ -200,8 +201,8 @@ static int rq_headers_complete(void *payload)
                   : MODE_LEGACY;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
-        router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
-        return -1;
+        (r = router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) < 0)
+        return r;
     return 0;
 }
 

@@ -201,7 +201,7 @@ static int rq_headers_complete(void *payload)
         if (refused > 0)
             count_answer(c, refused);
         c->refused = true; /* answered (or out of memory): the connection closes */
-        return -1;
+        return refused < 0 ? refused : -EPROTO;
     }
     if (c->has_body)
         http_parser_pause(p, 1); /* dispatched at the head; the body streams after */
@@ -285,7 +285,7 @@ static int request_dispatch(lconn *c)
                    ? -1
                    : 0;
     case ROUTER_ADMIT_REFUSED:
-        return out_detail(c, &err) < 0 ? -1 : 0;
+        return out_detail(c, &err);
     case ROUTER_ADMIT_PENDING:
         return resolve_async(c);
     case ROUTER_ADMIT_TARGET:
@@ -298,13 +298,13 @@ static int request_dispatch(lconn *c)
 static int dispatch_target(lconn *c, int r, router_target *t, api_error *err)
 {
     if (r < 0)
-        return out_detail(c, err) < 0 ? -1 : 0;
+        return out_detail(c, err);
     const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
     if (!addr && c->rq.p.upgrade) {
         /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
         router_error_upgrade(err);
-        return out_detail(c, err) < 0 ? -1 : 0;
+        return out_detail(c, err);
     }
     if (!addr) {
         router_target_done(t);
@@ -337,14 +337,14 @@ static int dispatch_sent(lconn *c, int r, api_error *err)
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
         router_error_backend(err, r, c->route.id);
-        return out_detail(c, err) < 0 ? -1 : 0;
+        return out_detail(c, err);
     }
     c->st = ST_UPSTREAM;
     c->deadline = now_msec(CLOCK_MONOTONIC) + ctx->proxy_timeout_ms;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") < 0)
-        return -1;
+        return -ENOMEM;
     if (c->has_body) {
         /* the head is upstream: from here the body streams (body_step), its bytes consumed as
          * they are forwarded */
@@ -376,7 +376,7 @@ static int resolve_async(lconn *c)
 {
     router_loop_job *j = calloc(1, sizeof(*j));
     if (!j)
-        return -1;
+        return -ENOMEM;
     j->c = c;
     j->res = (router_resolution){
         .resolver = c->w->L->ctx->resolver, .route = c->route, .done = resolved};
@@ -560,7 +560,7 @@ static int client_read(lconn *c)
     if (n == -EAGAIN)
         return 0;
     if (n < 0)
-        return -1;
+        return (int)n;
     if (n == 0) {
         c->rd_eof = true;
         return 0;

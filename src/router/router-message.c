@@ -52,8 +52,9 @@ static int on_headers_complete(http_parser *p)
     router_message *m = p->data;
     if (interim(p))
         return 0; /* 100 Continue and the like: not relayed (Expect is answered by the router) */
-    if (router_headers_end(&m->h) < 0)
-        return -1;
+    int r = router_headers_end(&m->h);
+    if (r < 0)
+        return r;
     return m->hooks->headers_complete ? m->hooks->headers_complete(m->payload) : 0;
 }
 

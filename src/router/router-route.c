@@ -1,6 +1,6 @@
 /* Routing decisions on client input: header validation with upstream's messages (§3.1), the
  * dispatch rule (DESIGN "Router dispatch"), bearer-token auth and header filtering. Pure
- * functions, fuzzed by fuzz/fuzz-router-route.c. */
+ * functions, fuzzed by fuzz/fuzz-router-input.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
