@@ -87,10 +87,10 @@ LIBASB_PKGS := libcurl jansson yaml-0.1 libnghttp2 libprotobuf-c
 LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
   $(GEN)/google/protobuf/empty.pb-c.c)
 # The one error table (src/shared/status.c), the buffer (src/basic/buf.c) and the loader of
-# libcurl (src/basic/dlopen-util.c) libasb shares with the rest of the tree, compiled a second
+# libcurl (src/shared/dlopen-util.c) libasb shares with the rest of the tree, compiled a second
 # time position-independent for the library; with them the basic helpers libasb uses.
 LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c \
-  src/basic/dlopen-util.c)
+  src/shared/dlopen-util.c)
 LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/basic/hex-util.c src/basic/time-util.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc

@@ -90,25 +90,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(m);
         free(sh);
         json_decref(merged);
-        const char *err = NULL;
-        json_t *patched = api_json_patch(target, patch, &err);
-        if (json_is_object(patched))
+        api_error err = API_ERROR_INIT;
+        json_t *patched = NULL;
+        if (api_json_patch(target, patch, &patched, &err) == 0 && json_is_object(patched))
             check_object(patched, NULL);
         json_decref(patched);
+        api_error_clear(&err);
     } else if (json_is_string(j)) {
         api_selector *s = NULL;
-        char *err = NULL;
+        api_error err = API_ERROR_INIT;
         json_t *labels = json_pack("{s:s,s:s}", "app", "web", "n", "5");
         json_t *obj = json_pack("{s:{s:s,s:s}}", "metadata", "name", "x", "namespace", "default");
         if (api_label_selector_parse(json_string_value(j), &s, &err) == 0)
             (void)api_label_selector_matches(s, labels);
         s = api_selector_free(s);
-        free(err);
-        err = NULL;
+        api_error_clear(&err);
         if (api_field_selector_parse(json_string_value(j), &s, &err) == 0)
             (void)api_field_selector_matches(s, obj);
         api_selector_free(s);
-        free(err);
+        api_error_clear(&err);
         json_decref(labels);
         json_decref(obj);
     }

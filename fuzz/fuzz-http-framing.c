@@ -60,10 +60,12 @@ static int on_headers_complete(http_parser *p)
     http_field f[MAXH];
     for (size_t i = 0; i < s->n; i++)
         f[i] = (http_field){s->name[i], s->nl[i], s->value[i], s->vl[i]};
-    http_framing_error e;
+    api_error e = API_ERROR_INIT;
     if (router_framing_check(p, f, s->n, &e) < 0) {
-        if ((e.status != 400 && e.status != 501) || !e.body || !e.reason)
+        unsigned status = status_http(e.code);
+        if ((status != 400 && status != 501) || !e.message)
             abort();
+        api_error_clear(&e);
         return -1;
     }
     if (p->flags & F_CHUNKED)

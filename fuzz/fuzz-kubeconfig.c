@@ -23,10 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ctx = strndup(text + 5, n);
     }
     kube_client *c = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     if (kube_client_from_kubeconfig_text(text, size, "fuzz", ctx, &c, &err) == 0)
         kube_client_free(c);
-    free(err);
+    api_error_clear(&err);
     free(ctx);
     free(text);
     return 0;

@@ -43,21 +43,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fields(s, f, 6);
         router_request_info in = {"GET", f[0] ? f[0] : "/", f[1], f[2], f[3], f[4], f[5]};
         router_route out;
-        router_error err;
+        _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
         int r = router_route_request(&in, &out, &err);
         if (r == 0) {
             if (!router_valid_dns_label(out.id) || !router_valid_dns_label(out.ns))
                 abort();
-        } else if (err.http_status != 400 && err.http_status != 502)
+        } else if (router_error_http(&err) != 400 && router_error_http(&err) != 502)
             abort();
         break;
     }
     case 1: {
         char *f[2];
         fields(s, f, 2);
-        router_error err;
+        _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
         int r = router_check_auth(f[0], "secret-token-0123456789", data[0] & 8, data[0] & 16, &err);
-        if (r < 0 && err.http_status != 401 && err.http_status != 500)
+        if (r < 0 && router_error_http(&err) != 401 && router_error_http(&err) != 500)
             abort();
         break;
     }
@@ -72,14 +72,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     case 3: {
         char **v = NULL;
-        const char *e = NULL;
+        api_error e = API_ERROR_INIT;
         if (router_shlex_split(s, &v, &e) == 0) {
             for (size_t i = 0; v[i]; i++)
                 if (strlen(v[i]) > strlen(s))
                     abort();
             strv_free(v);
-        } else if (!e)
-            ; /* -ENOMEM */
+        }
+        api_error_clear(&e);
         break;
     }
     case 4: {

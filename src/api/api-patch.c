@@ -69,11 +69,11 @@ json_t *api_own_element(json_t *array, size_t i)
 /* ---- RFC 6902 ---- */
 
 /* Decodes one reference token (~1 -> /, ~0 -> ~) of length n. Owned or NULL. */
-static char *token_dup(const char *s, size_t n, const char **err)
+static char *token_dup(const char *s, size_t n, api_error *err)
 {
     char *t = malloc(n + 1), *w = t;
     if (!t) {
-        *err = "out of memory";
+        api_error_set_reason(err, KUBE_REASON_INVALID, "out of memory");
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
@@ -84,7 +84,7 @@ static char *token_dup(const char *s, size_t n, const char **err)
                 continue;
             }
             free(t);
-            *err = "invalid JSON pointer escape";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "invalid JSON pointer escape");
             return NULL;
         }
         *w++ = s[i];
@@ -114,7 +114,7 @@ static int array_index(const char *tok, size_t size, bool allow_end, size_t *ret
 
 /* Resolves ptr to (parent container, last token). Root pointer "" gives parent NULL. */
 static int resolve_parent(json_t *doc, const char *ptr, json_t **ret_parent, char **ret_tok,
-                          const char **err)
+                          api_error *err)
 {
     if (ptr[0] == '\0') {
         *ret_parent = NULL;
@@ -122,7 +122,7 @@ static int resolve_parent(json_t *doc, const char *ptr, json_t **ret_parent, cha
         return 0;
     }
     if (ptr[0] != '/') {
-        *err = "JSON pointer must start with '/'";
+        api_error_set_reason(err, KUBE_REASON_INVALID, "JSON pointer must start with '/'");
         return -EINVAL;
     }
     json_t *cur = doc;
@@ -146,7 +146,7 @@ static int resolve_parent(json_t *doc, const char *ptr, json_t **ret_parent, cha
             next = json_array_get(cur, idx);
         free(tok);
         if (!next) {
-            *err = "path not found";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "path not found");
             return -ENOENT;
         }
         cur = next;
@@ -154,7 +154,7 @@ static int resolve_parent(json_t *doc, const char *ptr, json_t **ret_parent, cha
     }
 }
 
-static json_t *pointer_get(json_t *doc, const char *ptr, const char **err)
+static json_t *pointer_get(json_t *doc, const char *ptr, api_error *err)
 {
     json_t *parent;
     _cleanup_free_ char *tok = NULL;
@@ -169,19 +169,19 @@ static json_t *pointer_get(json_t *doc, const char *ptr, const char **err)
     else if (json_is_array(parent) && array_index(tok, json_array_size(parent), false, &idx) == 0)
         v = json_array_get(parent, idx);
     if (!v)
-        *err = "path not found";
+        api_error_set_reason(err, KUBE_REASON_INVALID, "path not found");
     return v;
 }
 
 /* Removes the value at ptr and returns it (owned), or NULL. */
-static json_t *pointer_remove(json_t *doc, const char *ptr, const char **err)
+static json_t *pointer_remove(json_t *doc, const char *ptr, api_error *err)
 {
     json_t *parent;
     _cleanup_free_ char *tok = NULL;
     if (resolve_parent(doc, ptr, &parent, &tok, err) < 0)
         return NULL;
     if (!parent) {
-        *err = "cannot remove the root";
+        api_error_set_reason(err, KUBE_REASON_INVALID, "cannot remove the root");
         return NULL;
     }
     size_t idx;
@@ -196,13 +196,13 @@ static json_t *pointer_remove(json_t *doc, const char *ptr, const char **err)
         json_array_remove(parent, idx);
     }
     if (!v)
-        *err = "path not found";
+        api_error_set_reason(err, KUBE_REASON_INVALID, "path not found");
     return v;
 }
 
 /* Adds value (reference stolen) at ptr; replace=true requires an existing target.
  * May replace *doc when ptr is the root. */
-static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replace, const char **err)
+static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replace, api_error *err)
 {
     json_t *parent;
     _cleanup_free_ char *tok = NULL;
@@ -219,7 +219,7 @@ static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replac
     if (json_is_object(parent)) {
         if (replace && !json_object_get(parent, tok)) {
             json_decref(value);
-            *err = "path not found";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "path not found");
             return -ENOENT;
         }
         return json_object_set_new(parent, tok, value) < 0 ? -ENOMEM : 0;
@@ -230,23 +230,24 @@ static int pointer_add(json_t **doc, const char *ptr, json_t *value, bool replac
         return json_array_insert_new(parent, idx, value) < 0 ? -ENOMEM : 0;
     }
     json_decref(value);
-    *err = "path not found";
+    api_error_set_reason(err, KUBE_REASON_INVALID, "path not found");
     return -ENOENT;
 }
 
-static int apply_op(json_t **doc, const json_t *op, const char **err)
+static int apply_op(json_t **doc, const json_t *op, api_error *err)
 {
     const char *name = json_string_value(json_object_get(op, "op"));
     const char *path = json_string_value(json_object_get(op, "path"));
     const char *from = json_string_value(json_object_get(op, "from"));
     json_t *value = json_object_get(op, "value");
     if (!name || !path) {
-        *err = "each operation needs string \"op\" and \"path\"";
+        api_error_set_reason(err, KUBE_REASON_INVALID,
+                             "each operation needs string \"op\" and \"path\"");
         return -EINVAL;
     }
     if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0) {
         if (!value) {
-            *err = "missing \"value\"";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "missing \"value\"");
             return -EINVAL;
         }
         json_t *copy = json_deep_copy(value);
@@ -262,21 +263,21 @@ static int apply_op(json_t **doc, const json_t *op, const char **err)
     if (strcmp(name, "test") == 0) {
         json_t *v = pointer_get(*doc, path, err);
         if (!v || !value || !json_equal(v, value)) {
-            *err = "test operation failed";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "test operation failed");
             return -EINVAL;
         }
         return 0;
     }
     if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
         if (!from) {
-            *err = "missing \"from\"";
+            api_error_set_reason(err, KUBE_REASON_INVALID, "missing \"from\"");
             return -EINVAL;
         }
         json_t *v;
         if (name[0] == 'm') {
             size_t fl = strlen(from);
             if (strncmp(path, from, fl) == 0 && path[fl] == '/') {
-                *err = "cannot move a value into itself";
+                api_error_set_reason(err, KUBE_REASON_INVALID, "cannot move a value into itself");
                 return -EINVAL;
             }
             v = pointer_remove(*doc, from, err);
@@ -288,30 +289,33 @@ static int apply_op(json_t **doc, const json_t *op, const char **err)
             return -ENOENT;
         return pointer_add(doc, path, v, false, err);
     }
-    *err = "unknown operation";
+    api_error_set_reason(err, KUBE_REASON_INVALID, "unknown operation");
     return -EINVAL;
 }
 
-json_t *api_json_patch(const json_t *target, const json_t *patch, const char **ret_error)
+/* The words of a refused patch; the reason is Invalid whatever the cause, as it always was. */
+static int refuse(api_error *err, const char *why)
 {
-    if (!json_is_array(patch)) {
-        *ret_error = "a JSON patch must be an array of operations";
-        return NULL;
-    }
+    api_error_set_reason(err, KUBE_REASON_INVALID, "%s", why);
+    return -EINVAL;
+}
+
+int api_json_patch(const json_t *target, const json_t *patch, json_t **ret, api_error *err)
+{
+    if (!json_is_array(patch))
+        return refuse(err, "a JSON patch must be an array of operations");
     json_t *doc = json_deep_copy(target);
-    if (!doc) {
-        *ret_error = "out of memory";
-        return NULL;
-    }
+    if (!doc)
+        return refuse(err, "out of memory");
     size_t i;
     json_t *op;
     json_array_foreach (patch, i, op) {
-        const char *err = "invalid operation";
-        if (!json_is_object(op) || apply_op(&doc, op, &err) < 0) {
-            *ret_error = err;
+        _cleanup_(api_error_clear) api_error why = API_ERROR_INIT;
+        if (!json_is_object(op) || apply_op(&doc, op, &why) < 0) {
             json_decref(doc);
-            return NULL;
+            return refuse(err, why.message ? why.message : "invalid operation");
         }
     }
-    return doc;
+    *ret = doc;
+    return 0;
 }

@@ -28,19 +28,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(api_selector *, api_selector_free)
 typedef struct parser {
     const char *s;
     size_t i;
-    char *error;
+    api_error *err; /* the first failure's words */
+    bool failed;
     bool oom;
 } parser;
 
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(parser *p, const char *fmt, ...)
 {
-    if (!p->error) {
+    if (!p->failed) {
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&p->error, fmt, ap) < 0)
-            p->error = NULL;
+        api_error_setv(p->err, STATUS_INVALID_ARGUMENT, fmt, ap);
         va_end(ap);
+        p->failed = true;
     }
     return -EINVAL;
 }
@@ -189,12 +190,12 @@ static int parse_requirement(parser *p, struct api_requirement *r)
     return 0;
 }
 
-int api_label_selector_parse(const char *s, api_selector **ret, char **ret_error)
+int api_label_selector_parse(const char *s, api_selector **ret, api_error *err)
 {
     _cleanup_(api_selector_freep) api_selector *sel = calloc(1, sizeof(*sel));
     if (!sel)
         return -ENOMEM;
-    parser p = {.s = s ? s : ""};
+    parser p = {.s = s ? s : "", .err = err};
     skip_ws(&p);
     while (p.s[p.i]) {
         struct api_requirement *nr = realloc(sel->reqs, (sel->n + 1) * sizeof(*nr));
@@ -214,11 +215,8 @@ int api_label_selector_parse(const char *s, api_selector **ret, char **ret_error
                 r = fail(&p, "found '%c', expected: ','", p.s[p.i]);
         }
         if (r < 0 || p.oom) {
-            if (p.oom || r == -ENOMEM) {
-                free(p.error);
+            if (p.oom || r == -ENOMEM || !err->message)
                 return -ENOMEM;
-            }
-            *ret_error = p.error;
             return r;
         }
     }
@@ -269,7 +267,7 @@ bool api_label_selector_matches(const api_selector *s, const json_t *labels)
 }
 
 /* Field selector terms: key(=|==|!=)value, ',' separated; '\' escapes ',', '=' and '!'. */
-int api_field_selector_parse(const char *s, api_selector **ret, char **ret_error)
+int api_field_selector_parse(const char *s, api_selector **ret, api_error *err)
 {
     _cleanup_(api_selector_freep) api_selector *sel = calloc(1, sizeof(*sel));
     if (!sel)
@@ -299,19 +297,18 @@ int api_field_selector_parse(const char *s, api_selector **ret, char **ret_error
             oplen = op && op[1] == '=' ? 2 : 1;
         }
         if (!op) {
-            if (asprintf(ret_error, "invalid selector: '%s'; can't understand '%s'", s, term) < 0)
-                return -ENOMEM;
-            return -EINVAL;
+            api_error_set(err, STATUS_INVALID_ARGUMENT,
+                          "invalid selector: '%s'; can't understand '%s'", s, term);
+            return err->message ? -EINVAL : -ENOMEM;
         }
         *op = '\0';
         const char *key = term, *raw = op + oplen;
         if (strcmp(key, "metadata.name") != 0 && strcmp(key, "metadata.namespace") != 0) {
-            if (asprintf(ret_error,
-                         "field label not supported: %s (only \"metadata.name\" and "
-                         "\"metadata.namespace\" are supported)",
-                         key) < 0)
-                return -ENOMEM;
-            return -EINVAL;
+            api_error_set(err, STATUS_INVALID_ARGUMENT,
+                          "field label not supported: %s (only \"metadata.name\" and "
+                          "\"metadata.namespace\" are supported)",
+                          key);
+            return err->message ? -EINVAL : -ENOMEM;
         }
         char *val = malloc(strlen(raw) + 1), *w = val;
         if (!val)

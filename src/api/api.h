@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/status.h"
+
 #define API_VERSION "v1beta1"
 #define API_GROUP_CORE "agents.x-k8s.io"
 #define API_GROUP_EXT "extensions.agents.x-k8s.io"
@@ -145,8 +147,9 @@ json_t *api_merge_patch_shared(const json_t *target, const json_t *patch);
 json_t *api_own_member(json_t *parent, const char *key);
 json_t *api_own_element(json_t *array, size_t i);
 
-/* RFC 6902 JSON patch. Returns a new reference or NULL with *ret_error set (static text). */
-json_t *api_json_patch(const json_t *target, const json_t *patch, const char **ret_error);
+/* RFC 6902 JSON patch. Returns 0 with *ret a new reference, or -EINVAL with *err saying why
+ * (reason Invalid). */
+int api_json_patch(const json_t *target, const json_t *patch, json_t **ret, api_error *err);
 
 /* ---- selectors ---- */
 typedef enum api_sel_op {
@@ -171,10 +174,10 @@ typedef struct api_selector {
 } api_selector;
 
 /* Parses a label selector (`a=b,c!=d,e,!f,g in (x,y),h notin (z),i>1`). Empty or NULL selects
- * everything. Returns 0, -EINVAL with *ret_error (owned) set, or -ENOMEM. */
-int api_label_selector_parse(const char *s, api_selector **ret, char **ret_error);
+ * everything. Returns 0, -EINVAL with *err saying why, or -ENOMEM (err untouched or unworded). */
+int api_label_selector_parse(const char *s, api_selector **ret, api_error *err);
 /* Field selector: `metadata.name=x,metadata.namespace!=y` (=, ==, !=); other fields -EINVAL. */
-int api_field_selector_parse(const char *s, api_selector **ret, char **ret_error);
+int api_field_selector_parse(const char *s, api_selector **ret, api_error *err);
 api_selector *api_selector_free(api_selector *s);
 /* labels may be NULL (no labels). */
 bool api_label_selector_matches(const api_selector *s, const json_t *labels);

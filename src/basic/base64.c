@@ -51,7 +51,7 @@ static int value_of(char c)
         return 62;
     if (c == '/')
         return 63;
-    return -1;
+    return -EINVAL;
 }
 
 int base64_decode(const char *text, size_t n, char **ret, size_t *ret_len)

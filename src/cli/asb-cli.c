@@ -135,7 +135,7 @@ long long cli_parse_timeout(const char *s)
         return secs * 1000;
     usec_t u;
     if (parse_go_duration(s, &u) < 0)
-        return -1;
+        return -EINVAL;
     return (long long)(u / USEC_PER_MSEC);
 }
 
@@ -145,7 +145,7 @@ long long cli_positive_duration_arg(const char *s)
     if (ms > 0)
         return ms;
     fprintf(stderr, "error: invalid duration \"%s\" (use 30s, 5m, 1h or seconds)\n", s);
-    return -1;
+    return -EINVAL;
 }
 
 const char *cli_meta(const json_t *obj, const char *field)

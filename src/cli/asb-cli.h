@@ -63,10 +63,11 @@ const char *cli_ref(char *buf, size_t size, const asb_kind *k, const char *name)
 /* Reads a whole file ("-" = stdin). Returns 0 or -errno. *ret is NUL-terminated, owned. */
 int cli_read_file(const char *path, char **ret, size_t *ret_len);
 
-/* Go-style duration ("30s", "1m", "500ms") or plain seconds into milliseconds; -1 if invalid. */
+/* Go-style duration ("30s", "1m", "500ms") or plain seconds into milliseconds; -EINVAL if
+ * invalid. */
 long long cli_parse_timeout(const char *s);
-/* cli_parse_timeout() of an option's value that must be above zero: the milliseconds, or -1 after
- * telling stderr what is wrong with it. */
+/* cli_parse_timeout() of an option's value that must be above zero: the milliseconds, or -EINVAL
+ * after telling stderr what is wrong with it. */
 long long cli_positive_duration_arg(const char *s);
 
 /* Helpers on objects. */

@@ -57,7 +57,7 @@ static long source_fd(char *buf, size_t size, void *payload)
         ssize_t n = read(fd, buf, size);
         if (n < 0 && errno == EINTR)
             continue;
-        return n < 0 ? -1 : (long)n;
+        return n < 0 ? -errno : (long)n;
     }
 }
 

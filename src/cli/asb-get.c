@@ -97,11 +97,11 @@ static int print_json_or_yaml(const json_t *v, output o)
 static int print_jsonpath(const char *template, const json_t *root)
 {
     _cleanup_buf_ buf out = BUF_INIT;
-    const char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     int r = cli_jsonpath_render(&out, template, root, &err);
     if (r < 0) {
         fprintf(stderr, "error: error parsing jsonpath %s, %s\n", template,
-                r == -EINVAL && err ? err : "out of memory");
+                r == -EINVAL && err.message ? err.message : "out of memory");
         return 1;
     }
     fwrite(out.data ? out.data : "", 1, out.len, stdout);

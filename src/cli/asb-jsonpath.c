@@ -187,7 +187,7 @@ static int expression(buf *out, const json_t *root, const char *s, size_t n)
 }
 
 /* Renders [s, end) against root. {range} nests: its body runs once per value. */
-static int render(buf *out, const char *s, const char *end, const json_t *root, const char **err)
+static int render(buf *out, const char *s, const char *end, const json_t *root, api_error *err)
 {
     while (s < end) {
         const char *open = memchr(s, '{', (size_t)(end - s));
@@ -197,7 +197,7 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
             return -ENOMEM;
         const char *close = action_end(open + 1);
         if (!close || close >= end) {
-            *err = "unclosed action";
+            api_error_set(err, STATUS_INVALID_ARGUMENT, "unclosed action");
             return -EINVAL;
         }
         const char *a = open + 1;
@@ -223,7 +223,7 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
                 p = c + 1;
             }
             if (!body_end) {
-                *err = "range without end";
+                api_error_set(err, STATUS_INVALID_ARGUMENT, "range without end");
                 return -EINVAL;
             }
             _cleanup_free_ char *expr = strndup(a + 6, n - 6);
@@ -242,14 +242,14 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
             s = body_end + 5;
             continue;
         } else if (n == 3 && strncmp(a, "end", 3) == 0) {
-            *err = "end without range";
+            api_error_set(err, STATUS_INVALID_ARGUMENT, "end without range");
             return -EINVAL;
         } else {
             r = expression(out, root, a, n);
         }
         if (r < 0) {
             if (r == -EINVAL)
-                *err = "unrecognized expression";
+                api_error_set(err, STATUS_INVALID_ARGUMENT, "unrecognized expression");
             return r;
         }
         s = close + 1;
@@ -257,11 +257,14 @@ static int render(buf *out, const char *s, const char *end, const json_t *root, 
     return 0;
 }
 
-int cli_jsonpath_render(buf *out, const char *template, const json_t *root, const char **ret_error)
+int cli_jsonpath_render(buf *out, const char *template, const json_t *root, api_error *err)
 {
-    const char *err = NULL;
-    int r = render(out, template, template + strlen(template), root, &err);
-    if (ret_error)
-        *ret_error = err;
+    _cleanup_(api_error_clear) api_error why = API_ERROR_INIT;
+    int r = render(out, template, template + strlen(template), root, &why);
+    if (r == -EINVAL && why.message && err) {
+        api_error_clear(err);
+        *err = why;
+        why = (api_error)API_ERROR_INIT; /* moved */
+    }
     return r;
 }

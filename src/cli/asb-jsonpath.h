@@ -9,14 +9,15 @@
 #include <jansson.h>
 
 #include "basic/buf.h"
+#include "shared/status.h"
 
 /* Every value at expr under root, appended (borrowed references) to the array ret (owned by the
  * caller). 0, -EINVAL (syntax) or -ENOMEM. */
 int cli_jsonpath_values(const json_t *root, const char *expr, json_t *ret);
 
-/* Renders template against root into out. 0, -EINVAL (syntax: *ret_error, when not NULL, says
- * where, static) or -ENOMEM. */
-int cli_jsonpath_render(buf *out, const char *template, const json_t *root, const char **ret_error);
+/* Renders template against root into out. 0, -EINVAL (syntax: *err, when err is not NULL, says
+ * where) or -ENOMEM. */
+int cli_jsonpath_render(buf *out, const char *template, const json_t *root, api_error *err);
 
 /* One value as a cell: a string as it is, anything else as compact JSON. Owned; NULL on ENOMEM. */
 char *cli_jsonpath_text(const json_t *v);

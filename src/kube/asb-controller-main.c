@@ -260,11 +260,11 @@ int main(int argc, char **argv)
     static kube_ctl ctl;
     pthread_mutex_init(&ctl.exp_lock, NULL);
     pthread_mutex_init(&ctl.metrics.lock, NULL);
-    char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     int r = kube_client_load(opt_kubeconfig, opt_context, &ctl.client, &err);
     if (r < 0) {
-        log_error("cannot configure the API client", "error", err ? err : strerror(-r));
-        free(err);
+        log_error("cannot configure the API client", "error",
+                  err.message ? err.message : strerror(-r));
         return 1;
     }
     char host[256] = "host";

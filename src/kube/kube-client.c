@@ -63,16 +63,6 @@ static char *read_file(const char *path)
     return buf_steal(&text, NULL);
 }
 
-static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **ret_error, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (ret_error && vasprintf(ret_error, fmt, ap) < 0)
-        *ret_error = NULL;
-    va_end(ap);
-}
-
 kube_client *kube_client_free(kube_client *c)
 {
     if (!c)
@@ -139,42 +129,38 @@ static const json_t *named(const json_t *list, const char *name, const char *fie
     return NULL;
 }
 
-static int from_kubeconfig(const char *path, const char *context, kube_client **ret,
-                           char **ret_error)
+static int from_kubeconfig(const char *path, const char *context, kube_client **ret, api_error *err)
 {
     _cleanup_free_ char *text = read_file(path);
     if (!text) {
-        set_error(ret_error, "cannot read kubeconfig %s: %m", path);
-        return -errno;
+        int r = -errno;
+        return api_error_set_errno(err, r, "cannot read kubeconfig %s: %s", path, strerror(-r));
     }
-    return kube_client_from_kubeconfig_text(text, strlen(text), path, context, ret, ret_error);
+    return kube_client_from_kubeconfig_text(text, strlen(text), path, context, ret, err);
 }
 
 int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *path,
-                                     const char *context, kube_client **ret, char **ret_error)
+                                     const char *context, kube_client **ret, api_error *err)
 {
     char *jtext = NULL;
     if (asb_manifest_parse(&jtext, text, len) != 0) {
         const asb_error *e = asb_error_last();
-        set_error(ret_error, "cannot parse kubeconfig %s: %s", path,
-                  e && e->message ? e->message : "unknown error");
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "cannot parse kubeconfig %s: %s", path,
+                                   e && e->message ? e->message : "unknown error");
     }
     json_t *docs = json_loads(jtext, 0, NULL);
     free(jtext);
     _cleanup_json_ json_t *cfg = json_incref(json_array_get(docs, 0));
     json_decref(docs);
     if (!json_is_object(cfg)) {
-        set_error(ret_error, "kubeconfig %s: not a mapping", path);
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "kubeconfig %s: not a mapping", path);
     }
     const char *ctxname =
         context ? context : json_string_value(json_object_get(cfg, "current-context"));
     const json_t *ctx = named(json_object_get(cfg, "contexts"), ctxname, "context");
     if (!ctx) {
-        set_error(ret_error, "kubeconfig %s: context \"%s\" not found", path,
-                  ctxname ? ctxname : "");
-        return -ENOENT;
+        return api_error_set_errno(err, -ENOENT, "kubeconfig %s: context \"%s\" not found", path,
+                                   ctxname ? ctxname : "");
     }
     const char *cluster_name = json_string_value(json_object_get(ctx, "cluster"));
     const char *user_name = json_string_value(json_object_get(ctx, "user"));
@@ -182,16 +168,15 @@ int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *p
     const json_t *user = named(json_object_get(cfg, "users"), user_name, "user");
     const char *server = json_string_value(json_object_get(cluster, "server"));
     if (!server) {
-        set_error(ret_error, "kubeconfig %s: cluster \"%s\" has no server", path,
-                  cluster_name ? cluster_name : "");
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "kubeconfig %s: cluster \"%s\" has no server",
+                                   path, cluster_name ? cluster_name : "");
     }
     if (user && json_object_get(user, "exec")) {
-        set_error(ret_error,
-                  "kubeconfig %s: user \"%s\" uses exec credentials, which "
-                  "asb-controller does not run; use a token or a client certificate",
-                  path, user_name);
-        return -EOPNOTSUPP;
+        return api_error_set_errno(err, -EOPNOTSUPP,
+                                   "kubeconfig %s: user \"%s\" uses exec credentials, which "
+                                   "asb-controller does not run; use a token or a client "
+                                   "certificate",
+                                   path, user_name);
     }
     kube_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -219,13 +204,13 @@ int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *p
     return 0;
 }
 
-int kube_client_in_cluster(const char *sa_dir, kube_client **ret, char **ret_error)
+int kube_client_in_cluster(const char *sa_dir, kube_client **ret, api_error *err)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !*host || !port || !*port) {
-        set_error(ret_error, "not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
-        return -ENOENT;
+        return api_error_set_errno(err, -ENOENT,
+                                   "not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
     }
     kube_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -252,30 +237,28 @@ int kube_client_in_cluster(const char *sa_dir, kube_client **ret, char **ret_err
     return 0;
 }
 
-int kube_client_load(const char *kubeconfig, const char *context, kube_client **ret,
-                     char **ret_error)
+int kube_client_load(const char *kubeconfig, const char *context, kube_client **ret, api_error *err)
 {
     if (!kubeconfig || !*kubeconfig) {
         const char *env = getenv("KUBECONFIG");
         if (env && *env) {
             /* First entry of a colon-separated list. */
             _cleanup_free_ char *first = strndup(env, strcspn(env, ":"));
-            return first ? from_kubeconfig(first, context, ret, ret_error) : -ENOMEM;
+            return first ? from_kubeconfig(first, context, ret, err) : -ENOMEM;
         }
         if (getenv("KUBERNETES_SERVICE_HOST")) {
             const char *sa = getenv("ASB_SERVICEACCOUNT_DIR"); /* tests */
             return kube_client_in_cluster(
-                sa && *sa ? sa : "/var/run/secrets/kubernetes.io/serviceaccount", ret, ret_error);
+                sa && *sa ? sa : "/var/run/secrets/kubernetes.io/serviceaccount", ret, err);
         }
         const char *home = getenv("HOME");
         _cleanup_free_ char *p = NULL;
         if (!home || asprintf(&p, "%s/.kube/config", home) < 0) {
-            set_error(ret_error, "no kubeconfig and not in a cluster");
-            return -ENOENT;
+            return api_error_set_errno(err, -ENOENT, "no kubeconfig and not in a cluster");
         }
-        return from_kubeconfig(p, context, ret, ret_error);
+        return from_kubeconfig(p, context, ret, err);
     }
-    return from_kubeconfig(kubeconfig, context, ret, ret_error);
+    return from_kubeconfig(kubeconfig, context, ret, err);
 }
 
 /* ---- requests ---- */

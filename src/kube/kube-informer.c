@@ -155,7 +155,7 @@ static int on_line(const char *line, size_t len, void *payload)
                  json_string_value(json_object_get(obj, "message")));
         if (code == 410)
             ws->gone = true;
-        return -1;
+        return code == 410 ? -ESTALE : -EIO; /* the watch ends */
     }
     const char *rv = kube_str(obj, "metadata.resourceVersion");
     if (rv)

@@ -127,11 +127,13 @@ static void reconcile_pvcs(sbx *c)
                           "labels", labels, "ownerReferences", reconcile_owner_ref(c->sb), "spec",
                           json_deep_copy(json_object_get(t, "spec")) ?: json_object());
             json_t *ann = jget(t, "metadata", "annotations");
-            const char *from = kube_snapshot_of_sandbox(c->sb), *why = NULL;
+            const char *from = kube_snapshot_of_sandbox(c->sb);
+            _cleanup_(api_error_clear) api_error why = API_ERROR_INIT;
             _cleanup_json_ json_t *ds = NULL;
             /* A fork: the PVC starts as the snapshot's copy of this volume. */
             if (from && kube_snapshot_data_source(c->ctl, c->ns, from, tn, &ds, &why) < 0) {
-                add_error(c, "PVC %s: snapshot %s: %s", pname, from, why ? why : "out of memory");
+                add_error(c, "PVC %s: snapshot %s: %s", pname, from,
+                          why.message ? why.message : "out of memory");
                 return;
             }
             if (o && ds && json_object_set(json_object_get(o, "spec"), "dataSource", ds) < 0)
@@ -301,9 +303,11 @@ static json_t *build_pod(sbx *c)
     _cleanup_json_ json_t *spec = json_deep_copy(api_pod_spec_of(c->sb)) ?: json_object();
     if (!spec || add_claim_volumes(c, spec) < 0)
         return NULL;
-    const char *from = kube_snapshot_of_sandbox(c->sb), *why = NULL;
+    const char *from = kube_snapshot_of_sandbox(c->sb);
+    _cleanup_(api_error_clear) api_error why = API_ERROR_INIT;
     if (from && kube_snapshot_pod_images(c->ctl, c->ns, from, spec, &why) < 0) {
-        add_error(c, "pod %s: snapshot %s: %s", c->name, from, why ? why : "out of memory");
+        add_error(c, "pod %s: snapshot %s: %s", c->name, from,
+                  why.message ? why.message : "out of memory");
         return NULL;
     }
     _cleanup_json_ json_t *md =

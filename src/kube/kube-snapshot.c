@@ -203,31 +203,34 @@ const char *kube_snapshot_of_sandbox(const json_t *sb)
     return img && strncmp(img, SNAPSHOT_IMAGE_PREFIX, n) == 0 && img[n] ? img + n : NULL;
 }
 
-/* The Ready SandboxSnapshot NAME (new reference), or NULL with *ret_why. */
-static json_t *ready_snapshot(kube_ctl *ctl, const char *ns, const char *name, const char **ret_why)
+/* The Ready SandboxSnapshot NAME (*ret, new reference): 0, or -EAGAIN with *err saying why. */
+static int ready_snapshot(kube_ctl *ctl, const char *ns, const char *name, json_t **ret,
+                          api_error *err)
 {
-    if (!ctl->opt.snapshots) {
-        *ret_why = "image snapshot:NAME needs asb-controller --snapshots";
-        return NULL;
-    }
+    if (!ctl->opt.snapshots)
+        return api_error_set(err, STATUS_UNAVAILABLE,
+                             "image snapshot:NAME needs asb-controller --snapshots");
     json_t *snap = kube_informer_get(&ctl->inf[KR_SNAPSHOT], ns, name);
     const char *st =
         json_string_value(json_object_get(reconcile_condition(snap, "Ready"), "status"));
     if (!snap || !st || strcmp(st, "True") != 0) {
-        *ret_why = snap ? "SnapshotNotReady" : "SnapshotNotFound";
+        api_error_set(err, STATUS_UNAVAILABLE, "%s",
+                      snap ? "SnapshotNotReady" : "SnapshotNotFound");
         json_decref(snap);
-        return NULL;
+        return -EAGAIN;
     }
-    return snap;
+    *ret = snap;
+    return 0;
 }
 
 int kube_snapshot_data_source(kube_ctl *ctl, const char *ns, const char *snapshot,
-                              const char *volume, json_t **ret, const char **ret_why)
+                              const char *volume, json_t **ret, api_error *err)
 {
     *ret = NULL;
-    _cleanup_json_ json_t *snap = ready_snapshot(ctl, ns, snapshot, ret_why);
-    if (!snap)
-        return -EAGAIN;
+    _cleanup_json_ json_t *snap = NULL;
+    int k = ready_snapshot(ctl, ns, snapshot, &snap, err);
+    if (k < 0)
+        return k;
     size_t i;
     json_t *v;
     json_array_foreach (json_object_get(json_object_get(snap, "status"), "volumeSnapshots"), i, v)
@@ -240,11 +243,12 @@ int kube_snapshot_data_source(kube_ctl *ctl, const char *ns, const char *snapsho
 }
 
 int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot, json_t *spec,
-                             const char **ret_why)
+                             api_error *err)
 {
-    _cleanup_json_ json_t *snap = ready_snapshot(ctl, ns, snapshot, ret_why);
-    if (!snap)
-        return -EAGAIN;
+    _cleanup_json_ json_t *snap = NULL;
+    int k = ready_snapshot(ctl, ns, snapshot, &snap, err);
+    if (k < 0)
+        return k;
     const json_t *src = json_object_get(json_object_get(snap, "status"), "source");
     const json_t *recorded =
         json_object_get(json_object_get(api_pod_template_json(src), "spec"), "containers");
@@ -259,8 +263,8 @@ int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot
             if (json_equal(json_object_get(r, "name"), json_object_get(c, "name")))
                 want = json_string_value(json_object_get(r, "image")) ?: want;
         if (!want || !*want) {
-            *ret_why = "the snapshot records no image for the container";
-            return -EINVAL;
+            return api_error_set(err, STATUS_INVALID_ARGUMENT,
+                                 "the snapshot records no image for the container");
         }
         if (json_object_set_new(c, "image", json_string(want)) < 0)
             return -ENOMEM;

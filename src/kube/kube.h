@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shared/status.h"
+
 /* ---------------- API client (kube-client.c) ---------------- */
 typedef struct kube_client {
     char *server;     /* "https://host:port", no trailing slash */
@@ -26,14 +28,14 @@ typedef struct kube_client {
 
 /* Loads a client configuration: kubeconfig path (NULL: $KUBECONFIG, then in-cluster when
  * KUBERNETES_SERVICE_HOST is set, then ~/.kube/config) and context (NULL: current-context).
- * On failure *ret_error (owned) says why. */
+ * On failure *err says why. */
 int kube_client_load(const char *kubeconfig, const char *context, kube_client **ret,
-                     char **ret_error);
+                     api_error *err);
 /* The kubeconfig parser on its own (fuzz/fuzz-kubeconfig.c); path only names the file in errors. */
 int kube_client_from_kubeconfig_text(const char *text, size_t len, const char *path,
-                                     const char *context, kube_client **ret, char **ret_error);
+                                     const char *context, kube_client **ret, api_error *err);
 /* In-cluster configuration from the service account directory (tests pass another root). */
-int kube_client_in_cluster(const char *sa_dir, kube_client **ret, char **ret_error);
+int kube_client_in_cluster(const char *sa_dir, kube_client **ret, api_error *err);
 kube_client *kube_client_free(kube_client *c);
 
 /* One request. body may be NULL; ctype NULL means application/json. Returns 0 when an HTTP
@@ -192,13 +194,14 @@ int kube_reconcile_snapshot(kube_ctl *ctl, const char *ns, const char *name,
 const char *kube_snapshot_of_sandbox(const json_t *sb);
 /* The dataSource (*ret owned) of the PVC of volumeClaimTemplate `volume` of a fork: the
  * VolumeSnapshot of that volume. *ret NULL when the snapshot has no such volume (the PVC starts
- * empty). -EAGAIN with *ret_why (static) while the snapshot is missing or not Ready. */
+ * empty). -EAGAIN with *err saying why while the snapshot is missing or not Ready. */
 int kube_snapshot_data_source(kube_ctl *ctl, const char *ns, const char *snapshot,
-                              const char *volume, json_t **ret, const char **ret_why);
+                              const char *volume, json_t **ret, api_error *err);
 /* Replaces in a fork's pod spec every `snapshot:NAME` image by the image the snapshot recorded
- * for that container (its source's). -EAGAIN with *ret_why while the snapshot is not Ready. */
+ * for that container (its source's). -EAGAIN with *err saying why while the snapshot is not
+ * Ready. */
 int kube_snapshot_pod_images(kube_ctl *ctl, const char *ns, const char *snapshot, json_t *spec,
-                             const char **ret_why);
+                             api_error *err);
 
 /* Merge patch of an object (sub NULL or "status"); with lock_rv, the object's resourceVersion
  * is added so a concurrent change answers 409 (-ESTALE). ret_obj optional (owned). */

@@ -1,7 +1,7 @@
 /* dlopen of libcurl on first use (see libasb-curl.h for why). */
 #include <pthread.h>
 
-#include "basic/dlopen-util.h"
+#include "shared/dlopen-util.h"
 #include "libasb/libasb-curl.h"
 #include "libasb/libasb-internal.h"
 
@@ -31,9 +31,12 @@ static void load(void)
         DLOPEN_SYMBOL("curl_slist_free_all", a.slist_free_all),
         DLOPEN_SYMBOL("curl_global_init", global_init),
     };
-    if (dlopen_symbols(LIBCURL_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), load_error,
-                       sizeof(load_error)) < 0)
+    api_error e = API_ERROR_INIT;
+    if (dlopen_symbols(LIBCURL_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), &e) < 0) {
+        snprintf(load_error, sizeof(load_error), "%s", e.message ? e.message : "out of memory");
+        api_error_clear(&e);
         return;
+    }
     CURLcode rc = global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
         snprintf(load_error, sizeof(load_error), "curl_global_init: %s", a.easy_strerror(rc));

@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "basic/dlopen-util.h"
+#include "shared/dlopen-util.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-yaml.h"
 
@@ -43,9 +43,12 @@ static void load(void)
         SYM(sequence_end_event_initialize),
         SYM(scalar_event_initialize),
     };
-    if (dlopen_symbols(LIBYAML_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), load_error,
-                       sizeof(load_error)) < 0)
+    api_error e = API_ERROR_INIT;
+    if (dlopen_symbols(LIBYAML_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), &e) < 0) {
+        snprintf(load_error, sizeof(load_error), "%s", e.message ? e.message : "out of memory");
+        api_error_clear(&e);
         return;
+    }
     asbi_yaml = a;
 }
 

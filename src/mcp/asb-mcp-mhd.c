@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "basic/dlopen-util.h"
+#include "shared/dlopen-util.h"
 #include "mcp/asb-mcp-mhd.h"
 
 /* The SONAME of libmicrohttpd's ABI in the distributions we build on (Debian 12: 0.9.75). */
@@ -26,11 +26,13 @@ static void load(void)
         DLOPEN_SYMBOL("MHD_destroy_response", a.destroy_response),
         DLOPEN_SYMBOL("MHD_lookup_connection_value", a.lookup_connection_value),
     };
-    char err[256] = "";
-    load_result = dlopen_symbols(LIBMICROHTTPD_SONAME, symbols,
-                                 sizeof(symbols) / sizeof(symbols[0]), err, sizeof(err));
+    api_error err = API_ERROR_INIT;
+    load_result =
+        dlopen_symbols(LIBMICROHTTPD_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), &err);
     if (load_result < 0) {
-        fprintf(stderr, "asb mcp: cannot load libmicrohttpd: %s\n", err);
+        fprintf(stderr, "asb mcp: cannot load libmicrohttpd: %s\n",
+                err.message ? err.message : "out of memory");
+        api_error_clear(&err);
         return;
     }
     mcp_mhd = a;

@@ -47,15 +47,14 @@ void router_admission_from_headers(router_admission *a, const char *method, cons
 }
 
 router_admit_result router_admit_resolve(router_ctx *ctx, const router_route *route,
-                                         router_target *ret_target, router_error *err)
+                                         router_target *ret_target, api_error *err)
 {
     int r = ctx->resolver->resolve(ctx->resolver, route->ns, route->id, false, ret_target, err);
     return r < 0 ? ROUTER_ADMIT_REFUSED : ROUTER_ADMIT_TARGET;
 }
 
 router_admit_result router_admit(router_ctx *ctx, const router_admission *a, bool nonblock,
-                                 router_route *ret_route, router_target *ret_target,
-                                 router_error *err)
+                                 router_route *ret_route, router_target *ret_target, api_error *err)
 {
     const router_request_info *in = &a->info;
     const char *path = in->path ? in->path : "/";
@@ -67,11 +66,12 @@ router_admit_result router_admit(router_ctx *ctx, const router_admission *a, boo
     if (router_route_request(in, ret_route, err) < 0)
         return ROUTER_ADMIT_REFUSED;
     if (a->upgrade) {
-        router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
+        router_error_upgrade(err);
         return ROUTER_ADMIT_REFUSED;
     }
     if (!a->http2 && ret_route->kind == ROUTER_KIND_GRPC) {
-        router_error_set(err, 400, "gRPC requests need HTTP/2 (h2c prior knowledge).");
+        api_error_set(err, STATUS_INVALID_ARGUMENT,
+                      "gRPC requests need HTTP/2 (h2c prior knowledge).");
         return ROUTER_ADMIT_REFUSED;
     }
     int r = ctx->resolver->resolve(ctx->resolver, ret_route->ns, ret_route->id, nonblock,

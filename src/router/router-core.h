@@ -80,10 +80,10 @@ extern const char router_healthz_body[];
  * router_admit_resolve). */
 router_admit_result router_admit(router_ctx *ctx, const router_admission *a, bool nonblock,
                                  router_route *ret_route, router_target *ret_target,
-                                 router_error *err);
+                                 api_error *err);
 /* The resolution step alone (may block). Returns ROUTER_ADMIT_TARGET or _REFUSED. */
 router_admit_result router_admit_resolve(router_ctx *ctx, const router_route *route,
-                                         router_target *ret_target, router_error *err);
+                                         router_target *ret_target, api_error *err);
 
 /* A resolution that may block (control-plane lookup, resume), run on a helper thread so the
  * caller's other connections or streams go on. Embed it first in a job of your own. */
@@ -92,7 +92,7 @@ struct router_resolution {
     router_resolver *resolver;
     router_route route;
     router_target target; /* out, when r == 0 */
-    router_error err;     /* out, when r < 0 */
+    api_error err;        /* out, when r < 0 (cleared by whoever takes res) */
     int r;
     /* Called on the helper thread when done; res belongs to the callee from then on. */
     void (*done)(router_resolution *res);
@@ -103,16 +103,11 @@ int router_resolve_async(router_resolution *res);
 
 /* ---- router-made answers ---- */
 
-/* 502 "Could not connect ..." or, for -ETIMEDOUT, 504 "Timed out waiting ...": the one place
- * the upstream failure texts are written. */
-void router_error_upstream(router_error *err, int r, const char *sandbox_id);
 /* Appends a whole response: status line (reason phrase from status.c), Content-Type,
  * Content-Length, an optional extra header line (without CRLF), Connection: close unless
  * keep_alive, and the body unless head_only. 0 or -ENOMEM. */
 int router_reply(buf *out, int status, const char *ctype, const char *extra, const char *body,
                  size_t len, bool keep_alive, bool head_only);
-/* router_reply with {"detail": err->detail} as application/json. */
-int router_reply_error(buf *out, const router_error *err, bool keep_alive, bool head_only);
 
 /* ---- request head ---- */
 

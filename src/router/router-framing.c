@@ -24,9 +24,8 @@ void router_cl_dup_field(http_parser *p, router_cl_dup *st, const char *name, si
     }
 }
 
-int router_framing_check(const http_parser *p, const http_field *fields, size_t n,
-                         http_framing_error *ret)
+int router_framing_check(const http_parser *p, const http_field *fields, size_t n, api_error *err)
 {
     bool http11 = p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1);
-    return http_framing_check(fields, n, http11, ret);
+    return http_framing_check(fields, n, http11, err);
 }

@@ -123,8 +123,8 @@ static int up_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const
 void h2_stream_upstream_failed(h2_stream *st, uint32_t code)
 {
     if (!st->resp_submitted) {
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ECONNREFUSED, st->route.id);
         h2_respond_error(st, &e);
     } else if (!st->resp_eof)
         nghttp2_submit_rst_stream(st->c->s, NGHTTP2_FLAG_NONE, st->id,
@@ -221,8 +221,8 @@ void h2_start_grpc(h2_stream *st)
     h2_up *u = up_get(c, st->target.grpc, &err);
     if (!u) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ECONNREFUSED, st->route.id);
         h2_respond_error(st, &e);
         return;
     }
@@ -244,8 +244,8 @@ void h2_start_grpc(h2_stream *st)
     int32_t id = nghttp2_submit_request(u->s, NULL, h.v, h.n, &prd, st);
     nv_free(&h);
     if (id < 0) {
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ECONNREFUSED, st->route.id);
         h2_respond_error(st, &e);
         return;
     }

@@ -200,7 +200,7 @@ static inline void set_nonblock(int fd)
 void h2_resume_client(h2_stream *st);
 /* Submits the response head (status: its :status, counted in router_stats). */
 int h2_submit_resp(h2_stream *st, int status, nvlist *hdrs, bool body);
-void h2_respond_error(h2_stream *st, const router_error *err);
+void h2_respond_error(h2_stream *st, const api_error *err);
 void h2_respond_simple(h2_stream *st, int status, const char *ctype, const char *extra,
                        const char *body, size_t len);
 

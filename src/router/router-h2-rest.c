@@ -134,8 +134,8 @@ void h2_start_rest(h2_stream *st, const char *addr, bool end_stream)
     int fd = router_connect(addr, c->ctx->connect_timeout_ms);
     if (fd < 0) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ECONNREFUSED, st->route.id);
         h2_respond_error(st, &e);
         return;
     }
@@ -149,8 +149,8 @@ void h2_start_rest(h2_stream *st, const char *addr, bool end_stream)
     if (h1_request_head(st, &head, method, path ? path : "/", router_upstream_host(addr),
                         end_stream) < 0) {
         h2_h1_close(st);
-        router_error e;
-        router_error_upstream(&e, -ENOMEM, st->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ENOMEM, st->route.id);
         h2_respond_error(st, &e);
         return;
     }
@@ -196,9 +196,9 @@ void h2_run_legacy(h2_stream *st)
     const char *path = nv_get(&st->req_hdrs, ":path");
     method = method ? method : "GET";
     path = path ? path : "/";
-    router_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     if (st->legacy_too_big) {
-        router_error_set(&e, 413, "Request body too large for the legacy layer.");
+        router_error_legacy_too_large(&e);
         h2_respond_error(st, &e);
         return;
     }
@@ -207,7 +207,7 @@ void h2_run_legacy(h2_stream *st)
         int r = router_legacy_download(&st->target, path, dlb_head, dlb_data, &d);
         if (r < 0 || !d.ctype) {
             bb_free(&st->resp);
-            router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+            router_error_backend(&e, -ECONNREFUSED, st->route.id);
             h2_respond_error(st, &e);
         } else {
             bbuf body = st->resp;
@@ -226,7 +226,7 @@ void h2_run_legacy(h2_stream *st)
     bb_free(&st->req);
     if (r < 0) {
         st->c->ctx->resolver->invalidate(st->c->ctx->resolver, st->route.ns, st->route.id);
-        router_error_upstream(&e, -ECONNREFUSED, st->route.id);
+        router_error_backend(&e, -ECONNREFUSED, st->route.id);
         h2_respond_error(st, &e);
     } else
         h2_respond_simple(st, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);

@@ -70,15 +70,15 @@ static bool grpc_message_plain(unsigned char ch)
 
 /* Answers a stream from the router: JSON {"detail"} or, to gRPC clients, a trailers-only
  * response with the matching grpc-status. */
-void h2_respond_error(h2_stream *st, const router_error *err)
+void h2_respond_error(h2_stream *st, const api_error *err)
 {
     st->local = true;
     nvlist h = {0};
     char status[8];
     if (st->grpc_ct) {
         char gs[8];
-        snprintf(gs, sizeof(gs), "%u", router_grpc_status_for_http(err->http_status));
-        _cleanup_free_ char *msg = router_percent_encode(err->detail, grpc_message_plain);
+        snprintf(gs, sizeof(gs), "%u", status_grpc(err->code));
+        _cleanup_free_ char *msg = router_percent_encode(err->message, grpc_message_plain);
         nv_adds(&h, ":status", "200");
         nv_adds(&h, "content-type", "application/grpc");
         nv_adds(&h, "grpc-status", gs);
@@ -86,14 +86,14 @@ void h2_respond_error(h2_stream *st, const router_error *err)
             nv_adds(&h, "grpc-message", msg);
         h2_submit_resp(st, 200, &h, false);
     } else {
-        _cleanup_free_ char *body = router_detail_json(err->detail);
-        snprintf(status, sizeof(status), "%d", err->http_status);
+        _cleanup_free_ char *body = router_error_body(err);
+        snprintf(status, sizeof(status), "%u", router_error_http(err));
         nv_adds(&h, ":status", status);
         nv_adds(&h, "content-type", "application/json");
         if (body)
             bb_put(&st->resp, body, strlen(body));
         st->resp_eof = true;
-        h2_submit_resp(st, err->http_status, &h, true);
+        h2_submit_resp(st, (int)router_error_http(err), &h, true);
     }
     nv_free(&h);
     /* Whatever request body already arrived will never be forwarded. */
@@ -179,6 +179,7 @@ static void resolved(router_resolution *res)
     close(fd);
     if (n != (ssize_t)sizeof(j)) {
         router_target_done(&j->res.target);
+        api_error_clear(&j->res.err);
         free(j);
     }
 }
@@ -197,6 +198,7 @@ static void resolve_done(h2_conn *c, resolve_job *j)
         }
     }
     router_target_done(&j->res.target);
+    api_error_clear(&j->res.err);
     free(j);
 }
 
@@ -224,7 +226,7 @@ static int resolve_async(h2_stream *st)
 static void route_stream(h2_stream *st)
 {
     h2_conn *c = st->c;
-    router_error err = {0};
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     st->started = true;
     const char *path = nv_get(&st->req_hdrs, ":path");
     router_admission a = {
@@ -501,9 +503,8 @@ static void check_deadlines(h2_conn *c)
     for (h2_stream *st = c->streams; st; st = st->next)
         if (st->h1fd >= 0 && st->deadline_ms > 0 && !st->resp_submitted && now > st->deadline_ms) {
             h2_h1_close(st);
-            router_error e;
-            router_error_set(&e, 504, "Timed out waiting for the backend sandbox: %s",
-                             st->route.id);
+            _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+            router_error_backend(&e, -ETIMEDOUT, st->route.id);
             h2_respond_error(st, &e);
         }
 }
@@ -643,6 +644,7 @@ out:
         resolve_job *j;
         while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
             router_target_done(&j->res.target);
+            api_error_clear(&j->res.err);
             free(j);
         }
     }

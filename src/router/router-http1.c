@@ -67,10 +67,10 @@ static int send_simple(h1_conn *c, int status, const char *ctype, const char *ex
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
 
-static int send_detail(h1_conn *c, const router_error *err)
+static int send_detail(h1_conn *c, const api_error *err)
 {
     _cleanup_buf_ buf out = BUF_INIT;
-    router_stats_answered(err->http_status, c->started_us);
+    router_stats_answered(router_error_http(err), c->started_us);
     int r = router_reply_error(&out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
     return r < 0 ? r : router_write_all(c->fd, out.data, out.len);
 }
@@ -125,12 +125,12 @@ static bool has_body(const h1_conn *c)
 }
 
 /* Answers the request at once; a pending request body makes the connection close after. */
-static int respond_local(h1_conn *c, const router_error *err)
+static int respond_local(h1_conn *c, const api_error *err)
 {
     c->mode = MODE_LOCAL;
     if (has_body(c))
         c->keep_alive = false, c->close_after = true;
-    return send_detail(c, err) < 0 ? -1 : 0;
+    return send_detail(c, err);
 }
 
 static bool path_is(const char *url, const char *want)
@@ -140,7 +140,7 @@ static bool path_is(const char *url, const char *want)
 }
 
 /* Refuses the request-smuggling shapes as Go does (400/501, connection closed). Returns 0 when
- * the request may proceed, -1 when it was answered (or could not be). */
+ * the request may proceed, -EPROTO when it was answered, -ENOMEM when it could not be. */
 static int refuse_bad_framing(h1_conn *c)
 {
     _cleanup_buf_ buf out = BUF_INIT;
@@ -153,18 +153,19 @@ static int refuse_bad_framing(h1_conn *c)
     c->mode = MODE_LOCAL;
     if (out.len > 0)
         router_write_all(c->fd, out.data, out.len);
-    return -1;
+    return r < 0 ? r : -EPROTO;
 }
 
 static int rq_headers_complete(void *payload)
 {
     h1_conn *c = payload;
     http_parser *p = &c->rq.p;
-    router_error err = {0};
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     c->head_deadline = 0;
     c->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
-    if (refuse_bad_framing(c) < 0)
-        return -1;
+    int r = refuse_bad_framing(c);
+    if (r < 0)
+        return r;
     c->keep_alive = http_should_keep_alive(p);
     const char *url = router_message_url(&c->rq);
     router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
@@ -180,7 +181,7 @@ static int rq_headers_complete(void *payload)
                    ? -1
                    : 0;
     case ROUTER_ADMIT_REFUSED:
-        if (a.upgrade && err.http_status == 501)
+        if (a.upgrade && router_error_http(&err) == 501)
             c->keep_alive = false; /* the connection is not switched: nothing more is read */
         return respond_local(c, &err);
     case ROUTER_ADMIT_PENDING: /* not with nonblock false */
@@ -189,7 +190,7 @@ static int rq_headers_complete(void *payload)
     }
     if (c->route.kind != ROUTER_KIND_LEGACY || c->target.legacy) {
         /* proxied: the event loop's (it hands off only the emulation's requests) */
-        router_error_set(&err, 500, "An internal error occurred in the proxy.");
+        router_error_internal(&err, -EPROTO);
         c->keep_alive = false;
         return respond_local(c, &err);
     }
@@ -200,8 +201,8 @@ static int rq_headers_complete(void *payload)
                   : MODE_LEGACY;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
-        router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
-        return -1;
+        (r = router_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) < 0)
+        return r;
     return 0;
 }
 
@@ -320,8 +321,8 @@ static int serve_legacy(h1_conn *c)
     const char *method = http_method_str(c->rq.p.method);
     const char *url = router_message_url(&c->rq);
     if (c->body_err == -E2BIG) {
-        router_error e;
-        router_error_set(&e, 413, "Request body too large for the legacy layer.");
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_legacy_too_large(&e);
         c->keep_alive = false;
         return send_detail(c, &e);
     }
@@ -330,8 +331,8 @@ static int serve_legacy(h1_conn *c)
         int r = router_legacy_download(&c->target, url, dl_head, dl_data, &d);
         if (r < 0 && d.err == 0) {
             c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
-            router_error e;
-            router_error_upstream(&e, -ECONNREFUSED, c->route.id);
+            _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+            router_error_backend(&e, -ECONNREFUSED, c->route.id);
             return send_detail(c, &e);
         }
         if (d.chunked && d.err == 0)
@@ -345,8 +346,8 @@ static int serve_legacy(h1_conn *c)
     if (r < 0) {
         router_legacy_response_done(&lr);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
-        router_error e;
-        router_error_upstream(&e, -ECONNREFUSED, c->route.id);
+        _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
+        router_error_backend(&e, -ECONNREFUSED, c->route.id);
         return send_detail(c, &e);
     }
     r = send_simple(c, lr.status, lr.content_type, lr.extra_header, lr.body, lr.body_len);
@@ -423,7 +424,7 @@ static const http_parser_settings small_settings = {.on_body = sr_body,
 /* sandboxd's answer to the upload PUT, in the legacy shapes. */
 static int upload_finish(h1_conn *c)
 {
-    router_error err;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     /* A failed body write usually means sandboxd answered early (403 for a path outside the
      * root, before reading the body) and closed: its answer is still there to read. */
     if (c->body_err < 0)
@@ -446,7 +447,7 @@ static int upload_finish(h1_conn *c)
     upstream_drop(c);
     int r;
     if (!sr.done) {
-        router_error_upstream(&err, -ECONNREFUSED, c->route.id);
+        router_error_backend(&err, -ECONNREFUSED, c->route.id);
         r = send_detail(c, &err);
     } else {
         json_t *o;

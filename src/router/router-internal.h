@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "router/router-errors.h"
 #include "router/router.h"
 #include "shared/http-framing.h"
 
@@ -33,24 +34,18 @@ typedef struct router_route {
 bool router_valid_dns_label(const char *s);
 /* Validates the X-Sandbox-* headers (upstream's messages) and picks the dispatch kind.
  * Returns 0, or -EINVAL with err = 400 / -ENXIO with err = 502 (unserved port). */
-int router_route_request(const router_request_info *in, router_route *out, router_error *err);
+int router_route_request(const router_request_info *in, router_route *out, api_error *err);
 /* Bearer-token check. token NULL: no token configured (everything passes). A request without
  * a token passes when allow_unauthenticated and the peer is loopback. Returns 0 or -EACCES with
  * err = 401 and upstream's messages. */
 int router_check_auth(const char *authorization, const char *token, bool allow_unauthenticated,
-                      bool peer_loopback, router_error *err);
+                      bool peer_loopback, api_error *err);
 /* Request headers never forwarded upstream: hop-by-hop ones, Host, Authorization, X-Sandbox-*
  * routing headers, Expect and HTTP/2 pseudo-headers. */
 bool router_header_dropped(const char *name, size_t len);
 /* Response headers not forwarded to the client (hop-by-hop). */
 bool router_response_header_dropped(const char *name, size_t len);
 bool router_is_grpc_content_type(const char *ct);
-void router_error_set(router_error *err, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* {"detail": "..."} JSON body, owned. */
-char *router_detail_json(const char *detail);
-/* HTTP status -> gRPC status number, for errors answered to gRPC clients. */
-unsigned router_grpc_status_for_http(int http_status);
 
 /* http_parser refuses every second Content-Length header, Go's net/http accepts identical ones
  * (different ones are refused by router_framing_check once the headers are in). Call from
@@ -63,10 +58,10 @@ typedef struct router_cl_dup {
 } router_cl_dup;
 void router_cl_dup_field(struct http_parser *p, router_cl_dup *st, const char *name, size_t len,
                          bool new_header);
-/* http_framing_check for a parsed request head (HTTP version from the parser). Returns 0 or
- * -EINVAL with *ret (status 400/501 and Go's body). */
+/* http_framing_check for a parsed request head (HTTP version from the parser). Returns 0 or a
+ * negative errno with *err (status 400/501, Go's body as message). */
 int router_framing_check(const struct http_parser *p, const http_field *fields, size_t n,
-                         http_framing_error *ret);
+                         api_error *err);
 
 /* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
  * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */

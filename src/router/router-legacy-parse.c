@@ -24,13 +24,12 @@ static bool is_ws(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-int router_shlex_split(const char *s, char ***out, const char **ret_error)
+int router_shlex_split(const char *s, char ***out, api_error *err)
 {
     strv v = STRV_INIT;
     buf b = BUF_INIT;
     bool in_token = false;
     int r = 0;
-    *ret_error = NULL;
     for (const char *p = s; *p && r == 0; p++) {
         char c = *p;
         if (is_ws(c)) {
@@ -42,16 +41,14 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
         in_token = true;
         if (c == '\\') {
             if (!p[1]) {
-                *ret_error = "No escaped character";
-                r = -EINVAL;
+                r = api_error_set(err, STATUS_INVALID_ARGUMENT, "No escaped character");
                 break;
             }
             r = buf_append_byte(&b, *++p);
         } else if (c == '\'') {
             const char *e = strchr(p + 1, '\'');
             if (!e) {
-                *ret_error = "No closing quotation";
-                r = -EINVAL;
+                r = api_error_set(err, STATUS_INVALID_ARGUMENT, "No closing quotation");
                 break;
             }
             for (const char *q = p + 1; q < e && r == 0; q++)
@@ -67,8 +64,7 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
                 r = buf_append_byte(&b, *q);
             }
             if (r == 0 && *q != '"') {
-                *ret_error = "No closing quotation";
-                r = -EINVAL;
+                r = api_error_set(err, STATUS_INVALID_ARGUMENT, "No closing quotation");
                 break;
             }
             p = q;

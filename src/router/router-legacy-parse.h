@@ -3,10 +3,12 @@
 
 #include <stddef.h>
 
+#include "shared/status.h"
+
 /* Python shlex.split (POSIX mode, no comments): *out is a NULL-terminated owned vector
- * (strv_free). On a syntax error returns -EINVAL with *ret_error = Python's message
- * ("No closing quotation", "No escaped character"), static. */
-int router_shlex_split(const char *s, char ***out, const char **ret_error);
+ * (strv_free). On a syntax error returns -EINVAL with err's message Python's ("No closing
+ * quotation", "No escaped character"); -ENOMEM leaves err as it was. */
+int router_shlex_split(const char *s, char ***out, api_error *err);
 
 /* Finds the multipart/form-data part named "file": *ret_filename (owned) is its filename,
  * *ret_data / *ret_len its content (borrowed from body). Returns 0, -EINVAL (no such part,

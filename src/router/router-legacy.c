@@ -135,11 +135,11 @@ static int do_execute(const router_target *t, const char *body, size_t len,
         return unprocessable(out, "missing", "Field required");
     }
     char **argv = NULL;
-    const char *perr = NULL;
+    _cleanup_(api_error_clear) api_error perr = API_ERROR_INIT;
     int r = router_shlex_split(command, &argv, &perr);
     json_decref(req);
     if (r < 0)
-        return r == -ENOMEM ? r : exec_failed(out, perr);
+        return r == -ENOMEM || !perr.message ? -ENOMEM : exec_failed(out, perr.message);
     if (!argv[0]) {
         strv_free(argv);
         return exec_failed(out, "list index out of range");

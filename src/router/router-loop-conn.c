@@ -127,11 +127,11 @@ static void count_answer(lconn *c, int status)
 
 /* An answer of the router's own: with a request body still unread, the connection closes after
  * it (the body is not read). */
-static int out_detail(lconn *c, const router_error *err)
+static int out_detail(lconn *c, const api_error *err)
 {
     if (c->has_body && !c->msg_done)
         c->keep_alive = false;
-    count_answer(c, err->http_status);
+    count_answer(c, router_error_http(err));
     return router_reply_error(&c->out, err, c->keep_alive, c->rq.p.method == HTTP_HEAD);
 }
 
@@ -201,7 +201,7 @@ static int rq_headers_complete(void *payload)
         if (refused > 0)
             count_answer(c, refused);
         c->refused = true; /* answered (or out of memory): the connection closes */
-        return -1;
+        return refused < 0 ? refused : -EPROTO;
     }
     if (c->has_body)
         http_parser_pause(p, 1); /* dispatched at the head; the body streams after */
@@ -248,15 +248,15 @@ static void request_reset(lconn *c)
 /* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
 static void answer_upstream_error(lconn *c, int r)
 {
-    router_error err;
-    router_error_upstream(&err, r, c->route.id);
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+    router_error_backend(&err, r, c->route.id);
     c->keep_alive = false;
     out_detail(c, &err); /* on ENOMEM the connection is just closed */
     c->st = ST_CLOSING;
 }
 
-static int dispatch_target(lconn *c, int r, router_target *t, router_error *err);
-static int dispatch_sent(lconn *c, int r, router_error *err);
+static int dispatch_target(lconn *c, int r, router_target *t, api_error *err);
+static int dispatch_sent(lconn *c, int r, api_error *err);
 static int resolve_async(lconn *c);
 
 /* A request head (and, without a body, the whole request) is in c->rq. Returns 1 when the connection was handed
@@ -265,7 +265,7 @@ static int request_dispatch(lconn *c)
 {
     router_loop *L = c->w->L;
     router_ctx *ctx = L->ctx;
-    router_error err = {0};
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     http_parser *p = &c->rq.p;
     c->keep_alive = http_should_keep_alive(p);
     if (p->upgrade)
@@ -285,7 +285,7 @@ static int request_dispatch(lconn *c)
                    ? -1
                    : 0;
     case ROUTER_ADMIT_REFUSED:
-        return out_detail(c, &err) < 0 ? -1 : 0;
+        return out_detail(c, &err);
     case ROUTER_ADMIT_PENDING:
         return resolve_async(c);
     case ROUTER_ADMIT_TARGET:
@@ -295,16 +295,16 @@ static int request_dispatch(lconn *c)
 }
 
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
-static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
+static int dispatch_target(lconn *c, int r, router_target *t, api_error *err)
 {
     if (r < 0)
-        return out_detail(c, err) < 0 ? -1 : 0;
+        return out_detail(c, err);
     const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
     if (!addr && c->rq.p.upgrade) {
         /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
-        router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
-        return out_detail(c, err) < 0 ? -1 : 0;
+        router_error_upgrade(err);
+        return out_detail(c, err);
     }
     if (!addr) {
         router_target_done(t);
@@ -330,21 +330,21 @@ handoff:
 }
 
 /* The request went upstream (r == 0) or could not (r < 0). Returns like request_dispatch. */
-static int dispatch_sent(lconn *c, int r, router_error *err)
+static int dispatch_sent(lconn *c, int r, api_error *err)
 {
     router_ctx *ctx = c->w->L->ctx;
     /* -EAGAIN, a unix socket's full backlog, is a failure too: Go's dialer says so at once */
     if (r < 0) {
         ctx->resolver->invalidate(ctx->resolver, c->route.ns, c->route.id);
-        router_error_upstream(err, r, c->route.id);
-        return out_detail(c, err) < 0 ? -1 : 0;
+        router_error_backend(err, r, c->route.id);
+        return out_detail(c, err);
     }
     c->st = ST_UPSTREAM;
     c->deadline = now_msec(CLOCK_MONOTONIC) + ctx->proxy_timeout_ms;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") < 0)
-        return -1;
+        return -ENOMEM;
     if (c->has_body) {
         /* the head is upstream: from here the body streams (body_step), its bytes consumed as
          * they are forwarded */
@@ -376,7 +376,7 @@ static int resolve_async(lconn *c)
 {
     router_loop_job *j = calloc(1, sizeof(*j));
     if (!j)
-        return -1;
+        return -ENOMEM;
     j->c = c;
     j->res = (router_resolution){
         .resolver = c->w->L->ctx->resolver, .route = c->route, .done = resolved};
@@ -404,7 +404,7 @@ void router_loop_resolve_done(lworker *w)
         c->last_io = now_msec(CLOCK_MONOTONIC);
         int r;
         if (j->lookup) {
-            router_error err = {0};
+            _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
             r = router_loop_upstream_looked_up(c, j);
             if (r == 0)
                 r = router_loop_upstream_send(c, j->addr ? j->addr : c->sa_addr);
@@ -413,6 +413,7 @@ void router_loop_resolve_done(lworker *w)
         } else {
             r = dispatch_target(c, j->res.r, &j->res.target, &j->res.err);
             router_target_done(&j->res.target);
+            api_error_clear(&j->res.err);
         }
         free(j);
         if (r == 1)
@@ -559,7 +560,7 @@ static int client_read(lconn *c)
     if (n == -EAGAIN)
         return 0;
     if (n < 0)
-        return -1;
+        return (int)n;
     if (n == 0) {
         c->rd_eof = true;
         return 0;

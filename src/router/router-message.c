@@ -52,8 +52,9 @@ static int on_headers_complete(http_parser *p)
     router_message *m = p->data;
     if (interim(p))
         return 0; /* 100 Continue and the like: not relayed (Expect is answered by the router) */
-    if (router_headers_end(&m->h) < 0)
-        return -1;
+    int r = router_headers_end(&m->h);
+    if (r < 0)
+        return r;
     return m->hooks->headers_complete ? m->hooks->headers_complete(m->payload) : 0;
 }
 
@@ -120,17 +121,20 @@ int router_request_refuse_framing(const router_message *rq, buf *out)
     _cleanup_free_ http_field *f = NULL;
     if (router_headers_fields(&rq->h, &f) < 0)
         return -ENOMEM;
-    http_framing_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     if (router_framing_check(&rq->p, f, rq->h.n, &e) == 0)
         return 0;
-    int r = router_reply(out, e.status, "text/plain; charset=utf-8", NULL, e.body, strlen(e.body),
-                         false, rq->p.method == HTTP_HEAD);
-    return r < 0 ? r : e.status;
+    if (!e.message)
+        return -ENOMEM;
+    int status = (int)status_http(e.code);
+    int r = router_reply(out, status, "text/plain; charset=utf-8", NULL, e.message,
+                         strlen(e.message), false, rq->p.method == HTTP_HEAD);
+    return r < 0 ? r : status;
 }
 
 int router_request_refuse_malformed(const router_message *rq, buf *out)
 {
-    router_error err;
-    router_error_set(&err, 400, "Malformed HTTP request.");
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+    router_error_malformed(&err);
     return router_reply_error(out, &err, false, rq->p.method == HTTP_HEAD);
 }

@@ -7,10 +7,11 @@
 
 #include "router/router-core.h"
 
+/* Records err (negative errno) for the relay's caller and stops the parser with it. */
 static int fail(router_relay *r, int err)
 {
     r->err = err;
-    return -1;
+    return err;
 }
 
 /* Copies without a bounds check: the caller reserved room. */

@@ -8,14 +8,6 @@
 #include "router/router-core.h"
 #include "shared/status.h"
 
-void router_error_upstream(router_error *err, int r, const char *sandbox_id)
-{
-    if (r == -ETIMEDOUT)
-        router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", sandbox_id);
-    else
-        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", sandbox_id);
-}
-
 int router_reply(buf *out, int status, const char *ctype, const char *extra, const char *body,
                  size_t len, bool keep_alive, bool head_only)
 {
@@ -28,15 +20,6 @@ int router_reply(buf *out, int status, const char *ctype, const char *extra, con
     if (r < 0)
         out->len = before; /* nothing half-written */
     return r;
-}
-
-int router_reply_error(buf *out, const router_error *err, bool keep_alive, bool head_only)
-{
-    _cleanup_free_ char *body = router_detail_json(err->detail);
-    if (!body)
-        return -ENOMEM;
-    return router_reply(out, err->http_status, "application/json", NULL, body, strlen(body),
-                        keep_alive, head_only);
 }
 
 const char *router_upstream_host(const char *addr)

@@ -74,7 +74,7 @@ static char *expand(const char *tmpl, const char *ns, const char *id, const char
 }
 
 static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                        router_target *out, router_error *err)
+                        router_target *out, api_error *err)
 {
     tmpl_resolver *r = (tmpl_resolver *)base;
     *out = (router_target){0};
@@ -85,8 +85,7 @@ static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, b
         out->legacy = expand(r->tmpl, ns, id, "8888", "legacy");
     if (!out->rest || !out->grpc || (!unix_sock && !out->legacy)) {
         router_target_done(out);
-        router_error_set(err, 500, "An internal error occurred in the proxy.");
-        return -ENOMEM;
+        return router_error_internal(err, -ENOMEM);
     }
     /* A missing socket shows as a connect failure (502) at the caller. */
     return 0;
@@ -134,20 +133,18 @@ typedef struct api_resolver {
 /* check: stat the REST socket (fresh lookups; cached ones learn of a missing socket from the
  * connect failure, which invalidates the entry). */
 static int target_from_uid(api_resolver *r, const char *id, const char *uid, bool check,
-                           router_target *out, router_error *err)
+                           router_target *out, api_error *err)
 {
     *out = (router_target){0};
     if (asprintf(&out->rest, "unix:%s/run/%s/rest.sock", r->state_dir, uid) < 0 ||
         asprintf(&out->grpc, "unix:%s/run/%s/grpc.sock", r->state_dir, uid) < 0) {
         router_target_done(out);
-        router_error_set(err, 500, "An internal error occurred in the proxy.");
-        return -ENOMEM;
+        return router_error_internal(err, -ENOMEM);
     }
     struct stat st;
     if (check && stat(out->rest + 5, &st) < 0) {
         router_target_done(out);
-        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-        return -ENOENT;
+        return router_error_backend(err, -ENOENT, id);
     }
     return 0;
 }
@@ -221,30 +218,31 @@ static void api_invalidate(router_resolver *base, const char *ns, const char *id
     pthread_mutex_unlock(&r->lock);
 }
 
-/* The error answer for a sandbox that will not serve as it is (phase: STOPPED, FINISHED_GONE or
- * SUSPENDED again), named after why. Returns -EIO. */
-static int not_serving(router_error *err, const char *ns, const char *id, asb_sandbox_phase phase,
+/* The error answer (503) for a sandbox that will not serve as it is (phase: STOPPED,
+ * FINISHED_GONE or SUSPENDED again), named after why. Returns -EIO. */
+static int not_serving(api_error *err, const char *ns, const char *id, asb_sandbox_phase phase,
                        const char *why)
 {
     if (phase == ASB_SANDBOX_FINISHED_GONE)
-        router_error_set(err, 503,
-                         "Sandbox \"%s\" in namespace \"%s\" has finished and its "
-                         "container is gone (%s).",
-                         id, ns, why);
+        api_error_set(err, STATUS_UNAVAILABLE,
+                      "Sandbox \"%s\" in namespace \"%s\" has finished and its "
+                      "container is gone (%s).",
+                      id, ns, why);
     else if (phase == ASB_SANDBOX_SUSPENDED)
-        router_error_set(err, 503, "Sandbox \"%s\" in namespace \"%s\" is suspended (%s).", id, ns,
-                         why);
+        api_error_set(err, STATUS_UNAVAILABLE,
+                      "Sandbox \"%s\" in namespace \"%s\" is suspended (%s).", id, ns, why);
     else
-        router_error_set(err, 503,
-                         "Sandbox \"%s\" in namespace \"%s\" will not become ready "
-                         "(%s).",
-                         id, ns, why);
+        api_error_set(err, STATUS_UNAVAILABLE,
+                      "Sandbox \"%s\" in namespace \"%s\" will not become ready "
+                      "(%s).",
+                      id, ns, why);
     log_info("router: sandbox not served", "sandbox", id, "namespace", ns, "why", why);
+    err->err = -EIO;
     return -EIO;
 }
 
 static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                       router_target *out, router_error *err)
+                       router_target *out, api_error *err)
 {
     api_resolver *r = (api_resolver *)base;
     _cleanup_free_ char *uid = NULL;
@@ -262,8 +260,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
     co.timeout_ms = 10000;
     asb_client *client = NULL;
     if (asb_client_new(&client, &co) != ASB_OK) {
-        router_error_set(err, 502, "Could not reach the control plane for sandbox %s", id);
-        return -EIO;
+        return router_error_control_plane(err, -EIO, id);
     }
     char *text = NULL, *why = NULL;
     int ret = 0;
@@ -271,21 +268,18 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
     asb_sandbox_phase phase = ASB_SANDBOX_PENDING;
     int rc = asb_object_get(&text, client, "Sandbox", ns, id);
     if (rc == ASB_ENOTFOUND) {
-        router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
-        ret = -ENOENT;
+        ret = router_error_not_found(err, ns, id);
         goto out;
     }
     if (rc != ASB_OK || asb_sandbox_phase_of(&phase, NULL, text) != ASB_OK) {
-        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-        ret = -EIO;
+        ret = router_error_backend(err, -EIO, id);
         goto out;
     }
     if (phase == ASB_SANDBOX_SUSPENDED) {
         /* A request resumes a suspended sandbox: patch it to Running and wait below. */
         if (asb_object_patch(NULL, client, "Sandbox", ns, id,
                              "{\"spec\":{\"operatingMode\":\"Running\"}}", 0) != ASB_OK) {
-            router_error_set(err, 502, "Could not resume the backend sandbox: %s", id);
-            ret = -EIO;
+            ret = router_error_resume(err, -EIO, id);
             goto out;
         }
         log_info("router: resuming sandbox", "sandbox", id, "namespace", ns);
@@ -302,19 +296,15 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         rc = asb_sandbox_wait_settled(&text, client, ns, id, &wo);
         if (rc != ASB_OK) {
             if (rc == ASB_ENOTFOUND)
-                router_error_set(err, 404, "Sandbox \"%s\" not found in namespace \"%s\".", id, ns);
-            else if (rc == ASB_ETIMEOUT)
-                router_error_set(err, 504, "Timed out waiting for the backend sandbox: %s", id);
+                ret = router_error_not_found(err, ns, id);
             else
-                router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-            ret = rc == ASB_ETIMEOUT ? -ETIMEDOUT : rc == ASB_ENOTFOUND ? -ENOENT : -EIO;
+                ret = router_error_backend(err, rc == ASB_ETIMEOUT ? -ETIMEDOUT : -EIO, id);
             goto out;
         }
     }
     if (!text || !(obj = json_loads(text, 0, NULL)) ||
         asb_sandbox_phase_of(&phase, &why, text) != ASB_OK) {
-        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-        ret = -EIO;
+        ret = router_error_backend(err, -EIO, id);
         goto out;
     }
     /* Ready, or Finished with its container kept: sandboxd serves files and exec either way. */
@@ -324,8 +314,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
     }
     const char *u = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
     if (!u) {
-        router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
-        ret = -EIO;
+        ret = router_error_backend(err, -EIO, id);
         goto out;
     }
     ret = target_from_uid(r, id, u, true, out, err);

@@ -1,6 +1,6 @@
 /* Routing decisions on client input: header validation with upstream's messages (§3.1), the
  * dispatch rule (DESIGN "Router dispatch"), bearer-token auth and header filtering. Pure
- * functions, fuzzed by fuzz/fuzz-router-route.c. */
+ * functions, fuzzed by fuzz/fuzz-router-input.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
@@ -11,48 +11,6 @@
 #include <strings.h>
 
 #include "router/router-internal.h"
-
-void router_error_set(router_error *err, int status, const char *fmt, ...)
-{
-    if (!err)
-        return;
-    err->http_status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
-    va_end(ap);
-}
-
-char *router_detail_json(const char *detail)
-{
-    json_t *o = json_pack("{s:s}", "detail", detail ? detail : "");
-    if (!o)
-        return NULL;
-    char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return s;
-}
-
-unsigned router_grpc_status_for_http(int http_status)
-{
-    switch (http_status) {
-    case 400:
-        return 3; /* INVALID_ARGUMENT */
-    case 401:
-        return 16; /* UNAUTHENTICATED */
-    case 403:
-        return 7; /* PERMISSION_DENIED */
-    case 404:
-        return 5; /* NOT_FOUND */
-    case 504:
-        return 4; /* DEADLINE_EXCEEDED */
-    case 502:
-    case 503:
-        return 14; /* UNAVAILABLE */
-    default:
-        return 13; /* INTERNAL */
-    }
-}
 
 bool router_valid_dns_label(const char *s)
 {
@@ -79,18 +37,19 @@ bool router_is_grpc_content_type(const char *ct)
     return c == '\0' || c == '+' || c == ';';
 }
 
-/* Strict decimal 1..65535 (no sign, no spaces), as upstream's int parse + range check. */
+/* Strict decimal 1..65535 (no sign, no spaces), as upstream's int parse + range check. Returns
+ * the port or -EINVAL. */
 static int parse_port(const char *s)
 {
     if (!*s || strlen(s) > 5)
-        return -1;
+        return -EINVAL;
     long v = 0;
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9')
-            return -1;
+            return -EINVAL;
         v = v * 10 + (*p - '0');
     }
-    return v >= 1 && v <= 65535 ? (int)v : -1;
+    return v >= 1 && v <= 65535 ? (int)v : -EINVAL;
 }
 
 /* Pod IP: a literal, not loopback / link-local / multicast / unspecified. */
@@ -123,33 +82,28 @@ static bool is_legacy_path(const char *path)
              strncmp(path, "/v1?", 4) == 0);
 }
 
-int router_route_request(const router_request_info *in, router_route *out, router_error *err)
+int router_route_request(const router_request_info *in, router_route *out, api_error *err)
 {
     memset(out, 0, sizeof(*out));
     if (!in->sandbox_id || !*in->sandbox_id) {
-        router_error_set(err, 400, "X-Sandbox-ID header is required.");
-        return -EINVAL;
+        return api_error_set(err, STATUS_INVALID_ARGUMENT, "X-Sandbox-ID header is required.");
     }
     if (!router_valid_dns_label(in->sandbox_id)) {
-        router_error_set(err, 400, "Invalid sandbox ID format.");
-        return -EINVAL;
+        return api_error_set(err, STATUS_INVALID_ARGUMENT, "Invalid sandbox ID format.");
     }
     const char *ns = in->sandbox_ns && *in->sandbox_ns ? in->sandbox_ns : "default";
     if (!router_valid_dns_label(ns)) {
-        router_error_set(err, 400, "Invalid namespace format.");
-        return -EINVAL;
+        return api_error_set(err, STATUS_INVALID_ARGUMENT, "Invalid namespace format.");
     }
     int port = -1;
     if (in->sandbox_port && *in->sandbox_port) {
         port = parse_port(in->sandbox_port);
         if (port < 0) {
-            router_error_set(err, 400, "Invalid port format.");
-            return -EINVAL;
+            return api_error_set(err, STATUS_INVALID_ARGUMENT, "Invalid port format.");
         }
     }
     if (in->pod_ip && *in->pod_ip && !valid_pod_ip(in->pod_ip)) {
-        router_error_set(err, 400, "Invalid target IP address.");
-        return -EINVAL;
+        return api_error_set(err, STATUS_INVALID_ARGUMENT, "Invalid target IP address.");
     }
     size_t n = strnlen(in->sandbox_id, sizeof(out->id) - 1);
     memcpy(out->id, in->sandbox_id, n);
@@ -169,7 +123,9 @@ int router_route_request(const router_request_info *in, router_route *out, route
             out->kind = ROUTER_KIND_GRPC;
             return 0;
         default:
-            router_error_set(err, 502, "port %d is not served by sandbox %s", port, out->id);
+            api_error_set(err, STATUS_BAD_GATEWAY, "port %d is not served by sandbox %s", port,
+                          out->id);
+            err->err = -ENXIO;
             return -ENXIO;
         }
     }
@@ -193,22 +149,20 @@ static bool secure_equal(const char *a, const char *b)
 }
 
 int router_check_auth(const char *authorization, const char *token, bool allow_unauthenticated,
-                      bool peer_loopback, router_error *err)
+                      bool peer_loopback, api_error *err)
 {
     if (!token)
         return 0;
     if (!authorization || !*authorization) {
         if (allow_unauthenticated && peer_loopback)
             return 0;
-        router_error_set(err, 401, "Missing or invalid Authorization header.");
-        return -EACCES;
+        return router_error_unauthorized(err);
     }
     const char *p = authorization;
     while (*p == ' ' || *p == '\t')
         p++;
     if (strncasecmp(p, "bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\t')) {
-        router_error_set(err, 401, "Missing or invalid Authorization header.");
-        return -EACCES;
+        return router_error_unauthorized(err);
     }
     p += 6;
     while (*p == ' ' || *p == '\t')
@@ -217,18 +171,16 @@ int router_check_auth(const char *authorization, const char *token, bool allow_u
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
     if (n == 0) {
-        router_error_set(err, 401, "Missing or invalid Authorization header.");
-        return -EACCES;
+        return router_error_unauthorized(err);
     }
     char *given = strndup(p, n);
     if (!given) {
-        router_error_set(err, 500, "An internal error occurred in the proxy.");
-        return -ENOMEM;
+        return router_error_internal(err, -ENOMEM);
     }
     bool ok = secure_equal(given, token);
     free(given);
     if (!ok) {
-        router_error_set(err, 401, "Invalid token.");
+        api_error_set(err, STATUS_UNAUTHENTICATED, "Invalid token.");
         return -EACCES;
     }
     return 0;

@@ -321,13 +321,12 @@ static int hook_handoff(void *payload, int fd, bool loopback, bool h2, const cha
     return e;
 }
 
-static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_error)
+static int bind_listen(const char *listen_addr, uint16_t *ret_port, api_error *err)
 {
     const char *colon = strrchr(listen_addr, ':');
     if (!colon) {
-        if (asprintf(ret_error, "listen address \"%s\" is not HOST:PORT", listen_addr) < 0)
-            *ret_error = NULL;
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "listen address \"%s\" is not HOST:PORT",
+                                   listen_addr);
     }
     _cleanup_free_ char *host = NULL;
     if (listen_addr[0] == '[')
@@ -341,18 +340,16 @@ static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_e
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *res = NULL;
     if (getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res) != 0) {
-        if (asprintf(ret_error, "cannot resolve listen address \"%s\"", listen_addr) < 0)
-            *ret_error = NULL;
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "cannot resolve listen address \"%s\"",
+                                   listen_addr);
     }
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
-        int r = -errno;
-        if (asprintf(ret_error, "cannot listen on %s: %s", listen_addr, strerror(errno)) < 0)
-            *ret_error = NULL;
+        int r = api_error_set_errno(err, -errno, "cannot listen on %s: %s", listen_addr,
+                                    strerror(errno));
         safe_close(fd);
         freeaddrinfo(res);
         return r;
@@ -366,13 +363,12 @@ static int bind_listen(const char *listen_addr, uint16_t *ret_port, char **ret_e
     return fd;
 }
 
-int router_start(const router_options *o, router **ret, uint16_t *ret_port, char **ret_error)
+int router_start(const router_options *o, router **ret, uint16_t *ret_port, api_error *err)
 {
-    *ret_error = NULL;
     if (!o->resolver)
         return -EINVAL;
     uint16_t port = 0;
-    int fd = bind_listen(o->listen, &port, ret_error);
+    int fd = bind_listen(o->listen, &port, err);
     if (fd < 0)
         return fd;
     router *r = calloc(1, sizeof(*r));

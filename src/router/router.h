@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shared/status.h"
+
 typedef struct router router;
 typedef struct router_resolver router_resolver;
 
@@ -27,19 +29,14 @@ typedef struct router_target {
 
 void router_target_done(router_target *t);
 
-/* Errors of a resolution: an HTTP status (404, 502, 504, ...) and a detail message. */
-typedef struct router_error {
-    int http_status;
-    char detail[512];
-} router_error;
-
 /* Resolves (namespace, sandbox id) to a target. May block (e.g. to resume a suspended sandbox)
  * unless nonblock is set: then it answers only from what it knows at once and returns
  * -EWOULDBLOCK otherwise (err untouched). Called concurrently from connection threads. Returns 0
- * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set. */
+ * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set
+ * (its status picks the answer: 404, 502, 503, 504, ...; texts from router-errors.h). */
 struct router_resolver {
     int (*resolve)(router_resolver *r, const char *ns, const char *id, bool nonblock,
-                   router_target *out, router_error *err);
+                   router_target *out, api_error *err);
     /* Tells the resolver that the target it gave for (ns, id) failed to connect: drop caches. */
     void (*invalidate)(router_resolver *r, const char *ns, const char *id);
     void (*free)(router_resolver *r);
@@ -72,8 +69,9 @@ typedef struct router_options {
                                    limit (upstream sockets need fds too), at most 4096 */
 } router_options;
 
-/* Starts listening and serving in background threads. *ret_port: the bound port. */
-int router_start(const router_options *o, router **ret, uint16_t *ret_port, char **ret_error);
+/* Starts listening and serving in background threads. *ret_port: the bound port. Returns 0, or a
+ * negative errno with *err saying why (for a person). */
+int router_start(const router_options *o, router **ret, uint16_t *ret_port, api_error *err);
 /* Stops accepting, waits for nothing (connection threads are detached and end with their
  * clients), frees the listener. Accepts NULL. */
 void router_stop(router *r);

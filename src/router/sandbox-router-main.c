@@ -230,7 +230,7 @@ int main(int argc, char **argv)
     };
     router *rt = NULL;
     uint16_t port = 0;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -238,7 +238,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     r = router_start(&o, &rt, &port, &err);
     if (r < 0) {
-        fprintf(stderr, "sandbox-router: %s\n", err ? err : strerror(-r));
+        fprintf(stderr, "sandbox-router: %s\n", err.message ? err.message : strerror(-r));
         res->free(res);
         return 1;
     }

@@ -98,7 +98,7 @@ int desc_find_file(const desc_files *f, const char *name)
     for (size_t i = 0; i < f->n; i++)
         if (bytes_eq(pb_get(f->file[i], 1), name, strlen(name)))
             return (int)i;
-    return -1;
+    return -ENOENT;
 }
 
 enum { SYM_ANY, SYM_MESSAGE };
@@ -165,7 +165,7 @@ static int find_symbol(const desc_files *f, const char *symbol, int want)
                 scope_has(fl.b, fl.num, rest, want))
                 return (int)i;
     }
-    return -1;
+    return -ENOENT;
 }
 
 int desc_find_symbol(const desc_files *f, const char *symbol)

@@ -21,10 +21,10 @@ typedef struct desc_files {
 
 /* Splits a FileDescriptorSet. Returns 0 or -EBADMSG. */
 int desc_files_parse(desc_files *ret, const uint8_t *set, size_t len);
-/* The index of the file named `name`, or -1. */
+/* The index of the file named `name`, or -ENOENT. */
 int desc_find_file(const desc_files *f, const char *name);
 /* The index of the file defining the fully-qualified symbol (package.Message[.Nested],
- * package.Enum, package.Service[.Method]), or -1. */
+ * package.Enum, package.Service[.Method]), or -ENOENT. */
 int desc_find_symbol(const desc_files *f, const char *symbol);
 /* True when `symbol` names a message type. */
 bool desc_is_message(const desc_files *f, const char *symbol);

@@ -56,7 +56,7 @@ void rest_put_free(rest_put *p)
 static int put_fail(rest_put *p, int r, const char *what)
 {
     if (p->err.code != STATUS_OK)
-        return -1;
+        return api_error_errno(&p->err); /* the first failure's words stay */
     if (r == -EACCES || r == -EPERM)
         return api_error_set(&p->err, STATUS_PERMISSION_DENIED, MSG_DENIED);
     return api_error_set(&p->err, STATUS_INTERNAL, "%s: %s", what, strerror(-r));

@@ -9,17 +9,17 @@
 
 #include "sandboxd/sandboxd-rest-internal.h"
 
-/* Non-negative decimal (Go strconv.ParseInt base 10, no sign) or -1. */
+/* Non-negative decimal (Go strconv.ParseInt base 10, no sign), -EINVAL or -ERANGE. */
 static int64_t parse_nonneg(const char *s, size_t n)
 {
     if (n == 0)
-        return -1;
+        return -EINVAL;
     int64_t v = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9')
-            return -1;
+            return -EINVAL;
         if (v > (INT64_MAX - (s[i] - '0')) / 10)
-            return -1;
+            return -ERANGE;
         v = v * 10 + (s[i] - '0');
     }
     return v;

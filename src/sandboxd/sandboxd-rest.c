@@ -260,20 +260,22 @@ static bool refuse_bad_framing(rest_request *req, struct MHD_Connection *c, cons
         return true;
     }
     bool http11 = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
-    http_framing_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     int r = http_framing_check(l.v, l.n, http11, &e);
     free(l.v);
     if (r == 0)
         return false;
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(e.body), (void *)e.body, MHD_RESPMEM_PERSISTENT);
+        e.message
+            ? MHD_create_response_from_buffer(strlen(e.message), e.message, MHD_RESPMEM_MUST_COPY)
+            : NULL;
     if (!resp) {
         *ret = MHD_NO;
         return true;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    *ret = rest_queue_response(req, c, (unsigned)e.status, resp);
+    *ret = rest_queue_response(req, c, status_http(e.code), resp);
     return true;
 }
 

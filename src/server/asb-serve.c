@@ -744,7 +744,8 @@ static int serve_start_router(serve_opts *o, serve_state *s)
     router_resolver *res = NULL;
     int r = router_resolver_api_new(s->url, s->token, s->dir, 1000, 60000, &res);
     uint16_t rport = 0;
-    _cleanup_free_ char *rerr = NULL, *rline = NULL;
+    _cleanup_free_ char *rline = NULL;
+    _cleanup_(api_error_clear) api_error rerr = API_ERROR_INIT;
     router_options rop = {.listen = o->router_listen,
                           .token = s->token,
                           .allow_unauthenticated = o->router_allow_unauthenticated,
@@ -755,8 +756,7 @@ static int serve_start_router(serve_opts *o, serve_state *s)
         /* The default port is taken (another asb serve): any free port, announced in
          * $ASB_STATE_DIR/router as always. */
         log_warn("router default port in use, using a free port", "listen", o->router_listen);
-        free(rerr);
-        rerr = NULL;
+        api_error_clear(&rerr);
         rop.listen = o->router_listen = "127.0.0.1:0";
         r = router_start(&rop, &s->rt, &rport, &rerr);
     }
@@ -768,7 +768,7 @@ static int serve_start_router(serve_opts *o, serve_state *s)
     if (r >= 0)
         r = write_file_atomic(s->dir, "router", rline, 0644);
     if (r < 0) {
-        fprintf(stderr, "asb serve: router: %s\n", rerr ? rerr : strerror(-r));
+        fprintf(stderr, "asb serve: router: %s\n", rerr.message ? rerr.message : strerror(-r));
         if (res && !s->rt) /* a started router owns its resolver */
             res->free(res);
     }

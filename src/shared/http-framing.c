@@ -26,17 +26,13 @@ static void trim_ows(const char **s, size_t *n)
         (*n)--;
 }
 
-static int fail(http_framing_error *ret, int status, const char *body)
+/* Go's 400 and 501 answers: the body text as message. */
+static int fail(api_error *err, status_code code, const char *body)
 {
-    *ret = (http_framing_error){
-        .status = status,
-        .reason = status == 501 ? "Not Implemented" : "Bad Request",
-        .body = body,
-    };
-    return -EINVAL;
+    return api_error_set(err, code, "%s", body);
 }
 
-int http_framing_check(const http_field *f, size_t n, bool http11, http_framing_error *ret)
+int http_framing_check(const http_field *f, size_t n, bool http11, api_error *err)
 {
     size_t hosts = 0, tes = 0;
     const char *te = NULL, *cl = NULL;
@@ -44,10 +40,10 @@ int http_framing_check(const http_field *f, size_t n, bool http11, http_framing_
 
     for (size_t i = 0; i < n; i++) {
         if (f[i].name_len == 0)
-            return fail(ret, 400, "400 Bad Request");
+            return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request");
         for (size_t k = 0; k < f[i].name_len; k++)
             if (!is_tchar((unsigned char)f[i].name[k]))
-                return fail(ret, 400, "400 Bad Request");
+                return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request");
     }
     for (size_t i = 0; i < n; i++) {
         if (http_field_is(f[i].name, f[i].name_len, "host"))
@@ -59,15 +55,15 @@ int http_framing_check(const http_field *f, size_t n, bool http11, http_framing_
         }
     }
     if (http11 && hosts == 0)
-        return fail(ret, 400, "400 Bad Request: missing required Host header");
+        return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request: missing required Host header");
     if (hosts > 1)
-        return fail(ret, 400, "400 Bad Request: too many Host headers");
+        return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request: too many Host headers");
     if (http11 && tes > 0) {
         if (tes > 1)
-            return fail(ret, 501, "Unsupported transfer encoding");
+            return fail(err, STATUS_UNIMPLEMENTED, "Unsupported transfer encoding");
         trim_ows(&te, &te_len);
         if (!http_field_is(te, te_len, "chunked"))
-            return fail(ret, 501, "Unsupported transfer encoding");
+            return fail(err, STATUS_UNIMPLEMENTED, "Unsupported transfer encoding");
         return 0; /* chunked: Go drops Content-Length */
     }
     for (size_t i = 0; i < n; i++) {
@@ -77,12 +73,12 @@ int http_framing_check(const http_field *f, size_t n, bool http11, http_framing_
         size_t vl = f[i].value_len;
         trim_ows(&v, &vl);
         if (vl == 0)
-            return fail(ret, 400, "400 Bad Request");
+            return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request");
         for (size_t k = 0; k < vl; k++)
             if (v[k] < '0' || v[k] > '9')
-                return fail(ret, 400, "400 Bad Request");
+                return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request");
         if (cl && (cl_len != vl || memcmp(cl, v, vl) != 0))
-            return fail(ret, 400, "400 Bad Request");
+            return fail(err, STATUS_INVALID_ARGUMENT, "400 Bad Request");
         cl = v;
         cl_len = vl;
     }

@@ -29,6 +29,7 @@ static const struct {
     {STATUS_DATA_LOSS, "DATA_LOSS", 500, 15},
     {STATUS_UNAUTHENTICATED, "UNAUTHENTICATED", 401, 16},
     {STATUS_CONFLICT, "CONFLICT", 409, 10},
+    {STATUS_BAD_GATEWAY, "BAD_GATEWAY", 502, 14},
 };
 
 static size_t status_index(status_code code)
@@ -185,6 +186,7 @@ kube_reason kube_reason_from_status(status_code code)
     case STATUS_DEADLINE_EXCEEDED:
         return KUBE_REASON_TIMEOUT;
     case STATUS_UNAVAILABLE:
+    case STATUS_BAD_GATEWAY:
         return KUBE_REASON_SERVICE_UNAVAILABLE;
     default:
         return KUBE_REASON_INTERNAL_ERROR;

@@ -1,6 +1,7 @@
 /* The one table mapping errno -> status code -> REST (HTTP status + code name) and gRPC status.
  * Handlers never invent a mapping: they pick a status_code (or derive it from an errno) and the
- * transport layer renders it. Codes use gRPC numbering; STATUS_CONFLICT is REST-only. */
+ * transport layer renders it. Codes use gRPC numbering; STATUS_CONFLICT and STATUS_BAD_GATEWAY
+ * are REST-only (no gRPC code of their own). */
 #pragma once
 
 #include <stdarg.h>
@@ -25,7 +26,9 @@ typedef enum status_code {
     STATUS_UNAVAILABLE = 14,
     STATUS_DATA_LOSS = 15,
     STATUS_UNAUTHENTICATED = 16,
-    STATUS_CONFLICT = 100, /* REST 409 "CONFLICT"; gRPC ABORTED */
+    STATUS_CONFLICT = 100,    /* REST 409 "CONFLICT"; gRPC ABORTED */
+    STATUS_BAD_GATEWAY = 101, /* REST 502 "BAD_GATEWAY" (a proxy's upstream failed); gRPC
+                                 UNAVAILABLE */
 } status_code;
 
 /* errno (positive or negative) -> status. ENOENT/ENOTDIR-less lookups: NOT_FOUND; EACCES/EPERM:
@@ -37,7 +40,7 @@ status_code status_from_errno(int err);
 const char *status_name(status_code code);
 /* HTTP status for the REST error body. */
 unsigned status_http(status_code code);
-/* Numeric gRPC status (CONFLICT maps to ABORTED). */
+/* Numeric gRPC status (CONFLICT maps to ABORTED, BAD_GATEWAY to UNAVAILABLE). */
 unsigned status_grpc(status_code code);
 
 /* Kubernetes Status reasons (metav1.StatusReason), each with the HTTP status kube-apiserver

@@ -90,18 +90,22 @@ TEST(merge_patch_shared_copies_only_what_it_changes)
 static bool jpatch_is(const char *target, const char *patch, const char *want)
 {
     json_t *t = json_loads(target, JSON_DECODE_ANY, NULL), *p = json_loads(patch, 0, NULL);
-    const char *err = NULL;
-    json_t *r = api_json_patch(t, p, &err);
+    api_error err = API_ERROR_INIT;
+    json_t *r = NULL;
+    int k = api_json_patch(t, p, &r, &err);
     bool ok;
     if (!want) {
-        ok = r == NULL && err != NULL;
+        ok = k == -EINVAL && r == NULL && err.message != NULL &&
+             api_error_reason(&err) == KUBE_REASON_INVALID;
     } else {
         json_t *w = json_loads(want, JSON_DECODE_ANY, NULL);
-        ok = r && json_equal(r, w);
+        ok = k == 0 && r && json_equal(r, w);
         json_decref(w);
     }
     if (!ok)
-        printf("#   json patch %s on %s: err=%s\n", patch, target, err ? err : "none");
+        printf("#   json patch %s on %s: err=%s\n", patch, target,
+               err.message ? err.message : "none");
+    api_error_clear(&err);
     json_decref(t);
     json_decref(p);
     json_decref(r);
@@ -135,4 +139,29 @@ TEST(json_patch_rfc6902)
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"frobnicate\",\"path\":\"/a\"}]", NULL));
     CHECK(jpatch_is("{\"a\":1}", "{\"op\":\"add\"}", NULL));
     CHECK(jpatch_is("{\"a\":1}", "[{\"op\":\"add\",\"path\":\"\",\"value\":[1]}]", "[1]"));
+}
+
+/* The words of a refused JSON patch (reason Invalid), as the API server replies them. */
+static const char *jpatch_words(const char *patch, api_error *err)
+{
+    json_t *t = json_loads("{\"a\":1}", 0, NULL), *p = json_loads(patch, 0, NULL), *r = NULL;
+    int k = api_json_patch(t, p, &r, err);
+    json_decref(t);
+    json_decref(p);
+    json_decref(r);
+    return k == -EINVAL && api_error_reason(err) == KUBE_REASON_INVALID ? err->message : NULL;
+}
+
+TEST(json_patch_refusal_words)
+{
+    api_error e = API_ERROR_INIT;
+    CHECK_STR_EQ(jpatch_words("[{\"op\":\"test\",\"path\":\"/a\",\"value\":2}]", &e),
+                 "test operation failed");
+    CHECK_STR_EQ(jpatch_words("[{\"op\":\"replace\",\"path\":\"/zz\",\"value\":2}]", &e),
+                 "path not found");
+    CHECK_STR_EQ(jpatch_words("[1]", &e), "invalid operation");
+    CHECK_STR_EQ(jpatch_words("[{\"op\":\"add\",\"path\":\"a\",\"value\":2}]", &e),
+                 "JSON pointer must start with '/'");
+    CHECK_STR_EQ(jpatch_words("{}", &e), "a JSON patch must be an array of operations");
+    api_error_clear(&e);
 }

@@ -8,10 +8,10 @@
 static bool sel(const char *selector, const char *labels_json)
 {
     api_selector *s = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     if (api_label_selector_parse(selector, &s, &err) < 0) {
-        printf("#   parse failed: %s\n", err ? err : "?");
-        free(err);
+        printf("#   parse failed: %s\n", err.message ? err.message : "?");
+        api_error_clear(&err);
         return false;
     }
     json_t *labels = json_loads(labels_json, 0, NULL);
@@ -24,10 +24,11 @@ static bool sel(const char *selector, const char *labels_json)
 static bool parse_fails(const char *selector)
 {
     api_selector *s = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     int r = api_label_selector_parse(selector, &s, &err);
-    bool failed = r == -EINVAL && err && *err;
-    free(err);
+    bool failed =
+        r == -EINVAL && err.message && *err.message && err.code == STATUS_INVALID_ARGUMENT;
+    api_error_clear(&err);
     api_selector_free(s);
     return failed;
 }
@@ -35,7 +36,7 @@ static bool parse_fails(const char *selector)
 TEST(label_selector_parse)
 {
     api_selector *s = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(
         api_label_selector_parse("a=b,c!=d, e ,!f,g in (x, y),h notin (z),i>1,j==k", &s, &err), 0);
     CHECK_INT_EQ(s->n, 8);
@@ -105,7 +106,7 @@ TEST(label_selector_match)
 TEST(field_selector)
 {
     api_selector *s = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     json_t *o = json_loads("{\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"}}", 0, NULL);
     CHECK_INT_EQ(api_field_selector_parse("metadata.name=x,metadata.namespace==default", &s, &err),
                  0);
@@ -118,10 +119,12 @@ TEST(field_selector)
     CHECK(api_field_selector_matches(s, o));
     s = api_selector_free(s);
     CHECK_INT_EQ(api_field_selector_parse("spec.foo=bar", &s, &err), -EINVAL);
-    CHECK(err && strstr(err, "spec.foo"));
-    free(err);
-    err = NULL;
+    CHECK(err.message && strstr(err.message, "spec.foo"));
+    CHECK_INT_EQ(err.code, STATUS_INVALID_ARGUMENT);
+    api_error_clear(&err);
     CHECK_INT_EQ(api_field_selector_parse("metadata.name", &s, &err), -EINVAL);
-    free(err);
+    CHECK_STR_EQ(err.message,
+                 "invalid selector: 'metadata.name'; can't understand 'metadata.name'");
+    api_error_clear(&err);
     json_decref(o);
 }

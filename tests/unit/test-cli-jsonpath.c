@@ -16,10 +16,13 @@ static char *render(const char *template, int *ret_r)
 {
     json_t *root = json_loads(doc, 0, NULL);
     buf out = BUF_INIT;
-    const char *err = NULL;
+    api_error err = API_ERROR_INIT;
     *ret_r = cli_jsonpath_render(&out, template, root, &err);
     json_decref(root);
     if (*ret_r < 0) {
+        if (*ret_r == -EINVAL && !err.message)
+            *ret_r = -EBADMSG; /* a syntax error must say where */
+        api_error_clear(&err);
         buf_done(&out);
         return NULL;
     }
@@ -86,5 +89,21 @@ TEST(values)
     CHECK_INT_EQ(cli_jsonpath_values(root, "", vals), 0);
     CHECK(json_array_get(vals, 0) == root);
     json_decref(vals);
+    json_decref(root);
+}
+
+/* A syntax error says what is wrong, in an api_error. */
+TEST(syntax_error_words)
+{
+    json_t *root = json_loads(doc, 0, NULL);
+    _cleanup_buf_ buf out = BUF_INIT;
+    api_error err = API_ERROR_INIT;
+    CHECK_INT_EQ(cli_jsonpath_render(&out, "{end}", root, &err), -EINVAL);
+    CHECK_STR_EQ(err.message, "end without range");
+    CHECK_INT_EQ(err.code, STATUS_INVALID_ARGUMENT);
+    CHECK_INT_EQ(cli_jsonpath_render(&out, "{.a", root, &err), -EINVAL);
+    CHECK_STR_EQ(err.message, "unclosed action");
+    CHECK_INT_EQ(cli_jsonpath_render(&out, "{.a}", root, NULL), 0); /* err is optional */
+    api_error_clear(&err);
     json_decref(root);
 }

@@ -122,7 +122,7 @@ TEST(kubeconfig_contexts_and_inline_data)
                       "- name: b\n  context: {cluster: cb, user: ub}\n";
     char *path = write_tmp(cfg);
     kube_client *c = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(kube_client_load(path, NULL, &c, &err), 0);
     if (c) {
         CHECK_STR_EQ(c->server, "https://a.example:6443");
@@ -143,12 +143,13 @@ TEST(kubeconfig_contexts_and_inline_data)
         kube_client_free(c);
     }
     c = NULL;
-    CHECK(kube_client_load(path, "zzz", &c, &err) < 0);
-    CHECK(err && strstr(err, "zzz"));
-    free(err);
-    err = NULL;
-    CHECK(kube_client_load("/nonexistent/kubeconfig", NULL, &c, &err) < 0);
-    free(err);
+    CHECK_INT_EQ(kube_client_load(path, "zzz", &c, &err), -ENOENT);
+    CHECK(err.message && strstr(err.message, "context \"zzz\" not found"));
+    api_error_clear(&err);
+    CHECK_INT_EQ(kube_client_load("/nonexistent/kubeconfig", NULL, &c, &err), -ENOENT);
+    CHECK_STR_EQ(err.message,
+                 "cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory");
+    api_error_clear(&err);
     unlink(path);
     free(path);
 }

@@ -63,12 +63,12 @@ TEST(headers_split_callbacks)
 }
 
 static int fake_resolve(router_resolver *r, const char *ns, const char *id, bool nonblock,
-                        router_target *out, router_error *err)
+                        router_target *out, api_error *err)
 {
     if (strcmp(id, "slow") == 0 && nonblock)
         return -EWOULDBLOCK;
     if (strcmp(id, "gone") == 0) {
-        router_error_set(err, 404, "Sandbox %s not found.", id);
+        api_error_set(err, STATUS_NOT_FOUND, "Sandbox %s not found.", id);
         return -ENOENT;
     }
     out->rest = strdup("unix:/x/rest.sock");
@@ -77,7 +77,7 @@ static int fake_resolve(router_resolver *r, const char *ns, const char *id, bool
 
 static router_admit_result admit(router_ctx *ctx, const char *method, const char *path,
                                  const char *auth, const char *id, bool http2, bool upgrade,
-                                 router_error *err)
+                                 api_error *err)
 {
     router_admission a = {
         .info = {.method = method, .path = path, .sandbox_id = id},
@@ -98,28 +98,28 @@ TEST(admission_order)
 {
     router_resolver res = {.resolve = fake_resolve};
     router_ctx ctx = {.token = (char *)"tok", .resolver = &res};
-    router_error err = {0};
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     /* healthz needs no token */
     CHECK_INT_EQ(admit(&ctx, "GET", "/healthz?x=1", NULL, NULL, false, false, &err),
                  ROUTER_ADMIT_HEALTHZ);
     CHECK_INT_EQ(admit(&ctx, "POST", "/healthz", NULL, NULL, false, false, &err),
                  ROUTER_ADMIT_REFUSED);
-    CHECK_INT_EQ(err.http_status, 401);
+    CHECK_INT_EQ(router_error_http(&err), 401);
     /* auth before routing: a missing X-Sandbox-ID without a token is 401, with one 400 */
     CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", NULL, false, false, &err),
                  ROUTER_ADMIT_REFUSED);
-    CHECK_INT_EQ(err.http_status, 400);
-    CHECK_STR_EQ(err.detail, "X-Sandbox-ID header is required.");
+    CHECK_INT_EQ(router_error_http(&err), 400);
+    CHECK_STR_EQ(err.message, "X-Sandbox-ID header is required.");
     CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "box", false, true, &err),
                  ROUTER_ADMIT_REFUSED);
-    CHECK_INT_EQ(err.http_status, 501);
+    CHECK_INT_EQ(router_error_http(&err), 501);
     CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "box", false, false, &err),
                  ROUTER_ADMIT_TARGET);
     CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "slow", false, false, &err),
                  ROUTER_ADMIT_PENDING);
     CHECK_INT_EQ(admit(&ctx, "GET", "/v1/x", "Bearer tok", "gone", false, false, &err),
                  ROUTER_ADMIT_REFUSED);
-    CHECK_INT_EQ(err.http_status, 404);
+    CHECK_INT_EQ(router_error_http(&err), 404);
     router_admission a = {
         .info = {.method = "POST",
                  .path = "/process.v1.ProcessService/Execute",
@@ -130,7 +130,7 @@ TEST(admission_order)
     router_route route;
     router_target t = {0};
     CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_REFUSED);
-    CHECK_STR_EQ(err.detail, "gRPC requests need HTTP/2 (h2c prior knowledge).");
+    CHECK_STR_EQ(err.message, "gRPC requests need HTTP/2 (h2c prior knowledge).");
     a.http2 = true;
     CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_TARGET);
     CHECK_INT_EQ(route.kind, ROUTER_KIND_GRPC);
@@ -159,13 +159,13 @@ TEST(admission_from_headers_first_wins)
 TEST(replies)
 {
     _cleanup_buf_ buf out = BUF_INIT;
-    router_error err;
-    router_error_upstream(&err, -ETIMEDOUT, "box");
-    CHECK_INT_EQ(err.http_status, 504);
-    CHECK_STR_EQ(err.detail, "Timed out waiting for the backend sandbox: box");
-    router_error_upstream(&err, -ECONNREFUSED, "box");
-    CHECK_INT_EQ(err.http_status, 502);
-    CHECK_STR_EQ(err.detail, "Could not connect to the backend sandbox: box");
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+    router_error_backend(&err, -ETIMEDOUT, "box");
+    CHECK_INT_EQ(router_error_http(&err), 504);
+    CHECK_STR_EQ(err.message, "Timed out waiting for the backend sandbox: box");
+    router_error_backend(&err, -ECONNREFUSED, "box");
+    CHECK_INT_EQ(router_error_http(&err), 502);
+    CHECK_STR_EQ(err.message, "Could not connect to the backend sandbox: box");
     CHECK_INT_EQ(router_reply_error(&out, &err, false, false), 0);
     CHECK(strncmp(out.data, "HTTP/1.1 502 Bad Gateway\r\n", 26) == 0);
     CHECK(strstr(out.data, "Connection: close\r\n") != NULL);

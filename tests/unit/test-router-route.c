@@ -6,7 +6,7 @@
 #include "unit.h"
 
 static int route(const char *path, const char *id, const char *ns, const char *port, const char *ct,
-                 router_route *out, router_error *err)
+                 router_route *out, api_error *err)
 {
     router_request_info in = {"GET", path, id, ns, port, NULL, ct};
     return router_route_request(&in, out, err);
@@ -15,7 +15,7 @@ static int route(const char *path, const char *id, const char *ns, const char *p
 TEST(dispatch)
 {
     router_route r;
-    router_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     CHECK_INT_EQ(route("/v1/files/x", "box", NULL, NULL, NULL, &r, &e), 0);
     CHECK_INT_EQ(r.kind, ROUTER_KIND_REST);
     CHECK(strcmp(r.ns, "default") == 0);
@@ -33,8 +33,8 @@ TEST(dispatch)
     CHECK_INT_EQ(route("/x", "box", NULL, "8080", NULL, &r, &e), 0);
     CHECK_INT_EQ(r.kind, ROUTER_KIND_REST);
     CHECK_INT_EQ(route("/x", "box", NULL, "3000", NULL, &r, &e), -ENXIO);
-    CHECK_INT_EQ(e.http_status, 502);
-    CHECK(strcmp(e.detail, "port 3000 is not served by sandbox box") == 0);
+    CHECK_INT_EQ(router_error_http(&e), 502);
+    CHECK(strcmp(e.message, "port 3000 is not served by sandbox box") == 0);
     CHECK(!router_is_grpc_content_type("application/grpcx"));
     CHECK(router_is_grpc_content_type("application/grpc"));
 }
@@ -42,15 +42,15 @@ TEST(dispatch)
 TEST(validation_messages)
 {
     router_route r;
-    router_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     CHECK_INT_EQ(route("/", NULL, NULL, NULL, NULL, &r, &e), -EINVAL);
-    CHECK(strcmp(e.detail, "X-Sandbox-ID header is required.") == 0);
+    CHECK(strcmp(e.message, "X-Sandbox-ID header is required.") == 0);
     CHECK_INT_EQ(route("/", "-box", NULL, NULL, NULL, &r, &e), -EINVAL);
-    CHECK(strcmp(e.detail, "Invalid sandbox ID format.") == 0);
+    CHECK(strcmp(e.message, "Invalid sandbox ID format.") == 0);
     CHECK_INT_EQ(route("/", "box", "a_b", NULL, NULL, &r, &e), -EINVAL);
-    CHECK(strcmp(e.detail, "Invalid namespace format.") == 0);
+    CHECK(strcmp(e.message, "Invalid namespace format.") == 0);
     CHECK_INT_EQ(route("/", "box", NULL, "0", NULL, &r, &e), -EINVAL);
-    CHECK(strcmp(e.detail, "Invalid port format.") == 0);
+    CHECK(strcmp(e.message, "Invalid port format.") == 0);
     CHECK_INT_EQ(route("/", "box", NULL, "+80", NULL, &r, &e), -EINVAL);
     CHECK(router_valid_dns_label("a"));
     CHECK(router_valid_dns_label("a-1"));
@@ -60,13 +60,13 @@ TEST(validation_messages)
 
 TEST(auth)
 {
-    router_error e;
+    _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
     CHECK_INT_EQ(router_check_auth("Bearer tok", "tok", false, false, &e), 0);
     CHECK_INT_EQ(router_check_auth("  BEARER   tok  ", "tok", false, false, &e), 0);
     CHECK_INT_EQ(router_check_auth("Bearer to", "tok", false, false, &e), -EACCES);
-    CHECK(strcmp(e.detail, "Invalid token.") == 0);
+    CHECK(strcmp(e.message, "Invalid token.") == 0);
     CHECK_INT_EQ(router_check_auth("Bearertok", "tok", false, false, &e), -EACCES);
-    CHECK(strcmp(e.detail, "Missing or invalid Authorization header.") == 0);
+    CHECK(strcmp(e.message, "Missing or invalid Authorization header.") == 0);
     CHECK_INT_EQ(router_check_auth(NULL, "tok", true, true, &e), 0);
     CHECK_INT_EQ(router_check_auth(NULL, "tok", true, false, &e), -EACCES);
     CHECK_INT_EQ(router_check_auth("Bearer x", "tok", true, true, &e), -EACCES);
@@ -76,7 +76,7 @@ TEST(auth)
 static bool split_is(const char *in, const char *const *want)
 {
     char **v = NULL;
-    const char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     if (router_shlex_split(in, &v, &err) < 0)
         return false;
     bool ok = true;
@@ -98,11 +98,11 @@ TEST(shlex)
     CHECK(split_is("  ", (const char *const[]){NULL}));
     CHECK(split_is("a'b'\"c\"", (const char *const[]){"abc", NULL}));
     char **v = NULL;
-    const char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(router_shlex_split("echo 'x", &v, &err), -EINVAL);
-    CHECK(err && strcmp(err, "No closing quotation") == 0);
+    CHECK(err.message && strcmp(err.message, "No closing quotation") == 0);
     CHECK_INT_EQ(router_shlex_split("echo x\\", &v, &err), -EINVAL);
-    CHECK(err && strcmp(err, "No escaped character") == 0);
+    CHECK(err.message && strcmp(err.message, "No escaped character") == 0);
 }
 
 TEST(legacy_path_and_multipart)

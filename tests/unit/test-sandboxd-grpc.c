@@ -199,9 +199,9 @@ TEST(descriptor_lookups)
     CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.StartResponse"), p);
     CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.ProcessConfig.EnvVarsEntry"), p);
     CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.Signal"), p);
-    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.Nope"), -1);
-    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1"), -1);
-    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.ProcessServiceX"), -1);
+    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.Nope"), -ENOENT);
+    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1"), -ENOENT);
+    CHECK_INT_EQ(desc_find_symbol(&f, "process.v1.ProcessServiceX"), -ENOENT);
     CHECK(desc_is_message(&f, "process.v1.PTY"));
     CHECK(!desc_is_message(&f, "process.v1.ProcessService"));
     int deps[DESC_MAX_FILES];

@@ -23,6 +23,30 @@ TEST(renderings)
     CHECK_STR_EQ(status_name(STATUS_INVALID_ARGUMENT), "INVALID_ARGUMENT");
 }
 
+/* The answers a proxy gives (the router): each HTTP status with the gRPC status a gRPC client
+ * sees for it. */
+TEST(proxy_renderings)
+{
+    CHECK_STR_EQ(status_name(STATUS_BAD_GATEWAY), "BAD_GATEWAY");
+    CHECK_INT_EQ(status_http(STATUS_BAD_GATEWAY), 502);
+    CHECK_INT_EQ(status_grpc(STATUS_BAD_GATEWAY), 14);
+    CHECK_STR_EQ(status_http_reason(502), "Bad Gateway");
+    CHECK_INT_EQ(kube_reason_from_status(STATUS_BAD_GATEWAY), KUBE_REASON_SERVICE_UNAVAILABLE);
+    CHECK_INT_EQ(status_http(STATUS_DEADLINE_EXCEEDED), 504);
+    CHECK_INT_EQ(status_grpc(STATUS_DEADLINE_EXCEEDED), 4);
+    CHECK_INT_EQ(status_http(STATUS_UNAVAILABLE), 503);
+    CHECK_INT_EQ(status_grpc(STATUS_UNAVAILABLE), 14);
+    CHECK_INT_EQ(status_http(STATUS_UNAUTHENTICATED), 401);
+    CHECK_INT_EQ(status_grpc(STATUS_UNAUTHENTICATED), 16);
+    CHECK_INT_EQ(status_http(STATUS_RESOURCE_EXHAUSTED), 413);
+    CHECK_INT_EQ(status_http(STATUS_UNIMPLEMENTED), 501);
+    CHECK_INT_EQ(status_http(STATUS_INTERNAL), 500);
+    CHECK_INT_EQ(status_grpc(STATUS_INTERNAL), 13);
+    api_error e = API_ERROR_INIT;
+    CHECK_INT_EQ(api_error_set(&e, STATUS_BAD_GATEWAY, "down"), -EAGAIN);
+    api_error_clear(&e);
+}
+
 TEST(api_error_owns_message)
 {
     api_error e = API_ERROR_INIT;

@@ -539,10 +539,11 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
     if (u->patch == PATCH_MERGE) {
         cand = api_merge_patch(base, u->body);
     } else if (u->patch == PATCH_JSON) {
-        const char *err = NULL;
-        cand = api_json_patch(base, u->body, &err);
-        if (!cand)
-            return fail_with(u, status_failure(KUBE_REASON_INVALID, err, k, rq->name));
+        _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
+        if (api_json_patch(base, u->body, &cand, &err) < 0)
+            return err.message
+                       ? fail_with(u, status_failure(KUBE_REASON_INVALID, err.message, k, rq->name))
+                       : -ENOMEM;
     } else {
         cand = json_deep_copy(u->body);
     }
@@ -807,10 +808,10 @@ static enum MHD_Result handle_patch(api_request *rq)
 static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs,
                            json_t **ret_status)
 {
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     int r = api_label_selector_parse(query(rq->conn, "labelSelector"), ls, &err);
     if (r == -EINVAL) {
-        *ret_status = status_bad_request("unable to parse requirement: %s", err);
+        *ret_status = status_bad_request("unable to parse requirement: %s", err.message);
         return r;
     }
     if (r < 0)
@@ -818,7 +819,7 @@ static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs
     r = api_field_selector_parse(query(rq->conn, "fieldSelector"), fs, &err);
     if (r == -EINVAL) {
         *ls = api_selector_free(*ls);
-        *ret_status = status_bad_request("%s", err);
+        *ret_status = status_bad_request("%s", err.message);
         return r;
     }
     if (r < 0)

@@ -213,12 +213,12 @@ enum MHD_Result apiserver_watch(api_request *rq)
         watch_free(w);
         return MHD_NO;
     }
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     if (api_label_selector_parse(query(rq->conn, "labelSelector"), &w->labels, &err) < 0 ||
         api_field_selector_parse(query(rq->conn, "fieldSelector"), &w->fields, &err) < 0) {
         watch_free(w);
         return reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL, "%s",
-                            err ? err : "out of memory");
+                            err.message ? err.message : "out of memory");
     }
     usec_t timeout = WATCH_DEFAULT_TIMEOUT;
     const char *ts = query(rq->conn, "timeoutSeconds");

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "shared/status.h"
+
 /* One symbol to resolve: its name and where its address goes (a function pointer's storage). */
 typedef struct dlopen_symbol {
     const char *name;
@@ -17,8 +19,7 @@ typedef struct dlopen_symbol {
     }
 
 /* Loads soname (RTLD_NOW | RTLD_LOCAL; never unloaded) and resolves every symbol. Returns 0, or
- * -ENOENT (library missing) / -ENOSYS (a symbol missing) with a message in errbuf. Not
- * thread-safe: callers run it once (pthread_once). The pointers are left untouched on failure
- * when the library is missing, partly filled when a symbol is. */
-int dlopen_symbols(const char *soname, const dlopen_symbol *symbols, size_t n, char *errbuf,
-                   size_t errbuf_size);
+ * -ENOENT (library missing: the loader's words) / -ENOSYS ("SONAME: no symbol NAME") with *err
+ * saying why. Not thread-safe: callers run it once (pthread_once). The pointers are left
+ * untouched on failure when the library is missing, partly filled when a symbol is. */
+int dlopen_symbols(const char *soname, const dlopen_symbol *symbols, size_t n, api_error *err);
