@@ -55,11 +55,8 @@ typedef struct rec_pool {
     bool stop;
 } rec_pool;
 
-/* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
-typedef struct rec_failure {
-    const char *reason;
-    char *message;
-} rec_failure;
+/* Why a sandbox is not running: the reason and error of its Ready condition. */
+typedef reconcile_failure rec_failure;
 
 /* One container start for the start workers (local-reconcile-start.c): the Sandbox as the loop
  * saw it and the runtime it runs under are copied in; the outcome comes back to the loop, which

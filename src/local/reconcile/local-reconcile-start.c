@@ -27,7 +27,7 @@ rec_start *rec_start_free(rec_start *s)
     free(s->uid);
     json_decref(s->sandbox);
     oci_runtime_done(&s->rt);
-    free(s->failure.message);
+    reconcile_failure_clear(&s->failure);
     free(s);
     return NULL;
 }

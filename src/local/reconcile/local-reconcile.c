@@ -187,10 +187,11 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     status_update u = {.uid = uid};
     rec_failed_set(r, uid, gen);
     rec_teardown(r, uid, false);
+    _cleanup_free_ char *message = reconcile_failure_message(f);
     u.o.failure_reason = f->reason;
-    u.o.failure_message = f->message ? f->message : "out of memory";
+    u.o.failure_message = message ? message : "out of memory";
     log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason", f->reason,
-             "message", f->message ? f->message : "");
+             "message", message ? message : "");
     local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
                        "Start", "%s", u.o.failure_message);
     local_metrics_reconcile_error("sandboxes");
@@ -309,7 +310,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     rec_entry *e = reconcile_thaw(r, sb, uid, rec_find(r, uid));
     if (reconcile_finished(r, sb, uid, e, &u))
         return false;
-    rec_failure f = {0};
+    rec_failure f = RECONCILE_FAILURE_INIT;
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = rec_failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
@@ -335,7 +336,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
             k = rec_materialise(r, sb, &f);
         if (k < 0) {
             start_failed(r, sb, gen, &f);
-            free(f.message);
+            reconcile_failure_clear(&f);
             return false;
         }
     }

@@ -21,26 +21,20 @@
 #include "reconcile/reconcile.h"
 
 int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
-                           char **ret_image, const char **ret_reason, char **ret_message)
+                           char **ret_image, reconcile_failure *f)
 {
     const api_kind *k = api_kind_by_plural(API_GROUP_EXT, "sandboxsnapshots");
     _cleanup_(json_decrefp) json_t *snap = NULL;
     int r = local_store_get(store, k, ns, name, &snap);
-    if (r < 0 || reconcile_deleting(snap)) {
-        *ret_reason = "SnapshotNotFound";
-        *ret_message =
-            strdup_printf("SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
-        return r < 0 ? r : -ENOENT;
-    }
+    if (r < 0 || reconcile_deleting(snap))
+        return reconcile_fail(f, "SnapshotNotFound", false, r < 0 ? r : -ENOENT,
+                              "SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
     const json_t *ready = reconcile_condition(snap, "Ready");
     if (!json_is_string(json_object_get(ready, "status")) ||
-        strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0) {
-        *ret_reason = "SnapshotNotReady";
-        *ret_message = strdup_printf("SandboxSnapshot \"%s\" is not Ready: %s", name,
-                                     json_string_value(json_object_get(ready, "message"))
-                                         ?: "not captured yet");
-        return -EAGAIN;
-    }
+        strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0)
+        return reconcile_fail(
+            f, "SnapshotNotReady", false, -EAGAIN, "SandboxSnapshot \"%s\" is not Ready: %s", name,
+            json_string_value(json_object_get(ready, "message")) ?: "not captured yet");
     const char *img = json_string_value(
         json_object_get(json_object_get(json_object_get(snap, "status"), "source"), "image"));
     *ret_uid = strdup(api_meta_string(snap, "uid"));

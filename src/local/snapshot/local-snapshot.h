@@ -25,6 +25,7 @@
 
 #include "local/container/local-idmap.h"
 #include "local/store/local-store.h"
+#include "reconcile/reconcile.h"
 
 #define LOCAL_SNAPSHOT_IMAGE_PREFIX "snapshot:"
 
@@ -42,10 +43,10 @@ int local_snapshotter_start(const local_snapshotter_options *o, local_snapshotte
 local_snapshotter *local_snapshotter_stop(local_snapshotter *s);
 
 /* The Ready snapshot `name` in ns: *ret_uid (owned) its metadata.uid and *ret_image (owned) the
- * image of its source. A negative errno with *ret_reason (static: SnapshotNotFound,
- * SnapshotNotReady) and *ret_message (owned). */
+ * image of its source. A negative errno, with *f set (reason SnapshotNotFound or
+ * SnapshotNotReady) unless out of memory. */
 int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
-                           char **ret_image, const char **ret_reason, char **ret_message);
+                           char **ret_image, reconcile_failure *f);
 
 #define LOCAL_SNAPSHOT_SEED_COPY 0
 #define LOCAL_SNAPSHOT_SEED_OVERLAY 1
