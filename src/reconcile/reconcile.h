@@ -226,16 +226,17 @@ char *reconcile_error_seen(const char *message);
 void reconcile_failure_clear(reconcile_failure *f);
 
 /* Building blocks of reconcile_claim, exposed for tests and for backends. */
-/* additionalPodMetadata rules; NULL (ok) or an owned error text. */
-char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains);
+/* additionalPodMetadata rules: 0, or -EINVAL with err set. */
+int reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains,
+                                    api_error *err);
 /* env injection into pod_spec per the template's envVarsInjectionPolicy. 0 or a negative errno
- * with *ret_reason ("EnvVarsInjectionRejected" / "ReconcilerError") and *ret_error (owned). */
+ * with *f set (reason EnvVarsInjectionRejected, or ReconcilerError for errors seen). */
 int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_spec,
-                         const char **ret_reason, char **ret_error);
+                         reconcile_failure *f);
 /* VCT merge per volumeClaimTemplatesPolicy. *ret owned array (may be empty); or -EINVAL with
- * *ret_error (owned; reason VolumeClaimTemplatesError). */
+ * err set (reason VolumeClaimTemplatesError), or -ENOMEM. */
 int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_t **ret,
-                         char **ret_error);
+                         api_error *err);
 
 /* ---- Sandbox (§2.4.4–§2.4.6) ---- */
 /* The Sandbox's own rules: its expiry and its status from what a backend observed of the pod
