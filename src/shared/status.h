@@ -115,6 +115,7 @@ kube_reason api_error_reason(const api_error *e);
 /* Negative errno for e (its own, else derived from its reason). */
 int api_error_errno(const api_error *e);
 void api_error_clear(api_error *e);
+static inline void api_error_clearp(api_error *e) { api_error_clear(e); }
 
 /* The HTTP reason phrase of a status code ("Bad Gateway" for 502; "Unknown" for codes not
  * listed): the one table every HTTP/1.1 status line the tree writes takes its words from. */

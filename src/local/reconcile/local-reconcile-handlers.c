@@ -76,8 +76,8 @@ int rec_handler_for_class(local_reconciler *r, const char *class_name, size_t *r
         *ret = 0;
         return 0;
     }
-    if (r->class_error)
-        return failf(f, -EINVAL, "%s", r->class_error);
+    if (r->class_error.message)
+        return failf(f, -EINVAL, "%s", r->class_error.message);
     const char *binary = runtime_class_binary(r->classes, r->n_classes, class_name);
     if (!binary)
         return failf(f, -ENOENT,

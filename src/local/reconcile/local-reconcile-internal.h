@@ -121,7 +121,7 @@ struct local_reconciler {
     size_t n_classes;
     oci_runtime *extra;
     size_t n_extra;
-    char *class_error; /* ASB_RUNTIME_CLASSES did not parse */
+    api_error class_error; /* why ASB_RUNTIME_CLASSES did not parse (message NULL: it did) */
     pthread_t thread;
     usec_t resync_interval;
     usec_t image_gc_idle;

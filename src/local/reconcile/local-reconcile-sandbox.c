@@ -143,13 +143,14 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
                      int pidfd, bool purge, rec_teardown_times *ret_times)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC), t_kill, t_runtime;
-    _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
                         *bundle = path_of(r, "sandboxes", uid, "bundle"),
                         *vols = path_of(r, "volumes", uid, NULL);
     if (frozen && !r->no_root) {
         /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
-        _cleanup_free_ char *rerr = NULL;
+        _cleanup_(api_error_clearp) api_error rerr = API_ERROR_INIT;
         oci_resume(rt, uid, &rerr);
     }
     /* runc delete --force kills every process and removes the container's cgroups; with the
@@ -160,7 +161,7 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     t_runtime = now_usec(CLOCK_MONOTONIC);
     if (k < 0)
-        log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
+        log_warn("cannot delete container", "uid", uid, "error", err.message ?: strerror(-k));
     else {
         /* runc gives up on cgroups whose processes are still dying: finish its job. */
         (void)local_cleanup_sandbox_cgroups(uid, NULL);
@@ -592,23 +593,20 @@ void rec_entry_set_limits(rec_entry *e, const local_limits *l)
     e->limits_read = true;
 }
 
-/* Why the bind sources could not be staged for runsc (owned, NULL on ENOMEM). */
-static char *stage_error(int k)
+/* Why the bind sources could not be staged for runsc. */
+static int stage_error(int k, api_error *err)
 {
-    char *m = NULL;
-    if (asprintf(&m, "cannot stage the mounts' sources at %s: %s", LOCAL_BUNDLE_STAGE_DIR,
-                 strerror(-k)) < 0)
-        m = NULL;
-    return m;
+    return api_error_set_errno(err, k, "cannot stage the mounts' sources at %s: %s",
+                               LOCAL_BUNDLE_STAGE_DIR, strerror(-k));
 }
 
 /* A failed `run` of the runtime: the message names the RuntimeClass and its handler, so that
  * an error of runsc is never read as one of runc. */
-static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const char *err,
+static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const api_error *err,
                         rec_failure *f)
 {
     const char *cls = pod->runtime_class_name;
-    const char *what = err ? err : strerror(-k);
+    const char *what = err->message ?: strerror(-k);
     if (!cls || !*cls)
         return fail_seen(f, "ReconcilerError", k, "%s", what);
     return fail_seen(f, "ReconcilerError", k, "RuntimeClass \"%s\" (handler %s): %s", cls,
@@ -987,7 +985,7 @@ static int mat_fds(mat_run *m, rec_failure *f)
 static int mat_launch(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int k;
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {m->main_w, m->main_r};
@@ -1007,14 +1005,13 @@ static int mat_launch(mat_run *m, rec_failure *f)
                          LOCAL_IDMAP_ROOTFS, strerror(-k));
     }
     if (m->gvisor_binds && (k = local_gvisor_stage_binds(m->gvisor_binds)) < 0)
-        err = stage_error(k);
+        stage_error(k, &err);
     else
         k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
                              m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
     if (k == -EEXIST) {
-        _cleanup_free_ char *derr = NULL;
-        free(err);
-        err = NULL;
+        _cleanup_(api_error_clearp) api_error derr = API_ERROR_INIT;
+        api_error_clear(&err);
         oci_delete(m->rt, m->uid, &derr);
         k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
                              m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
@@ -1029,7 +1026,7 @@ static int mat_launch(mat_run *m, rec_failure *f)
         }
     }
     rec_netns_leave(&netns_saved);
-    return k < 0 ? fail_runtime(m->pod, m->rt, k, err, f) : 0;
+    return k < 0 ? fail_runtime(m->pod, m->rt, k, &err, f) : 0;
 }
 
 /* After a run: the output collected, the pid, gVisor's sockets published, what it was given,
@@ -1057,9 +1054,9 @@ static int mat_started(mat_run *m, pid_t *ret_pid, local_limits *ret_limits, rec
     if (m->gvisor && (k = local_gvisor_publish(m->run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
         k != -ESRCH) {
         /* Unreachable as it is: removed, so that a later start begins afresh. */
-        _cleanup_free_ char *derr = NULL;
+        _cleanup_(api_error_clearp) api_error derr = API_ERROR_INIT;
         if (oci_delete(m->rt, m->uid, &derr) < 0)
-            log_warn("cannot remove the container", "uid", m->uid, "error", derr ? derr : "");
+            log_warn("cannot remove the container", "uid", m->uid, "error", derr.message ?: "");
         return fail_seen(f, "ReconcilerError", k,
                          "sandboxd under runsc did not bind its sockets in %s/%s: %s", m->run_dir,
                          LOCAL_GVISOR_BOX, strerror(-k));

@@ -206,7 +206,7 @@ static void reconcile_suspend(local_reconciler *r, const json_t *sb, const char 
 {
     rec_entry *fe = rec_find(r, uid);
     if (fe && !fe->frozen) {
-        _cleanup_free_ char *err = NULL;
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
         /* First: a local client must not find, and then wait on, a frozen sandboxd. */
         local_names_unbind(r->state_dir, api_meta_string(sb, "namespace"),
                            api_meta_string(sb, "name"), uid);
@@ -216,7 +216,7 @@ static void reconcile_suspend(local_reconciler *r, const json_t *sb, const char 
         snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
         if (k < 0) {
             log_warn("cannot freeze sandbox: stopping it", "sandbox", api_meta_string(sb, "name"),
-                     "error", err ? err : strerror(-k));
+                     "error", err.message ?: strerror(-k));
             rec_teardown(r, uid, false);
         } else {
             fe->frozen = true;
@@ -236,14 +236,14 @@ static rec_entry *reconcile_thaw(local_reconciler *r, const json_t *sb, const ch
 {
     if (!e || !e->frozen)
         return e;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     int k = oci_resume(rec_runtime(r, uid), uid, &err);
     char ms[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     if (k < 0) {
         log_warn("cannot thaw sandbox: starting it anew", "sandbox", api_meta_string(sb, "name"),
-                 "error", err ? err : strerror(-k));
+                 "error", err.message ?: strerror(-k));
         rec_teardown(r, uid, false);
         e = NULL;
     } else {
@@ -480,7 +480,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
                 }
             } else {
                 if (paused) {
-                    _cleanup_free_ char *rerr = NULL;
+                    _cleanup_(api_error_clearp) api_error rerr = API_ERROR_INIT;
                     oci_resume(rt, id, &rerr);
                 }
                 /* Known under this handler, so that teardown asks the right runtime. */
@@ -890,7 +890,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         return k;
     }
     if (k < 0)
-        log_warn("runtime classes unavailable", "reason", r->class_error);
+        log_warn("runtime classes unavailable", "reason", r->class_error.message);
     else if (!r->no_root)
         rec_handlers_restore(r);
     k = rec_pool_start(r, o->teardown_workers ? o->teardown_workers : 4);
@@ -987,7 +987,7 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
         oci_runtime_done(&r->extra[i]);
     free(r->extra);
     runtime_classes_free(r->classes, r->n_classes);
-    free(r->class_error);
+    api_error_clear(&r->class_error);
     local_net_stop(r->net);
     local_logs_stop(r->logs);
     free(r->inject_error);
