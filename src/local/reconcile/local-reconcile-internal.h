@@ -110,7 +110,7 @@ struct local_reconciler {
     const api_kind *template_kind; /* its events re-apply network rules */
     char *state_dir;
     char *inject_dir;
-    char *inject_error; /* why sandboxd cannot be injected, or NULL */
+    api_error inject_error; /* why sandboxd cannot be injected (code STATUS_OK: it can) */
     const char *no_root;  /* set when running without root */
     local_net *net;       /* never NULL once started; may be "unavailable" */
     local_idmap *idmap;   /* borrowed; NULL: no user namespaces */

@@ -422,7 +422,8 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
                      local_scratch *ret, rec_failure *f)
 {
     _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
-                        *base = path_of(r, "sandboxes", uid, NULL), *err = NULL;
+                        *base = path_of(r, "sandboxes", uid, NULL);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (!run || !base)
         return -ENOMEM;
     int k = mkdir_p(run, 0700);
@@ -430,7 +431,7 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
         k = local_scratch_prepare(r->state_dir, base, ephemeral, u, g, ret, &err);
     if (k < 0)
         return fail_seen(f, "ReconcilerError", k, "cannot create the sandbox directories: %s",
-                         err ? err : strerror(-k));
+                         err.message ?: strerror(-k));
     return 0;
 }
 
@@ -489,7 +490,7 @@ static int make_volumes(local_reconciler *r, const json_t *sb, const char *vols,
 {
     for (size_t i = 0; names[i]; i++) {
         int64_t bytes;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
         int k = local_volume_request(sb, i, &bytes);
         if (k < 0)
             return fail(f, "ReconcilerError", k,
@@ -498,7 +499,7 @@ static int make_volumes(local_reconciler *r, const json_t *sb, const char *vols,
                         i);
         if ((k = local_volume_prepare(r->state_dir, vols, names[i], bytes, u, g, &err)) < 0)
             return fail(f, "ReconcilerError", k, "cannot prepare volume \"%s\": %s", names[i],
-                        err ? err : strerror(-k));
+                        err.message ?: strerror(-k));
     }
     return 0;
 }
@@ -550,8 +551,9 @@ static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
         return fail_seen(f, "ReconcilerError", -EINVAL, "the Sandbox has no metadata.uid");
     if (r->no_root)
         return fail_seen(f, "ReconcilerError", -EPERM, "%s", r->no_root);
-    if (r->inject_error)
-        return fail_seen(f, "ReconcilerError", -ENOENT, "%s", r->inject_error);
+    if (r->inject_error.code != STATUS_OK)
+        return fail_seen(f, "ReconcilerError", -ENOENT, "%s",
+                         r->inject_error.message ?: "cannot inject sandboxd");
     return 0;
 }
 
@@ -813,12 +815,12 @@ static int mat_user_and_dirs(mat_run *m, rec_failure *f)
 static int mat_volumes(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *verr = NULL;
+    _cleanup_(api_error_clearp) api_error verr = API_ERROR_INIT;
     int k;
     if (!(m->vols = path_of(r, "volumes", m->uid, NULL)))
         return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     if ((k = local_bundle_volumes(m->sb, m->vols, &m->vv, &m->nvv, &m->vnames, &verr)) < 0)
-        return fail_seen(f, "ReconcilerError", k, "%s", verr ? verr : strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "%s", verr.message ?: strerror(-k));
     if ((k = make_volumes(r, m->sb, m->vols, m->vnames, m->hu, m->hg, f)) < 0)
         return k;
     if (m->snap_uid && (k = seed_once(r, m->sb, m->snap_name, m->snap_uid, m->snap_image,
@@ -833,10 +835,10 @@ static int mat_volumes(mat_run *m, rec_failure *f)
 static int mat_main_process(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *merr = NULL;
+    _cleanup_(api_error_clearp) api_error merr = API_ERROR_INIT;
     m->base = path_of(r, "sandboxes", m->uid, NULL);
     if (!m->base || local_bundle_main_argv(m->ctr ? m->ctr->json : NULL, &m->main_argv, &merr) < 0)
-        return fail_seen(f, "ReconcilerError", -EINVAL, "%s", merr ? merr : "out of memory");
+        return fail_seen(f, "ReconcilerError", -EINVAL, "%s", merr.message ?: "out of memory");
     if (!m->main_argv)
         return 0;
     _cleanup_free_ char *exitf = path_of(r, "sandboxes", m->uid, "main/exit");
@@ -875,7 +877,7 @@ static int mat_paths(mat_run *m, rec_failure *f)
 static int mat_network(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *nerr = NULL;
+    _cleanup_(api_error_clearp) api_error nerr = API_ERROR_INIT;
     local_net_policy_kind nk = rec_net_policy(r, m->sb, &m->tpl);
     m->t_net = now_usec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->net_lock);
@@ -884,7 +886,7 @@ static int mat_network(mat_run *m, rec_failure *f)
     m->t_net = now_usec(CLOCK_MONOTONIC) - m->t_net; /* the lock's wait included */
     if (k < 0)
         return fail_seen(f, "NetworkSetupFailed", k, "cannot set up the network: %s",
-                         nerr ? nerr : strerror(-k));
+                         nerr.message ?: strerror(-k));
     m->gvisor = oci_runtime_is_runsc(m->rt);
     if (m->gvisor && m->netns)
         return gvisor_refuse_network(m->pod, f);
@@ -939,13 +941,13 @@ static int mat_bundle(mat_run *m, rec_failure *f)
         .gvisor = m->gvisor,
         .socket_dir = m->box,
     };
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     m->t_bundle = now_usec(CLOCK_MONOTONIC);
     int k = local_bundle_write_staged(&bp, &m->root,
                                       m->gvisor && r->idmap ? &m->gvisor_binds : NULL, &err);
     m->t_bundle = now_usec(CLOCK_MONOTONIC) - m->t_bundle;
     if (k < 0)
-        return fail_seen(f, "ReconcilerError", k, "%s", err ? err : strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "%s", err.message ?: strerror(-k));
     return 0;
 }
 

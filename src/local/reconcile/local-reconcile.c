@@ -859,13 +859,13 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
                      "(rootless runc is not supported yet)";
         log_warn("sandboxes unavailable", "reason", r->no_root);
     } else {
-        char *err = NULL;
-        k = local_inject_prepare(o->sandboxd, r->inject_dir, &err);
+        k = local_inject_prepare(o->sandboxd, r->inject_dir, &r->inject_error);
         if (k < 0) {
-            if (!err && asprintf(&err, "cannot inject %s: %s", o->sandboxd, strerror(-k)) < 0)
-                err = NULL;
-            r->inject_error = err ? err : strdup("cannot inject sandboxd");
-            log_warn("sandboxes unavailable", "reason", r->inject_error);
+            if (!r->inject_error.message)
+                api_error_set_errno(&r->inject_error, k, "cannot inject %s: %s", o->sandboxd,
+                                    strerror(-k));
+            log_warn("sandboxes unavailable", "reason",
+                     r->inject_error.message ?: "cannot inject sandboxd");
         }
         mkdir_p(runc_root, 0700);
         k = local_logs_start(o->log_max, &r->logs);
@@ -875,11 +875,11 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     local_net_options no = o->net;
     no.state_dir = o->state_dir;
     no.lock = &r->net_lock;
-    char *nerr = NULL;
+    api_error nerr = API_ERROR_INIT;
     int nk = local_net_start(&no, &r->net, &nerr);
     if (nk < 0) {
-        log_error("bad network options", "error", nerr ? nerr : strerror(-nk));
-        free(nerr);
+        log_error("bad network options", "error", nerr.message ?: strerror(-nk));
+        api_error_clear(&nerr);
         local_reconciler_stop(r);
         return nk;
     }
@@ -990,7 +990,7 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
     api_error_clear(&r->class_error);
     local_net_stop(r->net);
     local_logs_stop(r->logs);
-    free(r->inject_error);
+    api_error_clear(&r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);
     pthread_mutex_destroy(&r->net_lock);
