@@ -86,7 +86,7 @@ struct local_net {
      * budget: a flood is cut before it fills the forwarder's socket buffer, where the kernel
      * would drop every sandbox's queries alike. */
     unsigned dns_kernel_rate, dns_kernel_burst;
-    const char *dns_off; /* why there is none, or NULL */
+    api_error dns_off;   /* why there is none (message NULL: there is one) */
     unsigned max_conns;  /* concurrent connections of one sandbox (nft ct count) */
     unsigned conn_rate;  /* new connections per second of one sandbox */
     net_prepared prep;

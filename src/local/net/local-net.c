@@ -417,7 +417,7 @@ int local_net_start(const local_net_options *o, local_net **ret, api_error *err)
             n->dns_kernel_burst = burst > 1000000 / 4 ? 1000000 : burst * 4;
             net_prepared_remove_stale(n); /* killed with networks prepared: not adopted */
             preload(n);
-            n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
+            (void)local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns, &n->dns_off);
             int pk = net_prepared_start(n, o->lock, o->prepared);
             if (pk < 0)
                 log_warn("networks are not prepared ahead", "error", strerror(-pk));
@@ -443,6 +443,7 @@ local_net *local_net_stop(local_net *n)
         return NULL;
     net_prepared_stop(n);
     local_dns_stop(n->dns);
+    api_error_clear(&n->dns_off);
     if (n->nft)
         nft_ctx_free(n->nft);
     net_counters_free(n->counters);
@@ -860,7 +861,7 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
     ret->blocked = MAX(eg, 0) + MAX(ig, 0);
     if (asprintf(&ret->message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
                  ret->blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "", s->note ? s->note : "",
-                 n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
+                 n->dns_off.message ? "; " : "", n->dns_off.message ?: "") < 0)
         ret->message = NULL;
 }
 

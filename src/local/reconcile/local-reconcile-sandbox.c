@@ -446,7 +446,8 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
 {
     const char *uid = api_meta_string(sb, "uid");
     _cleanup_free_ char *marker = path_of(r, "sandboxes", uid, LOCAL_SNAPSHOT_SEEDED),
-                        *content = NULL, *msg = NULL;
+                        *content = NULL, *note = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (!marker)
         return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     _cleanup_fclose_ FILE *old = fopen(marker, "re");
@@ -457,11 +458,14 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
             overlay |= i == 2 && strcmp(line, "overlay\n") == 0;
         if (!overlay)
             return 0;
-        int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, true, &msg);
-        return k < 0 ? fail_seen(f, "SnapshotRestoreFailed", k, "%s", msg ? msg : strerror(-k)) : 0;
+        int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, true, &note,
+                                    &err);
+        return k < 0 ? fail_seen(f, "SnapshotRestoreFailed", k, "%s", err.message ?: strerror(-k))
+                     : 0;
     }
     usec_t start = now_usec(CLOCK_MONOTONIC);
-    int mode = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &msg),
+    int mode = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &note,
+                                   &err),
         k = mode < 0 ? mode : 0;
     if (k == 0 && asprintf(&content, "%s\n%s\n%s", snap_uid, base_image ? base_image : "host",
                            mode == LOCAL_SNAPSHOT_SEED_OVERLAY ? "overlay\n" : "") < 0)
@@ -469,7 +473,8 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
     if (k == 0)
         k = fs_write_file(marker, content, 0644);
     if (k < 0)
-        return fail_seen(f, "SnapshotRestoreFailed", k, "%s", msg ? msg : strerror(-k));
+        return fail_seen(f, "SnapshotRestoreFailed", k, "%s",
+                         (mode < 0 ? err.message : note) ?: strerror(-k));
     double took = (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6;
     if (mode == LOCAL_SNAPSHOT_SEED_OVERLAY)
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
@@ -480,7 +485,7 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
     else
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
                            "Seed", "files of SandboxSnapshot \"%s\" copied in %.3fs: %s", snap_name,
-                           took, msg ? msg : "no overlays here");
+                           took, note ? note : "no overlays here");
     return 0;
 }
 
