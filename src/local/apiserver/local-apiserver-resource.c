@@ -175,8 +175,8 @@ static void strip_server_fields(json_t *md)
         json_object_del(md, fields[i]);
 }
 
-/* `dryRun=All` runs every check and returns the result without storing anything. Returns -1 on a
- * bad value (the reply is queued through *ret). */
+/* `dryRun=All` runs every check and returns the result without storing anything. Returns
+ * -EINVAL on a bad value (the reply is queued through *ret). */
 static int dry_run(api_request *rq, enum MHD_Result *ret)
 {
     const char *v = query(rq->conn, "dryRun");
@@ -186,7 +186,7 @@ static int dry_run(api_request *rq, enum MHD_Result *ret)
         return 1;
     *ret = reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                         "Invalid dry run value \"%s\": supported values: \"All\"", v);
-    return -1;
+    return -EINVAL;
 }
 
 /* `fieldValidation` of create, update and patch, as kube-apiserver: Warn (the default) drops the
@@ -198,7 +198,7 @@ typedef enum field_validation {
     FIELD_VALIDATION_STRICT,
 } field_validation;
 
-/* Returns -1 on a bad value (the reply is queued through *ret); options_kind names the options
+/* Returns -EINVAL on a bad value (the reply is queued through *ret); options_kind names the options
  * type in the error ("CreateOptions", "UpdateOptions", "PatchOptions"). */
 static int field_validation_mode(api_request *rq, const char *options_kind, field_validation *mode,
                                  enum MHD_Result *ret)
@@ -233,7 +233,7 @@ static int field_validation_mode(api_request *rq, const char *options_kind, fiel
     else
         json_decref(d);
     *ret = reply_failure(rq->conn, st);
-    return -1;
+    return -EINVAL;
 }
 
 /* Prunes the fields k does not declare from obj. Strict with unknown fields: returns the 400
@@ -921,8 +921,8 @@ static json_t *paginate(api_request *rq, json_t *items, json_t *list_md)
  * with Go's strconv wording); one newer than any write is 504 Timeout "Too large resource
  * version" with retryAfterSeconds 1 (kube-apiserver first waits up to 3 s for its watch cache
  * to catch up; this store has no cache, so the answer comes at once). Any version up to the
- * current one is served from the current state ("not older than"). Returns -1 after queueing
- * the error reply through *ret. */
+ * current one is served from the current state ("not older than"). Returns a negative errno
+ * (-EINVAL, -ETIMEDOUT) after queueing the error reply through *ret. */
 static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret)
 {
     const char *v = query(rq->conn, "resourceVersion");
@@ -943,7 +943,7 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
                             "invalid resource version: resourceVersion: Invalid value: \"%s\": "
                             "strconv.ParseUint: parsing \"%s\": %s",
                             v, v, why);
-        return -1;
+        return -EINVAL;
     }
     if (want <= current)
         return 0;
@@ -958,7 +958,7 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
     else
         json_decref(d);
     *ret = reply_failure(rq->conn, st);
-    return -1;
+    return -ETIMEDOUT;
 }
 
 static enum MHD_Result handle_list(api_request *rq)

@@ -37,7 +37,7 @@ typedef struct rec_job {
     char *ns, *name; /* the Sandbox whose finalizer goes when done; NULL: none (already gone) */
     oci_runtime rt;
     bool frozen;
-    int pidfd; /* the container's first process (rec_entry_pidfd), or -1 */
+    int pidfd; /* the container's first process (rec_entry_pidfd), or < 0 */
     struct rec_job *next;
 } rec_job;
 
@@ -167,7 +167,7 @@ bool rec_teardown_take_finalized(local_reconciler *r, const char *uid);
 void rec_pool_stop(local_reconciler *r, usec_t deadline);
 /* The teardown itself, on the calling thread: 0, or the error of runc delete (the container may
  * still exist; everything else was removed anyway). pidfd: the container's first process
- * (rec_entry_pidfd; borrowed), killed before runc delete; -1 leaves it all to runc.
+ * (rec_entry_pidfd; borrowed), killed before runc delete; < 0 leaves it all to runc.
  * *ret_times (may be NULL): where the time went. */
 typedef struct rec_teardown_times {
     usec_t kill;    /* the pidfd SIGKILL and the wait for the first process */

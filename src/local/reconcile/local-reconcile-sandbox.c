@@ -125,16 +125,16 @@ static char *path_of(local_reconciler *r, const char *area, const char *uid, con
 int rec_entry_pidfd(const rec_entry *e)
 {
     if (!e || e->pidfd < 0 || e->pid <= 0)
-        return -1;
+        return -ESRCH;
     int fd = (int)syscall(SYS_pidfd_open, e->pid, 0);
     if (fd < 0)
-        return -1;
+        return -errno;
     /* The entry's own pidfd has not fired after the new one was opened: the pid still named
      * the container's process then, so both refer to it. */
     struct pollfd p = {e->pidfd, POLLIN, 0};
     if (poll(&p, 1, 0) != 0) {
         close(fd);
-        return -1;
+        return -ESRCH;
     }
     return fd;
 }

@@ -117,7 +117,7 @@ bool oci_runtime_is_runsc(const oci_runtime *rt)
 /* The image rt's binary is executed from (-1: the binary itself). */
 static int exec_fd_of(const oci_runtime *rt)
 {
-    return oci_is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -1;
+    return oci_is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -EOPNOTSUPP;
 }
 
 /* Trims trailing whitespace in place. */
