@@ -800,22 +800,19 @@ static enum MHD_Result handle_patch(api_request *rq)
 
 /* ---- get / list / delete ---- */
 
-static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs,
-                           json_t **ret_status)
+/* -EINVAL with e set (a BadRequest) when a selector does not parse. */
+static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs, api_error *e)
 {
     _cleanup_free_ char *err = NULL;
     int r = api_label_selector_parse(query(rq->conn, "labelSelector"), ls, &err);
-    if (r == -EINVAL) {
-        *ret_status = status_bad_request("unable to parse requirement: %s", err);
-        return r;
-    }
+    if (r == -EINVAL)
+        return bad_request(e, "unable to parse requirement: %s", err);
     if (r < 0)
         return r;
     r = api_field_selector_parse(query(rq->conn, "fieldSelector"), fs, &err);
     if (r == -EINVAL) {
         *ls = api_selector_free(*ls);
-        *ret_status = status_bad_request("%s", err);
-        return r;
+        return bad_request(e, "%s", err);
     }
     if (r < 0)
         *ls = api_selector_free(*ls);
@@ -833,10 +830,10 @@ static bool selected(const api_selector *ls, const api_selector *fs, const json_
 static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *ret_rv)
 {
     api_selector *ls = NULL, *fs = NULL;
-    json_t *st = NULL;
-    int r = parse_selectors(rq, &ls, &fs, &st);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    int r = parse_selectors(rq, &ls, &fs, &err);
     if (r == -EINVAL)
-        return reply_failure(rq->conn, st);
+        return reply_api_error(rq->conn, &err, NULL, NULL);
     if (r < 0)
         return MHD_NO;
     json_t *all = NULL;
