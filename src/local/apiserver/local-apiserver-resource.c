@@ -426,8 +426,8 @@ static enum MHD_Result handle_create(api_request *rq)
         api_errors_clear(&errs);
         if (attempt == 0 && admission_warnings(rq->srv, k, obj, &warnings) < 0)
             return reply_store_error(rq, -ENOMEM, "");
-        if ((st = apiserver_snapshot_admit_create(rq, obj)))
-            return reply_failure(rq->conn, st);
+        if (apiserver_snapshot_admit_create(rq, obj, &err) < 0)
+            return reply_api_error(rq->conn, &err, k, api_meta_string(obj, "name"));
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
@@ -763,9 +763,9 @@ static enum MHD_Result handle_delete(api_request *rq)
     int dry = dry_run(rq, &dret);
     if (dry < 0)
         return dret;
-    json_t *refused = apiserver_snapshot_admit_delete(rq);
-    if (refused)
-        return reply_failure(rq->conn, refused);
+    _cleanup_(api_error_clearp) api_error refused = API_ERROR_INIT;
+    if (apiserver_snapshot_admit_delete(rq, &refused) < 0)
+        return reply_api_error(rq->conn, &refused, rq->kind, rq->name);
     update_ctx u = {.rq = rq, .dry_run = dry};
     if (rq->body_len > 0) {
         _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
@@ -997,11 +997,9 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
         one.ns = api_meta_string(o, "namespace");
         one.name = api_meta_string(o, "name");
         update_ctx u = {.rq = &one};
-        json_t *refused = apiserver_snapshot_admit_delete(&one);
-        if (refused) { /* a snapshot still needed stays, as an item failing a check does */
-            json_decref(refused);
-            continue;
-        }
+        _cleanup_(api_error_clearp) api_error refused = API_ERROR_INIT;
+        if (apiserver_snapshot_admit_delete(&one, &refused) < 0)
+            continue; /* a snapshot still needed stays, as an item failing a check does */
         if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
             0)
             json_array_append_new(deleted, gone);
