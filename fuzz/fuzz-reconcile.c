@@ -51,23 +51,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(reconcile_template_patch(tpl));
         json_t *ps = json_object();
         reconcile_apply_secure_defaults(tpl, ps);
-        const char *reason = NULL;
-        char *err = NULL;
+        reconcile_failure f = RECONCILE_FAILURE_INIT;
         json_t *env = json_object_get(json_object_get(claim, "spec"), "env");
-        if (json_is_array(env) && reconcile_inject_env(tpl, env, ps, &reason, &err) < 0)
-            free(err);
+        if (json_is_array(env) && reconcile_inject_env(tpl, env, ps, &f) < 0)
+            reconcile_failure_clear(&f);
         json_decref(ps);
         json_t *merged = NULL;
-        err = NULL;
+        api_error err = API_ERROR_INIT;
         json_t *vcts = json_object_get(json_object_get(claim, "spec"), "volumeClaimTemplates");
         if (reconcile_merge_vcts(tpl, json_is_array(vcts) ? vcts : NULL, &merged, &err) == 0)
             json_decref(merged);
-        free(err);
+        api_error_clear(&err);
         if (pool)
             json_decref(reconcile_pool_new_sandbox(pool, tpl, false));
     }
-    free(reconcile_validate_pod_metadata(
-        json_object_get(json_object_get(claim, "spec"), "additionalPodMetadata"), NULL));
+    api_error err = API_ERROR_INIT;
+    (void)reconcile_validate_pod_metadata(
+        json_object_get(json_object_get(claim, "spec"), "additionalPodMetadata"), NULL, &err);
+    api_error_clear(&err);
     json_decref(empty);
     json_decref(j);
     return 0;

@@ -53,16 +53,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *m = json_loadb((const char *)data, size, 0, NULL);
     if (!m)
         return 0;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     if (snap_manifest_check(m, &err) == 0) {
         const json_t *r, *e;
         size_t i, j;
         json_array_foreach (json_object_get(m, "roots"), i, r)
             json_array_foreach (json_object_get(r, "entries"), j, e)
                 check_entry(e);
-    } else if (!err)
+    } else if (!err.message)
         abort(); /* a refusal always says why */
-    free(err);
+    api_error_clear(&err);
     json_decref(m);
     return 0;
 }

@@ -10,19 +10,11 @@
 
 #include "api/api-objects.h"
 #include "api/api.h"
+#include "basic/macro.h"
 #include "reconcile/reconcile-internal.h"
 
-static char *fmt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt_error(const char *fmt, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s ? s : strdup("out of memory");
-}
+/* Every policy refusal is an -EINVAL in err, except where an errno is named. */
+#define refuse(err, ...) api_error_set_errno(err, -EINVAL, __VA_ARGS__)
 
 /* domain equals d or is a subdomain of d (case-insensitive). */
 static bool in_domain(const char *domain, size_t len, const char *d)
@@ -33,7 +25,8 @@ static bool in_domain(const char *domain, size_t len, const char *d)
     return len > dl && domain[len - dl - 1] == '.' && strncasecmp(domain + len - dl, d, dl) == 0;
 }
 
-char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains)
+int reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains,
+                                    api_error *err)
 {
     static const char *const default_domains[] = {RECONCILE_DEFAULT_LABEL_DOMAIN, NULL};
     if (!allowed_domains)
@@ -43,34 +36,39 @@ char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allo
     json_object_foreach ((json_t *)json_object_get(apm, "labels"), k, v) {
         const char *val = json_string_value(v);
         if (strcasecmp(k, "app") == 0 && val && strcasecmp(val, "sandbox-router") == 0)
-            return fmt_error("invalid additionalPodMetadata label \"%s=%s\": the label is "
-                             "reserved for the sandbox router",
-                             k, val);
+            return refuse(err,
+                          "invalid additionalPodMetadata label \"%s=%s\": the label is "
+                          "reserved for the sandbox router",
+                          k, val);
         if (!api_is_qualified_name(k))
-            return fmt_error("invalid additionalPodMetadata label key \"%s\": not a qualified name",
-                             k);
+            return refuse(
+                err, "invalid additionalPodMetadata label key \"%s\": not a qualified name", k);
         const char *slash = strchr(k, '/');
         if (!slash)
-            return fmt_error("invalid additionalPodMetadata label key \"%s\": a domain prefix "
-                             "is required (allowed: %s)",
-                             k, allowed_domains[0] ? allowed_domains[0] : "none");
+            return refuse(err,
+                          "invalid additionalPodMetadata label key \"%s\": a domain prefix "
+                          "is required (allowed: %s)",
+                          k, allowed_domains[0] ? allowed_domains[0] : "none");
         bool ok = false;
         for (size_t i = 0; allowed_domains[i] && !ok; i++)
             ok = in_domain(k, (size_t)(slash - k), allowed_domains[i]);
         if (!ok)
-            return fmt_error("invalid additionalPodMetadata label key \"%s\": domain \"%.*s\" is "
-                             "not in the allowed label domains",
-                             k, (int)(slash - k), k);
+            return refuse(err,
+                          "invalid additionalPodMetadata label key \"%s\": domain \"%.*s\" is "
+                          "not in the allowed label domains",
+                          k, (int)(slash - k), k);
         if (!val || !api_is_label_value(val))
-            return fmt_error("invalid additionalPodMetadata label value \"%s\" for key \"%s\": "
-                             "must be 63 characters or less and a valid label value",
-                             val ? val : "", k);
+            return refuse(err,
+                          "invalid additionalPodMetadata label value \"%s\" for key \"%s\": "
+                          "must be 63 characters or less and a valid label value",
+                          val ? val : "", k);
     }
     json_object_foreach ((json_t *)json_object_get(apm, "annotations"), k, v) {
         if (!api_is_qualified_name(k))
-            return fmt_error("invalid additionalPodMetadata annotation key \"%s\": not a "
-                             "qualified name",
-                             k);
+            return refuse(err,
+                          "invalid additionalPodMetadata annotation key \"%s\": not a "
+                          "qualified name",
+                          k);
         if (strcmp(k, RECONCILE_ANN_SAFE_TO_EVICT) == 0)
             continue;
         const char *slash = strchr(k, '/');
@@ -79,35 +77,37 @@ char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allo
         size_t len = (size_t)(slash - k);
         if (in_domain(k, len, "kubernetes.io") || in_domain(k, len, "k8s.io") ||
             in_domain(k, len, "agents.x-k8s.io"))
-            return fmt_error("invalid additionalPodMetadata annotation key \"%s\": domain "
-                             "\"%.*s\" is restricted",
-                             k, (int)len, k);
+            return refuse(err,
+                          "invalid additionalPodMetadata annotation key \"%s\": domain "
+                          "\"%.*s\" is restricted",
+                          k, (int)len, k);
     }
-    return NULL;
+    return 0;
 }
 
 /* Merges src into dst; a key of dst with a different value is a conflict. */
-static char *merge_map(json_t *dst, const json_t *src, const char *what)
+static int merge_map(json_t *dst, const json_t *src, const char *what, api_error *err)
 {
     const char *k;
     json_t *v;
     json_object_foreach ((json_t *)src, k, v) {
         json_t *cur = json_object_get(dst, k);
         if (cur && !json_equal(cur, v))
-            return fmt_error("metadata override conflict: %s \"%s\" is \"%s\" in the template, "
-                             "\"%s\" in additionalPodMetadata",
-                             what, k, json_string_value(cur) ? json_string_value(cur) : "",
-                             json_string_value(v) ? json_string_value(v) : "");
+            return refuse(err,
+                          "metadata override conflict: %s \"%s\" is \"%s\" in the template, "
+                          "\"%s\" in additionalPodMetadata",
+                          what, k, json_string_value(cur) ? json_string_value(cur) : "",
+                          json_string_value(v) ? json_string_value(v) : "");
         json_object_set(dst, k, v);
     }
-    return NULL;
+    return 0;
 }
 
-json_t *rc_claim_pod_metadata(const json_t *template, const json_t *claim, char **ret_error)
+int rc_claim_pod_metadata(const json_t *template, const json_t *claim, json_t **ret, api_error *err)
 {
     const json_t *tmd = json_object_get(api_pod_template_of(template), "metadata");
-    json_t *labels = json_deep_copy(json_object_get(tmd, "labels"));
-    json_t *anns = json_deep_copy(json_object_get(tmd, "annotations"));
+    _cleanup_(json_decrefp) json_t *labels = json_deep_copy(json_object_get(tmd, "labels"));
+    _cleanup_(json_decrefp) json_t *anns = json_deep_copy(json_object_get(tmd, "annotations"));
     if (!json_is_object(labels)) {
         json_decref(labels);
         labels = json_object();
@@ -116,6 +116,8 @@ json_t *rc_claim_pod_metadata(const json_t *template, const json_t *claim, char 
         json_decref(anns);
         anns = json_object();
     }
+    if (!labels || !anns)
+        return -ENOMEM;
     char th[9];
     reconcile_name_hash(api_meta_string(template, "name"), th);
     json_object_set_new(labels, RECONCILE_LABEL_TEMPLATE_REF_HASH, json_string(th));
@@ -128,23 +130,21 @@ json_t *rc_claim_pod_metadata(const json_t *template, const json_t *claim, char 
             json_object_set_new(labels, RECONCILE_LABEL_CREATED_BY, json_string(cb));
         const json_t *apm =
             json_object_get(json_object_get(claim, "spec"), "additionalPodMetadata");
-        char *err = merge_map(labels, json_object_get(apm, "labels"), "label");
-        if (!err)
-            err = merge_map(anns, json_object_get(apm, "annotations"), "annotation");
-        if (err) {
-            json_decref(labels);
-            json_decref(anns);
-            *ret_error = err;
-            return NULL;
-        }
+        int k = merge_map(labels, json_object_get(apm, "labels"), "label", err);
+        if (k < 0)
+            return k;
+        k = merge_map(anns, json_object_get(apm, "annotations"), "annotation", err);
+        if (k < 0)
+            return k;
     }
     json_t *md = json_object();
-    json_object_set_new(md, "labels", labels);
+    if (!md)
+        return -ENOMEM;
+    json_object_set_new(md, "labels", TAKE_PTR(labels));
     if (json_object_size(anns) > 0)
-        json_object_set_new(md, "annotations", anns);
-    else
-        json_decref(anns);
-    return md;
+        json_object_set_new(md, "annotations", TAKE_PTR(anns));
+    *ret = md;
+    return 0;
 }
 
 static const char *policy_of(const json_t *template, const char *key)
@@ -168,18 +168,21 @@ static json_t *find_container(json_t *pod_spec, const char *name)
     return NULL;
 }
 
+/* A refusal of the template's policy: EnvVarsInjectionRejected, shown as it is. */
+#define reject(f, ...) reconcile_fail(f, "EnvVarsInjectionRejected", false, -EPERM, __VA_ARGS__)
+/* An error met while injecting: ReconcilerError, shown as "Error seen: ...". */
+#define error_seen(f, err, ...) reconcile_fail(f, "ReconcilerError", true, err, __VA_ARGS__)
+
 int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_spec,
-                         const char **ret_reason, char **ret_error)
+                         reconcile_failure *f)
 {
     if (json_array_size(env) == 0)
         return 0;
     const char *policy = policy_of(template, "envVarsInjectionPolicy");
     bool overrides = strcmp(policy, "Overrides") == 0;
     if (!overrides && strcmp(policy, "Allowed") != 0) {
-        *ret_reason = "EnvVarsInjectionRejected";
-        *ret_error = fmt_error("environment variable injection rejected: environment variable "
-                               "injection is not allowed by the template policy");
-        return -EPERM;
+        return reject(f, "environment variable injection rejected: environment variable "
+                         "injection is not allowed by the template policy");
     }
     size_t i;
     json_t *e;
@@ -189,27 +192,22 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
         json_t *c = cname && *cname ? find_container(pod_spec, cname)
                                     : json_array_get(json_object_get(pod_spec, "containers"), 0);
         if (!json_is_object(c)) {
-            *ret_reason = "ReconcilerError";
-            *ret_error = fmt_error("target container \"%s\" not found in template for environment "
-                                   "variable \"%s\"",
-                                   cname ? cname : "", name ? name : "");
-            return -ENOENT;
+            return error_seen(f, -ENOENT,
+                              "target container \"%s\" not found in template for environment "
+                              "variable \"%s\"",
+                              cname ? cname : "", name ? name : "");
         }
         if (!overrides && json_array_size(json_object_get(c, "envFrom")) > 0) {
-            *ret_reason = "EnvVarsInjectionRejected";
-            *ret_error =
-                fmt_error("environment variable injection rejected: container \"%s\" "
+            return reject(f,
+                          "environment variable injection rejected: container \"%s\" "
                           "uses envFrom, so an override of \"%s\" cannot be ruled out",
                           json_string_value(json_object_get(c, "name")) ?: "", name ? name : "");
-            return -EPERM;
         }
         json_t *cenv = json_object_get(c, "env");
         if (!json_is_array(cenv)) {
             cenv = json_array();
             if (!cenv || json_object_set_new(c, "env", cenv) < 0) {
-                *ret_reason = "ReconcilerError";
-                *ret_error = fmt_error("out of memory");
-                return -ENOMEM;
+                return error_seen(f, -ENOMEM, "out of memory");
             }
         }
         json_t *entry = json_pack("{s:s, s:s}", "name", name ? name : "", "value",
@@ -223,11 +221,10 @@ int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_
                 continue;
             if (!overrides) {
                 json_decref(entry);
-                *ret_reason = "ReconcilerError";
-                *ret_error = fmt_error("environment variable override is not allowed by the "
-                                       "template policy for variable \"%s\"",
-                                       name);
-                return -EPERM;
+                return error_seen(f, -EPERM,
+                                  "environment variable override is not allowed by the "
+                                  "template policy for variable \"%s\"",
+                                  name);
             }
             json_array_set(cenv, j, entry);
             replaced = true;
@@ -245,24 +242,26 @@ static const char *vct_name(const json_t *v)
     return json_string_value(json_object_get(json_object_get(v, "metadata"), "name"));
 }
 
-static char *check_vct_names(const json_t *list, const char *which)
+static int check_vct_names(const json_t *list, const char *which, api_error *err)
 {
     size_t i, j;
     json_t *a, *b;
     json_array_foreach (list, i, a) {
         const char *n = vct_name(a);
         if (!n || !*n)
-            return fmt_error("invalid volume claim templates: %s volume claim template %zu has "
-                             "no name",
-                             which, i);
+            return refuse(err,
+                          "invalid volume claim templates: %s volume claim template %zu has "
+                          "no name",
+                          which, i);
         json_array_foreach (list, j, b) {
             if (j < i && vct_name(b) && strcmp(vct_name(b), n) == 0)
-                return fmt_error("invalid volume claim templates: duplicate %s volume claim "
-                                 "template name \"%s\"",
-                                 which, n);
+                return refuse(err,
+                              "invalid volume claim templates: duplicate %s volume claim "
+                              "template name \"%s\"",
+                              which, n);
         }
     }
-    return NULL;
+    return 0;
 }
 
 static const json_t *vct_find(const json_t *list, const char *name)
@@ -277,7 +276,7 @@ static const json_t *vct_find(const json_t *list, const char *name)
 }
 
 int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_t **ret,
-                         char **ret_error)
+                         api_error *err)
 {
     const json_t *tv = json_object_get(json_object_get(template, "spec"), "volumeClaimTemplates");
     json_t *out = json_array();
@@ -291,29 +290,29 @@ int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_
         *ret = out;
         return 0;
     }
-    char *err = check_vct_names(tv, "template");
-    if (!err)
-        err = check_vct_names(claim_vcts, "claim");
+    int k = check_vct_names(tv, "template", err);
+    if (k >= 0)
+        k = check_vct_names(claim_vcts, "claim", err);
     const char *policy = policy_of(template, "volumeClaimTemplatesPolicy");
     bool overrides = strcmp(policy, "Overrides") == 0;
-    if (!err && !overrides && strcmp(policy, "Allowed") != 0)
-        err = fmt_error("volume claim templates are disallowed by the template");
+    if (k >= 0 && !overrides && strcmp(policy, "Allowed") != 0)
+        k = refuse(err, "volume claim templates are disallowed by the template");
     size_t i;
     json_t *v;
-    if (!err && !overrides) {
+    if (k >= 0 && !overrides) {
         json_array_foreach (claim_vcts, i, v) {
             if (vct_find(tv, vct_name(v))) {
-                err = fmt_error("overriding volume claim templates is forbidden by the template: "
-                                "cannot override template volume \"%s\"",
-                                vct_name(v));
+                k = refuse(err,
+                           "overriding volume claim templates is forbidden by the template: "
+                           "cannot override template volume \"%s\"",
+                           vct_name(v));
                 break;
             }
         }
     }
-    if (err) {
+    if (k < 0) {
         json_decref(out);
-        *ret_error = err;
-        return -EINVAL;
+        return k;
     }
     json_array_foreach (tv, i, v) {
         const json_t *c = overrides ? vct_find(claim_vcts, vct_name(v)) : NULL;

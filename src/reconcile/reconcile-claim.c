@@ -6,6 +6,7 @@
 
 #include "api/api-objects.h"
 #include "api/api.h"
+#include "basic/macro.h"
 #include "reconcile/reconcile-internal.h"
 #include "shared/claim-reasons.h"
 
@@ -102,6 +103,14 @@ static void set_error(claim_ctx *c, const char *reason, const char *message)
     c->out->message = message ? strdup(message) : NULL;
 }
 
+/* Ready=False with f's reason and message ("out of memory" when it has none); clears f. */
+static void set_failure(claim_ctx *c, reconcile_failure *f)
+{
+    _cleanup_free_ char *msg = reconcile_failure_message(f);
+    set_error(c, f->reason, msg ? msg : "out of memory");
+    reconcile_failure_clear(f);
+}
+
 static void set_sandbox_ref(claim_ctx *c, const json_t *sb)
 {
     if (!sb) {
@@ -176,25 +185,25 @@ static json_t *map_patch(const json_t *cur, const json_t *want)
 
 /* Adds spec.podTemplate.metadata changes (→ pod metadata for this claim) to patch. 0, or
  * -EINVAL with the claim's status set (metadata override conflict). */
-/* Ready=False/ReconcilerError for a pod metadata conflict; takes err (NULL: out of memory). */
-static void set_metadata_error(claim_ctx *c, char *err)
+/* Ready=False/ReconcilerError "Error seen: ..." for a pod metadata conflict (err without a
+ * message: out of memory); clears err. */
+static void set_metadata_error(claim_ctx *c, api_error *err)
 {
-    char *msg = NULL;
-    if (asprintf(&msg, "Error seen: %s", err ? err : "out of memory") < 0)
-        msg = NULL;
-    set_error(c, "ReconcilerError", msg ? msg : "Error seen");
-    free(msg);
-    free(err);
+    reconcile_failure f = {.reason = "ReconcilerError", .seen = true, .error = *err};
+    if (!f.error.message)
+        reconcile_fail(&f, f.reason, true, -ENOMEM, "out of memory");
+    set_failure(c, &f);
+    *err = (api_error)API_ERROR_INIT;
 }
 
 static int pod_metadata_patch(claim_ctx *c, const json_t *sb, json_t *patch)
 {
     if (!c->in->template)
         return 0;
-    char *err = NULL;
-    json_t *want = rc_claim_pod_metadata(c->in->template, c->in->claim, &err);
-    if (!want) {
-        set_metadata_error(c, err);
+    api_error err = API_ERROR_INIT;
+    json_t *want = NULL;
+    if (rc_claim_pod_metadata(c->in->template, c->in->claim, &want, &err) < 0) {
+        set_metadata_error(c, &err);
         return -EINVAL;
     }
     const json_t *cur = json_object_get(api_pod_template_of(sb), "metadata");
@@ -319,11 +328,11 @@ static int cold_create(claim_ctx *c)
     json_t *sbspec = reconcile_template_blueprint(t);
     if (!sbspec)
         return -ENOMEM;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     json_t *vcts = NULL;
     if (reconcile_merge_vcts(t, json_object_get(spec, "volumeClaimTemplates"), &vcts, &err) < 0) {
-        set_error(c, "VolumeClaimTemplatesError", err);
-        free(err);
+        set_error(c, "VolumeClaimTemplatesError", err.message ?: "out of memory");
+        api_error_clear(&err);
         json_decref(sbspec);
         return 0;
     }
@@ -335,24 +344,16 @@ static int cold_create(claim_ctx *c)
     }
     json_t *pt = rc_object(sbspec, API_POD_TEMPLATE);
     json_t *pspec = rc_object(pt, "spec");
-    const char *reason = NULL;
-    if (reconcile_inject_env(t, json_object_get(spec, "env"), pspec, &reason, &err) < 0) {
-        if (strcmp(reason, "ReconcilerError") == 0) {
-            char *msg = NULL;
-            if (asprintf(&msg, "Error seen: %s", err) < 0)
-                msg = NULL;
-            set_error(c, reason, msg ? msg : err);
-            free(msg);
-        } else
-            set_error(c, reason, err);
-        free(err);
+    reconcile_failure f = RECONCILE_FAILURE_INIT;
+    if (reconcile_inject_env(t, json_object_get(spec, "env"), pspec, &f) < 0) {
+        set_failure(c, &f);
         json_decref(sbspec);
         return 0;
     }
     reconcile_apply_secure_defaults(t, pspec);
-    json_t *pmd = rc_claim_pod_metadata(t, c->in->claim, &err);
-    if (!pmd) {
-        set_metadata_error(c, err);
+    json_t *pmd = NULL;
+    if (rc_claim_pod_metadata(t, c->in->claim, &pmd, &err) < 0) {
+        set_metadata_error(c, &err);
         json_decref(sbspec);
         return 0;
     }
@@ -472,12 +473,11 @@ static const json_t *find_bound(claim_ctx *c, bool *ret_warm, bool *ret_err)
     if (sb) {
         if (reconcile_controlled_by(sb, c->in->claim))
             return sb;
-        char msg[700];
-        snprintf(msg, sizeof(msg),
-                 "Error seen: sandbox \"%s\" is not controlled by claim \"%s\"; refusing to use "
-                 "it",
-                 c->name, c->name);
-        set_error(c, "ReconcilerError", msg);
+        reconcile_failure f = RECONCILE_FAILURE_INIT;
+        reconcile_fail(&f, "ReconcilerError", true, -EEXIST,
+                       "sandbox \"%s\" is not controlled by claim \"%s\"; refusing to use it",
+                       c->name, c->name);
+        set_failure(c, &f);
         *ret_err = true;
     }
     return NULL;
@@ -508,11 +508,11 @@ static int bound(claim_ctx *c, const json_t *sb, bool warm)
 static int claim_active(claim_ctx *c)
 {
     const json_t *spec = json_object_get(c->in->claim, "spec");
-    char *err = reconcile_validate_pod_metadata(json_object_get(spec, "additionalPodMetadata"),
-                                                c->in->allowed_label_domains);
-    if (err) {
-        set_error(c, "InvalidMetadata", err);
-        free(err);
+    api_error err = API_ERROR_INIT;
+    if (reconcile_validate_pod_metadata(json_object_get(spec, "additionalPodMetadata"),
+                                        c->in->allowed_label_domains, &err) < 0) {
+        set_error(c, "InvalidMetadata", err.message ?: "out of memory");
+        api_error_clear(&err);
         return 0;
     }
     bool warm, conflict;

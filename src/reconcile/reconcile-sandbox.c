@@ -163,7 +163,8 @@ static int ready_condition(const reconcile_sandbox_in *in, ready_cond *r)
     r->status = "False";
     if (o->error) {
         r->reason = "ReconcilerError";
-        k = asprintf(&r->message, "Error seen: %s", o->error);
+        r->message = reconcile_error_seen(o->error);
+        k = r->message ? 0 : -1;
     } else if (o->failure_reason) {
         r->reason = o->failure_reason;
         k = asprintf(&r->message, "%s", o->failure_message ? o->failure_message : "");

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +160,40 @@ void rc_hash_json(const json_t *v, char out[9])
     char *s = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
     reconcile_name_hash(s ? s : "null", out);
     free(s);
+}
+
+int reconcile_fail(reconcile_failure *f, const char *reason, bool seen, int err, const char *fmt,
+                   ...)
+{
+    va_list ap;
+    f->reason = reason;
+    f->seen = seen;
+    va_start(ap, fmt);
+    api_error_setv(&f->error, status_from_errno(err < 0 ? err : -EINVAL), fmt, ap);
+    va_end(ap);
+    f->error.err = err < 0 ? err : -EINVAL;
+    f->error.reason = kube_reason_from_errno(f->error.err);
+    return f->error.err;
+}
+
+char *reconcile_error_seen(const char *message)
+{
+    char *s = NULL;
+    if (asprintf(&s, "Error seen: %s", message) < 0)
+        return NULL;
+    return s;
+}
+
+char *reconcile_failure_message(const reconcile_failure *f)
+{
+    if (!f->error.message)
+        return NULL;
+    return f->seen ? reconcile_error_seen(f->error.message) : strdup(f->error.message);
+}
+
+void reconcile_failure_clear(reconcile_failure *f)
+{
+    api_error_clear(&f->error);
+    f->reason = NULL;
+    f->seen = false;
 }

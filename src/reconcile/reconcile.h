@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/status.h"
+
 /* ---- label / annotation registry (§2.2) ---- */
 #define RECONCILE_LABEL_NAME_HASH "agents.x-k8s.io/sandbox-name-hash"
 #define RECONCILE_ANN_POD_NAME "agents.x-k8s.io/pod-name"
@@ -197,17 +199,44 @@ void reconcile_claim_out_done(reconcile_claim_out *out);
 /* Reasons of the claim's Ready condition that SDKs treat as terminal (§2.8). */
 bool reconcile_claim_reason_terminal(const char *reason);
 
+/* Why an object could not be made as asked: the reason its Ready condition shows and the
+ * error whose message the condition carries. `seen` marks an error met while reconciling (not a
+ * refusal of what was asked): its condition reads "Error seen: <message>", words that
+ * reconcile_failure_message() alone writes. */
+typedef struct reconcile_failure {
+    const char *reason; /* static, or NULL when nothing failed */
+    bool seen;
+    api_error error;
+} reconcile_failure;
+
+#define RECONCILE_FAILURE_INIT                                                                     \
+    {                                                                                              \
+        .error = API_ERROR_INIT                                                                    \
+    }
+
+/* Sets *f (dropping what it held) and returns its negative errno (err, or -EINVAL when err is
+ * not negative). */
+int reconcile_fail(reconcile_failure *f, const char *reason, bool seen, int err, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+/* The condition's message for f: owned, NULL when out of memory. */
+char *reconcile_failure_message(const reconcile_failure *f);
+/* "Error seen: <message>", the Ready message of an error met while reconciling: owned, NULL
+ * when out of memory. */
+char *reconcile_error_seen(const char *message);
+void reconcile_failure_clear(reconcile_failure *f);
+
 /* Building blocks of reconcile_claim, exposed for tests and for backends. */
-/* additionalPodMetadata rules; NULL (ok) or an owned error text. */
-char *reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains);
+/* additionalPodMetadata rules: 0, or -EINVAL with err set. */
+int reconcile_validate_pod_metadata(const json_t *apm, const char *const *allowed_domains,
+                                    api_error *err);
 /* env injection into pod_spec per the template's envVarsInjectionPolicy. 0 or a negative errno
- * with *ret_reason ("EnvVarsInjectionRejected" / "ReconcilerError") and *ret_error (owned). */
+ * with *f set (reason EnvVarsInjectionRejected, or ReconcilerError for errors seen). */
 int reconcile_inject_env(const json_t *template, const json_t *env, json_t *pod_spec,
-                         const char **ret_reason, char **ret_error);
+                         reconcile_failure *f);
 /* VCT merge per volumeClaimTemplatesPolicy. *ret owned array (may be empty); or -EINVAL with
- * *ret_error (owned; reason VolumeClaimTemplatesError). */
+ * err set (reason VolumeClaimTemplatesError), or -ENOMEM. */
 int reconcile_merge_vcts(const json_t *template, const json_t *claim_vcts, json_t **ret,
-                         char **ret_error);
+                         api_error *err);
 
 /* ---- Sandbox (§2.4.4–§2.4.6) ---- */
 /* The Sandbox's own rules: its expiry and its status from what a backend observed of the pod

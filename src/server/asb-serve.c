@@ -373,10 +373,10 @@ static int check_args(serve_opts *o)
         fprintf(stderr, "asb serve: --listen wants HOST:PORT, got \"%s\"\n", o->listen);
         return -EINVAL;
     }
-    _cleanup_free_ char *lerr = NULL;
+    _cleanup_(api_error_clearp) api_error lerr = API_ERROR_INIT;
     if (local_limits_parse_defaults(o->default_memory, o->default_cpu, o->default_ephemeral,
                                     &o->defaults, &lerr) < 0) {
-        fprintf(stderr, "asb serve: %s\n", lerr ? lerr : strerror(EINVAL));
+        fprintf(stderr, "asb serve: %s\n", lerr.message ?: strerror(EINVAL));
         return -EINVAL;
     }
     return 1;
@@ -612,13 +612,14 @@ static int serve_open_state(serve_state *s)
         fprintf(stderr, "asb serve: token in %s: %s\n", s->dir, strerror(-r));
         return r;
     }
-    _cleanup_free_ char *dbpath = NULL, *err = NULL;
+    _cleanup_free_ char *dbpath = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (asprintf(&dbpath, "%s/state.db", s->dir) < 0)
         return -ENOMEM;
     r = local_store_open(dbpath, env_size("ASB_WATCH_WINDOW", DEFAULT_WATCH_WINDOW), &s->store,
                          &err);
     if (r < 0)
-        fprintf(stderr, "asb serve: cannot open the store: %s\n", err ? err : strerror(-r));
+        fprintf(stderr, "asb serve: cannot open the store: %s\n", err.message ?: strerror(-r));
     return r;
 }
 
@@ -636,10 +637,10 @@ static int serve_start_api(const serve_opts *o, serve_state *s)
         .bookmark_interval = env_duration("ASB_BOOKMARK_INTERVAL", 60 * USEC_PER_SEC),
     };
     uint16_t port = 0;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r = local_apiserver_start(&ao, &s->srv, &port, &err);
     if (r < 0) {
-        fprintf(stderr, "asb serve: %s\n", err ? err : strerror(-r));
+        fprintf(stderr, "asb serve: %s\n", err.message ?: strerror(-r));
         return r;
     }
     s->url = server_url(o->listen, port);
@@ -657,11 +658,11 @@ static int serve_open_idmap(const serve_opts *o, serve_state *s)
 {
     if (strcmp(s->runtime, "none") == 0 || geteuid() != 0)
         return 0;
-    _cleanup_free_ char *ierr = NULL;
+    _cleanup_(api_error_clearp) api_error ierr = API_ERROR_INIT;
     local_idmap_options io = {.state_dir = s->dir, .range = o->userns_range};
     int r = local_idmap_open(&io, &s->idmap, &ierr);
     if (r < 0) {
-        fprintf(stderr, "asb serve: %s\n", ierr ? ierr : strerror(-r));
+        fprintf(stderr, "asb serve: %s\n", ierr.message ?: strerror(-r));
         return r;
     }
     if (s->idmap) {

@@ -68,9 +68,9 @@ TEST(host_bundle_secure_defaults)
         .memory_limit = 64 << 20, .cpu_millis = 250, .pids_limit = 4096,
         .cgroups_path = "/asb/test",
     };
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
-    CHECK(err == NULL);
+    CHECK(err.message == NULL);
     json_t *cfg = json_load_file(config, 0, NULL);
     CHECK(cfg != NULL);
     json_t *proc = json_object_get(cfg, "process");
@@ -177,9 +177,9 @@ TEST(user_namespace_joined_by_path)
     };
     for (int joined = 1; joined >= 0; joined--) {
         p.userns_path = joined ? "/proc/42/ns/user" : NULL;
-        char *err = NULL;
+        api_error err = API_ERROR_INIT;
         CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
-        CHECK(err == NULL);
+        CHECK(err.message == NULL);
         json_t *cfg = json_load_file(config, 0, NULL);
         CHECK(cfg != NULL);
         const json_t *user = namespace_of(cfg, "user"), *net = namespace_of(cfg, "network");
@@ -221,7 +221,8 @@ TEST(host_skeleton_and_etc_shared)
         .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 10,
         .cgroups_path = "/asb/test", .shared_dir = shared,
     };
-    char *err = NULL, *root1 = NULL, *root2 = NULL, *root3 = NULL;
+    api_error err = API_ERROR_INIT;
+    char *root1 = NULL, *root2 = NULL, *root3 = NULL;
     CHECK_INT_EQ(local_bundle_write_rooted(&p, &root1, &err), 0);
     p.bundle_dir = b2;
     p.hostname = "two";
@@ -280,7 +281,7 @@ TEST(host_skeleton_and_etc_shared)
     CHECK(root3 && strcmp(root3, path) == 0);
     snprintf(path, sizeof(path), "%s/data", root1);
     CHECK(lstat(path, &st) < 0 && errno == ENOENT);
-    CHECK(err == NULL);
+    CHECK(err.message == NULL);
     free(root1);
     free(root2);
     free(root3);
@@ -315,7 +316,8 @@ TEST(spare_bundles_are_reused)
         .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 10,
         .cgroups_path = "/asb/test", .shared_dir = shared,
     };
-    char *err = NULL, e1[300], e2[300];
+    api_error err = API_ERROR_INIT;
+    char e1[300], e2[300];
     snprintf(e1, sizeof(e1), "%s/etc", b1);
     snprintf(e2, sizeof(e2), "%s/etc", b2);
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
@@ -352,6 +354,6 @@ TEST(spare_bundles_are_reused)
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
     CHECK(local_shared_bundle_recycle(shared, b3) < 0);
     CHECK(stat(b3, &st) == 0);
-    CHECK(err == NULL);
+    CHECK(err.message == NULL);
     CHECK_INT_EQ(fs_rm_rf(dir), 0);
 }

@@ -32,7 +32,8 @@ static size_t count(local_store *s)
 TEST(records_inside_a_batch)
 {
     /* First in this file: the index is built by the first record of the process. */
-    char *db = temp_db("test-local-events"), *err = NULL;
+    char *db = temp_db("test-local-events");
+    api_error err = API_ERROR_INIT;
     local_store *s = NULL;
     CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
     json_t *c = regarding("c");
@@ -51,7 +52,8 @@ TEST(records_inside_a_batch)
 
 TEST(event_shape)
 {
-    char *db = temp_db("test-local-events"), *err = NULL;
+    char *db = temp_db("test-local-events");
+    api_error err = API_ERROR_INIT;
     local_store *s = NULL;
     CHECK_INT_EQ(local_store_open(db, 100, &s, &err), 0);
     json_t *sb = regarding("one");
@@ -85,7 +87,8 @@ TEST(event_shape)
 
 TEST(per_object_bound_and_ttl)
 {
-    char *db = temp_db("test-local-events"), *err = NULL;
+    char *db = temp_db("test-local-events");
+    api_error err = API_ERROR_INIT;
     local_store *s = NULL;
     CHECK_INT_EQ(local_store_open(db, 1000, &s, &err), 0);
     json_t *a = regarding("a"), *b = regarding("b");

@@ -33,10 +33,10 @@ static char *state(const char *name)
     return p;
 }
 
-static int open_map(const char *dir, const char *range, local_idmap **ret, char **ret_error)
+static int open_map(const char *dir, const char *range, local_idmap **ret, api_error *err)
 {
     local_idmap_options o = {.state_dir = dir, .range = range, .registry = registry};
-    return local_idmap_open(&o, ret, ret_error);
+    return local_idmap_open(&o, ret, err);
 }
 
 static bool keep_none(const char *uid, void *payload)
@@ -65,7 +65,8 @@ TEST(parse_range)
 TEST(off_is_no_map)
 {
     setup();
-    _cleanup_free_ char *a = state("off"), *err = NULL;
+    _cleanup_free_ char *a = state("off");
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     local_idmap *m = (local_idmap *)1;
     CHECK_INT_EQ(open_map(a, "off", &m, &err), 0);
     CHECK(m == NULL);
@@ -78,7 +79,8 @@ TEST(ranges_slots_and_registry)
         return;
     }
     setup();
-    _cleanup_free_ char *a = state("a"), *b = state("b"), *c = state("c"), *err = NULL;
+    _cleanup_free_ char *a = state("a"), *b = state("b"), *c = state("c");
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     local_idmap *ma = NULL, *mb = NULL, *mc = NULL;
     uint32_t as, ac, bs, bc, s1, s2, s3;
     CHECK_INT_EQ(open_map(a, NULL, &ma, &err), 0);
@@ -94,14 +96,13 @@ TEST(ranges_slots_and_registry)
     char spec[64];
     snprintf(spec, sizeof(spec), "%u:%u", as + LOCAL_IDMAP_SLOT, LOCAL_IDMAP_SLOT);
     CHECK_INT_EQ(open_map(c, spec, &mc, &err), -EEXIST);
-    CHECK(mc == NULL && err && strstr(err, "overlaps the range") && strstr(err, a));
-    free(err);
-    err = NULL;
+    CHECK(mc == NULL && err.message && strstr(err.message, "overlaps the range") &&
+          strstr(err.message, a));
+    api_error_clear(&err);
     /* So is a host account's (root's group, daemon, ... are in 1..65536). */
     CHECK_INT_EQ(open_map(c, "1:65536", &mc, &err), -EEXIST);
-    CHECK(err && strstr(err, "overlaps a host account"));
-    free(err);
-    err = NULL;
+    CHECK(err.message && strstr(err.message, "overlaps a host account"));
+    api_error_clear(&err);
 
     /* Slots: distinct, recorded, reused once released. */
     CHECK_INT_EQ(local_idmap_get(ma, "uid-1", &s1), 0);
@@ -120,8 +121,7 @@ TEST(ranges_slots_and_registry)
     local_idmap_free(ma);
     ma = NULL;
     CHECK_INT_EQ(open_map(c, spec, &mc, &err), -EEXIST); /* a still holds slots */
-    free(err);
-    err = NULL;
+    api_error_clear(&err);
     CHECK_INT_EQ(open_map(a, NULL, &ma, &err), 0);
     uint32_t as2, ac2;
     local_idmap_range(ma, &as2, &ac2);
@@ -133,9 +133,8 @@ TEST(ranges_slots_and_registry)
     ma = NULL;
     snprintf(spec, sizeof(spec), "%u:%u", bs + bc + LOCAL_IDMAP_SLOT * 16, LOCAL_IDMAP_SLOT);
     CHECK_INT_EQ(open_map(a, spec, &ma, &err), -EEXIST);
-    CHECK(err && strstr(err, "outside the user namespace range"));
-    free(err);
-    err = NULL;
+    CHECK(err.message && strstr(err.message, "outside the user namespace range"));
+    api_error_clear(&err);
 
     /* Once its slots are gone, a state directory's range is free again. */
     CHECK_INT_EQ(open_map(a, NULL, &ma, &err), 0);

@@ -11,25 +11,25 @@
 TEST(builtin_defaults)
 {
     local_limits d;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_limits_parse_defaults(NULL, NULL, NULL, &d, &err), 0);
     CHECK_INT_EQ(d.memory, 1LL << 30);
     CHECK_INT_EQ(d.cpu_millis, 2000);
     CHECK_INT_EQ(d.ephemeral, 10LL << 30);
-    CHECK(err == NULL);
+    CHECK(err.message == NULL);
 }
 
 TEST(defaults_off_and_bad)
 {
     local_limits d;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_limits_parse_defaults("0", "none", "512Mi", &d, &err), 0);
     CHECK_INT_EQ(d.memory, 0);
     CHECK_INT_EQ(d.cpu_millis, 0);
     CHECK_INT_EQ(d.ephemeral, 512LL << 20);
     CHECK_INT_EQ(local_limits_parse_defaults(NULL, "two", NULL, &d, &err), -EINVAL);
-    CHECK(err && strstr(err, "--default-cpu (env ASB_DEFAULT_CPU): \"two\""));
-    free(err);
+    CHECK(err.message && strstr(err.message, "--default-cpu (env ASB_DEFAULT_CPU): \"two\""));
+    api_error_clear(&err);
 }
 
 TEST(manifest_wins_per_resource)

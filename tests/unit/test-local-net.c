@@ -105,7 +105,7 @@ TEST(bundle_joins_the_namespace_and_names_the_forwarder)
         .inject_bin = "/nonexistent/bin", .inject_lib = "/nonexistent/lib", .pids_limit = 64,
         .cgroups_path = "/asb/test", .netns_path = "/state/net/uid/ns", .nameserver = "10.244.0.1",
     };
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
     snprintf(path, sizeof(path), "%s/config.json", bundle);
     json_t *cfg = json_load_file(path, 0, NULL);

@@ -47,7 +47,7 @@ TEST(exec_image_is_a_sealed_copy_made_once)
     CHECK_INT_EQ(copy("/bin/false", bin), 0);
     int fd2 = local_runtime_exec_fd(bin);
     CHECK(fd2 >= 0 && fd2 != fd);
-    CHECK_INT_EQ(local_runtime_exec_fd("/nonexistent/runc"), -1);
+    CHECK_INT_EQ(local_runtime_exec_fd("/nonexistent/runc"), -ENOENT);
     unlink(bin);
     rmdir(dir);
 }

@@ -247,12 +247,12 @@ TEST(property_generated_trees_restore_exactly)
         snap_root roots[] = {{SNAP_ROOT_WORKSPACE, src}};
         snap_capture_options o = {.id_base = BASE_A, .id_count = SLOT};
         json_t *m = NULL;
-        char *err = NULL;
+        api_error err = API_ERROR_INIT;
         snap_stats st = {0};
         CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, &st, &err), 0);
         CHECK_INT_EQ(snap_manifest_check(m, &err), 0);
-        if (err)
-            printf("# %s\n", err);
+        if (err.message)
+            printf("# %s\n", err.message);
         json_t *want = description(src, BASE_A);
         const char *wk;
         json_t *wv;
@@ -274,7 +274,7 @@ TEST(property_generated_trees_restore_exactly)
         json_decref(want);
         json_decref(got);
         json_decref(m);
-        free(err);
+        api_error_clear(&err);
         snap_store_free(s);
         fs_rm_rf(top);
     }
@@ -382,15 +382,16 @@ static bool dir_is_empty(const char *dir)
  * names it. */
 static void check_overlay_fork(const fork_paths *p, json_t *want, char files[][512], size_t nfiles)
 {
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
+    char *note = NULL;
     CHECK(mounted(p->ws));
     /* Seeding again (a restart) changes nothing and mounts nothing twice. */
-    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
+    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &note, &err),
                  LOCAL_SNAPSHOT_SEED_OVERLAY);
-    if (err)
-        printf("# %s\n", err);
-    CHECK(!err);
-    free(TAKE_PTR(err));
+    if (err.message)
+        printf("# %s\n", err.message);
+    CHECK(!err.message && !note);
+    api_error_clear(&err);
     json_t *tree_before = description(p->tree, 0);
     for (size_t i = 0; i < nfiles && i < 8; i++) {
         char path[1200];
@@ -417,11 +418,11 @@ static void check_overlay_fork(const fork_paths *p, json_t *want, char files[][5
     CHECK(mounted(p->ws));
     CHECK_INT_EQ(local_snapshot_overlays_release(top), 0);
     CHECK(!mounted(p->ws));
-    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &err),
+    CHECK_INT_EQ(local_snapshot_seed(p->state, p->uid, p->ws, p->vols, BASE_B, true, &note, &err),
                  LOCAL_SNAPSHOT_SEED_OVERLAY);
-    if (err)
-        printf("# %s\n", err);
-    free(TAKE_PTR(err));
+    if (err.message)
+        printf("# %s\n", err.message);
+    api_error_clear(&err);
     CHECK(mounted(p->ws));
     CHECK_INT_EQ(local_snapshot_entry_overlays_release(p->fork_dir), 0);
     CHECK(!mounted(p->ws));
@@ -461,19 +462,22 @@ static void fork_round(const char *top, unsigned round, int expect)
     snap_root roots[] = {{SNAP_ROOT_WORKSPACE, p.src}};
     snap_capture_options o = {.id_base = BASE_A, .id_count = SLOT};
     json_t *m = NULL, *m2 = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
     CHECK_INT_EQ(snap_store_save_manifest(s, p.uid, m), 0);
     json_t *want = description(p.src, BASE_A);
 
-    CHECK_INT_EQ(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &err), expect);
+    char *note = NULL;
+    CHECK_INT_EQ(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &note, &err),
+                 expect);
     if (expect == LOCAL_SNAPSHOT_SEED_COPY) {
-        CHECK(err && strstr(err, "idmapped"));
+        CHECK(note && strstr(note, "idmapped"));
         CHECK(!mounted(p.ws));
         CHECK(access(p.tree, F_OK) < 0);
     } else
-        CHECK(!err);
-    free(TAKE_PTR(err));
+        CHECK(!note);
+    CHECK(!err.message);
+    free(TAKE_PTR(note));
     json_t *got = description(p.ws, BASE_B);
     CHECK(json_equal(want, got));
 
@@ -483,7 +487,7 @@ static void fork_round(const char *top, unsigned round, int expect)
                               &err),
                  0);
     CHECK_INT_EQ(snap_restore(s, m2, SNAP_ROOT_WORKSPACE, p.dst2, BASE_A, &err), 0);
-    CHECK(!err);
+    CHECK(!err.message);
     json_t *got2 = description(p.dst2, BASE_A);
     CHECK(json_equal(want, got2));
 
@@ -546,10 +550,12 @@ TEST(failed_seeds_leave_nothing)
         fork_paths_make(&p, t.mnt, 0);
         write_file(p.src, "a", 70000, 1);
         write_file(p.src, "b", 100, 2);
-        char *err = NULL;
-        CHECK(local_snapshot_seed(p.state, "missing", p.ws, p.vols, BASE_B, false, &err) < 0);
-        CHECK(err != NULL);
-        free(TAKE_PTR(err));
+        api_error err = API_ERROR_INIT;
+        char *note = NULL;
+        CHECK(local_snapshot_seed(p.state, "missing", p.ws, p.vols, BASE_B, false, &note, &err) <
+              0);
+        CHECK(err.message != NULL && !note);
+        api_error_clear(&err);
         CHECK(dir_is_empty(p.ws) && !mounted(p.ws));
 
         snap_store *s = NULL;
@@ -563,9 +569,9 @@ TEST(failed_seeds_leave_nothing)
         char objects[700];
         snprintf(objects, sizeof(objects), "%s/objects", p.store_dir);
         CHECK_INT_EQ(fs_rm_rf(objects), 0);
-        CHECK(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &err) < 0);
-        CHECK(err != NULL);
-        free(TAKE_PTR(err));
+        CHECK(local_snapshot_seed(p.state, p.uid, p.ws, p.vols, BASE_B, false, &note, &err) < 0);
+        CHECK(err.message != NULL);
+        api_error_clear(&err);
         CHECK(dir_is_empty(p.ws) && !mounted(p.ws));
         CHECK(access(p.tree, F_OK) < 0);
         json_decref(m);
@@ -644,7 +650,7 @@ TEST(dedup_hint_reuse_and_gc)
     char dst[600];
     snprintf(dst, sizeof(dst), "%s/dst", top);
     mkdir(dst, 0755);
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(snap_restore(s, m3, SNAP_ROOT_WORKSPACE, dst, 0, &err), 0);
     json_t *want = description(src, 0), *got = description(dst, 0);
     CHECK(json_equal(want, got));
@@ -653,7 +659,7 @@ TEST(dedup_hint_reuse_and_gc)
     json_decref(m1);
     json_decref(m2);
     json_decref(m3);
-    free(err);
+    api_error_clear(&err);
     snap_store_free(s);
     fs_rm_rf(top);
 }
@@ -698,7 +704,7 @@ TEST(leased_file_never_blocks_a_capture)
     snap_root roots[] = {{SNAP_ROOT_WORKSPACE, src}};
     snap_capture_options o = {.tolerant = true};
     json_t *m = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
     CHECK(json_is_true(json_object_get(entry_at(m, 1), "unread")));
@@ -706,15 +712,14 @@ TEST(leased_file_never_blocks_a_capture)
     m = NULL;
     o.tolerant = false;
     CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), -EWOULDBLOCK);
-    CHECK(err && strstr(err, "cannot open leased"));
+    CHECK(err.message && strstr(err.message, "cannot open leased"));
     CHECK(now_usec(CLOCK_MONOTONIC) - t0 < 5 * USEC_PER_SEC);
-    free(err);
-    err = NULL;
+    api_error_clear(&err);
     CHECK_INT_EQ(fcntl(fd, F_SETLEASE, F_UNLCK), 0);
     CHECK_INT_EQ(snap_capture(s, roots, 1, &o, &m, NULL, &err), 0);
     CHECK(json_is_string(json_object_get(entry_at(m, 1), "object")));
     json_decref(m);
-    free(err);
+    api_error_clear(&err);
     snap_store_free(s);
     signal(SIGIO, old);
     fs_rm_rf(top);
@@ -743,10 +748,10 @@ TEST(corrupt_object_is_refused)
     CHECK(h != NULL);
     snprintf(obj, sizeof(obj), "%s/objects/%.2s/%s", store_dir, h, h);
     CHECK_INT_EQ(truncate(obj, 5), 0);
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(snap_restore(s, m, SNAP_ROOT_WORKSPACE, dst, 0, &err), -EBADMSG);
-    CHECK(err && strstr(err, "f"));
-    free(err);
+    CHECK(err.message && strstr(err.message, "f"));
+    api_error_clear(&err);
     json_decref(m);
     snap_store_free(s);
     fs_rm_rf(top);
@@ -772,11 +777,11 @@ TEST(hostile_manifests_are_refused)
     };
     for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
         json_t *m = json_loads(bad[i], 0, NULL);
-        char *err = NULL;
+        api_error err = API_ERROR_INIT;
         CHECK(m != NULL);
         CHECK_INT_EQ(snap_manifest_check(m, &err), -EBADMSG);
-        CHECK(err != NULL);
-        free(err);
+        CHECK(err.message != NULL);
+        api_error_clear(&err);
         json_decref(m);
     }
     if (!is_root())
@@ -801,12 +806,12 @@ TEST(hostile_manifests_are_refused)
     CHECK_INT_EQ(snap_manifest_check(m, NULL), 0);
     snap_store *s = NULL;
     CHECK_INT_EQ(snap_store_open(store_dir, &s), 0);
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK(snap_restore(s, m, SNAP_ROOT_WORKSPACE, dst, 0, &err) < 0);
     char x[700];
     snprintf(x, sizeof(x), "%s/x", outside);
     CHECK(access(x, F_OK) < 0);
-    free(err);
+    api_error_clear(&err);
     json_decref(m);
     snap_store_free(s);
     fs_rm_rf(top);

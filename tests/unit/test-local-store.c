@@ -26,9 +26,9 @@ static json_t *object(const char *name)
 static local_store *open_store(const char *path, size_t window)
 {
     local_store *s = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_store_open(path, window, &s, &err), 0);
-    free(err);
+    api_error_clear(&err);
     return s;
 }
 
@@ -356,7 +356,7 @@ TEST(batch_killed_midway_leaves_nothing)
     pid_t pid = fork();
     if (pid == 0) {
         local_store *cs = NULL;
-        char *cerr = NULL;
+        api_error cerr = API_ERROR_INIT;
         if (local_store_open(db, 100, &cs, &cerr) < 0 || local_store_batch_begin(cs) < 0)
             _exit(1);
         json_t *b = object("b");

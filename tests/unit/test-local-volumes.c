@@ -35,7 +35,8 @@ TEST(no_templates_no_volumes)
 {
     local_bundle_volume *v;
     size_t n;
-    char **names, *err;
+    char **names;
+    api_error err = API_ERROR_INIT;
     json_t *o = sb(NULL, "[{\"name\":\"cache\",\"mountPath\":\"/cache\"}]");
     CHECK_INT_EQ(local_bundle_volumes(o, "/s/volumes/u", &v, &n, &names, &err), 0);
     CHECK_INT_EQ(n, 0);
@@ -48,7 +49,8 @@ TEST(templates_map_to_dirs)
 {
     local_bundle_volume *v;
     size_t n;
-    char **names, *err;
+    char **names;
+    api_error err = API_ERROR_INIT;
     json_t *o = sb("[{\"metadata\":{\"name\":\"data\"}},{\"metadata\":{\"name\":\"unused\"}}]",
                    "[{\"name\":\"data\",\"mountPath\":\"/data\"},"
                    "{\"name\":\"other\",\"mountPath\":\"/other\"},"
@@ -74,14 +76,15 @@ static void bad(const char *vcts, const char *mounts, const char *needle)
 {
     local_bundle_volume *v = NULL;
     size_t n = 0;
-    char **names = NULL, *err = NULL;
+    char **names = NULL;
+    api_error err = API_ERROR_INIT;
     json_t *o = sb(vcts, mounts);
     CHECK_INT_EQ(local_bundle_volumes(o, "/s/v/u", &v, &n, &names, &err), -EINVAL);
-    CHECK(err && strstr(err, needle));
-    if (err && !strstr(err, needle))
-        printf("#   got: %s\n", err);
+    CHECK(err.message && strstr(err.message, needle));
+    if (err.message && !strstr(err.message, needle))
+        printf("#   got: %s\n", err.message);
     CHECK(!v && !names);
-    free(err);
+    api_error_clear(&err);
     json_decref(o);
 }
 
@@ -126,7 +129,7 @@ TEST(bundle_binds_volumes_after_workspace)
         .volumes = vols,
         .n_volumes = 2,
     };
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_bundle_write(&p, &err), 0);
     json_t *cfg = json_load_file(config, 0, NULL);
     CHECK(cfg != NULL);
@@ -218,9 +221,9 @@ TEST(stage_binds_the_directory_and_refuses_links)
     snprintf(stage, sizeof(stage), "%s/run/volumes", top);
     snprintf(outside, sizeof(outside), "%s/outside", top);
     CHECK_INT_EQ(mkdir(outside, 0700), 0);
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     CHECK_INT_EQ(local_volume_prepare("/nonexistent", vols, "v", 0, 1000, 1000, &err), 0);
-    CHECK(!err);
+    CHECK(!err.message);
     local_bundle_volume v[] = {
         {.dest = (char *)"/v", .source = NULL, .claim = (char *)"v"},
         {.dest = (char *)"/c", .claim = (char *)"v", .sub_path = (char *)"a/b"}};

@@ -216,21 +216,19 @@ TEST(env_forces_cold_and_policy_matrix)
 TEST(vct_merge_matrix)
 {
     json_t *t = fx_template("t"), *out = NULL;
-    char *err = NULL;
+    api_error err = API_ERROR_INIT;
     json_object_set_new(json_object_get(t, "spec"), "volumeClaimTemplates",
                         json_pack("[{s:{s:s}, s:{s:i}}]", "metadata", "name", "a", "spec", "v", 1));
     json_t *cv = json_pack("[{s:{s:s}, s:{s:i}}, {s:{s:s}}]", "metadata", "name", "a", "spec", "v",
                            2, "metadata", "name", "b");
     CHECK(reconcile_merge_vcts(t, cv, &out, &err) < 0);
-    CHECK_STR_EQ(err, "volume claim templates are disallowed by the template");
-    free(err);
-    err = NULL;
+    CHECK_STR_EQ(err.message, "volume claim templates are disallowed by the template");
+    api_error_clear(&err);
     json_object_set_new(json_object_get(t, "spec"), "volumeClaimTemplatesPolicy",
                         json_string("Allowed"));
     CHECK(reconcile_merge_vcts(t, cv, &out, &err) < 0);
-    CHECK(strstr(err, "cannot override template volume \"a\"") != NULL);
-    free(err);
-    err = NULL;
+    CHECK(strstr(err.message, "cannot override template volume \"a\"") != NULL);
+    api_error_clear(&err);
     json_object_set_new(json_object_get(t, "spec"), "volumeClaimTemplatesPolicy",
                         json_string("Overrides"));
     CHECK_INT_EQ(reconcile_merge_vcts(t, cv, &out, &err), 0);
@@ -242,8 +240,8 @@ TEST(vct_merge_matrix)
     json_t *dup =
         json_pack("[{s:{s:s}}, {s:{s:s}}]", "metadata", "name", "x", "metadata", "name", "x");
     CHECK(reconcile_merge_vcts(t, dup, &out, &err) < 0);
-    CHECK(strstr(err, "invalid volume claim templates") != NULL);
-    free(err);
+    CHECK(strstr(err.message, "invalid volume claim templates") != NULL);
+    api_error_clear(&err);
     json_decref(dup);
     json_decref(cv);
     json_decref(t);
@@ -272,11 +270,14 @@ TEST(additional_metadata_rules)
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         json_t *apm = json_loads(v[i].json, 0, NULL);
-        char *err = reconcile_validate_pod_metadata(apm, v[i].domains);
-        if ((err == NULL) != v[i].ok)
-            printf("#   case %zu (%s): %s\n", i, v[i].json, err ? err : "accepted");
-        CHECK((err == NULL) == v[i].ok);
-        free(err);
+        api_error err = API_ERROR_INIT;
+        int k = reconcile_validate_pod_metadata(apm, v[i].domains, &err);
+        if ((k == 0) != v[i].ok)
+            printf("#   case %zu (%s): %s\n", i, v[i].json, err.message ?: "accepted");
+        CHECK((k == 0) == v[i].ok);
+        CHECK_INT_EQ(k, v[i].ok ? 0 : -EINVAL);
+        CHECK(k == 0 || err.message);
+        api_error_clear(&err);
         json_decref(apm);
     }
 }

@@ -413,3 +413,24 @@ TEST(replicas_zero_and_one)
     reconcile_sandbox_out_done(&out);
     json_decref(sb);
 }
+
+/* A failure carries its reason and error; "Error seen: " is added for errors met while
+ * reconciling only, and a later failure replaces an earlier one. */
+TEST(failure_message)
+{
+    reconcile_failure f = RECONCILE_FAILURE_INIT;
+    CHECK_INT_EQ(reconcile_fail(&f, "ImageNotFound", false, -ENOENT, "image \"%s\": gone", "x"),
+                 -ENOENT);
+    CHECK_STR_EQ(f.reason, "ImageNotFound");
+    CHECK_INT_EQ(api_error_errno(&f.error), -ENOENT);
+    char *m = reconcile_failure_message(&f);
+    CHECK_STR_EQ(m, "image \"x\": gone");
+    free(m);
+    CHECK_INT_EQ(reconcile_fail(&f, "ReconcilerError", true, 0, "out of %s", "memory"), -EINVAL);
+    m = reconcile_failure_message(&f);
+    CHECK_STR_EQ(m, "Error seen: out of memory");
+    free(m);
+    reconcile_failure_clear(&f);
+    CHECK(f.reason == NULL && f.error.message == NULL);
+    CHECK(reconcile_failure_message(&f) == NULL);
+}

@@ -73,11 +73,11 @@ enum MHD_Result reply_status(struct MHD_Connection *c, kube_reason reason, const
 const char *query(struct MHD_Connection *c, const char *key);
 bool query_bool(struct MHD_Connection *c, const char *key);
 
-/* SandboxSnapshot admission (local-apiserver-snapshot.c): NULL to go on, else the Status to
- * answer (owned): creating one for a missing Sandbox (Invalid), deleting one still needed
- * (Conflict). Other kinds: NULL. */
-json_t *apiserver_snapshot_admit_create(api_request *rq, const json_t *obj);
-json_t *apiserver_snapshot_admit_delete(api_request *rq);
+/* SandboxSnapshot admission (local-apiserver-snapshot.c): 0 to go on, else a negative errno
+ * with err saying why (reply with the request's kind and the object's name): creating one for a
+ * missing Sandbox (Invalid), deleting one still needed (Conflict). Other kinds: 0. */
+int apiserver_snapshot_admit_create(api_request *rq, const json_t *obj, api_error *err);
+int apiserver_snapshot_admit_delete(api_request *rq, api_error *err);
 
 enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection *c, char **seg,
                                     size_t nseg);

@@ -92,49 +92,47 @@ static enum MHD_Result reply_store_error(api_request *rq, int r, const char *nam
     return reply_api_error(rq->conn, &e, k, name);
 }
 
-/* Parses the request body as a JSON value. On failure *ret_status is set. */
-static json_t *parse_body(api_request *rq, bool want_object, json_t **ret_status)
+/* A request refused as a BadRequest: -EINVAL with err set. */
+#define bad_request(err, ...) api_error_set_reason(err, KUBE_REASON_BAD_REQUEST, __VA_ARGS__)
+
+/* Parses the request body as a JSON value into *ret (owned); -EINVAL with err set when it is
+ * not one (or not an object when want_object), -ENOMEM. */
+static int parse_body(api_request *rq, bool want_object, json_t **ret, api_error *err)
 {
     if (rq->body_len == 0) {
-        *ret_status = status_bad_request("the request body is empty");
-        return NULL;
+        return bad_request(err, "the request body is empty");
     }
     /* Before the parser, whose recursion would otherwise follow the body's nesting. */
     if (api_json_text_deeper_than(rq->body, rq->body_len, API_MAX_DEPTH)) {
-        *ret_status = status_bad_request("the request body nests objects and arrays deeper "
-                                         "than %d levels",
-                                         API_MAX_DEPTH);
-        return NULL;
+        return bad_request(err, "the request body nests objects and arrays deeper than %d levels",
+                           API_MAX_DEPTH);
     }
-    json_error_t err;
-    json_t *j = json_loadb(rq->body, rq->body_len, JSON_DECODE_ANY, &err);
-    if (!j) {
-        *ret_status = status_bad_request("the request body is not valid JSON: %s (line %d, "
-                                         "column %d)",
-                                         err.text, err.line, err.column);
-        return NULL;
-    }
+    json_error_t jerr;
+    json_t *j = json_loadb(rq->body, rq->body_len, JSON_DECODE_ANY, &jerr);
+    if (!j)
+        return bad_request(err, "the request body is not valid JSON: %s (line %d, column %d)",
+                           jerr.text, jerr.line, jerr.column);
     if (want_object && !json_is_object(j)) {
         json_decref(j);
-        *ret_status = status_bad_request("the request body must be a JSON object");
-        return NULL;
+        return bad_request(err, "the request body must be a JSON object");
     }
-    return j;
+    *ret = j;
+    return 0;
 }
 
 /* apiVersion/kind must match the URL; missing ones are filled in. Metadata must be an object and
- * its namespace must match. Returns a Status on failure. */
-static json_t *check_type_meta(api_request *rq, json_t *obj)
+ * its namespace must match. -EINVAL with err set on failure. */
+static int check_type_meta(api_request *rq, json_t *obj, api_error *err)
 {
     const api_kind *k = rq->kind;
     json_t *av = json_object_get(obj, "apiVersion"), *kd = json_object_get(obj, "kind");
     if (av && (!json_is_string(av) || strcmp(json_string_value(av), k->api_version) != 0))
-        return status_bad_request(
-            "the API version in the data (%s) does not match the expected API version (%s)",
+        return bad_request(
+            err, "the API version in the data (%s) does not match the expected API version (%s)",
             json_is_string(av) ? json_string_value(av) : "?", k->api_version);
     if (kd && (!json_is_string(kd) || strcmp(json_string_value(kd), k->kind) != 0))
-        return status_bad_request("the kind in the data (%s) does not match the expected kind (%s)",
-                                  json_is_string(kd) ? json_string_value(kd) : "?", k->kind);
+        return bad_request(err, "the kind in the data (%s) does not match the expected kind (%s)",
+                           json_is_string(kd) ? json_string_value(kd) : "?", k->kind);
     json_object_set_new(obj, "apiVersion", json_string(k->api_version));
     json_object_set_new(obj, "kind", json_string(k->kind));
     json_t *md = json_object_get(obj, "metadata");
@@ -143,23 +141,23 @@ static json_t *check_type_meta(api_request *rq, json_t *obj)
         json_object_set_new(obj, "metadata", md);
     }
     if (!json_is_object(md))
-        return status_bad_request("metadata must be a JSON object");
+        return bad_request(err, "metadata must be a JSON object");
     json_t *ns = json_object_get(md, "namespace");
     if (ns && !(json_is_string(ns) && json_string_length(ns) == 0) &&
         (!json_is_string(ns) || strcmp(json_string_value(ns), rq->ns) != 0))
-        return status_bad_request("the namespace of the provided object does not match the "
-                                  "namespace sent on the request");
+        return bad_request(err, "the namespace of the provided object does not match the "
+                                "namespace sent on the request");
     json_object_set_new(md, "namespace", json_string(rq->ns));
     if (rq->name) {
         json_t *name = json_object_get(md, "name");
         if (name && (!json_is_string(name) || strcmp(json_string_value(name), rq->name) != 0))
-            return status_bad_request("the name of the object (%s) does not match the name on the "
-                                      "URL (%s)",
-                                      json_is_string(name) ? json_string_value(name) : "?",
-                                      rq->name);
+            return bad_request(err,
+                               "the name of the object (%s) does not match the name on the "
+                               "URL (%s)",
+                               json_is_string(name) ? json_string_value(name) : "?", rq->name);
         json_object_set_new(md, "name", json_string(rq->name));
     }
-    return NULL;
+    return 0;
 }
 
 static void strip_server_fields(json_t *md)
@@ -175,8 +173,8 @@ static void strip_server_fields(json_t *md)
         json_object_del(md, fields[i]);
 }
 
-/* `dryRun=All` runs every check and returns the result without storing anything. Returns -1 on a
- * bad value (the reply is queued through *ret). */
+/* `dryRun=All` runs every check and returns the result without storing anything. Returns
+ * -EINVAL on a bad value (the reply is queued through *ret). */
 static int dry_run(api_request *rq, enum MHD_Result *ret)
 {
     const char *v = query(rq->conn, "dryRun");
@@ -186,7 +184,7 @@ static int dry_run(api_request *rq, enum MHD_Result *ret)
         return 1;
     *ret = reply_status(rq->conn, KUBE_REASON_BAD_REQUEST, NULL, NULL,
                         "Invalid dry run value \"%s\": supported values: \"All\"", v);
-    return -1;
+    return -EINVAL;
 }
 
 /* `fieldValidation` of create, update and patch, as kube-apiserver: Warn (the default) drops the
@@ -198,7 +196,7 @@ typedef enum field_validation {
     FIELD_VALIDATION_STRICT,
 } field_validation;
 
-/* Returns -1 on a bad value (the reply is queued through *ret); options_kind names the options
+/* Returns -EINVAL on a bad value (the reply is queued through *ret); options_kind names the options
  * type in the error ("CreateOptions", "UpdateOptions", "PatchOptions"). */
 static int field_validation_mode(api_request *rq, const char *options_kind, field_validation *mode,
                                  enum MHD_Result *ret)
@@ -233,7 +231,7 @@ static int field_validation_mode(api_request *rq, const char *options_kind, fiel
     else
         json_decref(d);
     *ret = reply_failure(rq->conn, st);
-    return -1;
+    return -EINVAL;
 }
 
 /* Prunes the fields k does not declare from obj. Strict with unknown fields: returns the 400
@@ -380,11 +378,10 @@ static enum MHD_Result handle_create(api_request *rq)
     field_validation fv;
     if (field_validation_mode(rq, "CreateOptions", &fv, &dret) < 0)
         return dret;
-    _cleanup_json_ json_t *obj = parse_body(rq, true, &st);
-    if (!obj)
-        return reply_failure(rq->conn, st);
-    if ((st = check_type_meta(rq, obj)))
-        return reply_failure(rq->conn, st);
+    _cleanup_json_ json_t *obj = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    if (parse_body(rq, true, &obj, &err) < 0 || check_type_meta(rq, obj, &err) < 0)
+        return reply_api_error(rq->conn, &err, NULL, NULL);
     _cleanup_json_ json_t *warnings = NULL;
     if ((st = check_unknown_fields(k, obj, fv, &warnings)))
         return reply_failure(rq->conn, st);
@@ -428,8 +425,8 @@ static enum MHD_Result handle_create(api_request *rq)
             return reply_store_error(rq, -ENOMEM, "");
         }
         api_errors_clear(&errs);
-        if ((st = apiserver_snapshot_admit_create(rq, obj)))
-            return reply_failure(rq->conn, st);
+        if (apiserver_snapshot_admit_create(rq, obj, &err) < 0)
+            return reply_api_error(rq->conn, &err, k, api_meta_string(obj, "name"));
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(now));
         json_object_set_new(md, "generation", json_integer(1));
@@ -553,9 +550,10 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
         return fail_with(u, status_bad_request("the patched object is not a JSON object"));
     if (rq->scale)
         return build_scale_update(u, old, cand, ret_new);
-    json_t *st = check_type_meta(rq, cand);
-    if (st)
-        return fail_with(u, st);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    if (check_type_meta(rq, cand, &err) < 0)
+        return fail_with(u, status_failure(api_error_reason(&err), err.message, NULL, NULL));
+    json_t *st;
     /* The object as decoded (after the patch, as kube-apiserver decodes the patched object). */
     u->warnings = json_decref_null(u->warnings);
     if ((st = check_unknown_fields(k, cand, u->field_validation, &u->warnings)))
@@ -698,7 +696,6 @@ static enum MHD_Result run_update(api_request *rq, update_ctx *u, store_update_f
 
 static enum MHD_Result handle_update(api_request *rq, patch_type patch)
 {
-    json_t *st = NULL;
     enum MHD_Result dret = MHD_NO;
     int dry = dry_run(rq, &dret);
     if (dry < 0)
@@ -707,9 +704,9 @@ static enum MHD_Result handle_update(api_request *rq, patch_type patch)
     if (field_validation_mode(rq, patch == PATCH_NONE ? "UpdateOptions" : "PatchOptions",
                               &u.field_validation, &dret) < 0)
         return dret;
-    u.body = parse_body(rq, patch != PATCH_JSON, &st);
-    if (!u.body)
-        return reply_failure(rq->conn, st);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    if (parse_body(rq, patch != PATCH_JSON, &u.body, &err) < 0)
+        return reply_api_error(rq->conn, &err, NULL, NULL);
     return run_update(rq, &u, update_cb);
 }
 
@@ -767,15 +764,14 @@ static enum MHD_Result handle_delete(api_request *rq)
     int dry = dry_run(rq, &dret);
     if (dry < 0)
         return dret;
-    json_t *refused = apiserver_snapshot_admit_delete(rq);
-    if (refused)
-        return reply_failure(rq->conn, refused);
+    _cleanup_(api_error_clearp) api_error refused = API_ERROR_INIT;
+    if (apiserver_snapshot_admit_delete(rq, &refused) < 0)
+        return reply_api_error(rq->conn, &refused, rq->kind, rq->name);
     update_ctx u = {.rq = rq, .dry_run = dry};
     if (rq->body_len > 0) {
-        json_t *st = NULL;
-        u.body = parse_body(rq, true, &st);
-        if (!u.body)
-            return reply_failure(rq->conn, st);
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+        if (parse_body(rq, true, &u.body, &err) < 0)
+            return reply_api_error(rq->conn, &err, NULL, NULL);
         const char *dr = json_string_value(json_array_get(json_object_get(u.body, "dryRun"), 0));
         if (dr && strcmp(dr, "All") == 0)
             u.dry_run = true;
@@ -805,22 +801,19 @@ static enum MHD_Result handle_patch(api_request *rq)
 
 /* ---- get / list / delete ---- */
 
-static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs,
-                           json_t **ret_status)
+/* -EINVAL with e set (a BadRequest) when a selector does not parse. */
+static int parse_selectors(api_request *rq, api_selector **ls, api_selector **fs, api_error *e)
 {
     _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     int r = api_label_selector_parse(query(rq->conn, "labelSelector"), ls, &err);
-    if (r == -EINVAL) {
-        *ret_status = status_bad_request("unable to parse requirement: %s", err.message);
-        return r;
-    }
+    if (r == -EINVAL)
+        return bad_request(e, "unable to parse requirement: %s", err.message);
     if (r < 0)
         return r;
     r = api_field_selector_parse(query(rq->conn, "fieldSelector"), fs, &err);
     if (r == -EINVAL) {
         *ls = api_selector_free(*ls);
-        *ret_status = status_bad_request("%s", err.message);
-        return r;
+        return bad_request(e, "%s", err.message);
     }
     if (r < 0)
         *ls = api_selector_free(*ls);
@@ -838,10 +831,10 @@ static bool selected(const api_selector *ls, const api_selector *fs, const json_
 static enum MHD_Result collect(api_request *rq, json_t **ret_items, uint64_t *ret_rv)
 {
     api_selector *ls = NULL, *fs = NULL;
-    json_t *st = NULL;
-    int r = parse_selectors(rq, &ls, &fs, &st);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    int r = parse_selectors(rq, &ls, &fs, &err);
     if (r == -EINVAL)
-        return reply_failure(rq->conn, st);
+        return reply_api_error(rq->conn, &err, NULL, NULL);
     if (r < 0)
         return MHD_NO;
     json_t *all = NULL;
@@ -922,8 +915,8 @@ static json_t *paginate(api_request *rq, json_t *items, json_t *list_md)
  * with Go's strconv wording); one newer than any write is 504 Timeout "Too large resource
  * version" with retryAfterSeconds 1 (kube-apiserver first waits up to 3 s for its watch cache
  * to catch up; this store has no cache, so the answer comes at once). Any version up to the
- * current one is served from the current state ("not older than"). Returns -1 after queueing
- * the error reply through *ret. */
+ * current one is served from the current state ("not older than"). Returns a negative errno
+ * (-EINVAL, -ETIMEDOUT) after queueing the error reply through *ret. */
 static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret)
 {
     const char *v = query(rq->conn, "resourceVersion");
@@ -944,7 +937,7 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
                             "invalid resource version: resourceVersion: Invalid value: \"%s\": "
                             "strconv.ParseUint: parsing \"%s\": %s",
                             v, v, why);
-        return -1;
+        return -EINVAL;
     }
     if (want <= current)
         return 0;
@@ -959,7 +952,7 @@ static int check_list_rv(api_request *rq, uint64_t current, enum MHD_Result *ret
     else
         json_decref(d);
     *ret = reply_failure(rq->conn, st);
-    return -1;
+    return -ETIMEDOUT;
 }
 
 static enum MHD_Result handle_list(api_request *rq)
@@ -1005,11 +998,9 @@ static enum MHD_Result handle_delete_collection(api_request *rq)
         one.ns = api_meta_string(o, "namespace");
         one.name = api_meta_string(o, "name");
         update_ctx u = {.rq = &one};
-        json_t *refused = apiserver_snapshot_admit_delete(&one);
-        if (refused) { /* a snapshot still needed stays, as an item failing a check does */
-            json_decref(refused);
-            continue;
-        }
+        _cleanup_(api_error_clearp) api_error refused = API_ERROR_INIT;
+        if (apiserver_snapshot_admit_delete(&one, &refused) < 0)
+            continue; /* a snapshot still needed stays, as an item failing a check does */
         if (local_store_update(rq->srv->store, rq->kind, one.ns, one.name, delete_cb, &u, &gone) ==
             0)
             json_array_append_new(deleted, gone);

@@ -320,14 +320,13 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *r
 }
 
 int local_apiserver_start(const local_apiserver_options *o, local_apiserver **ret,
-                          uint16_t *ret_port, char **ret_error)
+                          uint16_t *ret_port, api_error *err)
 {
     struct sockaddr_storage ss;
     bool v6 = false;
     if (parse_listen(o->listen, &ss, &v6) < 0) {
-        if (asprintf(ret_error, "invalid listen address \"%s\" (want HOST:PORT)", o->listen) < 0)
-            *ret_error = NULL;
-        return -EINVAL;
+        return api_error_set_errno(err, -EINVAL, "invalid listen address \"%s\" (want HOST:PORT)",
+                                   o->listen);
     }
     local_apiserver *srv = calloc(1, sizeof(*srv));
     if (!srv)
@@ -364,12 +363,11 @@ int local_apiserver_start(const local_apiserver_options *o, local_apiserver **re
                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, REQUEST_MEMORY,
                                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
     if (!srv->daemon) {
-        int err = errno ? errno : EADDRINUSE;
-        if (asprintf(ret_error, "cannot listen on %s: %s", o->listen, strerror(err)) < 0)
-            *ret_error = NULL;
+        int e = errno ? errno : EADDRINUSE;
+        api_error_set_errno(err, -e, "cannot listen on %s: %s", o->listen, strerror(e));
         free(srv->token);
         free(srv);
-        return -err;
+        return -e;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : 0;

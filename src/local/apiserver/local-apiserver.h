@@ -28,7 +28,7 @@ typedef struct local_apiserver_options {
 
 /* Starts serving. *ret owned (local_apiserver_stop); *ret_port the bound port. */
 int local_apiserver_start(const local_apiserver_options *o, local_apiserver **ret,
-                          uint16_t *ret_port, char **ret_error);
+                          uint16_t *ret_port, api_error *err);
 /* Stops listening, ends watches (the store must be shut down first to wake them) and frees. */
 local_apiserver *local_apiserver_stop(local_apiserver *s);
 

@@ -246,7 +246,7 @@ static int write_own(const char *path, const char *content)
 }
 
 /* The generated /etc of the `host` image: only what name lookups and the loader need. */
-static int write_etc(const local_bundle_params *p, const char *etc, char **ret_error)
+static int write_etc(const local_bundle_params *p, const char *etc, api_error *err)
 {
     _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL, *resolv = NULL;
     if (asprintf(&passwd,
@@ -301,9 +301,8 @@ static int write_etc(const local_bundle_params *p, const char *etc, char **ret_e
                     ? local_shared_link_copy(p->shared_dir, "/etc/ld.so.cache", cache)
                     : fs_copy_file("/etc/ld.so.cache", cache, 0644);
     }
-    if (r < 0 && asprintf(ret_error, "cannot write the sandbox /etc in %s: %s", etc,
-                          strerror(-r)) < 0)
-        *ret_error = NULL;
+    if (r < 0)
+        api_error_set_errno(err, r, "cannot write the sandbox /etc in %s: %s", etc, strerror(-r));
     return r;
 }
 
@@ -344,13 +343,13 @@ static void add_host_dir_binds(json_t *mounts)
 
 /* The mounts of the `host` image: read-only binds of the host's directories and the generated
  * /etc (bundle_dir/etc). */
-static int host_mounts(const local_bundle_params *p, json_t *mounts, char **ret_error)
+static int host_mounts(const local_bundle_params *p, json_t *mounts, api_error *err)
 {
     add_host_dir_binds(mounts);
     _cleanup_free_ char *etc = NULL;
     if (asprintf(&etc, "%s/etc", p->bundle_dir) < 0)
         return -ENOMEM;
-    int r = write_etc(p, etc, ret_error);
+    int r = write_etc(p, etc, err);
     if (r < 0)
         return r;
     add_bind(mounts, "/etc", etc, true);
@@ -579,7 +578,7 @@ static bool skeleton_covers(const char *root, const json_t *mounts)
 /* The rootfs of a `host` bundle: the shared skeleton when it covers the mounts, else
  * bundle_dir/rootfs with its own skeleton. *ret owned; *ret_shared says which. */
 static int host_root(const local_bundle_params *p, const json_t *mounts, char **ret,
-                     bool *ret_shared, char **ret_error)
+                     bool *ret_shared, api_error *err)
 {
     _cleanup_free_ char *shared = NULL, *own = NULL;
     *ret_shared = false;
@@ -593,22 +592,20 @@ static int host_root(const local_bundle_params *p, const json_t *mounts, char **
         return -ENOMEM;
     int r = host_links(own);
     if (r < 0) {
-        if (asprintf(ret_error, "cannot prepare the rootfs %s: %s", own, strerror(-r)) < 0)
-            *ret_error = NULL;
-        return r;
+        return api_error_set_errno(err, r, "cannot prepare the rootfs %s: %s", own, strerror(-r));
     }
     *ret = TAKE_PTR(own);
     return 0;
 }
 
-int local_bundle_write(const local_bundle_params *p, char **ret_error)
+int local_bundle_write(const local_bundle_params *p, api_error *err)
 {
-    return local_bundle_write_rooted(p, NULL, ret_error);
+    return local_bundle_write_rooted(p, NULL, err);
 }
 
-int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error)
+int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, api_error *err)
 {
-    return local_bundle_write_staged(p, ret_root, NULL, ret_error);
+    return local_bundle_write_staged(p, ret_root, NULL, err);
 }
 
 /* Replaces the source of every bind in mounts with LOCAL_BUNDLE_STAGE_DIR/<i>; *ret (owned)
@@ -636,9 +633,8 @@ static int stage_binds(json_t *mounts, json_t **ret)
 }
 
 int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, json_t **ret_sources,
-                              char **ret_error)
+                              api_error *err)
 {
-    *ret_error = NULL;
     if (ret_sources)
         *ret_sources = NULL;
     if (ret_root)
@@ -648,12 +644,9 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
     if (p->shared_dir && !p->rootfs && access(p->bundle_dir, F_OK) < 0 && errno == ENOENT)
         (void)local_shared_bundle_take(p->shared_dir, p->bundle_dir);
     int r = mkdir_p(p->bundle_dir, 0711);
-    if (r < 0) {
-        if (asprintf(ret_error, "cannot create the bundle %s: %s", p->bundle_dir, strerror(-r)) <
-            0)
-            *ret_error = NULL;
-        return r;
-    }
+    if (r < 0)
+        return api_error_set_errno(err, r, "cannot create the bundle %s: %s", p->bundle_dir,
+                                   strerror(-r));
     _cleanup_free_ char *rootfs = NULL, *config = NULL, *text = NULL;
     if (asprintf(&config, "%s/config.json", p->bundle_dir) < 0)
         return -ENOMEM;
@@ -661,11 +654,10 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
     if (!mounts)
         return -ENOMEM;
     if (p->userns_size && p->netns_path && (r = sys_skeleton(p, mounts)) < 0) {
-        if (asprintf(ret_error, "cannot prepare /sys in %s: %s", p->bundle_dir, strerror(-r)) < 0)
-            *ret_error = NULL;
-        return r;
+        return api_error_set_errno(err, r, "cannot prepare /sys in %s: %s", p->bundle_dir,
+                                   strerror(-r));
     }
-    if (!p->rootfs && (r = host_mounts(p, mounts, ret_error)) < 0)
+    if (!p->rootfs && (r = host_mounts(p, mounts, err)) < 0)
         return r;
     add_bind(mounts, "/workspace", p->workspace_dir, false);
     add_bind(mounts, SANDBOX_HOME, p->home_dir, false);
@@ -692,7 +684,7 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
             add_bind(mounts, "/etc/resolv.conf", src, true);
     }
     bool shared = false;
-    if (!p->rootfs && (r = host_root(p, mounts, &rootfs, &shared, ret_error)) < 0)
+    if (!p->rootfs && (r = host_root(p, mounts, &rootfs, &shared, err)) < 0)
         return r;
     const char *root = rootfs ? rootfs : p->rootfs;
     /* The shared skeleton has every mount point already and is never written to. */
@@ -708,8 +700,8 @@ int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, jso
     if (!text)
         return -ENOMEM;
     r = fs_write_file(config, text, 0600);
-    if (r < 0 && asprintf(ret_error, "cannot write %s: %s", config, strerror(-r)) < 0)
-        *ret_error = NULL;
+    if (r < 0)
+        api_error_set_errno(err, r, "cannot write %s: %s", config, strerror(-r));
     if (r == 0 && ret_root && !(*ret_root = strdup(root)))
         return -ENOMEM;
     if (r == 0 && ret_sources)
@@ -731,15 +723,13 @@ void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names)
     free(names);
 }
 
-static int vol_fail(char **ret_error, const char *fmt, const char *a, const char *b)
+static int vol_fail(api_error *err, const char *fmt, const char *a, const char *b)
 {
-    if (asprintf(ret_error, fmt, a, b) < 0)
-        *ret_error = NULL;
-    return -EINVAL;
+    return api_error_set_errno(err, -EINVAL, fmt, a, b);
 }
 
 int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle_volume **ret,
-                         size_t *ret_n, char ***ret_names, char **ret_error)
+                         size_t *ret_n, char ***ret_names, api_error *err)
 {
     const json_t *spec = json_object_get(sb, "spec");
     const json_t *vcts = json_object_get(spec, "volumeClaimTemplates");
@@ -749,7 +739,6 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
     *ret = NULL;
     *ret_n = 0;
     *ret_names = NULL;
-    *ret_error = NULL;
     char **names = calloc(nv + 1, sizeof(*names));
     local_bundle_volume *v = calloc(nm + 1, sizeof(*v));
     if (!names || !v) {
@@ -764,7 +753,7 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
         if (!path_is_clean_relative(name, false) || name[0] == '.') {
             char idx[24];
             snprintf(idx, sizeof(idx), "%zu", i);
-            r = vol_fail(ret_error, "spec.volumeClaimTemplates[%s].metadata.name: invalid name \"%s\"",
+            r = vol_fail(err, "spec.volumeClaimTemplates[%s].metadata.name: invalid name \"%s\"",
                          idx, name ? name : "");
         } else if (!(names[i] = strdup(name)))
             r = -ENOMEM;
@@ -780,13 +769,17 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
         if (!known)
             continue;
         if (!path_is_clean_absolute(path)) {
-            r = vol_fail(ret_error, "volumeMounts \"%s\": mountPath \"%s\" must be an absolute path "
-                         "without . or .. components (and not /)", name, path ? path : "");
+            r = vol_fail(err,
+                         "volumeMounts \"%s\": mountPath \"%s\" must be an absolute path "
+                         "without . or .. components (and not /)",
+                         name, path ? path : "");
             break;
         }
         if (sub && *sub && !path_is_clean_relative(sub, true)) {
-            r = vol_fail(ret_error, "volumeMounts \"%s\": subPath \"%s\" must be a relative path "
-                         "without . or .. components", name, sub);
+            r = vol_fail(err,
+                         "volumeMounts \"%s\": subPath \"%s\" must be a relative path "
+                         "without . or .. components",
+                         name, sub);
             break;
         }
         v[n].readonly = json_is_true(json_object_get(m, "readOnly"));
@@ -812,11 +805,10 @@ int local_bundle_volumes(const json_t *sb, const char *volumes_dir, local_bundle
     return 0;
 }
 
-int local_bundle_main_argv(const json_t *ctr, json_t **ret, char **ret_error)
+int local_bundle_main_argv(const json_t *ctr, json_t **ret, api_error *err)
 {
     const char *fields[] = {"command", "args"};
     *ret = NULL;
-    *ret_error = NULL;
     json_t *argv = json_array();
     if (!argv)
         return -ENOMEM;
@@ -826,16 +818,14 @@ int local_bundle_main_argv(const json_t *ctr, json_t **ret, char **ret_error)
         json_t *v;
         if (a && !json_is_array(a)) {
             json_decref(argv);
-            if (asprintf(ret_error, "container %s must be a list of strings", fields[f]) < 0)
-                *ret_error = NULL;
-            return -EINVAL;
+            return api_error_set_errno(err, -EINVAL, "container %s must be a list of strings",
+                                       fields[f]);
         }
         json_array_foreach(a, i, v) {
             if (!json_is_string(v)) {
                 json_decref(argv);
-                if (asprintf(ret_error, "container %s[%zu] must be a string", fields[f], i) < 0)
-                    *ret_error = NULL;
-                return -EINVAL;
+                return api_error_set_errno(err, -EINVAL, "container %s[%zu] must be a string",
+                                           fields[f], i);
             }
             json_array_append(argv, v);
         }
@@ -845,9 +835,8 @@ int local_bundle_main_argv(const json_t *ctr, json_t **ret, char **ret_error)
         bool empty = json_array_size(argv) > 0;
         json_decref(argv);
         if (empty) {
-            if (asprintf(ret_error, "container command: the program name is empty") < 0)
-                *ret_error = NULL;
-            return -EINVAL;
+            return api_error_set_errno(err, -EINVAL,
+                                       "container command: the program name is empty");
         }
         return 0;
     }

@@ -9,6 +9,8 @@
  * skeleton of the `host` image. Pure file generation: no runc, no mounts on the host. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,31 +86,30 @@ typedef struct local_bundle_params {
 } local_bundle_params;
 
 /* The main process of a container: `command` followed by `args` (either may be absent), as a
- * new JSON array of strings, or NULL when there is none. -EINVAL (with *ret_error) when an
+ * new JSON array of strings, or NULL when there is none. -EINVAL (with err set) when an
  * element is not a string. */
-int local_bundle_main_argv(const json_t *container, json_t **ret, char **ret_error);
+int local_bundle_main_argv(const json_t *container, json_t **ret, api_error *err);
 
 /* The volumes of a Sandbox: every volumeMount of its first container whose name is a
  * volumeClaimTemplate's metadata.name becomes a bind of <volumes_dir>/<name>[/<subPath>] at
  * mountPath. Mounts of other volumes are ignored (no local equivalent yet). Also returns the
  * template names (*ret_names, owned, NULL-terminated; names[i] is template i) so the caller
- * creates every directory. -EINVAL with *ret_error for a bad name (also one starting with '.',
+ * creates every directory. -EINVAL with err set for a bad name (also one starting with '.',
  * which the volumes' own files use: local-volume.h), mountPath or subPath. */
-int local_bundle_volumes(const json_t *sandbox, const char *volumes_dir,
-                         local_bundle_volume **ret, size_t *ret_n, char ***ret_names,
-                         char **ret_error);
+int local_bundle_volumes(const json_t *sandbox, const char *volumes_dir, local_bundle_volume **ret,
+                         size_t *ret_n, char ***ret_names, api_error *err);
 void local_bundle_volumes_free(local_bundle_volume *v, size_t n, char **names);
 
-/* Writes the bundle. On failure returns a negative errno and *ret_error (owned) says what. */
-int local_bundle_write(const local_bundle_params *p, char **ret_error);
+/* Writes the bundle. On failure returns a negative errno and err says what. */
+int local_bundle_write(const local_bundle_params *p, api_error *err);
 /* The same, and *ret_root (owned; may be NULL when not wanted) is the rootfs directory on the
  * host the bundle names: p->rootfs, the shared `host` skeleton, or bundle_dir/rootfs when the
  * skeleton lacks a mount point the sandbox needs (a volume's mountPath). */
-int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, char **ret_error);
+int local_bundle_write_rooted(const local_bundle_params *p, char **ret_root, api_error *err);
 /* The same, with every bind mount's source in config.json replaced by
  * LOCAL_BUNDLE_STAGE_DIR/<i> and *ret_sources (owned: a JSON array of strings) holding the
  * real sources in that order: for a runtime whose mounts are made by a process in the sandbox's
  * user namespace (runsc's gofer), to which the state directory (0700) is closed. The caller
  * binds them there in the staging mount namespace (local_gvisor_stage_binds). */
 int local_bundle_write_staged(const local_bundle_params *p, char **ret_root, json_t **ret_sources,
-                              char **ret_error);
+                              api_error *err);

@@ -44,14 +44,15 @@ static bool overlaps(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
     return a < b + bn && b < a + an;
 }
 
-static int failf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int failf(char **ret_error, int r, const char *fmt, ...)
+static int failf(api_error *err, int r, const char *fmt, ...) _printf_(3, 4);
+static int failf(api_error *err, int r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(ret_error, fmt, ap) < 0)
-        *ret_error = NULL;
+    api_error_setv(err, status_from_errno(r), fmt, ap);
     va_end(ap);
+    err->err = r;
+    err->reason = kube_reason_from_errno(r);
     return r;
 }
 
@@ -337,17 +338,17 @@ static int load_slots(local_idmap *m)
 /* Picks or checks the range against the registry (locked) and records it there. */
 /* Over ~100 lines on purpose: the read, the choice and the rewrite of the registry happen under
  * one lock held by fd, and each failure names the registry or the range for the user. */
-static int take_range(local_idmap *m, const char *spec, char **ret_error)
+static int take_range(local_idmap *m, const char *spec, api_error *err)
 {
     _cleanup_close_ int fd = -1;
     int r = open_registry(m->registry, &fd);
     if (r < 0)
-        return failf(ret_error, r, "cannot open the user namespace registry %s: %s", m->registry,
+        return failf(err, r, "cannot open the user namespace registry %s: %s", m->registry,
                      strerror(-r));
     reg_entry *v = NULL;
     size_t n = 0;
     if ((r = reg_read(fd, &v, &n)) < 0)
-        return failf(ret_error, r, "cannot read %s: %s", m->registry, strerror(-r));
+        return failf(err, r, "cannot read %s: %s", m->registry, strerror(-r));
     /* Keep the live entries of other state directories; ours is rewritten below. */
     size_t keep = 0;
     for (size_t i = 0; i < n; i++) {
@@ -364,12 +365,12 @@ static int take_range(local_idmap *m, const char *spec, char **ret_error)
     r = 0;
     if (explicit_) {
         if (local_idmap_parse_range(spec, &m->start, &m->count) < 0)
-            r = failf(ret_error, -EINVAL,
+            r = failf(err, -EINVAL,
                       "--userns-range \"%s\": want START:COUNT with COUNT a multiple of %u, START "
                       "> 0 and START + COUNT < 2^32 - 1",
                       spec, LOCAL_IDMAP_SLOT);
         else if (host_account_overlap(m->start, m->count, &what) > 0)
-            r = failf(ret_error, -EEXIST,
+            r = failf(err, -EEXIST,
                       "--userns-range %" PRIu32 ":%" PRIu32 " overlaps a host account: %s",
                       m->start, m->count, what ? what : "?");
     } else {
@@ -397,21 +398,21 @@ static int take_range(local_idmap *m, const char *spec, char **ret_error)
             r = 0;
         }
         if (r < 0)
-            r = failf(ret_error, r,
+            r = failf(err, r,
                       "no free user namespace range: every block of %u ids from %u is taken by "
                       "another asb serve or a host account; pass --userns-range START:COUNT",
                       LOCAL_IDMAP_AUTO_COUNT, LOCAL_IDMAP_AUTO_START);
     }
     for (size_t i = 0; r == 0 && i < n; i++)
         if (overlaps(m->start, m->count, v[i].start, v[i].count))
-            r = failf(ret_error, -EEXIST,
+            r = failf(err, -EEXIST,
                       "user namespace range %" PRIu32 ":%" PRIu32 " overlaps the range %" PRIu64
                       ":%" PRIu64 " of the asb serve (pid %ld) of state directory %s",
                       m->start, m->count, v[i].start, v[i].count, v[i].pid, v[i].state_dir);
     for (size_t i = 0; r == 0 && i < m->n_slots; i++)
         if (m->slots[i].start < m->start ||
             (uint64_t)m->slots[i].start + LOCAL_IDMAP_SLOT > (uint64_t)m->start + m->count)
-            r = failf(ret_error, -EEXIST,
+            r = failf(err, -EEXIST,
                       "sandbox %s of state directory %s has host ids %" PRIu32 "-%" PRIu32
                       ", outside the user namespace range %" PRIu32 ":%" PRIu32
                       " (the recorded range is %" PRIu32 ":%" PRIu32 "; delete its sandboxes "
@@ -436,7 +437,7 @@ static int take_range(local_idmap *m, const char *spec, char **ret_error)
                                  .state_dir = sd};
             r = reg_write(fd, v, n);
             if (r < 0)
-                failf(ret_error, r, "cannot write %s: %s", m->registry, strerror(-r));
+                failf(err, r, "cannot write %s: %s", m->registry, strerror(-r));
         }
     }
     reg_free(v, n);
@@ -448,14 +449,13 @@ static int take_range(local_idmap *m, const char *spec, char **ret_error)
         return -ENOMEM;
     r = write_atomic(path, line);
     if (r < 0)
-        return failf(ret_error, r, "cannot write %s: %s", path, strerror(-r));
+        return failf(err, r, "cannot write %s: %s", path, strerror(-r));
     return 0;
 }
 
-int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret_error)
+int local_idmap_open(const local_idmap_options *o, local_idmap **ret, api_error *err)
 {
     *ret = NULL;
-    *ret_error = NULL;
     if (o->range && strcmp(o->range, "off") == 0)
         return 0;
     local_idmap *m = calloc(1, sizeof(*m));
@@ -465,25 +465,25 @@ int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret
     char canon[PATH_MAX];
     int r = 0;
     if (!realpath(o->state_dir, canon))
-        r = failf(ret_error, -errno, "state dir %s: %s", o->state_dir, strerror(errno));
+        r = failf(err, -errno, "state dir %s: %s", o->state_dir, strerror(errno));
     else if (!(m->state_dir = strdup(canon)) ||
              !(m->registry = strdup(o->registry ? o->registry : LOCAL_IDMAP_REGISTRY)) ||
              asprintf(&m->slots_dir, "%s/userns/sandboxes", canon) < 0)
         r = -ENOMEM;
     if (r == 0 && (r = mkdir_p(m->slots_dir, 0700)) < 0)
-        failf(ret_error, r, "cannot create %s: %s", m->slots_dir, strerror(-r));
+        failf(err, r, "cannot create %s: %s", m->slots_dir, strerror(-r));
     if (r == 0 && (r = load_slots(m)) < 0)
-        failf(ret_error, r, "cannot read %s: %s", m->slots_dir, strerror(-r));
+        failf(err, r, "cannot read %s: %s", m->slots_dir, strerror(-r));
     if (r == 0) {
         /* The staging mount point, searchable by every sandbox's root (and its parent). */
         r = mkdir_p(LOCAL_IDMAP_ROOTFS, 0755);
         if (r == 0 && (chmod("/run/asb", 0755) < 0 || chmod(LOCAL_IDMAP_ROOTFS, 0755) < 0))
             r = -errno;
         if (r < 0)
-            failf(ret_error, r, "cannot create %s: %s", LOCAL_IDMAP_ROOTFS, strerror(-r));
+            failf(err, r, "cannot create %s: %s", LOCAL_IDMAP_ROOTFS, strerror(-r));
     }
     if (r == 0)
-        r = take_range(m, o->range, ret_error);
+        r = take_range(m, o->range, err);
     if (r < 0) {
         free(m->registry); /* nothing registered: do not touch the registry on free */
         m->registry = NULL;

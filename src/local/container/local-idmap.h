@@ -21,6 +21,8 @@
  * and /etc/subgid, nor contain 0 or 2^32 - 1. Not thread-safe: the reconciler thread owns it. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,9 +43,9 @@ typedef struct local_idmap_options {
 
 /* Takes the range (registry updated under its lock) and loads this state directory's slots.
  * *ret owned (local_idmap_free); NULL with 0 when o->range is "off". A negative errno with
- * *ret_error (owned) saying why a range is refused: overlap with a host account, a sub-id range
+ * *err (owned) saying why a range is refused: overlap with a host account, a sub-id range
  * or another asb serve, a bad value, or slots of this state directory outside the range. */
-int local_idmap_open(const local_idmap_options *o, local_idmap **ret, char **ret_error);
+int local_idmap_open(const local_idmap_options *o, local_idmap **ret, api_error *err);
 /* Drops this process's registry entry when no slot is left (else it stays, owned by the state
  * directory, for the next start to take over). NULL-safe; returns NULL. */
 local_idmap *local_idmap_free(local_idmap *m);

@@ -20,19 +20,7 @@
 
 #define REF_NAME "org.opencontainers.image.ref.name"
 
-static int failf(const char **ret_reason, char **ret_message, const char *reason, int err,
-                 const char *fmt, ...) _printf_(5, 6);
-static int failf(const char **ret_reason, char **ret_message, const char *reason, int err,
-                 const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    *ret_reason = reason;
-    if (vasprintf(ret_message, fmt, ap) < 0)
-        *ret_message = NULL;
-    va_end(ap);
-    return err < 0 ? err : -EINVAL;
-}
+#define failf(f, reason, ...) reconcile_fail(f, reason, false, __VA_ARGS__)
 
 /* "sha256:<hex>" -> "sha256-<hex>", or NULL when the digest is not plain [a-z0-9]+:[a-f0-9]+. */
 static char *digest_dirname(const char *digest)
@@ -72,16 +60,15 @@ static void image_env(const char *dir, json_t **ret_process)
  * umoci unpack into a temporary tree -> the tag checked again -> rename), each step failing with
  * its own reason and message for the Sandbox's status; the steps share the paths they build. */
 int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
-                    const char **ret_reason, char **ret_message)
+                    reconcile_failure *f)
 {
     static atomic_uint counter;
     *ret_rootfs = NULL;
-    *ret_message = NULL;
     if (ret_env)
         *ret_env = NULL;
     const char *NF = "ImageNotFound", *UF = "ImageUnpackFailed";
     if (!ref || ref[0] != '/')
-        return failf(ret_reason, ret_message, NF, -EINVAL,
+        return failf(f, NF, -EINVAL,
                      "image \"oci:%s\": oci: needs an absolute path to an OCI image layout",
                      ref ? ref : "");
 
@@ -96,7 +83,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
         tag = colon + 1;
     }
     if (!tag[0])
-        return failf(ret_reason, ret_message, NF, -EINVAL, "image \"oci:%s\": empty tag", ref);
+        return failf(f, NF, -EINVAL, "image \"oci:%s\": empty tag", ref);
 
     _cleanup_free_ char *index_path = NULL;
     if (asprintf(&index_path, "%s/index.json", layout) < 0)
@@ -106,10 +93,10 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     if (!index) {
         struct stat st;
         if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode))
-            return failf(ret_reason, ret_message, NF, -ENOENT,
+            return failf(f, NF, -ENOENT,
                          "image \"oci:%s\": %s is not a directory (no OCI image layout there)", ref,
                          layout);
-        return failf(ret_reason, ret_message, NF, -ENOENT,
+        return failf(f, NF, -ENOENT,
                      "image \"oci:%s\": %s is not an OCI image layout: cannot read index.json: %s",
                      ref, layout, jerr.text);
     }
@@ -126,14 +113,14 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
                         *digest_copy = digest ? strdup(digest) : NULL;
     json_decref(index);
     if (!digest)
-        return failf(ret_reason, ret_message, NF, -ENOENT,
+        return failf(f, NF, -ENOENT,
                      "image \"oci:%s\": tag \"%s\" not found in the OCI image layout %s", ref, tag,
                      layout);
     if (!digest_copy)
         return -ENOMEM;
     if (!dname)
-        return failf(ret_reason, ret_message, NF, -EINVAL,
-                     "image \"oci:%s\": tag \"%s\" has an invalid manifest digest", ref, tag);
+        return failf(f, NF, -EINVAL, "image \"oci:%s\": tag \"%s\" has an invalid manifest digest",
+                     ref, tag);
 
     _cleanup_free_ char *images = NULL, *final = NULL, *rootfs = NULL, *tmp = NULL,
                         *image_arg = NULL;
@@ -149,8 +136,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     }
     int k = mkdir_p(images, 0700);
     if (k < 0)
-        return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot create %s: %s", ref,
-                     images, strerror(-k));
+        return failf(f, UF, k, "image \"oci:%s\": cannot create %s: %s", ref, images, strerror(-k));
     if (asprintf(&tmp, "%s/.tmp-%s-%ld-%u", images, dname, (long)getpid(),
                  atomic_fetch_add(&counter, 1)) < 0 ||
         asprintf(&image_arg, "%s:%s", layout, tag) < 0)
@@ -167,10 +153,8 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
                 out[--n] = '\0';
         }
         if (k < 0)
-            return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot run umoci: %s",
-                         ref, strerror(-k));
-        return failf(ret_reason, ret_message, UF, -EIO,
-                     "image \"oci:%s\": umoci unpack failed (exit %d): %s", ref, k,
+            return failf(f, UF, k, "image \"oci:%s\": cannot run umoci: %s", ref, strerror(-k));
+        return failf(f, UF, -EIO, "image \"oci:%s\": umoci unpack failed (exit %d): %s", ref, k,
                      out && out[0] ? out : "no output");
     }
     /* The tag could have moved between our index.json read and umoci's: keep the tree only if
@@ -189,7 +173,7 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
     json_decref(meta);
     if (!same) {
         fs_rm_rf(tmp);
-        return failf(ret_reason, ret_message, UF, -EAGAIN,
+        return failf(f, UF, -EAGAIN,
                      "image \"oci:%s\": tag \"%s\" changed while it was unpacked; retrying at "
                      "the next resync",
                      ref, tag);
@@ -199,8 +183,8 @@ int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, j
         fs_rm_rf(tmp);
         /* Somebody else unpacked the same digest first: use theirs. */
         if (!(stat(rootfs, &st) == 0 && S_ISDIR(st.st_mode)))
-            return failf(ret_reason, ret_message, UF, k, "image \"oci:%s\": cannot rename %s: %s",
-                         ref, tmp, strerror(-k));
+            return failf(f, UF, k, "image \"oci:%s\": cannot rename %s: %s", ref, tmp,
+                         strerror(-k));
     }
     image_env(final, ret_env);
     *ret_rootfs = TAKE_PTR(rootfs);

@@ -8,15 +8,16 @@
 #include <jansson.h>
 
 #include "basic/time-util.h"
+#include "reconcile/reconcile.h"
 
 /* ref is what follows "oci:". On success *ret_rootfs (owned) is the unpacked rootfs and
  * *ret_env (owned, may be NULL when ret_env is NULL or unknown) the OCI runtime `process`
  * object umoci derived from the image config: `env` (["K=V"], from Env), `cwd` (WorkingDir,
  * "/" when unset) and `user` ({uid, gid}, from User). On
- * failure returns a negative errno with *ret_reason (static: ImageNotFound,
- * ImageUnpackFailed) and *ret_message (owned). */
+ * failure returns a negative errno, with *f set (reason ImageNotFound or ImageUnpackFailed)
+ * unless out of memory. */
 int local_image_oci(const char *state_dir, const char *ref, char **ret_rootfs, json_t **ret_env,
-                    const char **ret_reason, char **ret_message);
+                    reconcile_failure *f);
 
 /* Removes unpacked images under $ASB_STATE_DIR/images that no running container uses (in_use:
  * rootfs paths of running containers) and that were last used more than min_idle ago, plus

@@ -48,7 +48,7 @@ static int copy_ldd_line(char *line, const char *libdir, bool *ret_loader)
 }
 
 /* Copies binary into dir/bin/<name> and its libraries (from ldd) into dir/lib. */
-static int install_binary(const char *binary, const char *name, const char *dir, char **ret_error)
+static int install_binary(const char *binary, const char *name, const char *dir, api_error *err)
 {
     _cleanup_free_ char *bindir = NULL, *libdir = NULL, *bin = NULL, *out = NULL;
     if (asprintf(&bindir, "%s/bin", dir) < 0 || asprintf(&libdir, "%s/lib", dir) < 0 ||
@@ -62,31 +62,27 @@ static int install_binary(const char *binary, const char *name, const char *dir,
     if (r == 0)
         r = fs_copy_file(binary, bin, 0755);
     if (r < 0) {
-        if (asprintf(ret_error, "cannot install %s into %s: %s", binary, bindir, strerror(-r)) < 0)
-            *ret_error = NULL;
-        return r;
+        return api_error_set_errno(err, r, "cannot install %s into %s: %s", binary, bindir,
+                                   strerror(-r));
     }
     char *argv[] = {(char *)"ldd", (char *)binary, NULL};
     r = local_spawn_capture(argv, &out);
     if (r != 0) {
-        if (asprintf(ret_error, "ldd %s failed (%d): %s", binary, r, out ? out : "") < 0)
-            *ret_error = NULL;
-        return r < 0 ? r : -EIO;
+        return api_error_set_errno(err, r < 0 ? r : -EIO, "ldd %s failed (%d): %s", binary, r,
+                                   out ? out : "");
     }
     bool loader = false;
     char *save = NULL;
     for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         r = copy_ldd_line(line, libdir, &loader);
         if (r < 0) {
-            if (asprintf(ret_error, "cannot copy a library of %s: %s", binary, strerror(-r)) < 0)
-                *ret_error = NULL;
-            return r;
+            return api_error_set_errno(err, r, "cannot copy a library of %s: %s", binary,
+                                       strerror(-r));
         }
     }
     if (!loader) {
-        if (asprintf(ret_error, "%s: no " LOADER_NAME " in its ldd output", binary) < 0)
-            *ret_error = NULL;
-        return -ENOEXEC;
+        return api_error_set_errno(err, -ENOEXEC, "%s: no " LOADER_NAME " in its ldd output",
+                                   binary);
     }
     return 0;
 }
@@ -107,10 +103,9 @@ char *local_inject_toolbox_path(const char *sandboxd)
     return p;
 }
 
-int local_inject_prepare(const char *sandboxd, const char *dir, char **ret_error)
+int local_inject_prepare(const char *sandboxd, const char *dir, api_error *err)
 {
-    *ret_error = NULL;
-    int r = install_binary(sandboxd, "sandboxd", dir, ret_error);
+    int r = install_binary(sandboxd, "sandboxd", dir, err);
     if (r < 0)
         return r;
     /* The geminicli toolset's helper: optional unless named explicitly with ASB_TOOLBOX. */
@@ -120,5 +115,5 @@ int local_inject_prepare(const char *sandboxd, const char *dir, char **ret_error
     const char *e = getenv("ASB_TOOLBOX");
     if (access(toolbox, X_OK) < 0 && !(e && *e))
         return 0;
-    return install_binary(toolbox, LOCAL_INJECT_TOOLBOX, dir, ret_error);
+    return install_binary(toolbox, LOCAL_INJECT_TOOLBOX, dir, err);
 }

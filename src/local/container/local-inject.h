@@ -3,13 +3,15 @@
  * /.asb/{bin,lib}, so sandboxd runs in any rootfs (DESIGN.md, Decisions). */
 #pragma once
 
+#include "shared/status.h"
+
 #define LOCAL_INJECT_TOOLBOX "geminicli-toolbox"
 
 /* Copies sandboxd into dir/bin and its libraries into dir/lib; also geminicli-toolbox (from
  * local_inject_toolbox_path(), skipped when absent unless $ASB_TOOLBOX names it), run inside a
  * sandbox as `/.asb/lib/ld-linux-x86-64.so.2 --library-path /.asb/lib
- * /.asb/bin/geminicli-toolbox TOOL JSON` (docs/agent-toolbox.md). *ret_error owned on failure. */
-int local_inject_prepare(const char *sandboxd, const char *dir, char **ret_error);
+ * /.asb/bin/geminicli-toolbox TOOL JSON` (docs/agent-toolbox.md). *err owned on failure. */
+int local_inject_prepare(const char *sandboxd, const char *dir, api_error *err);
 
 /* $ASB_TOOLBOX, else geminicli-toolbox next to the sandboxd binary. Owned. */
 char *local_inject_toolbox_path(const char *sandboxd);

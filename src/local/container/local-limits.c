@@ -10,7 +10,7 @@
 #include "local/container/local-limits.h"
 
 static int parse_default(const char *flag, const char *env, const char *v, const char *builtin,
-                         bool millis, int64_t *ret, char **ret_error)
+                         bool millis, int64_t *ret, api_error *err)
 {
     if (!v)
         v = builtin;
@@ -20,27 +20,23 @@ static int parse_default(const char *flag, const char *env, const char *v, const
     }
     if (api_quantity_parse(v, millis ? API_RESOURCE_CPU : API_RESOURCE_MEMORY, ret) == 0)
         return 0;
-    if (asprintf(ret_error,
-                 "--%s (env %s): \"%s\" is not a Kubernetes quantity (e.g. %s; 0 or none: no "
-                 "default)",
-                 flag, env, v, builtin) < 0)
-        *ret_error = NULL;
-    return -EINVAL;
+    return api_error_set_errno(err, -EINVAL,
+                               "--%s (env %s): \"%s\" is not a Kubernetes quantity (e.g. %s; 0 "
+                               "or none: no default)",
+                               flag, env, v, builtin);
 }
 
 int local_limits_parse_defaults(const char *memory, const char *cpu, const char *ephemeral,
-                                local_limits *ret, char **ret_error)
+                                local_limits *ret, api_error *err)
 {
     local_limits l = {0};
-    *ret_error = NULL;
     int k;
     if ((k = parse_default("default-memory", "ASB_DEFAULT_MEMORY", memory,
-                           LOCAL_LIMITS_DEFAULT_MEMORY, false, &l.memory, ret_error)) < 0 ||
+                           LOCAL_LIMITS_DEFAULT_MEMORY, false, &l.memory, err)) < 0 ||
         (k = parse_default("default-cpu", "ASB_DEFAULT_CPU", cpu, LOCAL_LIMITS_DEFAULT_CPU, true,
-                           &l.cpu_millis, ret_error)) < 0 ||
+                           &l.cpu_millis, err)) < 0 ||
         (k = parse_default("default-ephemeral-storage", "ASB_DEFAULT_EPHEMERAL_STORAGE", ephemeral,
-                           LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE, false, &l.ephemeral,
-                           ret_error)) < 0)
+                           LOCAL_LIMITS_DEFAULT_EPHEMERAL_STORAGE, false, &l.ephemeral, err)) < 0)
         return k;
     *ret = l;
     return 0;

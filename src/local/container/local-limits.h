@@ -5,6 +5,8 @@
  * files, no logging. See docs/local-sandboxes.md "Resource limits". */
 #pragma once
 
+#include "shared/status.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,9 +26,9 @@ typedef struct local_limits {
 } local_limits;
 
 /* Parses the three defaults (NULL = the built-in LOCAL_LIMITS_DEFAULT_*; "0" or "none" = no
- * default for that resource). -EINVAL with *ret_error (owned) naming the flag and the value. */
+ * default for that resource). -EINVAL with *err (owned) naming the flag and the value. */
 int local_limits_parse_defaults(const char *memory, const char *cpu, const char *ephemeral,
-                                local_limits *ret, char **ret_error);
+                                local_limits *ret, api_error *err);
 
 /* The effective limits of a container (typed, may be NULL): each of its limits of memory, cpu
  * and ephemeral-storage when set, else the default (and then "defaulted"). */

@@ -427,14 +427,13 @@ static int parse_upstream(const char *spec, struct sockaddr_in *ret)
     return inet_pton(AF_INET, buf, &ret->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
-static void dns_start(local_dns *n, const char *upstream, const char **ret_why)
+static int dns_start(local_dns *n, const char *upstream, api_error *err)
 {
     int k = parse_upstream(upstream, &n->lim->upstream);
     if (k < 0) {
         log_warn("DNS forwarder off: no usable upstream resolver", "upstream",
                  upstream ? upstream : "/etc/resolv.conf");
-        *ret_why = "no DNS forwarder (no usable upstream resolver)";
-        return;
+        return api_error_set_errno(err, k, "no DNS forwarder (no usable upstream resolver)");
     }
     struct sockaddr_in sa = {
         .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(n->addr)};
@@ -451,13 +450,13 @@ static void dns_start(local_dns *n, const char *upstream, const char **ret_why)
         setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if (n->fd < 0 || bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
         (n->stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        log_warn("DNS forwarder off: cannot listen", "address", n->addr_s, "error",
-                 strerror(errno));
-        *ret_why = "no DNS forwarder (cannot listen on port 53 of the bridge address)";
+        k = -errno;
+        log_warn("DNS forwarder off: cannot listen", "address", n->addr_s, "error", strerror(-k));
         if (n->fd >= 0)
             close(n->fd);
         n->fd = -1;
-        return;
+        return api_error_set_errno(
+            err, k, "no DNS forwarder (cannot listen on port 53 of the bridge address)");
     }
     /* TCP (truncated answers, large records); off when it cannot listen, UDP still works. */
     n->tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -470,23 +469,23 @@ static void dns_start(local_dns *n, const char *upstream, const char **ret_why)
             n->tcp_fd = -1;
         }
     }
-    if (pthread_create(&n->thread, NULL, dns_thread, n) == 0)
-        n->started = true;
-    else
-        *ret_why = "no DNS forwarder (cannot start its thread)";
+    k = pthread_create(&n->thread, NULL, dns_thread, n);
+    if (k != 0)
+        return api_error_set_errno(err, -k, "no DNS forwarder (cannot start its thread)");
+    n->started = true;
+    return 0;
 }
 
-local_dns *local_dns_start(uint32_t addr, const char *upstream, const local_dns_limits *limits,
-                           const char **ret_why)
+int local_dns_start(uint32_t addr, const char *upstream, const local_dns_limits *limits,
+                    local_dns **ret, api_error *err)
 {
     local_dns *n = calloc(1, sizeof(*n));
     dns_limits *l = calloc(1, sizeof(*l));
-    *ret_why = NULL;
+    *ret = NULL;
     if (!n || !l) {
         free(n);
         free(l);
-        *ret_why = "no DNS forwarder (out of memory)";
-        return NULL;
+        return api_error_set_errno(err, -ENOMEM, "no DNS forwarder (out of memory)");
     }
     pthread_mutex_init(&l->lock, NULL);
     l->refs = 1;
@@ -505,18 +504,19 @@ local_dns *local_dns_start(uint32_t addr, const char *upstream, const local_dns_
     n->fd = n->tcp_fd = n->stop = -1;
     for (size_t i = 0; i < DNS_SLOTS; i++)
         n->slots[i].fd = -1;
-    dns_start(n, upstream, ret_why);
-    if (n->started) {
+    int k = dns_start(n, upstream, err);
+    if (k == 0) {
         char budget[96];
         snprintf(budget, sizeof(budget), "%u/s, burst %u, %u in flight", l->opt.rate, l->opt.burst,
                  l->opt.inflight);
         log_info("DNS forwarder on", "address", n->addr_s, "budget_per_sandbox", budget);
     }
-    if (!n->started) {
+    if (k < 0) {
         local_dns_stop(n);
-        return NULL;
+        return k;
     }
-    return n;
+    *ret = n;
+    return 0;
 }
 
 void local_dns_stop(local_dns *n)

@@ -3,6 +3,8 @@
  * budget per sandbox so that one sandbox cannot starve the others; its own thread. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <stdint.h>
 
 typedef struct local_dns local_dns;
@@ -19,9 +21,9 @@ typedef struct local_dns_limits {
 #define LOCAL_DNS_DEFAULT_INFLIGHT 32
 
 /* Listens on addr (host byte order) port 53 and relays to upstream ("IP" or "IP:PORT"; NULL: the
- * first IPv4 nameserver of /etc/resolv.conf); limits may be NULL (defaults). NULL when it cannot,
- * with *ret_why (static). */
-local_dns *local_dns_start(uint32_t addr, const char *upstream, const local_dns_limits *limits,
-                           const char **ret_why);
+ * first IPv4 nameserver of /etc/resolv.conf); limits may be NULL (defaults). *ret owned. When it
+ * cannot: a negative errno, with err saying "no DNS forwarder (...)". */
+int local_dns_start(uint32_t addr, const char *upstream, const local_dns_limits *limits,
+                    local_dns **ret, api_error *err);
 /* Stops the thread and frees; NULL is fine. */
 void local_dns_stop(local_dns *d);

@@ -7,12 +7,12 @@
 
 #include "local/net/local-net-internal.h"
 
-int net_nft_run(struct nft_ctx *ctx, const char *cmd, char **ret_error)
+int net_nft_run(struct nft_ctx *ctx, const char *cmd, api_error *err)
 {
     if (nft_run_cmd_from_buffer(ctx, cmd) == 0)
         return 0;
     const char *e = nft_ctx_get_error_buffer(ctx);
-    if (ret_error && asprintf(ret_error, "nft: %s", e && *e ? e : "failed") < 0)
-        *ret_error = NULL;
+    if (err)
+        api_error_set_errno(err, -EIO, "nft: %s", e && *e ? e : "failed");
     return -EIO;
 }

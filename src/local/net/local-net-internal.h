@@ -4,6 +4,8 @@
  * interface for anything else. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <nftables/libnftables.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -84,14 +86,14 @@ struct local_net {
      * budget: a flood is cut before it fills the forwarder's socket buffer, where the kernel
      * would drop every sandbox's queries alike. */
     unsigned dns_kernel_rate, dns_kernel_burst;
-    const char *dns_off; /* why there is none, or NULL */
+    api_error dns_off;   /* why there is none (message NULL: there is one) */
     unsigned max_conns;  /* concurrent connections of one sandbox (nft ct count) */
     unsigned conn_rate;  /* new connections per second of one sandbox */
     net_prepared prep;
 };
 
-/* Runs nft commands on ctx (one transaction); -EIO with *ret_error ("nft: ...") on failure. */
-int net_nft_run(struct nft_ctx *ctx, const char *cmd, char **ret_error);
+/* Runs nft commands on ctx (one transaction); -EIO with err ("nft: ...") on failure. */
+int net_nft_run(struct nft_ctx *ctx, const char *cmd, api_error *err);
 void net_ip_str(uint32_t ip, char out[16]);
 bool net_is_nsfs(const char *path);
 /* Whether a sandbox or a spare holds ip; the lowest free address of the pool, or 0. */
@@ -100,14 +102,14 @@ uint32_t net_allocate_ip(local_net *n);
 /* net/<uid> or net/spare-<id> (dir): the files ip and id, the namespace bound at dir/ns and the
  * links (net_link_sandbox) of network id at ip, on rtnl (the calling thread's). */
 int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
-                     uint32_t ip, char **ret_error);
+                     uint32_t ip, api_error *err);
 /* Deletes veth asv<id> (when rtnl), unmounts dir/ns and removes dir. */
 void net_network_destroy(net_rtnl *rtnl, const char *dir, const char *id);
 /* local-net-objects.c: a network's chains, counters and map elements in table inet <table>,
- * added in one transaction (0, or a negative errno with *ret_error), deleted in one (one by one
+ * added in one transaction (0, or a negative errno with err set), deleted in one (one by one
  * when that fails: a half-made network; 0, or the first failure other than -ENOENT). */
 int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip,
-                    char **ret_error);
+                    api_error *err);
 int net_objects_del(net_counters *c, const char *table, const char *id, uint32_t ip);
 /* Drops what the connection limits keep of ip (its elements of the dynamic sets s_conns and
  * s_rate), so that no trace of a removed sandbox's address stays in the table and its next
@@ -128,10 +130,10 @@ int net_rtnl_link_del(net_rtnl *r, const char *name);
 int net_rtnl_addr_replace(net_rtnl *r, int ifindex, uint32_t ip, int prefix);
 /* A sandbox's network: a new namespace bound at ns_path (IPv6 off, lo up), a veth pair asv<id>
  * (host, enslaved to bridge, isolated port, up) / eth0 (inside, ip/32, up, a route to gw on
- * the link and the default via gw). 0, or a negative errno with *ret_error ("rtnetlink: <step>
+ * the link and the default via gw). 0, or a negative errno with err ("rtnetlink: <step>
  * <name>: <reason>"); a half-made network is the caller's to remove (unmount ns_path). */
-int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip,
-                     uint32_t gw, const char *ns_path, char **ret_error);
+int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip, uint32_t gw,
+                     const char *ns_path, api_error *err);
 
 /* local-net-policy.c. */
 /* "a.b.c.d/n" (or a bare address as /32): network and prefix (host byte order). 0 or -EINVAL. */

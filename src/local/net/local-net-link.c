@@ -297,16 +297,16 @@ static int ns_new(const char *path, int *ret_ns_fd, net_rtnl **ret_rtnl, const c
     return 0;
 }
 
-static int fail(char **ret_error, const char *step, const char *name, int k)
+static int fail(api_error *err, const char *step, const char *name, int k)
 {
-    if (ret_error && asprintf(ret_error, "rtnetlink: %s%s%s: %s", step, name ? " " : "",
-                              name ? name : "", strerror(-k)) < 0)
-        *ret_error = NULL;
+    if (err)
+        api_error_set_errno(err, k, "rtnetlink: %s%s%s: %s", step, name ? " " : "",
+                            name ? name : "", strerror(-k));
     return k;
 }
 
 int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_t ip, uint32_t gw,
-                     const char *ns_path, char **ret_error)
+                     const char *ns_path, api_error *err)
 {
     char veth[16];
     snprintf(veth, sizeof(veth), "asv%s", id);
@@ -315,7 +315,7 @@ int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_
     const char *step = NULL;
     int k = ns_new(ns_path, &ns_fd, &in, &step);
     if (k < 0)
-        return fail(ret_error, step, ns_path, k);
+        return fail(err, step, ns_path, k);
     int br = 0, eth0 = 0, port = 0;
     /* Inside: lo (index 1 in every namespace) up. Host: the pair, its host end on the bridge
      * (down until isolated). Inside: eth0's /32, up, the gateway on the link, the default. */
@@ -339,5 +339,5 @@ int net_link_sandbox(net_rtnl *host, const char *bridge, const char *id, uint32_
              (k = port_isolate_up(host, port)) < 0)
         step = "isolated bridge port up";
     net_rtnl_free(in);
-    return k < 0 ? fail(ret_error, step, veth, k) : 0;
+    return k < 0 ? fail(err, step, veth, k) : 0;
 }

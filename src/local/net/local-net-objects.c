@@ -227,14 +227,12 @@ void net_objects_forget(net_counters *c, const char *table, uint32_t ip)
         (void)del_element(c, table, sets[i], ip); /* -ENOENT: never counted, or expired */
 }
 
-int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip,
-                    char **ret_error)
+int net_objects_add(net_counters *c, const char *table, const char *id, uint32_t ip, api_error *err)
 {
     int k = objects(c, table, id, ip, true, ALL_OBJECTS);
-    if (k < 0 && ret_error &&
-        asprintf(ret_error, "nftnl: adding the chains, counters and map elements of %s: %s", id,
-                 strerror(-k)) < 0)
-        *ret_error = NULL;
+    if (k < 0 && err)
+        api_error_set_errno(err, k, "nftnl: adding the chains, counters and map elements of %s: %s",
+                            id, strerror(-k));
     return k;
 }
 

@@ -126,13 +126,13 @@ static void reap_one(local_net *n)
 /* The chains, counters and map elements first, then namespace and veth: until the sandbox's
  * rules fill them, its chains are empty and the base table drops every packet from and to its
  * address. */
-static int build(local_net *n, const net_spare *sp, char **ret_error)
+static int build(local_net *n, const net_spare *sp, api_error *err)
 {
     _cleanup_free_ char *dir = spare_path(n, sp->id, NULL);
     if (!dir)
         return -ENOMEM;
-    int k = net_objects_add(n->prep.nfnl, n->table, sp->id, sp->ip, ret_error);
-    return k < 0 ? k : net_network_make(n, n->prep.rtnl, dir, sp->id, sp->ip, ret_error);
+    int k = net_objects_add(n->prep.nfnl, n->table, sp->id, sp->ip, err);
+    return k < 0 ? k : net_network_make(n, n->prep.rtnl, dir, sp->id, sp->ip, err);
 }
 
 /* The nft objects (when c), the namespace (and with it the veth pair) and the directory. */
@@ -184,10 +184,10 @@ static void *preparer(void *arg)
             continue;
         }
         pthread_mutex_unlock(p->lock);
-        _cleanup_free_ char *err = NULL;
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
         int k = build(n, &sp, &err);
         if (k < 0) {
-            log_warn("cannot prepare a sandbox network", "error", err ? err : strerror(-k));
+            log_warn("cannot prepare a sandbox network", "error", err.message ?: strerror(-k));
             destroy(n, p->nfnl, &sp);
         }
         pthread_mutex_lock(p->lock);

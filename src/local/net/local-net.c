@@ -46,9 +46,9 @@ void net_ip_str(uint32_t ip, char out[16])
 
 /* ---- helpers: nft, sysctl ---- */
 
-static int nft_run(local_net *n, const char *cmd, char **ret_error)
+static int nft_run(local_net *n, const char *cmd, api_error *err)
 {
-    return net_nft_run(n->nft, cmd, ret_error);
+    return net_nft_run(n->nft, cmd, err);
 }
 
 static int write_sysctl(const char *path, const char *v)
@@ -153,7 +153,7 @@ static void bridge_mac(local_net *n, bool exists, unsigned char ret[6], bool *re
 }
 
 /* The bridge (made, or its address pinned), up, with the gateway address. */
-static int setup_bridge(local_net *n, char **ret_error)
+static int setup_bridge(local_net *n, api_error *err)
 {
     int br = 0, k = net_rtnl_link_index(n->rtnl, n->bridge, &br);
     bool exists = k == 0, set_mac;
@@ -168,40 +168,36 @@ static int setup_bridge(local_net *n, char **ret_error)
         step = "setting the bridge up";
     else if ((k = net_rtnl_addr_replace(n->rtnl, br, n->gw, n->prefix)) < 0)
         step = "the bridge's address";
-    if (k < 0 && asprintf(ret_error, "rtnetlink: %s %s: %s", step, n->bridge, strerror(-k)) < 0)
-        return -ENOMEM;
+    if (k < 0)
+        return api_error_set_errno(err, k, "rtnetlink: %s %s: %s", step, n->bridge, strerror(-k));
     return k;
 }
 
 /* The nft table first (no nftables: nothing is changed on the host), then the bridge. */
-static int setup_host(local_net *n, char **ret_error)
+static int setup_host(local_net *n, api_error *err)
 {
     if (geteuid() != 0)
-        return asprintf(ret_error, "asb serve runs without root") < 0 ? -ENOMEM : -EPERM;
+        return api_error_set_errno(err, -EPERM, "asb serve runs without root");
     if (!(n->nft = nft_ctx_new(NFT_CTX_DEFAULT)))
-        return asprintf(ret_error, "cannot initialise libnftables") < 0 ? -ENOMEM : -EIO;
+        return api_error_set_errno(err, -EIO, "cannot initialise libnftables");
     nft_ctx_buffer_output(n->nft);
     nft_ctx_buffer_error(n->nft);
     int k = net_counters_open(&n->counters);
     if (k < 0)
-        return asprintf(ret_error, "cannot open a netfilter socket: %s", strerror(-k)) < 0
-                   ? -ENOMEM : k;
+        return api_error_set_errno(err, k, "cannot open a netfilter socket: %s", strerror(-k));
     if ((k = net_rtnl_open(&n->rtnl)) < 0)
-        return asprintf(ret_error, "cannot open an rtnetlink socket: %s", strerror(-k)) < 0
-                   ? -ENOMEM : k;
+        return api_error_set_errno(err, k, "cannot open an rtnetlink socket: %s", strerror(-k));
     _cleanup_free_ char *sys = NULL, *table = NULL;
     k = mkdir_p(n->net_dir, 0700);
     if (k < 0)
-        return asprintf(ret_error, "cannot create %s: %s", n->net_dir, strerror(-k)) < 0
-                   ? -ENOMEM : k;
+        return api_error_set_errno(err, k, "cannot create %s: %s", n->net_dir, strerror(-k));
     if (asprintf(&table, base_table_fmt, n->table, n->pool_s, n->bridge, n->max_conns,
                  n->conn_rate, n->conn_rate * LOCAL_NET_CONNECTION_BURST) < 0)
         return -ENOMEM;
-    if ((k = nft_run(n, table, ret_error)) < 0 || (k = setup_bridge(n, ret_error)) < 0)
+    if ((k = nft_run(n, table, err)) < 0 || (k = setup_bridge(n, err)) < 0)
         return k;
     if ((k = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0)
-        return asprintf(ret_error, "cannot enable IPv4 forwarding: %s", strerror(-k)) < 0
-                   ? -ENOMEM : k;
+        return api_error_set_errno(err, k, "cannot enable IPv4 forwarding: %s", strerror(-k));
     if (asprintf(&sys, "/proc/sys/net/ipv4/conf/%s/send_redirects", n->bridge) >= 0)
         write_sysctl(sys, "0");
     return 0;
@@ -277,9 +273,9 @@ static bool recorded_cidr(local_net *n, uint32_t *ret_net, int *ret_prefix)
 
 /* Claims the pod CIDR (docs/network.md, "Pod CIDR ownership"): the given one (explicit), else the
  * one this state dir recorded, else the first free /24 of LOCAL_NET_CIDR_POOL; refused
- * (-EADDRINUSE, *ret_error) when it overlaps a route or address of this network namespace or
+ * (-EADDRINUSE, err set) when it overlaps a route or address of this network namespace or
  * another asb serve's table. Our own bridge and table (same state dir) do not count. */
-static int claim_cidr(local_net *n, bool explicit, char **ret_error)
+static int claim_cidr(local_net *n, bool explicit, api_error *err)
 {
     struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
     local_net_cidr_uses uses = {0};
@@ -301,12 +297,11 @@ static int claim_cidr(local_net *n, bool explicit, char **ret_error)
         prefix = LOCAL_NET_CIDR_PICK_PREFIX;
         if (local_net_cidr_pick(&uses, &net) < 0) {
             local_net_cidr_uses_clear(&uses);
-            return asprintf(ret_error,
-                            "no free /%d in %s for the pod CIDR (every one overlaps a route, an "
-                            "address or another asb serve); give one with --pod-cidr",
-                            LOCAL_NET_CIDR_PICK_PREFIX, LOCAL_NET_CIDR_POOL) < 0
-                       ? -ENOMEM
-                       : -EADDRNOTAVAIL;
+            return api_error_set_errno(
+                err, -EADDRNOTAVAIL,
+                "no free /%d in %s for the pod CIDR (every one overlaps a route, an address or "
+                "another asb serve); give one with --pod-cidr",
+                LOCAL_NET_CIDR_PICK_PREFIX, LOCAL_NET_CIDR_POOL);
         }
         source = "picked";
     }
@@ -314,12 +309,10 @@ static int claim_cidr(local_net *n, bool explicit, char **ret_error)
     const char *what = local_net_cidr_conflict(&uses, net, prefix);
     k = 0;
     if (what)
-        k = asprintf(ret_error,
-                     "pod CIDR %s (%s) overlaps %s in this network namespace; choose another "
-                     "--pod-cidr",
-                     n->pool_s, source, what) < 0
-                ? -ENOMEM
-                : -EADDRINUSE;
+        k = api_error_set_errno(err, -EADDRINUSE,
+                                "pod CIDR %s (%s) overlaps %s in this network namespace; choose "
+                                "another --pod-cidr",
+                                n->pool_s, source, what);
     else if (strcmp(source, "picked") == 0)
         log_info("pod CIDR picked", "pod_cidr", n->pool_s, "pool", LOCAL_NET_CIDR_POOL);
     local_net_cidr_uses_clear(&uses);
@@ -329,17 +322,17 @@ static int claim_cidr(local_net *n, bool explicit, char **ret_error)
 /* Bridge networking: claims the pod CIDR and sets up the host under a machine-wide lock, so two
  * `asb serve`s starting at once never pick the same one. -EADDRINUSE/-EADDRNOTAVAIL: refused;
  * any other failure only turns networking off (n->unavailable). */
-static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
+static int start_bridge(local_net *n, bool explicit_cidr, api_error *err)
 {
     int lock = geteuid() == 0 ? local_net_cidr_lock() : -EPERM;
-    int k = geteuid() == 0 ? claim_cidr(n, explicit_cidr, ret_error) : 0;
+    int k = geteuid() == 0 ? claim_cidr(n, explicit_cidr, err) : 0;
     if (k < 0) {
         if (lock >= 0)
             close(lock);
         return k;
     }
-    char *err = NULL;
-    k = setup_host(n, &err);
+    _cleanup_(api_error_clearp) api_error herr = API_ERROR_INIT;
+    k = setup_host(n, &herr);
     if (k == 0) {
         _cleanup_free_ char *path = cidr_file(n), *line = NULL;
         if (!path || asprintf(&line, "%s\n", n->pool_s) < 0 || fs_write_file(path, line, 0600) < 0)
@@ -356,9 +349,9 @@ static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
         n->rtnl = net_rtnl_free(n->rtnl);
     }
     if (k < 0) {
-        if (asprintf(&n->unavailable, "networking unavailable: %s", err ? err : strerror(-k)) < 0)
+        if (asprintf(&n->unavailable, "networking unavailable: %s", herr.message ?: strerror(-k)) <
+            0)
             n->unavailable = NULL;
-        free(err);
         if (!n->unavailable)
             n->unavailable = strdup("networking unavailable");
         return 0;
@@ -366,7 +359,7 @@ static int start_bridge(local_net *n, bool explicit_cidr, char **ret_error)
     return 1;
 }
 
-int local_net_start(const local_net_options *o, local_net **ret, char **ret_error)
+int local_net_start(const local_net_options *o, local_net **ret, api_error *err)
 {
     local_net *n = calloc(1, sizeof(*n));
     if (!n)
@@ -387,9 +380,8 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
         return -ENOMEM;
     }
     if (!valid_ifname(n->bridge)) {
-        if (asprintf(ret_error, "bridge name \"%s\": 1-15 characters of [A-Za-z0-9_-]",
-                     n->bridge) < 0)
-            *ret_error = NULL;
+        api_error_set_errno(err, -EINVAL, "bridge name \"%s\": 1-15 characters of [A-Za-z0-9_-]",
+                            n->bridge);
         local_net_stop(n);
         return -EINVAL;
     }
@@ -398,8 +390,8 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     uint32_t net;
     int prefix;
     if (net_parse_cidr4(cidr, &net, &prefix) < 0 || prefix < 8 || prefix > 29) {
-        if (asprintf(ret_error, "pod CIDR \"%s\": want an IPv4 CIDR from /8 to /29", cidr) < 0)
-            *ret_error = NULL;
+        api_error_set_errno(err, -EINVAL, "pod CIDR \"%s\": want an IPv4 CIDR from /8 to /29",
+                            cidr);
         local_net_stop(n);
         return -EINVAL;
     }
@@ -408,14 +400,13 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
     if (strcmp(mode, "none") == 0) {
         n->unavailable = strdup("networking is off (asb serve --network=none)");
     } else if (strcmp(mode, "bridge") != 0) {
-        if (asprintf(ret_error, "--network \"%s\": want bridge or none", mode) < 0)
-            *ret_error = NULL;
+        api_error_set_errno(err, -EINVAL, "--network \"%s\": want bridge or none", mode);
         local_net_stop(n);
         return -EINVAL;
     } else {
-        int k = start_bridge(n, explicit_cidr, ret_error);
+        int k = start_bridge(n, explicit_cidr, err);
         if (k < 0) {
-            log_error("pod CIDR refused", "error", *ret_error ? *ret_error : strerror(-k));
+            log_error("pod CIDR refused", "error", err->message ?: strerror(-k));
             local_net_stop(n);
             return k;
         }
@@ -426,7 +417,7 @@ int local_net_start(const local_net_options *o, local_net **ret, char **ret_erro
             n->dns_kernel_burst = burst > 1000000 / 4 ? 1000000 : burst * 4;
             net_prepared_remove_stale(n); /* killed with networks prepared: not adopted */
             preload(n);
-            n->dns = local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns_off);
+            (void)local_dns_start(n->gw, o->dns_upstream, &o->dns_limits, &n->dns, &n->dns_off);
             int pk = net_prepared_start(n, o->lock, o->prepared);
             if (pk < 0)
                 log_warn("networks are not prepared ahead", "error", strerror(-pk));
@@ -452,6 +443,7 @@ local_net *local_net_stop(local_net *n)
         return NULL;
     net_prepared_stop(n);
     local_dns_stop(n->dns);
+    api_error_clear(&n->dns_off);
     if (n->nft)
         nft_ctx_free(n->nft);
     net_counters_free(n->counters);
@@ -590,7 +582,7 @@ uint32_t net_allocate_ip(local_net *n)
 }
 
 static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind, const json_t *tpl,
-                       bool fresh, char **ret_error)
+                       bool fresh, api_error *err)
 {
     _cleanup_free_ char *rules = NULL, *note = NULL, *cmd = NULL;
     int k = net_sandbox_rules(n, s, kind, tpl, &rules, &note);
@@ -602,7 +594,7 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
     /* Fresh: the chains, counters and map elements first. Until the rules below fill the
      * chains, a packet from or to the address falls through them to the base chains' drops
      * (as for a network prepared ahead). */
-    if (fresh && (k = net_objects_add(n->counters, t, id, s->ip, ret_error)) < 0)
+    if (fresh && (k = net_objects_add(n->counters, t, id, s->ip, err)) < 0)
         return k;
     k = asprintf(&cmd,
                  "flush chain inet %1$s o_%2$s\nflush chain inet %1$s i_%2$s\n"
@@ -610,7 +602,7 @@ static int apply_rules(local_net *n, net_sandbox *s, local_net_policy_kind kind,
                  t, id, rules);
     if (k < 0)
         return -ENOMEM;
-    if ((k = nft_run(n, cmd, ret_error)) < 0)
+    if ((k = nft_run(n, cmd, err)) < 0)
         return k;
     free(s->rules);
     s->rules = TAKE_PTR(rules);
@@ -657,7 +649,7 @@ static void remove_namespace(local_net *n, const char *uid, const char *id, uint
 }
 
 int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const char *id,
-                     uint32_t ip, char **ret_error)
+                     uint32_t ip, api_error *err)
 {
     char a[16];
     net_ip_str(ip, a);
@@ -669,26 +661,25 @@ int net_network_make(const local_net *n, net_rtnl *rtnl, const char *dir, const 
     int k;
     if ((k = mkdir_p(dir, 0700)) < 0 || (k = fs_write_file(ipf, ipline, 0600)) < 0 ||
         (k = fs_write_file(idf, idline, 0600)) < 0 || (k = fs_write_file(ns, "", 0600)) < 0)
-        return asprintf(ret_error, "cannot write %s: %s", dir, strerror(-k)) < 0 ? -ENOMEM : k;
-    return net_link_sandbox(rtnl, n->bridge, id, ip, n->gw, ns, ret_error);
+        return api_error_set_errno(err, k, "cannot write %s: %s", dir, strerror(-k));
+    return net_link_sandbox(rtnl, n->bridge, id, ip, n->gw, ns, err);
 }
 
 /* A network made for the sandbox now (no prepared one ready, or preparing is off): its rules
  * first (the base table drops everything from and to a pod address until then, and no process
  * of the sandbox runs before both are done), then namespace and veth. */
-static int make_network(local_net *n, net_sandbox *s, local_net_policy_kind kind,
-                        const json_t *tpl, char **ret_error)
+static int make_network(local_net *n, net_sandbox *s, local_net_policy_kind kind, const json_t *tpl,
+                        api_error *err)
 {
     _cleanup_free_ char *dir = sb_path(n, s->uid, NULL);
     if (!dir)
         return -ENOMEM;
     if (!(s->ip = net_allocate_ip(n)))
-        return asprintf(ret_error, "the pod CIDR %s has no free address", n->pool_s) < 0
-                   ? -ENOMEM : -ENOSPC;
+        return api_error_set_errno(err, -ENOSPC, "the pod CIDR %s has no free address", n->pool_s);
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    int k = apply_rules(n, s, kind, tpl, true, ret_error);
+    int k = apply_rules(n, s, kind, tpl, true, err);
     usec_t t1 = now_usec(CLOCK_MONOTONIC);
-    if (k < 0 || (k = net_network_make(n, n->rtnl, dir, s->id, s->ip, ret_error)) < 0)
+    if (k < 0 || (k = net_network_make(n, n->rtnl, dir, s->id, s->ip, err)) < 0)
         return k;
     char a[16], ms[2][32];
     net_ip_str(s->ip, a);
@@ -699,9 +690,8 @@ static int make_network(local_net *n, net_sandbox *s, local_net_policy_kind kind
     return 0;
 }
 
-int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
-                     const json_t *tpl, char **ret_netns, char **ret_nameserver,
-                     char **ret_error)
+int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind, const json_t *tpl,
+                     char **ret_netns, char **ret_nameserver, api_error *err)
 {
     *ret_netns = *ret_nameserver = NULL;
     if (n->unavailable || kind == NETPOL_UNMANAGED) {
@@ -732,14 +722,14 @@ int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
         if (net_prepared_take(n, uid, id, &ip) == 0) {
             memcpy(s->id, id, sizeof(id));
             s->ip = ip;
-            k = apply_rules(n, s, kind, tpl, false, ret_error);
+            k = apply_rules(n, s, kind, tpl, false, err);
         } else
-            k = make_network(n, s, kind, tpl, ret_error);
+            k = make_network(n, s, kind, tpl, err);
         if (k < 0) {
             local_net_detach(n, uid);
             return k;
         }
-    } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, ret_error)) < 0)
+    } else if ((k = apply_rules(n, s, kind, tpl, !s->rules, err)) < 0)
         return k;
     *ret_netns = TAKE_PTR(ns);
     bool dns = kind != NETPOL_CUSTOM ||
@@ -758,10 +748,12 @@ int local_net_refresh(local_net *n, const char *uid, local_net_policy_kind kind,
         return 0; /* changes of management need a new container: not done under it */
     if (!local_net_has_namespace(n, uid))
         return 0;
-    _cleanup_free_ char *netns = NULL, *ns = NULL, *err = NULL;
+    _cleanup_free_ char *netns = NULL, *ns = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int k = local_net_attach(n, uid, kind, tpl, &netns, &ns, &err);
     if (k < 0)
-        log_warn("cannot apply the network policy", "uid", uid, "error", err ? err : strerror(-k));
+        log_warn("cannot apply the network policy", "uid", uid, "error",
+                 err.message ?: strerror(-k));
     return k;
 }
 
@@ -823,32 +815,36 @@ static void counters(local_net *n, const char *id, long long *ret_eg, long long 
         *ret_ig = v;
 }
 
-void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
-                        const char **ret_status, const char **ret_reason, char **ret_message,
-                        long long *ret_blocked)
+void local_net_description_done(local_net_description *d)
 {
-    *ret_ip = NULL;
-    *ret_message = NULL;
-    *ret_blocked = -1;
+    free(d->ip);
+    free(d->message);
+    *d = (local_net_description){.blocked = -1};
+}
+
+void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind,
+                        local_net_description *ret)
+{
+    *ret = (local_net_description){.blocked = -1};
     net_sandbox *s = find_sb(n, uid);
     if (kind == NETPOL_UNMANAGED) {
-        *ret_status = "False";
-        *ret_reason = "Unmanaged";
-        *ret_message = strdup("networkPolicyManagement is Unmanaged: nothing enforces a policy "
+        ret->status = "False";
+        ret->reason = "Unmanaged";
+        ret->message = strdup("networkPolicyManagement is Unmanaged: nothing enforces a policy "
                               "locally, so the sandbox has loopback only");
         return;
     }
     if (n->unavailable || !s || !s->ip) {
-        *ret_status = "False";
-        *ret_reason = "NetworkUnavailable";
-        if (asprintf(ret_message, "%s: the sandbox has loopback only",
+        ret->status = "False";
+        ret->reason = "NetworkUnavailable";
+        if (asprintf(&ret->message, "%s: the sandbox has loopback only",
                      n->unavailable ? n->unavailable : "no network attached") < 0)
-            *ret_message = NULL;
+            ret->message = NULL;
         return;
     }
     char a[16];
     net_ip_str(s->ip, a);
-    *ret_ip = strdup(a);
+    ret->ip = strdup(a);
     long long eg, ig;
     counters(n, s->id, &eg, &ig);
     static const char *const what[] = {
@@ -860,13 +856,13 @@ void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kin
                            "ingress)",
         [NETPOL_CUSTOM] = "the template's networkPolicy",
     };
-    *ret_status = "True";
-    *ret_reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
-    *ret_blocked = MAX(eg, 0) + MAX(ig, 0);
-    if (asprintf(ret_message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
-                 *ret_blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "", s->note ? s->note : "",
-                 n->dns_off ? "; " : "", n->dns_off ? n->dns_off : "") < 0)
-        *ret_message = NULL;
+    ret->status = "True";
+    ret->reason = kind == NETPOL_CUSTOM ? "NetworkPolicy" : "SecureDefault";
+    ret->blocked = MAX(eg, 0) + MAX(ig, 0);
+    if (asprintf(&ret->message, "%s; blocked: %lld (egress %lld, ingress %lld)%s%s%s%s", what[kind],
+                 ret->blocked, MAX(eg, 0), MAX(ig, 0), s->note ? "; " : "", s->note ? s->note : "",
+                 n->dns_off.message ? "; " : "", n->dns_off.message ?: "") < 0)
+        ret->message = NULL;
 }
 
 /* ---- asb serve --cleanup ---- */

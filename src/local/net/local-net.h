@@ -10,6 +10,8 @@
  * ahead (local-net-prepared.c) have their own threads. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,8 +53,8 @@ typedef struct local_net_options {
 
 /* Sets up the bridge, the nft table and the DNS forwarder. Never fails for lack of root or
  * nftables: local_net_unavailable() then says why and every sandbox keeps loopback only.
- * -ENOMEM, or -EINVAL for a bad option (*ret_error). */
-int local_net_start(const local_net_options *o, local_net **ret, char **ret_error);
+ * -ENOMEM, or -EINVAL for a bad option (err). */
+int local_net_start(const local_net_options *o, local_net **ret, api_error *err);
 /* Stops the DNS forwarder; the bridge, the rules and the sandboxes' namespaces stay (running
  * sandboxes keep their network; the next `asb serve` adopts them). */
 local_net *local_net_stop(local_net *n);
@@ -74,10 +76,9 @@ local_net_policy_kind local_net_policy_of(const json_t *tpl, bool names_template
  * runs. *ret_netns: the namespace path for the OCI config (NULL: a private loopback-only
  * namespace); *ret_nameserver: the resolver for its /etc/resolv.conf (NULL: none). Reuses the
  * namespace and address when they exist already (adoption after a restart). Returns 0, or <0
- * with *ret_error: the sandbox must not start. */
-int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind,
-                     const json_t *tpl, char **ret_netns, char **ret_nameserver,
-                     char **ret_error);
+ * with err: the sandbox must not start. */
+int local_net_attach(local_net *n, const char *uid, local_net_policy_kind kind, const json_t *tpl,
+                     char **ret_netns, char **ret_nameserver, api_error *err);
 /* Re-applies the rules of an adopted sandbox (its container runs, its namespace exists) after a
  * restart, or after its template changed. No-op when nothing changed. */
 int local_net_refresh(local_net *n, const char *uid, local_net_policy_kind kind, const json_t *tpl);
@@ -100,13 +101,21 @@ void local_net_prepared_counts(local_net *n, unsigned *ret_ready, unsigned long 
 /* Whether the sandbox has a namespace from an earlier run (adoption). */
 bool local_net_has_namespace(local_net *n, const char *uid);
 
-/* The NetworkPolicyEnforced condition and the address of a sandbox. Strings owned by the
- * caller; *ret_ip NULL when the sandbox has none. *ret_blocked is the number of connections the
- * policy dropped (egress + ingress), -1 when nothing enforces one: the structured twin of the
- * count the message words, so nobody has to parse the message. */
-void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind, char **ret_ip,
-                        const char **ret_status, const char **ret_reason, char **ret_message,
-                        long long *ret_blocked);
+/* The NetworkPolicyEnforced condition and the address of a sandbox. */
+typedef struct local_net_description {
+    char *ip;           /* owned; NULL when the sandbox has none */
+    const char *status; /* static: "True", "False" */
+    const char *reason; /* static */
+    char *message;      /* owned; NULL when out of memory */
+    /* Connections the policy dropped (egress + ingress), -1 when nothing enforces one: the
+     * structured twin of the count the message words, so nobody has to parse the message. */
+    long long blocked;
+} local_net_description;
+
+/* Fills *ret (release with local_net_description_done). */
+void local_net_describe(local_net *n, const char *uid, local_net_policy_kind kind,
+                        local_net_description *ret);
+void local_net_description_done(local_net_description *d);
 
 /* The 64-bit FNV-1a of "<state_dir>/<what>", the seed of the bridge name, nft table, bridge MAC
  * and veth names of a state directory. Never change it: existing hosts hold names made from it.

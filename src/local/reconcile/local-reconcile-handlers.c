@@ -66,13 +66,8 @@ static int handler_index(local_reconciler *r, const char *binary, bool create, s
     return 0;
 }
 
-static int failf(rec_failure *f, int err, const char *fmt, const char *a, const char *b)
-{
-    f->reason = "ReconcilerError";
-    if (asprintf(&f->message, fmt, a, b) < 0)
-        f->message = NULL;
-    return err;
-}
+/* An error met while choosing the handler: Ready=False/ReconcilerError "Error seen: ...". */
+#define failf(f, ...) reconcile_fail(f, "ReconcilerError", true, __VA_ARGS__)
 
 int rec_handler_for_class(local_reconciler *r, const char *class_name, size_t *ret,
                           rec_failure *f)
@@ -81,22 +76,22 @@ int rec_handler_for_class(local_reconciler *r, const char *class_name, size_t *r
         *ret = 0;
         return 0;
     }
-    if (r->class_error)
-        return failf(f, -EINVAL, "Error seen: %s%s", r->class_error, "");
+    if (r->class_error.message)
+        return failf(f, -EINVAL, "%s", r->class_error.message);
     const char *binary = runtime_class_binary(r->classes, r->n_classes, class_name);
     if (!binary)
         return failf(f, -ENOENT,
-                     "Error seen: RuntimeClass \"%s\" not found%s (configure handlers with "
+                     "RuntimeClass \"%s\" not found (configure handlers with "
                      "ASB_RUNTIME_CLASSES=NAME=BINARY)",
-                     class_name, "");
+                     class_name);
     if (strcmp(binary, r->rt.binary) != 0 && !runtime_binary_available(binary))
         return failf(f, -EOPNOTSUPP,
-                     "Error seen: the handler \"%s\" of RuntimeClass \"%s\" is not installed on "
+                     "the handler \"%s\" of RuntimeClass \"%s\" is not installed on "
                      "this machine",
                      binary, class_name);
     int k = handler_index(r, binary, true, ret);
     if (k < 0)
-        return failf(f, k, "Error seen: %s%s", strerror(-k), "");
+        return failf(f, k, "%s", strerror(-k));
     return 0;
 }
 

@@ -37,7 +37,7 @@ typedef struct rec_job {
     char *ns, *name; /* the Sandbox whose finalizer goes when done; NULL: none (already gone) */
     oci_runtime rt;
     bool frozen;
-    int pidfd; /* the container's first process (rec_entry_pidfd), or -1 */
+    int pidfd; /* the container's first process (rec_entry_pidfd), or < 0 */
     struct rec_job *next;
 } rec_job;
 
@@ -55,11 +55,8 @@ typedef struct rec_pool {
     bool stop;
 } rec_pool;
 
-/* Why a sandbox is not running: reason/message for the Ready condition (owned message). */
-typedef struct rec_failure {
-    const char *reason;
-    char *message;
-} rec_failure;
+/* Why a sandbox is not running: the reason and error of its Ready condition. */
+typedef reconcile_failure rec_failure;
 
 /* One container start for the start workers (local-reconcile-start.c): the Sandbox as the loop
  * saw it and the runtime it runs under are copied in; the outcome comes back to the loop, which
@@ -113,7 +110,7 @@ struct local_reconciler {
     const api_kind *template_kind; /* its events re-apply network rules */
     char *state_dir;
     char *inject_dir;
-    char *inject_error; /* why sandboxd cannot be injected, or NULL */
+    api_error inject_error; /* why sandboxd cannot be injected (code STATUS_OK: it can) */
     const char *no_root;  /* set when running without root */
     local_net *net;       /* never NULL once started; may be "unavailable" */
     local_idmap *idmap;   /* borrowed; NULL: no user namespaces */
@@ -124,7 +121,7 @@ struct local_reconciler {
     size_t n_classes;
     oci_runtime *extra;
     size_t n_extra;
-    char *class_error; /* ASB_RUNTIME_CLASSES did not parse */
+    api_error class_error; /* why ASB_RUNTIME_CLASSES did not parse (message NULL: it did) */
     pthread_t thread;
     usec_t resync_interval;
     usec_t image_gc_idle;
@@ -170,7 +167,7 @@ bool rec_teardown_take_finalized(local_reconciler *r, const char *uid);
 void rec_pool_stop(local_reconciler *r, usec_t deadline);
 /* The teardown itself, on the calling thread: 0, or the error of runc delete (the container may
  * still exist; everything else was removed anyway). pidfd: the container's first process
- * (rec_entry_pidfd; borrowed), killed before runc delete; -1 leaves it all to runc.
+ * (rec_entry_pidfd; borrowed), killed before runc delete; < 0 leaves it all to runc.
  * *ret_times (may be NULL): where the time went. */
 typedef struct rec_teardown_times {
     usec_t kill;    /* the pidfd SIGKILL and the wait for the first process */

@@ -126,16 +126,16 @@ static char *path_of(local_reconciler *r, const char *area, const char *uid, con
 int rec_entry_pidfd(const rec_entry *e)
 {
     if (!e || e->pidfd < 0 || e->pid <= 0)
-        return -1;
+        return -ESRCH;
     int fd = (int)syscall(SYS_pidfd_open, e->pid, 0);
     if (fd < 0)
-        return -1;
+        return -errno;
     /* The entry's own pidfd has not fired after the new one was opened: the pid still named
      * the container's process then, so both refer to it. */
     struct pollfd p = {e->pidfd, POLLIN, 0};
     if (poll(&p, 1, 0) != 0) {
         close(fd);
-        return -1;
+        return -ESRCH;
     }
     return fd;
 }
@@ -144,13 +144,14 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
                      int pidfd, bool purge, rec_teardown_times *ret_times)
 {
     usec_t t0 = now_usec(CLOCK_MONOTONIC), t_kill, t_runtime;
-    _cleanup_free_ char *err = NULL, *run = path_of(r, "run", uid, NULL),
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
                         *base = path_of(r, "sandboxes", uid, NULL),
                         *bundle = path_of(r, "sandboxes", uid, "bundle"),
                         *vols = path_of(r, "volumes", uid, NULL);
     if (frozen && !r->no_root) {
         /* Thaw first: a frozen container cannot act on the SIGKILL of runc delete. */
-        _cleanup_free_ char *rerr = NULL;
+        _cleanup_(api_error_clearp) api_error rerr = API_ERROR_INIT;
         oci_resume(rt, uid, &rerr);
     }
     /* runc delete --force kills every process and removes the container's cgroups; with the
@@ -161,7 +162,7 @@ int rec_teardown_run(local_reconciler *r, const char *uid, const oci_runtime *rt
     int k = r->no_root ? 0 : oci_delete(rt, uid, &err);
     t_runtime = now_usec(CLOCK_MONOTONIC);
     if (k < 0)
-        log_warn("cannot delete container", "uid", uid, "error", err ? err : strerror(-k));
+        log_warn("cannot delete container", "uid", uid, "error", err.message ?: strerror(-k));
     else {
         /* runc gives up on cgroups whose processes are still dying: finish its job. */
         (void)local_cleanup_sandbox_cgroups(uid, NULL);
@@ -265,18 +266,9 @@ local_net_policy_kind rec_net_policy(local_reconciler *r, const json_t *sb, json
     return local_net_policy_of(*ret_tpl, true);
 }
 
-static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ...)
-    _printf_(4, 5);
-static int fail(rec_failure *f, const char *reason, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    f->reason = reason;
-    if (vasprintf(&f->message, fmt, ap) < 0)
-        f->message = NULL;
-    va_end(ap);
-    return err < 0 ? err : -EINVAL;
-}
+#define fail(f, reason, ...) reconcile_fail(f, reason, false, __VA_ARGS__)
+/* An error met while reconciling: Ready reads "Error seen: <message>". */
+#define fail_seen(f, reason, ...) reconcile_fail(f, reason, true, __VA_ARGS__)
 
 /* Resolves the image: *ret_rootfs NULL for `host`, else an owned path. */
 static int resolve_image(const char *state_dir, const char *image, char **ret_rootfs,
@@ -299,15 +291,10 @@ static int resolve_image(const char *state_dir, const char *image, char **ret_ro
         return *ret_rootfs ? 0 : -ENOMEM;
     }
     if (strncmp(image, "oci:", 4) == 0) {
-        const char *reason = NULL;
-        char *msg = NULL;
-        int k = local_image_oci(state_dir, image + 4, ret_rootfs, ret_env, &reason, &msg);
-        if (k < 0) {
-            f->reason = reason ? reason : "ImageUnpackFailed";
-            f->message = msg;
-            if (!f->message && asprintf(&f->message, "image \"%s\": %s", image, strerror(-k)) < 0)
-                f->message = NULL;
-        }
+        int k = local_image_oci(state_dir, image + 4, ret_rootfs, ret_env, f);
+        if (k < 0 && !f->error.message)
+            return fail(f, f->reason ?: "ImageUnpackFailed", k, "image \"%s\": %s", image,
+                        strerror(-k));
         return k;
     }
     return fail(f, "ImageNotSupported", -EOPNOTSUPP,
@@ -433,15 +420,16 @@ static int make_dirs(local_reconciler *r, const char *uid, uid_t u, gid_t g, int
                      local_scratch *ret, rec_failure *f)
 {
     _cleanup_free_ char *run = path_of(r, "run", uid, NULL),
-                        *base = path_of(r, "sandboxes", uid, NULL), *err = NULL;
+                        *base = path_of(r, "sandboxes", uid, NULL);
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (!run || !base)
         return -ENOMEM;
     int k = mkdir_p(run, 0700);
     if (k == 0)
         k = local_scratch_prepare(r->state_dir, base, ephemeral, u, g, ret, &err);
     if (k < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot create the sandbox directories: %s",
-                    err ? err : strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot create the sandbox directories: %s",
+                         err.message ?: strerror(-k));
     return 0;
 }
 
@@ -456,9 +444,10 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
 {
     const char *uid = api_meta_string(sb, "uid");
     _cleanup_free_ char *marker = path_of(r, "sandboxes", uid, LOCAL_SNAPSHOT_SEEDED),
-                        *content = NULL, *msg = NULL;
+                        *content = NULL, *note = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (!marker)
-        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+        return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     _cleanup_fclose_ FILE *old = fopen(marker, "re");
     if (old) {
         char line[4096];
@@ -467,13 +456,14 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
             overlay |= i == 2 && strcmp(line, "overlay\n") == 0;
         if (!overlay)
             return 0;
-        int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, true, &msg);
-        return k < 0 ? fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",
-                            msg ? msg : strerror(-k))
+        int k = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, true, &note,
+                                    &err);
+        return k < 0 ? fail_seen(f, "SnapshotRestoreFailed", k, "%s", err.message ?: strerror(-k))
                      : 0;
     }
     usec_t start = now_usec(CLOCK_MONOTONIC);
-    int mode = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &msg),
+    int mode = local_snapshot_seed(r->state_dir, snap_uid, workspace, vols, ns_start, false, &note,
+                                   &err),
         k = mode < 0 ? mode : 0;
     if (k == 0 && asprintf(&content, "%s\n%s\n%s", snap_uid, base_image ? base_image : "host",
                            mode == LOCAL_SNAPSHOT_SEED_OVERLAY ? "overlay\n" : "") < 0)
@@ -481,8 +471,8 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
     if (k == 0)
         k = fs_write_file(marker, content, 0644);
     if (k < 0)
-        return fail(f, "SnapshotRestoreFailed", k, "Error seen: %s",
-                    msg ? msg : strerror(-k));
+        return fail_seen(f, "SnapshotRestoreFailed", k, "%s",
+                         (mode < 0 ? err.message : note) ?: strerror(-k));
     double took = (double)(now_usec(CLOCK_MONOTONIC) - start) / 1e6;
     if (mode == LOCAL_SNAPSHOT_SEED_OVERLAY)
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
@@ -493,7 +483,7 @@ static int seed_once(local_reconciler *r, const json_t *sb, const char *snap_nam
     else
         local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_NORMAL, "SnapshotSeeded",
                            "Seed", "files of SandboxSnapshot \"%s\" copied in %.3fs: %s", snap_name,
-                           took, msg ? msg : "no overlays here");
+                           took, note ? note : "no overlays here");
     return 0;
 }
 
@@ -503,7 +493,7 @@ static int make_volumes(local_reconciler *r, const json_t *sb, const char *vols,
 {
     for (size_t i = 0; names[i]; i++) {
         int64_t bytes;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
         int k = local_volume_request(sb, i, &bytes);
         if (k < 0)
             return fail(f, "ReconcilerError", k,
@@ -512,7 +502,7 @@ static int make_volumes(local_reconciler *r, const json_t *sb, const char *vols,
                         i);
         if ((k = local_volume_prepare(r->state_dir, vols, names[i], bytes, u, g, &err)) < 0)
             return fail(f, "ReconcilerError", k, "cannot prepare volume \"%s\": %s", names[i],
-                        err ? err : strerror(-k));
+                        err.message ?: strerror(-k));
     }
     return 0;
 }
@@ -561,11 +551,12 @@ static int stage_volumes(local_reconciler *r, const char *uid, const char *vols,
 static int preconditions(local_reconciler *r, const json_t *sb, rec_failure *f)
 {
     if (!api_meta_string(sb, "uid") || !api_meta_string(sb, "name"))
-        return fail(f, "ReconcilerError", -EINVAL, "Error seen: the Sandbox has no metadata.uid");
+        return fail_seen(f, "ReconcilerError", -EINVAL, "the Sandbox has no metadata.uid");
     if (r->no_root)
-        return fail(f, "ReconcilerError", -EPERM, "Error seen: %s", r->no_root);
-    if (r->inject_error)
-        return fail(f, "ReconcilerError", -ENOENT, "Error seen: %s", r->inject_error);
+        return fail_seen(f, "ReconcilerError", -EPERM, "%s", r->no_root);
+    if (r->inject_error.code != STATUS_OK)
+        return fail_seen(f, "ReconcilerError", -ENOENT, "%s",
+                         r->inject_error.message ?: "cannot inject sandboxd");
     return 0;
 }
 
@@ -606,27 +597,24 @@ void rec_entry_set_limits(rec_entry *e, const local_limits *l)
     e->limits_read = true;
 }
 
-/* Why the bind sources could not be staged for runsc (owned, NULL on ENOMEM). */
-static char *stage_error(int k)
+/* Why the bind sources could not be staged for runsc. */
+static int stage_error(int k, api_error *err)
 {
-    char *m = NULL;
-    if (asprintf(&m, "cannot stage the mounts' sources at %s: %s", LOCAL_BUNDLE_STAGE_DIR,
-                 strerror(-k)) < 0)
-        m = NULL;
-    return m;
+    return api_error_set_errno(err, k, "cannot stage the mounts' sources at %s: %s",
+                               LOCAL_BUNDLE_STAGE_DIR, strerror(-k));
 }
 
 /* A failed `run` of the runtime: the message names the RuntimeClass and its handler, so that
  * an error of runsc is never read as one of runc. */
-static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const char *err,
+static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const api_error *err,
                         rec_failure *f)
 {
     const char *cls = pod->runtime_class_name;
-    const char *what = err ? err : strerror(-k);
+    const char *what = err->message ?: strerror(-k);
     if (!cls || !*cls)
-        return fail(f, "ReconcilerError", k, "Error seen: %s", what);
-    return fail(f, "ReconcilerError", k, "Error seen: RuntimeClass \"%s\" (handler %s): %s", cls,
-                oci_runtime_program(rt), what);
+        return fail_seen(f, "ReconcilerError", k, "%s", what);
+    return fail_seen(f, "ReconcilerError", k, "RuntimeClass \"%s\" (handler %s): %s", cls,
+                     oci_runtime_program(rt), what);
 }
 
 /* A bridge-networked sandbox under runsc: what it would need, instead of a failure of runsc's
@@ -634,14 +622,15 @@ static int fail_runtime(const api_pod *pod, const oci_runtime *rt, int k, const 
 static int gvisor_refuse_network(const api_pod *pod, rec_failure *f)
 {
     const char *cls = pod->runtime_class_name;
-    return fail(f, "ReconcilerError", -EOPNOTSUPP,
-                "Error seen: RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes: "
-                "asb serve starts runsc with --network=none, as runsc --network=sandbox of "
-                "Debian 12 (release 20221219) refuses the network namespace of a 6.x kernel "
-                "(fixed in gVisor release-20240807.0) and --network=host would hand the sandbox "
-                "the host kernel's network stack. Run asb serve with --network none, or give the "
-                "sandbox a template with networkPolicyManagement: Unmanaged",
-                cls ? cls : "runsc");
+    return fail_seen(
+        f, "ReconcilerError", -EOPNOTSUPP,
+        "RuntimeClass \"%s\" (handler runsc) runs loopback-only sandboxes: "
+        "asb serve starts runsc with --network=none, as runsc --network=sandbox of "
+        "Debian 12 (release 20221219) refuses the network namespace of a 6.x kernel "
+        "(fixed in gVisor release-20240807.0) and --network=host would hand the sandbox "
+        "the host kernel's network stack. Run asb serve with --network none, or give the "
+        "sandbox a template with networkPolicyManagement: Unmanaged",
+        cls ? cls : "runsc");
 }
 
 /* Back from the sandbox's network namespace (local_userns_netns_enter), or abort: this thread
@@ -740,11 +729,11 @@ static int mat_pod(mat_run *m, rec_failure *f)
 {
     int k = api_sandbox_spec_parse(m->sb, NULL, &m->spec);
     if (k < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: %s",
-                    k == -ENOMEM ? "out of memory"
-                                 : "a resource quantity of the pod spec does "
-                                   "not parse (stored before admission checked "
-                                   "it): fix the spec");
+        return fail_seen(f, "ReconcilerError", k, "%s",
+                         k == -ENOMEM ? "out of memory"
+                                      : "a resource quantity of the pod spec does "
+                                        "not parse (stored before admission checked "
+                                        "it): fix the spec");
     m->pod = m->spec->pod_template.pod;
     m->ctr = m->pod->n_containers ? &m->pod->containers[0] : NULL;
     return preconditions(m->r, m->sb, f);
@@ -760,14 +749,11 @@ static int mat_image(mat_run *m, rec_failure *f)
     int k;
     if (image_ref &&
         strncmp(image_ref, LOCAL_SNAPSHOT_IMAGE_PREFIX, strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX)) == 0) {
-        const char *reason = NULL;
         m->snap_name = image_ref + strlen(LOCAL_SNAPSHOT_IMAGE_PREFIX);
         k = local_snapshot_resolve(r->store, api_meta_string(m->sb, "namespace"), m->snap_name,
-                                   &m->snap_uid, &m->snap_image, &reason, &f->message);
-        if (k < 0) {
-            f->reason = reason;
+                                   &m->snap_uid, &m->snap_image, f);
+        if (k < 0)
             return k;
-        }
         image_ref = m->snap_image;
     }
     bool unpack = image_ref && strncmp(image_ref, "oci:", 4) == 0;
@@ -791,8 +777,8 @@ static int mat_image(mat_run *m, rec_failure *f)
             m->wd = NULL;
     }
     if (m->wd && m->wd[0] != '/')
-        return fail(f, "ReconcilerError", -EINVAL,
-                    "Error seen: workingDir \"%s\" must be an absolute path", m->wd);
+        return fail_seen(f, "ReconcilerError", -EINVAL,
+                         "workingDir \"%s\" must be an absolute path", m->wd);
     return 0;
 }
 
@@ -809,15 +795,15 @@ static int mat_user_and_dirs(mat_run *m, rec_failure *f)
     m->t_prep = now_usec(CLOCK_MONOTONIC);
     if (r->idmap) {
         if (m->u >= LOCAL_IDMAP_SLOT || m->g >= LOCAL_IDMAP_SLOT)
-            return fail(f, "ReconcilerError", -EINVAL,
-                        "Error seen: runAsUser %u / runAsGroup %u: the sandbox's user namespace "
-                        "maps ids 0-%u only",
-                        (unsigned)m->u, (unsigned)m->g, LOCAL_IDMAP_SLOT - 1);
+            return fail_seen(f, "ReconcilerError", -EINVAL,
+                             "runAsUser %u / runAsGroup %u: the sandbox's user namespace "
+                             "maps ids 0-%u only",
+                             (unsigned)m->u, (unsigned)m->g, LOCAL_IDMAP_SLOT - 1);
         if ((k = local_idmap_get(r->idmap, m->uid, &m->ns_start)) < 0)
-            return fail(f, "ReconcilerError", k,
-                        "Error seen: no user namespace id range for the sandbox: %s",
-                        k == -ENOSPC ? "every slot of this asb serve's --userns-range is taken"
-                                     : strerror(-k));
+            return fail_seen(f, "ReconcilerError", k,
+                             "no user namespace id range for the sandbox: %s",
+                             k == -ENOSPC ? "every slot of this asb serve's --userns-range is taken"
+                                          : strerror(-k));
     }
     m->hu = (uid_t)(m->ns_start + m->u);
     m->hg = (gid_t)(m->ns_start + m->g);
@@ -833,12 +819,12 @@ static int mat_user_and_dirs(mat_run *m, rec_failure *f)
 static int mat_volumes(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *verr = NULL;
+    _cleanup_(api_error_clearp) api_error verr = API_ERROR_INIT;
     int k;
     if (!(m->vols = path_of(r, "volumes", m->uid, NULL)))
-        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+        return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     if ((k = local_bundle_volumes(m->sb, m->vols, &m->vv, &m->nvv, &m->vnames, &verr)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: %s", verr ? verr : strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "%s", verr.message ?: strerror(-k));
     if ((k = make_volumes(r, m->sb, m->vols, m->vnames, m->hu, m->hg, f)) < 0)
         return k;
     if (m->snap_uid && (k = seed_once(r, m->sb, m->snap_name, m->snap_uid, m->snap_image,
@@ -853,10 +839,10 @@ static int mat_volumes(mat_run *m, rec_failure *f)
 static int mat_main_process(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *merr = NULL;
+    _cleanup_(api_error_clearp) api_error merr = API_ERROR_INIT;
     m->base = path_of(r, "sandboxes", m->uid, NULL);
     if (!m->base || local_bundle_main_argv(m->ctr ? m->ctr->json : NULL, &m->main_argv, &merr) < 0)
-        return fail(f, "ReconcilerError", -EINVAL, "Error seen: %s", merr ? merr : "out of memory");
+        return fail_seen(f, "ReconcilerError", -EINVAL, "%s", merr.message ?: "out of memory");
     if (!m->main_argv)
         return 0;
     _cleanup_free_ char *exitf = path_of(r, "sandboxes", m->uid, "main/exit");
@@ -864,8 +850,8 @@ static int mat_main_process(mat_run *m, rec_failure *f)
     if (exitf)
         unlink(exitf);
     if (k < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot create %s/main: %s", m->base,
-                    strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot create %s/main: %s", m->base,
+                         strerror(-k));
     rec_watch_main(r, m->uid);
     return 0;
 }
@@ -883,7 +869,7 @@ static int mat_paths(mat_run *m, rec_failure *f)
         asprintf(&m->ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&m->ilib, "%s/lib", r->inject_dir) < 0 ||
         asprintf(&m->cg, "/asb/%s", m->uid) < 0 || asprintf(&m->pidfile, "%s/pid", m->bundle) < 0)
-        return fail(f, "ReconcilerError", -ENOMEM, "Error seen: out of memory");
+        return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     return 0;
 }
 
@@ -895,7 +881,7 @@ static int mat_paths(mat_run *m, rec_failure *f)
 static int mat_network(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *nerr = NULL;
+    _cleanup_(api_error_clearp) api_error nerr = API_ERROR_INIT;
     local_net_policy_kind nk = rec_net_policy(r, m->sb, &m->tpl);
     m->t_net = now_usec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->net_lock);
@@ -903,20 +889,21 @@ static int mat_network(mat_run *m, rec_failure *f)
     pthread_mutex_unlock(&r->net_lock);
     m->t_net = now_usec(CLOCK_MONOTONIC) - m->t_net; /* the lock's wait included */
     if (k < 0)
-        return fail(f, "NetworkSetupFailed", k, "Error seen: cannot set up the network: %s",
-                    nerr ? nerr : strerror(-k));
+        return fail_seen(f, "NetworkSetupFailed", k, "cannot set up the network: %s",
+                         nerr.message ?: strerror(-k));
     m->gvisor = oci_runtime_is_runsc(m->rt);
     if (m->gvisor && m->netns)
         return gvisor_refuse_network(m->pod, f);
     if (m->gvisor && (!(m->run_dir = path_of(r, "run", m->uid, NULL)) ||
                       (k = local_gvisor_prepare(m->run_dir, m->hu, m->hg, &m->box)) < 0))
-        return fail(f, "ReconcilerError", m->run_dir ? k : -ENOMEM,
-                    "Error seen: cannot prepare the socket directory of %s: %s",
-                    m->run_dir ? m->run_dir : "the sandbox", strerror(m->run_dir ? -k : ENOMEM));
+        return fail_seen(f, "ReconcilerError", m->run_dir ? k : -ENOMEM,
+                         "cannot prepare the socket directory of %s: %s",
+                         m->run_dir ? m->run_dir : "the sandbox",
+                         strerror(m->run_dir ? -k : ENOMEM));
     if (r->idmap && oci_is_runc(m->rt) &&
         (k = local_userns_hold(m->ns_start, LOCAL_IDMAP_SLOT, &m->uns)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot create the user namespace: %s",
-                    strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot create the user namespace: %s",
+                         strerror(-k));
     return 0;
 }
 
@@ -958,13 +945,13 @@ static int mat_bundle(mat_run *m, rec_failure *f)
         .gvisor = m->gvisor,
         .socket_dir = m->box,
     };
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     m->t_bundle = now_usec(CLOCK_MONOTONIC);
     int k = local_bundle_write_staged(&bp, &m->root,
                                       m->gvisor && r->idmap ? &m->gvisor_binds : NULL, &err);
     m->t_bundle = now_usec(CLOCK_MONOTONIC) - m->t_bundle;
     if (k < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: %s", err ? err : strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "%s", err.message ?: strerror(-k));
     return 0;
 }
 
@@ -979,21 +966,19 @@ static int mat_fds(mat_run *m, rec_failure *f)
     int k;
     if (!m->gvisor && ((k = listen_unix(m->rest, &m->rest_fd)) < 0 ||
                        (k = listen_unix(m->grpc, &m->grpc_fd)) < 0))
-        return fail(f, "ReconcilerError", k, "Error seen: cannot listen on %s: %s",
-                    m->rest_fd < 0 ? m->rest : m->grpc, strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot listen on %s: %s",
+                         m->rest_fd < 0 ? m->rest : m->grpc, strerror(-k));
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) < 0)
-        return fail(f, "ReconcilerError", -errno, "Error seen: cannot create a pipe: %s",
-                    strerror(errno));
+        return fail_seen(f, "ReconcilerError", -errno, "cannot create a pipe: %s", strerror(errno));
     m->out_r = pp[0];
     m->out_w = pp[1];
     if (!m->main_dir)
         return 0;
     m->main_log = path_of(m->r, "sandboxes", m->uid, "main.log");
     if (!m->main_log || pipe2(pp, O_CLOEXEC) < 0)
-        return fail(f, "ReconcilerError", m->main_log ? -errno : -ENOMEM,
-                    "Error seen: cannot create a pipe: %s",
-                    m->main_log ? strerror(errno) : "no memory");
+        return fail_seen(f, "ReconcilerError", m->main_log ? -errno : -ENOMEM,
+                         "cannot create a pipe: %s", m->main_log ? strerror(errno) : "no memory");
     m->main_r = pp[0];
     m->main_w = pp[1];
     return 0;
@@ -1006,7 +991,7 @@ static int mat_fds(mat_run *m, rec_failure *f)
 static int mat_launch(mat_run *m, rec_failure *f)
 {
     local_reconciler *r = m->r;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int k;
     /* The container gets both ends: it writes to 5 and sandboxd holds 6 (local-runtime-oci.h). */
     const int main_fds[2] = {m->main_w, m->main_r};
@@ -1014,27 +999,25 @@ static int mat_launch(mat_run *m, rec_failure *f)
     /* runc only: runsc applies no limits to a cgroup that exists already, and its network
      * stack's buffers are the Sentry's own memory, which the memory limit counts anyway. */
     if (oci_is_runc(m->rt) && (k = local_tcpmem_limit(m->cg, m->lim.memory)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot limit the TCP buffers of %s: %s",
-                    m->cg, strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot limit the TCP buffers of %s: %s", m->cg,
+                         strerror(-k));
     int netns_saved = -1;
     if (m->uns.pid > 0 && m->netns && (k = local_userns_netns_enter(m->netns, &netns_saved)) < 0)
-        return fail(f, "ReconcilerError", k, "Error seen: cannot enter %s: %s", m->netns,
-                    strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot enter %s: %s", m->netns, strerror(-k));
     local_idmap_stage stage = {-1, -1};
     if (r->idmap && (k = local_idmap_stage_enter(m->root, &stage)) < 0) {
         rec_netns_leave(&netns_saved);
-        return fail(f, "ReconcilerError", k, "Error seen: cannot stage the rootfs at %s: %s",
-                    LOCAL_IDMAP_ROOTFS, strerror(-k));
+        return fail_seen(f, "ReconcilerError", k, "cannot stage the rootfs at %s: %s",
+                         LOCAL_IDMAP_ROOTFS, strerror(-k));
     }
     if (m->gvisor_binds && (k = local_gvisor_stage_binds(m->gvisor_binds)) < 0)
-        err = stage_error(k);
+        stage_error(k, &err);
     else
         k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
                              m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
     if (k == -EEXIST) {
-        _cleanup_free_ char *derr = NULL;
-        free(err);
-        err = NULL;
+        _cleanup_(api_error_clearp) api_error derr = API_ERROR_INIT;
+        api_error_clear(&err);
         oci_delete(m->rt, m->uid, &derr);
         k = oci_run_detached(m->rt, m->uid, m->bundle, m->rest_fd, m->grpc_fd,
                              m->main_r >= 0 ? main_fds : NULL, m->out_w, m->out_r, &err);
@@ -1049,7 +1032,7 @@ static int mat_launch(mat_run *m, rec_failure *f)
         }
     }
     rec_netns_leave(&netns_saved);
-    return k < 0 ? fail_runtime(m->pod, m->rt, k, err, f) : 0;
+    return k < 0 ? fail_runtime(m->pod, m->rt, k, &err, f) : 0;
 }
 
 /* After a run: the output collected, the pid, gVisor's sockets published, what it was given,
@@ -1077,12 +1060,12 @@ static int mat_started(mat_run *m, pid_t *ret_pid, local_limits *ret_limits, rec
     if (m->gvisor && (k = local_gvisor_publish(m->run_dir, pid, START_SOCKETS_TIMEOUT_MS)) < 0 &&
         k != -ESRCH) {
         /* Unreachable as it is: removed, so that a later start begins afresh. */
-        _cleanup_free_ char *derr = NULL;
+        _cleanup_(api_error_clearp) api_error derr = API_ERROR_INIT;
         if (oci_delete(m->rt, m->uid, &derr) < 0)
-            log_warn("cannot remove the container", "uid", m->uid, "error", derr ? derr : "");
-        return fail(f, "ReconcilerError", k,
-                    "Error seen: sandboxd under runsc did not bind its sockets in %s/%s: %s",
-                    m->run_dir, LOCAL_GVISOR_BOX, strerror(-k));
+            log_warn("cannot remove the container", "uid", m->uid, "error", derr.message ?: "");
+        return fail_seen(f, "ReconcilerError", k,
+                         "sandboxd under runsc did not bind its sockets in %s/%s: %s", m->run_dir,
+                         LOCAL_GVISOR_BOX, strerror(-k));
     }
     if (ret_limits) { /* what it was given: its storage is the disk's real size */
         *ret_limits = m->lim;

@@ -27,7 +27,7 @@ rec_start *rec_start_free(rec_start *s)
     free(s->uid);
     json_decref(s->sandbox);
     oci_runtime_done(&s->rt);
-    free(s->failure.message);
+    reconcile_failure_clear(&s->failure);
     free(s);
     return NULL;
 }
@@ -38,7 +38,7 @@ static ssize_t busy_index(rec_starter *st, const char *uid)
     for (size_t i = 0; i < st->n_busy; i++)
         if (strcmp(st->busy[i], uid) == 0)
             return (ssize_t)i;
-    return -1;
+    return -ENOENT;
 }
 
 bool rec_start_pending(local_reconciler *r, const char *uid)

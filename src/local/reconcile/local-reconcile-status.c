@@ -148,21 +148,21 @@ static int status_fn(const json_t *old, json_t **ret_new, void *payload)
 void rec_write_status(local_reconciler *r, const json_t *sb, status_update *u)
 {
     json_t *out = NULL;
-    _cleanup_free_ char *ip = NULL, *msg = NULL;
+    _cleanup_(local_net_description_done) local_net_description nd = {.blocked = -1};
     if (u->has_pod && r->net && u->uid) {
         /* The sandbox's rules follow its template (re-applied after a restart, or when the
          * template changed); the condition carries the blocked-connection counts. */
         _cleanup_(json_decrefp) json_t *tpl = NULL;
         local_net_policy_kind nk = rec_net_policy(r, sb, &tpl);
-        const char *st, *reason;
         pthread_mutex_lock(&r->net_lock);
         local_net_refresh(r->net, u->uid, nk, tpl);
-        local_net_describe(r->net, u->uid, nk, &ip, &st, &reason, &msg, &u->blocked);
+        local_net_describe(r->net, u->uid, nk, &nd);
         pthread_mutex_unlock(&r->net_lock);
-        u->netpol_status = st;
-        u->netpol_reason = reason;
-        u->netpol_message = msg ? msg : "";
-        u->pod_ip = ip;
+        u->netpol_status = nd.status;
+        u->netpol_reason = nd.reason;
+        u->netpol_message = nd.message ? nd.message : "";
+        u->pod_ip = nd.ip;
+        u->blocked = nd.blocked;
     }
     const char *ns = api_meta_string(sb, "namespace"), *name = api_meta_string(sb, "name");
     int k = local_store_update_current(r->store, r->kind, ns, name, sb, status_fn, u, &out);

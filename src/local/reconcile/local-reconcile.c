@@ -187,10 +187,11 @@ static void start_failed(local_reconciler *r, const json_t *sb, long long gen, r
     status_update u = {.uid = uid};
     rec_failed_set(r, uid, gen);
     rec_teardown(r, uid, false);
+    _cleanup_free_ char *message = reconcile_failure_message(f);
     u.o.failure_reason = f->reason;
-    u.o.failure_message = f->message ? f->message : "out of memory";
+    u.o.failure_message = message ? message : "out of memory";
     log_warn("sandbox not started", "sandbox", api_meta_string(sb, "name"), "reason", f->reason,
-             "message", f->message ? f->message : "");
+             "message", message ? message : "");
     local_event_record(r->store, REC_EVENT_SOURCE, sb, LOCAL_EVENT_WARNING, f->reason ?: "StartFailed",
                        "Start", "%s", u.o.failure_message);
     local_metrics_reconcile_error("sandboxes");
@@ -205,7 +206,7 @@ static void reconcile_suspend(local_reconciler *r, const json_t *sb, const char 
 {
     rec_entry *fe = rec_find(r, uid);
     if (fe && !fe->frozen) {
-        _cleanup_free_ char *err = NULL;
+        _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
         /* First: a local client must not find, and then wait on, a frozen sandboxd. */
         local_names_unbind(r->state_dir, api_meta_string(sb, "namespace"),
                            api_meta_string(sb, "name"), uid);
@@ -215,7 +216,7 @@ static void reconcile_suspend(local_reconciler *r, const json_t *sb, const char 
         snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
         if (k < 0) {
             log_warn("cannot freeze sandbox: stopping it", "sandbox", api_meta_string(sb, "name"),
-                     "error", err ? err : strerror(-k));
+                     "error", err.message ?: strerror(-k));
             rec_teardown(r, uid, false);
         } else {
             fe->frozen = true;
@@ -235,14 +236,14 @@ static rec_entry *reconcile_thaw(local_reconciler *r, const json_t *sb, const ch
 {
     if (!e || !e->frozen)
         return e;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
     int k = oci_resume(rec_runtime(r, uid), uid, &err);
     char ms[32];
     snprintf(ms, sizeof(ms), "%.1f", (double)(now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
     if (k < 0) {
         log_warn("cannot thaw sandbox: starting it anew", "sandbox", api_meta_string(sb, "name"),
-                 "error", err ? err : strerror(-k));
+                 "error", err.message ?: strerror(-k));
         rec_teardown(r, uid, false);
         e = NULL;
     } else {
@@ -309,7 +310,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
     rec_entry *e = reconcile_thaw(r, sb, uid, rec_find(r, uid));
     if (reconcile_finished(r, sb, uid, e, &u))
         return false;
-    rec_failure f = {0};
+    rec_failure f = RECONCILE_FAILURE_INIT;
     long long gen = json_integer_value(json_object_get(json_object_get(sb, "metadata"), "generation"));
     rec_failed *prev = rec_failed_find(r, uid);
     if (!e && prev && prev->generation == gen && !force)
@@ -335,7 +336,7 @@ static bool reconcile_one_untimed(local_reconciler *r, const json_t *sb, bool fo
             k = rec_materialise(r, sb, &f);
         if (k < 0) {
             start_failed(r, sb, gen, &f);
-            free(f.message);
+            reconcile_failure_clear(&f);
             return false;
         }
     }
@@ -479,7 +480,7 @@ static uint64_t resync(local_reconciler *r, bool *ret_pending, bool retry)
                 }
             } else {
                 if (paused) {
-                    _cleanup_free_ char *rerr = NULL;
+                    _cleanup_(api_error_clearp) api_error rerr = API_ERROR_INIT;
                     oci_resume(rt, id, &rerr);
                 }
                 /* Known under this handler, so that teardown asks the right runtime. */
@@ -858,13 +859,13 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
                      "(rootless runc is not supported yet)";
         log_warn("sandboxes unavailable", "reason", r->no_root);
     } else {
-        char *err = NULL;
-        k = local_inject_prepare(o->sandboxd, r->inject_dir, &err);
+        k = local_inject_prepare(o->sandboxd, r->inject_dir, &r->inject_error);
         if (k < 0) {
-            if (!err && asprintf(&err, "cannot inject %s: %s", o->sandboxd, strerror(-k)) < 0)
-                err = NULL;
-            r->inject_error = err ? err : strdup("cannot inject sandboxd");
-            log_warn("sandboxes unavailable", "reason", r->inject_error);
+            if (!r->inject_error.message)
+                api_error_set_errno(&r->inject_error, k, "cannot inject %s: %s", o->sandboxd,
+                                    strerror(-k));
+            log_warn("sandboxes unavailable", "reason",
+                     r->inject_error.message ?: "cannot inject sandboxd");
         }
         mkdir_p(runc_root, 0700);
         k = local_logs_start(o->log_max, &r->logs);
@@ -874,11 +875,11 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
     local_net_options no = o->net;
     no.state_dir = o->state_dir;
     no.lock = &r->net_lock;
-    char *nerr = NULL;
+    api_error nerr = API_ERROR_INIT;
     int nk = local_net_start(&no, &r->net, &nerr);
     if (nk < 0) {
-        log_error("bad network options", "error", nerr ? nerr : strerror(-nk));
-        free(nerr);
+        log_error("bad network options", "error", nerr.message ?: strerror(-nk));
+        api_error_clear(&nerr);
         local_reconciler_stop(r);
         return nk;
     }
@@ -889,7 +890,7 @@ int local_reconciler_start(const local_reconciler_options *o, local_reconciler *
         return k;
     }
     if (k < 0)
-        log_warn("runtime classes unavailable", "reason", r->class_error);
+        log_warn("runtime classes unavailable", "reason", r->class_error.message);
     else if (!r->no_root)
         rec_handlers_restore(r);
     k = rec_pool_start(r, o->teardown_workers ? o->teardown_workers : 4);
@@ -986,10 +987,10 @@ local_reconciler *local_reconciler_stop(local_reconciler *r)
         oci_runtime_done(&r->extra[i]);
     free(r->extra);
     runtime_classes_free(r->classes, r->n_classes);
-    free(r->class_error);
+    api_error_clear(&r->class_error);
     local_net_stop(r->net);
     local_logs_stop(r->logs);
-    free(r->inject_error);
+    api_error_clear(&r->inject_error);
     free(r->inject_dir);
     free(r->state_dir);
     pthread_mutex_destroy(&r->net_lock);

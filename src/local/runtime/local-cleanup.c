@@ -53,13 +53,13 @@ static void cleanup_root(const char *binary, const char *root, strv *uids,
             if (!id)
                 continue;
             (void)strv_add_unique(uids, id);
-            _cleanup_free_ char *err = NULL, *rerr = NULL;
+            _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT, rerr = API_ERROR_INIT;
             if (st && strcmp(st, "paused") == 0)
                 oci_resume(&rt, id, &rerr); /* a frozen container cannot die */
             int k = oci_delete(&rt, id, &err);
             if (k < 0) {
                 log_warn("cannot delete container", "root", root, "id", id, "error",
-                         err ? err : strerror(-k));
+                         err.message ?: strerror(-k));
                 rep->left++;
             } else
                 rep->containers++;

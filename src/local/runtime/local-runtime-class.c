@@ -68,12 +68,11 @@ static bool valid_class_name(const char *s, size_t len)
     return true;
 }
 
-int runtime_classes_parse(const char *spec, runtime_class **ret, size_t *ret_n, char **ret_error)
+int runtime_classes_parse(const char *spec, runtime_class **ret, size_t *ret_n, api_error *err)
 {
     runtime_class *v = NULL;
     size_t n = 0;
     int k = 0;
-    *ret_error = NULL;
     for (size_t i = 0; k == 0 && i < ELEMENTSOF(builtin); i++)
         k = put(&v, &n, builtin[i].name, strlen(builtin[i].name), builtin[i].binary,
                 strlen(builtin[i].binary));
@@ -85,12 +84,10 @@ int runtime_classes_parse(const char *spec, runtime_class **ret, size_t *ret_n, 
             continue;
         }
         if (!eq || eq == p || eq + 1 == p + len || !valid_class_name(p, (size_t)(eq - p))) {
-            if (asprintf(ret_error,
-                         "ASB_RUNTIME_CLASSES: \"%.*s\" is not NAME=BINARY with NAME a "
-                         "lowercase RuntimeClass name",
-                         (int)len, p) < 0)
-                *ret_error = NULL;
-            k = -EINVAL;
+            k = api_error_set_errno(err, -EINVAL,
+                                    "ASB_RUNTIME_CLASSES: \"%.*s\" is not NAME=BINARY with NAME "
+                                    "a lowercase RuntimeClass name",
+                                    (int)len, p);
             break;
         }
         k = put(&v, &n, p, (size_t)(eq - p), eq + 1, (size_t)(p + len - eq - 1));

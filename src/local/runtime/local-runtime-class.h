@@ -7,14 +7,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "shared/status.h"
+
 typedef struct runtime_class {
     char *name;
     char *binary; /* a name looked up in PATH or an absolute path */
 } runtime_class;
 
-/* Built-ins plus spec (may be NULL or empty). -EINVAL with *ret_error (owned) on a malformed
- * entry. *ret owned (runtime_classes_free). */
-int runtime_classes_parse(const char *spec, runtime_class **ret, size_t *ret_n, char **ret_error);
+/* Built-ins plus spec (may be NULL or empty). -EINVAL with err set on a malformed entry.
+ * *ret owned (runtime_classes_free). */
+int runtime_classes_parse(const char *spec, runtime_class **ret, size_t *ret_n, api_error *err);
 runtime_class *runtime_classes_free(runtime_class *v, size_t n);
 /* The handler binary of class name (borrowed), or NULL when no such class is configured. */
 const char *runtime_class_binary(const runtime_class *v, size_t n, const char *name);

@@ -92,11 +92,13 @@ int local_runtime_exec_fd(const char *binary)
 {
     _cleanup_free_ char *path = resolve(binary);
     if (!path)
-        return -1;
+        return -ENOENT;
     _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode))
-        return -1;
+    if (src < 0 || fstat(src, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
     pthread_mutex_lock(&images_lock);
     int fd = -1;
     for (size_t i = n_images; i-- > 0;)

@@ -12,6 +12,6 @@
 
 /* An fd (O_CLOEXEC, borrowed: never closed by the caller, valid for the life of the process)
  * to exec with execveat(fd, "", ..., AT_EMPTY_PATH) instead of `binary` (a path, or a name
- * looked up in $PATH); -1 when there is none (memfds or sealing unsupported, the binary not
- * found or unreadable): the caller execs `binary` as usual. Thread-safe. */
+ * looked up in $PATH); a negative errno when there is none (memfds or sealing unsupported, the
+ * binary not found or unreadable): the caller execs `binary` as usual. Thread-safe. */
 int local_runtime_exec_fd(const char *binary);

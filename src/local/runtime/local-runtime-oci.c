@@ -117,7 +117,7 @@ bool oci_runtime_is_runsc(const oci_runtime *rt)
 /* The image rt's binary is executed from (-1: the binary itself). */
 static int exec_fd_of(const oci_runtime *rt)
 {
-    return oci_is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -1;
+    return oci_is_runc(rt) ? local_runtime_exec_fd(rt->binary) : -EOPNOTSUPP;
 }
 
 /* Trims trailing whitespace in place. */
@@ -131,10 +131,10 @@ static char *trim(char *s)
     return s;
 }
 
-/* The runtime's message from its output: the last line, with the `time=... level=error
- * msg="..."` logrus framing removed when present, after the name of the program that failed
- * (runc, runsc, ...: never another's). Owned. */
-static char *runtime_message(const oci_runtime *rt, const char *out, int status)
+/* Fails with err and, in e, the runtime's message from its output: the last line, with the
+ * `time=... level=error msg="..."` logrus framing removed when present, after the name of the
+ * program that failed (runc, runsc, ...: never another's). */
+static int runtime_failed(const oci_runtime *rt, const char *out, int status, int err, api_error *e)
 {
     _cleanup_free_ char *copy = out ? strdup(out) : NULL;
     trim(copy);
@@ -156,14 +156,14 @@ static char *runtime_message(const oci_runtime *rt, const char *out, int status)
             un[j++] = un[i];
         }
         if (!un)
-            return NULL;
+            return err;
         un[j] = '\0';
     }
-    char *m = NULL;
-    if (asprintf(&m, "%s exited with status %d: %s", oci_runtime_program(rt), status,
-                 un ? un : line && *line ? line : "(no output)") < 0)
-        m = NULL;
-    return m;
+    api_error_set_errno(e, err, "%s exited with status %d: %s", oci_runtime_program(rt), status,
+                        un              ? un
+                        : line && *line ? line
+                                        : "(no output)");
+    return err;
 }
 
 /* The global flags rt takes before every command (argv from *k, at most 3). */
@@ -215,9 +215,8 @@ static int container_exists(const oci_runtime *rt, const char *id)
 
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
                      int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
-                     char **ret_error)
+                     api_error *err)
 {
-    *ret_error = NULL;
     /* runsc has no --preserve-fds (its sandboxd binds its sockets itself, local-bundle.h). */
     bool pass_fds = !oci_runtime_is_runsc(rt);
     /* Move the fds above 6 so dup2 onto 3..6 cannot clobber one with another. */
@@ -250,11 +249,9 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     argv[k] = NULL;
     pid_t pid = -1;
     int r = spawn(argv, exec_fd_of(rt), log, r3, g4, m5, m6, &pid);
-    if (r < 0) {
-        if (asprintf(ret_error, "cannot run %s: %s", oci_runtime_program(rt), strerror(-r)) < 0)
-            *ret_error = NULL;
-        return r;
-    }
+    if (r < 0)
+        return api_error_set_errno(err, r, "cannot run %s: %s", oci_runtime_program(rt),
+                                   strerror(-r));
     r = wait_child(pid);
     if (r == 0)
         return 0;
@@ -264,9 +261,8 @@ int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, 
     int fl = fcntl(out_read_fd, F_GETFL);
     if (fl >= 0 && fcntl(out_read_fd, F_SETFL, fl | O_NONBLOCK) == 0)
         out = read_all(out_read_fd);
-    *ret_error = runtime_message(rt, out, r);
     /* runc removes what a failed run created: a container still listed was there before. */
-    return container_exists(rt, id) > 0 ? -EEXIST : -EIO;
+    return runtime_failed(rt, out, r, container_exists(rt, id) > 0 ? -EEXIST : -EIO, err);
 }
 
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid)
@@ -330,9 +326,8 @@ int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms)
     }
 }
 
-int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
+int oci_delete(const oci_runtime *rt, const char *id, api_error *err)
 {
-    *ret_error = NULL;
     const char *args[] = {"delete", "--force", id};
     _cleanup_free_ char *out = NULL;
     int r = runc(rt, args, ELEMENTSOF(args), &out);
@@ -340,13 +335,11 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error)
         return r;
     if (r == 0 || container_exists(rt, id) == 0)
         return 0;
-    *ret_error = runtime_message(rt, out, r);
-    return -EIO;
+    return runtime_failed(rt, out, r, -EIO, err);
 }
 
-static int simple(const oci_runtime *rt, const char *verb, const char *id, char **ret_error)
+static int simple(const oci_runtime *rt, const char *verb, const char *id, api_error *err)
 {
-    *ret_error = NULL;
     const char *args[] = {verb, id};
     _cleanup_free_ char *out = NULL;
     int r = runc(rt, args, ELEMENTSOF(args), &out);
@@ -354,16 +347,15 @@ static int simple(const oci_runtime *rt, const char *verb, const char *id, char 
         return r;
     if (r == 0)
         return 0;
-    *ret_error = runtime_message(rt, out, r);
-    return container_exists(rt, id) == 0 ? -ENOENT : -EIO;
+    return runtime_failed(rt, out, r, container_exists(rt, id) == 0 ? -ENOENT : -EIO, err);
 }
 
-int oci_pause(const oci_runtime *rt, const char *id, char **ret_error)
+int oci_pause(const oci_runtime *rt, const char *id, api_error *err)
 {
-    return simple(rt, "pause", id, ret_error);
+    return simple(rt, "pause", id, err);
 }
 
-int oci_resume(const oci_runtime *rt, const char *id, char **ret_error)
+int oci_resume(const oci_runtime *rt, const char *id, api_error *err)
 {
-    return simple(rt, "resume", id, ret_error);
+    return simple(rt, "resume", id, err);
 }

@@ -6,12 +6,14 @@
  * (docs/architecture.md, "src/local in rooms"). */
 /* The OCI runtime driver of `asb serve`: runs runc (or a compatible CLI) with its state under
  * $ASB_STATE_DIR/runc. Each call execs the runtime once and waits for it. Errors are a negative
- * errno plus, where a person needs words, *ret_error (owned) with the runtime's own message. */
+ * errno plus, where a person needs words, err with the runtime's own message. */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include "shared/status.h"
 
 typedef struct oci_runtime {
     char *binary; /* "runc" or an absolute path */
@@ -36,11 +38,11 @@ void oci_runtime_done(oci_runtime *rt);
  * write end fd 5 and its read end fd 6 (held by sandboxd so that the pipe keeps a reader, and
  * its writers block instead of failing, while no asb serve reads); its stdout/stderr are out_fd
  * (the write end of a pipe: never a host file the sandbox could write). On failure runc's
- * message is read from out_read_fd into *ret_error; -EEXIST when a container `id` already
+ * message is read from out_read_fd into err; -EEXIST when a container `id` already
  * existed (decided by `runc list`, not by the message), -EIO for other runc failures. */
 int oci_run_detached(const oci_runtime *rt, const char *id, const char *bundle, int rest_fd,
                      int grpc_fd, const int main_fds[2], int out_fd, int out_read_fd,
-                     char **ret_error);
+                     api_error *err);
 /* `runc state`: *ret_status owned ("running", "stopped", ...), *ret_pid. -ENOENT if unknown
  * (not in `runc list`). */
 int oci_state(const oci_runtime *rt, const char *id, char **ret_status, pid_t *ret_pid);
@@ -49,7 +51,7 @@ int oci_list(const oci_runtime *rt, json_t **ret);
 /* `runc delete --force`: kills what is left and removes the container. Unknown id = success.
  * On a running container runc 1.1 sends SIGKILL and then sleeps 100 ms between checks, so a
  * caller holding the first process's pidfd calls oci_kill_wait first. */
-int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
+int oci_delete(const oci_runtime *rt, const char *id, api_error *err);
 
 /* Stops a runc container without runc: SIGKILL to its first process through pidfd (opened
  * while the container was known to run, so it cannot name a reused pid) and a wait of up to
@@ -59,8 +61,8 @@ int oci_delete(const oci_runtime *rt, const char *id, char **ret_error);
 int oci_kill_wait(const oci_runtime *rt, int pidfd, int timeout_ms);
 
 /* `runc pause` / `runc resume`: freeze / thaw every process of the container (cgroup freezer). */
-int oci_pause(const oci_runtime *rt, const char *id, char **ret_error);
-int oci_resume(const oci_runtime *rt, const char *id, char **ret_error);
+int oci_pause(const oci_runtime *rt, const char *id, api_error *err);
+int oci_resume(const oci_runtime *rt, const char *id, api_error *err);
 
 /* Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and returns its exit status
  * (>= 0) or a negative errno; *ret_output (owned, may be NULL) gets stdout+stderr. */

@@ -27,13 +27,13 @@ typedef struct capture {
     json_t *hint;    /* path -> entry of the hint's root of the same name (borrowed) */
     dev_t dev;       /* the root's filesystem */
     uint64_t mnt_id; /* and its mount (overlayfs reports its layers' st_dev for files) */
-    char **ret_error;
+    api_error *err;  /* the first failure is kept; may be NULL */
 } capture;
 
 static int failed(capture *c, int k, const char *path, const char *what)
 {
-    if (c->ret_error && !*c->ret_error)
-        *c->ret_error = strdup_printf("%s %s: %s", what, *path ? path : "/", strerror(-k));
+    if (c->err && c->err->code == STATUS_OK)
+        api_error_set_errno(c->err, k, "%s %s: %s", what, *path ? path : "/", strerror(-k));
     return k;
 }
 
@@ -411,7 +411,7 @@ static int hint_index(const json_t *hint, const char *name, json_t **ret)
 }
 
 int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
-                 const snap_capture_options *o, json_t **ret, snap_stats *stats, char **ret_error)
+                 const snap_capture_options *o, json_t **ret, snap_stats *stats, api_error *err)
 {
     snap_stats local = {0};
     if (!stats)
@@ -427,9 +427,10 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
         struct statx sx;
         if (fd < 0 || fstat(fd, &st) < 0 ||
             statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0) {
-            if (ret_error)
-                *ret_error = strdup_printf("cannot open %s: %s", roots[i].path, strerror(errno));
-            return -errno;
+            int k = -errno;
+            if (err)
+                api_error_set_errno(err, k, "cannot open %s: %s", roots[i].path, strerror(-k));
+            return k;
         }
         _cleanup_(json_decrefp) json_t *inodes = json_object(), *hint = NULL;
         json_t *entries = json_array();
@@ -449,7 +450,7 @@ int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
                      .hint = hint,
                      .dev = st.st_dev,
                      .mnt_id = sx.stx_mnt_id,
-                     .ret_error = ret_error};
+                     .err = err};
         if ((k = walk(&c, fd, ".", "")) < 0)
             return k;
     }

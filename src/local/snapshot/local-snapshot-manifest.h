@@ -21,6 +21,8 @@
  */
 #pragma once
 
+#include "shared/status.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,8 +34,8 @@
 
 /* 0 when m has the shape above in every detail (types, ranges, safe paths, extents sorted,
  * non-overlapping, inside the size and adding up, hard links to earlier files, valid object
- * names); else -EBADMSG and *ret_error (owned) saying where. */
-int snap_manifest_check(const json_t *m, char **ret_error);
+ * names); else -EBADMSG and err (may be NULL) saying where. */
+int snap_manifest_check(const json_t *m, api_error *err);
 
 /* The [offset, length] pairs of a file entry as a flat array (*ret owned, NULL when the file
  * has none) and their count; call only on a checked manifest. 0 or -ENOMEM. */

@@ -30,7 +30,7 @@
 #include "local/snapshot/local-snapshot-tree.h"
 
 /* Unpacks every root of the snapshot into the new directory tmp. */
-static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, char **ret_error)
+static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, api_error *err)
 {
     _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir);
     if (!dir)
@@ -39,7 +39,7 @@ static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, 
     _cleanup_(json_decrefp) json_t *m = NULL;
     int k = snap_store_open(dir, &s);
     if (k == 0 && (k = snap_store_load_manifest(s, snap_uid, &m)) == 0)
-        k = snap_manifest_check(m, ret_error);
+        k = snap_manifest_check(m, err);
     const json_t *root;
     size_t i;
     json_array_foreach (k == 0 ? json_object_get(m, "roots") : NULL, i, root) {
@@ -49,7 +49,7 @@ static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, 
             k = -ENOMEM;
             break;
         }
-        if ((k = mkdir_p(dest, 0755)) < 0 || (k = snap_restore(s, m, name, dest, 0, ret_error)) < 0)
+        if ((k = mkdir_p(dest, 0755)) < 0 || (k = snap_restore(s, m, name, dest, 0, err)) < 0)
             break;
     }
     snap_store_free(s);
@@ -57,10 +57,11 @@ static int unpack(const char *state_dir, const char *snap_uid, const char *tmp, 
 }
 
 int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **ret_dir,
-                            char **ret_message)
+                            api_error *err)
 {
     _cleanup_free_ char *trees = strdup_printf("%s/snapshots/" LOCAL_SNAPSHOT_TREES, state_dir),
-                        *dir = NULL, *lock = NULL, *tmp = NULL, *err = NULL;
+                        *dir = NULL, *lock = NULL, *tmp = NULL;
+    _cleanup_(api_error_clearp) api_error uerr = API_ERROR_INIT;
     if (!trees || !(dir = strdup_printf("%s/%s", trees, snap_uid)) ||
         !(lock = strdup_printf("%s/.lock-%s", trees, snap_uid)) ||
         !(tmp = strdup_printf("%s/.tmp-%s", trees, snap_uid)))
@@ -73,29 +74,26 @@ int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **
     int k = mkdir_p(trees, 0700);
     if (k < 0 || chmod(trees, 0700) < 0) {
         k = k < 0 ? k : -errno;
-        *ret_message = strdup_printf("cannot create %s: %s", trees, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot create %s: %s", trees, strerror(-k));
     }
     /* Concurrent first forks of one snapshot: one unpacks, the others wait for it. */
     _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
         k = -errno;
-        *ret_message = strdup_printf("cannot lock %s: %s", lock, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot lock %s: %s", lock, strerror(-k));
     }
     if (access(dir, F_OK) < 0) {
         fs_rm_rf(tmp); /* left by a crash */
         if (mkdir(tmp, 0755) < 0)
             k = -errno;
         if (k == 0)
-            k = unpack(state_dir, snap_uid, tmp, &err);
+            k = unpack(state_dir, snap_uid, tmp, &uerr);
         if (k == 0 && rename(tmp, dir) < 0)
             k = -errno;
         if (k < 0) {
             fs_rm_rf(tmp);
-            *ret_message =
-                strdup_printf("cannot unpack snapshot %s: %s", snap_uid, err ? err : strerror(-k));
-            return k;
+            return api_error_set_errno(err, k, "cannot unpack snapshot %s: %s", snap_uid,
+                                       uerr.message ?: strerror(-k));
         }
     }
     *ret_dir = TAKE_PTR(dir);
@@ -217,36 +215,33 @@ static int prepare_layers(const char *lower, const char *dest, uint32_t id_base,
 }
 
 int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32_t id_base,
-                                 char **ret_error)
+                                 api_error *err)
 {
     _cleanup_free_ char *real = realpath(dest, NULL), *upper = NULL, *work = NULL, *opts = NULL,
                         *lower = NULL;
     if (!real) {
         int k = -errno;
-        *ret_error = strdup_printf("cannot resolve %s: %s", dest, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot resolve %s: %s", dest, strerror(-k));
     }
     if (is_mount_point(real))
         return 0; /* mounted before a restart of asb serve */
     int k = prepare_layers(lower_dir, real, id_base, &upper, &work);
     if (k < 0) {
-        *ret_error = strdup_printf("cannot create the layers of %s: %s", real, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot create the layers of %s: %s", real,
+                                   strerror(-k));
     }
     _cleanup_close_ int tree = -1;
     if (id_base && (k = idmapped_tree(lower_dir, id_base, &tree)) < 0) {
-        *ret_error = strdup_printf("cannot idmap %s: %s", lower_dir, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot idmap %s: %s", lower_dir, strerror(-k));
     }
     lower = tree >= 0 ? strdup_printf("/proc/self/fd/%d", tree) : strdup(lower_dir);
     if (!lower)
         return -ENOMEM;
     /* mount(2) options are comma separated and lowerdir colon separated: no such paths. */
     if (strpbrk(lower, ",:") || strpbrk(upper, ",:") || strpbrk(work, ",:")) {
-        *ret_error = strdup_printf("the state directory path may not contain ',' or ':' for an "
-                                   "overlay mount (%s)",
-                                   upper);
-        return -EINVAL;
+        return api_error_set_errno(
+            err, -EINVAL,
+            "the state directory path may not contain ',' or ':' for an overlay mount (%s)", upper);
     }
     if (!(opts = strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s,index=on,redirect_dir=on", lower,
                                upper, work)))
@@ -261,8 +256,8 @@ int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     if (r < 0) {
         k = -errno;
-        *ret_error = strdup_printf("cannot mount the overlay on %s: %s", real, strerror(-k));
-        return k;
+        return api_error_set_errno(err, k, "cannot mount the overlay on %s: %s", real,
+                                   strerror(-k));
     }
     return 0;
 }

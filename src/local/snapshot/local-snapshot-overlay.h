@@ -26,9 +26,9 @@
 #define LOCAL_SNAPSHOT_SEEDED "seeded"
 
 /* The unpacked tree of snapshot snap_uid: made now unless it exists. *ret_dir (owned) is
- * trees/<uid>. On failure *ret_message (owned) says why. */
+ * trees/<uid>. On failure err says why. */
 int local_snapshot_tree_get(const char *state_dir, const char *snap_uid, char **ret_dir,
-                            char **ret_message);
+                            api_error *err);
 
 /* Whether a mount of dir can be idmapped to a user namespace starting at id_base, as a fork's
  * lower layer is: 0 when it can, else the negative errno the kernel gave (EINVAL on filesystems
@@ -38,10 +38,10 @@ int local_snapshot_overlay_probe(const char *dir, uint32_t id_base);
 
 /* Mounts the overlay over the existing directory dest (nothing happens when dest is a mount
  * point already): lower = lower_dir, host ids = id_base + ids in the tree (id_base 0: no
- * idmapping). The upper root takes the lower root's owner, mode and times. *ret_error (owned) on
+ * idmapping). The upper root takes the lower root's owner, mode and times. err says why on
  * failure. */
 int local_snapshot_overlay_mount(const char *lower_dir, const char *dest, uint32_t id_base,
-                                 char **ret_error);
+                                 api_error *err);
 
 /* Unmounts every overlayfs mounted at or below dir (deepest first; lazily when busy). Nothing
  * mounted is success. */

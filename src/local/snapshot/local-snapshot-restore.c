@@ -20,7 +20,7 @@ typedef struct restore {
     snap_store *store;
     int root_fd;
     uint32_t id_base;
-    char **ret_error;
+    api_error *err; /* the first failure is kept; may be NULL */
     /* The parent directory last walked to, kept for its siblings. */
     char *parent;
     int parent_fd;
@@ -28,8 +28,8 @@ typedef struct restore {
 
 static int failed(restore *r, int k, const char *path, const char *what)
 {
-    if (r->ret_error && !*r->ret_error)
-        *r->ret_error = strdup_printf("cannot %s %s: %s", what, *path ? path : "/", strerror(-k));
+    if (r->err && r->err->code == STATUS_OK)
+        api_error_set_errno(r->err, k, "cannot %s %s: %s", what, *path ? path : "/", strerror(-k));
     return k;
 }
 
@@ -207,7 +207,7 @@ static int restore_dir_times(restore *r, const json_t *entries)
 }
 
 int snap_restore(snap_store *s, const json_t *manifest, const char *name, const char *dest,
-                 uint32_t id_base, char **ret_error)
+                 uint32_t id_base, api_error *err)
 {
     const json_t *root = NULL, *x;
     size_t i;
@@ -216,7 +216,7 @@ int snap_restore(snap_store *s, const json_t *manifest, const char *name, const 
             root = x;
     if (!root)
         return -ENOENT;
-    restore r = {.store = s, .id_base = id_base, .ret_error = ret_error, .parent_fd = -1};
+    restore r = {.store = s, .id_base = id_base, .err = err, .parent_fd = -1};
     r.root_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (r.root_fd < 0)
         return failed(&r, -errno, dest, "open");

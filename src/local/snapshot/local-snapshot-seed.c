@@ -22,26 +22,20 @@
 #include "reconcile/reconcile.h"
 
 int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
-                           char **ret_image, const char **ret_reason, char **ret_message)
+                           char **ret_image, reconcile_failure *f)
 {
     const api_kind *k = api_kind_by_plural(API_GROUP_EXT, "sandboxsnapshots");
     _cleanup_(json_decrefp) json_t *snap = NULL;
     int r = local_store_get(store, k, ns, name, &snap);
-    if (r < 0 || reconcile_deleting(snap)) {
-        *ret_reason = "SnapshotNotFound";
-        *ret_message =
-            strdup_printf("SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
-        return r < 0 ? r : -ENOENT;
-    }
+    if (r < 0 || reconcile_deleting(snap))
+        return reconcile_fail(f, "SnapshotNotFound", false, r < 0 ? r : -ENOENT,
+                              "SandboxSnapshot \"%s\" not found in namespace \"%s\"", name, ns);
     const json_t *ready = reconcile_condition(snap, "Ready");
     if (!json_is_string(json_object_get(ready, "status")) ||
-        strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0) {
-        *ret_reason = "SnapshotNotReady";
-        *ret_message = strdup_printf("SandboxSnapshot \"%s\" is not Ready: %s", name,
-                                     json_string_value(json_object_get(ready, "message"))
-                                         ?: "not captured yet");
-        return -EAGAIN;
-    }
+        strcmp(json_string_value(json_object_get(ready, "status")), "True") != 0)
+        return reconcile_fail(
+            f, "SnapshotNotReady", false, -EAGAIN, "SandboxSnapshot \"%s\" is not Ready: %s", name,
+            json_string_value(json_object_get(ready, "message")) ?: "not captured yet");
     const char *img = json_string_value(
         json_object_get(json_object_get(json_object_get(snap, "status"), "source"), "image"));
     *ret_uid = strdup(api_meta_string(snap, "uid"));
@@ -69,16 +63,17 @@ static void empty_dir(const char *dir)
 
 /* The old way, where overlayfs is missing: every file decompressed into the directories. */
 static int seed_by_copy(const char *state_dir, const char *snapshot_uid, const char *workspace,
-                        const char *volumes_dir, uint32_t id_base, char **ret_message)
+                        const char *volumes_dir, uint32_t id_base, api_error *err)
 {
-    _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir), *err = NULL;
+    _cleanup_free_ char *dir = strdup_printf("%s/snapshots", state_dir);
+    _cleanup_(api_error_clearp) api_error rerr = API_ERROR_INIT;
     if (!dir)
         return -ENOMEM;
     snap_store *s = NULL;
     _cleanup_(json_decrefp) json_t *m = NULL;
     int k = snap_store_open(dir, &s);
     if (k == 0 && (k = snap_store_load_manifest(s, snapshot_uid, &m)) == 0)
-        k = snap_manifest_check(m, &err);
+        k = snap_manifest_check(m, &rerr);
     const json_t *root;
     size_t i;
     json_array_foreach (k == 0 ? json_object_get(m, "roots") : NULL, i, root) {
@@ -94,27 +89,27 @@ static int seed_by_copy(const char *state_dir, const char *snapshot_uid, const c
         /* A volume the new sandbox does not declare: nothing to put it in. */
         if (access(dest, F_OK) < 0)
             continue;
-        if ((k = snap_restore(s, m, name, dest, id_base, &err)) < 0)
+        if ((k = snap_restore(s, m, name, dest, id_base, &rerr)) < 0)
             break;
     }
     snap_store_free(s);
     if (k < 0)
-        *ret_message =
-            strdup_printf("cannot restore snapshot %s: %s", snapshot_uid, err ? err : strerror(-k));
+        api_error_set_errno(err, k, "cannot restore snapshot %s: %s", snapshot_uid,
+                            rerr.message ?: strerror(-k));
     return k;
 }
 
 /* Mounts the overlay of every root of the unpacked tree over its directory. */
 static int seed_by_overlay(const char *tree, const char *workspace, const char *volumes_dir,
-                           uint32_t id_base, char **ret_message)
+                           uint32_t id_base, api_error *err)
 {
     _cleanup_free_ char *ws = strdup_printf("%s/" SNAP_ROOT_WORKSPACE, tree),
                         *vols = strdup_printf("%s/" SNAP_ROOT_VOLUME_PREFIX, tree);
     if (!ws || !vols)
         return -ENOMEM;
     int k = 0;
-    if (access(ws, F_OK) == 0 && (k = local_snapshot_overlay_mount(ws, workspace, id_base,
-                                                                   ret_message)) < 0)
+    if (access(ws, F_OK) == 0 &&
+        (k = local_snapshot_overlay_mount(ws, workspace, id_base, err)) < 0)
         return k;
     _cleanup_closedir_ DIR *d = opendir(vols);
     struct dirent *e;
@@ -128,7 +123,7 @@ static int seed_by_overlay(const char *tree, const char *workspace, const char *
         /* A volume the new sandbox does not declare: nothing to put it in. */
         if (access(dest, F_OK) < 0)
             continue;
-        if ((k = local_snapshot_overlay_mount(lower, dest, id_base, ret_message)) < 0)
+        if ((k = local_snapshot_overlay_mount(lower, dest, id_base, err)) < 0)
             return k;
     }
     return 0;
@@ -183,14 +178,14 @@ static char *overlays_refused(const char *state_dir, uint32_t id_base, int *ret_
 }
 
 int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
-                        const char *volumes_dir, uint32_t id_base, bool again,
-                        char **ret_message)
+                        const char *volumes_dir, uint32_t id_base, bool again, char **ret_note,
+                        api_error *err)
 {
     _cleanup_free_ char *tree = NULL;
     int k = 0;
     _cleanup_free_ char *why = again ? NULL : overlays_refused(state_dir, id_base, &k);
-    if (k == 0 && (k = local_snapshot_tree_get(state_dir, snapshot_uid, &tree, ret_message)) == 0)
-        k = seed_by_overlay(tree, workspace, volumes_dir, id_base, ret_message);
+    if (k == 0 && (k = local_snapshot_tree_get(state_dir, snapshot_uid, &tree, err)) == 0)
+        k = seed_by_overlay(tree, workspace, volumes_dir, id_base, err);
     if (k == 0)
         return LOCAL_SNAPSHOT_SEED_OVERLAY;
     if (again)
@@ -198,19 +193,18 @@ int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const c
     undo_all(workspace, volumes_dir);
     if (copy_instead(k)) {
         if (!why)
-            why = TAKE_PTR(*ret_message);
-        free(*ret_message);
-        *ret_message = NULL;
-        if ((k = seed_by_copy(state_dir, snapshot_uid, workspace, volumes_dir, id_base,
-                              ret_message)) == 0) {
-            *ret_message = TAKE_PTR(why);
+            why = TAKE_PTR(err->message);
+        api_error_clear(err);
+        if ((k = seed_by_copy(state_dir, snapshot_uid, workspace, volumes_dir, id_base, err)) ==
+            0) {
+            *ret_note = TAKE_PTR(why);
             return LOCAL_SNAPSHOT_SEED_COPY;
         }
         undo_all(workspace, volumes_dir);
     }
-    if (!*ret_message)
-        *ret_message = strdup_printf("cannot start from snapshot %s: %s", snapshot_uid,
-                                     strerror(-k));
+    if (!err->message)
+        api_error_set_errno(err, k, "cannot start from snapshot %s: %s", snapshot_uid,
+                            strerror(-k));
     return k;
 }
 

@@ -2,8 +2,10 @@
  * (local-snapshot-manifest.h) records and how it is made real again, with ownership, modes,
  * times, symlinks, hard links, sparse files, fifos and xattrs. Regular file data goes to the
  * object store (local-snapshot-store.h). Never crosses a mount point, never follows a symlink.
- * Functions return 0 or a negative errno with *ret_error (owned) saying which path; never log. */
+ * Functions return 0 or a negative errno with err saying which path; never log. */
 #pragma once
+
+#include "shared/status.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -41,10 +43,10 @@ typedef struct snap_stats {
 
 /* Captures the roots into *ret (an owned manifest) and adds to *stats (may be NULL). */
 int snap_capture(snap_store *s, const snap_root *roots, size_t n_roots,
-                 const snap_capture_options *o, json_t **ret, snap_stats *stats, char **ret_error);
+                 const snap_capture_options *o, json_t **ret, snap_stats *stats, api_error *err);
 
 /* Restores the root named `name` of a checked manifest into the existing directory dest
  * (empty but for what the manifest's root itself may replace): sandbox ids N become host ids
  * id_base + N. Missing root in the manifest: -ENOENT. */
 int snap_restore(snap_store *s, const json_t *manifest, const char *name, const char *dest,
-                 uint32_t id_base, char **ret_error);
+                 uint32_t id_base, api_error *err);

@@ -298,7 +298,7 @@ static bool capture(local_snapshotter *s, const json_t *snap)
     if (s->idmap && local_idmap_lookup(s->idmap, sbuid, &base) == 0)
         count = LOCAL_IDMAP_SLOT;
     _cleanup_(json_decrefp) json_t *hint = lineage_hint(s, ns, sbuid), *first = NULL, *m = NULL;
-    _cleanup_free_ char *err = NULL;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     snap_stats st1 = {0}, st2 = {0};
     /* Pass one, live: most data is read here, while the sandbox runs. */
     snap_capture_options o = {.id_base = base, .id_count = count, .hint = hint, .tolerant = true};
@@ -310,8 +310,7 @@ static bool capture(local_snapshotter *s, const json_t *snap)
     if (froze >= 0 && k == 0) {
         o.hint = first;
         o.tolerant = false;
-        free(err);
-        err = NULL;
+        api_error_clear(&err);
         k = snap_capture(s->objects, roots, n, &o, &m, &st2, &err);
     }
     if (froze > 0) {
@@ -325,7 +324,7 @@ static bool capture(local_snapshotter *s, const json_t *snap)
         k = snap_store_save_manifest(s->objects, uid, m);
     if (k < 0) {
         set_status(s, snap, "False", "CaptureFailed", NULL, "cannot capture Sandbox \"%s\": %s",
-                   sbname, err ? err : strerror(-k));
+                   sbname, err.message ?: strerror(-k));
         return false;
     }
     char at[40];

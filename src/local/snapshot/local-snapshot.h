@@ -25,6 +25,7 @@
 
 #include "local/container/local-idmap.h"
 #include "local/store/local-store.h"
+#include "reconcile/reconcile.h"
 
 #define LOCAL_SNAPSHOT_IMAGE_PREFIX "snapshot:"
 
@@ -42,10 +43,10 @@ int local_snapshotter_start(const local_snapshotter_options *o, local_snapshotte
 local_snapshotter *local_snapshotter_stop(local_snapshotter *s);
 
 /* The Ready snapshot `name` in ns: *ret_uid (owned) its metadata.uid and *ret_image (owned) the
- * image of its source. A negative errno with *ret_reason (static: SnapshotNotFound,
- * SnapshotNotReady) and *ret_message (owned). */
+ * image of its source. A negative errno, with *f set (reason SnapshotNotFound or
+ * SnapshotNotReady) unless out of memory. */
 int local_snapshot_resolve(local_store *store, const char *ns, const char *name, char **ret_uid,
-                           char **ret_image, const char **ret_reason, char **ret_message);
+                           char **ret_image, reconcile_failure *f);
 
 #define LOCAL_SNAPSHOT_SEED_COPY 0
 #define LOCAL_SNAPSHOT_SEED_OVERLAY 1
@@ -55,14 +56,13 @@ int local_snapshot_resolve(local_store *store, const char *ns, const char *name,
  * LOCAL_SNAPSHOT_SEED_OVERLAY. Where overlays cannot be had (no overlayfs, a state directory whose
  * filesystem refuses idmapped mounts, as overlayfs and older kernels do: probed before anything
  * is unpacked; ENODEV, EPERM, EINVAL, ENOSYS, EOPNOTSUPP) the files are copied in instead:
- * LOCAL_SNAPSHOT_SEED_COPY, with *ret_message (owned, may be NULL) saying why no overlay.
+ * LOCAL_SNAPSHOT_SEED_COPY, with *ret_note (owned, may be NULL) saying why no overlay.
  * `again` (a restart of a sandbox seeded with overlays, after a reboot): mounts what is not
  * mounted and never removes anything. A first seed that fails removes what it wrote (a retry
- * starts from empty directories). On failure *ret_message (owned) says why. *ret_message must be
- * NULL on entry. */
+ * starts from empty directories). On failure err says why. *ret_note must be NULL on entry. */
 int local_snapshot_seed(const char *state_dir, const char *snapshot_uid, const char *workspace,
-                        const char *volumes_dir, uint32_t id_base, bool again,
-                        char **ret_message);
+                        const char *volumes_dir, uint32_t id_base, bool again, char **ret_note,
+                        api_error *err);
 
 /* Why a SandboxSnapshot may not be deleted now: NULL when nothing needs it, else an owned
  * message naming the SandboxTemplate whose pod template starts from it, or the Sandbox that

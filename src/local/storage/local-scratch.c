@@ -23,11 +23,9 @@
 #define LOOP_MAJOR 7
 #define MIN_SIZE (INT64_C(8) << 20) /* mke2fs needs a few MiB for an ext4 without journal */
 
-static int failf(char **ret_error, int err, const char *fmt, const char *a, const char *b)
+static int failf(api_error *err, int k, const char *fmt, const char *a, const char *b)
 {
-    if (asprintf(ret_error, fmt, a, b) < 0)
-        *ret_error = NULL;
-    return err < 0 ? err : -EIO;
+    return api_error_set_errno(err, k < 0 ? k : -EIO, fmt, a, b);
 }
 
 /* mke2fs from /usr/sbin or /sbin even when PATH lacks them (asb serve started by a user). */
@@ -162,7 +160,7 @@ static int run_mke2fs(const char *image, const char *tree, char **ret_output)
 }
 
 /* $ASB_STATE_DIR/scratch/ext4-<bytes>.img, made by mke2fs at first use. Owned path. */
-static int template_for(const char *state_dir, int64_t bytes, char **ret, char **ret_error)
+static int template_for(const char *state_dir, int64_t bytes, char **ret, api_error *err)
 {
     _cleanup_free_ char *dir = NULL, *path = NULL, *tmp = NULL, *tree = NULL, *out = NULL;
     if (asprintf(&dir, "%s/scratch", state_dir) < 0 ||
@@ -177,7 +175,7 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
     }
     int k = mkdir_p(dir, 0700);
     if (k < 0)
-        return failf(ret_error, k, "cannot create %s: %s", dir, strerror(-k));
+        return failf(err, k, "cannot create %s: %s", dir, strerror(-k));
     unlink(tmp);
     fs_rm_rf(tree);
     k = mkdir_p(tree, 0755);
@@ -193,7 +191,7 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
         k = k < 0 ? k : -errno;
         unlink(tmp);
         fs_rm_rf(tree);
-        return failf(ret_error, k, "cannot create %s: %s", tmp, strerror(-k));
+        return failf(err, k, "cannot create %s: %s", tmp, strerror(-k));
     }
     k = run_mke2fs(tmp, tree, &out);
     fs_rm_rf(tree);
@@ -202,16 +200,16 @@ static int template_for(const char *state_dir, int64_t bytes, char **ret, char *
         if (out)
             out[strcspn(out, "\n")] = '\0';
         if (k == 127)
-            return failf(ret_error, -ENOENT,
+            return failf(err, -ENOENT,
                          "mke2fs not found: install e2fsprogs (ephemeral storage needs it)%s%s", "",
                          "");
-        return failf(ret_error, k < 0 ? k : -EIO, "mke2fs (e2fsprogs) failed: %s%s",
+        return failf(err, k < 0 ? k : -EIO, "mke2fs (e2fsprogs) failed: %s%s",
                      k < 0 ? strerror(-k) : (out && *out ? out : "no output"), "");
     }
     if (fsync(fd) < 0 || rename(tmp, path) < 0) {
         k = -errno;
         unlink(tmp);
-        return failf(ret_error, k, "cannot write %s: %s", path, strerror(-k));
+        return failf(err, k, "cannot write %s: %s", path, strerror(-k));
     }
     *ret = TAKE_PTR(path);
     return 0;
@@ -272,16 +270,16 @@ static bool is_mounted(const char *mnt, const char *base)
     return stat(mnt, &a) == 0 && stat(base, &b) == 0 && a.st_dev != b.st_dev;
 }
 
-static int mount_image(const char *image, const char *mnt, char **ret_error)
+static int mount_image(const char *image, const char *mnt, api_error *err)
 {
     char dev[64];
     int fd = -1;
     int k = mkdir_p(mnt, 0700);
     if (k < 0)
-        return failf(ret_error, k, "cannot create %s: %s", mnt, strerror(-k));
+        return failf(err, k, "cannot create %s: %s", mnt, strerror(-k));
     k = loop_attach(image, &fd, dev, sizeof(dev));
     if (k < 0)
-        return failf(ret_error, k,
+        return failf(err, k,
                      "cannot attach %s to a loop device (%s): ephemeral storage limits need loop "
                      "devices; asb serve --default-ephemeral-storage=0 runs sandboxes without one",
                      image, strerror(-k));
@@ -293,7 +291,7 @@ static int mount_image(const char *image, const char *mnt, char **ret_error)
      * the unmount's sync), and a sandbox's fsync calls would flush the host's disk. */
     if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
               "discard,noinit_itable,nobarrier") < 0)
-        k = failf(ret_error, -errno, "cannot mount %s: %s", image, strerror(errno));
+        k = failf(err, -errno, "cannot mount %s: %s", image, strerror(errno));
     close(fd); /* the mount holds the device now; on failure autoclear detaches it */
     return k;
 }
@@ -325,24 +323,24 @@ static int link_into_disk(const char *base, const char *name)
 }
 
 int local_scratch_disk(const char *state_dir, const char *image, const char *mnt, int64_t bytes,
-                       int64_t *ret_size, char **ret_error)
+                       int64_t *ret_size, api_error *err)
 {
     _cleanup_free_ char *tpl = NULL, *tmp = NULL, *parent = NULL;
     if (asprintf(&parent, "%s/..", mnt) < 0)
         return -ENOMEM;
     int k;
     if (access(image, F_OK) < 0) {
-        if ((k = template_for(state_dir, MAX(bytes, MIN_SIZE), &tpl, ret_error)) < 0)
+        if ((k = template_for(state_dir, MAX(bytes, MIN_SIZE), &tpl, err)) < 0)
             return k;
         if (asprintf(&tmp, "%s.tmp", image) < 0)
             return -ENOMEM;
         unlink(tmp);
         if ((k = copy_sparse(tpl, tmp)) < 0 || (rename(tmp, image) < 0 && (k = -errno))) {
             unlink(tmp);
-            return failf(ret_error, k, "cannot create %s: %s", image, strerror(-k));
+            return failf(err, k, "cannot create %s: %s", image, strerror(-k));
         }
     }
-    if (!is_mounted(mnt, parent) && (k = mount_image(image, mnt, ret_error)) < 0)
+    if (!is_mounted(mnt, parent) && (k = mount_image(image, mnt, err)) < 0)
         return k;
     struct stat st;
     *ret_size = stat(image, &st) == 0 ? (int64_t)st.st_size : 0;
@@ -350,12 +348,12 @@ int local_scratch_disk(const char *state_dir, const char *image, const char *mnt
 }
 
 static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, uid_t uid,
-                        gid_t gid, local_scratch *s, char **ret_error)
+                        gid_t gid, local_scratch *s, api_error *err)
 {
     _cleanup_free_ char *image = NULL, *mnt = NULL;
     if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&mnt, "%s/disk", base) < 0)
         return -ENOMEM;
-    int k = local_scratch_disk(state_dir, image, mnt, bytes, &s->size, ret_error);
+    int k = local_scratch_disk(state_dir, image, mnt, bytes, &s->size, err);
     if (k < 0)
         return k;
     for (size_t i = 0; i < ELEMENTSOF(scratch_dirs); i++) {
@@ -367,7 +365,7 @@ static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, 
         if (k == 0 && scratch_dirs[i].owned)
             k = link_into_disk(base, scratch_dirs[i].name);
         if (k < 0)
-            return failf(ret_error, k, "cannot prepare %s: %s", d, strerror(-k));
+            return failf(err, k, "cannot prepare %s: %s", d, strerror(-k));
     }
     if (asprintf(&s->workspace, "%s/workspace", mnt) < 0 ||
         asprintf(&s->home, "%s/home", mnt) < 0 || asprintf(&s->tmp, "%s/tmp", mnt) < 0)
@@ -376,22 +374,21 @@ static int prepare_disk(const char *state_dir, const char *base, int64_t bytes, 
 }
 
 int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes, uid_t uid,
-                          gid_t gid, local_scratch *ret, char **ret_error)
+                          gid_t gid, local_scratch *ret, api_error *err)
 {
     local_scratch s = {0};
     _cleanup_free_ char *image = NULL, *ws = NULL;
-    *ret_error = NULL;
     if (asprintf(&image, "%s/disk.img", base) < 0 || asprintf(&ws, "%s/workspace", base) < 0)
         return -ENOMEM;
     int k = mkdir_p(base, 0755);
     if (k < 0)
-        return failf(ret_error, k, "cannot create %s: %s", base, strerror(-k));
+        return failf(err, k, "cannot create %s: %s", base, strerror(-k));
     struct stat st;
     bool exists = access(image, F_OK) == 0;
     /* A workspace that predates the limit (a plain directory) is kept: no data is moved. */
     bool legacy = !exists && lstat(ws, &st) == 0 && S_ISDIR(st.st_mode);
     if (exists || (bytes > 0 && !legacy)) {
-        k = prepare_disk(state_dir, base, bytes, uid, gid, &s, ret_error);
+        k = prepare_disk(state_dir, base, bytes, uid, gid, &s, err);
         if (k < 0) {
             local_scratch_done(&s);
             if (!exists)
@@ -410,7 +407,7 @@ int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes
         }
         k = own_dir(*out[i], 0755, uid, gid);
         if (k < 0) {
-            failf(ret_error, k, "cannot create %s: %s", *out[i], strerror(-k));
+            failf(err, k, "cannot create %s: %s", *out[i], strerror(-k));
             local_scratch_done(&s);
             return k;
         }

@@ -21,6 +21,8 @@
  * directories under sandboxes/<uid> and /tmp stays a size-capped tmpfs. Root only (mount). */
 #pragma once
 
+#include "shared/status.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -37,9 +39,9 @@ typedef struct local_scratch {
  * workspace and home owned by uid:gid, tmp root-owned 1777. `bytes` > 0 asks for a filesystem
  * of that size when the sandbox has none yet; an existing one is kept as it is (its size is
  * fixed at first start). state_dir holds the template cache. On failure a negative errno and
- * *ret_error (owned). *ret is filled with owned strings (local_scratch_done). */
+ * *err (owned). *ret is filled with owned strings (local_scratch_done). */
 int local_scratch_prepare(const char *state_dir, const char *base, int64_t bytes, uid_t uid,
-                          gid_t gid, local_scratch *ret, char **ret_error);
+                          gid_t gid, local_scratch *ret, api_error *err);
 void local_scratch_done(local_scratch *s);
 
 /* The main process's directory (bound at /.asb/main; sandboxd records the exit code there),
@@ -58,8 +60,8 @@ int local_scratch_release(const char *base);
  * at `image` (made from the template of max(bytes, 8 MiB) when missing; an existing one keeps
  * its size) mounted at mnt (made when missing) unless mounted there already. The root
  * directory of a new filesystem is root's, 0755, and holds the template's empty directories.
- * *ret_size is the image's size. On failure a negative errno and *ret_error (owned). */
+ * *ret_size is the image's size. On failure a negative errno and *err (owned). */
 int local_scratch_disk(const char *state_dir, const char *image, const char *mnt, int64_t bytes,
-                       int64_t *ret_size, char **ret_error);
+                       int64_t *ret_size, api_error *err);
 /* Unmounts every mount at mnt and removes image. Nothing mounted is success. */
 int local_scratch_disk_release(const char *image, const char *mnt);

@@ -48,10 +48,9 @@ int local_volume_request(const json_t *sb, size_t i, int64_t *ret)
     return s ? api_quantity_parse(s, API_RESOURCE_EPHEMERAL_STORAGE, ret) : -EINVAL;
 }
 
-static int failf(char **ret_error, int err, const char *what, const char *path)
+static int failf(api_error *err, int k, const char *what, const char *path)
 {
-    *ret_error = strdup_printf("cannot %s %s: %s", what, path, strerror(-err));
-    return err;
+    return api_error_set_errno(err, k, "cannot %s %s: %s", what, path, strerror(-k));
 }
 
 /* dir_fd/name made (mode) unless it exists, then owned by uid:gid through its fd. */
@@ -86,38 +85,37 @@ static int link_volume(int vols_fd, const char *name)
 }
 
 static int prepare_disk(const char *state_dir, const char *vols_dir, int vols_fd, const char *name,
-                        int64_t bytes, uid_t uid, gid_t gid, char **ret_error)
+                        int64_t bytes, uid_t uid, gid_t gid, api_error *err)
 {
     _cleanup_free_ char *image = strdup_printf("%s/" DISK_PREFIX "%s.img", vols_dir, name),
                         *mnt = strdup_printf("%s/" DISK_PREFIX "%s", vols_dir, name);
     if (!image || !mnt)
         return -ENOMEM;
     int64_t size;
-    int k = local_scratch_disk(state_dir, image, mnt, bytes, &size, ret_error);
+    int k = local_scratch_disk(state_dir, image, mnt, bytes, &size, err);
     if (k < 0)
         return k;
     /* The filesystem's root is root's: only data/ is the sandbox's, and bound. */
     _cleanup_close_ int mnt_fd = openat(vols_fd, mnt + strlen(vols_dir) + 1,
                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (mnt_fd < 0)
-        return failf(ret_error, -errno, "open", mnt);
+        return failf(err, -errno, "open", mnt);
     if ((k = own_at(mnt_fd, DATA_DIR, uid, gid)) < 0)
-        return failf(ret_error, k, "prepare the data directory of", mnt);
+        return failf(err, k, "prepare the data directory of", mnt);
     if ((k = link_volume(vols_fd, name)) < 0)
-        return failf(ret_error, k, "link the volume directory in", vols_dir);
+        return failf(err, k, "link the volume directory in", vols_dir);
     return 0;
 }
 
 int local_volume_prepare(const char *state_dir, const char *vols_dir, const char *name,
-                         int64_t bytes, uid_t uid, gid_t gid, char **ret_error)
+                         int64_t bytes, uid_t uid, gid_t gid, api_error *err)
 {
-    *ret_error = NULL;
     int k = mkdir_p(vols_dir, 0755);
     if (k < 0)
-        return failf(ret_error, k, "create", vols_dir);
+        return failf(err, k, "create", vols_dir);
     _cleanup_close_ int vols_fd = open(vols_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (vols_fd < 0)
-        return failf(ret_error, -errno, "open", vols_dir);
+        return failf(err, -errno, "open", vols_dir);
     struct stat st;
     /* A plain directory (no request, or a volume older than the limits) stays one: no data is
      * moved. */
@@ -125,10 +123,10 @@ int local_volume_prepare(const char *state_dir, const char *vols_dir, const char
         fstatat(vols_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? S_ISDIR(st.st_mode) : bytes <= 0;
     if (plain) {
         if ((k = own_at(vols_fd, name, uid, gid)) < 0)
-            return failf(ret_error, k, "create the volume directory", name);
+            return failf(err, k, "create the volume directory", name);
         return 0;
     }
-    return prepare_disk(state_dir, vols_dir, vols_fd, name, bytes, uid, gid, ret_error);
+    return prepare_disk(state_dir, vols_dir, vols_fd, name, bytes, uid, gid, err);
 }
 
 static int release_entry(const char *path, void *payload)

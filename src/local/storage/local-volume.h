@@ -31,10 +31,10 @@ int local_volume_request(const json_t *sandbox, size_t i, int64_t *ret);
 
 /* Makes the volume `name` of vols_dir (volumes/<uid>) ready for a start: its filesystem of
  * `bytes` (> 0; mounted again after a reboot) or a plain directory (0), its directory owned by
- * uid:gid. state_dir holds the image templates. On failure a negative errno and *ret_error
+ * uid:gid. state_dir holds the image templates. On failure a negative errno and *err
  * (owned). */
 int local_volume_prepare(const char *state_dir, const char *vols_dir, const char *name,
-                         int64_t bytes, uid_t uid, gid_t gid, char **ret_error);
+                         int64_t bytes, uid_t uid, gid_t gid, api_error *err);
 
 /* Removes every volume filesystem of vols_dir (unmounted, images deleted), so that vols_dir can
  * be removed. Call after the container and any overlay above are gone. 0 or the last error. */

@@ -179,7 +179,7 @@ static bool find_deep_rows(sqlite3 *db)
     return deep;
 }
 
-int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error)
+int local_store_open(const char *path, size_t window, local_store **ret, api_error *err)
 {
     local_store *s = calloc(1, sizeof(*s));
     if (!s)
@@ -207,10 +207,10 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
     }
     int r = sqlite3_open_v2(path, &s->db,
                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    char *err = NULL;
+    char *sqlerr = NULL;
     if (r == SQLITE_OK) {
         sqlite3_busy_timeout(s->db, 5000);
-        r = sqlite3_exec(s->db, schema, NULL, NULL, &err);
+        r = sqlite3_exec(s->db, schema, NULL, NULL, &sqlerr);
     }
     if (r == SQLITE_OK) {
         sqlite3_stmt *st;
@@ -224,11 +224,10 @@ int local_store_open(const char *path, size_t window, local_store **ret, char **
     if (r == SQLITE_OK)
         s->holds_deep_objects = find_deep_rows(s->db);
     if (r == SQLITE_OK && open_wal(s, path) < 0)
-        r = sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, &err);
+        r = sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, &sqlerr);
     if (r != SQLITE_OK) {
-        if (asprintf(ret_error, "%s: %s", path, err ? err : sqlite3_errmsg(s->db)) < 0)
-            *ret_error = NULL;
-        sqlite3_free(err);
+        api_error_set_errno(err, -EIO, "%s: %s", path, sqlerr ? sqlerr : sqlite3_errmsg(s->db));
+        sqlite3_free(sqlerr);
         local_store_free(s);
         return -EIO;
     }

@@ -14,6 +14,8 @@
  * change before it is durable. */
 #pragma once
 
+#include "shared/status.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -40,7 +42,7 @@ store_event *store_event_unref(store_event *e);
 
 /* Opens (creating) the database at path. window = number of events kept for watches.
  * *ret is owned by the caller (local_store_free). */
-int local_store_open(const char *path, size_t window, local_store **ret, char **ret_error);
+int local_store_open(const char *path, size_t window, local_store **ret, api_error *err);
 local_store *local_store_free(local_store *s);
 
 uint64_t local_store_current_rv(local_store *s);
