@@ -46,7 +46,7 @@ int asb_wait(int argc, char **argv)
             timeout_arg = optarg;
             break;
         default:
-            return main_usage_option(c, wait_usage);
+            return cli_usage_option(c, argv, wait_usage);
         }
     }
     if (!for_arg) {
