@@ -156,7 +156,7 @@ int asb_wait(int argc, char **argv)
         timeout_ms = 1; /* 0: check once */
     cli_targets t;
     if (cli_targets_parse(&t, argv + optind, (size_t)(argc - optind), all, selector))
-        return 1;
+        return 2; /* a usage error, as wait's others */
     asb_client *cl = NULL;
     int ret = cli_client(&cl);
     if (ret == 0)
