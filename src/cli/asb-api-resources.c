@@ -109,7 +109,8 @@ static bool wanted(const ar_opts *o, const char *group, const json_t *res)
 static void print_rows(const ar_opts *o, ar_row *rows, size_t n)
 {
     sort_by = o->sort_by;
-    qsort(rows, n, sizeof(*rows), row_cmp);
+    if (n > 0)
+        qsort(rows, n, sizeof(*rows), row_cmp);
     if (o->name_only) {
         for (size_t i = 0; i < n; i++)
             printf("%s%s%s\n", res_str(&rows[i], "name"), *rows[i].group ? "." : "",
