@@ -113,14 +113,14 @@ static void print_rows(const ar_opts *o, ar_row *rows, size_t n)
         qsort(rows, n, sizeof(*rows), row_cmp);
     if (o->name_only) {
         for (size_t i = 0; i < n; i++)
-            printf("%s%s%s\n", res_str(&rows[i], "name"), *rows[i].group ? "." : "",
-                   rows[i].group);
+            printf("%s%s%s\n", res_str(&rows[i], "name"), *rows[i].group ? "." : "", rows[i].group);
         return;
     }
     cli_table t = {.ncols = o->wide ? 7 : 5};
     if (!o->no_headers) {
-        char *h[] = {strdup("NAME"), strdup("SHORTNAMES"), strdup("APIVERSION"),
-                     strdup("NAMESPACED"), strdup("KIND"), strdup("VERBS"), strdup("CATEGORIES")};
+        char *h[] = {strdup("NAME"),       strdup("SHORTNAMES"), strdup("APIVERSION"),
+                     strdup("NAMESPACED"), strdup("KIND"),       strdup("VERBS"),
+                     strdup("CATEGORIES")};
         cli_table_add(&t, h);
         for (size_t i = t.ncols; i < ELEMENTSOF(h); i++)
             free(h[i]);
@@ -176,9 +176,8 @@ static int list_resources(asb_client *cl, const ar_opts *o)
                 break;
             }
             rows = v;
-            rows[n++] = (ar_row){group, json_string_value(json_object_get(list, "groupVersion"))
-                                            ?: "",
-                                 res};
+            rows[n++] = (ar_row){
+                group, json_string_value(json_object_get(list, "groupVersion")) ?: "", res};
         }
     }
     if (ret == 0)

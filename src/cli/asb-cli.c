@@ -174,7 +174,7 @@ int cli_usage_option(int opt, char **argv, main_usage_fn *usage)
     size_t name_len = strcspn(arg, "=");
     const char *sub = argv[0] && cli_verb && strcmp(argv[0], cli_verb) != 0 ? argv[0] : NULL;
     bool last = argv[optind] == NULL; /* only the last word can lack its argument */
-    if (optopt == 0) /* glibc: an unrecognized long option */
+    if (optopt == 0)                  /* glibc: an unrecognized long option */
         fprintf(stderr, "error: unknown flag: %.*s\n", (int)name_len, arg);
     else if (strncmp(arg, "--", 2) == 0 && last)
         fprintf(stderr, "error: flag needs an argument: %.*s\n", (int)name_len, arg);
@@ -183,7 +183,8 @@ int cli_usage_option(int opt, char **argv, main_usage_fn *usage)
         fprintf(stderr, "error: flag needs an argument: '%c' in %s\n", optopt, arg);
     else
         fprintf(stderr, "error: unknown shorthand flag: '%c' in -%c\n",
-                optopt > 0 && optopt < 128 ? optopt : '?', optopt > 0 && optopt < 128 ? optopt : '?');
+                optopt > 0 && optopt < 128 ? optopt : '?',
+                optopt > 0 && optopt < 128 ? optopt : '?');
     fprintf(stderr, "See 'asb %s%s%s --help' for usage.\n", cli_verb ? cli_verb : argv[0],
             sub ? " " : "", sub ? sub : "");
     return 1;

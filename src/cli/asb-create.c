@@ -64,7 +64,7 @@ static int write_one(asb_client *cl, const char *file, json_t *obj, bool name_on
         json_decref(c);
     }
     _cleanup_free_ char *body = json_dumps(obj, JSON_COMPACT);
-    int r = !body                ? ASB_ENOMEM
+    int r = !body              ? ASB_ENOMEM
             : current->replace ? asb_object_update(NULL, cl, k->plural, ns, body)
                                : asb_object_create(NULL, cl, k->plural, ns, body);
     if (r != ASB_OK) {
@@ -120,8 +120,9 @@ static int write_main(const write_verb *wv, int argc, char **argv)
             break;
         case 'o':
             if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                                "\"%s\", allowed formats are: name\n",
+                fprintf(stderr,
+                        "error: unable to match a printer suitable for the output format "
+                        "\"%s\", allowed formats are: name\n",
                         optarg);
                 return 1;
             }

@@ -27,7 +27,7 @@ static void edit_usage(FILE *f)
 }
 
 #define EDIT_HEADER                                                                                \
-    "# Please edit the object below. Lines beginning with a '#' will be ignored,\n"               \
+    "# Please edit the object below. Lines beginning with a '#' will be ignored,\n"                \
     "# and an empty file will abort the edit. If an error occurs while saving this file will be\n" \
     "# reopened with the relevant failures.\n"                                                     \
     "#\n"
@@ -138,8 +138,8 @@ static json_t *parse_saved(const char *text, char **ret_why)
 {
     _cleanup_free_ char *arr = NULL;
     if (asb_manifest_parse(&arr, text, strlen(text)) != ASB_OK) {
-        *ret_why = strdup_printf("The edited file had a syntax error: %s",
-                                 asb_error_last()->message);
+        *ret_why =
+            strdup_printf("The edited file had a syntax error: %s", asb_error_last()->message);
         return NULL;
     }
     json_t *docs = json_loads(arr, 0, NULL);
@@ -178,8 +178,8 @@ static int edit_loop(edit_state *st, bool json, bool *ret_keep)
         return 1;
     *ret_keep = false; /* kept only where the user is told where it is */
     for (;;) {
-        _cleanup_free_ char *text = strdup_printf("%s%s%s", EDIT_HEADER, header ? header : "",
-                                                  previous ? previous : shown);
+        _cleanup_free_ char *text =
+            strdup_printf("%s%s%s", EDIT_HEADER, header ? header : "", previous ? previous : shown);
         if (!text || write_file(st->path, text) || run_editor(st->path))
             return 1;
         _cleanup_free_ char *saved = NULL, *why = NULL;
@@ -222,8 +222,9 @@ static int edit_loop(edit_state *st, bool json, bool *ret_keep)
             }
             if (r == ASB_ENOTFOUND) {
                 *ret_keep = true;
-                fprintf(stderr, "The edits you made on deleted resources have been saved to "
-                                "\"%s\"\n",
+                fprintf(stderr,
+                        "The edits you made on deleted resources have been saved to "
+                        "\"%s\"\n",
                         st->path);
                 return 1;
             }
@@ -283,16 +284,16 @@ int asb_edit(int argc, char **argv)
     cli_ref(st.ref, sizeof(st.ref), st.t->kind, st.t->name);
     int ret = cli_client(&st.cl);
     _cleanup_free_ char *text = NULL;
-    if (ret == 0 && asb_object_get(&text, st.cl, st.t->kind->plural, cli_namespace(),
-                                   st.t->name) != ASB_OK)
+    if (ret == 0 &&
+        asb_object_get(&text, st.cl, st.t->kind->plural, cli_namespace(), st.t->name) != ASB_OK)
         ret = cli_print_error(NULL);
     if (ret == 0 && !(st.original = json_loads(text, 0, NULL)))
         ret = 1;
     const char *tmp = getenv("TMPDIR");
-    _cleanup_free_ char *path = ret ? NULL
-                                    : strdup_printf("%s/asb-edit-XXXXXX.%s",
-                                                    tmp && *tmp ? tmp : "/tmp",
-                                                    json ? "json" : "yaml");
+    _cleanup_free_ char *path =
+        ret ? NULL
+            : strdup_printf("%s/asb-edit-XXXXXX.%s", tmp && *tmp ? tmp : "/tmp",
+                            json ? "json" : "yaml");
     int fd = path ? mkostemps(path, 5, O_CLOEXEC) : -1;
     if (ret == 0 && fd < 0) {
         fprintf(stderr, "error: cannot create a temporary file: %s\n", strerror(errno));

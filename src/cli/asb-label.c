@@ -27,19 +27,20 @@ static const map_verb *current;
 static void map_usage(FILE *f)
 {
     const char *v = current->verb;
-    fprintf(f,
-            "Usage: asb %s KIND NAME...|KIND/NAME...|KIND --all|KIND -l SEL KEY=VALUE... KEY-...\n\n"
-            "Sets (KEY=VALUE) or removes (KEY-) %s of objects.\n\n"
-            "Options:\n"
-            "      --overwrite           change a key that already has a value (otherwise an\n"
-            "                            error, as kubectl)\n"
-            "      --all                 every object of KIND in the namespace\n"
-            "  -l, --selector SEL        the objects of KIND with these labels\n"
-            "      --resource-version RV only if the object is still at this resourceVersion\n"
-            "                            (one object)\n"
-            "  -o, --output name         print KIND.GROUP/NAME only\n"
-            "  -h, --help                show this help\n" CLI_GLOBAL_HELP,
-            v, current->field);
+    fprintf(
+        f,
+        "Usage: asb %s KIND NAME...|KIND/NAME...|KIND --all|KIND -l SEL KEY=VALUE... KEY-...\n\n"
+        "Sets (KEY=VALUE) or removes (KEY-) %s of objects.\n\n"
+        "Options:\n"
+        "      --overwrite           change a key that already has a value (otherwise an\n"
+        "                            error, as kubectl)\n"
+        "      --all                 every object of KIND in the namespace\n"
+        "  -l, --selector SEL        the objects of KIND with these labels\n"
+        "      --resource-version RV only if the object is still at this resourceVersion\n"
+        "                            (one object)\n"
+        "  -o, --output name         print KIND.GROUP/NAME only\n"
+        "  -h, --help                show this help\n" CLI_GLOBAL_HELP,
+        v, current->field);
 }
 
 /* The updates: sets (key, value) and removals (key, NULL), in the order given. */
@@ -90,8 +91,9 @@ static int parse_updates(char **args, size_t n, size_t *ret_nargs, update **ret,
                     fprintf(stderr, "error: can not both modify and remove a label in the same "
                                     "command\n");
                 else
-                    fprintf(stderr, "error: can not both modify and remove the following "
-                                    "annotation(s) in the same command: %s\n",
+                    fprintf(stderr,
+                            "error: can not both modify and remove the following "
+                            "annotation(s) in the same command: %s\n",
                             u[i].key);
                 updates_free(u, nu);
                 return 1;
@@ -193,8 +195,8 @@ static int update_one(asb_client *cl, const cli_target *t, const update *u, size
     json_decref(before);
     json_decref(next);
     json_decref(patch);
-    if (!ps || asb_object_patch(NULL, cl, t->kind->plural, cli_namespace(), t->name, ps, 0) !=
-                   ASB_OK) {
+    if (!ps ||
+        asb_object_patch(NULL, cl, t->kind->plural, cli_namespace(), t->name, ps, 0) != ASB_OK) {
         ret = cli_print_error(NULL);
         goto out;
     }
@@ -244,8 +246,9 @@ static int map_main(const map_verb *mv, int argc, char **argv)
             break;
         case 'o':
             if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                                "\"%s\", allowed formats are: name\n",
+                fprintf(stderr,
+                        "error: unable to match a printer suitable for the output format "
+                        "\"%s\", allowed formats are: name\n",
                         optarg);
                 return 1;
             }

@@ -27,12 +27,12 @@ static void patch_usage(FILE *f)
                "  -h, --help                show this help\n" CLI_GLOBAL_HELP);
 }
 
-static const char *const type_names[] = {[ASB_PATCH_MERGE] = "merge", [ASB_PATCH_JSON] = "json",
-                                         [ASB_PATCH_STRATEGIC] = "strategic"};
-static const char *const media_types[] = {
-    [ASB_PATCH_MERGE] = "application/merge-patch+json",
-    [ASB_PATCH_JSON] = "application/json-patch+json",
-    [ASB_PATCH_STRATEGIC] = "application/strategic-merge-patch+json"};
+static const char *const type_names[] = {
+    [ASB_PATCH_MERGE] = "merge", [ASB_PATCH_JSON] = "json", [ASB_PATCH_STRATEGIC] = "strategic"};
+static const char *const media_types[] = {[ASB_PATCH_MERGE] = "application/merge-patch+json",
+                                          [ASB_PATCH_JSON] = "application/json-patch+json",
+                                          [ASB_PATCH_STRATEGIC] =
+                                              "application/strategic-merge-patch+json"};
 
 static int patch_one(asb_client *cl, const cli_target *t, const char *patch,
                      const asb_patch_options *po, bool name_only)
@@ -53,7 +53,8 @@ static int patch_one(asb_client *cl, const cli_target *t, const char *patch,
     }
     before = json_loads(b, 0, NULL);
     after = json_loads(a, 0, NULL);
-    const char *rv0 = cli_meta(before, "resourceVersion"), *rv1 = cli_meta(after, "resourceVersion");
+    const char *rv0 = cli_meta(before, "resourceVersion"),
+               *rv1 = cli_meta(after, "resourceVersion");
     /* a /scale reply is a Scale: its resourceVersion is the object's */
     bool same = rv0 && rv1 && strcmp(rv0, rv1) == 0;
     char ref[600];
@@ -107,8 +108,9 @@ int asb_patch(int argc, char **argv)
         }
         case OPT_SUB:
             if (strcmp(optarg, "status") != 0 && strcmp(optarg, "scale") != 0) {
-                fprintf(stderr, "error: invalid subresource value: \"%s\". Must be one of "
-                                "[status scale]\n",
+                fprintf(stderr,
+                        "error: invalid subresource value: \"%s\". Must be one of "
+                        "[status scale]\n",
                         optarg);
                 return 1;
             }
@@ -116,8 +118,9 @@ int asb_patch(int argc, char **argv)
             break;
         case 'o':
             if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                                "\"%s\", allowed formats are: name\n",
+                fprintf(stderr,
+                        "error: unable to match a printer suitable for the output format "
+                        "\"%s\", allowed formats are: name\n",
                         optarg);
                 return 1;
             }
@@ -141,8 +144,7 @@ int asb_patch(int argc, char **argv)
         size_t len;
         int r = cli_read_file(file, &data, &len);
         if (r < 0) {
-            fprintf(stderr, "error: unable to read patch file: open %s: %s\n", file,
-                    strerror(-r));
+            fprintf(stderr, "error: unable to read patch file: open %s: %s\n", file, strerror(-r));
             return 1;
         }
         patch_arg = data;

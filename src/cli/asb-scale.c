@@ -103,8 +103,9 @@ int asb_scale(int argc, char **argv)
             break;
         case 'o':
             if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                                "\"%s\", allowed formats are: name\n",
+                fprintf(stderr,
+                        "error: unable to match a printer suitable for the output format "
+                        "\"%s\", allowed formats are: name\n",
                         optarg);
                 return 1;
             }

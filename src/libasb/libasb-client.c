@@ -680,8 +680,8 @@ ASB_PUBLIC int asb_object_patch_typed(char **out, asb_client *c, const char *kin
     if (type < 0 || type >= (int)(sizeof(types) / sizeof(types[0])))
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_patch_options: unknown patch type %d",
                               type);
-    return object_call(out, c, kind, ns, name ? name : "", opts ? opts->subresource : NULL,
-                       "PATCH", types[type], patch);
+    return object_call(out, c, kind, ns, name ? name : "", opts ? opts->subresource : NULL, "PATCH",
+                       types[type], patch);
 }
 
 ASB_PUBLIC int asb_server_discovery(char **out, asb_client *c, const char *group_version)
