@@ -3,6 +3,7 @@
  * words (`sandbox.agents.x-k8s.io/NAME labeled|unlabeled|not labeled`, `... annotated`). Each
  * object gets one merge patch of metadata.labels or metadata.annotations, with its
  * resourceVersion as a precondition when --resource-version is given. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,18 @@ static void updates_free(update *u, size_t n)
     free(u);
 }
 
+/* A label value as kubectl checks it before sending: at most 63 characters, empty or alphanumeric
+ * at both ends with '-', '_' and '.' between. */
+static bool label_value_valid(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0)
+        return true;
+    if (n > 63 || !isalnum((unsigned char)v[0]) || !isalnum((unsigned char)v[n - 1]))
+        return false;
+    return strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
+}
+
 /* Splits the operands into object operands (kept in args, *ret_nargs) and updates. Prints
  * kubectl's message and returns 1 on a bad one. */
 static int parse_updates(char **args, size_t n, size_t *ret_nargs, update **ret, size_t *ret_n)
@@ -74,6 +87,18 @@ static int parse_updates(char **args, size_t n, size_t *ret_nargs, update **ret,
         if (eq == a || (eq && current->labels && strchr(eq + 1, '='))) {
             fprintf(stderr, "error: invalid %s spec: %s\n",
                     current->labels ? "label" : "annotation", a);
+            updates_free(u, nu);
+            return 1;
+        }
+        if (eq && current->labels && !label_value_valid(eq + 1)) {
+            fprintf(stderr, "error: invalid label value: \"%s\": %s\n", a,
+                    strlen(eq + 1) > 63 ? "must be no more than 63 characters"
+                                        : "a valid label must be an empty string or consist of "
+                                          "alphanumeric characters, '-', '_' or '.', and must "
+                                          "start and end with an alphanumeric character (e.g. "
+                                          "'MyValue',  or 'my_value',  or '12345', regex used "
+                                          "for validation is "
+                                          "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
             updates_free(u, nu);
             return 1;
         }

@@ -36,10 +36,15 @@ def test_label_set_overwrite_remove(asb):
     p = run(asb, "label", "sandbox", "l1", "k=v=w")
     assert (p.returncode, p.stderr) == (1, "error: invalid label spec: k=v=w\n")
     assert ok(asb, "label", "sandbox", "l1", "o=1", "-o", "name") == REF.format("l1") + "\n"
-    # A value the server refuses: its Invalid error, nothing stored.
+    # A value kubectl refuses before sending; a key the server refuses (its Invalid error).
     p = run(asb, "label", "sandbox", "l1", "bad=a b")
+    assert p.returncode == 1 and p.stderr.startswith(
+        'error: invalid label value: "bad=a b": a valid label must be an empty string'), p.stderr
+    p = run(asb, "label", "sandbox", "l1", "bad=" + "x" * 64)
+    assert p.stderr.endswith(": must be no more than 63 characters\n"), p.stderr
+    p = run(asb, "label", "sandbox", "l1", "bad key=1")
     assert p.returncode == 1 and p.stderr.startswith("Error from server (Invalid): "), p.stderr
-    assert "bad" not in stored(asb, "l1")
+    assert "bad" not in stored(asb, "l1") and "bad key" not in stored(asb, "l1")
 
 
 def test_label_several_objects_all_and_selector(asb):
