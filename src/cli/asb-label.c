@@ -181,60 +181,65 @@ static const char *outcome(const json_t *before, const json_t *after, bool overw
     return "labeled";
 }
 
+/* The merge patch of the updates to the map cur (text, owned; NULL on ENOMEM) and what kubectl
+ * would say of the change (*ret_said). */
+static char *build_patch(const json_t *cur, const update *u, size_t n, const map_opts *o,
+                         const char **ret_said)
+{
+    json_t *next = json_is_object(cur) ? json_copy((json_t *)cur) : json_object();
+    json_t *patch_map = json_object();
+    json_t *patch = json_pack("{s:{s:o}}", "metadata", current->field, patch_map);
+    char *text = NULL;
+    if (next && patch) {
+        for (size_t i = 0; i < n; i++) {
+            if (u[i].value) {
+                json_object_set_new(next, u[i].key, json_string(u[i].value));
+                json_object_set_new(patch_map, u[i].key, json_string(u[i].value));
+            } else if (json_object_get(next, u[i].key)) {
+                json_object_del(next, u[i].key);
+                json_object_set_new(patch_map, u[i].key, json_null());
+            } else if (current->labels)
+                printf("label \"%s\" not found.\n", u[i].key);
+        }
+        if (o->resource_version)
+            json_object_set_new(json_object_get(patch, "metadata"), "resourceVersion",
+                                json_string(o->resource_version));
+        json_t *before = json_is_object(cur) ? json_incref((json_t *)cur) : json_object();
+        *ret_said = outcome(before, next, o->overwrite);
+        json_decref(before);
+        text = json_dumps(patch, JSON_COMPACT);
+    }
+    json_decref(next);
+    json_decref(patch);
+    return text;
+}
+
 static int update_one(asb_client *cl, const cli_target *t, const update *u, size_t n,
                       const map_opts *o)
 {
-    json_t *obj = NULL;
-    _cleanup_free_ char *text = NULL;
+    _cleanup_free_ char *text = NULL, *ps = NULL;
     if (asb_object_get(&text, cl, t->kind->plural, cli_namespace(), t->name) != ASB_OK)
         return cli_print_error(NULL);
-    obj = json_loads(text, 0, NULL);
-    json_t *md = json_object_get(obj, "metadata");
-    json_t *cur = json_object_get(md, current->field);
-    int ret = 1;
-    if (!o->overwrite && check_overwrites(cur, u, n))
-        goto out;
-    json_t *next = json_is_object(cur) ? json_copy(cur) : json_object();
-    json_t *patch_map = json_object();
-    json_t *patch = json_pack("{s:{s:o}}", "metadata", current->field, patch_map);
-    if (!next || !patch) {
-        json_decref(next);
-        goto out;
+    json_t *obj = json_loads(text, 0, NULL);
+    const json_t *cur = json_object_get(json_object_get(obj, "metadata"), current->field);
+    const char *said = NULL;
+    if (!o->overwrite && check_overwrites(cur, u, n)) {
+        json_decref(obj);
+        return 1;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (u[i].value) {
-            json_object_set_new(next, u[i].key, json_string(u[i].value));
-            json_object_set_new(patch_map, u[i].key, json_string(u[i].value));
-        } else if (json_object_get(next, u[i].key)) {
-            json_object_del(next, u[i].key);
-            json_object_set_new(patch_map, u[i].key, json_null());
-        } else if (current->labels)
-            printf("label \"%s\" not found.\n", u[i].key);
-    }
-    if (o->resource_version)
-        json_object_set_new(json_object_get(patch, "metadata"), "resourceVersion",
-                            json_string(o->resource_version));
-    _cleanup_free_ char *ps = json_dumps(patch, JSON_COMPACT);
-    json_t *before = json_is_object(cur) ? json_incref(cur) : json_object();
-    const char *said = outcome(before, next, o->overwrite);
-    json_decref(before);
-    json_decref(next);
-    json_decref(patch);
-    if (!ps ||
-        asb_object_patch(NULL, cl, t->kind->plural, cli_namespace(), t->name, ps, 0) != ASB_OK) {
-        ret = cli_print_error(NULL);
-        goto out;
-    }
+    ps = build_patch(cur, u, n, o, &said);
+    json_decref(obj);
+    if (!ps)
+        return 1;
+    if (asb_object_patch(NULL, cl, t->kind->plural, cli_namespace(), t->name, ps, 0) != ASB_OK)
+        return cli_print_error(NULL);
     char ref[600];
     cli_ref(ref, sizeof(ref), t->kind, t->name);
     if (o->name_only)
         printf("%s\n", ref);
     else
         printf("%s %s\n", ref, said);
-    ret = 0;
-out:
-    json_decref(obj);
-    return ret;
+    return 0;
 }
 
 static int map_main(const map_verb *mv, int argc, char **argv)
