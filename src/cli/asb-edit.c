@@ -160,6 +160,17 @@ static bool same_identity(const json_t *a, const json_t *b)
                       json_object_get(json_object_get(b, "metadata"), "name"));
 }
 
+/* text with "# " after each line break, so that a message of several lines stays a comment
+ * (owned). */
+static char *commented(const char *text)
+{
+    _cleanup_buf_ buf b = BUF_INIT;
+    for (const char *p = text; *p; p++)
+        if ((*p == '\n' ? buf_append_str(&b, "\n# ") : buf_append_byte(&b, *p)) < 0)
+            return NULL;
+    return buf_steal(&b, NULL);
+}
+
 static int kept(const edit_state *st, bool *ret_keep, const char *why)
 {
     *ret_keep = true;
@@ -199,6 +210,7 @@ static int edit_loop(edit_state *st, bool json, bool *ret_keep)
             return 0;
         }
         json_t *edited = parse_saved(stripped, &why);
+        bool parsed = edited != NULL;
         if (edited && strcmp(stripped, original_text) == 0) {
             json_decref(edited);
             fprintf(stderr, "Edit cancelled, no changes made.\n");
@@ -239,10 +251,15 @@ static int edit_loop(edit_state *st, bool json, bool *ret_keep)
             fprintf(stderr, "error: %s.%s \"%s\" is invalid\n", st->t->kind->plural,
                     st->t->kind->group, st->t->name);
         }
-        /* Re-open with the reason at the top and the user's text below it. */
+        /* Re-open with the reason at the top and the user's text below it (kubectl's header: a
+         * refusal under `NAME was not valid:`, a syntax error on its own). */
         free(header);
-        header = strdup_printf("# %s.%s \"%s\" was not valid:\n# * %s\n#\n", st->t->kind->plural,
-                               st->t->kind->group, st->t->name, why ? why : "unknown error");
+        _cleanup_free_ char *reason = commented(why ? why : "unknown error");
+        header = !reason ? NULL
+                 : parsed
+                     ? strdup_printf("# %s.%s \"%s\" was not valid:\n# * %s\n#\n",
+                                     st->t->kind->plural, st->t->kind->group, st->t->name, reason)
+                     : strdup_printf("# %s\n#\n", reason);
         free(previous);
         previous = TAKE_PTR(stripped);
         if (!header || !previous)

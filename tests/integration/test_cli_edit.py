@@ -81,6 +81,12 @@ def test_edit(asb, tmp_path):
     assert p.returncode == 1 and p.stderr.endswith("error: At least one of apiVersion, kind and name was changed\n")
     for f in (tmp_path / "tmp").iterdir():
         f.unlink()
+    # A file that does not parse: re-opened with kubectl's syntax-error header; emptied: cancelled.
+    p = edit(asb, tmp_path, editor(tmp_path, "syn", ["$a x: [unclosed", "d"]), "sandbox", "e1")
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", "Edit cancelled, saved file was empty.\n")
+    second = (tmp_path / "seen-1").read_text()
+    assert second.startswith(HEADER + "# The edited file had a syntax error: "), second
+    assert "\n#\napiVersion: " in second and second.endswith("x: [unclosed\n")
     # -o json; an editor that fails changes nothing.
     p = edit(asb, tmp_path, editor(tmp_path, "js", ['s/"app": "fixed"/"app": "json"/']), "sandbox", "e1", "-o", "json")
     assert p.returncode == 0 and labels(asb, "e1") == {"app": "json"}, p.stderr
