@@ -17,7 +17,7 @@ static void patch_usage(FILE *f)
                "                 [--type strategic|merge|json]\n\n"
                "Updates fields of objects with a patch.\n\n"
                "Options:\n"
-               "  -p, --patch PATCH         the patch (JSON)\n"
+               "  -p, --patch PATCH         the patch (JSON, or YAML)\n"
                "      --patch-file FILE     read the patch from FILE (- for stdin)\n"
                "      --type TYPE           merge (RFC 7386), json (RFC 6902) or strategic\n"
                "                            (kubectl's default; custom resources refuse it:\n"
@@ -33,6 +33,23 @@ static const char *const media_types[] = {[ASB_PATCH_MERGE] = "application/merge
                                           [ASB_PATCH_JSON] = "application/json-patch+json",
                                           [ASB_PATCH_STRATEGIC] =
                                               "application/strategic-merge-patch+json"};
+
+/* A patch written as YAML (`-p 'spec: {replicas: 2}'`), as kubectl takes it, as JSON text (owned);
+ * NULL when the text is JSON already or no YAML mapping either (then it is sent as it is and the
+ * server says what is wrong with it). */
+static char *yaml_patch(const char *text)
+{
+    json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_decref(j);
+    _cleanup_free_ char *arr = NULL;
+    if (j || asb_manifest_parse(&arr, text, strlen(text)) != ASB_OK)
+        return NULL;
+    json_t *docs = json_loads(arr, 0, NULL);
+    char *out =
+        json_array_size(docs) == 1 ? json_dumps(json_array_get(docs, 0), JSON_COMPACT) : NULL;
+    json_decref(docs);
+    return out;
+}
 
 static int patch_one(asb_client *cl, const cli_target *t, const char *patch,
                      const asb_patch_options *po, bool name_only)
@@ -149,6 +166,9 @@ int asb_patch(int argc, char **argv)
         }
         patch_arg = data;
     }
+    _cleanup_free_ char *from_yaml = yaml_patch(patch_arg);
+    if (from_yaml)
+        patch_arg = from_yaml;
     cli_targets t;
     if (cli_targets_parse(&t, argv + optind, (size_t)(argc - optind), false, NULL))
         return 1;

@@ -34,6 +34,10 @@ def test_patch_types(asb, tmp_path):
     assert ok(asb, "patch", "sandbox", "p1", "--type", "merge", "--patch-file", str(f),
               "-o", "name") == REF + "\n"
     assert labels(asb) == {"b": "2", "c": "3"}
+    # YAML, as kubectl takes it.
+    assert ok(asb, "patch", "sandbox", "p1", "--type", "merge", "-p",
+              "metadata:\n  labels: {d: '4'}") == REF + " patched\n"
+    assert labels(asb) == {"b": "2", "c": "3", "d": "4"}
     # The status subresource.
     cond = {"type": "Ready", "status": "False", "reason": "DependenciesNotReady", "message": "m",
             "lastTransitionTime": "2026-01-01T00:00:00Z"}
