@@ -201,7 +201,7 @@ int asb_delete(int argc, char **argv)
             wait = !optarg || strcmp(optarg, "true") == 0;
             break;
         default:
-            return main_usage_option(c, delete_usage);
+            return cli_usage_option(c, argv, delete_usage);
         }
     }
     if (!file && optind >= argc) {

@@ -194,7 +194,7 @@ int asb_exec(int argc, char **argv)
             tty = true;
             break;
         default:
-            return main_usage_option(c, exec_usage);
+            return cli_usage_option(c, argv, exec_usage);
         }
     }
     if (optind >= argc) {

@@ -345,8 +345,7 @@ static int parse_args(int argc, char **argv, get_opts *g)
             get_usage(stdout);
             return 0;
         default:
-            get_usage(stderr);
-            return 2;
+            return cli_usage_option(c, argv, get_usage);
         }
     }
     if (optind >= argc) {

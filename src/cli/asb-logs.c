@@ -47,6 +47,8 @@ int asb_logs(int argc, char **argv)
             follow = 1;
             continue;
         }
+        if (c != 'h')
+            return cli_usage_option(c, argv, NULL);
         FILE *f = c == 'h' ? stdout : stderr;
         fprintf(f, "Usage: asb logs NAME [-f]\n\nPrint the output (stdout and stderr) of the main "
                    "process of the sandbox NAME (or of the sandbox of the claim NAME).\n\n"

@@ -1,4 +1,5 @@
 /* `asb VERB ...`: dispatch to one file per verb (crun/kubectl style). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,14 @@ static const struct verb {
     {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
     {"version", asb_version_main, "Print the client and server versions"},
     {"completion", asb_completion, "Print a shell completion script (bash or zsh)"},
+    {"create", asb_create, "Create objects from manifests (an existing one is an error)"},
+    {"replace", asb_replace, "Replace objects whole from manifests (PUT)"},
+    {"label", asb_label, "Set (KEY=VALUE) or remove (KEY-) labels of objects"},
+    {"annotate", asb_annotate, "Set (KEY=VALUE) or remove (KEY-) annotations of objects"},
+    {"patch", asb_patch, "Patch objects (--type merge|json|strategic)"},
+    {"edit", asb_edit, "Edit an object in $KUBE_EDITOR / $EDITOR and save it"},
+    {"scale", asb_scale, "Set a warm pool's replicas through its scale subresource"},
+    {"api-resources", asb_api_resources, "Print the kinds the server serves"},
 };
 
 const char *asb_verb_name(size_t i)
@@ -68,6 +77,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    opterr = 0; /* bad options are reported by cli_usage_option(), in kubectl's words */
+    cli_verb = v;
     for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
         if (strcmp(v, verbs[i].name) == 0)
             return verbs[i].run(argc - 1, argv + 1);

@@ -27,5 +27,13 @@ int asb_mcp(int argc, char **argv);
 int asb_describe(int argc, char **argv);
 int asb_version_main(int argc, char **argv);
 int asb_completion(int argc, char **argv);
+int asb_create(int argc, char **argv);
+int asb_replace(int argc, char **argv);
+int asb_label(int argc, char **argv);
+int asb_annotate(int argc, char **argv);
+int asb_patch(int argc, char **argv);
+int asb_edit(int argc, char **argv);
+int asb_scale(int argc, char **argv);
+int asb_api_resources(int argc, char **argv);
 /* The i-th verb of asb's table (for completion), NULL past the end. */
 const char *asb_verb_name(size_t i);
