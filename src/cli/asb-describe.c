@@ -164,6 +164,22 @@ static void print_runtime(const json_t *obj, const char *kind)
     }
 }
 
+/* What it uses now (asb top's figures), when its container runs. */
+static void print_usage(asb_client *cl, const json_t *obj)
+{
+    _cleanup_free_ char *s = NULL;
+    printf(FIELD, "Usage:");
+    if (asb_sandbox_usage(&s, cl, cli_meta(obj, "namespace") ?: cli_namespace(),
+                          cli_meta(obj, "name") ?: "") != ASB_OK) {
+        printf("<none>\n");
+        return;
+    }
+    json_t *pm = json_loads(s, 0, NULL);
+    _cleanup_free_ char *cpu = cli_usage_cell(pm, "cpu"), *mem = cli_usage_cell(pm, "memory");
+    printf("cpu=%s, memory=%s\n", cpu ?: "", mem ?: "");
+    json_decref(pm);
+}
+
 /* The spec as YAML, indented under "Spec:". */
 static void print_spec(const json_t *obj)
 {
@@ -279,6 +295,8 @@ static void describe_one(asb_client *cl, const json_t *obj)
         printf(FIELD "%s\n", "Deleting Since:", cli_meta(obj, "deletionTimestamp"));
     print_owner(obj, kind);
     print_runtime(obj, kind);
+    if (strcmp(kind, "Sandbox") == 0)
+        print_usage(cl, obj);
     print_spec(obj);
     print_conditions(obj);
     print_events(cl, kind, cli_meta(obj, "name") ?: "", cli_meta(obj, "uid"));
