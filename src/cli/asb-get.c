@@ -192,20 +192,20 @@ static int parse_args(int argc, char **argv, get_opts *g)
         OPT_SORT_BY,
         OPT_WATCH_EVENTS,
     };
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"selector", required_argument, NULL, 'l'},
-                                         {"all-namespaces", no_argument, NULL, 'A'},
-                                         {"watch", no_argument, NULL, 'w'},
-                                         {"for", required_argument, NULL, OPT_FOR},
-                                         {"label-columns", required_argument, NULL, 'L'},
-                                         {"show-labels", no_argument, NULL, OPT_SHOW_LABELS},
-                                         {"no-headers", no_argument, NULL, OPT_NO_HEADERS},
-                                         {"sort-by", required_argument, NULL, OPT_SORT_BY},
-                                         {"output-watch-events", no_argument, NULL,
-                                          OPT_WATCH_EVENTS},
-                                         {"help", no_argument, NULL, 'h'},
-                                         CLI_GLOBAL_LONG,
-                                         {0}};
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"selector", required_argument, NULL, 'l'},
+        {"all-namespaces", no_argument, NULL, 'A'},
+        {"watch", no_argument, NULL, 'w'},
+        {"for", required_argument, NULL, OPT_FOR},
+        {"label-columns", required_argument, NULL, 'L'},
+        {"show-labels", no_argument, NULL, OPT_SHOW_LABELS},
+        {"no-headers", no_argument, NULL, OPT_NO_HEADERS},
+        {"sort-by", required_argument, NULL, OPT_SORT_BY},
+        {"output-watch-events", no_argument, NULL, OPT_WATCH_EVENTS},
+        {"help", no_argument, NULL, 'h'},
+        CLI_GLOBAL_LONG,
+        {0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:l:AwL:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
@@ -340,8 +340,8 @@ static int prepare_items(const asb_kind *k, const get_opts *g, json_t *items)
 {
     if (g->sort_by && get_sort_items(items, g->sort_by))
         return 1;
-    if (!g->sort_by && strcmp(k->kind, "Event") == 0 &&
-        (g->o == OUT_TABLE || g->o == OUT_WIDE) && cli_events_fold(items) < 0) {
+    if (!g->sort_by && strcmp(k->kind, "Event") == 0 && (g->o == OUT_TABLE || g->o == OUT_WIDE) &&
+        cli_events_fold(items) < 0) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
@@ -360,7 +360,7 @@ static int get_kinds(asb_client *cl, const asb_kind **kinds, size_t nkinds, get_
     for (size_t i = 0; all && i < nkinds; i++) {
         json_t *items = json_array();
         cli_table t = {0};
-        int r = !items  ? 1
+        int r = !items   ? 1
                 : nnames ? (get_named(cl, kinds[i], names, nnames, items, &ret), 0)
                          : list_objects(cl, kinds[i], g, items, NULL);
         if (r || (r = prepare_items(kinds[i], g, items))) {
@@ -456,8 +456,9 @@ static int run_get(get_opts *g, int argc, char **argv)
         return 2;
     }
     if (g->watch && nkinds > 1) {
-        fprintf(stderr, "error: watch is only supported on individual resources and resource "
-                        "collections, but %zu resource types were given\n",
+        fprintf(stderr,
+                "error: watch is only supported on individual resources and resource "
+                "collections, but %zu resource types were given\n",
                 nkinds);
         return 2;
     }

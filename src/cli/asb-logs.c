@@ -39,20 +39,21 @@ static int write_out(const char *data, size_t len, void *payload)
 
 static void logs_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb logs NAME [-f] [--tail N] [--since DURATION] [--timestamps] [-c CONTAINER]\n"
-               "                [-p]\n\n"
-               "Print the output (stdout and stderr) of the main process of the sandbox NAME (or of "
-               "the sandbox of the claim NAME).\n\n"
-               "Options:\n"
-               "  -f, --follow          keep printing new output until the main process has "
-               "finished or the sandbox is deleted\n"
-               "      --tail N          only the last N lines (-1: all)\n"
-               "      --since DURATION  only lines written in the last DURATION (5s, 2m, 1h)\n"
-               "      --timestamps      start each line with the time it was written (RFC 3339)\n"
-               "  -c, --container NAME  the sandbox's container (its main process), or sandboxd for "
-               "sandboxd's own output\n"
-               "  -p, --previous        the output of the run before the container's last restart\n"
-               "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
+    fprintf(
+        f, "Usage: asb logs NAME [-f] [--tail N] [--since DURATION] [--timestamps] [-c CONTAINER]\n"
+           "                [-p]\n\n"
+           "Print the output (stdout and stderr) of the main process of the sandbox NAME (or of "
+           "the sandbox of the claim NAME).\n\n"
+           "Options:\n"
+           "  -f, --follow          keep printing new output until the main process has "
+           "finished or the sandbox is deleted\n"
+           "      --tail N          only the last N lines (-1: all)\n"
+           "      --since DURATION  only lines written in the last DURATION (5s, 2m, 1h)\n"
+           "      --timestamps      start each line with the time it was written (RFC 3339)\n"
+           "  -c, --container NAME  the sandbox's container (its main process), or sandboxd for "
+           "sandboxd's own output\n"
+           "  -p, --previous        the output of the run before the container's last restart\n"
+           "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
 
 /* The options into lo; -1 to go on, else the exit code. */
@@ -91,16 +92,20 @@ static int parse_logs_args(int argc, char **argv, asb_sandbox_logs_options *lo)
             errno = 0;
             lo->tail_lines = strtoll(optarg, &end, 10);
             if (errno || !*optarg || *end || lo->tail_lines < -1) {
-                fprintf(stderr, "error: invalid argument \"%s\" for \"--tail\" flag: a number of "
-                                "lines (-1: all) is expected\n", optarg);
+                fprintf(stderr,
+                        "error: invalid argument \"%s\" for \"--tail\" flag: a number of "
+                        "lines (-1: all) is expected\n",
+                        optarg);
                 return 2;
             }
             break;
         case OPT_SINCE:
             ms = cli_parse_timeout(optarg);
             if (ms <= 0) {
-                fprintf(stderr, "error: invalid argument \"%s\" for \"--since\" flag: a positive "
-                                "duration (5s, 2m, 1h) is expected\n", optarg);
+                fprintf(stderr,
+                        "error: invalid argument \"%s\" for \"--since\" flag: a positive "
+                        "duration (5s, 2m, 1h) is expected\n",
+                        optarg);
                 return 2;
             }
             lo->since_seconds = (ms + 999) / 1000;

@@ -68,8 +68,10 @@ static int fetch(asb_client *cl, char **names, size_t n, bool all_ns, json_t *it
         const char *ns = all_ns ? NULL : cli_namespace();
         if (asb_sandbox_usage(&s, cl, ns, n ? names[i] : NULL) != ASB_OK) {
             if (n && asb_error_last() && asb_error_last()->code == ASB_ENOTFOUND)
-                fprintf(stderr, "error: metrics not available yet for sandbox %s/%s (it has no "
-                                "running container)\n", cli_namespace(), names[i]);
+                fprintf(stderr,
+                        "error: metrics not available yet for sandbox %s/%s (it has no "
+                        "running container)\n",
+                        cli_namespace(), names[i]);
             else
                 cli_print_error(NULL);
             ret = 1;

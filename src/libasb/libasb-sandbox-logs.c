@@ -152,10 +152,10 @@ typedef struct log_read {
     asb_client *client;
     const char *ns, *name;
     char *uid;
-    char *dir;    /* exists while the log is being written: main/ or the sandbox's directory */
-    char *logp;   /* the log; .1 is the older generation */
+    char *dir;  /* exists while the log is being written: main/ or the sandbox's directory */
+    char *logp; /* the log; .1 is the older generation */
     char *oldp;
-    char *exitp;  /* main: the exit file, whose presence ends a follow; NULL for sandboxd */
+    char *exitp; /* main: the exit file, whose presence ends a follow; NULL for sandboxd */
     int follow;
     const volatile int *cancel;
 } log_read;
@@ -289,7 +289,9 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         return asbi_error_set(ASB_ECONFIG, 0, NULL,
                               "no state directory: the logs are read from the host");
     const asb_sandbox_logs_options *v2 = opts && opts->version >= 2 ? opts : NULL;
-    log_read lr = {.client = client, .ns = ns, .name = name,
+    log_read lr = {.client = client,
+                   .ns = ns,
+                   .name = name,
                    .follow = opts && opts->follow && !(v2 && v2->previous),
                    .cancel = opts ? opts->cancel : NULL};
     char *ctr_name = NULL;
@@ -306,8 +308,7 @@ ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *
         lines.tail = v2->tail_lines;
         lines.collecting = v2->tail_lines >= 0;
         if (v2->since_seconds > 0)
-            lines.since_ns = ((int64_t)now.tv_sec - v2->since_seconds) * 1000000000LL +
-                             now.tv_nsec;
+            lines.since_ns = ((int64_t)now.tv_sec - v2->since_seconds) * 1000000000LL + now.tv_nsec;
         s.lines = &lines;
     }
     if (r == ASB_OK)

@@ -25,10 +25,9 @@ bool apiserver_is_podmetrics(char **seg, size_t n)
 static json_t *pod_metrics(const json_t *sb, const local_usage *u, const char *now)
 {
     const json_t *ctr = json_array_get(
-        json_object_get(json_object_get(json_object_get(json_object_get(sb, "spec"),
-                                                        "podTemplate"),
-                                        "spec"),
-                        "containers"),
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(sb, "spec"), "podTemplate"), "spec"),
+            "containers"),
         0);
     char cpu[32], mem[32], window[32];
     snprintf(cpu, sizeof(cpu), "%llun", (unsigned long long)u->nanocores);
