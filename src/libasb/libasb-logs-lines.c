@@ -72,23 +72,22 @@ static int add_stamp(buf *b, int64_t ns)
     return buf_appendf(b, "%s.%09lldZ ", when, (long long)(ns % 1000000000LL));
 }
 
-/* The line in l->line (with its newline, if any) to its destination. */
+/* The line in l->line (with its newline, if any) to its destination: kept (collecting), or cb. */
+static int deliver(log_lines *l)
+{
+    if (l->since_ns > 0 && l->line_ns >= 0 && l->line_ns < l->since_ns)
+        return 0;
+    _cleanup_buf_ buf one = BUF_INIT;
+    buf *b = l->collecting ? &l->kept : &one;
+    if ((l->timestamps && l->line_ns >= 0 && add_stamp(b, l->line_ns) < 0) ||
+        buf_append(b, l->line.data ?: "", l->line.len) < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    return l->collecting ? 0 : l->cb(one.data, one.len, l->payload);
+}
+
 static int emit(log_lines *l)
 {
-    int r = 0;
-    if (l->since_ns > 0 && l->line_ns >= 0 && l->line_ns < l->since_ns)
-        goto out;
-    buf *dst = l->collecting ? &l->kept : NULL;
-    _cleanup_buf_ buf one = BUF_INIT;
-    buf *b = dst ? dst : &one;
-    if ((l->timestamps && l->line_ns >= 0 && add_stamp(b, l->line_ns) < 0) ||
-        buf_append(b, l->line.data ?: "", l->line.len) < 0) {
-        r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-        goto out;
-    }
-    if (!dst)
-        r = l->cb(one.data, one.len, l->payload);
-out:
+    int r = deliver(l);
     buf_reset(&l->line);
     l->line_ns = -1;
     return r;
@@ -121,6 +120,10 @@ int log_lines_end_collect(log_lines *l)
 {
     if (!l->collecting)
         return 0;
+    /* a last line without its newline yet is one of the lines: what follows it comes on its own */
+    int r = log_lines_flush(l);
+    if (r)
+        return r;
     l->collecting = false;
     const char *s = l->kept.data ?: "";
     size_t n = l->kept.len, start = n;
@@ -133,7 +136,7 @@ int log_lines_end_collect(log_lines *l)
             if (++lines == l->tail)
                 break;
         }
-    int r = n > start ? l->cb(s + start, n - start, l->payload) : 0;
+    r = n > start ? l->cb(s + start, n - start, l->payload) : 0;
     buf_reset(&l->kept);
     return r;
 }
