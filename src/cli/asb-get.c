@@ -335,17 +335,15 @@ static void no_resources(const get_opts *g)
         fprintf(stderr, "No resources found in %s namespace.\n", cli_namespace());
 }
 
-/* Events in a table: folded and in time order, as kubectl prints them. */
+/* Events in a table: folded and in time order, as kubectl prints them; then --sort-by. */
 static int prepare_items(const asb_kind *k, const get_opts *g, json_t *items)
 {
-    if (g->sort_by && get_sort_items(items, g->sort_by))
-        return 1;
-    if (!g->sort_by && strcmp(k->kind, "Event") == 0 && (g->o == OUT_TABLE || g->o == OUT_WIDE) &&
+    if (strcmp(k->kind, "Event") == 0 && (g->o == OUT_TABLE || g->o == OUT_WIDE) &&
         cli_events_fold(items) < 0) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
-    return 0;
+    return g->sort_by ? get_sort_items(items, g->sort_by) : 0;
 }
 
 /* Several kinds (or `all`): one table per kind that has objects, a blank line between, names

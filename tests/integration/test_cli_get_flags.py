@@ -122,6 +122,10 @@ def test_events_sorted_and_folded(asb):
                                "FIRST", "SEEN", "COUNT", "NAME"]
     row = [line for line in wide if "TemplateNotFound" in line][0]
     assert row.split()[-2] == "2", row
+    # --sort-by sorts the folded rows
+    rows = ok(asb, "get", "events", "--sort-by", ".reason", "--no-headers").splitlines()
+    reasons = [re.split(r"\s{2,}", r)[2] for r in rows]
+    assert reasons == sorted(reasons) and reasons.count("TemplateNotFound") == 1, rows
     # json keeps every Event as stored
     import json
     evs = json.loads(ok(asb, "get", "events", "-o", "json"))["items"]

@@ -5,9 +5,11 @@ sandboxes (skipped without root or runc)."""
 import os
 import re
 import signal
+import subprocess
 import time
 
-from asb_cli import ok, run
+from asb_apiserver import asb_binary
+from asb_cli import cli_env, ok, run
 from local_sandbox import create, get_sandbox, sbx_state, start_sbx, wait_ready  # noqa: F401
 from waiting import wait_for
 
@@ -40,7 +42,18 @@ def test_tail_since_timestamps(start_sbx):
     assert ok(asb, "logs", "lf", "--since", "1h").count("\n") == 5
     time.sleep(2.2)
     assert ok(asb, "logs", "lf", "--since=2s") == ""
-    # -f with a tail: the last line, then it follows (until the sandbox is deleted)
+    # -f with a tail: the last line, then it follows (until Ctrl-C)
+    proc = subprocess.Popen([asb_binary(), "logs", "lf", "-f", "--tail", "1"], env=cli_env(asb),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "line5\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and out == "", (out, err)
     for bad in (["--tail", "x"], ["--tail", "-2"], ["--since", "0"], ["--since", "soon"]):
         p = run(asb, "logs", "lf", *bad)
         assert p.returncode == 2 and "invalid argument" in p.stderr, (bad, p.stderr)
