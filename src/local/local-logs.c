@@ -22,6 +22,8 @@ typedef struct log_pipe {
     int fd;       /* read end */
     int out;      /* the log file, or -1 */
     int times;    /* <path>.times: "OFFSET UNIX_NS" per chunk appended, or -1 */
+    off_t times_size;
+    int64_t times_last; /* the time of the last record */
     off_t size;   /* of the log file */
     unsigned gen; /* epoll data: tells a replaced pipe's late event apart */
 } log_pipe;
@@ -59,6 +61,8 @@ static int open_out(log_pipe *p, bool truncate)
     _cleanup_free_ char *tp = NULL;
     if (asprintf(&tp, "%s.times", p->path) >= 0)
         p->times = open(tp, fl, 0600); /* without it, lines have no time: not an error */
+    p->times_size = p->times >= 0 && fstat(p->times, &st) == 0 ? st.st_size : 0;
+    p->times_last = 0;
     return 0;
 }
 
@@ -88,6 +92,27 @@ static void keep_previous(const char *path)
         move_or_drop(path, sfx[i][0], sfx[i][1]);
 }
 
+/* The record of when the chunk appended next came. Bounded: at most one a millisecond (a flood of
+ * small reads shares one), and the file no larger than the log's cap (later lines then take the
+ * last time recorded). Locked. */
+static void record_time(local_logs *l, log_pipe *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (p->times < 0 || now - p->times_last < 1000000 || (size_t)p->times_size >= l->max)
+        return;
+    char rec[64];
+    int k = snprintf(rec, sizeof(rec), "%lld %lld\n", (long long)p->size, (long long)now);
+    if (write(p->times, rec, (size_t)k) != k) { /* a torn record would mislead readers */
+        close(p->times);
+        p->times = -1;
+        return;
+    }
+    p->times_size += k;
+    p->times_last = now;
+}
+
 /* Appends, rotating first when the cap would be passed. Locked. */
 static void append(local_logs *l, log_pipe *p, const char *buf, size_t n)
 {
@@ -107,17 +132,7 @@ static void append(local_logs *l, log_pipe *p, const char *buf, size_t n)
             n = l->max;
         }
     }
-    if (p->times >= 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        char rec[64];
-        int k = snprintf(rec, sizeof(rec), "%lld %lld\n", (long long)p->size,
-                         (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
-        if (write(p->times, rec, (size_t)k) != k) { /* a torn record would mislead readers */
-            close(p->times);
-            p->times = -1;
-        }
-    }
+    record_time(l, p);
     ssize_t w = write(p->out, buf, n);
     if (w > 0)
         p->size += w;
