@@ -177,13 +177,17 @@ static int table_row(const asb_kind *k, const get_opts *g, const json_t *obj,
                 free(row[0]);
             return c;
         }
-        for (int i = 0; i < c && n < CLI_TABLE_MAX_COLS; i++)
-            row[n++] = cells[i];
+        for (int i = 0; i < c; i++) {
+            if (n < CLI_TABLE_MAX_COLS)
+                row[n++] = cells[i];
+            else
+                free(cells[i]);
+        }
         return (int)n;
     }
-    size_t c = strcmp(k->kind, "Event") == 0
-                   ? cli_events_columns(g->o == OUT_WIDE, g->all_ns, obj, cells)
-                   : cli_columns(k, g->o == OUT_WIDE, g->all_ns, obj, cells);
+    bool events = strcmp(k->kind, "Event") == 0;
+    size_t c = events ? cli_events_columns(g->o == OUT_WIDE, g->all_ns, obj, cells)
+                      : cli_columns(k, g->o == OUT_WIDE, g->all_ns, obj, cells);
     for (size_t i = 0; i < c; i++) {
         if (n == CLI_TABLE_MAX_COLS - 1) {
             free(cells[i]);
@@ -193,7 +197,7 @@ static int table_row(const asb_kind *k, const get_opts *g, const json_t *obj,
     }
     /* kubectl names objects kind.group/name when several kinds are printed */
     size_t name_col = first + (g->all_ns ? 1 : 0);
-    if (obj && g->with_kind && name_col < n) {
+    if (obj && g->with_kind && !events && name_col < n) { /* events: OBJECT names it */
         char ref[600];
         free(row[name_col]);
         row[name_col] = strdup(cli_ref(ref, sizeof(ref), k, cli_meta(obj, "name") ?: ""));
