@@ -84,6 +84,13 @@ ASB_PUBLIC const char *asb_client_server(const asb_client *client);
  * *out owned (asb_free). */
 ASB_PUBLIC int asb_server_version(char **out, asb_client *client);
 
+/* What running sandboxes use, as metrics-server's PodMetrics (`asb serve` reads their cgroups):
+ * of the Sandbox name in ns (a PodMetrics; ASB_ENOTFOUND when it has no running container), of
+ * every one in ns (name NULL: a PodMetricsList), or in every namespace (ns NULL). Each has
+ * `containers[0].usage` `{"cpu": "<nanocores>n", "memory": "<KiB>Ki"}` and the `window` of the
+ * CPU rate. *out owned (asb_free). */
+ASB_PUBLIC int asb_sandbox_usage(char **out, asb_client *client, const char *ns, const char *name);
+
 /* GET one object. */
 ASB_PUBLIC int asb_object_get(char **out, asb_client *client, const char *kind, const char *ns,
                               const char *name);

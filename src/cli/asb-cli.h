@@ -82,6 +82,10 @@ int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_
  * (unknown sandbox, not ready with the condition's reason and message, ...) and returns 1. */
 int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret);
 
+/* kubectl top's cell of a PodMetrics (asb_sandbox_usage()): what "cpu" as millicores ("12m"),
+ * "memory" as MiB ("34Mi"). Owned. */
+char *cli_usage_cell(const json_t *pod_metrics, const char *what);
+
 /* Prints a sandbox-client error (`error: [context: ]message`); returns 1. */
 int cli_print_sandbox_error(const char *context);
 

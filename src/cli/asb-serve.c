@@ -278,6 +278,7 @@ typedef struct serve_opts {
     const char *listen;
     const char *router_listen;
     bool router_listen_given;
+    bool listen_given;
     bool router_allow_unauthenticated;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
     local_dns_limits dns_limits;
@@ -378,6 +379,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         switch (c) {
         case 'l':
             o->listen = optarg;
+            o->listen_given = true;
             break;
         case 'R':
             o->router_listen = optarg;
@@ -610,6 +612,20 @@ int asb_serve(int argc, char **argv)
     local_apiserver *srv = NULL;
     uint16_t port = 0;
     r = local_apiserver_start(&ao, &srv, &port, &err);
+    if (r == -EADDRINUSE && !o.listen_given) {
+        /* The default port is taken (another asb serve, with another state directory): any free
+         * port, announced in $ASB_STATE_DIR/server as always, and said below. */
+        free(err);
+        err = NULL;
+        ao.listen = o.listen = "127.0.0.1:0";
+        r = local_apiserver_start(&ao, &srv, &port, &err);
+        if (r >= 0) {
+            char chosen[16];
+            snprintf(chosen, sizeof(chosen), "%u", (unsigned)port);
+            log_warn("API default port in use, listening on a free port", "default",
+                     DEFAULT_LISTEN, "port", chosen);
+        }
+    }
     if (r < 0) {
         fprintf(stderr, "asb serve: %s\n", err ? err : strerror(-r));
         local_store_free(store);
@@ -734,11 +750,16 @@ int asb_serve(int argc, char **argv)
         if (r == -EADDRINUSE && !o.router_listen_given) {
             /* The default port is taken (another asb serve): any free port, announced in
              * $ASB_STATE_DIR/router as always. */
-            log_warn("router default port in use, using a free port", "listen", o.router_listen);
             free(rerr);
             rerr = NULL;
             rop.listen = o.router_listen = "127.0.0.1:0";
             r = router_start(&rop, &rt, &rport, &rerr);
+            if (r >= 0) {
+                char chosen[16];
+                snprintf(chosen, sizeof(chosen), "%u", (unsigned)rport);
+                log_warn("router default port in use, listening on a free port", "default",
+                         DEFAULT_ROUTER_LISTEN, "port", chosen);
+            }
         }
         if (r >= 0 && (!(router_url = server_url(o.router_listen, rport)) ||
                        asprintf(&rline, "%s\n", router_url) < 0))
