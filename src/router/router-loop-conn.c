@@ -274,13 +274,21 @@ static int request_dispatch(lconn *c)
     router_admission_from_headers(&a, http_method_str(p->method), router_message_url(&c->rq),
                                   &c->rq.h);
     router_target t = {0};
-    switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
+    router_answer ans;
+    switch (router_admit(ctx, &a, true, &c->route, &t, &ans, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
         if (c->has_body)
             c->keep_alive = false;
         count_answer(c, 200);
         return router_reply(&c->out, 200, "application/json", NULL, router_healthz_body,
                             strlen(router_healthz_body), c->keep_alive, false) < 0
+                   ? -1
+                   : 0;
+    case ROUTER_ADMIT_ANSWER:
+        if (c->has_body && !c->msg_done)
+            c->keep_alive = false;
+        count_answer(c, ans.status);
+        return router_reply_answer(&c->out, &ans, c->keep_alive, c->rq.p.method == HTTP_HEAD) < 0
                    ? -1
                    : 0;
     case ROUTER_ADMIT_REFUSED:
@@ -298,7 +306,9 @@ static int dispatch_target(lconn *c, int r, router_target *t, router_error *err)
 {
     if (r < 0)
         return out_detail(c, err) < 0 ? -1 : 0;
-    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
+    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy
+                       : c->route.kind == ROUTER_KIND_PORT ? t->port
+                                                           : t->rest;
     if (!addr && c->rq.p.upgrade) {
         /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
