@@ -1,0 +1,163 @@
+"""Servers started inside a sandbox, reached through the router: X-Sandbox-Port N goes to port N
+inside the sandbox (here a loopback-only sandbox: the connection is made in its network
+namespace, no port of the host is opened), over HTTP/1.1 (bodies, streaming, WebSocket) and
+h2c (grpcio); the preview host PORT-SANDBOX.NAMESPACE.localhost with a signed link and its
+cookie, in requests and in headless Chromium."""
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import grpc
+import pytest
+import requests
+
+from router_fixture import router_env_fixture
+
+router_env = router_env_fixture()
+SERVERS = open(os.path.join(os.path.dirname(__file__), "sandbox_servers.py")).read()
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def web(router_env):
+    router_env.sandbox("web", container={"command": ["python3", "-c", SERVERS]})
+    deadline = time.monotonic() + 30
+    while True:
+        r = requests.get(router_env.url + "/healthz", headers=router_env.headers("web", port=8000))
+        if r.status_code == 200:
+            return "web"
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.1)
+
+
+def test_http1_to_a_port_inside(router_env, web):
+    h = router_env.headers(web, port=8000)
+    r = requests.get(router_env.url + "/echo?x=1", headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"method": "GET", "path": "/echo?x=1", "host": "127.0.0.1:8000",
+                        "cookie": None, "got": None}
+    # the sandbox's own /healthz, not the router's
+    r = requests.get(router_env.url + "/healthz", headers=h)
+    assert r.text == "the app's own healthz"
+    r = requests.post(router_env.url + "/up", headers=h, data=b"x" * (1 << 20))
+    assert r.json()["got"] == 1 << 20
+    # same auth as every route
+    r = requests.get(router_env.url + "/echo", headers=router_env.headers(web, port=8000, auth=False))
+    assert r.status_code == 401
+    # nothing listens on 8002
+    r = requests.get(router_env.url + "/", headers=router_env.headers(web, port=8002))
+    assert r.status_code == 502 and r.json() == {"detail": "Could not connect to the backend sandbox: web"}
+
+
+def test_streaming_arrives_as_written(router_env, web):
+    r = requests.get(router_env.url + "/stream", headers=router_env.headers(web, port=8000), stream=True)
+    got = []
+    for line in r.iter_lines():
+        got.append(time.monotonic())
+    assert len(got) == 3
+    assert got[2] - got[0] >= 0.3  # not buffered until the end
+
+
+def ws_connect(host, port, path, headers):
+    s = socket.create_connection((host, port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    head = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n")
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    s.sendall(head.encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        assert chunk, data
+        data += chunk
+    status, _, rest = data.partition(b"\r\n\r\n")
+    return s, status.decode(), rest
+
+
+def ws_send_text(s, text):
+    data, mask = text.encode(), os.urandom(4)
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+    s.sendall(bytes([0x81, 0x80 | len(data)]) + mask + masked)
+
+
+def ws_recv_text(s, buf):
+    while len(buf) < 2 or len(buf) < 2 + (buf[1] & 0x7F):
+        chunk = s.recv(4096)
+        assert chunk, buf
+        buf += chunk
+    n = buf[1] & 0x7F
+    assert buf[0] == 0x81 and n < 126
+    return buf[2:2 + n].decode(), buf[2 + n:]
+
+
+def test_websocket_echo(router_env, web):
+    host, port = router_env.hostport().split(":")
+    s, status, rest = ws_connect(host, int(port), "/ws", router_env.headers(web, port=8000))
+    try:
+        assert status.startswith("HTTP/1.1 101"), status
+        for text in ("one", "two" * 20):
+            ws_send_text(s, text)
+            got, rest = ws_recv_text(s, rest)
+            assert got == text
+    finally:
+        s.close()
+
+
+def test_grpc_h2c_to_a_port_inside(router_env, web):
+    with grpc.insecure_channel(router_env.hostport()) as ch:
+        say = ch.unary_unary("/test.Echo/Say")
+        md = [("authorization", f"Bearer {router_env.token}"), ("x-sandbox-id", web),
+              ("x-sandbox-port", "8001")]
+        assert say(b"hi", metadata=md, timeout=10) == b"echo: hi"
+        with pytest.raises(grpc.RpcError) as e:
+            say(b"hi", metadata=md[1:], timeout=10)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def preview_link(router_env, sandbox, port, **params):
+    r = requests.get(router_env.url + "/preview-url", headers=router_env.auth,
+                     params={"namespace": "default", "sandbox": sandbox, "port": port, **params})
+    assert r.status_code == 200, r.text
+    return r.json()["url"]
+
+
+def test_preview_link_sets_a_scoped_cookie(router_env, web):
+    url = preview_link(router_env, web, 8000)
+    rport = router_env.hostport().split(":")[1]
+    assert url.startswith(f"http://8000-{web}.default.localhost:{rport}/?asb-preview=")
+    host = f"8000-{web}.default.localhost:{rport}"
+    # without it: refused; the link: a redirect that sets the cookie
+    base = router_env.url
+    r = requests.get(base + "/echo", headers={"Host": host})
+    assert r.status_code == 401 and "asb preview web 8000" in r.json()["detail"]
+    r = requests.get(base + "/" + url.split("/", 3)[3], headers={"Host": host}, allow_redirects=False)
+    assert r.status_code == 303 and r.headers["Location"] == "/"
+    cookie = r.headers["Set-Cookie"]
+    assert cookie.startswith("asb-preview=") and "HttpOnly" in cookie
+    value = cookie.split(";")[0]
+    r = requests.get(base + "/echo", headers={"Host": host, "Cookie": f"app=1; {value}"})
+    assert r.status_code == 200
+    # the router's cookie stays with the router
+    assert r.json()["cookie"] == ["app=1"] and r.json()["path"] == "/echo"
+    # scoped: another port of the same sandbox is not admitted by it
+    r = requests.get(base + "/echo", headers={"Host": f"8001-{web}.default.localhost:{rport}",
+                                              "Cookie": value})
+    assert r.status_code == 401
+    # a tampered link is refused
+    r = requests.get(base + "/?asb-preview=99999999999." + "0" * 64, headers={"Host": host})
+    assert r.status_code == 401
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is not installed (scripts/deps.sh)")
+def test_chromium_loads_a_page_with_a_websocket_echo(router_env, web, tmp_path):
+    url = preview_link(router_env, web, 8000)
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--no-first-run", f"--user-data-dir={profile}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=60)
+    assert '<p id="out">echo: hello from the browser</p>' in out.stdout, (out.stdout, out.stderr[-2000:])
