@@ -29,6 +29,7 @@ static const struct verb {
     {"suspend", asb_suspend, "Suspend a sandbox (spec.operatingMode: Suspended)"},
     {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
     {"logs", asb_logs, "Print the main process output of a sandbox"},
+    {"preview", asb_preview, "Print a browser URL for a port of a sandbox (signed link)"},
     {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
     {"version", asb_version_main, "Print the client and server versions"},
     {"completion", asb_completion, "Print a shell completion script (bash or zsh)"},

@@ -18,6 +18,7 @@ int asb_ls(int argc, char **argv);
 int asb_suspend(int argc, char **argv);
 int asb_resume(int argc, char **argv);
 int asb_logs(int argc, char **argv);
+int asb_preview(int argc, char **argv);
 int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
 int asb_extend(int argc, char **argv);

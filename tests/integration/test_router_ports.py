@@ -161,3 +161,45 @@ def test_chromium_loads_a_page_with_a_websocket_echo(router_env, web, tmp_path):
                           "--no-first-run", f"--user-data-dir={profile}", "--dump-dom", url],
                          capture_output=True, text=True, timeout=60)
     assert '<p id="out">echo: hello from the browser</p>' in out.stdout, (out.stdout, out.stderr[-2000:])
+
+
+def test_asb_preview_prints_a_link_that_works(router_env, web):
+    from asb_cli import ok, run
+    url = ok(router_env.asb, "preview", web, "8000", "--ttl", "10m").strip()
+    rport = router_env.hostport().split(":")[1]
+    assert url.startswith(f"http://8000-{web}.default.localhost:{rport}/?asb-preview="), url
+    s = requests.Session()
+    r = s.get(router_env.url + "/" + url.split("/", 3)[3],
+              headers={"Host": url.split("/")[2]}, allow_redirects=False)
+    assert r.status_code == 303
+    exp = int(r.headers["Set-Cookie"].split("=", 1)[1].split(".")[0])
+    assert 500 < exp - time.time() <= 600
+    p = run(router_env.asb, "preview", web, "8080")
+    assert p.returncode == 1 and "not 8080, 9090 or 8888" in p.stderr, p.stderr
+    p = run(router_env.asb, "preview", "ghost", "8000")
+    assert p.returncode == 1 and 'sandbox "ghost" not found' in p.stderr, p.stderr
+    assert run(router_env.asb, "preview", web, "0").returncode == 2
+
+
+def test_mcp_get_preview_url(router_env, web):
+    from asb_apiserver import asb_binary
+    from mcp_helpers import client_env
+    p = subprocess.Popen([asb_binary(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, env=client_env(router_env.asb))
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "get_preview_url",
+                        "arguments": {"sandbox_claim_name": web, "port": 8000}}}]
+    out, _ = p.communicate("".join(json.dumps(m) + "\n" for m in msgs), timeout=60)
+    assert p.returncode == 0
+    replies = {m["id"]: m for m in map(json.loads, out.splitlines()) if "id" in m}
+    res = replies[2]["result"]
+    assert not res.get("isError"), res
+    url = res["structuredContent"]["url"]
+    assert url.startswith(f"http://8000-{web}.default.localhost:"), url
+    r = requests.get(router_env.url + "/" + url.split("/", 3)[3],
+                     headers={"Host": url.split("/")[2]}, allow_redirects=False)
+    assert r.status_code == 303
