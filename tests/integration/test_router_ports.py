@@ -16,6 +16,8 @@ import grpc
 import pytest
 import requests
 
+from local_sandbox import sbx_state, start_sbx  # noqa: F401 (fixtures)
+from netpol_lab import lab  # noqa: F401 (fixture)
 from router_fixture import router_env_fixture
 
 router_env = router_env_fixture()
@@ -203,3 +205,28 @@ def test_mcp_get_preview_url(router_env, web):
     r = requests.get(router_env.url + "/" + url.split("/", 3)[3],
                      headers={"Host": url.split("/")[2]}, allow_redirects=False)
     assert r.status_code == 303
+
+
+def test_bridge_networked_sandbox(lab, start_sbx):  # noqa: F811
+    """With bridge networking too, through the sandbox's namespace: the servers listen on
+    127.0.0.1 only, which nothing on the host could reach through the pod IP."""
+    from local_sandbox import create, wait_ready
+    asb = start_sbx({"ASB_NETWORK": "bridge", "ASB_POD_CIDR": "10.244.0.0/24"})
+    create(asb, "bweb", container={"command": ["python3", "-c", SERVERS]})
+    obj = wait_ready(asb, "bweb", timeout=30)
+    assert obj["status"].get("podIPs"), obj["status"]  # a bridge-networked sandbox
+    url = open(os.path.join(asb.state_dir, "router")).read().strip()
+    h = {"Authorization": f"Bearer {asb.token}", "X-Sandbox-ID": "bweb", "X-Sandbox-Port": "8000"}
+    deadline = time.monotonic() + 30
+    while (r := requests.get(url + "/echo", headers=h)).status_code != 200:
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.1)
+    assert r.json()["host"] == "127.0.0.1:8000"
+    host, port = url.split("//")[1].split(":")
+    s, status, rest = ws_connect(host, int(port), "/ws", h)
+    try:
+        assert status.startswith("HTTP/1.1 101"), status
+        ws_send_text(s, "over the bridge")
+        assert ws_recv_text(s, rest)[0] == "over the bridge"
+    finally:
+        s.close()
