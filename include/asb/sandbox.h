@@ -131,6 +131,16 @@ ASB_PUBLIC int asb_client_router(char **out, asb_client *client);
 ASB_PUBLIC int asb_preview_url(char **out, asb_client *client, const char *ns, const char *name,
                                unsigned port, long ttl_seconds);
 
+/* A connected byte stream to 127.0.0.1:port inside the sandbox `name` of ns (NULL: "default"),
+ * through the router of asb_client_router() (an HTTP CONNECT with the client's token and the
+ * X-Sandbox-* headers; the router connects inside the sandbox's network namespace). *out is a
+ * blocking socket, the caller's to close; whatever the sandbox's server sends comes first on it.
+ * Returns ASB_OK, ASB_EINVAL, ASB_ECONFIG (no router), ASB_ECONNECT, ASB_EUNAUTHORIZED,
+ * ASB_ENOTFOUND (no such sandbox), ASB_ESERVER (nothing listens on port: the router's 502; the
+ * message is the router's detail), ASB_ETIMEOUT, ASB_EPROTOCOL or ASB_ENOMEM. */
+ASB_PUBLIC int asb_port_connect(int *out, asb_client *client, const char *ns, const char *name,
+                                unsigned port);
+
 /* asb_sandbox_open_router() with the URL of asb_client_router() and the client's token. */
 ASB_PUBLIC int asb_sandbox_open_via_router(asb_sandbox **out, asb_client *client, const char *ns,
                                            const char *name, const asb_sandbox_options *opts);

@@ -60,6 +60,7 @@ typedef struct router_admission {
     bool loopback;             /* the client is a loopback peer */
     bool http2;                /* HTTP/2 client: gRPC allowed */
     bool upgrade;              /* an upgrade (or CONNECT) the caller cannot proxy: 501 */
+    bool connect;              /* CONNECT, which the caller tunnels to a sandbox port (else 501) */
 } router_admission;
 
 /* Fills a's info and authorization from an HTTP/1.1 header list (first occurrence wins). */

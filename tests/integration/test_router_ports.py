@@ -230,3 +230,40 @@ def test_bridge_networked_sandbox(lab, start_sbx):  # noqa: F811
         assert ws_recv_text(s, rest)[0] == "over the bridge"
     finally:
         s.close()
+
+
+def test_port_forward(router_env, web):
+    from asb_apiserver import SANITIZER_EXIT_CODES, asb_binary
+    from asb_cli import cli_env, run
+    p = subprocess.Popen([asb_binary(), "port-forward", "sandbox/web", ":8000", "--address",
+                          "127.0.0.1", ":8002"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=cli_env(router_env.asb))
+    try:
+        lines = [p.stdout.readline().strip() for _ in range(2)]
+        local = [int(l.split(":")[1].split(" ")[0]) for l in lines]
+        assert lines == [f"Forwarding from 127.0.0.1:{local[0]} -> 8000",
+                         f"Forwarding from 127.0.0.1:{local[1]} -> 8002"], lines
+        r = requests.get(f"http://127.0.0.1:{local[0]}/echo")  # no token: the CLI has it
+        assert r.status_code == 200 and r.json()["host"] == f"127.0.0.1:{local[0]}"
+        assert p.stdout.readline().strip() == f"Handling connection for {local[0]}"
+        s, status, rest = ws_connect("127.0.0.1", local[0], "/ws", {})
+        try:
+            assert status.startswith("HTTP/1.1 101"), status
+            ws_send_text(s, "forwarded")
+            assert ws_recv_text(s, rest)[0] == "forwarded"
+        finally:
+            s.close()
+        # nothing listens on 8002 in the sandbox: the local connection is closed, with a message
+        c = socket.create_connection(("127.0.0.1", local[1]), timeout=10)
+        assert c.recv(10) == b""
+        c.close()
+        assert p.stderr.readline().strip() == (f"error: an error occurred forwarding {local[1]} -> 8002: "
+                                               "Could not connect to the backend sandbox: web")
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, (p.returncode, SANITIZER_EXIT_CODES.get(p.returncode), err)
+    bad = run(router_env.asb, "port-forward", "sandbox/web", "x:8000")
+    assert bad.returncode == 2 and "Error parsing local port 'x:8000'" in bad.stderr
+    bad = run(router_env.asb, "port-forward", "sandbox/ghost", "8000")
+    assert bad.returncode == 1 and 'sandbox "ghost" not found' in bad.stderr
