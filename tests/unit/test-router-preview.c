@@ -175,6 +175,29 @@ TEST(admission_of_ports_and_previews)
     CHECK_INT_EQ(err.http_status, 400);
 }
 
+TEST(connect_only_to_sandbox_ports)
+{
+    router_resolver res = {.resolve = fake_resolve};
+    router_ctx ctx = {.token = (char *)"tok", .resolver = &res};
+    router_route rt;
+    router_answer ans;
+    router_error err = {0};
+    router_target t = {0};
+    router_admission a = {.info = {.method = "CONNECT", .path = "x:1", .sandbox_id = "box",
+                                   .sandbox_port = "5432"},
+                          .authorization = "Bearer tok", .upgrade = true, .connect = true};
+    CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_TARGET);
+    CHECK_STR_EQ(t.port, "10.0.0.9:5432");
+    router_target_done(&t);
+    a.info.sandbox_port = "8080";
+    CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 400);
+    a.info.sandbox_port = "5432";
+    a.connect = false; /* a caller that cannot tunnel */
+    CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(err.http_status, 501);
+}
+
 TEST(upstream_head_drops_the_preview_cookie)
 {
     router_headers h = {0};
