@@ -203,11 +203,8 @@ router_admit_result router_admit(router_ctx *ctx, const router_admission *a, boo
         if (router_route_request(&in, ret_route, err) < 0)
             return ROUTER_ADMIT_REFUSED;
     }
-    if (a->connect && ret_route->kind != ROUTER_KIND_PORT) {
-        router_error_set(err, 400, "CONNECT needs X-Sandbox-Port naming a port of the sandbox.");
-        return ROUTER_ADMIT_REFUSED;
-    }
-    if (a->upgrade && !a->connect) {
+    /* CONNECT is tunnelled to a sandbox port only */
+    if (a->upgrade && !(a->connect && ret_route->kind == ROUTER_KIND_PORT)) {
         router_error_set(err, 501, "Protocol upgrades are not supported by this router.");
         return ROUTER_ADMIT_REFUSED;
     }

@@ -191,7 +191,7 @@ TEST(connect_only_to_sandbox_ports)
     router_target_done(&t);
     a.info.sandbox_port = "8080";
     CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
-    CHECK_INT_EQ(err.http_status, 400);
+    CHECK_INT_EQ(err.http_status, 501);
     a.info.sandbox_port = "5432";
     a.connect = false; /* a caller that cannot tunnel */
     CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
