@@ -26,7 +26,7 @@ ws.onopen = () => ws.send("hello from the browser");
 ws.onmessage = (e) => { document.getElementById("out").textContent = "echo: " + e.data; };
 </script><img src="/loaded" alt=""></body></html>"""
 
-echoed = threading.Event()
+echoed = threading.Event()  # the page's own message was echoed (cleared when the page is served)
 
 
 def ws_frames(rfile):
@@ -80,9 +80,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if op == 1:
                     self.wfile.write(ws_frame(1, data))
                     self.wfile.flush()
-                    echoed.set()
+                    if data == b"hello from the browser":
+                        echoed.set()
             self.close_connection = True
         elif self.path == "/":
+            echoed.clear()
             self.reply(200, "text/html", PAGE)
         elif self.path == "/loaded":
             echoed.wait(20)

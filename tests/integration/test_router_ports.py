@@ -267,3 +267,25 @@ def test_port_forward(router_env, web):
     assert bad.returncode == 2 and "Error parsing local port 'x:8000'" in bad.stderr
     bad = run(router_env.asb, "port-forward", "sandbox/ghost", "8000")
     assert bad.returncode == 1 and 'sandbox "ghost" not found' in bad.stderr
+
+
+def test_curl_h2c_and_preview_link(router_env, web, tmp_path):
+    curl = shutil.which("curl")
+    if not curl:
+        pytest.skip("curl is not installed (scripts/deps.sh)")
+    # HTTP/2 (prior knowledge) to a plain HTTP/1.1 server in the sandbox
+    out = subprocess.run([curl, "-sS", "--http2-prior-knowledge", "-H", f"Authorization: Bearer {router_env.token}",
+                          "-H", f"X-Sandbox-ID: {web}", "-H", "X-Sandbox-Port: 8000",
+                          router_env.url + "/echo?h2=1"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["path"] == "/echo?h2=1"
+    # a browser's way: the link, its redirect, the cookie (curl resolves *.localhost itself)
+    url = preview_link(router_env, web, 8000)
+    jar = str(tmp_path / "jar")
+    out = subprocess.run([curl, "-sS", "-L", "-c", jar, "-b", jar, url], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert '<p id="out">waiting</p>' in out.stdout  # the page itself, served from the sandbox
+    out = subprocess.run([curl, "-sS", "-b", jar, url.split("?")[0] + "echo"], capture_output=True,
+                         text=True, timeout=30)
+    assert json.loads(out.stdout)["cookie"] is None, out.stdout
