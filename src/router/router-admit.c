@@ -80,6 +80,8 @@ static int preview_auth(router_ctx *ctx, const router_admission *a, const router
         if (router_preview_strip_param(a->info.path, &to) < 0)
             return router_check_auth(NULL, ctx->token, false, false, err);
         long long exp = strtoll(cred, NULL, 10);
+        if (to[0] != '/' || to[1] == '/') /* "//host/..." would lead the browser elsewhere */
+            strcpy(to, "/");
         *ret_answer = (router_answer){.status = 303, .ctype = "text/plain; charset=utf-8"};
         int k = snprintf(ret_answer->headers, sizeof(ret_answer->headers),
                          "Location: %s\r\nSet-Cookie: " ROUTER_PREVIEW_NAME
@@ -93,7 +95,7 @@ static int preview_auth(router_ctx *ctx, const router_admission *a, const router
         return 1;
     }
     const char *cookie = router_preview_cookie(a->cookie, &n);
-    if (!cred && cookie &&
+    if (cookie &&
         router_preview_check(ctx->token, rt->ns, rt->id, rt->port, cookie, n, now))
         return 0;
     if (!cred && !cookie && ctx->allow_unauthenticated && a->loopback)
@@ -130,10 +132,9 @@ static int preview_link(router_ctx *ctx, const router_admission *a, router_answe
             memcpy(params[i].dst, v, n);
             params[i].dst[n] = '\0';
         }
-    router_route rt = {.kind = ROUTER_KIND_PORT};
-    char *end;
-    long port = strtol(pnum, &end, 10), secs = strtol(ttl, NULL, 10);
-    if (!router_valid_dns_label(id) || !router_valid_dns_label(ns) || !*pnum || *end ||
+    char *end, *tend;
+    long port = strtol(pnum, &end, 10), secs = strtol(ttl, &tend, 10);
+    if (!router_valid_dns_label(id) || !router_valid_dns_label(ns) || !*pnum || *end || *tend ||
         port < 1 || port > 65535 || router_port_is_sandboxd(pnum) || secs < 1 ||
         secs > 366L * 86400) {
         router_error_set(err, 400,
@@ -141,8 +142,6 @@ static int preview_link(router_ctx *ctx, const router_admission *a, router_answe
                          "8888) and ttl seconds (at most a year).");
         return -EINVAL;
     }
-    snprintf(rt.ns, sizeof(rt.ns), "%s", ns);
-    snprintf(rt.id, sizeof(rt.id), "%s", id);
     long long exp = (long long)time(NULL) + secs;
     char cred[ROUTER_PREVIEW_CRED_MAX] = "";
     if (ctx->token &&

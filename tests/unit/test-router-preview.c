@@ -155,6 +155,12 @@ TEST(admission_of_ports_and_previews)
     CHECK_INT_EQ(admit(&ctx, path, host, NULL, NULL, NULL, &rt, &ans, &err), ROUTER_ADMIT_ANSWER);
     CHECK_INT_EQ(ans.status, 303);
     CHECK(strncmp(ans.headers, "Location: /\r\nSet-Cookie: asb-preview=", 37) == 0);
+    /* a link whose path would make the Location leave the host goes to "/" instead */
+    char evil[300];
+    snprintf(evil, sizeof(evil), "//evil.example%s", path + 1);
+    CHECK_INT_EQ(admit(&ctx, evil, host, NULL, NULL, NULL, &rt, &ans, &err), ROUTER_ADMIT_ANSWER);
+    CHECK(strncmp(ans.headers, "Location: /\r\n", 13) == 0);
+    CHECK_INT_EQ(admit(&ctx, path, host, NULL, NULL, NULL, &rt, &ans, &err), ROUTER_ADMIT_ANSWER);
     char cookie[160];
     snprintf(cookie, sizeof(cookie), "x=1; %.*s", (int)strcspn(ans.headers + 25, ";"),
              ans.headers + 25);
