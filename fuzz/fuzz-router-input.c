@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: {
         char *f[6];
         fields(s, f, 6);
-        router_request_info in = {"GET", f[0] ? f[0] : "/", f[1], f[2], f[3], f[4], f[5]};
+        router_request_info in = {"GET", f[0] ? f[0] : "/", f[1], f[2], f[3], f[4], f[5], f[1], "localhost"};
         router_route out;
         router_error err;
         int r = router_route_request(&in, &out, &err);

@@ -121,6 +121,26 @@ ASB_PUBLIC int asb_sandbox_open_router(asb_sandbox **out, const char *router_url
  * `asb serve`). *out is owned by the caller (asb_free). ASB_ECONFIG when neither exists. */
 ASB_PUBLIC int asb_client_router(char **out, asb_client *client);
 
+/* A URL a person opens in a browser to reach the server on `port` inside the sandbox `name` of
+ * ns (NULL: "default"): "http://PORT-NAME.NS.localhost:P/?asb-preview=...", signed by the router
+ * of asb_client_router() (asked with the client's token) and valid for ttl_seconds (0: a day).
+ * The link admits that port of that sandbox only (docs/router.md, "Preview hosts"). *out is owned
+ * by the caller (asb_free). The sandbox is not looked up. Returns ASB_OK, ASB_EINVAL,
+ * ASB_ECONFIG (no router), ASB_ECONNECT, ASB_EUNAUTHORIZED, ASB_EBADREQUEST (a port of
+ * sandboxd: 8080, 9090, 8888) or ASB_ENOMEM. */
+ASB_PUBLIC int asb_preview_url(char **out, asb_client *client, const char *ns, const char *name,
+                               unsigned port, long ttl_seconds);
+
+/* A connected byte stream to 127.0.0.1:port inside the sandbox `name` of ns (NULL: "default"),
+ * through the router of asb_client_router() (an HTTP CONNECT with the client's token and the
+ * X-Sandbox-* headers; the router connects inside the sandbox's network namespace). *out is a
+ * blocking socket, the caller's to close; whatever the sandbox's server sends comes first on it.
+ * Returns ASB_OK, ASB_EINVAL, ASB_ECONFIG (no router), ASB_ECONNECT, ASB_EUNAUTHORIZED,
+ * ASB_ENOTFOUND (no such sandbox), ASB_ESERVER (nothing listens on port: the router's 502; the
+ * message is the router's detail), ASB_ETIMEOUT, ASB_EPROTOCOL or ASB_ENOMEM. */
+ASB_PUBLIC int asb_port_connect(int *out, asb_client *client, const char *ns, const char *name,
+                                unsigned port);
+
 /* asb_sandbox_open_router() with the URL of asb_client_router() and the client's token. */
 ASB_PUBLIC int asb_sandbox_open_via_router(asb_sandbox **out, asb_client *client, const char *ns,
                                            const char *name, const asb_sandbox_options *opts);

@@ -57,6 +57,8 @@ static void serve_usage(FILE *f)
             "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
             "  --router-allow-unauthenticated\n"
             "                      the router admits token-less requests from loopback peers\n"
+            "  --preview-domain D  preview hosts PORT-SANDBOX.NAMESPACE.D on the router\n"
+            "                      (default localhost; \"\" turns them off)\n"
             "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
             "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
             "                      or none (loopback only); env ASB_NETWORK; env\n"
@@ -280,6 +282,7 @@ typedef struct serve_opts {
     bool router_listen_given;
     bool listen_given;
     bool router_allow_unauthenticated;
+    const char *preview_domain;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
     local_dns_limits dns_limits;
     unsigned max_connections; /* 0: LOCAL_NET_MAX_CONNECTIONS_DEFAULT */
@@ -335,6 +338,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"listen", required_argument, NULL, 'l'},
         {"router-listen", required_argument, NULL, 'R'},
         {"router-allow-unauthenticated", no_argument, NULL, 'A'},
+        {"preview-domain", required_argument, NULL, 'P'},
         {"network", required_argument, NULL, 'n'},
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
@@ -387,6 +391,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'A':
             o->router_allow_unauthenticated = true;
+            break;
+        case 'P':
+            o->preview_domain = optarg;
             break;
         case 'n':
             o->network = optarg;
@@ -744,7 +751,8 @@ int asb_serve(int argc, char **argv)
         router_options rop = {.listen = o.router_listen,
                               .token = token,
                               .allow_unauthenticated = o.router_allow_unauthenticated,
-                              .resolver = res};
+                              .resolver = res,
+                              .preview_domain = o.preview_domain};
         if (r >= 0)
             r = router_start(&rop, &rt, &rport, &rerr);
         if (r == -EADDRINUSE && !o.router_listen_given) {

@@ -31,6 +31,8 @@ static const struct verb {
     {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
     {"logs", asb_logs, "Print the main process output of a sandbox"},
     {"top", asb_top, "Show the CPU and memory running sandboxes use"},
+    {"preview", asb_preview, "Print a browser URL for a port of a sandbox (signed link)"},
+    {"port-forward", asb_port_forward, "Forward local ports to ports inside a sandbox"},
     {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
     {"version", asb_version_main, "Print the client and server versions"},
     {"completion", asb_completion, "Print a shell completion script (bash or zsh)"},

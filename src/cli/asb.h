@@ -19,6 +19,8 @@ int asb_suspend(int argc, char **argv);
 int asb_resume(int argc, char **argv);
 int asb_logs(int argc, char **argv);
 int asb_top(int argc, char **argv);
+int asb_preview(int argc, char **argv);
+int asb_port_forward(int argc, char **argv);
 int asb_claim_main(int argc, char **argv);
 int asb_release(int argc, char **argv);
 int asb_extend(int argc, char **argv);

@@ -18,6 +18,7 @@
 #include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/state-files.h"
 #include "basic/time-util.h"
 #include "local/local-bundle.h"
 #include "local/local-bundle-shared.h"
@@ -802,7 +803,7 @@ int rec_materialise_run(local_reconciler *r, const json_t *sb, const oci_runtime
                         *cg = NULL, *err = NULL, *pidfile = NULL, *shared = NULL;
     if (!bundle || !log || !rest || !grpc || asprintf(&shared, "%s/shared", r->state_dir) < 0 ||
         asprintf(&ibin, "%s/bin", r->inject_dir) < 0 ||
-        asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, "/asb/%s", uid) < 0 ||
+        asprintf(&ilib, "%s/lib", r->inject_dir) < 0 || asprintf(&cg, SANDBOX_CGROUP_PARENT "%s", uid) < 0 ||
         asprintf(&pidfile, "%s/pid", bundle) < 0) {
         local_bundle_volumes_free(vv, nvv, vnames);
         json_decref(main_argv);

@@ -14,6 +14,7 @@
 #include "asb/client.h"
 #include "asb/sandbox.h"
 #include "basic/macro.h"
+#include "basic/state-files.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
 
@@ -72,17 +73,26 @@ static char *expand(const char *tmpl, const char *ns, const char *id, const char
     return out;
 }
 
-static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                        router_target *out, router_error *err)
+static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, unsigned port,
+                        bool nonblock, router_target *out, router_error *err)
 {
     tmpl_resolver *r = (tmpl_resolver *)base;
     *out = (router_target){0};
     bool unix_sock = strncmp(r->tmpl, "unix:", 5) == 0;
+    if (port && unix_sock) {
+        router_error_set(err, 502, "port %u of sandbox %s cannot be reached: the router's target "
+                         "template names unix sockets", port, id);
+        return -ENXIO;
+    }
+    char pnum[8];
+    snprintf(pnum, sizeof(pnum), "%u", port);
     out->rest = expand(r->tmpl, ns, id, "8080", "rest");
     out->grpc = expand(r->tmpl, ns, id, "9090", "grpc");
     if (!unix_sock)
         out->legacy = expand(r->tmpl, ns, id, "8888", "legacy");
-    if (!out->rest || !out->grpc || (!unix_sock && !out->legacy)) {
+    if (port)
+        out->port = expand(r->tmpl, ns, id, pnum, "port");
+    if (!out->rest || !out->grpc || (!unix_sock && !out->legacy) || (port && !out->port)) {
         router_target_done(out);
         router_error_set(err, 500, "An internal error occurred in the proxy.");
         return -ENOMEM;
@@ -137,10 +147,23 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The pid runc wrote for the sandbox's first process; 0 when there is none (yet). */
+static long sandbox_pid(api_resolver *r, const char *uid)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sandboxes/%s/" SANDBOX_PID_FILE, r->state_dir, uid) < 0)
+        return 0;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    long pid = 0;
+    if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1)
+        return 0;
+    return pid;
+}
+
 /* check: stat the REST socket (fresh lookups; cached ones learn of a missing socket from the
- * connect failure, which invalidates the entry). */
-static int target_from_uid(api_resolver *r, const char *id, const char *uid, bool check,
-                           router_target *out, router_error *err)
+ * connect failure, which invalidates the entry). port: also the address of that port. */
+static int target_from_uid(api_resolver *r, const char *id, const char *uid, unsigned port,
+                           bool check, router_target *out, router_error *err)
 {
     *out = (router_target){0};
     if (asprintf(&out->rest, "unix:%s/run/%s/rest.sock", r->state_dir, uid) < 0 ||
@@ -148,6 +171,20 @@ static int target_from_uid(api_resolver *r, const char *id, const char *uid, boo
         router_target_done(out);
         router_error_set(err, 500, "An internal error occurred in the proxy.");
         return -ENOMEM;
+    }
+    if (port) {
+        long pid = sandbox_pid(r, uid);
+        if (!pid) {
+            router_target_done(out);
+            router_error_set(err, 502, "Could not connect to the backend sandbox: %s", id);
+            return -ENOENT;
+        }
+        if (asprintf(&out->port, "netns:%ld" SANDBOX_CGROUP_PARENT "%s@127.0.0.1:%u", pid, uid,
+                     port) < 0) {
+            router_target_done(out);
+            router_error_set(err, 500, "An internal error occurred in the proxy.");
+            return -ENOMEM;
+        }
     }
     struct stat st;
     if (check && stat(out->rest + 5, &st) < 0) {
@@ -249,13 +286,13 @@ static int not_serving(router_error *err, const char *ns, const char *id, asb_sa
     return -EIO;
 }
 
-static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                       router_target *out, router_error *err)
+static int api_resolve(router_resolver *base, const char *ns, const char *id, unsigned port,
+                       bool nonblock, router_target *out, router_error *err)
 {
     api_resolver *r = (api_resolver *)base;
     _cleanup_free_ char *uid = NULL;
     if (cache_lookup(r, ns, id, &uid)) {
-        if (target_from_uid(r, id, uid, false, out, err) == 0)
+        if (target_from_uid(r, id, uid, port, false, out, err) == 0)
             return 0;
         api_invalidate(base, ns, id);
     }
@@ -334,7 +371,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         ret = -EIO;
         goto out;
     }
-    ret = target_from_uid(r, id, u, true, out, err);
+    ret = target_from_uid(r, id, u, port, true, out, err);
     if (ret == 0)
         cache_store(r, ns, id, u);
 out:

@@ -265,6 +265,7 @@ const char *status_http_reason(int http_status)
         {206, "Partial Content"},
         {301, "Moved Permanently"},
         {302, "Found"},
+        {303, "See Other"},
         {304, "Not Modified"},
         {307, "Temporary Redirect"},
         {308, "Permanent Redirect"},
