@@ -57,7 +57,7 @@ SANDBOXD_OBJ := $(call obj,$(SANDBOXD_SRC))
 # CRDs and embedded, so that admission validates with the schema the CRDs carry.
 K8S_SCHEMAS_C := $(GEN)/api-k8s-schemas.c
 API_OBJ := $(call obj,$(wildcard src/api/*.c) $(K8S_SCHEMAS_C))
-CP_OBJ := $(API_OBJ) $(call obj,$(wildcard src/reconcile/*.c) $(wildcard src/local/*.c))
+CP_OBJ := $(API_OBJ) $(call obj,$(wildcard src/reconcile/*.c) $(wildcard src/local/*/*.c))
 # Further components: every src/<dir>/<binary>-main.c is one binary in build/bin; the other files
 # of the directory are its library objects.
 nonmain = $(call obj,$(filter-out %-main.c,$(wildcard src/$(1)/*.c)))
@@ -72,8 +72,8 @@ EXTRA_BINS := $(foreach m,$(EXTRA_MAINS),$(OUT)/bin/$(patsubst %-main.c,%,$(notd
 # own binary, asb-server, that `asb serve` execs (src/cli/asb-serve-exec.c), so the client does
 # not load the control plane's libraries at every start. Both link the common objects from
 # archives so that only the members they use (and those members' libraries) come in.
-ASB_SERVER_SRC := src/cli/asb-serve.c src/cli/asb-server-main.c
-ASB_OBJ := $(call obj,$(filter-out $(ASB_SERVER_SRC),$(wildcard src/cli/*.c)))
+ASB_SERVER_SRC := $(wildcard src/server/*.c)
+ASB_OBJ := $(call obj,$(wildcard src/cli/*.c) $(wildcard src/mcp/*.c))
 ASB_SERVER_OBJ := $(call obj,$(ASB_SERVER_SRC))
 COMMON_A := $(OUT)/obj/libasb-common.a
 LIBASB_A_STATIC := $(OUT)/obj/libasb-objs.a
@@ -88,9 +88,10 @@ LIBASB_PB_OBJ := $(patsubst %.c,$(OUT)/obj-pic/%.o,$(GEN)/process.pb-c.c \
   $(GEN)/google/protobuf/empty.pb-c.c)
 # The one error table (src/shared/status.c), the buffer (src/basic/buf.c) and the loader of
 # libcurl (src/basic/dlopen-util.c) libasb shares with the rest of the tree, compiled a second
-# time position-independent for the library.
+# time position-independent for the library; with them the basic helpers libasb uses.
 LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/shared/status.c src/basic/buf.c \
   src/basic/dlopen-util.c)
+LIBASB_PB_OBJ += $(patsubst %.c,$(OUT)/obj-pic/%.o,src/basic/hex-util.c src/basic/time-util.c)
 LIBASB_SO := $(OUT)/lib/libasb.so.0
 LIBASB_LIBS := $(OUT)/lib/libasb.a $(LIBASB_SO) $(OUT)/lib/libasb.so $(OUT)/lib/pkgconfig/libasb.pc
 
@@ -219,8 +220,8 @@ $(OUT)/tests/test-%: $(call obj,tests/unit/test-%.c) $(ALL_LIB_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-# The MCP fuzzer drives the protocol core of `asb mcp` (src/cli/asb-mcp*.c, without main).
-MCP_OBJ := $(call obj,$(wildcard src/cli/asb-mcp*.c) src/cli/asb-cli.c)
+# The MCP fuzzer drives the protocol core of `asb mcp` (src/mcp/asb-mcp*.c, without main).
+MCP_OBJ := $(call obj,$(wildcard src/mcp/asb-mcp*.c) src/cli/asb-cli.c)
 build/fuzz/bin/fuzz-mcp-jsonrpc: $(call obj,fuzz/fuzz-mcp-jsonrpc.c) $(MCP_OBJ) $(ALL_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

@@ -2,7 +2,7 @@
 """sandboxd's own start (issue 16: cold create -> Ready and the refill rows pay it once per
 sandbox): from posix_spawn to the first answered `GET /v1/health`, the way a sandbox runs it.
 
-Each sample spawns sandboxd as src/local/local-bundle.c does: through the ELF loader copied with
+Each sample spawns sandboxd as src/local/container/local-bundle.c does: through the ELF loader copied with
 its libraries into one directory (what local-inject.c makes of ldd's output), `--library-path`
 that directory, REST and gRPC on inherited listening sockets (fds 3 and 4, made here on loopback
 ports found at run time), then sends one health request at once (the kernel queues it on the

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "local/local-dns-query.h"
+#include "local/net/local-dns-query.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "basic/base64.h"
-#include "cli/asb-mcp.h"
+#include "mcp/asb-mcp.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

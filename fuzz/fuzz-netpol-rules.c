@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "local/local-net.h"
+#include "local/net/local-net.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/strv.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 
@@ -76,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t i = 0; v[i]; i++)
                 if (strlen(v[i]) > strlen(s))
                     abort();
-            router_strv_free(v);
+            strv_free(v);
         } else if (!e)
             ; /* -ENOMEM */
         break;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "local/local-snapshot-manifest.h"
-#include "local/local-snapshot-store.h"
+#include "local/snapshot/local-snapshot-manifest.h"
+#include "local/snapshot/local-snapshot-store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "local/local-fs.h"
+#include "local/fs/local-fs.h"
 #include "toolbox/toolbox.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

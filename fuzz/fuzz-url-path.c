@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "basic/confine.h"
-#include "local/local-fs.h"
+#include "local/fs/local-fs.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

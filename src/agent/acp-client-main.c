@@ -16,6 +16,7 @@
 #include "agent/acp-jsonrpc.h"
 #include "agent/acp-server.h"
 #include "asb/client.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "shared/main-usage.h"
 
@@ -77,19 +78,9 @@ static int send_msg(client *c, json_t *msg)
     json_decref(msg);
     if (!line)
         return -ENOMEM;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t n = send(c->fd, line + off, len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            free(line);
-            return -EPIPE;
-        }
-        off += (size_t)n;
-    }
+    int r = loop_send(c->fd, line, len);
     free(line);
-    return 0;
+    return r < 0 ? -EPIPE : 0;
 }
 
 /* Next message from the agent. Returns 1 with *m filled, 0 on EOF, -EINTR when interrupted. */

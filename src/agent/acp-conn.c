@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent/acp-server.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "shared/log.h"
 
@@ -21,18 +22,10 @@ int acp_conn_send(acp_conn *c, json_t *msg)
         return -ENOMEM;
     int r = 0;
     pthread_mutex_lock(&c->write_lock);
-    size_t off = 0;
-    while (off < len) {
-        ssize_t n = send(c->fd, line + off, len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = -EPIPE;
-            /* Wake the reader: the peer is gone or stuck. */
-            shutdown(c->fd, SHUT_RDWR);
-            break;
-        }
-        off += (size_t)n;
+    if (loop_send(c->fd, line, len) < 0) {
+        r = -EPIPE;
+        /* Wake the reader: the peer is gone or stuck. */
+        shutdown(c->fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&c->write_lock);
     free(line);

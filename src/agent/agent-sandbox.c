@@ -18,7 +18,10 @@
 #include <asb/sandbox.h>
 
 #include "agent/agent-internal.h"
+#include "basic/buf.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 
 #define READY_TIMEOUT_MS (180L * 1000)
 #define MAX_OUTPUT (256u << 20)
@@ -148,12 +151,12 @@ const char *agent_box_name(const agent_box *b)
     return b ? b->name : NULL;
 }
 
-static void shutdown_time(char *buf, size_t n)
+static void shutdown_time(char *out, size_t n)
 {
     time_t t = time(NULL) + AGENT_TTL_SECONDS;
     struct tm tm;
     gmtime_r(&t, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 static int ensure_client(agent_box *b, char **ret_error)
@@ -552,19 +555,13 @@ typedef struct exec_ctx {
     pthread_t thread;
     int stdin_error;
     bool sink_failed;
+    buf out, err; /* what the process wrote, for res (out only when out_fd < 0) */
 } exec_ctx;
 
 static void *watchdog_main(void *ud)
 {
     exec_ctx *c = ud;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += c->timeout_ms / 1000;
-    dl.tv_nsec += (c->timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = timespec_realtime_after((usec_t)c->timeout_ms * USEC_PER_MSEC);
     pthread_mutex_lock(&c->lock);
     int rc = 0;
     while (!c->done && rc != ETIMEDOUT)
@@ -587,26 +584,18 @@ static void *watchdog_main(void *ud)
     return NULL;
 }
 
-static int append(char **data, size_t *len, const char *p, size_t n)
+/* Appends to an output buffer of at most MAX_OUTPUT bytes. 0, -E2BIG or -ENOMEM. */
+static int append(buf *b, const char *p, size_t n)
 {
-    if (*len + n > MAX_OUTPUT)
-        return -E2BIG;
-    char *d = realloc(*data, *len + n + 1);
-    if (!d)
-        return -ENOMEM;
-    memcpy(d + *len, p, n);
-    *len += n;
-    d[*len] = '\0';
-    *data = d;
-    return 0;
+    return b->len + n > MAX_OUTPUT ? -E2BIG : buf_append(b, p, n);
 }
 
 /* Streams in_fd to the process's stdin in blocks, then closes it. */
 static void stdin_from_fd(exec_ctx *c, int pid)
 {
     const size_t chunk = 1u << 20;
-    _cleanup_free_ char *buf = malloc(chunk);
-    if (!buf) {
+    _cleanup_free_ char *block = malloc(chunk);
+    if (!block) {
         c->stdin_error = ASB_ENOMEM;
         asb_sandbox_write_stdin(c->b->sb, pid, "", 0, 1);
         return;
@@ -615,7 +604,7 @@ static void stdin_from_fd(exec_ctx *c, int pid)
         size_t n = 0;
         bool eof = false;
         while (n < chunk) {
-            ssize_t k = read(c->in_fd, buf + n, chunk - n);
+            ssize_t k = read(c->in_fd, block + n, chunk - n);
             if (k < 0 && errno == EINTR)
                 continue;
             if (k <= 0) {
@@ -624,7 +613,7 @@ static void stdin_from_fd(exec_ctx *c, int pid)
             }
             n += (size_t)k;
         }
-        int r = asb_sandbox_write_stdin(c->b->sb, pid, buf, n, eof);
+        int r = asb_sandbox_write_stdin(c->b->sb, pid, block, n, eof);
         if (r != ASB_OK) {
             c->stdin_error = r;
             return;
@@ -666,20 +655,11 @@ static int on_stdout(const char *d, size_t n, void *ud)
     if (c->out_fd >= 0) {
         /* Blocks while the pump catches up (constant memory); once the pump has stopped reading
          * (done or failed) the rest is discarded. */
-        while (n > 0 && !c->sink_failed) {
-            ssize_t k = send(c->out_fd, d, n, MSG_NOSIGNAL);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0) {
-                c->sink_failed = true;
-                break;
-            }
-            d += k;
-            n -= (size_t)k;
-        }
+        if (!c->sink_failed && loop_send(c->out_fd, d, n) < 0)
+            c->sink_failed = true;
         return 0;
     }
-    if (append(&c->res->out, &c->res->out_len, d, n) < 0)
+    if (append(&c->out, d, n) < 0)
         c->overflow = true;
     return 0;
 }
@@ -687,7 +667,7 @@ static int on_stdout(const char *d, size_t n, void *ud)
 static int on_stderr(const char *d, size_t n, void *ud)
 {
     exec_ctx *c = ud;
-    if (append(&c->res->err, &c->res->err_len, d, n) < 0)
+    if (append(&c->err, d, n) < 0)
         c->overflow = true;
     return 0;
 }
@@ -764,11 +744,11 @@ static int box_exec(agent_box *b, const char *const *argv, const char *stdin_dat
     pthread_mutex_destroy(&c.lock);
     pthread_cond_destroy(&c.cond);
     free(full);
-    if (!ret->out)
-        ret->out = strdup("");
-    if (!ret->err)
-        ret->err = strdup("");
+    ret->out = buf_steal(&c.out, &ret->out_len);
+    ret->err = buf_steal(&c.err, &ret->err_len);
     if (!ret->out || !ret->err) {
+        buf_done(&c.out);
+        buf_done(&c.err);
         agent_exec_result_clear(ret);
         return -ENOMEM;
     }
@@ -797,12 +777,11 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
     _cleanup_fclose_ FILE *f = fopen(host_path, "re");
     if (!f)
         return agent_fail(ret_error, -errno, "cannot open %s: %s", host_path, strerror(errno));
-    _cleanup_free_ char *data = NULL;
-    size_t len = 0;
+    _cleanup_buf_ buf data = BUF_INIT;
     char chunk[65536];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        if (append(&data, &len, chunk, n) < 0)
+        if (append(&data, chunk, n) < 0)
             return -ENOMEM;
     /* The REST API is confined to the sandbox's root directory: stream it through a shell. */
     _cleanup_free_ char *script = NULL;
@@ -813,7 +792,7 @@ int agent_box_upload(agent_box *b, const char *host_path, const char *path, unsi
         return -ENOMEM;
     const char *argv[] = {"sh", "-c", script, "sh", path, NULL};
     agent_exec_result res = {0};
-    int r = agent_box_exec(b, argv, data, len, 0, NULL, &res, ret_error);
+    int r = agent_box_exec(b, argv, data.data, data.len, 0, NULL, &res, ret_error);
     if (r == 0 && res.exit_code != 0)
         r = agent_fail(ret_error, -EIO, "cannot install %s in the sandbox: %s", path, res.err);
     agent_exec_result_clear(&res);

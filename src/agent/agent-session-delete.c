@@ -11,7 +11,7 @@
 #include "asb/asb.h"
 #include "basic/fs-util.h"
 #include "basic/macro.h"
-#include "local/local-fs.h"
+#include "local/fs/local-fs.h"
 
 /* Deletes the object `kind`/`name` of ns when it exists: 1 deleted, 0 absent, or an error. */
 static int delete_if_there(asb_client *c, const char *kind, const char *ns, const char *name,

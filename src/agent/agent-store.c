@@ -12,7 +12,9 @@
 
 #include "agent/agent-internal.h"
 #include "basic/fs-util.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
+#include "shared/json-util.h"
 
 int agent_session_name_valid(const char *name)
 {
@@ -94,27 +96,16 @@ int agent_store_append(const char *session_dir, json_t *message, char **ret_erro
     int r = mkdir_p(dir, 0700);
     if (r < 0)
         return agent_fail(ret_error, r, "cannot create %s: %s", dir, strerror(-r));
-    _cleanup_free_ char *s = json_dumps(message, JSON_COMPACT);
-    if (!s)
+    size_t len;
+    _cleanup_free_ char *line = json_dumps_line(message, JSON_COMPACT, &len);
+    if (!line)
         return -ENOMEM;
     _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return agent_fail(ret_error, -errno, "cannot open %s: %s", path, strerror(errno));
-    size_t len = strlen(s);
-    s[len] = '\0';
-    _cleanup_free_ char *line = NULL;
-    if (asprintf(&line, "%s\n", s) < 0)
-        return -ENOMEM;
-    size_t off = 0, total = len + 1;
-    while (off < total) {
-        ssize_t w = write(fd, line + off, total - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return agent_fail(ret_error, -errno, "cannot write %s: %s", path, strerror(errno));
-        }
-        off += (size_t)w;
-    }
+    r = loop_write(fd, line, len);
+    if (r < 0)
+        return agent_fail(ret_error, r, "cannot write %s: %s", path, strerror(-r));
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "api/api-k8s.h"
 #include "api/api-spec.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 
 /* Compiled patterns, keyed by the (static, or schema's never freed) pattern string. The schemas
@@ -67,14 +68,6 @@ static bool is_type(const char *type, const json_t *v)
     return true;
 }
 
-static void type_error(api_errors *e, const char *path, const json_t *v, const char *want)
-{
-    json_t *got = json_string(api_json_type_name(v));
-    api_errors_add(e, API_FIELD_TYPE, path, got, "%s in body must be of type %s: \"%s\"", path,
-                   want, api_json_type_name(v));
-    json_decref(got);
-}
-
 static void check_enum(api_errors *e, const char *path, const json_t *v, const json_t *values)
 {
     size_t i;
@@ -82,19 +75,16 @@ static void check_enum(api_errors *e, const char *path, const json_t *v, const j
     json_array_foreach (values, i, x)
         if (json_equal((json_t *)x, (json_t *)v))
             return;
-    _cleanup_free_ char *list = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&list, &len);
-    if (!f) {
-        e->oom = true;
-        return;
-    }
+    _cleanup_buf_ buf list = BUF_INIT;
     json_array_foreach (values, i, x) {
         _cleanup_free_ char *s = json_dumps(x, JSON_ENCODE_ANY);
-        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
+        if (buf_appendf(&list, "%s%s", i ? ", " : "", s ? s : "") < 0) {
+            e->oom = true;
+            return;
+        }
     }
-    fclose(f);
-    api_errors_add(e, API_FIELD_UNSUPPORTED, path, v, "supported values: %s", list ? list : "");
+    api_errors_add(e, API_FIELD_UNSUPPORTED, path, v, "supported values: %s",
+                   list.data ? list.data : "");
 }
 
 static void check_string(api_errors *e, const json_t *schema, const char *path, const json_t *v)
@@ -152,14 +142,14 @@ static void validate(api_errors *e, const json_t *schema, api_path *p, const jso
         if (json_is_string(v))
             check_string(e, schema, path, v);
         else if (!json_is_integer(v))
-            type_error(e, path, v, "integer,string");
+            api_type_error(e, path, v, "integer,string");
         return;
     }
     const char *type = json_string_value(json_object_get(schema, "type"));
     if (!type)
         return;
     if (!is_type(type, v)) {
-        type_error(e, path, v, type);
+        api_type_error(e, path, v, type);
         return;
     }
     if (json_is_string(v)) {

@@ -1,6 +1,6 @@
 /* Event (events.k8s.io/v1): what the controllers of `asb serve` did and why. Not one of the
  * agents.x-k8s.io kinds (no CRD, no spec): the API server serves it read-only under
- * /apis/events.k8s.io/v1 and the recorder (src/local/local-events.c) writes it to the store. */
+ * /apis/events.k8s.io/v1 and the recorder (src/local/store/local-events.c) writes it to the store. */
 #include "api/api.h"
 #include "api/api-kinds.h"
 

@@ -323,6 +323,27 @@ bool api_errors_has_field(const api_errors *errs, const char *field)
     return false;
 }
 
+void api_errors_ratchet(api_errors *errs, const json_t *obj, const json_t *old)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < errs->n; i++) {
+        struct api_field_error *fe = &errs->v[i];
+        char path[1024];
+        const json_t *a = NULL, *b = NULL;
+        if (old && (size_t)snprintf(path, sizeof(path), ".%s", fe->field) < sizeof(path)) {
+            a = api_json_path(obj, path);
+            b = api_json_path(old, path);
+        }
+        if (a && b && json_equal((json_t *)a, (json_t *)b)) {
+            free(fe->field);
+            free(fe->message);
+            continue;
+        }
+        errs->v[kept++] = *fe;
+    }
+    errs->n = kept;
+}
+
 void api_errors_clear(api_errors *errs)
 {
     for (size_t i = 0; i < errs->n; i++) {

@@ -62,10 +62,13 @@ static int prune_props(const api_field *props, json_t *v, const char *path, json
         if (asprintf(&sub, "%s%s%s", path, *path ? "." : "", key) < 0)
             return -ENOMEM;
         const api_field *cn = prop(props, key);
-        int r = cn ? prune(cn, child, sub, paths) : add_path(paths, sub);
+        /* A null is pruned silently (no field of ours is nullable), as kube-apiserver prunes it
+         * before defaulting. */
+        bool drop_null = cn && json_is_null(child);
+        int r = drop_null ? 0 : cn ? prune(cn, child, sub, paths) : add_path(paths, sub);
         if (r < 0)
             return r;
-        if (!cn) {
+        if (!cn || drop_null) {
             _cleanup_free_ char *name = strdup(key);
             if (!name)
                 return -ENOMEM;

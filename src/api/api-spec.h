@@ -22,6 +22,9 @@ void api_check_claim_env(api_errors *e, const char *path, const json_t *v);
 /* "object", "array", "string", "integer", "number", "boolean" or "null". */
 const char *api_json_type_name(const json_t *v);
 bool api_want_type(api_errors *e, const char *path, const json_t *v, json_type t);
+/* The structural schema's type error: `path in body must be of type WANT: "GOT"` (want:
+ * "integer", "integer,string", ...). */
+void api_type_error(api_errors *e, const char *path, const json_t *v, const char *want);
 void api_check_enum(api_errors *e, const char *path, const json_t *v, const char *const *vals);
 void api_check_required_string(api_errors *e, const char *path, const json_t *v);
 void api_check_date_time(api_errors *e, const char *path, const json_t *v);

@@ -65,16 +65,21 @@ bool api_want_type(api_errors *e, const char *field, const json_t *v, json_type 
     bool ok = json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v));
     if (ok)
         return true;
-    const char *want_name = t == JSON_OBJECT    ? "object"
-                            : t == JSON_ARRAY   ? "array"
-                            : t == JSON_STRING  ? "string"
-                            : t == JSON_INTEGER ? "integer"
-                                                : "boolean";
+    api_type_error(e, field, v,
+                   t == JSON_OBJECT    ? "object"
+                   : t == JSON_ARRAY   ? "array"
+                   : t == JSON_STRING  ? "string"
+                   : t == JSON_INTEGER ? "integer"
+                                       : "boolean");
+    return false;
+}
+
+void api_type_error(api_errors *e, const char *field, const json_t *v, const char *want)
+{
     json_t *got = json_string(api_json_type_name(v));
     api_errors_add(e, API_FIELD_TYPE, field, got, "%s in body must be of type %s: \"%s\"", field,
-                   want_name, api_json_type_name(v));
+                   want, api_json_type_name(v));
     json_decref(got);
-    return false;
 }
 
 static const json_t *get(const json_t *o, const char *k)

@@ -91,6 +91,10 @@ struct api_errors {
 /* Records one error. `value` is the offending value (may be NULL); detail may be NULL. */
 void api_errors_add(api_errors *errs, api_error_type type, const char *field, const json_t *value,
                     const char *detail_fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Validation ratcheting, as kube-apiserver does for custom resources: on an update, drops the
+ * errors of fields whose value is the same in obj and old (a rule that came after the object
+ * was stored does not block its status writes, or updates that leave that field alone). */
+void api_errors_ratchet(api_errors *errs, const json_t *obj, const json_t *old);
 /* Whether an error was recorded for field (exactly that path). */
 bool api_errors_has_field(const api_errors *errs, const char *field);
 void api_errors_clear(api_errors *errs);

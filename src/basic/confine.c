@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "shared/status.h"
 
 #define CONFINE_MAX_FOLLOWS 40
 

@@ -7,6 +7,7 @@
  * upstream does. Never logs. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -19,6 +20,9 @@ typedef struct confined {
     char *name;    /* owned: the target's final component (inside dir_fd, or inside the last
                       `missing` directory); "" when the target is the root itself */
 } confined;
+
+/* Path confinement reports "resolution left the root" with this errno. */
+#define ERRNO_PATH_ESCAPE EXDEV
 
 #define CONFINED_INIT {-1, NULL, NULL}
 

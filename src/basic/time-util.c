@@ -11,6 +11,21 @@ usec_t now_usec(clockid_t clock)
     return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
+int64_t now_msec(clockid_t clock)
+{
+    return (int64_t)(now_usec(clock) / USEC_PER_MSEC);
+}
+
+struct timespec timespec_realtime_after(usec_t usec)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (usec % USEC_PER_SEC) * NSEC_PER_USEC;
+    ts.tv_sec += (time_t)(usec / USEC_PER_SEC + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
 static const struct {
     const char *suffix;
     double nsec;

@@ -9,7 +9,13 @@ typedef uint64_t usec_t;
 #define USEC_PER_MSEC ((usec_t)1000)
 #define NSEC_PER_USEC ((uint64_t)1000)
 
+/* The time of `clock` in microseconds. */
 usec_t now_usec(clockid_t clock);
+/* The time of `clock` in whole milliseconds, signed: a deadline minus now may go below zero. */
+int64_t now_msec(clockid_t clock);
+/* The CLOCK_REALTIME instant `usec` from now, the absolute time pthread_cond_timedwait() takes
+ * (its condition variables run on CLOCK_REALTIME). */
+struct timespec timespec_realtime_after(usec_t usec);
 
 /* Parses Go time.ParseDuration syntax ("10s", "1m30s", "500ms", "1.5h", "0").
  * Negative durations are rejected. Returns 0 or -EINVAL/-ERANGE. */

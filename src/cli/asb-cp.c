@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb-cp.h"
@@ -68,16 +69,7 @@ static long source_fd(char *buf, size_t size, void *payload)
 static int sink_fd(const char *data, size_t len, void *payload)
 {
     int fd = *(int *)payload;
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return 1;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return loop_write(fd, data, len) < 0 ? 1 : 0;
 }
 
 static int upload(asb_sandbox *s, const char *sname, const char *local, const char *rpath)

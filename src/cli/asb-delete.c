@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"
@@ -62,8 +63,7 @@ static int delete_one(asb_client *cl, const asb_kind *k, const char *ns, const c
 /* Until every deleted object is gone (404), as kubectl delete --wait. */
 static int wait_deleted(asb_client *cl)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
     int ret = 0;
     for (size_t i = 0; i < n_pending; i++) {
         deleted *d = &pending[i];
@@ -75,8 +75,7 @@ static int wait_deleted(asb_client *cl)
                 ret |= cli_print_error(NULL);
                 break;
             }
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (now.tv_sec - t0.tv_sec >= 120) {
+            if (now_usec(CLOCK_MONOTONIC) - t0 >= 120 * USEC_PER_SEC) {
                 fprintf(stderr, "error: timed out waiting for %s \"%s\" to be gone\n",
                         d->k->singular, d->name);
                 ret = 1;

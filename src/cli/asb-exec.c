@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
@@ -43,20 +44,6 @@ static void exec_usage(FILE *f)
                "\nThe exit code is CMD's (128+N when a signal N ended it, 137 when unknown).\n");
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int on_init(int process_id, void *payload)
 {
     exec_state *st = payload;
@@ -70,12 +57,12 @@ static int on_init(int process_id, void *payload)
 
 static int on_stdout(const char *data, size_t len, void *payload)
 {
-    return write_all(STDOUT_FILENO, data, len) < 0 ? 1 : 0;
+    return loop_write(STDOUT_FILENO, data, len) < 0 ? 1 : 0;
 }
 
 static int on_stderr(const char *data, size_t len, void *payload)
 {
-    return write_all(STDERR_FILENO, data, len) < 0 ? 1 : 0;
+    return loop_write(STDERR_FILENO, data, len) < 0 ? 1 : 0;
 }
 
 /* Waits for the process id; 0 when the call ended without one. */

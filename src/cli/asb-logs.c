@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
@@ -25,16 +26,8 @@ static void on_signal(int sig)
 static int write_out(const char *data, size_t len, void *payload)
 {
     (void)payload;
-    while (len) {
-        ssize_t n = write(STDOUT_FILENO, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 1; /* stdout closed (e.g. `| head`): stop quietly */
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    /* stdout closed (e.g. `| head`): stop quietly */
+    return loop_write(STDOUT_FILENO, data, len) < 0 ? 1 : 0;
 }
 
 static void logs_usage(FILE *f)

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 
@@ -73,9 +75,7 @@ static void conns_cut_all(void)
         if (c->up >= 0)
             shutdown(c->up, SHUT_RDWR);
     }
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_sec += 5;
+    struct timespec t = timespec_realtime_after(5 * USEC_PER_SEC);
     while (conns && pthread_cond_timedwait(&conns_gone, &conns_lock, &t) == 0)
         ;
     pthread_mutex_unlock(&conns_lock);
@@ -152,14 +152,8 @@ static void relay(int a, int b)
                     return;
                 continue;
             }
-            for (ssize_t off = 0; off < n;) {
-                ssize_t w = send(fds[1 - i], data + off, (size_t)(n - off), MSG_NOSIGNAL);
-                if (w < 0 && errno == EINTR)
-                    continue;
-                if (w < 0)
-                    return;
-                off += w;
-            }
+            if (loop_send(fds[1 - i], data, (size_t)n) < 0)
+                return;
         }
     }
 }

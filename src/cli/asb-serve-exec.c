@@ -1,4 +1,4 @@
-/* `asb serve`: execs the server binary (asb-server, src/cli/asb-server-main.c) in place of this
+/* `asb serve`: execs the server binary (asb-server, src/server/asb-server-main.c) in place of this
  * process, so the pid, the signals, the serve.lock and the exit code are the server's own. */
 #include <errno.h>
 #include <stdio.h>

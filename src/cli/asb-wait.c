@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "cli/asb-cli.h"
 #include "cli/asb-targets.h"
 #include "cli/asb.h"
@@ -30,13 +31,6 @@ static void wait_usage(FILE *f)
                "  --timeout DURATION            give up after this long (default 30s; 0: check\n"
                "                                once; negative: a week)\n"
                "  -h, --help                    show this help\n" CLI_GLOBAL_HELP);
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Waits for one object; 0, or 1 after printing why not. */
@@ -165,9 +159,9 @@ int asb_wait(int argc, char **argv)
         fprintf(stderr, "error: no matching resources found\n");
         ret = 1;
     }
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = now_msec(CLOCK_MONOTONIC) + timeout_ms;
     for (size_t i = 0; ret == 0 && i < t.n; i++) {
-        long long left = deadline - now_ms();
+        long long left = deadline - now_msec(CLOCK_MONOTONIC);
         if (wait_one(cl, &t.v[i], del, jsonpath, cond, value, left > 0 ? left : 1))
             t.failed = true;
     }

@@ -4,8 +4,6 @@
 #include <stddef.h>
 
 /* Each verb gets argv with argv[0] = the verb name; returns the process exit code. */
-/* The server (asb-server only). */
-int asb_serve(int argc, char **argv);
 /* `asb serve` in the client: execs asb-server with the same arguments; returns only on failure. */
 int asb_serve_exec(int argc, char **argv);
 int asb_apply(int argc, char **argv);

@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "kube/kube-http.h"
 #include "kube/kube.h"
 #include "reconcile/reconcile.h"
@@ -270,7 +271,7 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     char identity[320];
     snprintf(identity, sizeof identity, "%s_%d_%08lx", host, (int)getpid(),
-             (unsigned long)kube_now_usec() & 0xffffffffUL);
+             (unsigned long)(int64_t)now_usec(CLOCK_REALTIME) & 0xffffffffUL);
     ctl.opt = (kube_options){
         .cluster_domain = opt_cluster_domain,
         .extensions = opt_extensions,

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,25 +50,17 @@ char *kube_path(kube_res r, const char *ns, const char *name, const char *sub, c
     return p;
 }
 
+/* The file's text (owned by the caller; what could be read should a read fail), NULL when it
+ * cannot be opened or on ENOMEM. */
 static char *read_file(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (!m) {
-        fclose(f);
+    _cleanup_buf_ buf text = BUF_INIT;
+    if (buf_append_fd(&text, fd) == -ENOMEM)
         return NULL;
-    }
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-        fwrite(tmp, 1, n, m);
-    fclose(f);
-    fclose(m);
-    return text;
+    return buf_steal(&text, NULL);
 }
 
 static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -74,7 +75,7 @@ static json_t *exp_for(kube_ctl *ctl, const char *key)
 /* Drops satisfied (or timed out) expectations; true when some are still pending. */
 static bool exp_pending(kube_ctl *ctl, const char *key, const json_t *members)
 {
-    int64_t now = kube_now_usec();
+    int64_t now = (int64_t)now_usec(CLOCK_REALTIME);
     pthread_mutex_lock(&ctl->exp_lock);
     json_t *e = exp_for(ctl, key);
     json_t *cr = json_object_get(e, "create"), *dl = json_object_get(e, "delete");
@@ -110,7 +111,7 @@ static void exp_add(kube_ctl *ctl, const char *key, const char *what, const char
 {
     pthread_mutex_lock(&ctl->exp_lock);
     json_object_set_new(json_object_get(exp_for(ctl, key), what), id,
-                        json_integer(kube_now_usec() + EXPECTATION_TIMEOUT_USEC));
+                        json_integer((int64_t)now_usec(CLOCK_REALTIME) + EXPECTATION_TIMEOUT_USEC));
     pthread_mutex_unlock(&ctl->exp_lock);
 }
 
@@ -145,7 +146,7 @@ int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t
         .pool = pool,
         .template = tmpl,
         .sandboxes = sbs,
-        .now = kube_now_usec(),
+        .now = (int64_t)now_usec(CLOCK_REALTIME),
         .grace = ctl->opt.pool_grace_usec,
         .max_batch = ctl->opt.pool_max_batch,
         .expectations_pending = exp_pending(ctl, key, members),
@@ -232,7 +233,7 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
         .pool = pool,
         .template = tmpl,
         .sandboxes = sbs,
-        .now = kube_now_usec(),
+        .now = (int64_t)now_usec(CLOCK_REALTIME),
     };
     reconcile_claim_out out = {0};
     int r = reconcile_claim(&in, &out);
@@ -329,7 +330,8 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
             json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
                             RECONCILE_ANN_FIRST_OBSERVED));
         if (obs && reconcile_parse_time(obs, &t0) == 0)
-            kube_metrics_observe_claim(ctl, (double)(kube_now_usec() - t0) / 1000.0);
+            kube_metrics_observe_claim(ctl,
+                                       (double)((int64_t)now_usec(CLOCK_REALTIME) - t0) / 1000.0);
     }
     if (err == 0 && out.event_reason && ctl->opt.claim_events)
         kube_event(ctl, claim, "Normal", out.event_reason, out.message);

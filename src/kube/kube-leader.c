@@ -13,15 +13,9 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
-
-static int64_t mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void sleep_usec(kube_ctl *ctl, int64_t usec)
 {
@@ -35,7 +29,7 @@ static void sleep_usec(kube_ctl *ctl, int64_t usec)
 
 static void micro_time(char out[40])
 {
-    reconcile_format_time(kube_now_usec(), 6, out);
+    reconcile_format_time((int64_t)now_usec(CLOCK_REALTIME), 6, out);
 }
 
 static json_t *lease_spec(kube_ctl *ctl, const json_t *old_spec, bool take)
@@ -70,7 +64,7 @@ static int try_update(kube_ctl *ctl, const json_t *lease, bool take)
 static void *renew_loop(void *arg)
 {
     kube_ctl *ctl = arg;
-    int64_t last_ok = mono();
+    int64_t last_ok = (int64_t)now_usec(CLOCK_MONOTONIC);
     _cleanup_free_ char *path = kube_path(KR_LEASE, lease_ns, lease_name, NULL, NULL);
     while (!atomic_load(&ctl->stop)) {
         sleep_usec(ctl, ctl->opt.retry_period_usec);
@@ -85,10 +79,11 @@ static void *renew_loop(void *arg)
             e = -EBUSY;
         json_decref(lease);
         if (e == 0) {
-            last_ok = mono();
+            last_ok = (int64_t)now_usec(CLOCK_MONOTONIC);
             continue;
         }
-        if (e == -EBUSY || mono() - last_ok > ctl->opt.renew_deadline_usec) {
+        if (e == -EBUSY ||
+            (int64_t)now_usec(CLOCK_MONOTONIC) - last_ok > ctl->opt.renew_deadline_usec) {
             log_error("leader election lost", "lease", lease_name, "identity", ctl->opt.identity);
             atomic_store(&ctl->leading, false);
             /* As controller-runtime: a former leader must not keep reconciling. */
@@ -125,11 +120,11 @@ int kube_leader_acquire(kube_ctl *ctl, const char *ns, const char *name)
             if (!observed || !json_equal(observed, spec)) {
                 json_decref(observed);
                 observed = json_deep_copy(spec);
-                observed_at = mono();
+                observed_at = (int64_t)now_usec(CLOCK_MONOTONIC);
             }
             json_int_t dur = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
             bool free_ = !holder || !*holder || strcmp(holder, ctl->opt.identity) == 0 ||
-                         mono() > observed_at + dur * 1000000;
+                         (int64_t)now_usec(CLOCK_MONOTONIC) > observed_at + dur * 1000000;
             if (free_) {
                 e = try_update(ctl, lease, !holder || strcmp(holder, ctl->opt.identity) != 0);
                 if (e == 0) {

@@ -1,11 +1,13 @@
 /* Prometheus text exposition of the controller's metrics (shared/spec/UPSTREAM.md §2.10 names). */
 #include "kube/kube.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
 #include "reconcile/reconcile.h"
 
@@ -58,17 +60,29 @@ void kube_metrics_claim_created(kube_ctl *ctl, const char *ns, const char *tmpl,
     free(key);
 }
 
-static void histogram(FILE *f, kube_ctl *ctl, const char *name, const char *help,
+/* Appends printf text to out unless an earlier append failed; *err the first failure. */
+static void put(buf *out, int *err, const char *fmt, ...) _printf_(3, 4);
+static void put(buf *out, int *err, const char *fmt, ...)
+{
+    if (*err < 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    *err = buf_appendv(out, fmt, ap);
+    va_end(ap);
+}
+
+static void histogram(buf *out, int *err, kube_ctl *ctl, const char *name, const char *help,
                       const unsigned long long *b, const double *bounds, size_t n,
                       unsigned long long count, double sum)
 {
-    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    put(out, err, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     if (!count)
         return;
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], b[i]);
-    fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %g\n%s_count %llu\n", name, count, name, sum,
-            name, count);
+        put(out, err, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], b[i]);
+    put(out, err, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %g\n%s_count %llu\n", name, count, name, sum,
+        name, count);
 }
 
 static const char *lbl(const json_t *o, const char *k)
@@ -79,13 +93,9 @@ static const char *lbl(const json_t *o, const char *k)
 
 char *kube_metrics_render(kube_ctl *ctl)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    fprintf(
-        f,
+    _cleanup_buf_ buf out = BUF_INIT;
+    int err = 0; /* the first failure (-ENOMEM); later appends are skipped */
+    put(&out, &err,
         "# HELP agent_sandbox_build_info Build information.\n# TYPE agent_sandbox_build_info "
         "gauge\n"
         "agent_sandbox_build_info{git_version=\"0.1.0\",git_commit=\"unknown\",build_date=\"%s\","
@@ -100,7 +110,7 @@ char *kube_metrics_render(kube_ctl *ctl)
 #endif
     );
     /* agent_sandboxes: collected from the cache at scrape time. */
-    fprintf(f, "# HELP agent_sandboxes Sandboxes by state.\n# TYPE agent_sandboxes gauge\n");
+    put(&out, &err, "# HELP agent_sandboxes Sandboxes by state.\n# TYPE agent_sandboxes gauge\n");
     _cleanup_json_ json_t *all = kube_informer_list(&ctl->inf[KR_SANDBOX], NULL, NULL, NULL);
     _cleanup_json_ json_t *groups = json_object();
     size_t i;
@@ -133,66 +143,70 @@ char *kube_metrics_render(kube_ctl *ctl)
     const char *k;
     json_t *v;
     json_object_foreach (groups, k, v)
-        fprintf(f, "agent_sandboxes{%s} %lld\n", k, (long long)json_integer_value(v));
-    fprintf(f, "# HELP agent_sandbox_claim_creation_total Sandboxes bound to claims.\n"
-               "# TYPE agent_sandbox_claim_creation_total counter\n");
+        put(&out, &err, "agent_sandboxes{%s} %lld\n", k, (long long)json_integer_value(v));
+    put(&out, &err,
+        "# HELP agent_sandbox_claim_creation_total Sandboxes bound to claims.\n"
+        "# TYPE agent_sandbox_claim_creation_total counter\n");
     pthread_mutex_lock(&ctl->metrics.lock);
     json_object_foreach (ctl->metrics.claim_creation, k, v)
-        fprintf(f, "agent_sandbox_claim_creation_total{%s} %lld\n", k,
-                (long long)json_integer_value(v));
-    histogram(f, ctl, "agent_sandbox_creation_latency_ms",
+        put(&out, &err, "agent_sandbox_claim_creation_total{%s} %lld\n", k,
+            (long long)json_integer_value(v));
+    histogram(&out, &err, ctl, "agent_sandbox_creation_latency_ms",
               "Sandbox creation to Ready, in milliseconds.", ctl->metrics.creation_buckets,
               creation_bounds, ELEMENTSOF(creation_bounds), ctl->metrics.creation_count,
               ctl->metrics.creation_sum);
-    histogram(f, ctl, "agent_sandbox_claim_controller_startup_latency_ms",
+    histogram(&out, &err, ctl, "agent_sandbox_claim_controller_startup_latency_ms",
               "Claim first observed by the controller to Ready, in milliseconds.",
               ctl->metrics.claim_buckets, claim_bounds, ELEMENTSOF(claim_bounds),
               ctl->metrics.claim_count, ctl->metrics.claim_sum);
     pthread_mutex_unlock(&ctl->metrics.lock);
-    fprintf(f,
-            "# HELP agent_sandbox_claim_startup_latency_ms Claim startup latency from the "
-            "admission webhook annotation (no webhook here: no samples).\n"
-            "# TYPE agent_sandbox_claim_startup_latency_ms histogram\n"
-            "# HELP agent_sandbox_client_claim_startup_latency_ms Claim startup latency from the "
-            "client annotation.\n# TYPE agent_sandbox_client_claim_startup_latency_ms histogram\n");
+    put(&out, &err,
+        "# HELP agent_sandbox_claim_startup_latency_ms Claim startup latency from the "
+        "admission webhook annotation (no webhook here: no samples).\n"
+        "# TYPE agent_sandbox_claim_startup_latency_ms histogram\n"
+        "# HELP agent_sandbox_client_claim_startup_latency_ms Claim startup latency from the "
+        "client annotation.\n# TYPE agent_sandbox_client_claim_startup_latency_ms histogram\n");
     static const char *const names[5] = {"sandbox", "sandboxtemplate", "sandboxwarmpool",
                                          "sandboxclaim", "sandboxsnapshot"};
-    fprintf(f, "# HELP controller_runtime_reconcile_total Reconciles per controller.\n"
-               "# TYPE controller_runtime_reconcile_total counter\n");
+    put(&out, &err,
+        "# HELP controller_runtime_reconcile_total Reconciles per controller.\n"
+        "# TYPE controller_runtime_reconcile_total counter\n");
     for (int j = 0; j < (ctl->opt.snapshots ? 5 : 4); j++)
-        fprintf(f,
-                "controller_runtime_reconcile_total{controller=\"%s\",result=\"success\"} %llu\n"
-                "controller_runtime_reconcile_total{controller=\"%s\",result=\"error\"} %llu\n",
-                names[j],
-                (unsigned long long)(atomic_load(&ctl->metrics.reconciles[j]) -
-                                     atomic_load(&ctl->metrics.reconcile_errors[j])),
-                names[j], (unsigned long long)atomic_load(&ctl->metrics.reconcile_errors[j]));
-    fprintf(f,
-            "# HELP asb_controller_conflicts_total 409 answers to optimistic writes.\n"
-            "# TYPE asb_controller_conflicts_total counter\nasb_controller_conflicts_total %llu\n",
-            (unsigned long long)atomic_load(&ctl->metrics.conflicts));
-    fprintf(f, "# HELP asb_controller_informer_relists_total Lists per resource (initial and after "
-               "410 Gone).\n# TYPE asb_controller_informer_relists_total counter\n");
+        put(&out, &err,
+            "controller_runtime_reconcile_total{controller=\"%s\",result=\"success\"} %llu\n"
+            "controller_runtime_reconcile_total{controller=\"%s\",result=\"error\"} %llu\n",
+            names[j],
+            (unsigned long long)(atomic_load(&ctl->metrics.reconciles[j]) -
+                                 atomic_load(&ctl->metrics.reconcile_errors[j])),
+            names[j], (unsigned long long)atomic_load(&ctl->metrics.reconcile_errors[j]));
+    put(&out, &err,
+        "# HELP asb_controller_conflicts_total 409 answers to optimistic writes.\n"
+        "# TYPE asb_controller_conflicts_total counter\nasb_controller_conflicts_total %llu\n",
+        (unsigned long long)atomic_load(&ctl->metrics.conflicts));
+    put(&out, &err,
+        "# HELP asb_controller_informer_relists_total Lists per resource (initial and after "
+        "410 Gone).\n# TYPE asb_controller_informer_relists_total counter\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            fprintf(f, "asb_controller_informer_relists_total{resource=\"%s\"} %u\n",
-                    kube_resources[r].plural, atomic_load(&ctl->inf[r].relists));
-    fprintf(f, "# HELP asb_controller_informer_watches_total Watch requests per resource.\n"
-               "# TYPE asb_controller_informer_watches_total counter\n");
+            put(&out, &err, "asb_controller_informer_relists_total{resource=\"%s\"} %u\n",
+                kube_resources[r].plural, atomic_load(&ctl->inf[r].relists));
+    put(&out, &err,
+        "# HELP asb_controller_informer_watches_total Watch requests per resource.\n"
+        "# TYPE asb_controller_informer_watches_total counter\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            fprintf(f, "asb_controller_informer_watches_total{resource=\"%s\"} %u\n",
-                    kube_resources[r].plural, atomic_load(&ctl->inf[r].watches));
-    fprintf(f, "# HELP asb_controller_cache_objects Objects in the informer cache.\n"
-               "# TYPE asb_controller_cache_objects gauge\n");
+            put(&out, &err, "asb_controller_informer_watches_total{resource=\"%s\"} %u\n",
+                kube_resources[r].plural, atomic_load(&ctl->inf[r].watches));
+    put(&out, &err,
+        "# HELP asb_controller_cache_objects Objects in the informer cache.\n"
+        "# TYPE asb_controller_cache_objects gauge\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            fprintf(f, "asb_controller_cache_objects{resource=\"%s\"} %zu\n",
-                    kube_resources[r].plural, kube_informer_size(&ctl->inf[r]));
-    fprintf(f,
-            "# HELP asb_controller_leader 1 while this process holds the lease.\n"
-            "# TYPE asb_controller_leader gauge\nasb_controller_leader %d\n",
-            atomic_load(&ctl->leading) ? 1 : 0);
-    fclose(f);
-    return buf;
+            put(&out, &err, "asb_controller_cache_objects{resource=\"%s\"} %zu\n",
+                kube_resources[r].plural, kube_informer_size(&ctl->inf[r]));
+    put(&out, &err,
+        "# HELP asb_controller_leader 1 while this process holds the lease.\n"
+        "# TYPE asb_controller_leader gauge\nasb_controller_leader %d\n",
+        atomic_load(&ctl->leading) ? 1 : 0);
+    return err < 0 ? NULL : buf_steal(&out, NULL);
 }

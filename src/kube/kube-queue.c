@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 
 typedef struct delayed {
     char *key;
@@ -29,13 +30,6 @@ struct kube_queue {
     bool shutdown;
     char *name;
 };
-
-static int64_t mono_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 kube_queue *kube_queue_new(const char *name)
 {
@@ -121,7 +115,7 @@ void kube_queue_add_after(kube_queue *q, const char *key, int64_t usec)
         return;
     }
     pthread_mutex_lock(&q->lock);
-    int64_t when = mono_usec() + usec;
+    int64_t when = (int64_t)now_usec(CLOCK_MONOTONIC) + usec;
     /* One pending delayed entry per key: keep the earliest. */
     for (size_t i = 0; i < q->n_later; i++)
         if (strcmp(q->later[i].key, key) == 0) {
@@ -168,7 +162,7 @@ void kube_queue_forget(kube_queue *q, const char *key)
 
 static int64_t promote_locked(kube_queue *q)
 {
-    int64_t now = mono_usec(), next = -1;
+    int64_t now = (int64_t)now_usec(CLOCK_MONOTONIC), next = -1;
     for (size_t i = 0; i < q->n_later;) {
         if (q->later[i].when <= now) {
             push_locked(q, q->later[i].key);

@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -779,7 +780,7 @@ static int sandbox_status(sbx *c, const json_t *pod, pod_state ps, size_t n_pods
     const json_t *ready = reconcile_condition(pod, "Ready");
     reconcile_sandbox_in in = {
         .sandbox = c->sb,
-        .now = kube_now_usec(),
+        .now = (int64_t)now_usec(CLOCK_REALTIME),
         .observed = {.pod = pod != NULL,
                      .owned_pods = ps == POD_MULTIPLE ? n_pods : pod != NULL,
                      .phase = kube_str(pod, "status.phase"),
@@ -814,7 +815,7 @@ static int expire_children(sbx *c)
 /* Returns true when the reconcile is over (expired). */
 static bool reconcile_expiry(sbx *c, int64_t *ret_requeue, int *ret_err)
 {
-    reconcile_sandbox_in in = {.sandbox = c->sb, .now = kube_now_usec()};
+    reconcile_sandbox_in in = {.sandbox = c->sb, .now = (int64_t)now_usec(CLOCK_REALTIME)};
     _cleanup_(reconcile_sandbox_out_done) reconcile_sandbox_out out = {0};
     int e = reconcile_sandbox_expiry(&in, &out);
     if (e < 0) {
@@ -856,7 +857,8 @@ static void observe_first_ready(kube_ctl *ctl, const json_t *sb)
     pthread_mutex_unlock(&ctl->exp_lock);
     int64_t created;
     if (first && reconcile_parse_time(kube_str(sb, "metadata.creationTimestamp"), &created) == 0)
-        kube_metrics_observe_creation(ctl, (double)(kube_now_usec() - created) / 1000.0);
+        kube_metrics_observe_creation(
+            ctl, (double)((int64_t)now_usec(CLOCK_REALTIME) - created) / 1000.0);
 }
 
 /* The pod-name annotation changes collected in c->ann, as one merge patch of the Sandbox. */

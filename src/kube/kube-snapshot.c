@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
 
@@ -43,7 +44,7 @@ static int write_status(kube_ctl *ctl, const json_t *snap, const char *status, c
     json_t *cond = reconcile_make_condition(
         snap, "Ready", status, reason, message,
         json_integer_value(json_object_get(json_object_get(snap, "metadata"), "generation")),
-        kube_now_usec());
+        (int64_t)now_usec(CLOCK_REALTIME));
     _cleanup_json_ json_t *st = json_pack("{s:[o*]}", "conditions", cond);
     if (!st || (x && json_object_update(st, x) < 0))
         return -ENOMEM;
@@ -184,7 +185,7 @@ int kube_reconcile_snapshot(kube_ctl *ctl, const char *ns, const char *name, int
     }
     if (!json_object_get(status, "capturedAt")) {
         char when[32];
-        time_t t = (time_t)(kube_now_usec() / 1000000);
+        time_t t = (time_t)((int64_t)now_usec(CLOCK_REALTIME) / 1000000);
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);

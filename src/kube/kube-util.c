@@ -9,15 +9,9 @@
 
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "reconcile/reconcile.h"
 #include "shared/log.h"
-
-int64_t kube_now_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 const char *kube_str(const json_t *obj, const char *path)
 {
@@ -112,9 +106,9 @@ void kube_event(kube_ctl *ctl, const json_t *obj, const char *type, const char *
     if (!ns || !name || !reason)
         return;
     char ts[40];
-    reconcile_format_time(kube_now_usec(), 0, ts);
+    reconcile_format_time((int64_t)now_usec(CLOCK_REALTIME), 0, ts);
     char mts[40];
-    reconcile_format_time(kube_now_usec(), 6, mts);
+    reconcile_format_time((int64_t)now_usec(CLOCK_REALTIME), 6, mts);
     _cleanup_free_ char *gen = NULL;
     if (asprintf(&gen, "%s.", name) < 0)
         return;

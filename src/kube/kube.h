@@ -228,6 +228,5 @@ void kube_metrics_claim_created(kube_ctl *ctl, const char *ns, const char *tmpl,
                                 const char *created_by);
 
 /* Small helpers (kube-util.c). */
-int64_t kube_now_usec(void);
 const char *kube_str(const json_t *obj, const char *path); /* "metadata.name" -> borrowed */
 bool kube_is_system_key(const char *key);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "asb/claim.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 
@@ -98,9 +99,7 @@ ASB_PUBLIC int asb_claims_cleanup_run(void)
 {
     /* Creates in flight register their claim first (at most CLEANUP_TIMEOUT_MS). Then take the
      * whole registry: whatever happens, these claims are no longer ours to track. */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += CLEANUP_TIMEOUT_MS / 1000;
+    struct timespec until = timespec_realtime_after(CLEANUP_TIMEOUT_MS * USEC_PER_MSEC);
     pthread_mutex_lock(&reg_lock);
     while (creates_in_flight > 0 &&
            pthread_cond_timedwait(&reg_settled, &reg_lock, &until) != ETIMEDOUT)

@@ -10,6 +10,7 @@
 
 #include "asb/claim.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
@@ -28,13 +29,6 @@ struct asb_claim {
     asb_handle *handle;
     int registered;
 };
-
-static long long mono_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 void asbi_rfc3339(char out[40], long long add_seconds, int nanos)
 {
@@ -164,7 +158,7 @@ static int wait_ready(asb_client *c, const char *ns, const char *name, json_t *s
     const volatile int *cancel = o ? o->cancel : NULL;
     ready_wait w = {.name = name, .opts = o};
     json_t *obj = json_incref(seen);
-    long long deadline = mono_usec() + (long long)timeout_ms * 1000;
+    long long deadline = (long long)now_usec(CLOCK_MONOTONIC) + (long long)timeout_ms * 1000;
     for (;;) {
         if (!obj) {
             r = asbi_object_get_json(&obj, c, k->plural, ns, name);
@@ -176,7 +170,7 @@ static int wait_ready(asb_client *c, const char *ns, const char *name, json_t *s
         r = observe_claim(&w, obj);
         if (r != 0)
             break;
-        long left = (long)((deadline - mono_usec()) / 1000);
+        long left = (long)((deadline - (long long)now_usec(CLOCK_MONOTONIC)) / 1000);
         if (left <= 0) {
             r = ASB_ETIMEOUT;
             break;
@@ -260,7 +254,7 @@ static int claim_connect(asb_claim *cl, asb_client *client, const asb_claim_opti
              * generation (adoption rewrote its metadata): wait for it on a watch, as the Go SDK
              * watches the Sandbox after the claim, until it settles (Ready, or finished or
              * stopped: then the open below says why at once). */
-            long left = (long)((deadline_usec - mono_usec()) / 1000);
+            long left = (long)((deadline_usec - (long long)now_usec(CLOCK_MONOTONIC)) / 1000);
             asb_wait_options wo = ASB_WAIT_OPTIONS_INIT;
             wo.timeout_ms = left > 0 ? left : 1;
             wo.cancel = o ? o->cancel : NULL;
@@ -333,7 +327,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     if (r != ASB_OK)
         return r;
     ns = ns && *ns ? ns : "default";
-    long long t0 = mono_usec();
+    long long t0 = (long long)now_usec(CLOCK_MONOTONIC);
     char *manifest = claim_manifest(pool, o), *text = NULL;
     if (!manifest)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -373,7 +367,7 @@ ASB_PUBLIC int asb_claim_create(asb_claim **out, asb_client *client, const char 
     created = NULL;
     if (r != ASB_OK)
         goto rollback;
-    cl->ready_usec = mono_usec() - t0;
+    cl->ready_usec = (long long)now_usec(CLOCK_MONOTONIC) - t0;
     r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);
     if (r != ASB_OK)
         goto rollback;
@@ -409,7 +403,7 @@ ASB_PUBLIC int asb_claim_attach(asb_claim **out, asb_client *client, const char 
     if (r != ASB_OK)
         return r;
     ns = ns && *ns ? ns : "default";
-    long long t0 = mono_usec();
+    long long t0 = (long long)now_usec(CLOCK_MONOTONIC);
     asb_claim *cl = calloc(1, sizeof(*cl));
     if (!cl || !(cl->ns = strdup(ns)) || !(cl->name = strdup(name))) {
         claim_free(cl);
@@ -423,7 +417,7 @@ ASB_PUBLIC int asb_claim_attach(asb_claim **out, asb_client *client, const char 
         r = wait_ready(client, ns, name, seen, tmo, o, &cl->sandbox_name);
     json_decref(seen);
     if (r == ASB_OK) {
-        cl->ready_usec = mono_usec() - t0;
+        cl->ready_usec = (long long)now_usec(CLOCK_MONOTONIC) - t0;
         r = claim_connect(cl, client, o, t0 + (long long)tmo * 1000);
     }
     if (r == ASB_OK && o && o->auto_cleanup)

@@ -589,21 +589,6 @@ int asbi_object_get_json(json_t **ret, asb_client *c, const char *kind, const ch
     return ASB_OK;
 }
 
-static int append_query(char **url, asb_client *c, const char *key, const char *value)
-{
-    if (!value || !*value)
-        return ASB_OK;
-    char *ev = asbi_url_escape(value), *u = NULL;
-    if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
-        free(ev);
-        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    }
-    free(ev);
-    free(*url);
-    *url = u;
-    return ASB_OK;
-}
-
 ASB_PUBLIC int asb_object_list(char **out, asb_client *c, const char *kind, const char *ns,
                                const asb_list_options *opts)
 {
@@ -617,9 +602,11 @@ ASB_PUBLIC int asb_object_list(char **out, asb_client *c, const char *kind, cons
     char *url = asbi_path(c, k, all ? NULL : ns ? ns : "default", NULL, NULL);
     if (!url)
         return ASB_ENOMEM;
-    r = append_query(&url, c, "labelSelector", opts ? opts->label_selector : NULL);
-    if (r == ASB_OK)
-        r = append_query(&url, c, "fieldSelector", opts ? opts->field_selector : NULL);
+    const char *ls = opts ? opts->label_selector : NULL, *fs = opts ? opts->field_selector : NULL;
+    if (ls && *ls)
+        r = asbi_url_add_query(&url, "labelSelector", ls);
+    if (r == ASB_OK && fs && *fs)
+        r = asbi_url_add_query(&url, "fieldSelector", fs);
     if (r == ASB_OK)
         r = request(c, "GET", url, NULL, NULL, out);
     free(url);

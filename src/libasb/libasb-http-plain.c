@@ -19,6 +19,7 @@
 
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-http-pool.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-internal.h"
@@ -89,13 +90,6 @@ bool asbi_http_plain_applies(const char *url)
     return yes;
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 typedef struct exchange_state {
     const asbi_http_exchange *x;
     const char *server;
@@ -121,7 +115,7 @@ static int wait_fd(exchange_state *s, int fd, short events, long limit_at, const
             until = limit_at;
         int slice = CANCEL_POLL_MS;
         if (until > 0) {
-            long left = until - now_ms();
+            long left = until - now_msec(CLOCK_MONOTONIC);
             if (left <= 0)
                 return asbi_error_set(ASB_ETIMEOUT, 0, NULL, "request to %s timed out: %s",
                                       s->server, what);
@@ -151,7 +145,8 @@ static int connect_one(exchange_state *s, const struct addrinfo *ai, int *ret_fd
         return ASB_ECONNECT;
     }
     if (c < 0) { /* in progress */
-        long limit = s->x->connect_timeout_ms > 0 ? now_ms() + s->x->connect_timeout_ms : 0;
+        long limit =
+            s->x->connect_timeout_ms > 0 ? now_msec(CLOCK_MONOTONIC) + s->x->connect_timeout_ms : 0;
         int r = wait_fd(s, fd, POLLOUT, limit, "connect");
         if (r != ASB_OK)
             return r;
@@ -375,7 +370,7 @@ int asbi_http_plain(const asbi_http_exchange *x, const char *server, long *ret_s
     }
     exchange_state s = {.x = x, .server = server, .head = strcmp(x->method, "HEAD") == 0};
     if (x->timeout_ms > 0)
-        s.deadline = now_ms() + x->timeout_ms;
+        s.deadline = now_msec(CLOCK_MONOTONIC) + x->timeout_ms;
     _cleanup_buf_ buf req = BUF_INIT;
     _cleanup_close_ int fd = -1;
     r = format_request(x, &u, &req);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "libasb/libasb-http-pool.h"
+#include "basic/time-util.h"
 
 typedef struct idle_conn {
     char *hostport; /* NULL: free slot */
@@ -18,13 +19,6 @@ typedef struct idle_conn {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static idle_conn idle[ASBI_HTTP_POOL_MAX];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static void drop(idle_conn *c)
 {
@@ -60,7 +54,7 @@ int asbi_http_pool_take(const char *hostport)
 {
     pthread_once(&once, init_once);
     int fd = -1;
-    long now = now_ms();
+    long now = now_msec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < ASBI_HTTP_POOL_MAX; i++) {
         idle_conn *c = &idle[i];
@@ -96,6 +90,6 @@ void asbi_http_pool_put(const char *hostport, int fd)
             slot = &idle[i];
     if (slot->hostport)
         drop(slot);
-    *slot = (idle_conn){.hostport = hp, .fd = fd, .since_ms = now_ms()};
+    *slot = (idle_conn){.hostport = hp, .fd = fd, .since_ms = now_msec(CLOCK_MONOTONIC)};
     pthread_mutex_unlock(&lock);
 }

@@ -1,4 +1,5 @@
 /* Picks the transport of one exchange (libasb-http.h) and escapes URL parts without libcurl. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,4 +35,17 @@ char *asbi_url_escape(const char *s)
     }
     *o = '\0';
     return out;
+}
+
+int asbi_url_add_query(char **url, const char *key, const char *value)
+{
+    char *ev = asbi_url_escape(value), *u = NULL;
+    if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
+        free(ev);
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    }
+    free(ev);
+    free(*url);
+    *url = u;
+    return ASB_OK;
 }

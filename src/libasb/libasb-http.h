@@ -48,3 +48,6 @@ int asbi_http_curl(asb_client *c, const asbi_http_exchange *x, long *ret_status)
 /* s percent-encoded for a path segment or a query value (RFC 3986: all but unreserved
  * characters). Owned by the caller; NULL on ENOMEM (error set). */
 char *asbi_url_escape(const char *s);
+/* Appends "?key=value" (or "&key=value" once *url has a query) to *url, value escaped; *url is
+ * replaced (owned by the caller). ASB_OK or ASB_ENOMEM (set; *url left as it was). */
+int asbi_url_add_query(char **url, const char *key, const char *value);

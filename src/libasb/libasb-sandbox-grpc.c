@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
 
@@ -155,13 +156,6 @@ static int frame_request(req_body *ret, const uint8_t *req, size_t req_len)
     return ASB_OK;
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static int connect_unix(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -292,7 +286,7 @@ static int run(nghttp2_session *s, const asb_sandbox *sbx, call *c, long deadlin
             (void)flush_out(s, c);
             return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
         }
-        long left = deadline ? deadline - now_ms() : POLL_SLICE_MS;
+        long left = deadline ? deadline - now_msec(CLOCK_MONOTONIC) : POLL_SLICE_MS;
         if (deadline && left <= 0) {
             nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
             (void)flush_out(s, c);
@@ -346,7 +340,7 @@ int asbi_grpc_call(const asb_sandbox *sbx, const char *method, const uint8_t *re
     ret = frame_request(&c.body, req, req_len);
     if (ret != ASB_OK)
         return ret;
-    long deadline = timeout_ms > 0 ? now_ms() + timeout_ms + DEADLINE_GRACE_MS : 0;
+    long deadline = timeout_ms > 0 ? now_msec(CLOCK_MONOTONIC) + timeout_ms + DEADLINE_GRACE_MS : 0;
     const char *socket_path = sbx->router_url ? sbx->router_url : sbx->grpc_socket;
     c.fd = sbx->router_url ? asbi_router_connect(sbx->router_host, sbx->router_port)
                            : connect_unix(sbx->grpc_socket);

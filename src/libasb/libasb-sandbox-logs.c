@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-logs-lines.h"
 
@@ -58,13 +59,6 @@ static void sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Where the bytes go: straight to cb, or through the line filter (lines non-NULL) with the
@@ -165,7 +159,7 @@ static int read_loop(log_read *lr, sink *s)
 {
     int fd = -1, r = ASB_OK;
     int seen_dir = access(lr->dir, F_OK) == 0, read_old = 0;
-    long last_check = now_ms();
+    long last_check = now_msec(CLOCK_MONOTONIC);
     for (;;) {
         if (fd < 0) {
             fd = open(lr->logp, O_RDONLY | O_CLOEXEC);
@@ -216,8 +210,8 @@ static int read_loop(log_read *lr, sink *s)
             r = asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
             break;
         }
-        if (now_ms() - last_check >= RECHECK_MS) {
-            last_check = now_ms();
+        if (now_msec(CLOCK_MONOTONIC) - last_check >= RECHECK_MS) {
+            last_check = now_msec(CLOCK_MONOTONIC);
             int k = still_there(lr->client, lr->ns, lr->name, lr->uid);
             if (k <= 0) { /* deleted: what was logged has been delivered */
                 r = k;

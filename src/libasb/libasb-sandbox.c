@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/hex-util.h"
 #include "libasb/libasb-internal.h"
 #include "libasb/libasb-sandbox-internal.h"
 
@@ -461,34 +462,9 @@ int asbi_sandbox_error_from_grpc(int status, const char *message)
     return asbi_error_set(code, 0, name, "gRPC status %d (%s)", status, name);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *asbi_grpc_message_decode(const char *v, size_t len)
 {
-    char *o = malloc(len + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        int h, l;
-        if (v[i] == '%' && i + 2 < len &&
-            (h = hexval(v[i + 1])) >= 0 && (l = hexval(v[i + 2])) >= 0) {
-            *p++ = (char)(h << 4 | l);
-            i += 2;
-        } else {
-            *p++ = v[i];
-        }
-    }
-    *p = '\0';
-    return o;
+    return percent_decode_lenient(v, len, NULL);
 }
 
 long asbi_sandbox_backoff_ms(long base_ms, int attempt)

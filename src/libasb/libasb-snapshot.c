@@ -7,18 +7,12 @@
 #include <time.h>
 
 #include "asb/snapshot.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-internal.h"
 
 #define KIND "SandboxSnapshot"
 #define DEFAULT_READY_TIMEOUT_MS 180000L
 #define WAIT_MET 1
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const json_t *ready_of(const json_t *obj)
 {
@@ -74,10 +68,10 @@ static int wait_ready(char **out, asb_client *c, const char *kind, const char *n
                       long timeout_ms, const volatile int *cancel)
 {
     ready_wait w = {.kind = kind, .name = name};
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = now_msec(CLOCK_MONOTONIC) + timeout_ms;
     int r;
     for (;;) {
-        long left = (long)(deadline - mono_ms());
+        long left = (long)(deadline - now_msec(CLOCK_MONOTONIC));
         if (left <= 0) {
             r = ASB_ETIMEOUT;
             break;
@@ -352,7 +346,7 @@ static int make_forks(char ***out, size_t *out_n, asb_client *client, const char
         json_decref(obj);
     }
     for (size_t i = 0; r == ASB_OK && i < made; i++) {
-        long left = (long)(deadline - mono_ms());
+        long left = (long)(deadline - now_msec(CLOCK_MONOTONIC));
         r = left > 0 ? wait_ready(NULL, client, "Sandbox", ns, names[i], left, o ? o->cancel : NULL)
                      : asbi_error_set(ASB_ETIMEOUT, 0, NULL, "forks not Ready in time");
     }
@@ -389,7 +383,7 @@ ASB_PUBLIC int asb_fork(char ***out_names, size_t *out_n, asb_client *client, co
     *out_n = 0;
     ns = ns && *ns ? ns : "default";
     long tmo = o && o->ready_timeout_ms > 0 ? o->ready_timeout_ms : DEFAULT_READY_TIMEOUT_MS;
-    long long deadline = mono_ms() + tmo;
+    long long deadline = now_msec(CLOCK_MONOTONIC) + tmo;
     char *text = NULL;
     int r;
     if (o && o->snapshot)

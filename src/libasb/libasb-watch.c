@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "basic/buf.h"
+#include "basic/time-util.h"
 #include "libasb/libasb-http.h"
 #include "libasb/libasb-claim-internal.h"
 #include "libasb/libasb-internal.h"
@@ -92,43 +93,30 @@ static bool watch_body(const char *data, size_t len, long status, void *payload)
     return true;
 }
 
-static int add_query(char **url, const char *key, const char *value)
-{
-    char *ev = asbi_url_escape(value), *u = NULL;
-    if (!ev || asprintf(&u, "%s%s%s=%s", *url, strchr(*url, '?') ? "&" : "?", key, ev) < 0) {
-        free(ev);
-        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-    }
-    free(ev);
-    free(*url);
-    *url = u;
-    return ASB_OK;
-}
-
 int asbi_watch(asb_client *c, const asb_kind *k, const char *ns, const asbi_watch_params *p,
                asbi_event_cb cb, void *payload)
 {
     char *url = asbi_path(c, k, ns ? ns : "default", NULL, NULL), *fs = NULL, ts[32];
     if (!url)
         return ASB_ENOMEM;
-    int r = add_query(&url, "watch", "true");
+    int r = asbi_url_add_query(&url, "watch", "true");
     if (r == ASB_OK && p->name) {
         if (asprintf(&fs, "metadata.name=%s", p->name) < 0)
             fs = NULL, r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         else
-            r = add_query(&url, "fieldSelector", fs);
+            r = asbi_url_add_query(&url, "fieldSelector", fs);
         free(fs);
     }
     if (r == ASB_OK && p->label_selector && *p->label_selector)
-        r = add_query(&url, "labelSelector", p->label_selector);
+        r = asbi_url_add_query(&url, "labelSelector", p->label_selector);
     if (r == ASB_OK && p->resource_version && *p->resource_version)
-        r = add_query(&url, "resourceVersion", p->resource_version);
+        r = asbi_url_add_query(&url, "resourceVersion", p->resource_version);
     if (r == ASB_OK && p->allow_bookmarks)
-        r = add_query(&url, "allowWatchBookmarks", "true");
+        r = asbi_url_add_query(&url, "allowWatchBookmarks", "true");
     if (r == ASB_OK && p->timeout_ms > 0) {
         /* The server keeps the stream open past our deadline, so ours decides. */
         snprintf(ts, sizeof(ts), "%ld", p->timeout_ms / 1000 + 5);
-        r = add_query(&url, "timeoutSeconds", ts);
+        r = asbi_url_add_query(&url, "timeoutSeconds", ts);
     }
     char *lines[ASBI_MAX_HEADERS];
     size_t n_lines = 0;
@@ -231,13 +219,6 @@ int asbi_condition_met(const json_t *obj, const char *condition, const char *sta
         return s && strcasecmp(s, status) == 0;
     }
     return 0;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 typedef struct waiter waiter;
@@ -410,7 +391,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
     wt->kind = k;
     long timeout = opts ? opts->timeout_ms : 0;
     const volatile int *cancel = opts ? opts->cancel : NULL;
-    long long deadline = timeout > 0 ? now_ms() + timeout : 0;
+    long long deadline = timeout > 0 ? now_msec(CLOCK_MONOTONIC) + timeout : 0;
     for (;;) {
         if (cancel && *cancel)
             return asbi_error_set(ASB_ECANCELLED, 0, NULL, "cancelled");
@@ -439,7 +420,7 @@ static int wait_common(char **out, asb_client *c, const char *kind, const char *
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
         asbi_watch_params p = {.name = name, .resource_version = rv, .cancel = cancel};
         if (deadline) {
-            p.timeout_ms = (long)(deadline - now_ms());
+            p.timeout_ms = (long)(deadline - now_msec(CLOCK_MONOTONIC));
             if (p.timeout_ms <= 0) {
                 json_decref(obj);
                 return timeout_error(wt, name);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
 
@@ -159,7 +160,7 @@ typedef struct h2_stream {
     router_message rm; /* the HTTP/1.1 upstream's response */
     bool is_head;
     long long deadline_ms;
-    int64_t started_us; /* router_stats_now() when the request's headers began */
+    int64_t started_us; /* now_usec(CLOCK_MONOTONIC) when the request's headers began */
     /* legacy layer */
     bool legacy;
     bool resolving; /* a resolve_job is out for this stream */
@@ -188,13 +189,6 @@ struct h2_conn {
     h2_up *ups;
     bool dead;
 };
-
-static inline long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static inline void set_nonblock(int fd)
 {

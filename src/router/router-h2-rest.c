@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
 #include "router/router-h2-internal.h"
@@ -162,7 +163,7 @@ void h2_start_rest(h2_stream *st, const char *addr, bool end_stream)
     if (st->req_eof && st->h1_chunked)
         bb_put(&st->h1out, "0\r\n\r\n", 5);
     router_message_init(&st->rm, HTTP_RESPONSE, &h1_hooks, st);
-    st->deadline_ms = now_ms() + c->ctx->proxy_timeout_ms;
+    st->deadline_ms = now_msec(CLOCK_MONOTONIC) + c->ctx->proxy_timeout_ms;
 }
 
 /* ---- legacy over HTTP/2 (whole response buffered) ---- */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
 #include "router/router-h2-internal.h"
@@ -291,7 +292,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->c = c;
     st->id = frame->hd.stream_id;
-    st->started_us = router_stats_now();
+    st->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
     st->h1fd = -1;
     st->next = c->streams;
     c->streams = st;
@@ -513,7 +514,7 @@ static void h1_io(h2_conn *c, h2_stream *st, short revents)
 
 static void check_deadlines(h2_conn *c)
 {
-    long long now = now_ms();
+    long long now = now_msec(CLOCK_MONOTONIC);
     for (h2_stream *st = c->streams; st; st = st->next)
         if (st->h1fd >= 0 && st->deadline_ms > 0 && !st->resp_submitted && now > st->deadline_ms) {
             h2_h1_close(st);

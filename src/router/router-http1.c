@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "router/router-legacy-parse.h"
 #include "shared/router-stats.h"
@@ -45,34 +46,14 @@ typedef struct h1_conn {
     /* the upstream connection of an /upload */
     int up_fd;
     char *up_addr;
-    char *body;
-    size_t body_len;
+    buf body;
     char *upload_name;
     router_target target;
     router_route route;
     long long head_deadline; /* CLOCK_MONOTONIC ms by which the request head must be in; 0 */
     long rcv_timeout_ms;     /* SO_RCVTIMEO currently set on fd */
-    int64_t started_us;      /* router_stats_now() when the request head was in (0: not yet) */
+    int64_t started_us;      /* CLOCK_MONOTONIC us when the request head was in (0: not yet) */
 } h1_conn;
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int append(char **s, size_t *len, const char *at, size_t n)
-{
-    char *t = realloc(*s, *len + n + 1);
-    if (!t)
-        return -ENOMEM;
-    memcpy(t + *len, at, n);
-    *len += n;
-    t[*len] = '\0';
-    *s = t;
-    return 0;
-}
 
 /* ---- writing to the client ---- */
 
@@ -134,7 +115,7 @@ static int rq_begin(void *payload)
 {
     h1_conn *c = payload;
     if (c->ctx->header_timeout_ms > 0)
-        c->head_deadline = mono_ms() + c->ctx->header_timeout_ms;
+        c->head_deadline = now_msec(CLOCK_MONOTONIC) + c->ctx->header_timeout_ms;
     return 0;
 }
 
@@ -181,7 +162,7 @@ static int rq_headers_complete(void *payload)
     http_parser *p = &c->rq.p;
     router_error err = {0};
     c->head_deadline = 0;
-    c->started_us = router_stats_now();
+    c->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
     if (refuse_bad_framing(c) < 0)
         return -1;
     c->keep_alive = http_should_keep_alive(p);
@@ -239,12 +220,12 @@ static int rq_body(void *payload, const char *at, size_t n)
 {
     h1_conn *c = payload;
     if (c->mode == MODE_UPLOAD) {
-        if (append(&c->body, &c->body_len, at, n) < 0)
+        if (buf_append(&c->body, at, n) < 0)
             return 1;
         _cleanup_free_ char *name = NULL;
-        int r = router_multipart_peek_filename(router_headers_get(&c->rq.h, "content-type"), c->body,
-                                               c->body_len, &name);
-        if (r == 0 && c->body_len <= MAX_UPLOAD_PREAMBLE)
+        int r = router_multipart_peek_filename(router_headers_get(&c->rq.h, "content-type"),
+                                               c->body.data, c->body.len, &name);
+        if (r == 0 && c->body.len <= MAX_UPLOAD_PREAMBLE)
             return 0;
         if (r <= 0) {
             c->mode = MODE_LEGACY; /* answered from the buffered body (422) */
@@ -257,11 +238,11 @@ static int rq_body(void *payload, const char *at, size_t n)
         return 0;
     }
     if (c->mode == MODE_LEGACY) {
-        if (c->body_len + n > MAX_LEGACY_BODY) {
+        if (c->body.len + n > MAX_LEGACY_BODY) {
             c->body_err = -E2BIG;
             return 0;
         }
-        return append(&c->body, &c->body_len, at, n) < 0;
+        return buf_append(&c->body, at, n) < 0;
     }
     if (c->mode != MODE_UPLOAD_PROXY || c->body_err < 0)
         return 0;
@@ -367,8 +348,9 @@ static int serve_legacy(h1_conn *c)
         return d.err;
     }
     router_legacy_response lr = {0};
-    int r = router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"), c->body,
-                                 c->body_len, &lr);
+    int r =
+        router_legacy_handle(&c->target, method, url, router_headers_get(&c->rq.h, "content-type"),
+                             c->body.data, c->body.len, &lr);
     if (r < 0) {
         router_legacy_response_done(&lr);
         c->ctx->resolver->invalidate(c->ctx->resolver, c->route.ns, c->route.id);
@@ -416,25 +398,23 @@ static int upload_start(h1_conn *c)
         return r;
     }
     c->mode = MODE_UPLOAD_PROXY;
-    _cleanup_free_ char *pre = TAKE_PTR(c->body);
-    size_t len = c->body_len;
-    c->body_len = 0;
+    size_t len = 0;
+    _cleanup_free_ char *pre = buf_steal(&c->body, &len);
     return rq_body(c, pre, len);
 }
 
 typedef struct small_resp {
     int status;
-    char *body;
-    size_t len;
+    buf body;
     bool done;
 } small_resp;
 
 static int sr_body(http_parser *p, const char *at, size_t n)
 {
     small_resp *r = p->data;
-    if (r->len + n > 65536)
+    if (r->body.len + n > 65536)
         return 0;
-    return append(&r->body, &r->len, at, n) < 0;
+    return buf_append(&r->body, at, n) < 0;
 }
 
 static int sr_complete(http_parser *p)
@@ -487,7 +467,7 @@ static int upload_finish(h1_conn *c)
             status = 403;
             o = json_pack("{s:s}", "message", "Access denied");
         } else {
-            json_t *e = sr.body ? json_loadb(sr.body, sr.len, 0, NULL) : NULL;
+            json_t *e = sr.body.data ? json_loadb(sr.body.data, sr.body.len, 0, NULL) : NULL;
             const char *m = json_string_value(json_object_get(e, "message"));
             status = 500;
             o = json_pack("{s:s+}", "message", "File upload failed: ", m ? m : "error");
@@ -497,7 +477,7 @@ static int upload_finish(h1_conn *c)
         json_decref(o);
         r = body ? send_simple(c, status, "application/json", NULL, body, strlen(body)) : -ENOMEM;
     }
-    free(sr.body);
+    buf_done(&sr.body);
     return r < 0 || !c->keep_alive ? -1 : 0;
 }
 
@@ -515,9 +495,7 @@ static void request_reset(h1_conn *c)
 {
     router_message_reset(&c->rq);
     c->started_us = 0;
-    free(c->body);
-    c->body = NULL;
-    c->body_len = 0;
+    buf_done(&c->body);
     free(c->upload_name);
     c->upload_name = NULL;
     c->body_err = 0;
@@ -544,7 +522,7 @@ bool router_http1_serve(router_ctx *ctx, int fd, bool peer_loopback, const char 
             /* Reading a request head: Go's ReadHeaderTimeout bounds it as a whole. */
             long want = CLIENT_IDLE_MS;
             if (c.head_deadline) {
-                long long left = c.head_deadline - mono_ms();
+                long long left = c.head_deadline - now_msec(CLOCK_MONOTONIC);
                 if (left <= 0)
                     break;
                 want = left < want ? (long)left : want;

@@ -7,51 +7,16 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/buf.h"
+#include "basic/hex-util.h"
+#include "basic/strv.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 
-void router_strv_free(char **v)
+/* Ends the token in b (an empty one too: '' is a token) and adds it to v. 0 or -ENOMEM. */
+static int push_token(strv *v, buf *b)
 {
-    if (!v)
-        return;
-    for (size_t i = 0; v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
-typedef struct strbuf {
-    char *s;
-    size_t n, cap;
-} strbuf;
-
-static int sb_put(strbuf *b, char c)
-{
-    if (b->n + 2 > b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 32;
-        char *t = realloc(b->s, cap);
-        if (!t)
-            return -ENOMEM;
-        b->s = t;
-        b->cap = cap;
-    }
-    b->s[b->n++] = c;
-    b->s[b->n] = '\0';
-    return 0;
-}
-
-static int strv_push(char ***v, size_t *n, strbuf *b)
-{
-    char **t = realloc(*v, (*n + 2) * sizeof(char *));
-    if (!t)
-        return -ENOMEM;
-    *v = t;
-    t[*n] = b->s ? b->s : strdup("");
-    if (!t[*n])
-        return -ENOMEM;
-    (*n)++;
-    t[*n] = NULL;
-    *b = (strbuf){0};
-    return 0;
+    return strv_push(v, buf_steal(b, NULL));
 }
 
 static bool is_ws(char c)
@@ -61,19 +26,16 @@ static bool is_ws(char c)
 
 int router_shlex_split(const char *s, char ***out, const char **ret_error)
 {
-    char **v = calloc(1, sizeof(char *));
-    size_t n = 0;
-    strbuf b = {0};
+    strv v = STRV_INIT;
+    buf b = BUF_INIT;
     bool in_token = false;
     int r = 0;
     *ret_error = NULL;
-    if (!v)
-        return -ENOMEM;
     for (const char *p = s; *p && r == 0; p++) {
         char c = *p;
         if (is_ws(c)) {
             if (in_token)
-                r = strv_push(&v, &n, &b);
+                r = push_token(&v, &b);
             in_token = false;
             continue;
         }
@@ -84,7 +46,7 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
                 r = -EINVAL;
                 break;
             }
-            r = sb_put(&b, *++p);
+            r = buf_append_byte(&b, *++p);
         } else if (c == '\'') {
             const char *e = strchr(p + 1, '\'');
             if (!e) {
@@ -93,7 +55,7 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
                 break;
             }
             for (const char *q = p + 1; q < e && r == 0; q++)
-                r = sb_put(&b, *q);
+                r = buf_append_byte(&b, *q);
             p = e;
         } else if (c == '"') {
             const char *q = p + 1;
@@ -102,7 +64,7 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
                     q++;
                 else if (*q == '\\' && !q[1])
                     break;
-                r = sb_put(&b, *q);
+                r = buf_append_byte(&b, *q);
             }
             if (r == 0 && *q != '"') {
                 *ret_error = "No closing quotation";
@@ -111,46 +73,27 @@ int router_shlex_split(const char *s, char ***out, const char **ret_error)
             }
             p = q;
         } else
-            r = sb_put(&b, c);
+            r = buf_append_byte(&b, c);
     }
     if (r == 0 && in_token)
-        r = strv_push(&v, &n, &b);
+        r = push_token(&v, &b);
+    if (r == 0 && !v.v && !(v.v = calloc(1, sizeof(char *))))
+        r = -ENOMEM; /* no token: an empty vector */
+    buf_done(&b);
     if (r < 0) {
-        free(b.s);
-        router_strv_free(v);
+        strv_done(&v);
         return r;
     }
-    *out = v;
+    *out = v.v;
     return 0;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 int router_percent_decode(const char *s, size_t n, char **out)
 {
-    char *d = malloc(n + 1);
+    size_t k;
+    char *d = percent_decode_lenient(s, n, &k);
     if (!d)
         return -ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = hexval(s[i + 1])) >= 0 &&
-            (l = hexval(s[i + 2])) >= 0) {
-            d[k++] = (char)(h * 16 + l);
-            i += 2;
-        } else
-            d[k++] = s[i];
-    }
-    d[k] = '\0';
     if (memchr(d, '\0', k)) {
         free(d);
         return -EINVAL;

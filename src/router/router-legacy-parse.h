@@ -4,10 +4,9 @@
 #include <stddef.h>
 
 /* Python shlex.split (POSIX mode, no comments): *out is a NULL-terminated owned vector
- * (router_strv_free). On a syntax error returns -EINVAL with *ret_error = Python's message
+ * (strv_free). On a syntax error returns -EINVAL with *ret_error = Python's message
  * ("No closing quotation", "No escaped character"), static. */
 int router_shlex_split(const char *s, char ***out, const char **ret_error);
-void router_strv_free(char **v);
 
 /* Finds the multipart/form-data part named "file": *ret_filename (owned) is its filename,
  * *ret_data / *ret_len its content (borrowed from body). Returns 0, -EINVAL (no such part,

@@ -10,7 +10,9 @@
 #include <strings.h>
 
 #include "asb/sandbox.h"
+#include "basic/buf.h"
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 
@@ -139,12 +141,12 @@ static int do_execute(const router_target *t, const char *body, size_t len,
     if (r < 0)
         return r == -ENOMEM ? r : exec_failed(out, perr);
     if (!argv[0]) {
-        router_strv_free(argv);
+        strv_free(argv);
         return exec_failed(out, "list index out of range");
     }
     asb_sandbox *s = open_target(t);
     if (!s) {
-        router_strv_free(argv);
+        strv_free(argv);
         return -ENOMEM;
     }
     long timeout = exec_timeout_seconds();
@@ -154,29 +156,25 @@ static int do_execute(const router_target *t, const char *body, size_t len,
     r = asb_sandbox_execute(&res, s, (const char *const *)argv, &po);
     asb_sandbox_free(s);
     if (r == ASB_ECONNECT) {
-        router_strv_free(argv);
+        strv_free(argv);
         return -ECONNREFUSED;
     }
     if (r == ASB_ETIMEOUT) {
         /* Python's repr of the argument list. */
-        _cleanup_free_ char *list = NULL, *m = NULL;
-        size_t ll = 0;
-        FILE *f = open_memstream(&list, &ll);
-        if (!f) {
-            router_strv_free(argv);
-            return -ENOMEM;
-        }
-        fputc('[', f);
-        for (size_t i = 0; argv[i]; i++)
-            fprintf(f, "%s'%s'", i ? ", " : "", argv[i]);
-        fputc(']', f);
-        fclose(f);
-        router_strv_free(argv);
-        if (asprintf(&m, "Command '%s' timed out after %ld seconds", list, timeout) < 0)
+        _cleanup_buf_ buf list = BUF_INIT;
+        _cleanup_free_ char *m = NULL;
+        int k = buf_append_byte(&list, '[');
+        for (size_t i = 0; argv[i] && k >= 0; i++)
+            k = buf_appendf(&list, "%s'%s'", i ? ", " : "", argv[i]);
+        if (k >= 0)
+            k = buf_append_byte(&list, ']');
+        strv_free(argv);
+        if (k < 0 ||
+            asprintf(&m, "Command '%s' timed out after %ld seconds", list.data, timeout) < 0)
             return -ENOMEM;
         return exec_failed(out, m);
     }
-    router_strv_free(argv);
+    strv_free(argv);
     if (r != ASB_OK) {
         const asb_error *e = asb_error_last();
         return exec_failed(out, e && *e->message ? e->message : asb_strerror(r));

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-loop-internal.h"
 
 /* EPOLLOUT is asked for only while a write is blocked: registered all the time, every byte the
@@ -194,7 +195,7 @@ static int rq_headers_complete(void *payload)
     lconn *c = payload;
     http_parser *p = &c->rq.p;
     c->head_done = true;
-    c->started_us = router_stats_now();
+    c->started_us = (int64_t)now_usec(CLOCK_MONOTONIC);
     c->has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
     int refused = router_request_refuse_framing(&c->rq, &c->out);
     if (refused != 0) {
@@ -242,7 +243,7 @@ static void request_reset(lconn *c)
     c->body_streaming = c->req_chunked = c->resp_done = false;
     c->body_err = 0;
     /* a pipelined next request is already under way */
-    c->head_start = c->in_len > c->in_start ? now_ms() : 0;
+    c->head_start = c->in_len > c->in_start ? now_msec(CLOCK_MONOTONIC) : 0;
 }
 
 /* The upstream failed (r) before a byte of the response was sent: 502/504, then close. */
@@ -396,7 +397,7 @@ static int dispatch_sent(lconn *c, int r, router_error *err)
         return out_detail(c, err) < 0 ? -1 : 0;
     }
     c->st = ST_UPSTREAM;
-    c->deadline = now_ms() + ctx->proxy_timeout_ms;
+    c->deadline = now_msec(CLOCK_MONOTONIC) + ctx->proxy_timeout_ms;
     const char *expect = router_headers_get(&c->rq.h, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 &&
         buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") < 0)
@@ -457,7 +458,7 @@ void router_loop_resolve_done(lworker *w)
         list = j->next;
         lconn *c = j->c;
         c->st = ST_READ;
-        c->last_io = now_ms();
+        c->last_io = now_msec(CLOCK_MONOTONIC);
         int r;
         if (j->lookup) {
             router_error err = {0};
@@ -505,7 +506,7 @@ static void relay_end(lconn *c, int err)
         c->in_start += c->req_len;
         request_reset(c);
         c->st = c->keep_alive ? ST_READ : ST_CLOSING;
-        c->last_io = now_ms(); /* the client's idle time starts now */
+        c->last_io = now_msec(CLOCK_MONOTONIC); /* the client's idle time starts now */
         return;
     }
     router_loop_upstream_drop(c);
@@ -555,7 +556,7 @@ static void relay_step(lconn *c)
         int rerr = n < 0 ? (int)n : 0;
         if (n > 0) {
             c->r_got = true;
-            c->deadline = now_ms() + w->L->ctx->proxy_timeout_ms;
+            c->deadline = now_msec(CLOCK_MONOTONIC) + w->L->ctx->proxy_timeout_ms;
         }
         size_t len = n > 0 ? (size_t)n : 0;
         if (rerr == 0) {
@@ -620,7 +621,7 @@ static int client_read(lconn *c)
         c->rd_eof = true;
         return 0;
     }
-    c->last_io = now_ms();
+    c->last_io = now_msec(CLOCK_MONOTONIC);
     c->in_len += (size_t)n;
     return 1;
 }
@@ -638,7 +639,8 @@ static void body_step(lconn *c)
                                            c->in_len - c->in_parsed);
             c->in_parsed += k;
             c->in_start = c->in_parsed; /* forwarded (or dropped) */
-            c->deadline = now_ms() + c->w->L->ctx->proxy_timeout_ms; /* the upload goes on */
+            /* the upload goes on */
+            c->deadline = now_msec(CLOCK_MONOTONIC) + c->w->L->ctx->proxy_timeout_ms;
             if (c->msg_done) {
                 http_parser_pause(&c->rq.p, 0);
                 c->body_streaming = false;
@@ -772,7 +774,7 @@ void router_loop_conn_run(lconn *c)
                     router_loop_conn_close(c);
                     return;
                 }
-                c->last_io = now_ms();
+                c->last_io = now_msec(CLOCK_MONOTONIC);
                 c->in_len += (size_t)n;
                 if (memcmp(c->in, H2_PREFACE, c->in_len) != 0)
                     break;
@@ -844,7 +846,7 @@ void router_loop_conn_adopt(lworker *w, int fd, bool loopback, const char *pre, 
     c->up_fd = -1;
     c->loopback = loopback;
     c->can_write = true;
-    c->last_io = now_ms();
+    c->last_io = now_msec(CLOCK_MONOTONIC);
     c->head_start = c->last_io; /* the header deadline runs from accept */
     if (pre) {
         c->st = ST_READ; /* given back between requests: HTTP/1.1 already */

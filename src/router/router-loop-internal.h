@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
 
@@ -51,7 +52,7 @@ typedef struct lconn {
     router_relay relay;
     bool r_got; /* a byte of the response came in */
     bool counted;       /* the answer to the current request went to router_stats */
-    int64_t started_us; /* router_stats_now() when the current request's head was in */
+    int64_t started_us; /* now_usec(CLOCK_MONOTONIC) when the current request's head was in */
     long long deadline, last_io;
     long long head_start; /* when the request head being read began (0: none) */
     router_route route;
@@ -84,13 +85,6 @@ struct router_loop {
     atomic_int phase; /* 0 serving, 1 not accepting, 2 exit */
     router_loop_hooks hooks;
 };
-
-static inline long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 #define TAG_UP 1UL
 

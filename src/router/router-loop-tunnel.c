@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "basic/time-util.h"
 #include "router/router-loop-internal.h"
 
 int router_loop_tunnel_begin(lconn *c, const char *early, size_t n)
@@ -42,7 +43,7 @@ static int client_to_upstream(lconn *c)
         return 1;
     }
     c->in_len = (size_t)n;
-    c->last_io = now_ms();
+    c->last_io = now_msec(CLOCK_MONOTONIC);
     return 1;
 }
 
@@ -63,7 +64,7 @@ static int upstream_to_client(lconn *c)
     }
     if (buf_append(&c->out, w->rd, (size_t)n) < 0)
         return -ENOMEM;
-    c->last_io = now_ms();
+    c->last_io = now_msec(CLOCK_MONOTONIC);
     return 1;
 }
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-loop-internal.h"
 
 /* A connection the blocking code gives back, waiting for its worker. */
@@ -112,7 +113,7 @@ static void *worker_main(void *p)
     router_loop *L = w->L;
     struct epoll_event evs[128];
     bool listening = true;
-    long long last_sweep = now_ms();
+    long long last_sweep = now_msec(CLOCK_MONOTONIC);
     for (;;) {
         int ph = atomic_load(&L->phase);
         if (ph >= 1 && listening) {
@@ -181,7 +182,7 @@ static void *worker_main(void *p)
             }
             router_loop_conn_run(c);
         }
-        long long now = now_ms();
+        long long now = now_msec(CLOCK_MONOTONIC);
         if (now - last_sweep >= 1000) {
             last_sweep = now;
             router_loop_sweep(w, now);

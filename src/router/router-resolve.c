@@ -15,6 +15,7 @@
 #include "asb/sandbox.h"
 #include "basic/macro.h"
 #include "basic/state-files.h"
+#include "basic/time-util.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
 
@@ -140,13 +141,6 @@ typedef struct api_resolver {
     size_t n;
 } api_resolver;
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The pid runc wrote for the sandbox's first process; 0 when there is none (yet). */
 static long sandbox_pid(api_resolver *r, const char *uid)
 {
@@ -198,7 +192,7 @@ static int target_from_uid(api_resolver *r, const char *id, const char *uid, uns
 static bool cache_lookup(api_resolver *r, const char *ns, const char *id, char **ret_uid)
 {
     bool hit = false;
-    long long now = now_ms();
+    long long now = now_msec(CLOCK_MONOTONIC);
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n; i++)
         if (strcmp(r->v[i].ns, ns) == 0 && strcmp(r->v[i].id, id) == 0) {
@@ -230,7 +224,7 @@ static void cache_store(api_resolver *r, const char *ns, const char *id, const c
         return;
     pthread_mutex_lock(&r->lock);
     cache_drop_locked(r, ns, id);
-    long long now = now_ms();
+    long long now = now_msec(CLOCK_MONOTONIC);
     /* Expired entries go first; the cache never grows past what is being used. */
     for (size_t i = 0; i < r->n;) {
         if (r->v[i].expires_ms <= now) {

@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/io-util.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/log.h"
 
@@ -84,20 +86,8 @@ void router_target_done(router_target *t)
 
 int router_write_all(int fd, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return -ETIMEDOUT;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    int r = loop_send(fd, data, len);
+    return r == -EAGAIN ? -ETIMEDOUT : r; /* the socket's send timeout ran out */
 }
 
 static int connect_unix(const char *path, long timeout_ms)
@@ -438,9 +428,7 @@ void router_stop(router *r)
     r->conns.stopping = true;
     for (size_t i = 0; i < r->conns.n; i++)
         shutdown(r->conns.fds[i], SHUT_RDWR);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
+    struct timespec deadline = timespec_realtime_after(10 * USEC_PER_SEC);
     while (r->conns.n > 0)
         if (pthread_cond_timedwait(&r->conns.empty, &r->conns.lock, &deadline) != 0)
             break;

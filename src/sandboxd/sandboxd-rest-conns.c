@@ -20,15 +20,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "basic/time-util.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 #include "shared/log.h"
 
 #define USEC_NEVER UINT64_MAX
-
-static usec_t now_mono(void)
-{
-    return now_usec(CLOCK_MONOTONIC);
-}
 
 /* When rc is to be cut in its current phase; USEC_NEVER when never. Under conns_lock. */
 static usec_t conn_deadline(const rest_server *s, const rest_conn *rc)
@@ -64,7 +60,7 @@ void rest_conn_set_phase(rest_server *s, rest_conn *rc, rest_conn_phase phase)
     /* A kept-alive connection's next head starts with its request line. */
     if (phase != REST_CONN_HEAD || rc->phase == REST_CONN_IDLE) {
         rc->phase = phase;
-        rc->since = now_mono();
+        rc->since = now_usec(CLOCK_MONOTONIC);
         watchdog_reschedule(s, rc);
     }
     pthread_mutex_unlock(&s->conns_lock);
@@ -103,7 +99,7 @@ void rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_contex
             return;
         rc->fd = ci->connect_fd;
         rc->phase = REST_CONN_HEAD;
-        rc->since = now_mono();
+        rc->since = now_usec(CLOCK_MONOTONIC);
         pthread_mutex_lock(&s->conns_lock);
         rc->next = s->conns;
         if (s->conns)
@@ -138,7 +134,7 @@ void rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_contex
  * (USEC_NEVER: none). Under conns_lock. */
 static usec_t cut_expired(rest_server *s)
 {
-    usec_t now = now_mono(), next = USEC_NEVER;
+    usec_t now = now_usec(CLOCK_MONOTONIC), next = USEC_NEVER;
     for (rest_conn *rc = s->conns; rc; rc = rc->next) {
         usec_t deadline = conn_deadline(s, rc);
         if (deadline <= now)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "basic/confine.h"
+#include "basic/hex-util.h"
 #include "basic/macro.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 
@@ -39,22 +40,11 @@ char *rest_mux_clean_path(const char *p)
     return np;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool rest_mux_valid_escapes(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
         if (s[i] == '%') {
-            if (i + 2 >= len || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0)
+            if (i + 2 >= len || unhexchar(s[i + 1]) < 0 || unhexchar(s[i + 2]) < 0)
                 return false;
             i += 2;
         }
@@ -70,8 +60,8 @@ int rest_unescape(const char *s, size_t len, bool plus, char **ret, size_t *ret_
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '%') {
             if (i + 2 < len) {
-                int hi = hexval(s[i + 1]);
-                int lo = hexval(s[i + 2]);
+                int hi = unhexchar(s[i + 1]);
+                int lo = unhexchar(s[i + 2]);
                 if (hi >= 0 && lo >= 0) {
                     out[w++] = (char)(hi * 16 + lo);
                     i += 2;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "basic/confine.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "sandboxd/sandboxd-rest-internal.h"
 
@@ -110,17 +111,8 @@ static int put_open_temp(rest_put *p)
 
 static int put_write(rest_put *p, const char *data, size_t size)
 {
-    while (size > 0) {
-        ssize_t n = write(p->tmp_fd, data, size);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return put_fail(p, negative_errno(), "failed to write file");
-        }
-        data += n;
-        size -= (size_t)n;
-    }
-    return 0;
+    int r = loop_write(p->tmp_fd, data, size);
+    return r < 0 ? put_fail(p, r, "failed to write file") : 0;
 }
 
 static int multipart_sink(void *payload, const char *data, size_t size, bool first)

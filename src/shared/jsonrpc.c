@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/json-util.h"
+
 void jsonrpc_msg_done(jsonrpc_msg *m)
 {
     if (!m)
@@ -45,19 +47,7 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
 char *jsonrpc_dump(const json_t *msg, size_t *ret_len)
 {
     /* Compact output escapes every control character, so the line holds no raw newline. */
-    char *s = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *line = realloc(s, n + 2);
-    if (!line) {
-        free(s);
-        return NULL;
-    }
-    line[n] = '\n';
-    line[n + 1] = 0;
-    *ret_len = n + 1;
-    return line;
+    return json_dumps_line(msg, JSON_COMPACT | JSON_ENSURE_ASCII, ret_len);
 }
 
 static bool id_valid(const json_t *id)

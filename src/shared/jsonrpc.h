@@ -1,5 +1,5 @@
 /* JSON-RPC 2.0 framing shared by the protocols we speak over it: ACP (src/agent/acp-*.c) and MCP
- * (src/cli/asb-mcp*.c). One message is one compact JSON object (a line on stream transports, a
+ * (src/mcp/asb-mcp*.c). One message is one compact JSON object (a line on stream transports, a
  * body over HTTP). Pure functions over jansson values; fuzzed by fuzz/fuzz-acp-jsonrpc.c and
  * fuzz/fuzz-mcp-jsonrpc.c. Never logs. */
 #pragma once

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "shared/router-stats.h"
 
 /* Seconds: from a kept-alive REST call (sub-millisecond) to a cold resume (minutes). */
@@ -24,13 +25,6 @@ static shard shards[NSHARDS];
 static atomic_uint next_shard;
 static __thread shard *mine;
 
-int64_t router_stats_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void router_stats_answered(int status, int64_t started_us)
 {
     if (!mine)
@@ -39,7 +33,7 @@ void router_stats_answered(int status, int64_t started_us)
         atomic_fetch_add_explicit(&mine->codes[status], 1, memory_order_relaxed);
     if (started_us <= 0)
         return;
-    int64_t us = router_stats_now() - started_us;
+    int64_t us = (int64_t)now_usec(CLOCK_MONOTONIC) - started_us;
     if (us < 0)
         us = 0;
     double s = (double)us / 1e6;

@@ -15,9 +15,7 @@ extern const double router_stats_bounds[ROUTER_STATS_NBOUNDS];
 /* Status codes counted one by one: 100..599 (anything else is not counted). */
 #define ROUTER_STATS_NCODES 600
 
-/* CLOCK_MONOTONIC in microseconds: the start to pass to router_stats_answered. */
-int64_t router_stats_now(void);
-/* One request answered with `status`; started_us: router_stats_now() when its head was in
+/* One request answered with `status`; started_us: now_usec(CLOCK_MONOTONIC) when its head was in
  * (0: unknown, counted without a latency). */
 void router_stats_answered(int status, int64_t started_us);
 

@@ -199,7 +199,7 @@ int api_error_setv(api_error *e, status_code code, const char *fmt, va_list ap)
     e->reason = KUBE_REASON_UNKNOWN;
     if (vasprintf(&e->message, fmt, ap) < 0)
         e->message = NULL;
-    return -1;
+    return api_error_errno(e);
 }
 
 int api_error_set(api_error *e, status_code code, const char *fmt, ...)
@@ -208,7 +208,7 @@ int api_error_set(api_error *e, status_code code, const char *fmt, ...)
     va_start(ap, fmt);
     api_error_setv(e, code, fmt, ap);
     va_end(ap);
-    return -1;
+    return api_error_errno(e);
 }
 
 int api_error_set_reason(api_error *e, kube_reason reason, const char *fmt, ...)
@@ -220,7 +220,7 @@ int api_error_set_reason(api_error *e, kube_reason reason, const char *fmt, ...)
     va_end(ap);
     e->reason = (kube_reason)(info - kube_reason_table);
     e->err = info->err;
-    return -1;
+    return api_error_errno(e);
 }
 
 int api_error_set_errno(api_error *e, int err, const char *fmt, ...)
@@ -231,7 +231,7 @@ int api_error_set_errno(api_error *e, int err, const char *fmt, ...)
     va_end(ap);
     e->err = err > 0 ? -err : err;
     e->reason = kube_reason_from_errno(err);
-    return -1;
+    return api_error_errno(e);
 }
 
 kube_reason api_error_reason(const api_error *e)

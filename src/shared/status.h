@@ -5,6 +5,8 @@
 
 #include <stdarg.h>
 
+#include "basic/confine.h" /* ERRNO_PATH_ESCAPE */
+
 typedef enum status_code {
     STATUS_OK = 0,
     STATUS_CANCELLED = 1,
@@ -25,9 +27,6 @@ typedef enum status_code {
     STATUS_UNAUTHENTICATED = 16,
     STATUS_CONFLICT = 100, /* REST 409 "CONFLICT"; gRPC ABORTED */
 } status_code;
-
-/* Path confinement reports "resolution left the root" with this errno. */
-#define ERRNO_PATH_ESCAPE EXDEV
 
 /* errno (positive or negative) -> status. ENOENT/ENOTDIR-less lookups: NOT_FOUND; EACCES/EPERM:
  * PERMISSION_DENIED; ERRNO_PATH_ESCAPE: PERMISSION_DENIED; ENOTEMPTY/EEXIST: CONFLICT;
@@ -100,14 +99,15 @@ typedef struct api_error {
 /* The other fields start as zero: no message, no errno, KUBE_REASON_UNKNOWN. */
 #define API_ERROR_INIT {.code = STATUS_OK}
 
-/* Sets *e (freeing any previous message). Returns -1 so callers can `return api_error_set(...)`. */
+/* Sets *e (freeing any previous message). Each setter returns api_error_errno(e), a negative
+ * errno, so a function that fails can `return api_error_set(err, ...)`. */
 int api_error_set(api_error *e, status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int api_error_setv(api_error *e, status_code code, const char *fmt, va_list ap);
-/* Sets *e from a Kubernetes reason (code and errno follow from it). Returns -1. */
+/* Sets *e from a Kubernetes reason (code and errno follow from it). */
 int api_error_set_reason(api_error *e, kube_reason reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Sets *e from an errno (either sign; code and reason follow from it). Returns -1. */
+/* Sets *e from an errno (either sign; code and reason follow from it). */
 int api_error_set_errno(api_error *e, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The reason a Kubernetes Status reply carries for e (its own, else derived from its code). */

@@ -4,45 +4,27 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "toolbox/toolbox.h"
 
 #define BRACE_MAX 1024
 
-void toolbox_strv_free(char **v)
-{
-    if (!v)
-        return;
-    for (char **p = v; *p; p++)
-        free(*p);
-    free(v);
-}
+typedef struct expansion {
+    strv s;
+    bool overflow; /* more than BRACE_MAX alternatives, or out of memory */
+} expansion;
 
-typedef struct strv {
-    char **v;
-    size_t n;
-    bool overflow;
-} strv;
-
-static void strv_push(strv *s, char *x)
+static void push(expansion *e, char *x)
 {
-    if (!x || s->n >= BRACE_MAX) {
+    if (e->s.n >= BRACE_MAX) {
         free(x);
-        s->overflow = true;
-        return;
-    }
-    char **t = realloc(s->v, (s->n + 2) * sizeof(char *));
-    if (!t) {
-        free(x);
-        s->overflow = true;
-        return;
-    }
-    s->v = t;
-    s->v[s->n++] = x;
-    s->v[s->n] = NULL;
+        e->overflow = true;
+    } else if (strv_push(&e->s, x) < 0)
+        e->overflow = true;
 }
 
 /* Expands the first top-level {...} group with a comma, recursively. */
-static void expand(const char *p, strv *out, int depth)
+static void expand(const char *p, expansion *out, int depth)
 {
     if (out->overflow)
         return;
@@ -71,7 +53,7 @@ static void expand(const char *p, strv *out, int depth)
         }
     }
     if (!open || !close || depth > 16) {
-        strv_push(out, strdup(p));
+        push(out, strdup(p));
         return;
     }
     size_t pre = (size_t)(open - p);
@@ -106,14 +88,14 @@ static void expand(const char *p, strv *out, int depth)
 
 char **toolbox_brace_expand(const char *pattern)
 {
-    strv out = {0};
+    expansion out = {STRV_INIT, false};
     expand(pattern, &out, 0);
-    if (!out.v) {
-        out.v = calloc(2, sizeof(char *));
-        if (out.v)
-            out.v[0] = strdup(pattern);
+    if (!out.s.v) {
+        out.s.v = calloc(2, sizeof(char *));
+        if (out.s.v)
+            out.s.v[0] = strdup(pattern);
     }
-    return out.v;
+    return out.s.v;
 }
 
 /* Segment-wise matching: p and s point at the start of a segment. */
@@ -176,6 +158,6 @@ bool toolbox_glob_match(const char *pattern, const char *path, bool casefold)
         ok = match_segments(p, path, flags, &budget, scratch);
         free(scratch);
     }
-    toolbox_strv_free(alts);
+    strv_free(alts);
     return ok;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "shared/json-util.h"
 #include "toolbox/toolbox.h"
 
 static const struct {
@@ -71,19 +72,9 @@ char *toolbox_result_to_json(const toolbox_result *res)
     } else {
         json_object_set_new(o, "error", json_null());
     }
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *line = json_dumps_line(o, JSON_COMPACT, NULL);
     json_decref(o);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *t = realloc(s, n + 2);
-    if (!t) {
-        free(s);
-        return NULL;
-    }
-    t[n] = '\n';
-    t[n + 1] = '\0';
-    return t;
+    return line;
 }
 
 static char *vfmt(const char *fmt, va_list ap)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "toolbox/toolbox.h"
 
 #define OUTPUT_CAP (8u << 20) /* keep at most the last 8 MiB of output */
@@ -30,13 +31,6 @@ static void on_sigchld(int sig)
     if (sigchld_pipe[1] >= 0)
         (void)!write(sigchld_pipe[1], "c", 1);
     errno = saved;
-}
-
-static long long mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* fork + exec bash (or sh). out_fd becomes stdout and stderr. Returns pid or negative errno. */
@@ -203,7 +197,7 @@ static int pump(int fd, pid_t child, int *status, long long deadline_ms, buf *ou
         }
         int timeout = -1;
         if (deadline_ms >= 0) {
-            long long left = deadline_ms - mono_ms();
+            long long left = deadline_ms - now_msec(CLOCK_MONOTONIC);
             if (left <= 0)
                 return 0;
             timeout = (int)MIN(left, 1000LL);
@@ -286,7 +280,7 @@ int toolbox_shell(const toolbox_ctx *ctx, json_t *args, toolbox_result *res)
         if (pid < 0)
             return toolbox_fail(res, "shell_execute_error",
                                 "Output: (empty)\nError: spawn bash: %s", strerror((int)-pid));
-        if (pump(-1, pid, &status, mono_ms() + delay_ms, &out, &dropped) == 1) {
+        if (pump(-1, pid, &status, now_msec(CLOCK_MONOTONIC) + delay_ms, &out, &dropped) == 1) {
             /* It finished (or failed) right away: report it like a foreground command. */
             _cleanup_free_ char *data = NULL;
             size_t len = 0;

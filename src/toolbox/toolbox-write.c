@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "basic/fs-util.h"
+#include "basic/io-util.h"
 #include "basic/macro.h"
 #include "toolbox/toolbox.h"
 
@@ -19,16 +20,9 @@ int toolbox_write_content(const char *abs, const char *data, size_t len)
     _cleanup_close_ int fd = open(abs, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
     if (fd < 0)
         return -errno;
-    while (len > 0) {
-        ssize_t k = write(fd, data, len);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        data += k;
-        len -= (size_t)k;
-    }
+    r = loop_write(fd, data, len);
+    if (r < 0)
+        return r;
     if (close(TAKE_FD(fd)) < 0)
         return -errno;
     return 0;

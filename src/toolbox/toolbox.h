@@ -102,9 +102,9 @@ char *toolbox_utf8_sanitize(const char *s, size_t len);
 /* Glob patterns: '*', '?', '[...]', '**' as whole segment (any depth), '{a,b}' alternatives.
  * Matches path (relative, '/'-separated) against pattern. */
 bool toolbox_glob_match(const char *pattern, const char *path, bool casefold);
-/* Brace expansion into a NULL-terminated vector (owned strings, at most 1024). */
+/* Brace expansion into a NULL-terminated vector (owned strings, at most 1024; free with
+ * strv_free). */
 char **toolbox_brace_expand(const char *pattern);
-void toolbox_strv_free(char **v);
 
 /* Ignore rules of the workspace root: .gitignore (and .git itself) when git is set and the root
  * is a git repository (has .git), .geminiignore when gemini is set. NULL: nothing to ignore. */

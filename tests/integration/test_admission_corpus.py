@@ -325,3 +325,35 @@ def test_requests_and_limits_beyond_the_machine_warn(asb):
     put(f"{C0}.resources", {"limits": {"memory": "64Mi", "cpu": "100m"}})(ok)
     r = asb.post(asb.path(CORE, "sandboxes"), ok)
     assert r.status_code == 201 and warnings_of(r) == [], r.text
+
+
+def test_objects_stored_before_a_rule_still_take_writes(start_asb, tmp_path):
+    """Validation ratcheting, as kube-apiserver does for custom resources: a Sandbox stored before
+    admission refused `cpu: 0.5` (a number) still takes status writes and updates that leave that
+    field alone; an update that changes it to another bad value is refused."""
+    import os
+    import sqlite3
+    state = tmp_path / "state"
+    first = start_asb(state_dir=state)
+    sb = manifest("Sandbox", "old")
+    put(f"{C0}.resources", {"limits": {"cpu": "1"}})(sb)
+    assert first.post(first.path(CORE, "sandboxes"), sb).status_code == 201
+    assert first.stop() == 0
+    db = sqlite3.connect(os.path.join(state, "state.db"))
+    with db:
+        (data,) = db.execute("SELECT data FROM objects WHERE name = 'old'").fetchone()
+        obj = json.loads(data)
+        obj["spec"]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = 0.5
+        assert db.execute("UPDATE objects SET data = ? WHERE name = 'old'",
+                          (json.dumps(obj),)).rowcount == 1
+    db.close()
+    asb = start_asb(state_dir=state)
+    path = asb.path(CORE, "sandboxes", name="old")
+    r = asb.merge_patch(path + "/status", {"status": {"selector": "x"}})
+    assert r.status_code == 200, r.text
+    r = asb.merge_patch(path, {"metadata": {"labels": {"a": "b"}}})
+    assert r.status_code == 200, r.text
+    assert r.json()["spec"]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == 0.5
+    r = asb.merge_patch(path, {"spec": {"podTemplate": {"spec": {"containers": [
+        {"name": "main", "image": "host", "resources": {"limits": {"cpu": 1.5}}}]}}}})
+    assert r.status_code == 422 and "must be of type integer,string" in r.json()["message"], r.text

@@ -3,7 +3,7 @@ a real sandbox, budget_probe.c takes a per-user kernel budget until the kernel r
 instances, POSIX message queue bytes, queued signals, POSIX timers), holds it, and meanwhile the
 host (this test process's uid, root) and a witness sandbox must still get one of each: every
 sandbox's user namespace is owned by a host id of its own, so its budgets are its own
-(src/local/local-userns.h). AIO, whose only budget is machine-wide, is refused. TCP buffers of
+(src/local/container/local-userns.h). AIO, whose only budget is machine-wide, is refused. TCP buffers of
 a sandbox are charged to its memory cgroup (memory.kmem.tcp on cgroup v1), and its concurrent
 connections through the host are capped (nft ct count, asb serve --max-connections)."""
 import errno
@@ -22,7 +22,7 @@ from test_escape_limits import cgroup_file, runc_pid
 
 PROBE_INSIDE = "/workspace/budget-probe"
 MiB = 1 << 20
-# Per sandbox, as src/local/local-userns.h sets them.
+# Per sandbox, as src/local/container/local-userns.h sets them.
 SIGPENDING = 16384
 MSGQUEUE = 819200
 

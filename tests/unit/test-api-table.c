@@ -87,6 +87,19 @@ TEST(prune_follows_the_table)
                  "1Gi");
     json_decref(paths);
     json_decref(o);
+    /* Nulls are dropped without a word, ours and the Kubernetes types' alike. */
+    o = load("{\"spec\":{\"warmPoolRef\":{\"name\":\"p\"},\"lifecycle\":null,\"env\":[{"
+             "\"name\":\"A\",\"value\":null}],\"volumeClaimTemplates\":[{\"metadata\":{"
+             "\"name\":\"v\"},\"spec\":{\"storageClassName\":null}}]}}");
+    CHECK_INT_EQ(api_prune_unknown(k, o, &paths), 0);
+    CHECK_INT_EQ(json_array_size(paths), 0);
+    json_decref(paths);
+    s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR_EQ(s, "{\"spec\":{\"env\":[{\"name\":\"A\"}],\"volumeClaimTemplates\":[{"
+                    "\"metadata\":{\"name\":\"v\"},\"spec\":{}}],\"warmPoolRef\":{\"name\":"
+                    "\"p\"}}}");
+    free(s);
+    json_decref(o);
     /* SandboxTemplate has no status in its table: a status is unknown. */
     o = load("{\"spec\":{},\"status\":{}}");
     CHECK_INT_EQ(api_prune_unknown(api_kind_by_name("SandboxTemplate"), o, &paths), 0);

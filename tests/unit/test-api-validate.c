@@ -382,3 +382,32 @@ TEST(nesting_depth)
     api_errors_clear(&errs);
     json_decref(obj);
 }
+
+/* Ratcheting: an update keeps the errors of what it changes only. */
+TEST(ratchet_keeps_errors_of_changed_fields)
+{
+    const api_kind *k = api_kind_by_name("SandboxWarmPool");
+    json_t *old = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":1,"
+                       "\"sandboxTemplateRef\":{\"name\":\"Bad Name\"}}}");
+    json_t *same = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":2,"
+                        "\"sandboxTemplateRef\":{\"name\":\"Bad Name\"}}}");
+    json_t *worse = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"replicas\":-1,"
+                         "\"sandboxTemplateRef\":{\"name\":\"Also Bad\"}}}");
+    api_errors e = {0};
+    api_validate(k, same, old, &e);
+    CHECK_INT_EQ(e.n, 1);
+    api_errors_ratchet(&e, same, old);
+    CHECK_INT_EQ(e.n, 0);
+    api_errors_clear(&e);
+    api_validate(k, worse, old, &e);
+    CHECK_INT_EQ(e.n, 2);
+    api_errors_ratchet(&e, worse, old);
+    CHECK_INT_EQ(e.n, 2);
+    /* A create has no old object: nothing is ratcheted. */
+    api_errors_ratchet(&e, worse, NULL);
+    CHECK_INT_EQ(e.n, 2);
+    api_errors_clear(&e);
+    json_decref(old);
+    json_decref(same);
+    json_decref(worse);
+}

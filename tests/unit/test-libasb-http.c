@@ -149,6 +149,16 @@ TEST(url_escape)
     free(e);
 }
 
+TEST(url_add_query)
+{
+    char *url = strdup("/apis/x/v1/things");
+    CHECK_INT_EQ(asbi_url_add_query(&url, "watch", "true"), ASB_OK);
+    CHECK_STR_EQ(url, "/apis/x/v1/things?watch=true");
+    CHECK_INT_EQ(asbi_url_add_query(&url, "labelSelector", "app=a b,tier!=x"), ASB_OK);
+    CHECK_STR_EQ(url, "/apis/x/v1/things?watch=true&labelSelector=app%3Da%20b%2Ctier%21%3Dx");
+    free(url);
+}
+
 TEST(request_and_chunked_reply_in_pieces)
 {
     static const char *const reply[] = {

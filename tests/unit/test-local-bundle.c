@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 
 #include "api/api-pod.h"
-#include "local/local-bundle.h"
-#include "local/local-bundle-shared.h"
-#include "local/local-fs.h"
+#include "local/container/local-bundle.h"
+#include "local/container/local-bundle-shared.h"
+#include "local/fs/local-fs.h"
 #include "unit.h"
 
 static bool array_has(const json_t *a, const char *s)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "api/api-pod.h"
-#include "local/local-capacity.h"
+#include "local/container/local-capacity.h"
 #include "unit.h"
 
 static api_pod *pod_of(const char *s)

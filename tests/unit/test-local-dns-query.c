@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "local/local-dns-query.h"
+#include "local/net/local-dns-query.h"
 #include "unit.h"
 
 /* Builds a query for the dotted name (labels as given, so overlong ones can be made). */

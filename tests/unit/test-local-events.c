@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "basic/time-util.h"
-#include "local/local-events.h"
+#include "local/store/local-events.h"
 #include "store-db-fixtures.h"
 #include "unit.h"
 

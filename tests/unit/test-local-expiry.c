@@ -3,7 +3,7 @@
 #include <jansson.h>
 
 #include "basic/time-util.h"
-#include "local/local-expiry.h"
+#include "local/reconcile/local-expiry.h"
 #include "unit.h"
 
 #define SEC 1000000LL

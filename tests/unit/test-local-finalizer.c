@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "local/local-finalizer.h"
-#include "local/local-logs.h"
-#include "local/local-store.h"
+#include "local/reconcile/local-finalizer.h"
+#include "local/runtime/local-logs.h"
+#include "local/store/local-store.h"
 #include "unit.h"
 
 TEST(delete_without_finalizers_deletes)

@@ -1,4 +1,4 @@
-/* local/local-fs: fs_each_entry(). */
+/* local/fs/local-fs: fs_each_entry(). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "local/local-fs.h"
+#include "local/fs/local-fs.h"
 #include "unit.h"
 
 typedef struct seen {

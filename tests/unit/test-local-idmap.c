@@ -8,8 +8,8 @@
 
 #include "basic/fs-util.h"
 #include "basic/macro.h"
-#include "local/local-fs.h"
-#include "local/local-idmap.h"
+#include "local/fs/local-fs.h"
+#include "local/container/local-idmap.h"
 #include "unit.h"
 
 static char base[64];

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "api/api-pod.h"
-#include "local/local-limits.h"
+#include "local/container/local-limits.h"
 #include "unit.h"
 
 TEST(builtin_defaults)

@@ -1,4 +1,4 @@
-/* local/local-names: the state directory's names of Ready sandboxes. */
+/* local/reconcile/local-names: the state directory's names of Ready sandboxes. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "local/local-fs.h"
-#include "local/local-names.h"
+#include "local/fs/local-fs.h"
+#include "local/reconcile/local-names.h"
 #include "unit.h"
 
 static void make_run(const char *state, const char *uid)

@@ -1,7 +1,7 @@
 /* Pod CIDR ownership (local-net-cidr.c): overlap of any two prefixes, the pick of a free /24. */
 #include <errno.h>
 
-#include "local/local-net-cidr.h"
+#include "local/net/local-net-cidr.h"
 #include "unit.h"
 
 #define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))

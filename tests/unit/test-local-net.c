@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "local/local-bundle.h"
-#include "local/local-fs.h"
-#include "local/local-net.h"
-#include "local/local-net-internal.h"
+#include "local/container/local-bundle.h"
+#include "local/fs/local-fs.h"
+#include "local/net/local-net.h"
+#include "local/net/local-net-internal.h"
 #include "unit.h"
 
 static char *rules_of(const char *json, bool egress, char **note)

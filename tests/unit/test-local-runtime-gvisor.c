@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local/local-runtime-gvisor.h"
+#include "local/runtime/local-runtime-gvisor.h"
 #include "unit.h"
 
 static char *tmpdir(void)

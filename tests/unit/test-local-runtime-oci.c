@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local/local-runtime-exec.h"
-#include "local/local-runtime-oci.h"
+#include "local/runtime/local-runtime-exec.h"
+#include "local/runtime/local-runtime-oci.h"
 #include "unit.h"
 
 /* Copies src to dst (mode 0755); 0 or -1. */

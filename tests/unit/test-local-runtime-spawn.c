@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local/local-runtime-exec.h"
-#include "local/local-runtime-spawn.h"
+#include "local/runtime/local-runtime-exec.h"
+#include "local/runtime/local-runtime-spawn.h"
 #include "unit.h"
 
 /* Runs script under sh with extra fds, returns its exit status and its output in out. */

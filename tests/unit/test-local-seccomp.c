@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "local/local-seccomp.h"
+#include "local/container/local-seccomp.h"
 #include "unit.h"
 
 static bool array_has(const json_t *a, const char *s)

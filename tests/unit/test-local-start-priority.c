@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local/local-claim-activity.h"
-#include "local/local-start-priority.h"
+#include "local/reconcile/local-claim-activity.h"
+#include "local/reconcile/local-start-priority.h"
 #include "unit.h"
 
 TEST(claim_activity_holds_only_warm_members)

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local/local-store.h"
+#include "local/store/local-store.h"
 #include "store-db-fixtures.h"
 #include "unit.h"
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "local/local-bundle.h"
-#include "local/local-fs.h"
-#include "local/local-volume.h"
+#include "local/container/local-bundle.h"
+#include "local/fs/local-fs.h"
+#include "local/storage/local-volume.h"
 #include "unit.h"
 
 static json_t *sb(const char *vcts_json, const char *mounts_json)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/time-util.h"
 #include "router/router-core.h"
 #include "shared/router-stats.h"
 #include "shared/status.h"
@@ -472,10 +473,11 @@ TEST(stats_codes_and_latency_buckets)
 {
     router_stats a, b;
     router_stats_snapshot(&a);
-    router_stats_answered(404, router_stats_now() - 1500);     /* 1.5 ms ago */
-    router_stats_answered(200, router_stats_now() - 20000000); /* 20 s ago */
-    router_stats_answered(200, 0);                  /* no start known: counted, no latency */
-    router_stats_answered(700, router_stats_now()); /* not a status: a latency only */
+    int64_t now = (int64_t)now_usec(CLOCK_MONOTONIC);
+    router_stats_answered(404, now - 1500);     /* 1.5 ms ago */
+    router_stats_answered(200, now - 20000000); /* 20 s ago */
+    router_stats_answered(200, 0);              /* no start known: counted, no latency */
+    router_stats_answered(700, now);            /* not a status: a latency only */
     router_stats_snapshot(&b);
     CHECK_INT_EQ(b.codes[404] - a.codes[404], 1);
     CHECK_INT_EQ(b.codes[200] - a.codes[200], 2);

@@ -1,5 +1,6 @@
 #include <errno.h>
 
+#include "basic/strv.h"
 #include "router/router-internal.h"
 #include "router/router-legacy-parse.h"
 #include "unit.h"
@@ -86,7 +87,7 @@ static bool split_is(const char *in, const char *const *want)
             ok = false;
     if (ok && v[i])
         ok = false;
-    router_strv_free(v);
+    strv_free(v);
     return ok;
 }
 

@@ -26,7 +26,7 @@ TEST(renderings)
 TEST(api_error_owns_message)
 {
     api_error e = API_ERROR_INIT;
-    CHECK_INT_EQ(api_error_set(&e, STATUS_NOT_FOUND, "process %d not found", 42), -1);
+    CHECK_INT_EQ(api_error_set(&e, STATUS_NOT_FOUND, "process %d not found", 42), -ENOENT);
     CHECK_STR_EQ(e.message, "process 42 not found");
     api_error_set(&e, STATUS_INTERNAL, "x");
     CHECK_STR_EQ(e.message, "x");
@@ -90,7 +90,7 @@ TEST(kube_reason_from_http_and_errno)
 TEST(api_error_carries_errno_and_reason)
 {
     api_error e = API_ERROR_INIT;
-    CHECK_INT_EQ(api_error_set_errno(&e, -EEXIST, "%s exists", "x"), -1);
+    CHECK_INT_EQ(api_error_set_errno(&e, -EEXIST, "%s exists", "x"), -EEXIST);
     CHECK_INT_EQ(e.code, STATUS_CONFLICT);
     CHECK_INT_EQ(e.err, -EEXIST);
     CHECK_INT_EQ(api_error_reason(&e), KUBE_REASON_ALREADY_EXISTS);

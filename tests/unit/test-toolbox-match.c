@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/strv.h"
 #include "toolbox/toolbox.h"
 #include "unit.h"
 
@@ -38,7 +39,7 @@ TEST(brace_expand)
     CHECK_STR_EQ(v[1], "xb1y");
     CHECK_STR_EQ(v[2], "xb2y");
     CHECK(v[3] == NULL);
-    toolbox_strv_free(v);
+    strv_free(v);
     /* exponential input is capped */
     char big[200] = "";
     for (int i = 0; i < 20; i++)
@@ -48,7 +49,7 @@ TEST(brace_expand)
     while (v && v[n])
         n++;
     CHECK(n > 0 && n <= 1024);
-    toolbox_strv_free(v);
+    strv_free(v);
 }
 
 TEST(pathological_globstar_gives_up)
