@@ -86,16 +86,16 @@ static void on_signal(int sig)
     stop = 1;
 }
 
-static int usage(FILE *f, int code)
+static void port_forward_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb port-forward sandbox/NAME [LOCAL_PORT:]REMOTE_PORT [...]\n\n"
-               "Forward local ports to ports inside a sandbox (NAME: a sandbox or a claim), through\n"
-               "the router. \":REMOTE\" picks a free local port.\n\n"
-               "Options:\n"
-               "      --address ADDR  addresses to listen on, comma-separated or repeated: IPs or\n"
-               "                      localhost (default localhost: 127.0.0.1 and ::1)\n"
-               "  -h, --help          show this help\n" CLI_GLOBAL_HELP);
-    return code;
+    fprintf(f,
+            "Usage: asb port-forward sandbox/NAME [LOCAL_PORT:]REMOTE_PORT [...]\n\n"
+            "Forward local ports to ports inside a sandbox (NAME: a sandbox or a claim), through\n"
+            "the router. \":REMOTE\" picks a free local port.\n\n"
+            "Options:\n"
+            "      --address ADDR  addresses to listen on, comma-separated or repeated: IPs or\n"
+            "                      localhost (default localhost: 127.0.0.1 and ::1)\n"
+            "  -h, --help          show this help\n" CLI_GLOBAL_HELP);
 }
 
 static bool parse_port_num(const char *s, size_t n, bool zero_ok, unsigned *ret)
@@ -294,7 +294,7 @@ int asb_port_forward(int argc, char **argv)
         if (cli_global_option(c, optarg))
             continue;
         if (c != OPT_ADDRESS) {
-            ret = usage(c == 'h' ? stdout : stderr, c == 'h' ? 0 : 2);
+            ret = cli_usage_option(c, argv, port_forward_usage);
             goto out;
         }
         _cleanup_free_ char *list = strdup(optarg);

@@ -10,16 +10,16 @@
 #include "cli/asb-cli.h"
 #include "cli/asb.h"
 
-static int usage(FILE *f, int code)
+static void preview_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb preview NAME PORT [--ttl DURATION]\n\n"
-               "Print a browser URL for the server on PORT inside the sandbox NAME (or the sandbox\n"
-               "of the claim NAME): http://PORT-NAME.NAMESPACE.localhost:ROUTERPORT/?asb-preview=...\n"
-               "The link admits that port of that sandbox only, until it expires.\n\n"
-               "Options:\n"
-               "      --ttl DURATION  how long the link is valid (default 24h)\n"
-               "  -h, --help          show this help\n" CLI_GLOBAL_HELP);
-    return code;
+    fprintf(f,
+            "Usage: asb preview NAME PORT [--ttl DURATION]\n\n"
+            "Print a browser URL for the server on PORT inside the sandbox NAME (or the sandbox\n"
+            "of the claim NAME): http://PORT-NAME.NAMESPACE.localhost:ROUTERPORT/?asb-preview=...\n"
+            "The link admits that port of that sandbox only, until it expires.\n\n"
+            "Options:\n"
+            "      --ttl DURATION  how long the link is valid (default 24h)\n"
+            "  -h, --help          show this help\n" CLI_GLOBAL_HELP);
 }
 
 int asb_preview(int argc, char **argv)
@@ -38,7 +38,7 @@ int asb_preview(int argc, char **argv)
                 return 2;
             continue;
         }
-        return usage(c == 'h' ? stdout : stderr, c == 'h' ? 0 : 2);
+        return cli_usage_option(c, argv, preview_usage);
     }
     if (argc - optind != 2 || !*argv[optind]) {
         fprintf(stderr, "error: expected a sandbox name and a port: asb preview NAME PORT\n");

@@ -104,10 +104,8 @@ int asb_top(int argc, char **argv)
             all_ns = true;
         else if (c == OPT_NO_HEADERS)
             no_headers = true;
-        else {
-            top_usage(c == 'h' ? stdout : stderr);
-            return c == 'h' ? 0 : 2;
-        }
+        else
+            return cli_usage_option(c, argv, top_usage);
     }
     const asb_kind *k = NULL;
     if (optind >= argc) {

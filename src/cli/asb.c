@@ -44,6 +44,8 @@ static const struct verb {
     {"edit", asb_edit, "Edit an object in $KUBE_EDITOR / $EDITOR and save it"},
     {"scale", asb_scale, "Set a warm pool's replicas through its scale subresource"},
     {"api-resources", asb_api_resources, "Print the kinds the server serves"},
+    {"explain", asb_explain,
+     "Describe the fields of a kind, from the schema the server validates with"},
 };
 
 const char *asb_verb_name(size_t i)

@@ -36,5 +36,6 @@ int asb_patch(int argc, char **argv);
 int asb_edit(int argc, char **argv);
 int asb_scale(int argc, char **argv);
 int asb_api_resources(int argc, char **argv);
+int asb_explain(int argc, char **argv);
 /* The i-th verb of asb's table (for completion), NULL past the end. */
 const char *asb_verb_name(size_t i);
