@@ -205,8 +205,7 @@ int asb_cp(int argc, char **argv)
             recursive = true;
             continue;
         }
-        cp_usage(c == 'h' ? stdout : stderr);
-        return c == 'h' ? 0 : 2;
+        return cli_usage_option(c, argv, cp_usage);
     }
     if (argc - optind != 2) {
         fprintf(stderr, "error: expected a source and a destination\n");
