@@ -226,7 +226,7 @@ int asb_explain(int argc, char **argv)
             else if (strcmp(optarg, "false") != 0) {
                 fprintf(stderr, "error: invalid argument \"%s\" for \"--recursive\" flag\n",
                         optarg);
-                return 2;
+                return 1;
             }
             break;
         case OPT_API_VERSION:
@@ -236,7 +236,7 @@ int asb_explain(int argc, char **argv)
             if (strcmp(optarg, "plaintext") != 0) {
                 fprintf(stderr, "error: unsupported output format \"%s\"; supported: plaintext\n",
                         optarg);
-                return 2;
+                return 1;
             }
             break;
         default:
@@ -246,7 +246,7 @@ int asb_explain(int argc, char **argv)
     if (argc - optind != 1) {
         fprintf(stderr, "error: You must specify the type of resource to explain. Use \"asb "
                         "api-resources\" for a complete list of supported resources.\n");
-        return 2;
+        return 1;
     }
     _cleanup_free_ char *arg = strdup(argv[optind]);
     if (!arg) {

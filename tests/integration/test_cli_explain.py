@@ -65,7 +65,7 @@ def test_errors(asb):
     p = run(asb, "explain", "sandbox.spec.podTemplat")
     assert (p.returncode, p.stderr) == (1, 'error: field "podTemplat" does not exist\n')
     p = run(asb, "explain")
-    assert p.returncode == 2 and "You must specify the type of resource" in p.stderr
+    assert p.returncode == 1 and "You must specify the type of resource" in p.stderr
     p = run(asb, "explain", "sandbox", "--api-version", "agents.x-k8s.io/v9")
     assert p.returncode == 1 and "couldn't find resource" in p.stderr
     p = run(asb, "explain", "sandbox", "--nope")
