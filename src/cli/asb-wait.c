@@ -65,6 +65,58 @@ static int wait_one(asb_client *cl, const cli_target *t, bool del, bool jsonpath
     return cli_print_error(NULL);
 }
 
+/* What --for asks: delete, condition=NAME[=VALUE] or jsonpath=PATH[=VALUE]. */
+typedef struct wait_for {
+    bool del, jsonpath;
+    char *cond;        /* owned: the condition's name or the JSONPath; NULL for delete */
+    const char *value; /* into cond, or "true"; NULL: a JSONPath that only has to exist */
+} wait_for;
+
+static void wait_for_done(wait_for *w)
+{
+    free(w->cond);
+}
+
+/* -1 when for_arg is good (w filled), else the exit code after saying why not. */
+static int parse_for(const char *for_arg, wait_for *w)
+{
+    w->del = strcmp(for_arg, "delete") == 0;
+    w->jsonpath = strncmp(for_arg, "jsonpath=", 9) == 0;
+    if (w->jsonpath) {
+        /* PATH[=VALUE]: the path ends at its closing brace when braced, else at the first '=' */
+        if (!(w->cond = strdup(for_arg + 9)))
+            return 1;
+        char *end = w->cond[0] == '{' ? strchr(w->cond, '}') : NULL;
+        char *eq = strchr(end ? end : w->cond, '=');
+        w->value = NULL;
+        if (eq) {
+            *eq = '\0';
+            w->value = eq + 1;
+        }
+        if (!*w->cond || (w->cond[0] == '{' && !end) || (w->value && !*w->value)) {
+            fprintf(stderr, "error: unrecognized JSONPath: \"%s\"\n", for_arg);
+            return 2;
+        }
+    } else if (!w->del) {
+        if (strncmp(for_arg, "condition=", 10) != 0 || !for_arg[10]) {
+            fprintf(stderr, "error: unrecognized condition: \"%s\"\n", for_arg);
+            return 2;
+        }
+        if (!(w->cond = strdup(for_arg + 10)))
+            return 1;
+        char *eq = strchr(w->cond, '=');
+        if (eq) {
+            *eq = '\0';
+            w->value = eq + 1;
+        }
+        if (!*w->cond || !*w->value) {
+            fprintf(stderr, "error: unrecognized condition: \"%s\"\n", for_arg);
+            return 2;
+        }
+    }
+    return -1;
+}
+
 int asb_wait(int argc, char **argv)
 {
     static const struct option opts[] = {{"for", required_argument, NULL, 'F'},
@@ -101,44 +153,10 @@ int asb_wait(int argc, char **argv)
         fprintf(stderr, "error: --for must be specified\n");
         return 2;
     }
-    _cleanup_free_ char *cond = NULL;
-    const char *value = "true";
-    bool del = strcmp(for_arg, "delete") == 0;
-    bool jsonpath = strncmp(for_arg, "jsonpath=", 9) == 0;
-    if (jsonpath) {
-        /* PATH[=VALUE]: the path ends at its closing brace when braced, else at the first '=' */
-        cond = strdup(for_arg + 9);
-        if (!cond)
-            return 1;
-        char *end = cond[0] == '{' ? strchr(cond, '}') : NULL;
-        char *eq = strchr(end ? end : cond, '=');
-        value = NULL;
-        if (eq) {
-            *eq = '\0';
-            value = eq + 1;
-        }
-        if (!*cond || (cond[0] == '{' && !end) || (value && !*value)) {
-            fprintf(stderr, "error: unrecognized JSONPath: \"%s\"\n", for_arg);
-            return 2;
-        }
-    } else if (!del) {
-        if (strncmp(for_arg, "condition=", 10) != 0 || !for_arg[10]) {
-            fprintf(stderr, "error: unrecognized condition: \"%s\"\n", for_arg);
-            return 2;
-        }
-        cond = strdup(for_arg + 10);
-        if (!cond)
-            return 1;
-        char *eq = strchr(cond, '=');
-        if (eq) {
-            *eq = '\0';
-            value = eq + 1;
-        }
-        if (!*cond || !*value) {
-            fprintf(stderr, "error: unrecognized condition: \"%s\"\n", for_arg);
-            return 2;
-        }
-    }
+    _cleanup_(wait_for_done) wait_for wf = {.value = "true"};
+    int bad = parse_for(for_arg, &wf);
+    if (bad >= 0)
+        return bad;
     long long timeout_ms;
     if (timeout_arg[0] == '-')
         timeout_ms = 7LL * 24 * 3600 * 1000;
@@ -155,14 +173,14 @@ int asb_wait(int argc, char **argv)
     int ret = cli_client(&cl);
     if (ret == 0)
         ret = cli_targets_list(&t, cl, selector);
-    if (ret == 0 && t.n == 0 && !del) {
+    if (ret == 0 && t.n == 0 && !wf.del) {
         fprintf(stderr, "error: no matching resources found\n");
         ret = 1;
     }
     long long deadline = now_msec(CLOCK_MONOTONIC) + timeout_ms;
     for (size_t i = 0; ret == 0 && i < t.n; i++) {
         long long left = deadline - now_msec(CLOCK_MONOTONIC);
-        if (wait_one(cl, &t.v[i], del, jsonpath, cond, value, left > 0 ? left : 1))
+        if (wait_one(cl, &t.v[i], wf.del, wf.jsonpath, wf.cond, wf.value, left > 0 ? left : 1))
             t.failed = true;
     }
     ret |= t.failed;
