@@ -323,3 +323,4 @@ clean:
 
 # The CLI's JSONPath templates are unit-tested on their own (the CLI is not in ALL_LIB_OBJ).
 $(OUT)/tests/test-cli-jsonpath: $(call obj,src/cli/asb-jsonpath.c)
+$(OUT)/tests/test-cli-events: $(call obj,src/cli/asb-events.c src/cli/asb-table.c)

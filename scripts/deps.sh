@@ -29,6 +29,8 @@ PACKAGES=(
   # test and benchmark clients (Debian's Python modules live in /usr/bin/python3)
   python3 python3-pytest python3-requests python3-urllib3 python3-grpcio python3-protobuf
   python3-kubernetes python3-yaml
+  # a real browser for the router's preview hosts (tests/integration/test_router_ports.py)
+  chromium
   # ACP SDK tests and manifest validation (npm lock files under tests/)
   nodejs
 )

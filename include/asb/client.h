@@ -84,6 +84,13 @@ ASB_PUBLIC const char *asb_client_server(const asb_client *client);
  * *out owned (asb_free). */
 ASB_PUBLIC int asb_server_version(char **out, asb_client *client);
 
+/* What running sandboxes use, as metrics-server's PodMetrics (`asb serve` reads their cgroups):
+ * of the Sandbox name in ns (a PodMetrics; ASB_ENOTFOUND when it has no running container), of
+ * every one in ns (name NULL: a PodMetricsList), or in every namespace (ns NULL). Each has
+ * `containers[0].usage` `{"cpu": "<nanocores>n", "memory": "<KiB>Ki"}` and the `window` of the
+ * CPU rate. *out owned (asb_free). */
+ASB_PUBLIC int asb_sandbox_usage(char **out, asb_client *client, const char *ns, const char *name);
+
 /* GET one object. */
 ASB_PUBLIC int asb_object_get(char **out, asb_client *client, const char *kind, const char *ns,
                               const char *name);
@@ -118,6 +125,36 @@ ASB_PUBLIC int asb_object_update(char **out, asb_client *client, const char *kin
  * non-zero. */
 ASB_PUBLIC int asb_object_patch(char **out, asb_client *client, const char *kind, const char *ns,
                                 const char *name, const char *merge_patch_json, int status);
+
+/* The kinds of patch asb_object_patch_typed() sends (the request's Content-Type). */
+typedef enum asb_patch_type {
+    ASB_PATCH_MERGE = 0,     /* application/merge-patch+json (RFC 7386) */
+    ASB_PATCH_JSON = 1,      /* application/json-patch+json (RFC 6902) */
+    ASB_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json: kube-apiserver refuses
+                                it for custom resources (415, ASB_EBADREQUEST), as asb serve does */
+} asb_patch_type;
+
+typedef struct asb_patch_options {
+    unsigned int version;    /* ASB_PATCH_OPTIONS_VERSION */
+    int type;                /* asb_patch_type */
+    const char *subresource; /* "status", "scale" or NULL (the object itself) */
+} asb_patch_options;
+
+#define ASB_PATCH_OPTIONS_VERSION 1
+/* clang-format off */
+#define ASB_PATCH_OPTIONS_INIT {ASB_PATCH_OPTIONS_VERSION, ASB_PATCH_MERGE, NULL}
+/* clang-format on */
+
+/* Patches an object (or its subresource) with a patch of opts->type (opts NULL: a merge patch of
+ * the object). *out is the server's reply: the patched object, or the autoscaling/v1 Scale for
+ * "scale". */
+ASB_PUBLIC int asb_object_patch_typed(char **out, asb_client *client, const char *kind,
+                                      const char *ns, const char *name, const char *patch,
+                                      const asb_patch_options *opts);
+
+/* The server's discovery document: the APIGroupList (/apis) when group_version is NULL, else the
+ * APIResourceList of "GROUP/VERSION" (/apis/GROUP/VERSION). *out owned (asb_free). */
+ASB_PUBLIC int asb_server_discovery(char **out, asb_client *client, const char *group_version);
 
 /* Deletes an object; *out is what the server returned (the object, or a Status). */
 ASB_PUBLIC int asb_object_delete(char **out, asb_client *client, const char *kind, const char *ns,

@@ -121,6 +121,26 @@ ASB_PUBLIC int asb_sandbox_open_router(asb_sandbox **out, const char *router_url
  * `asb serve`). *out is owned by the caller (asb_free). ASB_ECONFIG when neither exists. */
 ASB_PUBLIC int asb_client_router(char **out, asb_client *client);
 
+/* A URL a person opens in a browser to reach the server on `port` inside the sandbox `name` of
+ * ns (NULL: "default"): "http://PORT-NAME.NS.localhost:P/?asb-preview=...", signed by the router
+ * of asb_client_router() (asked with the client's token) and valid for ttl_seconds (0: a day).
+ * The link admits that port of that sandbox only (docs/router.md, "Preview hosts"). *out is owned
+ * by the caller (asb_free). The sandbox is not looked up. Returns ASB_OK, ASB_EINVAL,
+ * ASB_ECONFIG (no router), ASB_ECONNECT, ASB_EUNAUTHORIZED, ASB_EBADREQUEST (a port of
+ * sandboxd: 8080, 9090, 8888) or ASB_ENOMEM. */
+ASB_PUBLIC int asb_preview_url(char **out, asb_client *client, const char *ns, const char *name,
+                               unsigned port, long ttl_seconds);
+
+/* A connected byte stream to 127.0.0.1:port inside the sandbox `name` of ns (NULL: "default"),
+ * through the router of asb_client_router() (an HTTP CONNECT with the client's token and the
+ * X-Sandbox-* headers; the router connects inside the sandbox's network namespace). *out is a
+ * blocking socket, the caller's to close; whatever the sandbox's server sends comes first on it.
+ * Returns ASB_OK, ASB_EINVAL, ASB_ECONFIG (no router), ASB_ECONNECT, ASB_EUNAUTHORIZED,
+ * ASB_ENOTFOUND (no such sandbox), ASB_ESERVER (nothing listens on port: the router's 502; the
+ * message is the router's detail), ASB_ETIMEOUT, ASB_EPROTOCOL or ASB_ENOMEM. */
+ASB_PUBLIC int asb_port_connect(int *out, asb_client *client, const char *ns, const char *name,
+                                unsigned port);
+
 /* asb_sandbox_open_router() with the URL of asb_client_router() and the client's token. */
 ASB_PUBLIC int asb_sandbox_open_via_router(asb_sandbox **out, asb_client *client, const char *ns,
                                            const char *name, const asb_sandbox_options *opts);
@@ -276,21 +296,34 @@ typedef struct asb_sandbox_logs_options {
                                    finished (its exit recorded) or the Sandbox is deleted */
     const volatile int *cancel; /* follow: when *cancel becomes non-zero the call ends with
                                    ASB_ECANCELLED within ~100 ms; may be NULL */
+    /* version 2 */
+    const char *container; /* NULL or the container's name: its main process; "sandboxd":
+                              sandboxd's own output (followed until the Sandbox is deleted) */
+    int previous;          /* non-zero: the output of the run before the container's last
+                              (re)start; no follow */
+    long long tail_lines;  /* >= 0: only the last N lines of what is there, then what follows;
+                              -1: everything */
+    long long since_seconds; /* > 0: only lines written in the last N seconds */
+    int timestamps;        /* non-zero: each line starts with the time it was written (RFC 3339,
+                              nanoseconds, UTC) and a space */
 } asb_sandbox_logs_options;
 
-#define ASB_SANDBOX_LOGS_OPTIONS_VERSION 1
+#define ASB_SANDBOX_LOGS_OPTIONS_VERSION 2
 /* clang-format off */
-#define ASB_SANDBOX_LOGS_OPTIONS_INIT {ASB_SANDBOX_LOGS_OPTIONS_VERSION, 0, NULL}
+#define ASB_SANDBOX_LOGS_OPTIONS_INIT {ASB_SANDBOX_LOGS_OPTIONS_VERSION, 0, NULL, NULL, 0, -1, 0, 0}
 /* clang-format on */
 
 /* Streams the output (stdout and stderr interleaved, as written) of the main process of the
- * Sandbox `name` in ns (NULL: "default") to cb, from the start. The log is read from the host,
- * $STATE/sandboxes/<metadata.uid>/main/log, STATE being the client's state directory, so it stays
- * readable after the main process ended; the sandbox need not be Ready. opts may be NULL (no
- * follow). Errors: those of the get (ASB_ENOTFOUND for an unknown sandbox); ASB_ENOTFOUND with
- * reason "NoMainProcess" when the container has no command, and (without follow) "NoLog" when
- * the main process has not started yet (with follow: waits for it); ASB_ECONFIG without a state
- * directory; cb's non-zero value stops the read and is returned. */
+ * Sandbox `name` in ns (NULL: "default") to cb, from the start; or sandboxd's own output
+ * (opts->container "sandboxd"). The log is read from the host,
+ * $STATE/sandboxes/<metadata.uid>/{main,sandboxd}.log, STATE being the client's state directory,
+ * so it stays readable after the main process ended; the sandbox need not be Ready. opts may be
+ * NULL (no follow). Errors: those of the get (ASB_ENOTFOUND for an unknown sandbox); ASB_ENOTFOUND
+ * with reason "NoMainProcess" when the container has no command, "NoLog" (without follow) when the
+ * main process has not started yet (with follow: waits for it), "NoContainer" for a container
+ * name that is neither the sandbox's container nor "sandboxd", "NoPrevious" when there was no
+ * earlier run; ASB_ECONFIG without a state directory; cb's non-zero value stops the read and is
+ * returned. */
 ASB_PUBLIC int asb_sandbox_logs(asb_client *client, const char *ns, const char *name,
                                 const asb_sandbox_logs_options *opts, asb_sandbox_data_cb cb,
                                 void *payload);

@@ -20,3 +20,7 @@
  * a stale link leads to a directory that is gone, never to another sandbox. */
 #define SANDBOX_NAMES_DIR "names"
 #define SANDBOX_NAMES_TARGET "../../run/"
+/* A local sandbox's container: its cgroup is SANDBOX_CGROUP_PARENT<uid> (every hierarchy), and
+ * runc writes its first process's pid to sandboxes/<uid>/SANDBOX_PID_FILE. */
+#define SANDBOX_CGROUP_PARENT "/asb/"
+#define SANDBOX_PID_FILE "bundle/pid"

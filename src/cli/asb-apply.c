@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
+#include "cli/asb-manifest.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"
 
@@ -106,44 +107,12 @@ static bool user_fields_differ(const json_t *a, const json_t *b)
 /* Applies one object. Returns 0 or 1 (error printed). */
 static int apply_one(asb_client *cl, const char *file, json_t *obj, dry_run_mode dry)
 {
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
-    const char *api_version = json_string_value(json_object_get(obj, "apiVersion"));
-    const char *name = cli_meta(obj, "name");
-    const char *ns = cli_meta(obj, "namespace");
-    char ref[600];
-    if (!kind || !*kind || !api_version || !*api_version) {
-        fprintf(stderr, "error: error validating \"%s\": error validating data: %s not set\n", file,
-                !kind || !*kind ? "kind" : "apiVersion");
-        return 1;
-    }
     const asb_kind *k;
-    if (asb_kind_lookup(&k, kind) != ASB_OK || strcmp(k->kind, kind) != 0 ||
-        strcmp(k->api_version, api_version) != 0) {
-        fprintf(stderr,
-                "error: resource mapping not found for name: \"%s\" namespace: \"%s\" from "
-                "\"%s\": no matches for kind \"%s\" in version \"%s\"\n",
-                name ? name : "", ns ? ns : "", file, kind, api_version);
+    const char *ns;
+    if (cli_manifest_object(obj, file, "retrieving current configuration of", &k, &ns))
         return 1;
-    }
-    if (!name || !*name) {
-        fprintf(stderr,
-                "error: error when retrieving current configuration of %s from \"%s\": "
-                "resource name may not be empty\n",
-                k->kind, file);
-        return 1;
-    }
-    if (ns && *ns && cli_global.ns_given && strcmp(ns, cli_namespace()) != 0) {
-        fprintf(stderr,
-                "error: the namespace from the provided object \"%s\" does not match the "
-                "namespace \"%s\". You must pass '--namespace=%s' to perform this operation.\n",
-                ns, cli_namespace(), ns);
-        return 1;
-    }
-    if (!ns || !*ns) {
-        ns = cli_namespace();
-        json_t *md = json_object_get(obj, "metadata");
-        json_object_set_new(md, "namespace", json_string(ns));
-    }
+    const char *name = cli_meta(obj, "name");
+    char ref[600];
     cli_ref(ref, sizeof(ref), k, name);
     for (int attempt = 0;; attempt++) {
         _cleanup_free_ char *cur_s = NULL, *out = NULL;
@@ -260,7 +229,7 @@ int asb_apply(int argc, char **argv)
             }
             break;
         default:
-            return main_usage_option(c, apply_usage);
+            return cli_usage_option(c, argv, apply_usage);
         }
     }
     if (nfiles == 0 || optind < argc) {
@@ -270,24 +239,9 @@ int asb_apply(int argc, char **argv)
     }
     /* Parse every manifest before touching the server: a bad file applies nothing. */
     json_t *docs[MAX_FILES] = {0};
-    int ret = 0;
-    for (size_t i = 0; i < nfiles; i++) {
-        _cleanup_free_ char *data = NULL, *arr = NULL;
-        size_t len;
-        int r = cli_read_file(files[i], &data, &len);
-        if (r < 0) {
-            fprintf(stderr, "error: the path \"%s\" cannot be read: %s\n", files[i], strerror(-r));
-            ret = 1;
-            goto out;
-        }
-        if (asb_manifest_parse(&arr, data, len) != ASB_OK) {
-            fprintf(stderr, "error: error parsing %s: %s\n",
-                    strcmp(files[i], "-") == 0 ? "STDIN" : files[i], asb_error_last()->message);
-            ret = 1;
-            goto out;
-        }
-        docs[i] = json_loads(arr, 0, NULL);
-    }
+    int ret = cli_manifests_load(docs, files, nfiles);
+    if (ret)
+        goto out;
     asb_client *cl = NULL;
     ret = cli_client_writing(&cl, validate, dry == DRY_RUN_SERVER);
     if (ret)
@@ -295,8 +249,7 @@ int asb_apply(int argc, char **argv)
     size_t applied = 0;
     for (size_t i = 0; i < nfiles; i++) {
         for (size_t j = 0; j < json_array_size(docs[i]); j++, applied++)
-            if (apply_one(cl, strcmp(files[i], "-") == 0 ? "STDIN" : files[i],
-                          json_array_get(docs[i], j), dry))
+            if (apply_one(cl, cli_manifest_name(files[i]), json_array_get(docs[i], j), dry))
                 ret = 1;
     }
     if (applied == 0) {

@@ -114,7 +114,7 @@ int asb_claim_main(int argc, char **argv)
                 co.ready_timeout_ms = (long)ms;
             break;
         default:
-            return main_usage_option(c, claim_usage);
+            return cli_usage_option(c, argv, claim_usage);
         }
     }
     if (!pool || !*pool || optind != argc) {
@@ -185,6 +185,8 @@ int asb_release(int argc, char **argv)
             wait = true;
             continue;
         }
+        if (c != 'h')
+            return cli_usage_option(c, argv, NULL);
         FILE *f = c == 'h' ? stdout : stderr;
         fprintf(f, "Usage: asb release CLAIM|SANDBOX...\n\nDelete sandbox claims (their sandboxes "
                    "go with them); a\nclaimed sandbox's name releases the claim that holds it.\n\n"

@@ -13,6 +13,7 @@
 #include "cli/asb-cli.h"
 
 cli_globals cli_global;
+const char *cli_verb;
 
 bool cli_global_option(int opt, const char *arg)
 {
@@ -160,8 +161,37 @@ int cli_parse_global_only(int argc, char **argv, void (*usage)(FILE *))
     while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
-        usage(c == 'h' ? stdout : stderr);
-        return c == 'h' ? 0 : 2;
+        return cli_usage_option(c, argv, usage);
     }
     return -1;
+}
+
+/* The short options of asb's verbs that take an argument: an unknown letter and a letter missing
+ * its argument look the same to getopt when they end the command line. */
+#define CLI_SHORT_WITH_ARGUMENT "cflnop"
+
+int cli_usage_option(int opt, char **argv, main_usage_fn *usage)
+{
+    if (opt == 'h') {
+        usage(stdout);
+        return 0;
+    }
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    size_t name_len = strcspn(arg, "=");
+    const char *sub = argv[0] && cli_verb && strcmp(argv[0], cli_verb) != 0 ? argv[0] : NULL;
+    bool last = argv[optind] == NULL; /* only the last word can lack its argument */
+    if (optopt == 0)                  /* glibc: an unrecognized long option */
+        fprintf(stderr, "error: unknown flag: %.*s\n", (int)name_len, arg);
+    else if (strncmp(arg, "--", 2) == 0 && last)
+        fprintf(stderr, "error: flag needs an argument: %.*s\n", (int)name_len, arg);
+    else if (optopt > 0 && optopt < 128 && arg[0] == '-' && arg[1] == optopt && !arg[2] && last &&
+             strchr(CLI_SHORT_WITH_ARGUMENT, optopt))
+        fprintf(stderr, "error: flag needs an argument: '%c' in %s\n", optopt, arg);
+    else
+        fprintf(stderr, "error: unknown shorthand flag: '%c' in -%c\n",
+                optopt > 0 && optopt < 128 ? optopt : '?',
+                optopt > 0 && optopt < 128 ? optopt : '?');
+    fprintf(stderr, "See 'asb %s%s%s --help' for usage.\n", cli_verb ? cli_verb : argv[0],
+            sub ? " " : "", sub ? sub : "");
+    return 1;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "asb/asb.h"
+#include "shared/main-usage.h"
 
 /* Flags every client verb accepts (also before the verb: `asb --server URL get sbx`). */
 typedef struct cli_globals {
@@ -82,5 +83,19 @@ int cli_sandbox_resolve(asb_client *cl, const char *name, char **ret_name, json_
  * (unknown sandbox, not ready with the condition's reason and message, ...) and returns 1. */
 int cli_sandbox_open(asb_client *cl, const char *name, asb_sandbox **ret);
 
+/* kubectl top's cell of a PodMetrics (asb_sandbox_usage()): what "cpu" as millicores ("12m"),
+ * "memory" as MiB ("34Mi"). Owned. */
+char *cli_usage_cell(const json_t *pod_metrics, const char *what);
+
 /* Prints a sandbox-client error (`error: [context: ]message`); returns 1. */
 int cli_print_sandbox_error(const char *context);
+
+/* The verb being run ("get"), set by main before dispatching: named in `See 'asb VERB --help'`. */
+extern const char *cli_verb;
+
+/* For the `default:` of a verb's getopt_long loop (opterr is 0 in asb): 'h' prints usage(stdout)
+ * and returns 0; a bad option prints kubectl's one line (`error: unknown flag: --foo`, `unknown
+ * shorthand flag: 'x' in -x`, `flag needs an argument: --selector`) and `See 'asb VERB --help'
+ * for usage.` on stderr and returns 1, as kubectl does. argv is the verb's (argv[0] names a
+ * sub-verb when it is not cli_verb); usage may be NULL when opt is not 'h'. */
+int cli_usage_option(int opt, char **argv, main_usage_fn *usage);

@@ -1,5 +1,7 @@
-/* `asb cp SRC DST`: copy a file into or out of a sandbox. Exactly one side is `NAME:PATH` (NAME a
- * sandbox or a claim); a local `-` is stdin or stdout. Content is streamed both ways. */
+/* `asb cp [-r] SRC DST`: copy a file into or out of a sandbox. Exactly one side is `NAME:PATH`
+ * (NAME a sandbox or a claim); a local `-` is stdin or stdout. Content is streamed both ways:
+ * files under the working root through sandboxd's file API (here), directories and absolute
+ * paths as tar streams (asb-cp-tar.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,17 +15,20 @@
 #include "basic/io-util.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
+#include "cli/asb-cp.h"
 #include "cli/asb.h"
 #include "shared/main-usage.h"
 
 static void cp_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb cp LOCAL NAME:PATH | NAME:PATH LOCAL\n\n"
-               "Copy a file into or out of the sandbox NAME (or the sandbox of the claim NAME).\n"
-               "PATH is relative to the sandbox's /workspace; a LOCAL of - is stdin or stdout.\n"
-               "Copying to a directory (or a path ending in /) keeps the file's name.\n\n"
+    fprintf(f, "Usage: asb cp [-r] LOCAL NAME:PATH | NAME:PATH LOCAL\n\n"
+               "Copy a file (or with -r a directory) into or out of the sandbox NAME (or the\n"
+               "sandbox of the claim NAME). A relative PATH is relative to the sandbox's working\n"
+               "root (/workspace), an absolute one is that path; a LOCAL of - is stdin or stdout.\n"
+               "Copying to a directory (or a path ending in /) keeps the source's name.\n\n"
                "Options:\n"
-               "  -h, --help      show this help\n" CLI_GLOBAL_HELP);
+               "  -r, --recursive  copy directories (modes and symbolic links kept)\n"
+               "  -h, --help       show this help\n" CLI_GLOBAL_HELP);
 }
 
 /* NAME:PATH? Local paths that start with '/' or '.' are never remote (as kubectl). */
@@ -81,7 +86,8 @@ static int upload(asb_sandbox *s, const char *sname, const char *local, const ch
             return 1;
         }
         if (S_ISDIR(stt.st_mode)) {
-            fprintf(stderr, "error: %s is a directory (asb cp copies files only)\n", local);
+            fprintf(stderr, "error: %s is a directory (use asb cp -r to copy a directory)\n",
+                    local);
             return 1;
         }
         mode = stt.st_mode & 0777;
@@ -132,7 +138,7 @@ static int download(asb_sandbox *s, const char *sname, const char *rpath, const 
     size_t n = 0;
     if (!*rpath || asb_sandbox_file_list(&e, &n, s, rpath) == ASB_OK) {
         asb_sandbox_file_entries_free(e, n);
-        fprintf(stderr, "error: %s is a directory (asb cp copies files only)\n", ctx);
+        fprintf(stderr, "error: %s is a directory (use asb cp -r to copy a directory)\n", ctx);
         return 1;
     }
     if (strcmp(local, "-") == 0) {
@@ -186,9 +192,21 @@ static int download(asb_sandbox *s, const char *sname, const char *rpath, const 
 
 int asb_cp(int argc, char **argv)
 {
-    int code = cli_parse_global_only(argc, argv, cp_usage);
-    if (code >= 0)
-        return code;
+    static const struct option opts[] = {{"recursive", no_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         CLI_GLOBAL_LONG,
+                                         {0}};
+    bool recursive = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "rh" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+        if (cli_global_option(c, optarg))
+            continue;
+        if (c == 'r') {
+            recursive = true;
+            continue;
+        }
+        return cli_usage_option(c, argv, cp_usage);
+    }
     if (argc - optind != 2) {
         fprintf(stderr, "error: expected a source and a destination\n");
         return main_usage_error(cp_usage);
@@ -215,7 +233,13 @@ int asb_cp(int argc, char **argv)
     if (ret)
         return ret;
     signal(SIGPIPE, SIG_IGN);
-    ret = sr ? download(s, sname, spath, dst) : upload(s, dname, src, dpath);
+    /* Directories and absolute paths go as tar streams (sandboxd's file API serves the working
+     * root only); single files under it stream through the file API. */
+    if (recursive || (sr ? spath : dpath)[0] == '/')
+        ret = sr ? cli_cp_tar_download(s, sname, spath, dst, recursive)
+                 : cli_cp_tar_upload(s, dname, src, dpath, recursive);
+    else
+        ret = sr ? download(s, sname, spath, dst) : upload(s, dname, src, dpath);
     asb_sandbox_free(s);
     return ret;
 }

@@ -163,7 +163,15 @@ static int delete_file(asb_client *cl, const char *file, bool ignore_not_found)
     return ret;
 }
 
-int asb_delete(int argc, char **argv)
+/* What the command line asks. */
+typedef struct delete_args {
+    const char *file, *selector;
+    bool ignore, wait, all, every;
+    const asb_kind *k; /* the KIND of `asb delete KIND NAME...` or of --all/-l; NULL: KIND/NAME */
+} delete_args;
+
+/* Options into a; -1 when the command goes on, else the exit code after saying why not. */
+static int delete_parse(int argc, char **argv, delete_args *a)
 {
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
                                          {"ignore-not-found", no_argument, NULL, 'I'},
@@ -173,53 +181,56 @@ int asb_delete(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
-    const char *file = NULL, *selector = NULL;
-    bool ignore = false, wait = true, all = false, every = false;
     int c;
     while ((c = getopt_long(argc, argv, "f:l:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
         switch (c) {
         case 'f':
-            file = optarg;
+            a->file = optarg;
             break;
         case 'I':
-            ignore = true;
+            a->ignore = true;
             break;
         case 'a':
-            all = true;
+            a->all = true;
             break;
         case 'l':
-            selector = optarg;
+            a->selector = optarg;
             break;
         case 'W':
             if (optarg && strcmp(optarg, "false") != 0 && strcmp(optarg, "true") != 0) {
                 fprintf(stderr, "error: --wait wants true or false, got \"%s\"\n", optarg);
                 return 2;
             }
-            wait = !optarg || strcmp(optarg, "true") == 0;
+            a->wait = !optarg || strcmp(optarg, "true") == 0;
             break;
         default:
-            return main_usage_option(c, delete_usage);
+            return cli_usage_option(c, argv, delete_usage);
         }
     }
-    if (!file && optind >= argc) {
+    if (!a->file && optind >= argc) {
         fprintf(stderr, "error: you must provide one or more resources by argument or filename\n");
         return main_usage_error(delete_usage);
     }
-    /* Check the arguments before deleting anything. */
-    const asb_kind *k = NULL;
-    if (all || selector) {
-        if (file || optind + 1 != argc || strchr(argv[optind], '/')) {
+    return -1;
+}
+
+/* Checks the KIND / NAME / KIND/NAME arguments before anything is deleted; leaves optind at the
+ * first name. -1 when they are good, else the exit code after saying why not. */
+static int delete_check_targets(int argc, char **argv, delete_args *a)
+{
+    if (a->all || a->selector) {
+        if (a->file || optind + 1 != argc || strchr(argv[optind], '/')) {
             fprintf(stderr, "error: --all and --selector take one KIND and no names\n");
             return 2;
         }
-        every = strcmp(argv[optind], "all") == 0;
-        if (!every && !(k = cli_kind(argv[optind])))
+        a->every = strcmp(argv[optind], "all") == 0;
+        if (!a->every && !(a->k = cli_kind(argv[optind])))
             return 2;
         optind = argc; /* no names below */
-    } else if (!file && !strchr(argv[optind], '/')) {
-        if (!(k = cli_kind(argv[optind])))
+    } else if (!a->file && !strchr(argv[optind], '/')) {
+        if (!(a->k = cli_kind(argv[optind])))
             return 2;
         if (optind + 1 >= argc) {
             fprintf(stderr, "error: resource(s) were provided, but no name was specified\n");
@@ -228,42 +239,23 @@ int asb_delete(int argc, char **argv)
         optind++;
     } else {
         for (int i = optind; i < argc; i++) {
-            _cleanup_free_ char *a = strdup(argv[i]);
-            char *s = a ? strchr(a, '/') : NULL;
+            _cleanup_free_ char *kn = strdup(argv[i]);
+            char *s = kn ? strchr(kn, '/') : NULL;
             if (!s || !s[1]) {
                 fprintf(stderr, "error: there is no need to specify a resource type as a separate "
                                 "argument when passing arguments in resource/name form\n");
                 return 2;
             }
             *s = '\0';
-            if (!cli_kind(a))
+            if (!cli_kind(kn))
                 return 2;
         }
     }
-    asb_client *cl = NULL;
-    int ret = cli_client(&cl);
-    if (ret)
-        return ret;
-    if (file)
-        ret |= delete_file(cl, file, ignore);
-    if (every)
-        ret |= delete_all(cl, selector);
-    else if (all || selector)
-        ret |= delete_listed(cl, k, selector, NULL);
-    for (int i = optind; i < argc; i++) {
-        if (k) {
-            ret |= delete_one(cl, k, cli_namespace(), argv[i], ignore);
-            continue;
-        }
-        _cleanup_free_ char *a = strdup(argv[i]);
-        if (!a)
-            return 1;
-        char *s = strchr(a, '/');
-        *s = '\0';
-        ret |= delete_one(cl, cli_kind(a), cli_namespace(), s + 1, ignore);
-    }
-    if (wait)
-        ret |= wait_deleted(cl);
+    return -1;
+}
+
+static void forget_pending(void)
+{
     for (size_t i = 0; i < n_pending; i++) {
         free(pending[i].ns);
         free(pending[i].name);
@@ -271,6 +263,43 @@ int asb_delete(int argc, char **argv)
     free(pending);
     pending = NULL;
     n_pending = 0;
+}
+
+int asb_delete(int argc, char **argv)
+{
+    delete_args a = {.wait = true};
+    int ret = delete_parse(argc, argv, &a);
+    if (ret < 0)
+        ret = delete_check_targets(argc, argv, &a);
+    if (ret >= 0)
+        return ret;
+    asb_client *cl = NULL;
+    ret = cli_client(&cl);
+    if (ret)
+        return ret;
+    if (a.file)
+        ret |= delete_file(cl, a.file, a.ignore);
+    if (a.every)
+        ret |= delete_all(cl, a.selector);
+    else if (a.all || a.selector)
+        ret |= delete_listed(cl, a.k, a.selector, NULL);
+    for (int i = optind; i < argc; i++) {
+        if (a.k) {
+            ret |= delete_one(cl, a.k, cli_namespace(), argv[i], a.ignore);
+            continue;
+        }
+        _cleanup_free_ char *kn = strdup(argv[i]);
+        if (!kn) {
+            ret = 1;
+            break;
+        }
+        char *s = strchr(kn, '/');
+        *s = '\0';
+        ret |= delete_one(cl, cli_kind(kn), cli_namespace(), s + 1, a.ignore);
+    }
+    if (a.wait)
+        ret |= wait_deleted(cl);
+    forget_pending();
     asb_client_free(cl);
     return ret;
 }

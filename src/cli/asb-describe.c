@@ -9,6 +9,7 @@
 #include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
+#include "cli/asb-events.h"
 #include "cli/asb-table.h"
 #include "cli/asb.h"
 
@@ -91,6 +92,48 @@ static const json_t *condition(const json_t *obj, const char *type)
     return NULL;
 }
 
+static bool defaulted(const json_t *res, const char *name)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach (json_object_get(res, "defaulted"), i, d)
+        if (json_is_string(d) && strcmp(json_string_value(d), name) == 0)
+            return true;
+    return false;
+}
+
+/* The limits the sandbox runs with: status.resources (what asb serve applied, defaults marked),
+ * else the containers' resources.limits as asked. */
+static void print_limits(const json_t *obj)
+{
+    printf(FIELD, "Limits:");
+    bool any = false;
+    const json_t *res = at(obj, "status", "resources", NULL);
+    const char *k;
+    json_t *v;
+    json_object_foreach (json_object_get(res, "limits"), k, v) {
+        printf("%s%s=%s%s", any ? ", " : "", k, json_string_value(v) ?: "",
+               defaulted(res, k) ? " (default)" : "");
+        any = true;
+    }
+    if (any) {
+        printf("\n");
+        return;
+    }
+    size_t i;
+    json_t *ctr;
+    /* Every limit as written, so from the JSON (api_pod types three resources only). */
+    json_array_foreach (json_object_get(api_pod_spec_of(obj), "containers"), i, ctr) {
+        json_object_foreach (json_object_get(json_object_get(ctr, "resources"), "limits"), k, v) {
+            _cleanup_free_ char *t =
+                json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+            printf("%s%s=%s", any ? ", " : "", k, t ? t : "");
+            any = true;
+        }
+    }
+    printf("%s\n", any ? "" : "<none> (asb serve's defaults)");
+}
+
 /* Pod IPs, limits and network policy: what runs (Sandbox, and a claim's sandbox status). */
 static void print_runtime(const json_t *obj, const char *kind)
 {
@@ -106,22 +149,7 @@ static void print_runtime(const json_t *obj, const char *kind)
     printf("%s\n", json_array_size(ips) ? "" : "<none>");
     if (strcmp(kind, "Sandbox") != 0)
         return;
-    printf(FIELD, "Limits:");
-    bool any = false;
-    /* Every limit as written, so from the JSON (api_pod types three resources only). */
-    const json_t *ctrs = api_pod_spec_of(obj);
-    json_t *ctr;
-    json_array_foreach (json_object_get(ctrs, "containers"), i, ctr) {
-        const char *k;
-        json_t *v;
-        json_object_foreach (json_object_get(json_object_get(ctr, "resources"), "limits"), k, v) {
-            _cleanup_free_ char *t =
-                json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
-            printf("%s%s=%s", any ? ", " : "", k, t ? t : "");
-            any = true;
-        }
-    }
-    printf("%s\n", any ? "" : "<none> (asb serve's defaults)");
+    print_limits(obj);
     const json_t *np = condition(obj, "NetworkPolicyEnforced");
     const char *st = json_string_value(json_object_get(np, "status"));
     printf(FIELD, "Network Policy:");
@@ -135,6 +163,22 @@ static void print_runtime(const json_t *obj, const char *kind)
             printf(", %lld blocked connections", (long long)json_integer_value(b));
         printf("\n");
     }
+}
+
+/* What it uses now (asb top's figures), when its container runs. */
+static void print_usage(asb_client *cl, const json_t *obj)
+{
+    _cleanup_free_ char *s = NULL;
+    printf(FIELD, "Usage:");
+    if (asb_sandbox_usage(&s, cl, cli_meta(obj, "namespace") ?: cli_namespace(),
+                          cli_meta(obj, "name") ?: "") != ASB_OK) {
+        printf("<none>\n");
+        return;
+    }
+    json_t *pm = json_loads(s, 0, NULL);
+    _cleanup_free_ char *cpu = cli_usage_cell(pm, "cpu"), *mem = cli_usage_cell(pm, "memory");
+    printf("cpu=%s, memory=%s\n", cpu ?: "", mem ?: "");
+    json_decref(pm);
 }
 
 /* The spec as YAML, indented under "Spec:". */
@@ -185,14 +229,6 @@ static void print_conditions(const json_t *obj)
     cli_table_print(&t);
 }
 
-/* Oldest first: an eventTime is fixed-width MicroTime, so string order is time order. */
-static int cmp_event_time(const void *a, const void *b)
-{
-    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "eventTime"));
-    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "eventTime"));
-    return strcmp(x ? x : "", y ? y : "");
-}
-
 /* The object's Events, oldest first; "<none>" when there are none (or events are not served).
  * Those of an earlier object of the same name (another uid) are not its. */
 static void print_events(asb_client *cl, const char *kind, const char *name, const char *uid)
@@ -202,8 +238,8 @@ static void print_events(asb_client *cl, const char *kind, const char *name, con
     if (asb_object_list(&s, cl, "events", cli_namespace(), NULL) == ASB_OK)
         list = json_loads(s, 0, NULL);
     json_t *items = json_object_get(list, "items");
-    size_t n = 0, i;
-    _cleanup_free_ json_t **mine = calloc(json_array_size(items) + 1, sizeof(*mine));
+    size_t i;
+    json_t *mine = json_array();
     json_t *ev;
     json_array_foreach (items, i, ev) {
         const json_t *reg = json_object_get(ev, "regarding");
@@ -212,23 +248,22 @@ static void print_events(asb_client *cl, const char *kind, const char *name, con
         const char *ru = json_string_value(json_object_get(reg, "uid"));
         if (mine && rk && rn && strcmp(rk, kind) == 0 && strcmp(rn, name) == 0 &&
             (!uid || !ru || strcmp(ru, uid) == 0))
-            mine[n++] = ev;
+            json_array_append(mine, ev);
     }
-    if (n == 0) {
+    if (json_array_size(mine) == 0 || cli_events_fold(mine) < 0) {
         printf("Events:         <none>\n");
+        json_decref(mine);
         json_decref(list);
         return;
     }
-    qsort(mine, n, sizeof(*mine), cmp_event_time);
     printf("Events:\n");
     cli_table t = {.ncols = 5};
     char *hdr[5] = {strdup("  Type"), strdup("Reason"), strdup("Age"), strdup("From"),
                     strdup("Message")};
     cli_table_add(&t, hdr);
-    for (i = 0; i < n; i++) {
-        ev = mine[i];
-        char age[32];
-        cli_age(age, sizeof(age), json_string_value(json_object_get(ev, "eventTime")));
+    json_array_foreach (mine, i, ev) {
+        char age[96];
+        cli_event_last_seen(age, sizeof(age), ev);
         char *cells[5] = {NULL};
         if (asprintf(&cells[0], "  %s", json_string_value(json_object_get(ev, "type")) ?: "") < 0)
             cells[0] = NULL;
@@ -239,6 +274,7 @@ static void print_events(asb_client *cl, const char *kind, const char *name, con
         cli_table_add(&t, cells);
     }
     cli_table_print(&t);
+    json_decref(mine);
     json_decref(list);
 }
 
@@ -260,6 +296,8 @@ static void describe_one(asb_client *cl, const json_t *obj)
         printf(FIELD "%s\n", "Deleting Since:", cli_meta(obj, "deletionTimestamp"));
     print_owner(obj, kind);
     print_runtime(obj, kind);
+    if (strcmp(kind, "Sandbox") == 0)
+        print_usage(cl, obj);
     print_spec(obj);
     print_conditions(obj);
     print_events(cl, kind, cli_meta(obj, "name") ?: "", cli_meta(obj, "uid"));

@@ -161,43 +161,50 @@ static void restore_tty(void)
     tio_saved = false;
 }
 
-int asb_exec(int argc, char **argv)
+/* What the command line asks: the sandbox, the command and -i/-t. */
+typedef struct exec_args {
+    const char *name;
+    char **cmd;
+    bool interactive, tty;
+} exec_args;
+
+/* Parses the command line into a; -1 when the command runs, else the exit code after saying
+ * why not. Options may also follow the name (`asb exec NAME -i -- CMD`), as with kubectl. */
+static int exec_parse(int argc, char **argv, exec_args *a)
 {
     static const struct option opts[] = {{"stdin", no_argument, NULL, 'i'},
                                          {"tty", no_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_GLOBAL_LONG,
                                          {0}};
-    bool interactive = false, tty = false;
     int c;
     while ((c = getopt_long(argc, argv, "+ith" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
         switch (c) {
         case 'i':
-            interactive = true;
+            a->interactive = true;
             break;
         case 't':
-            tty = true;
+            a->tty = true;
             break;
         default:
-            return main_usage_option(c, exec_usage);
+            return cli_usage_option(c, argv, exec_usage);
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "error: expected a sandbox name and a command: asb exec NAME -- CMD...\n");
         return main_usage_error(exec_usage);
     }
-    const char *name = argv[optind++];
-    /* Options may follow the name (`asb exec NAME -i -- CMD`), as with kubectl. */
+    a->name = argv[optind++];
     while (optind < argc && strcmp(argv[optind], "--") != 0 && argv[optind][0] == '-') {
         const char *o = argv[optind];
         if (strcmp(o, "-i") == 0 || strcmp(o, "--stdin") == 0)
-            interactive = true;
+            a->interactive = true;
         else if (strcmp(o, "-t") == 0 || strcmp(o, "--tty") == 0)
-            tty = true;
+            a->tty = true;
         else if (strcmp(o, "-it") == 0 || strcmp(o, "-ti") == 0)
-            interactive = tty = true;
+            a->interactive = a->tty = true;
         else {
             fprintf(stderr, "error: unknown option \"%s\" (put the command after --)\n", o);
             return 2;
@@ -206,19 +213,85 @@ int asb_exec(int argc, char **argv)
     }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
-    if (optind >= argc || !*name) {
+    if (optind >= argc || !*a->name) {
         fprintf(stderr, "error: you must specify at least one command for the sandbox: "
                         "asb exec NAME -- CMD...\n");
         return 2;
     }
-    char **cmd = argv + optind;
+    a->cmd = argv + optind;
+    return -1;
+}
 
+/* Signals go to the signal thread only; writes to a closed stdout fail with EPIPE. */
+static void block_exec_signals(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGWINCH);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* -t: a remote pty of our window's size, and our terminal raw until restore_tty(). */
+static void enter_tty(asb_sandbox_process_options *po)
+{
+    po->pty = 1;
+    (void)window_size(&po->pty_cols, &po->pty_rows);
+    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
+            tio_saved = true;
+    }
+}
+
+/* Wakes and joins the helper threads once the call has ended. */
+static void join_helpers(exec_state *st, bool have_in, pthread_t in_t, bool have_sig,
+                         pthread_t sig_t)
+{
+    pthread_mutex_lock(&st->lock);
+    st->finished = true;
+    pthread_cond_broadcast(&st->started);
+    pthread_mutex_unlock(&st->lock);
+    if (write(st->wake[1], "x", 1) < 0) {
+        /* the pipe is ours and empty: cannot fail */
+    }
+    if (have_in)
+        pthread_join(in_t, NULL);
+    if (have_sig) {
+        pthread_kill(sig_t, SIGUSR1);
+        pthread_join(sig_t, NULL);
+    }
+}
+
+/* Our exit code: the remote process's, 128+N for a signal, 1 or the error's code otherwise. */
+static int exec_exit_code(int r, int code, int last_signal)
+{
+    if (r == ASB_OK)
+        return code >= 0 ? code & 0xff : last_signal ? 128 + last_signal : 128 + SIGKILL;
+    if (r == ASB_ECANCELLED && last_signal)
+        return 128 + last_signal;
+    if (r > 0)
+        return 1; /* a callback stopped the stream: our stdout or stderr went away */
+    return cli_print_sandbox_error(NULL);
+}
+
+int asb_exec(int argc, char **argv)
+{
+    exec_args a = {0};
+    int ret = exec_parse(argc, argv, &a);
+    if (ret >= 0)
+        return ret;
     asb_client *cl = NULL;
-    int ret = cli_client(&cl);
+    ret = cli_client(&cl);
     if (ret)
         return ret;
-    exec_state st = {.interactive = interactive, .tty = tty, .wake = {-1, -1}};
-    ret = cli_sandbox_open(cl, name, &st.sandbox);
+    exec_state st = {.interactive = a.interactive, .tty = a.tty, .wake = {-1, -1}};
+    ret = cli_sandbox_open(cl, a.name, &st.sandbox);
     asb_client_free(cl);
     if (ret)
         return ret;
@@ -230,36 +303,18 @@ int asb_exec(int argc, char **argv)
         asb_sandbox_free(st.sandbox);
         return 1;
     }
-    /* Signals go to the signal thread only; writes to a closed stdout fail with EPIPE. */
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGWINCH);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-
+    block_exec_signals();
     asb_sandbox_process_options po = ASB_SANDBOX_PROCESS_OPTIONS_INIT;
     po.cancel = &st.cancel;
     /* Without -i the remote stdin is closed at once, as `kubectl exec` without -i (on a terminal
      * closing stdin would close the terminal, so it stays open there); libasb sends the close on
      * the Start call's own connection. */
-    po.close_stdin = !interactive && !tty;
-    if (tty) {
-        po.pty = 1;
-        (void)window_size(&po.pty_cols, &po.pty_rows);
-        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
-            struct termios raw = saved_tio;
-            cfmakeraw(&raw);
-            if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
-                tio_saved = true;
-        }
-    }
+    po.close_stdin = !a.interactive && !a.tty;
+    if (a.tty)
+        enter_tty(&po);
     pthread_t sig_t, in_t;
     bool have_sig = pthread_create(&sig_t, NULL, signal_thread, &st) == 0;
-    bool have_in = interactive && pthread_create(&in_t, NULL, stdin_thread, &st) == 0;
+    bool have_in = a.interactive && pthread_create(&in_t, NULL, stdin_thread, &st) == 0;
 
     asb_sandbox_callbacks cbs = ASB_SANDBOX_CALLBACKS_INIT;
     cbs.init_cb = on_init;
@@ -267,34 +322,10 @@ int asb_exec(int argc, char **argv)
     cbs.stderr_cb = on_stderr;
     cbs.payload = &st;
     int code = -1;
-    int r = asb_sandbox_start(&code, st.sandbox, (const char *const *)cmd, &po, &cbs);
-
-    /* Wake and join the helper threads. */
-    pthread_mutex_lock(&st.lock);
-    st.finished = true;
-    pthread_cond_broadcast(&st.started);
-    pthread_mutex_unlock(&st.lock);
-    if (write(st.wake[1], "x", 1) < 0) {
-        /* the pipe is ours and empty: cannot fail */
-    }
-    if (have_in)
-        pthread_join(in_t, NULL);
-    if (have_sig) {
-        pthread_kill(sig_t, SIGUSR1);
-        pthread_join(sig_t, NULL);
-    }
+    int r = asb_sandbox_start(&code, st.sandbox, (const char *const *)a.cmd, &po, &cbs);
+    join_helpers(&st, have_in, in_t, have_sig, sig_t);
     restore_tty();
-    int last_signal = atomic_load(&st.last_signal);
-
-    if (r == ASB_OK) {
-        ret = code >= 0 ? code & 0xff : last_signal ? 128 + last_signal : 128 + SIGKILL;
-    } else if (r == ASB_ECANCELLED && last_signal) {
-        ret = 128 + last_signal;
-    } else if (r > 0) {
-        ret = 1; /* a callback stopped the stream: our stdout or stderr went away */
-    } else {
-        ret = cli_print_sandbox_error(NULL);
-    }
+    ret = exec_exit_code(r, code, atomic_load(&st.last_signal));
     close(st.wake[0]);
     close(st.wake[1]);
     asb_sandbox_free(st.sandbox);

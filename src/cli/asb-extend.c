@@ -47,7 +47,7 @@ int asb_extend(int argc, char **argv)
             policy = optarg;
             break;
         default:
-            return main_usage_option(c, extend_usage);
+            return cli_usage_option(c, argv, extend_usage);
         }
     }
     if (argc - optind != 1 || ms < 0) {

@@ -1,49 +1,41 @@
-/* `asb get KIND [NAME...] [-o FORMAT] [-l SELECTOR] [-A] [-w] [--for KIND/NAME]`: kubectl's get.
- * A table by default with the printer columns of the kind's table (src/api/api-kind-*.c,
- * asb-get-columns.c); -o json/yaml of a collection prints a List; -o jsonpath=/custom-columns=
- * take kubectl's templates (asb-jsonpath.h); -w prints rows as objects change. */
+/* `asb get KIND[,KIND...] [NAME...] [-o FORMAT] [-l SELECTOR] [-A] [-w] [--for KIND/NAME]`:
+ * kubectl's get. A table by default with the printer columns of the kind's table
+ * (src/api/api-kind-*.c, asb-get-columns.c) and kubectl's decorations (asb-get-print.c); events
+ * folded and in time order (asb-events.c); -o json/yaml of a collection prints a List;
+ * -o jsonpath=/custom-columns= take kubectl's templates (asb-jsonpath.h); --sort-by
+ * (asb-get-sort.c); -w prints rows as objects change. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/buf.h"
 #include "basic/macro.h"
 #include "cli/asb-cli.h"
-#include "cli/asb-jsonpath.h"
-#include "cli/asb-table.h"
+#include "cli/asb-events.h"
+#include "cli/asb-get.h"
 #include "cli/asb.h"
 
-typedef enum output {
-    OUT_TABLE,
-    OUT_WIDE,
-    OUT_JSON,
-    OUT_YAML,
-    OUT_NAME,
-    OUT_JSONPATH,
-    OUT_CUSTOM_COLUMNS,
-} output;
-
-typedef struct get_opts {
-    output o;
-    const char *template; /* OUT_JSONPATH: the template; OUT_CUSTOM_COLUMNS: the spec */
-    const char *selector;
-    const char *for_ref; /* events only: "KIND/NAME" */
-    bool all_ns, watch;
-} get_opts;
+#define GET_MAX_KINDS 8
 
 static void get_usage(FILE *f)
 {
-    fprintf(f, "Usage: asb get KIND[/NAME] [NAME...] [-o json|yaml|wide|name] [-l SELECTOR] [-A]\n"
-               "                 [-w] [--for KIND/NAME]\n\n"
+    fprintf(f, "Usage: asb get KIND[,KIND...][/NAME] [NAME...] [-o FORMAT] [-l SELECTOR] [-A]\n"
+               "                 [-w] [--for KIND/NAME] [--sort-by PATH] [-L KEY] [--show-labels]\n"
+               "                 [--no-headers]\n\n"
                "Kinds: sandbox (sandboxes, sbx), sandboxtemplate (template), sandboxwarmpool\n"
-               "(warmpool, swp), sandboxclaim (claim), event (events, ev).\n\n"
+               "(warmpool, swp), sandboxclaim (claim), sandboxsnapshot (snapshot), event (events,\n"
+               "ev); several separated by commas; all: every kind but events.\n\n"
                "Options:\n"
                "  -o, --output FORMAT   json, yaml, wide, name, jsonpath=TEMPLATE or\n"
                "                        custom-columns=HEADER:PATH[,...] (default: a table)\n"
                "  -l, --selector SEL    label selector (a=b,c!=d,e in (x,y))\n"
                "  -A, --all-namespaces  list across namespaces\n"
+               "  -L, --label-columns KEY[,KEY...]  a column with each label's value\n"
+               "      --show-labels     a LABELS column with every label\n"
+               "      --no-headers      no header row\n"
+               "      --sort-by PATH    sort by the value at a JSONPath ('{.metadata.name}')\n"
                "  -w, --watch           after the list, print objects as they change\n"
+               "      --output-watch-events  with -w: an EVENT column (ADDED, MODIFIED, DELETED)\n"
                "      --for KIND/NAME   events: only those about this object\n"
                "  -h, --help            show this help\n" CLI_GLOBAL_HELP);
 }
@@ -52,7 +44,7 @@ static int parse_output(get_opts *g, const char *arg)
 {
     static const struct {
         const char *name;
-        output o;
+        get_output o;
     } plain[] = {{"json", OUT_JSON}, {"yaml", OUT_YAML}, {"wide", OUT_WIDE}, {"name", OUT_NAME}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(arg, plain[i].name) == 0) {
@@ -76,140 +68,22 @@ static int parse_output(get_opts *g, const char *arg)
     return -EINVAL;
 }
 
-static int print_json_or_yaml(const json_t *v, output o)
+/* -L a,b -L c: every key, in order. */
+static int add_label_cols(get_opts *g, const char *arg)
 {
-    _cleanup_free_ char *s = json_dumps(v, JSON_INDENT(4) | JSON_SORT_KEYS);
-    if (!s) {
-        fprintf(stderr, "error: out of memory\n");
-        return 1;
-    }
-    if (o == OUT_JSON) {
-        printf("%s\n", s);
-        return 0;
-    }
-    _cleanup_free_ char *y = NULL;
-    if (asb_manifest_to_yaml(&y, s) != ASB_OK)
-        return cli_print_error(NULL);
-    fputs(y, stdout);
-    return 0;
-}
-
-static int print_jsonpath(const char *template, const json_t *root)
-{
-    _cleanup_buf_ buf out = BUF_INIT;
-    _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
-    int r = cli_jsonpath_render(&out, template, root, &err);
-    if (r < 0) {
-        fprintf(stderr, "error: error parsing jsonpath %s, %s\n", template,
-                r == -EINVAL && err.message ? err.message : "out of memory");
-        return 1;
-    }
-    fwrite(out.data ? out.data : "", 1, out.len, stdout);
-    return 0;
-}
-
-/* custom-columns=HEADER:PATH,...: the header row (obj NULL) or an object's cells, each the
- * values at PATH joined by ',' ("<none>" when there is none). Returns the number of columns, or
- * -EINVAL when the spec is not HEADER:PATH pairs. */
-static int custom_row(const char *spec, const json_t *obj, char *row[])
-{
-    _cleanup_free_ char *copy = strdup(spec);
+    _cleanup_free_ char *copy = strdup(arg);
     if (!copy)
         return -ENOMEM;
-    int n = 0;
-    for (char *save = NULL, *col = strtok_r(copy, ",", &save); col;
-         col = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(col, ':');
-        if (!colon || colon == col || !colon[1] || n == CLI_TABLE_MAX_COLS) {
-            for (int i = 0; i < n; i++)
-                free(row[i]);
-            return -EINVAL;
+    for (char *save = NULL, *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        if (g->n_label_cols == GET_MAX_LABEL_COLS) {
+            fprintf(stderr, "error: at most %d label columns\n", GET_MAX_LABEL_COLS);
+            return -E2BIG;
         }
-        *colon = '\0';
-        if (!obj) {
-            row[n++] = strdup(col);
-            continue;
-        }
-        /* kubectl takes ".a.b" or "{.a.b}" */
-        char *p = colon + 1;
-        size_t pl = strlen(p);
-        if (p[0] == '{' && pl > 1 && p[pl - 1] == '}') {
-            p[pl - 1] = '\0';
-            p++;
-        }
-        _cleanup_buf_ buf cell = BUF_INIT;
-        json_t *vals = json_array();
-        if (vals && cli_jsonpath_values(obj, p, vals) == 0) {
-            size_t i;
-            json_t *v;
-            json_array_foreach (vals, i, v) {
-                _cleanup_free_ char *t = cli_jsonpath_text(v);
-                if (i > 0)
-                    buf_append_byte(&cell, ',');
-                buf_append_str(&cell, t ? t : "");
-            }
-        }
-        json_decref(vals);
-        row[n++] = cell.len ? buf_steal(&cell, NULL) : strdup("<none>");
+        if (!(g->label_cols[g->n_label_cols] = strdup(k)))
+            return -ENOMEM;
+        g->n_label_cols++;
     }
-    return n;
-}
-
-/* The rows of items: a table (header unless only_rows), names, or custom columns. */
-static int print_rows(const asb_kind *k, const get_opts *g, json_t *items, cli_table *t,
-                      bool only_rows)
-{
-    char *row[CLI_TABLE_MAX_COLS];
-    if (g->o == OUT_NAME) {
-        char ref[600];
-        for (size_t i = 0; i < json_array_size(items); i++)
-            printf("%s\n",
-                   cli_ref(ref, sizeof(ref), k, cli_meta(json_array_get(items, i), "name")));
-        return 0;
-    }
-    if (g->o == OUT_CUSTOM_COLUMNS) {
-        int n = custom_row(g->template, NULL, row);
-        if (n < 0) {
-            fprintf(stderr, "error: custom-columns format specified but no custom columns given "
-                            "as HEADER:PATH\n");
-            return 1;
-        }
-        t->ncols = (size_t)n;
-    } else
-        t->ncols = cli_columns(k, g->o == OUT_WIDE, g->all_ns, NULL, row);
-    if (only_rows)
-        for (size_t c = 0; c < t->ncols; c++)
-            free(row[c]);
-    else
-        cli_table_add(t, row);
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        const json_t *obj = json_array_get(items, i);
-        if (g->o == OUT_CUSTOM_COLUMNS)
-            custom_row(g->template, obj, row);
-        else
-            cli_columns(k, g->o == OUT_WIDE, g->all_ns, obj, row);
-        cli_table_add(t, row);
-    }
-    cli_table_print(t);
     return 0;
-}
-
-static int print_items(const asb_kind *k, const get_opts *g, json_t *items, bool single,
-                       cli_table *t)
-{
-    if (g->o == OUT_JSON || g->o == OUT_YAML || g->o == OUT_JSONPATH) {
-        if (single)
-            return g->o == OUT_JSONPATH ? print_jsonpath(g->template, json_array_get(items, 0))
-                                        : print_json_or_yaml(json_array_get(items, 0), g->o);
-        json_t *list = json_pack("{s:s,s:O,s:s,s:{s:s}}", "apiVersion", "v1", "items", items,
-                                 "kind", "List", "metadata", "resourceVersion", "");
-        int r = !list                  ? 1
-                : g->o == OUT_JSONPATH ? print_jsonpath(g->template, list)
-                                       : print_json_or_yaml(list, g->o);
-        json_decref(list);
-        return r;
-    }
-    return print_rows(k, g, items, t, false);
 }
 
 /* --for KIND/NAME on events: keeps the events whose .regarding is that object. */
@@ -271,12 +145,12 @@ static int on_watch_event(const char *type, const char *object_json, void *paylo
         return 1;
     }
     int r = 0;
-    if (json_array_size(items) > 0)
-        r = w->g->o == OUT_JSON || w->g->o == OUT_YAML || w->g->o == OUT_JSONPATH
-                ? print_items(w->k, w->g, items, true, w->t)
-                : print_rows(w->k, w->g, items, w->t, !w->need_header);
-    if (json_array_size(items) > 0)
+    if (json_array_size(items) > 0) {
+        r = get_output_is_document(w->g->o)
+                ? get_print_document(w->g, items, true)
+                : get_print_rows(w->k, w->g, items, w->t, !w->need_header, type);
         w->need_header = false;
+    }
     json_decref(items);
     fflush(stdout);
     return r;
@@ -311,17 +185,29 @@ static int watch(asb_client *cl, const asb_kind *k, const get_opts *g, const cha
 
 static int parse_args(int argc, char **argv, get_opts *g)
 {
-    enum { OPT_FOR = 0x2001 };
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"selector", required_argument, NULL, 'l'},
-                                         {"all-namespaces", no_argument, NULL, 'A'},
-                                         {"watch", no_argument, NULL, 'w'},
-                                         {"for", required_argument, NULL, OPT_FOR},
-                                         {"help", no_argument, NULL, 'h'},
-                                         CLI_GLOBAL_LONG,
-                                         {0}};
+    enum {
+        OPT_FOR = 0x2001,
+        OPT_SHOW_LABELS,
+        OPT_NO_HEADERS,
+        OPT_SORT_BY,
+        OPT_WATCH_EVENTS,
+    };
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"selector", required_argument, NULL, 'l'},
+        {"all-namespaces", no_argument, NULL, 'A'},
+        {"watch", no_argument, NULL, 'w'},
+        {"for", required_argument, NULL, OPT_FOR},
+        {"label-columns", required_argument, NULL, 'L'},
+        {"show-labels", no_argument, NULL, OPT_SHOW_LABELS},
+        {"no-headers", no_argument, NULL, OPT_NO_HEADERS},
+        {"sort-by", required_argument, NULL, OPT_SORT_BY},
+        {"output-watch-events", no_argument, NULL, OPT_WATCH_EVENTS},
+        {"help", no_argument, NULL, 'h'},
+        CLI_GLOBAL_LONG,
+        {0}};
     int c;
-    while ((c = getopt_long(argc, argv, "o:l:Awh" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:l:AwL:h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
         switch (c) {
@@ -338,6 +224,22 @@ static int parse_args(int argc, char **argv, get_opts *g)
         case 'w':
             g->watch = true;
             break;
+        case 'L':
+            if (add_label_cols(g, optarg) < 0)
+                return 2;
+            break;
+        case OPT_SHOW_LABELS:
+            g->show_labels = true;
+            break;
+        case OPT_NO_HEADERS:
+            g->no_headers = true;
+            break;
+        case OPT_SORT_BY:
+            g->sort_by = optarg;
+            break;
+        case OPT_WATCH_EVENTS:
+            g->watch_events = true;
+            break;
         case OPT_FOR:
             g->for_ref = optarg;
             break;
@@ -345,8 +247,7 @@ static int parse_args(int argc, char **argv, get_opts *g)
             get_usage(stdout);
             return 0;
         default:
-            get_usage(stderr);
-            return 2;
+            return cli_usage_option(c, argv, get_usage);
         }
     }
     if (optind >= argc) {
@@ -355,6 +256,38 @@ static int parse_args(int argc, char **argv, get_opts *g)
         return 2;
     }
     return -1;
+}
+
+/* kubectl's `all` category for our kinds (asb delete's too, in the order get prints them). */
+static const char *const all_kinds[] = {"sandboxes", "sandboxclaims", "sandboxwarmpools",
+                                        "sandboxtemplates", "sandboxsnapshots"};
+
+/* KIND[,KIND...] ("all" expanded) into kinds; returns their number, 0 after an error. */
+static size_t parse_kinds(char *arg, const asb_kind *kinds[GET_MAX_KINDS])
+{
+    size_t n = 0;
+    for (char *save = NULL, *name = strtok_r(arg, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        bool all = strcmp(name, "all") == 0;
+        for (size_t i = 0; i < (all ? ELEMENTSOF(all_kinds) : 1); i++) {
+            const asb_kind *k = NULL;
+            if (all ? asb_kind_lookup(&k, all_kinds[i]) != ASB_OK : !(k = cli_kind(name)))
+                return 0;
+            bool dup = false;
+            for (size_t j = 0; j < n; j++)
+                dup = dup || kinds[j] == k;
+            if (dup)
+                continue;
+            if (n == GET_MAX_KINDS) {
+                fprintf(stderr, "error: too many resource types\n");
+                return 0;
+            }
+            kinds[n++] = k;
+        }
+    }
+    if (n == 0)
+        fprintf(stderr, "error: you must specify the type of resource to get\n");
+    return n;
 }
 
 /* The list's objects (appended to items); *ret_rv its resourceVersion (owned). */
@@ -371,98 +304,186 @@ static int list_objects(asb_client *cl, const asb_kind *k, const get_opts *g, js
     json_array_extend(items, json_object_get(list, "items"));
     const char *rv =
         json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
-    *ret_rv = rv ? strdup(rv) : NULL;
+    if (ret_rv)
+        *ret_rv = rv ? strdup(rv) : NULL;
     json_decref(list);
     if (g->for_ref && filter_for(items, g->for_ref) < 0)
         return 2;
     return 0;
 }
 
-int asb_get(int argc, char **argv)
+/* The named objects (NotFound errors printed, *ret_failed set), appended to items. */
+static void get_named(asb_client *cl, const asb_kind *k, char **names, size_t n, json_t *items,
+                      int *ret_failed)
 {
-    get_opts g = {.o = OUT_TABLE};
-    int r = parse_args(argc, argv, &g);
-    if (r >= 0)
-        return r;
-    /* KIND, KIND NAME..., or KIND/NAME */
+    for (size_t i = 0; i < n; i++) {
+        _cleanup_free_ char *s = NULL;
+        if (asb_object_get(&s, cl, k->plural, cli_namespace(), names[i]) != ASB_OK) {
+            *ret_failed = cli_print_error(NULL);
+            continue;
+        }
+        json_array_append_new(items, json_loads(s, 0, NULL));
+    }
+}
+
+static void no_resources(const get_opts *g)
+{
+    if (g->all_ns)
+        fprintf(stderr, "No resources found\n");
+    else
+        fprintf(stderr, "No resources found in %s namespace.\n", cli_namespace());
+}
+
+/* Events in a table: folded and in time order, as kubectl prints them; then --sort-by. */
+static int prepare_items(const asb_kind *k, const get_opts *g, json_t *items)
+{
+    if (strcmp(k->kind, "Event") == 0 && (g->o == OUT_TABLE || g->o == OUT_WIDE) &&
+        cli_events_fold(items) < 0) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    return g->sort_by ? get_sort_items(items, g->sort_by) : 0;
+}
+
+/* Several kinds (or `all`): one table per kind that has objects, a blank line between, names
+ * kind-prefixed; one List for json/yaml/jsonpath; names for -o name. */
+static int get_kinds(asb_client *cl, const asb_kind **kinds, size_t nkinds, get_opts *g,
+                     char **names, size_t nnames)
+{
+    json_t *all = json_array();
+    int ret = 0;
+    size_t printed = 0;
+    g->with_kind = true;
+    for (size_t i = 0; all && i < nkinds; i++) {
+        json_t *items = json_array();
+        cli_table t = {0};
+        int r = !items   ? 1
+                : nnames ? (get_named(cl, kinds[i], names, nnames, items, &ret), 0)
+                         : list_objects(cl, kinds[i], g, items, NULL);
+        if (r || (r = prepare_items(kinds[i], g, items))) {
+            ret = r;
+        } else if (get_output_is_document(g->o)) {
+            json_array_extend(all, items);
+        } else if (json_array_size(items) > 0) {
+            if (printed++ && g->o != OUT_NAME)
+                printf("\n");
+            if (get_print_rows(kinds[i], g, items, &t, false, NULL))
+                ret = 1;
+        }
+        json_decref(items);
+    }
+    if (!all)
+        ret = 1;
+    else if (get_output_is_document(g->o))
+        ret = get_print_document(g, all, false) ?: ret;
+    else if (printed == 0 && nnames == 0 && ret == 0)
+        no_resources(g);
+    json_decref(all);
+    return ret;
+}
+
+/* One kind: the list or the named objects, then -w's changes. */
+static int get_kind(asb_client *cl, const asb_kind *k, const get_opts *g, char **names,
+                    size_t nnames)
+{
+    json_t *items = json_array();
+    _cleanup_free_ char *rv = NULL;
+    cli_table t = {0};
+    int ret = 0;
+    if (!items)
+        return 1;
+    if (nnames == 0) {
+        if ((ret = list_objects(cl, k, g, items, &rv)))
+            goto out;
+        if (json_array_size(items) == 0 && !get_output_is_document(g->o)) {
+            no_resources(g);
+            if (g->watch)
+                ret = watch(cl, k, g, NULL, rv, &t, true);
+            goto out;
+        }
+    } else {
+        get_named(cl, k, names, nnames, items, &ret);
+        if (json_array_size(items) == 0)
+            goto out;
+        if (g->watch) {
+            const char *orv = cli_meta(json_array_get(items, 0), "resourceVersion");
+            rv = orv ? strdup(orv) : NULL;
+        }
+    }
+    if ((ret = prepare_items(k, g, items)))
+        goto out;
+    if (get_output_is_document(g->o) ? get_print_document(g, items, nnames == 1)
+                                     : get_print_rows(k, g, items, &t, false, NULL))
+        ret = 1;
+    else if (g->watch) {
+        fflush(stdout);
+        ret = watch(cl, k, g, nnames ? names[0] : NULL, rv, &t, false);
+    }
+out:
+    json_decref(items);
+    return ret;
+}
+
+static int run_get(get_opts *g, int argc, char **argv)
+{
+    /* KIND[,KIND], KIND NAME..., or KIND/NAME */
     _cleanup_free_ char *kind_arg = strdup(argv[optind++]);
     if (!kind_arg)
         return 1;
     char *slash = strchr(kind_arg, '/');
-    const char *slash_name = NULL;
+    char *names[argc + 1];
+    size_t nnames = 0;
     if (slash) {
         *slash = '\0';
-        slash_name = slash + 1;
+        names[nnames++] = slash + 1;
     }
-    const asb_kind *k = cli_kind(kind_arg);
-    if (!k)
+    while (optind < argc)
+        names[nnames++] = argv[optind++];
+    const asb_kind *kinds[GET_MAX_KINDS];
+    size_t nkinds = parse_kinds(kind_arg, kinds);
+    if (nkinds == 0)
         return 2;
-    size_t nnames = (size_t)(argc - optind) + (slash_name ? 1 : 0);
-    if (nnames > 0 && (g.selector || g.all_ns)) {
+    if (nnames > 0 && (g->selector || g->all_ns)) {
         fprintf(stderr, "error: a resource cannot be retrieved by name %s\n",
-                g.all_ns ? "across all namespaces" : "with a selector");
+                g->all_ns ? "across all namespaces" : "with a selector");
         return 2;
     }
-    if (g.for_ref && strcmp(k->kind, "Event") != 0) {
+    if (g->for_ref && (nkinds > 1 || strcmp(kinds[0]->kind, "Event") != 0)) {
         fprintf(stderr, "error: --for selects events: asb get events --for KIND/NAME\n");
         return 2;
     }
-    if (g.watch && nnames > 1) {
+    if (g->watch && nkinds > 1) {
+        fprintf(stderr,
+                "error: watch is only supported on individual resources and resource "
+                "collections, but %zu resource types were given\n",
+                nkinds);
+        return 2;
+    }
+    if (g->watch && nnames > 1) {
         fprintf(stderr, "error: you may only specify a single resource type and name to watch\n");
         return 2;
     }
+    if (g->watch_events && !g->watch) {
+        fprintf(stderr, "error: --output-watch-events takes -w/--watch\n");
+        return 2;
+    }
     asb_client *cl = NULL;
-    r = cli_client(&cl);
+    int r = cli_client(&cl);
     if (r)
         return r;
-    json_t *items = json_array();
-    _cleanup_free_ char *rv = NULL, *watch_name = NULL;
-    cli_table t = {0};
-    int ret = 0;
-    if (!items) {
-        ret = 1;
-        goto out;
-    }
-    if (nnames == 0) {
-        if ((ret = list_objects(cl, k, &g, items, &rv)))
-            goto out;
-        if (json_array_size(items) == 0 && g.o != OUT_JSON && g.o != OUT_YAML &&
-            g.o != OUT_JSONPATH) {
-            if (g.all_ns)
-                fprintf(stderr, "No resources found\n");
-            else
-                fprintf(stderr, "No resources found in %s namespace.\n", cli_namespace());
-            if (g.watch)
-                ret = watch(cl, k, &g, NULL, rv, &t, true);
-            goto out;
-        }
-    } else {
-        for (size_t i = 0; i < nnames; i++) {
-            const char *name = slash_name && i == 0 ? slash_name : argv[optind++];
-            _cleanup_free_ char *s = NULL;
-            if (asb_object_get(&s, cl, k->plural, cli_namespace(), name) != ASB_OK) {
-                ret = cli_print_error(NULL);
-                continue;
-            }
-            json_t *obj = json_loads(s, 0, NULL);
-            if (g.watch && !watch_name) {
-                watch_name = strdup(name);
-                const char *orv = cli_meta(obj, "resourceVersion");
-                rv = orv ? strdup(orv) : NULL;
-            }
-            json_array_append_new(items, obj);
-        }
-        if (json_array_size(items) == 0)
-            goto out;
-    }
-    if (print_items(k, &g, items, nnames == 1, &t))
-        ret = 1;
-    else if (g.watch) {
-        fflush(stdout);
-        ret = watch(cl, k, &g, watch_name, rv, &t, false);
-    }
-out:
-    json_decref(items);
+    r = nkinds > 1 ? get_kinds(cl, kinds, nkinds, g, names, nnames)
+                   : get_kind(cl, kinds[0], g, names, nnames);
     asb_client_free(cl);
-    return ret;
+    return r;
+}
+
+int asb_get(int argc, char **argv)
+{
+    get_opts g = {.o = OUT_TABLE};
+    int r = parse_args(argc, argv, &g);
+    if (r < 0)
+        r = run_get(&g, argc, argv);
+    for (size_t i = 0; i < g.n_label_cols; i++)
+        free(g.label_cols[i]);
+    return r;
 }

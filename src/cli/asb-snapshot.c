@@ -84,7 +84,7 @@ static int snapshot_create(int argc, char **argv)
             if ((timeout = (long)cli_positive_duration_arg(optarg)) <= 0)
                 return 2;
         } else
-            return main_usage_option(c, snapshot_usage);
+            return cli_usage_option(c, argv, snapshot_usage);
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "error: expected one sandbox: asb snapshot create SANDBOX\n");
@@ -116,7 +116,7 @@ static int snapshot_rm(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1)
         if (!cli_global_option(c, optarg))
-            return main_usage_option(c, snapshot_usage);
+            return cli_usage_option(c, argv, snapshot_usage);
     if (optind >= argc) {
         fprintf(stderr, "error: expected snapshot names: asb snapshot rm NAME...\n");
         return 2;
@@ -195,7 +195,7 @@ int asb_fork_main(int argc, char **argv)
             if ((fo.ready_timeout_ms = (long)cli_positive_duration_arg(optarg)) <= 0)
                 return 2;
         } else
-            return main_usage_option(c, fork_usage);
+            return cli_usage_option(c, argv, fork_usage);
     }
     const char *sandbox = optind < argc ? argv[optind] : NULL;
     if (optind + (fo.snapshot ? 0 : 1) < argc || (!sandbox && !fo.snapshot)) {

@@ -16,6 +16,8 @@ static int set_mode(int argc, char **argv, const char *verb, const char *mode, c
     while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {
         if (cli_global_option(c, optarg))
             continue;
+        if (c != 'h')
+            return cli_usage_option(c, argv, NULL);
         FILE *f = c == 'h' ? stdout : stderr;
         fprintf(f, "Usage: asb %s NAME\n\nSet spec.operatingMode of the sandbox NAME (or of the "
                    "sandbox of the claim NAME) to %s.\n\nOptions:\n"

@@ -98,8 +98,22 @@ void cli_table_print(cli_table *t)
 
 void cli_table_print_row(cli_table *t, char *row[])
 {
-    widen(t, row);
-    print_cells(t, row);
+    /* Each cell starts where its column does (the widths printed so far are kept, so every row
+     * lines up under the header); a cell wider than its column pushes only the rest of its own
+     * line, by the usual three spaces. */
+    size_t pos = 0, col = 0;
+    for (size_t c = 0; c < t->ncols; c++) {
+        const char *s = row[c] ? row[c] : "";
+        if (c > 0) {
+            size_t pad = col > pos + 3 ? col - pos : 3;
+            printf("%*s", (int)pad, "");
+            pos += pad;
+        }
+        fputs(s, stdout);
+        pos += strlen(s);
+        col += t->width[c] + 3;
+    }
+    printf("\n");
     for (size_t c = 0; c < t->ncols; c++)
         free(row[c]);
 }

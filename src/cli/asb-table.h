@@ -20,8 +20,8 @@ typedef struct cli_table {
 void cli_table_add(cli_table *t, char *row[]);
 /* Prints every row added so far and frees them; the widths are kept for cli_table_print_row. */
 void cli_table_print(cli_table *t);
-/* Prints one row at once (a watch): padded to the widths printed so far, widened when a cell is
- * wider. Takes the cells. */
+/* Prints one row at once (a watch): each cell at its column's place of the widths printed so far
+ * (which stay as they are); a wider cell shifts only the rest of its line. Takes the cells. */
 void cli_table_print_row(cli_table *t, char *row[]);
 
 /* kubectl's age of an RFC 3339 timestamp ("<unknown>" when it is not one) into buf. */

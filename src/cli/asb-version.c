@@ -41,7 +41,7 @@ int asb_version_main(int argc, char **argv)
             json = true;
             break;
         default:
-            return main_usage_option(c, version_usage);
+            return cli_usage_option(c, argv, version_usage);
         }
     }
     if (optind < argc)

@@ -1,4 +1,5 @@
 /* `asb VERB ...`: dispatch to one file per verb (crun/kubectl style). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,9 +30,22 @@ static const struct verb {
     {"suspend", asb_suspend, "Suspend a sandbox (spec.operatingMode: Suspended)"},
     {"resume", asb_resume, "Resume a suspended sandbox (spec.operatingMode: Running)"},
     {"logs", asb_logs, "Print the main process output of a sandbox"},
+    {"top", asb_top, "Show the CPU and memory running sandboxes use"},
+    {"preview", asb_preview, "Print a browser URL for a port of a sandbox (signed link)"},
+    {"port-forward", asb_port_forward, "Forward local ports to ports inside a sandbox"},
     {"mcp", asb_mcp, "Serve the Model Context Protocol (stdio, or HTTP with --listen)"},
     {"version", asb_version_main, "Print the client and server versions"},
     {"completion", asb_completion, "Print a shell completion script (bash or zsh)"},
+    {"create", asb_create, "Create objects from manifests (an existing one is an error)"},
+    {"replace", asb_replace, "Replace objects whole from manifests (PUT)"},
+    {"label", asb_label, "Set (KEY=VALUE) or remove (KEY-) labels of objects"},
+    {"annotate", asb_annotate, "Set (KEY=VALUE) or remove (KEY-) annotations of objects"},
+    {"patch", asb_patch, "Patch objects (--type merge|json|strategic)"},
+    {"edit", asb_edit, "Edit an object in $KUBE_EDITOR / $EDITOR and save it"},
+    {"scale", asb_scale, "Set a warm pool's replicas through its scale subresource"},
+    {"api-resources", asb_api_resources, "Print the kinds the server serves"},
+    {"explain", asb_explain,
+     "Describe the fields of a kind, from the schema the server validates with"},
 };
 
 const char *asb_verb_name(size_t i)
@@ -68,6 +82,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    opterr = 0; /* bad options are reported by cli_usage_option(), in kubectl's words */
+    cli_verb = v;
     for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
         if (strcmp(v, verbs[i].name) == 0)
             return verbs[i].run(argc - 1, argv + 1);

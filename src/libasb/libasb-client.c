@@ -551,6 +551,23 @@ ASB_PUBLIC int asb_server_version(char **out, asb_client *c)
     return r;
 }
 
+ASB_PUBLIC int asb_sandbox_usage(char **out, asb_client *c, const char *ns, const char *name)
+{
+    if (!out || !c)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_usage: NULL argument");
+    char *url = NULL;
+    int k = !ns ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/pods", c->server)
+            : name ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s",
+                              c->server, ns, name)
+                   : asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods",
+                              c->server, ns);
+    if (k < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    int r = request(c, "GET", url, NULL, NULL, out);
+    free(url);
+    return r;
+}
+
 ASB_PUBLIC int asb_object_get(char **out, asb_client *c, const char *kind, const char *ns,
                               const char *name)
 {
@@ -654,6 +671,39 @@ ASB_PUBLIC int asb_object_patch(char **out, asb_client *c, const char *kind, con
         return asbi_error_set(ASB_EINVAL, 0, NULL, "NULL patch");
     return object_call(out, c, kind, ns, name ? name : "", status ? "status" : NULL, "PATCH",
                        "application/merge-patch+json", merge_patch_json);
+}
+
+ASB_PUBLIC int asb_object_patch_typed(char **out, asb_client *c, const char *kind, const char *ns,
+                                      const char *name, const char *patch,
+                                      const asb_patch_options *opts)
+{
+    static const char *const types[] = {[ASB_PATCH_MERGE] = "application/merge-patch+json",
+                                        [ASB_PATCH_JSON] = "application/json-patch+json",
+                                        [ASB_PATCH_STRATEGIC] =
+                                            "application/strategic-merge-patch+json"};
+    if (!patch)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "NULL patch");
+    if (opts && (opts->version == 0 || opts->version > ASB_PATCH_OPTIONS_VERSION))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_patch_options: unknown version");
+    int type = opts ? opts->type : ASB_PATCH_MERGE;
+    if (type < 0 || type >= (int)(sizeof(types) / sizeof(types[0])))
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_patch_options: unknown patch type %d",
+                              type);
+    return object_call(out, c, kind, ns, name ? name : "", opts ? opts->subresource : NULL, "PATCH",
+                       types[type], patch);
+}
+
+ASB_PUBLIC int asb_server_discovery(char **out, asb_client *c, const char *group_version)
+{
+    if (!out || !c)
+        return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_server_discovery: NULL argument");
+    char *url = NULL;
+    if (asprintf(&url, "%s/apis%s%s", c->server, group_version ? "/" : "",
+                 group_version ? group_version : "") < 0)
+        return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+    int r = request(c, "GET", url, NULL, NULL, out);
+    free(url);
+    return r;
 }
 
 ASB_PUBLIC int asb_object_delete(char **out, asb_client *c, const char *kind, const char *ns,

@@ -179,9 +179,7 @@ static int connect_unix(const char *path)
     return fd;
 }
 
-/* TCP connection to the router (blocking connect bounded by the kernel's timeout, then
- * non-blocking like the unix socket). */
-static int connect_tcp(const char *host, const char *port)
+int asbi_router_connect(const char *host, const char *port)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int e = getaddrinfo(host, port, &hints, &res);
@@ -344,7 +342,7 @@ int asbi_grpc_call(const asb_sandbox *sbx, const char *method, const uint8_t *re
         return ret;
     long deadline = timeout_ms > 0 ? now_msec(CLOCK_MONOTONIC) + timeout_ms + DEADLINE_GRACE_MS : 0;
     const char *socket_path = sbx->router_url ? sbx->router_url : sbx->grpc_socket;
-    c.fd = sbx->router_url ? connect_tcp(sbx->router_host, sbx->router_port)
+    c.fd = sbx->router_url ? asbi_router_connect(sbx->router_host, sbx->router_port)
                            : connect_unix(sbx->grpc_socket);
     if (c.fd < 0) {
         ret = c.fd;

@@ -69,6 +69,9 @@ void asbi_grpc_reader_done(asbi_grpc_reader *r);
 /* Splits "http://HOST:PORT[/]" (HOST may be [v6]) into host and port (default 80), both owned
  * by the caller. Other schemes and malformed URLs give ASB_EINVAL. */
 int asbi_router_url_split(const char *url, char **ret_host, char **ret_port);
+/* TCP connection to the router at host:port (blocking connect bounded by the kernel's timeout,
+ * then non-blocking like the unix socket): the fd, or an error code (set). */
+int asbi_router_connect(const char *host, const char *port);
 
 /* A second unary request a call may carry on its own connection (at most one): the message
  * callback fills method/req/req_len and sets ready, and the request goes out as a new stream on

@@ -98,6 +98,10 @@ static const struct tool {
      "Start count new sandboxes whose files are a copy of a sandbox's (snapshotted now) or of an "
      "earlier snapshot, and wait until they are ready. Returns their names for the other tools.",
      MCP_SCHEMA_FORK_IN, MCP_SCHEMA_FORK_OUT, mcp_tool_fork, false, false},
+    {"get_preview_url", "Get preview URL",
+     "Return a URL a person opens in a browser to see a server (web app, notebook, dev server) "
+     "listening on a port inside a sandbox. The link is signed and admits that port only.",
+     MCP_SCHEMA_PREVIEW_IN, MCP_SCHEMA_PREVIEW_OUT, mcp_tool_preview, true, false},
 };
 
 json_t *mcp_tools_list(const mcp_session *session)

@@ -45,6 +45,7 @@ void mcp_tool_list(mcp_call *call, const json_t *args, tool_out *out);
 void mcp_tool_exists(mcp_call *call, const json_t *args, tool_out *out);
 void mcp_tool_snapshot(mcp_call *call, const json_t *args, tool_out *out);
 void mcp_tool_fork(mcp_call *call, const json_t *args, tool_out *out);
+void mcp_tool_preview(mcp_call *call, const json_t *args, tool_out *out);
 
 /* A JSON string of n bytes of output, invalid UTF-8 replaced by U+FFFD (jansson takes only valid
  * UTF-8). New reference; NULL when out of memory. */

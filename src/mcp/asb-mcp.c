@@ -235,6 +235,8 @@ int asb_mcp(int argc, char **argv)
             noauth = true;
         else if (c == OPT_VIA_ROUTER)
             mcp_via_router = true;
+        else if (c != 'h')
+            return cli_usage_option(c, argv, NULL);
         else {
             mcp_usage(c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 2;

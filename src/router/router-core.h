@@ -54,11 +54,13 @@ int router_headers_fields(const router_headers *h, http_field **ret);
 /* ---- admission ---- */
 
 typedef struct router_admission {
-    router_request_info info;  /* method, path, X-Sandbox-*, content type */
+    router_request_info info;  /* method, path, X-Sandbox-*, content type, host */
     const char *authorization; /* NULL: absent */
+    const char *cookie;        /* the Cookie header (HTTP/1.1: the first); NULL: absent */
     bool loopback;             /* the client is a loopback peer */
     bool http2;                /* HTTP/2 client: gRPC allowed */
     bool upgrade;              /* an upgrade (or CONNECT) the caller cannot proxy: 501 */
+    bool connect;              /* CONNECT, which the caller tunnels to a sandbox port (else 501) */
 } router_admission;
 
 /* Fills a's info and authorization from an HTTP/1.1 header list (first occurrence wins). */
@@ -67,6 +69,7 @@ void router_admission_from_headers(router_admission *a, const char *method, cons
 
 typedef enum router_admit_result {
     ROUTER_ADMIT_HEALTHZ, /* answer router_healthz_body with 200 */
+    ROUTER_ADMIT_ANSWER,  /* answer *ret_answer (the router's own: a preview link, redirect) */
     ROUTER_ADMIT_REFUSED, /* answer *err */
     ROUTER_ADMIT_PENDING, /* routed (*ret_route), but resolving would block (nonblock set) */
     ROUTER_ADMIT_TARGET,  /* routed and resolved: *ret_target filled, owned by the caller */
@@ -74,13 +77,26 @@ typedef enum router_admit_result {
 
 extern const char router_healthz_body[];
 
+/* An answer the router makes itself besides errors and healthz. */
+typedef struct router_answer {
+    int status;
+    const char *ctype;
+    char headers[512]; /* extra header lines separated by CRLF, none after the last; "" none */
+    char body[1024];
+} router_answer;
+
+/* The router's own path that signs preview links: GET ROUTER_PREVIEW_PATH?namespace=NS&
+ * sandbox=ID&port=N[&ttl=SECONDS] (bearer auth, no X-Sandbox-ID) answers 200 {"url":
+ * "http://N-ID.NS.DOMAIN[:P]/?asb-preview=...", "expiresAt": RFC 3339}. */
+#define ROUTER_PREVIEW_PATH "/preview-url"
+
 /* The one admission sequence: healthz, bearer auth, X-Sandbox-* routing, protocol checks
  * (upgrades, gRPC over HTTP/1.1), then resolution. nonblock: resolve only from what the
  * resolver knows at once (ROUTER_ADMIT_PENDING otherwise; the caller resolves later with
  * router_admit_resolve). */
 router_admit_result router_admit(router_ctx *ctx, const router_admission *a, bool nonblock,
                                  router_route *ret_route, router_target *ret_target,
-                                 api_error *err);
+                                 router_answer *ret_answer, api_error *err);
 /* The resolution step alone (may block). Returns ROUTER_ADMIT_TARGET or _REFUSED. */
 router_admit_result router_admit_resolve(router_ctx *ctx, const router_route *route,
                                          router_target *ret_target, api_error *err);
@@ -108,6 +124,8 @@ int router_resolve_async(router_resolution *res);
  * keep_alive, and the body unless head_only. 0 or -ENOMEM. */
 int router_reply(buf *out, int status, const char *ctype, const char *extra, const char *body,
                  size_t len, bool keep_alive, bool head_only);
+/* router_reply of a router_answer. */
+int router_reply_answer(buf *out, const router_answer *a, bool keep_alive, bool head_only);
 
 /* ---- request head ---- */
 

@@ -72,6 +72,39 @@ int router_error_malformed(api_error *err)
     return set(err, -EINVAL, STATUS_INVALID_ARGUMENT, "Malformed HTTP request.");
 }
 
+int router_error_port_unix(api_error *err, unsigned port, const char *sandbox_id)
+{
+    return set(err, -ENXIO, STATUS_BAD_GATEWAY,
+               "port %u of sandbox %s cannot be reached: the router's target template names "
+               "unix sockets",
+               port, sandbox_id);
+}
+
+int router_error_preview_expired(api_error *err, const char *sandbox_id, unsigned port)
+{
+    return set(err, -EACCES, STATUS_UNAUTHENTICATED,
+               "This preview link is invalid or has expired: ask for a new one (asb preview %s "
+               "%u).",
+               sandbox_id, port);
+}
+
+int router_error_preview_too_long(api_error *err)
+{
+    return set(err, -EACCES, STATUS_URI_TOO_LONG, "The preview link is too long.");
+}
+
+int router_error_preview_param(api_error *err, const char *param)
+{
+    return set(err, -EINVAL, STATUS_INVALID_ARGUMENT, "Invalid %s.", param);
+}
+
+int router_error_preview_request(api_error *err)
+{
+    return set(err, -EINVAL, STATUS_INVALID_ARGUMENT,
+               "A preview link needs namespace, sandbox, a port (not 8080, 9090 or 8888) and ttl "
+               "seconds (at most a year).");
+}
+
 unsigned router_error_http(const api_error *err)
 {
     return status_http(err->code);

@@ -29,6 +29,17 @@ int router_error_upgrade(api_error *err);
 int router_error_legacy_too_large(api_error *err);
 /* 400 "Malformed HTTP request." (-EINVAL) */
 int router_error_malformed(api_error *err);
+/* 502 "port <port> of sandbox <id> cannot be reached: the router's target template names unix
+ * sockets" (-ENXIO) */
+int router_error_port_unix(api_error *err, unsigned port, const char *sandbox_id);
+/* Preview links (router-preview.h): 401 "This preview link is invalid or has expired: ask for a
+ * new one (asb preview <id> <port>)." (-EACCES); 414 for a link too long to redirect with
+ * (-EACCES); 400 "Invalid <param>." and 400 for a link request that lacks what it needs
+ * (-EINVAL). */
+int router_error_preview_expired(api_error *err, const char *sandbox_id, unsigned port);
+int router_error_preview_too_long(api_error *err);
+int router_error_preview_param(api_error *err, const char *param);
+int router_error_preview_request(api_error *err);
 
 /* The HTTP status an answer of err carries. */
 unsigned router_error_http(const api_error *err);

@@ -214,11 +214,11 @@ void h2_up_fail(h2_conn *c, h2_up *u)
         }
 }
 
-void h2_start_grpc(h2_stream *st)
+void h2_start_grpc(h2_stream *st, const char *addr)
 {
     h2_conn *c = st->c;
     int err = 0;
-    h2_up *u = up_get(c, st->target.grpc, &err);
+    h2_up *u = addr ? up_get(c, addr, &err) : NULL;
     if (!u) {
         c->ctx->resolver->invalidate(c->ctx->resolver, st->route.ns, st->route.id);
         _cleanup_(api_error_clear) api_error e = API_ERROR_INIT;
@@ -231,7 +231,7 @@ void h2_start_grpc(h2_stream *st)
     const char *path = nv_get(&st->req_hdrs, ":path");
     nv_adds(&h, ":method", method ? method : "POST");
     nv_adds(&h, ":scheme", "http");
-    nv_adds(&h, ":authority", "sandbox");
+    nv_adds(&h, ":authority", router_upstream_host(addr));
     nv_adds(&h, ":path", path ? path : "/");
     for (size_t i = 0; i < st->req_hdrs.n; i++) {
         nghttp2_nv *v = &st->req_hdrs.v[i];

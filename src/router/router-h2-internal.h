@@ -205,7 +205,8 @@ void h2_respond_simple(h2_stream *st, int status, const char *ctype, const char 
                        const char *body, size_t len);
 
 /* router-h2-grpc.c: a stream's gRPC upstream (one nghttp2 client session per socket). */
-void h2_start_grpc(h2_stream *st);
+/* Starts a gRPC stream to the HTTP/2 server at addr. */
+void h2_start_grpc(h2_stream *st, const char *addr);
 void h2_stream_upstream_failed(h2_stream *st, uint32_t code);
 void h2_up_free(h2_up *u);
 void h2_up_fail(h2_conn *c, h2_up *u);

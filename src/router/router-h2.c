@@ -111,16 +111,19 @@ void h2_respond_simple(h2_stream *st, int status, const char *ctype, const char 
     snprintf(sb, sizeof(sb), "%d", status);
     nv_adds(&h, ":status", sb);
     nv_adds(&h, "content-type", ctype);
-    if (extra) {
-        const char *colon = strchr(extra, ':');
-        if (colon) {
-            _cleanup_free_ char *name = strndup(extra, (size_t)(colon - extra));
-            if (name) {
+    for (const char *line = extra; line && *line;) {
+        const char *eol = strstr(line, "\r\n"), *colon = strchr(line, ':');
+        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+        if (colon && colon < line + ll) {
+            _cleanup_free_ char *name = strndup(line, (size_t)(colon - line));
+            _cleanup_free_ char *value = strndup(colon + 2, ll - (size_t)(colon - line) - 2);
+            if (name && value) {
                 for (char *q = name; *q; q++)
                     *q = (char)tolower((unsigned char)*q);
-                nv_adds(&h, name, colon + 2);
+                nv_adds(&h, name, value);
             }
         }
+        line = eol ? eol + 2 : NULL;
     }
     bb_put(&st->resp, body, len);
     st->resp_eof = true;
@@ -141,7 +144,13 @@ static void dispatch_stream(h2_stream *st)
     bool end_stream = st->req_eof;
     switch (st->route.kind) {
     case ROUTER_KIND_GRPC:
-        h2_start_grpc(st);
+        h2_start_grpc(st, st->target.grpc);
+        return;
+    case ROUTER_KIND_PORT: /* gRPC over HTTP/2 (h2c), anything else over HTTP/1.1 */
+        if (st->grpc_ct)
+            h2_start_grpc(st, st->target.port);
+        else
+            h2_start_rest(st, st->target.port, end_stream);
         return;
     case ROUTER_KIND_REST:
         h2_start_rest(st, st->target.rest, end_stream);
@@ -239,13 +248,21 @@ static void route_stream(h2_stream *st)
                 .sandbox_port = nv_get(&st->req_hdrs, "x-sandbox-port"),
                 .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
                 .content_type = nv_get(&st->req_hdrs, "content-type"),
+                .host = nv_get(&st->req_hdrs, ":authority") ? nv_get(&st->req_hdrs, ":authority")
+                                                             : nv_get(&st->req_hdrs, "host"),
             },
         .authorization = nv_get(&st->req_hdrs, "authorization"),
+        .cookie = nv_get(&st->req_hdrs, "cookie"),
         .loopback = c->loopback,
         .http2 = true,
     };
     st->grpc_ct = router_is_grpc_content_type(a.info.content_type);
-    switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &err)) {
+    router_answer ans;
+    switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &ans, &err)) {
+    case ROUTER_ADMIT_ANSWER:
+        h2_respond_simple(st, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL,
+                          ans.body, strlen(ans.body));
+        return;
     case ROUTER_ADMIT_HEALTHZ:
         h2_respond_simple(st, 200, "application/json", NULL, router_healthz_body,
                           strlen(router_healthz_body));

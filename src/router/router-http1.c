@@ -171,7 +171,16 @@ static int rq_headers_complete(void *payload)
     router_admission a = {.loopback = c->loopback, .upgrade = p->upgrade};
     router_admission_from_headers(&a, http_method_str(p->method), url, &c->rq.h);
     router_target_done(&c->target);
-    switch (router_admit(c->ctx, &a, false, &c->route, &c->target, &err)) {
+    router_answer ans;
+    switch (router_admit(c->ctx, &a, false, &c->route, &c->target, &ans, &err)) {
+    case ROUTER_ADMIT_ANSWER:
+        c->mode = MODE_LOCAL;
+        if (has_body(c))
+            c->keep_alive = false, c->close_after = true;
+        return send_simple(c, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL,
+                           ans.body, strlen(ans.body)) < 0
+                   ? -1
+                   : 0;
     case ROUTER_ADMIT_HEALTHZ:
         c->mode = MODE_LOCAL;
         if (has_body(c))

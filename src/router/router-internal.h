@@ -14,7 +14,14 @@
 
 struct http_parser;
 
-typedef enum router_kind { ROUTER_KIND_REST, ROUTER_KIND_GRPC, ROUTER_KIND_LEGACY } router_kind;
+/* REST, gRPC and legacy are sandboxd's (ports 8080, 9090, 8888); PORT is any other port,
+ * served by whatever listens on it inside the sandbox. */
+typedef enum router_kind {
+    ROUTER_KIND_REST,
+    ROUTER_KIND_GRPC,
+    ROUTER_KIND_LEGACY,
+    ROUTER_KIND_PORT,
+} router_kind;
 
 /* The routing-relevant parts of one request; absent headers are NULL. */
 typedef struct router_request_info {
@@ -22,19 +29,32 @@ typedef struct router_request_info {
     const char *path; /* request target as received (still percent-encoded) */
     const char *sandbox_id, *sandbox_ns, *sandbox_port, *pod_ip;
     const char *content_type;
+    const char *host;           /* Host (HTTP/2: :authority): a preview host names the route */
+    const char *preview_domain; /* NULL: no preview hosts */
 } router_request_info;
 
 typedef struct router_route {
     router_kind kind;
     char id[64];
     char ns[64];
+    unsigned port;  /* ROUTER_KIND_PORT: the port inside the sandbox */
+    bool preview;   /* routed by a preview host (PORT-ID.NS.DOMAIN), not by X-Sandbox-* */
 } router_route;
 
 /* DNS-1123 label, at most 63 characters. */
 bool router_valid_dns_label(const char *s);
-/* Validates the X-Sandbox-* headers (upstream's messages) and picks the dispatch kind.
- * Returns 0, or -EINVAL with err = 400 / -ENXIO with err = 502 (unserved port). */
+/* Validates the X-Sandbox-* headers (upstream's messages) and picks the dispatch kind; a Host
+ * that is a preview host of in->preview_domain (router_preview_host) routes by itself, whatever
+ * the X-Sandbox-* headers say. Returns 0, or -EINVAL with err set (400). */
 int router_route_request(const router_request_info *in, router_route *out, api_error *err);
+/* Parses a preview host "PORT-ID.NS.DOMAIN[:P]" (case-insensitive; ID and NS DNS labels,
+ * PORT 1..65535) into *out (kind PORT, preview set). False when host is no preview host of
+ * domain. */
+bool router_preview_host(const char *host, const char *domain, router_route *out);
+/* True when a request with this X-Sandbox-Port value (NULL: none) is for sandboxd or the legacy
+ * layer rather than a server of the sandbox (whose own /healthz the router must not shadow). */
+bool router_port_is_sandboxd(const char *port);
+
 /* Bearer-token check. token NULL: no token configured (everything passes). A request without
  * a token passes when allow_unauthenticated and the peer is loopback. Returns 0 or -EACCES with
  * err = 401 and upstream's messages. */
@@ -63,7 +83,16 @@ void router_cl_dup_field(struct http_parser *p, router_cl_dup *st, const char *n
 int router_framing_check(const struct http_parser *p, const http_field *fields, size_t n,
                          api_error *err);
 
-/* Upstream sockets. addr is "unix:/path" or "host:port". Blocking connect with a timeout;
+/* "netns:PID/CGROUP@host:port" addresses (router-netns.c): a socket of family/type (plus
+ * SOCK_CLOEXEC) created inside the network namespace of process PID, once it is checked to be in
+ * cgroup CGROUP. Returns the fd, -ECONNREFUSED when the process is gone or not the sandbox's, or
+ * a negative errno. */
+int router_netns_socket(const char *addr, int family, int type);
+bool router_addr_is_netns(const char *addr);
+/* The "host:port" part of an address (addr itself unless it is a netns address). Borrowed. */
+const char *router_addr_hostport(const char *addr);
+
+/* Upstream sockets. addr is "unix:/path", "host:port" or a netns address. Blocking connect with a timeout;
  * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
 int router_connect(const char *addr, long timeout_ms);
 /* The socket address of "unix:/path" or "host:port" / "[v6]:port" (the first one a name
@@ -114,6 +143,7 @@ typedef struct router_ctx {
     long proxy_timeout_ms;
     long connect_timeout_ms;
     long header_timeout_ms; /* 0: none */
+    char *preview_domain;   /* NULL: no preview hosts */
     /* Gives a connection served by the blocking HTTP/1.1 code back to the event loop at a
      * request boundary (pre: bytes read and not consumed yet, copied). 0: taken (the caller
      * forgets fd); <0: not taken. NULL: the connection stays with the blocking code. */

@@ -7,6 +7,7 @@
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -270,18 +271,28 @@ static int request_dispatch(lconn *c)
     c->keep_alive = http_should_keep_alive(p);
     if (p->upgrade)
         c->keep_alive = false; /* http_parser stops at the head: only a tunnel can follow */
-    /* an upgrade is proxied (a tunnel after the 101); CONNECT is not */
-    router_admission a = {.loopback = c->loopback, .upgrade = p->method == HTTP_CONNECT};
+    /* an upgrade is proxied (a tunnel after the 101); CONNECT to a sandbox port is a tunnel */
+    router_admission a = {.loopback = c->loopback,
+                          .upgrade = p->method == HTTP_CONNECT,
+                          .connect = p->method == HTTP_CONNECT};
     router_admission_from_headers(&a, http_method_str(p->method), router_message_url(&c->rq),
                                   &c->rq.h);
     router_target t = {0};
-    switch (router_admit(ctx, &a, true, &c->route, &t, &err)) {
+    router_answer ans;
+    switch (router_admit(ctx, &a, true, &c->route, &t, &ans, &err)) {
     case ROUTER_ADMIT_HEALTHZ:
         if (c->has_body)
             c->keep_alive = false;
         count_answer(c, 200);
         return router_reply(&c->out, 200, "application/json", NULL, router_healthz_body,
                             strlen(router_healthz_body), c->keep_alive, false) < 0
+                   ? -1
+                   : 0;
+    case ROUTER_ADMIT_ANSWER:
+        if (c->has_body && !c->msg_done)
+            c->keep_alive = false;
+        count_answer(c, ans.status);
+        return router_reply_answer(&c->out, &ans, c->keep_alive, c->rq.p.method == HTTP_HEAD) < 0
                    ? -1
                    : 0;
     case ROUTER_ADMIT_REFUSED:
@@ -294,12 +305,47 @@ static int request_dispatch(lconn *c)
     return dispatch_target(c, 0, &t, &err);
 }
 
+/* CONNECT to a sandbox port: the upstream connection, then "200 Connection established" and a
+ * byte tunnel (router-loop-tunnel.c). A connect that is refused at once (a loopback port nothing
+ * listens on) is the caller's 502; one still in progress is answered 200 and a later failure
+ * closes the tunnel. A host name (the template resolver's DNS form) is not tunnelled: 502. 0 or a
+ * negative errno. */
+static int connect_tunnel(lconn *c, const char *addr)
+{
+    buf_reset(&c->up_req);
+    c->up_req_off = 0;
+    int r = router_loop_upstream_send(c, addr); /* connects; nothing to send */
+    if (r == -EADDRNOTAVAIL)
+        r = -EHOSTUNREACH;
+    if (r == 0) {
+        struct pollfd pf = {.fd = c->up_fd, .events = POLLOUT};
+        int soerr = 0;
+        socklen_t sl = sizeof(soerr);
+        if (poll(&pf, 1, 0) > 0 && getsockopt(c->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 &&
+            soerr)
+            r = -soerr;
+    }
+    if (r < 0) {
+        router_loop_upstream_drop(c);
+        c->keep_alive = false;
+        return r;
+    }
+    c->keep_alive = false;
+    count_answer(c, 200);
+    if (buf_append_str(&c->out, "HTTP/1.1 200 Connection established\r\n\r\n") < 0 ||
+        router_loop_tunnel_begin(c, "", 0) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 /* The request's target is resolved (r < 0: err says why). Returns like request_dispatch. */
 static int dispatch_target(lconn *c, int r, router_target *t, api_error *err)
 {
     if (r < 0)
         return out_detail(c, err);
-    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy : t->rest;
+    const char *addr = c->route.kind == ROUTER_KIND_LEGACY ? t->legacy
+                       : c->route.kind == ROUTER_KIND_PORT ? t->port
+                                                           : t->rest;
     if (!addr && c->rq.p.upgrade) {
         /* the legacy emulation answers requests itself: nothing to switch protocols with */
         router_target_done(t);
@@ -309,6 +355,17 @@ static int dispatch_target(lconn *c, int r, router_target *t, api_error *err)
     if (!addr) {
         router_target_done(t);
         goto handoff; /* the legacy emulation: blocking calls to sandboxd (docs/router.md) */
+    }
+    if (c->rq.p.method == HTTP_CONNECT) {
+        r = connect_tunnel(c, addr);
+        router_target_done(t);
+        if (r == 0)
+            return 0;
+        if (r == -ENOMEM)
+            return r;
+        c->w->L->ctx->resolver->invalidate(c->w->L->ctx->resolver, c->route.ns, c->route.id);
+        router_error_backend(err, r, c->route.id);
+        return out_detail(c, err);
     }
     r = router_loop_upstream_request(c, addr);
     if (r == 0) {

@@ -35,9 +35,11 @@ static int upstream_socket(lconn *c, const char *addr)
         sl = c->sa_len;
     } else if ((r = router_sockaddr(addr, false, &ss, &sl)) < 0)
         return r;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = router_addr_is_netns(addr)
+                 ? router_netns_socket(addr, ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK)
+                 : socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
-        return -errno;
+        return router_addr_is_netns(addr) ? fd : -errno;
     if (ss.ss_family != AF_UNIX) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

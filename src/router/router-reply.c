@@ -5,7 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/macro.h"
 #include "router/router-core.h"
+#include "router/router-preview.h"
 #include "shared/status.h"
 
 int router_reply(buf *out, int status, const char *ctype, const char *extra, const char *body,
@@ -22,9 +24,15 @@ int router_reply(buf *out, int status, const char *ctype, const char *extra, con
     return r;
 }
 
+int router_reply_answer(buf *out, const router_answer *a, bool keep_alive, bool head_only)
+{
+    return router_reply(out, a->status, a->ctype, a->headers[0] ? a->headers : NULL, a->body,
+                        strlen(a->body), keep_alive, head_only);
+}
+
 const char *router_upstream_host(const char *addr)
 {
-    return strncmp(addr, "unix:", 5) == 0 ? "sandbox" : addr;
+    return strncmp(addr, "unix:", 5) == 0 ? "sandbox" : router_addr_hostport(addr);
 }
 
 /* One "name: value\r\n" line; room was reserved by the caller. */
@@ -62,6 +70,17 @@ int router_request_head(buf *out, const char *method, const char *url, const cha
             continue;
         }
         const char *v = name + nl + 1;
+        if (nl == 6 && strcasecmp(name, "cookie") == 0) {
+            /* the router's preview cookie is the router's, not the sandbox's */
+            _cleanup_free_ char *kept = NULL;
+            if (router_preview_cookie_filter(v, &kept) < 0) {
+                out->len = before;
+                return -ENOMEM;
+            }
+            if (kept)
+                put_line(out, name, nl, kept, strlen(kept));
+            continue;
+        }
         put_line(out, name, nl, v, strlen(v));
     }
     int r = 0;

@@ -14,6 +14,7 @@
 #include "asb/client.h"
 #include "asb/sandbox.h"
 #include "basic/macro.h"
+#include "basic/state-files.h"
 #include "basic/time-util.h"
 #include "router/router-internal.h"
 #include "shared/log.h"
@@ -73,17 +74,24 @@ static char *expand(const char *tmpl, const char *ns, const char *id, const char
     return out;
 }
 
-static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                        router_target *out, api_error *err)
+static int tmpl_resolve(router_resolver *base, const char *ns, const char *id, unsigned port,
+                        bool nonblock, router_target *out, api_error *err)
 {
     tmpl_resolver *r = (tmpl_resolver *)base;
     *out = (router_target){0};
     bool unix_sock = strncmp(r->tmpl, "unix:", 5) == 0;
+    if (port && unix_sock) {
+        return router_error_port_unix(err, port, id);
+    }
+    char pnum[8];
+    snprintf(pnum, sizeof(pnum), "%u", port);
     out->rest = expand(r->tmpl, ns, id, "8080", "rest");
     out->grpc = expand(r->tmpl, ns, id, "9090", "grpc");
     if (!unix_sock)
         out->legacy = expand(r->tmpl, ns, id, "8888", "legacy");
-    if (!out->rest || !out->grpc || (!unix_sock && !out->legacy)) {
+    if (port)
+        out->port = expand(r->tmpl, ns, id, pnum, "port");
+    if (!out->rest || !out->grpc || (!unix_sock && !out->legacy) || (port && !out->port)) {
         router_target_done(out);
         return router_error_internal(err, -ENOMEM);
     }
@@ -130,16 +138,41 @@ typedef struct api_resolver {
     size_t n;
 } api_resolver;
 
+/* The pid runc wrote for the sandbox's first process; 0 when there is none (yet). */
+static long sandbox_pid(api_resolver *r, const char *uid)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sandboxes/%s/" SANDBOX_PID_FILE, r->state_dir, uid) < 0)
+        return 0;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    long pid = 0;
+    if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1)
+        return 0;
+    return pid;
+}
+
 /* check: stat the REST socket (fresh lookups; cached ones learn of a missing socket from the
- * connect failure, which invalidates the entry). */
-static int target_from_uid(api_resolver *r, const char *id, const char *uid, bool check,
-                           router_target *out, api_error *err)
+ * connect failure, which invalidates the entry). port: also the address of that port. */
+static int target_from_uid(api_resolver *r, const char *id, const char *uid, unsigned port,
+                           bool check, router_target *out, api_error *err)
 {
     *out = (router_target){0};
     if (asprintf(&out->rest, "unix:%s/run/%s/rest.sock", r->state_dir, uid) < 0 ||
         asprintf(&out->grpc, "unix:%s/run/%s/grpc.sock", r->state_dir, uid) < 0) {
         router_target_done(out);
         return router_error_internal(err, -ENOMEM);
+    }
+    if (port) {
+        long pid = sandbox_pid(r, uid);
+        if (!pid) {
+            router_target_done(out);
+            return router_error_backend(err, -ENOENT, id);
+        }
+        if (asprintf(&out->port, "netns:%ld" SANDBOX_CGROUP_PARENT "%s@127.0.0.1:%u", pid, uid,
+                     port) < 0) {
+            router_target_done(out);
+            return router_error_internal(err, -ENOMEM);
+        }
     }
     struct stat st;
     if (check && stat(out->rest + 5, &st) < 0) {
@@ -241,13 +274,13 @@ static int not_serving(api_error *err, const char *ns, const char *id, asb_sandb
     return -EIO;
 }
 
-static int api_resolve(router_resolver *base, const char *ns, const char *id, bool nonblock,
-                       router_target *out, api_error *err)
+static int api_resolve(router_resolver *base, const char *ns, const char *id, unsigned port,
+                       bool nonblock, router_target *out, api_error *err)
 {
     api_resolver *r = (api_resolver *)base;
     _cleanup_free_ char *uid = NULL;
     if (cache_lookup(r, ns, id, &uid)) {
-        if (target_from_uid(r, id, uid, false, out, err) == 0)
+        if (target_from_uid(r, id, uid, port, false, out, err) == 0)
             return 0;
         api_invalidate(base, ns, id);
     }
@@ -317,7 +350,7 @@ static int api_resolve(router_resolver *base, const char *ns, const char *id, bo
         ret = router_error_backend(err, -EIO, id);
         goto out;
     }
-    ret = target_from_uid(r, id, u, true, out, err);
+    ret = target_from_uid(r, id, u, port, true, out, err);
     if (ret == 0)
         cache_store(r, ns, id, u);
 out:

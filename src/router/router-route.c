@@ -2,6 +2,7 @@
  * dispatch rule (DESIGN "Router dispatch"), bearer-token auth and header filtering. Pure
  * functions, fuzzed by fuzz/fuzz-router-input.c. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -82,8 +83,72 @@ static bool is_legacy_path(const char *path)
              strncmp(path, "/v1?", 4) == 0);
 }
 
+static void copy_label(char dst[64], const char *s, size_t n)
+{
+    n = n < 63 ? n : 63;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+bool router_preview_host(const char *host, const char *domain, router_route *out)
+{
+    if (!host || !domain || !*domain)
+        return false;
+    /* PORT-ID . NS . DOMAIN [:P] */
+    const char *dot1 = strchr(host, '.');
+    const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+    if (!dot1 || !dot2)
+        return false;
+    size_t dl = strlen(domain);
+    const char *rest = dot2 + 1;
+    if (strncasecmp(rest, domain, dl) != 0 || (rest[dl] != '\0' && rest[dl] != ':'))
+        return false;
+    if (rest[dl] == ':' && parse_port(rest + dl + 1) < 0)
+        return false;
+    const char *dash = memchr(host, '-', (size_t)(dot1 - host));
+    if (!dash || dash == host || dash - host > 5)
+        return false;
+    char label[64], pnum[6];
+    memcpy(pnum, host, (size_t)(dash - host));
+    pnum[dash - host] = '\0';
+    int port = parse_port(pnum);
+    if (port < 0)
+        return false;
+    memset(out, 0, sizeof(*out));
+    size_t n = (size_t)(dot1 - dash - 1);
+    if (n == 0 || n > 63)
+        return false;
+    copy_label(label, dash + 1, n);
+    for (char *p = label; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    if (!router_valid_dns_label(label))
+        return false;
+    memcpy(out->id, label, sizeof(label));
+    n = (size_t)(dot2 - dot1 - 1);
+    if (n == 0 || n > 63)
+        return false;
+    copy_label(label, dot1 + 1, n);
+    for (char *p = label; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    if (!router_valid_dns_label(label))
+        return false;
+    memcpy(out->ns, label, sizeof(label));
+    out->kind = ROUTER_KIND_PORT;
+    out->port = (unsigned)port;
+    out->preview = true;
+    return true;
+}
+
+bool router_port_is_sandboxd(const char *port)
+{
+    int p = port && *port ? parse_port(port) : -1;
+    return p < 0 || p == 8080 || p == 9090 || p == 8888;
+}
+
 int router_route_request(const router_request_info *in, router_route *out, api_error *err)
 {
+    if (router_preview_host(in->host, in->preview_domain, out))
+        return 0;
     memset(out, 0, sizeof(*out));
     if (!in->sandbox_id || !*in->sandbox_id) {
         return api_error_set(err, STATUS_INVALID_ARGUMENT, "X-Sandbox-ID header is required.");
@@ -105,12 +170,8 @@ int router_route_request(const router_request_info *in, router_route *out, api_e
     if (in->pod_ip && *in->pod_ip && !valid_pod_ip(in->pod_ip)) {
         return api_error_set(err, STATUS_INVALID_ARGUMENT, "Invalid target IP address.");
     }
-    size_t n = strnlen(in->sandbox_id, sizeof(out->id) - 1);
-    memcpy(out->id, in->sandbox_id, n);
-    out->id[n] = '\0';
-    n = strnlen(ns, sizeof(out->ns) - 1);
-    memcpy(out->ns, ns, n);
-    out->ns[n] = '\0';
+    copy_label(out->id, in->sandbox_id, strlen(in->sandbox_id));
+    copy_label(out->ns, ns, strlen(ns));
     if (port >= 0) {
         switch (port) {
         case 8888:
@@ -123,10 +184,9 @@ int router_route_request(const router_request_info *in, router_route *out, api_e
             out->kind = ROUTER_KIND_GRPC;
             return 0;
         default:
-            api_error_set(err, STATUS_BAD_GATEWAY, "port %d is not served by sandbox %s", port,
-                          out->id);
-            err->err = -ENXIO;
-            return -ENXIO;
+            out->kind = ROUTER_KIND_PORT;
+            out->port = (unsigned)port;
+            return 0;
         }
     }
     if (router_is_grpc_content_type(in->content_type))

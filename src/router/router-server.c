@@ -80,7 +80,8 @@ void router_target_done(router_target *t)
     free(t->rest);
     free(t->grpc);
     free(t->legacy);
-    t->rest = t->grpc = t->legacy = NULL;
+    free(t->port);
+    t->rest = t->grpc = t->legacy = t->port = NULL;
 }
 
 int router_write_all(int fd, const void *data, size_t len)
@@ -131,6 +132,7 @@ int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
                     socklen_t *ret_len)
 {
     memset(ret, 0, sizeof(*ret));
+    addr = router_addr_hostport(addr);
     if (strncmp(addr, "unix:", 5) == 0) {
         struct sockaddr_un *sa = (struct sockaddr_un *)ret;
         if (strlen(addr + 5) >= sizeof(sa->sun_path))
@@ -162,11 +164,11 @@ int router_sockaddr(const char *addr, bool lookup, struct sockaddr_storage *ret,
     return 0;
 }
 
-static int connect_tcp(const char *hostport, long timeout_ms)
+static int connect_tcp(const char *addr, long timeout_ms)
 {
     _cleanup_free_ char *host = NULL;
     const char *port;
-    int sr = split_hostport(hostport, &host, &port);
+    int sr = split_hostport(router_addr_hostport(addr), &host, &port);
     if (sr < 0)
         return sr;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
@@ -175,9 +177,11 @@ static int connect_tcp(const char *hostport, long timeout_ms)
         return -EHOSTUNREACH;
     int r = -ECONNREFUSED;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int fd = router_addr_is_netns(addr)
+                     ? router_netns_socket(addr, ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK)
+                     : socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) {
-            r = -errno;
+            r = router_addr_is_netns(addr) ? fd : -errno;
             continue;
         }
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
@@ -381,6 +385,8 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, api_
     pthread_cond_init(&r->conns.empty, NULL);
     r->ctx.token = o->token ? strdup(o->token) : NULL;
     r->ctx.allow_unauthenticated = o->allow_unauthenticated;
+    const char *pd = o->preview_domain ? o->preview_domain : "localhost";
+    r->ctx.preview_domain = *pd ? strdup(pd) : NULL;
     r->ctx.resolver = o->resolver;
     r->ctx.proxy_timeout_ms = o->proxy_timeout_ms > 0 ? o->proxy_timeout_ms : 180000;
     r->ctx.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;
@@ -399,6 +405,7 @@ int router_start(const router_options *o, router **ret, uint16_t *ret_port, api_
     if (e < 0) {
         close(fd);
         free(r->ctx.token);
+        free(r->ctx.preview_domain);
         free(r);
         return e;
     }
@@ -432,5 +439,6 @@ void router_stop(router *r)
     pthread_cond_destroy(&r->conns.empty);
     r->ctx.resolver->free(r->ctx.resolver);
     free(r->ctx.token);
+    free(r->ctx.preview_domain);
     free(r);
 }

@@ -25,25 +25,31 @@ typedef struct router_target {
     char *grpc;   /* sandboxd gRPC (HTTP/2) */
     char *legacy; /* a python-runtime style HTTP server to proxy port 8888 to; NULL: the router
                      emulates the legacy endpoints on top of rest + grpc (unix sockets only) */
+    char *port;   /* the server on the requested port (any other): "host:port", or
+                     "netns:PID/CGROUP@host:port", connected from inside the network namespace of
+                     process PID once it is checked to be in cgroup CGROUP (router-netns.c);
+                     NULL when no port was asked for */
 } router_target;
 
 void router_target_done(router_target *t);
 
-/* Resolves (namespace, sandbox id) to a target. May block (e.g. to resume a suspended sandbox)
+/* Resolves (namespace, sandbox id) to a target (and port, when not 0, to target->port). May
+ * block (e.g. to resume a suspended sandbox)
  * unless nonblock is set: then it answers only from what it knows at once and returns
  * -EWOULDBLOCK otherwise (err untouched). Called concurrently from connection threads. Returns 0
  * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set
  * (its status picks the answer: 404, 502, 503, 504, ...; texts from router-errors.h). */
 struct router_resolver {
-    int (*resolve)(router_resolver *r, const char *ns, const char *id, bool nonblock,
-                   router_target *out, api_error *err);
+    int (*resolve)(router_resolver *r, const char *ns, const char *id, unsigned port,
+                   bool nonblock, router_target *out, api_error *err);
     /* Tells the resolver that the target it gave for (ns, id) failed to connect: drop caches. */
     void (*invalidate)(router_resolver *r, const char *ns, const char *id);
     void (*free)(router_resolver *r);
 };
 
 /* Template resolver: `tmpl` is expanded with {id}, {namespace}, {port} (8080 REST, 9090 gRPC,
- * 8888 legacy) and {socket} ("rest" / "grpc"). Examples:
+ * 8888 legacy, or the port asked for) and {socket} ("rest" / "grpc"; a port of a unix-socket
+ * template is refused with 502). Examples:
  *   "{id}.{namespace}.svc.cluster.local:{port}"   (upstream's DNS form; legacy proxied to :8888)
  *   "unix:/var/lib/asb/run/{id}/{socket}.sock"    (legacy emulated on the sockets)
  * *out owned (r->free). */
@@ -51,7 +57,9 @@ int router_resolver_template_new(const char *tmpl, router_resolver **out);
 
 /* Control-plane resolver: looks the Sandbox up through the control-plane API (server URL and
  * token), resumes it when spec.operatingMode is Suspended (and waits until Ready), and targets
- * $state_dir/run/<metadata.uid>/{rest,grpc}.sock. Lookups are cached for cache_ms. */
+ * $state_dir/run/<metadata.uid>/{rest,grpc}.sock; another port is 127.0.0.1:PORT inside the
+ * network namespace of the sandbox's first process (its pid in the bundle's pid file, checked
+ * against the sandbox's cgroup at every connect). Lookups are cached for cache_ms. */
 int router_resolver_api_new(const char *server, const char *token, const char *state_dir,
                             long cache_ms, long resume_timeout_ms, router_resolver **out);
 
@@ -67,6 +75,8 @@ typedef struct router_options {
     unsigned max_connections;   /* open client connections; at the cap a new one closes the
                                    oldest one still sending its head or idle; 0: half the fd
                                    limit (upstream sockets need fds too), at most 4096 */
+    const char *preview_domain; /* preview hosts PORT-SANDBOX.NAMESPACE.<this>; NULL: "localhost",
+                                   "": none */
 } router_options;
 
 /* Starts listening and serving in background threads. *ret_port: the bound port. Returns 0, or a

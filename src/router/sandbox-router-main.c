@@ -46,6 +46,8 @@ static void usage(FILE *f)
         "  --max-connections N          open client connections; at the cap a new connection\n"
         "                               closes the oldest one still sending its request head\n"
         "                               or idle (default: half the fd limit, at most 4096)\n"
+        "  --preview-domain DOMAIN      preview hosts PORT-SANDBOX.NAMESPACE.DOMAIN route to a\n"
+        "                               sandbox port (default localhost; \"\" turns them off)\n"
         "  -h, --help                   show this help\n");
 }
 
@@ -100,10 +102,12 @@ int main(int argc, char **argv)
         {"resume-timeout", required_argument, NULL, 'r'},
         {"header-timeout", required_argument, NULL, 'H'},
         {"max-connections", required_argument, NULL, 'm'},
+        {"preview-domain", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {},
     };
-    const char *listen = "0.0.0.0:8080", *state_dir = NULL, *tmpl = NULL, *domain = NULL;
+    const char *listen = "0.0.0.0:8080", *state_dir = NULL, *tmpl = NULL, *domain = NULL,
+               *preview_domain = NULL;
     _cleanup_free_ char *token = NULL;
     bool allow = truthy(getenv("ALLOW_UNAUTHENTICATED_ROUTER"));
     double proxy_timeout = 0, resume_timeout = 60, header_timeout = 10;
@@ -156,6 +160,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sandbox-router: --max-connections must be at least 1\n");
                 return 2;
             }
+            break;
+        case 'P':
+            preview_domain = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -227,6 +234,7 @@ int main(int argc, char **argv)
         .proxy_timeout_ms = (long)(proxy_timeout * 1000),
         .header_timeout_ms = header_timeout > 0 ? (long)(header_timeout * 1000) : -1,
         .max_connections = (unsigned)max_connections,
+        .preview_domain = preview_domain,
     };
     router *rt = NULL;
     uint16_t port = 0;

@@ -58,6 +58,8 @@ static void serve_usage(FILE *f)
             "                      \"off\" disables it); its URL goes to $ASB_STATE_DIR/router\n"
             "  --router-allow-unauthenticated\n"
             "                      the router admits token-less requests from loopback peers\n"
+            "  --preview-domain D  preview hosts PORT-SANDBOX.NAMESPACE.D on the router\n"
+            "                      (default localhost; \"\" turns them off)\n"
             "  --network MODE      sandbox networking: bridge (default: own namespace, veth to a\n"
             "                      host bridge, NAT, DNS forwarder, NetworkPolicy in nftables)\n"
             "                      or none (loopback only); env ASB_NETWORK; env\n"
@@ -279,7 +281,9 @@ typedef struct serve_opts {
     const char *listen;
     const char *router_listen;
     bool router_listen_given;
+    bool listen_given;
     bool router_allow_unauthenticated;
+    const char *preview_domain;
     const char *network, *pod_cidr, *bridge, *dns_upstream;
     local_dns_limits dns_limits;
     unsigned max_connections; /* 0: LOCAL_NET_MAX_CONNECTIONS_DEFAULT */
@@ -389,6 +393,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         {"listen", required_argument, NULL, 'l'},
         {"router-listen", required_argument, NULL, 'R'},
         {"router-allow-unauthenticated", no_argument, NULL, 'A'},
+        {"preview-domain", required_argument, NULL, 'P'},
         {"network", required_argument, NULL, 'n'},
         {"pod-cidr", required_argument, NULL, 'c'},
         {"bridge", required_argument, NULL, 'b'},
@@ -414,6 +419,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         switch (c) {
         case 'l':
             o->listen = optarg;
+            o->listen_given = true;
             break;
         case 'R':
             o->router_listen = optarg;
@@ -421,6 +427,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             break;
         case 'A':
             o->router_allow_unauthenticated = true;
+            break;
+        case 'P':
+            o->preview_domain = optarg;
             break;
         case 'n':
             o->network = optarg;
@@ -623,8 +632,18 @@ static int serve_open_state(serve_state *s)
     return r;
 }
 
+/* A default port was taken (another asb serve, with another state directory) and a free one
+ * chosen instead: said in the log; the URL goes to the state directory as always. */
+static void log_chosen_port(const char *what, const char *default_listen, uint16_t port)
+{
+    char chosen[16], msg[64];
+    snprintf(chosen, sizeof(chosen), "%u", (unsigned)port);
+    snprintf(msg, sizeof(msg), "%s default port in use, listening on a free port", what);
+    log_warn(msg, "default", default_listen, "port", chosen);
+}
+
 /* The API server, and the URL clients will read from $ASB_STATE_DIR/server. */
-static int serve_start_api(const serve_opts *o, serve_state *s)
+static int serve_start_api(serve_opts *o, serve_state *s)
 {
     /* What the machine has: specs asking more are warned about, and not started when they
      * request it (local-capacity.h). */
@@ -639,6 +658,13 @@ static int serve_start_api(const serve_opts *o, serve_state *s)
     uint16_t port = 0;
     _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     int r = local_apiserver_start(&ao, &s->srv, &port, &err);
+    if (r == -EADDRINUSE && !o->listen_given) {
+        api_error_clear(&err);
+        ao.listen = o->listen = "127.0.0.1:0";
+        r = local_apiserver_start(&ao, &s->srv, &port, &err);
+        if (r >= 0)
+            log_chosen_port("API", DEFAULT_LISTEN, port);
+    }
     if (r < 0) {
         fprintf(stderr, "asb serve: %s\n", err.message ?: strerror(-r));
         return r;
@@ -750,16 +776,18 @@ static int serve_start_router(serve_opts *o, serve_state *s)
     router_options rop = {.listen = o->router_listen,
                           .token = s->token,
                           .allow_unauthenticated = o->router_allow_unauthenticated,
-                          .resolver = res};
+                          .resolver = res,
+                          .preview_domain = o->preview_domain};
     if (r >= 0)
         r = router_start(&rop, &s->rt, &rport, &rerr);
     if (r == -EADDRINUSE && !o->router_listen_given) {
         /* The default port is taken (another asb serve): any free port, announced in
-         * $ASB_STATE_DIR/router as always. */
-        log_warn("router default port in use, using a free port", "listen", o->router_listen);
+         * $ASB_STATE_DIR/router as always, and said. */
         api_error_clear(&rerr);
         rop.listen = o->router_listen = "127.0.0.1:0";
         r = router_start(&rop, &s->rt, &rport, &rerr);
+        if (r >= 0)
+            log_chosen_port("router", DEFAULT_ROUTER_LISTEN, rport);
     }
     if (r >= 0 && (!(s->router_url = server_url(o->router_listen, rport)) ||
                    asprintf(&rline, "%s\n", s->router_url) < 0)) {

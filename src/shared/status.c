@@ -30,6 +30,7 @@ static const struct {
     {STATUS_UNAUTHENTICATED, "UNAUTHENTICATED", 401, 16},
     {STATUS_CONFLICT, "CONFLICT", 409, 10},
     {STATUS_BAD_GATEWAY, "BAD_GATEWAY", 502, 14},
+    {STATUS_URI_TOO_LONG, "URI_TOO_LONG", 414, 8},
 };
 
 static size_t status_index(status_code code)
@@ -267,6 +268,7 @@ const char *status_http_reason(int http_status)
         {206, "Partial Content"},
         {301, "Moved Permanently"},
         {302, "Found"},
+        {303, "See Other"},
         {304, "Not Modified"},
         {307, "Temporary Redirect"},
         {308, "Permanent Redirect"},

@@ -132,14 +132,14 @@ def test_get_events_table_and_for(asb):
     pool_and_claim(asb)
     out = ok(asb, "get", "events")
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "TYPE", "REASON", "OBJECT", "NOTE", "AGE"]
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert any("SuccessfulCreate" in line and "sandboxwarmpool/p1" in line for line in lines)
     out = ok(asb, "get", "ev", "--for", "claim/c1", "-o", "json")
     items = json.loads(out)["items"]
     assert [e["regarding"]["name"] for e in items] == ["c1"]
     assert items[0]["reason"] == "SandboxProvisioned"
     wide = ok(asb, "get", "events", "--for", "SandboxClaim/c1", "-o", "wide").splitlines()
-    assert wide[0].split()[-2:] == ["ACTION", "CONTROLLER"] and "asb-serve-controller" in wide[1]
+    assert wide[0].split()[4:6] == ["OBJECT", "SOURCE"] and "asb-serve-controller" in wide[1]
     p = run(asb, "get", "sandboxes", "--for", "claim/c1")
     assert p.returncode == 2 and "--for selects events" in p.stderr
     p = run(asb, "get", "events", "--for", "claim")
@@ -436,7 +436,7 @@ def test_get_events_watch_for_one_object(asb):
         create(asb, "sandboxwarmpools", EXT, pool("p1", "t1", 1))
         create(asb, "sandboxwarmpools", EXT, pool("p2", "t1", 1))
         head = proc.stdout.readline()  # nothing was listed: the header comes with the first row
-        assert head.split() == ["NAME", "TYPE", "REASON", "OBJECT", "NOTE", "AGE"], head
+        assert head.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], head
         line = proc.stdout.readline()
         assert "sandboxwarmpool/p2" in line and "SuccessfulCreate" in line, line
     finally:

@@ -251,9 +251,10 @@ def test_unknown_not_ready_logs_and_usage(start_sbx):
     p = run(asb, "logs", "noimg")
     assert p.returncode == 1 and "not available" in p.stderr and p.stdout == ""
     for args in (["exec"], ["exec", "noimg"], ["exec", "noimg", "--"], ["cp"], ["cp", "a", "b"],
-                 ["ls"], ["ls", "a", "b"], ["suspend"], ["resume", "a", "b"], ["logs"],
-                 ["exec", "--bogus", "x", "--", "true"]):
+                 ["ls"], ["ls", "a", "b"], ["suspend"], ["resume", "a", "b"], ["logs"]):
         assert run(asb, *args).returncode == 2, args
+    p = run(asb, "exec", "--bogus", "x", "--", "true")  # kubectl's one line (issue 32)
+    assert (p.returncode, p.stderr) == (1, "error: unknown flag: --bogus\nSee 'asb exec --help' for usage.\n")
     assert "exec" in ok(asb, "--help") and "suspend" in ok(asb, "--help")
     assert ok(asb, "exec", "--help").startswith("Usage: asb exec")
 

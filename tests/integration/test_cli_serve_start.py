@@ -143,3 +143,52 @@ def test_wait_for_jsonpath(tmp_path):
                 assert p.returncode == 2 and "unrecognized JSONPath" in p.stderr, (bad, p.stderr)
         finally:
             stop(srv)
+
+
+def hold_port(port):
+    """A listening socket on 127.0.0.1:port, or None when someone else has it: either way the port
+    is taken while the test runs."""
+    import socket
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen(1)
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
+def test_default_ports_taken_pick_free_ones(tmp_path):
+    """`asb serve` without --listen/--router-listen where 127.0.0.1:7443 and :7080 are taken
+    (another asb serve with another state directory): free ports, written to the state
+    directory, and said. A port given explicitly that is taken stays an error."""
+    held = [hold_port(7443), hold_port(7080)]
+    try:
+        state = tmp_path / "s"
+        with open(tmp_path / "serve.log", "wb") as log:
+            srv = subprocess.Popen([asb_binary(), "serve"], stdout=log, stderr=subprocess.STDOUT,
+                                   env=env_for(state), start_new_session=True)
+            try:
+                wait_server_file(state, srv)
+                url = (state / "server").read_text().strip()
+                router = (state / "router").read_text().strip()
+                api_port, router_port = url.rsplit(":", 1)[1], router.rsplit(":", 1)[1]
+                assert api_port not in ("7443", "0") and router_port not in ("7080", "0")
+                assert asb(state, "get", "sandboxes").returncode == 0
+            finally:
+                stop(srv)
+        text = (tmp_path / "serve.log").read_text()
+        assert (f"API default port in use, listening on a free port default=127.0.0.1:7443 "
+                f"port={api_port}") in text, text
+        assert (f"router default port in use, listening on a free port default=127.0.0.1:7080 "
+                f"port={router_port}") in text, text
+        assert "Address already in use" not in text
+        p = subprocess.run([asb_binary(), "serve", "--listen", "127.0.0.1:7443"],
+                           capture_output=True, text=True, env=env_for(tmp_path / "s2"), timeout=30)
+        assert p.returncode == 1 and "Address already in use" in p.stderr, p.stderr
+        assert not (tmp_path / "s2" / "server").exists()
+    finally:
+        for s in held:
+            if s:
+                s.close()

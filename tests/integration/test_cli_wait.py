@@ -131,3 +131,33 @@ def test_wait_namespace(asb):
     asb.create_sandbox("w6", ns="team")
     threading.Timer(0.3, lambda: set_ready(asb, "w6", ns="team")).start()
     assert ok(asb, "wait", "-n", "team", "--for=condition=Ready", "sbx/w6", "--timeout", "20s")
+
+
+def test_wait_several_objects(asb):
+    """Issue 32: `sandbox/a sandbox/b`, `sandbox a b`, --all and -l; a bad form names the form."""
+    for n, app in (("m1", "web"), ("m2", "web"), ("m3", "db")):
+        asb.create_sandbox(n, labels={"app": app})
+    set_ready(asb, "m1")
+    set_ready(asb, "m2")
+    met = "sandbox.agents.x-k8s.io/{} condition met\n"
+    assert ok(asb, "wait", "--for=condition=Ready", "sandbox/m1", "sbx/m2") == met.format("m1") + met.format("m2")
+    assert ok(asb, "wait", "--for=condition=Ready", "sandbox", "m2", "m1") == met.format("m2") + met.format("m1")
+    assert ok(asb, "wait", "--for=condition=Ready", "sandbox", "-l", "app=web") == met.format("m1") + met.format("m2")
+    # --all: m3 never gets Ready; the others are met, then the timeout for m3, exit 1.
+    p = run(asb, "wait", "--for=condition=Ready", "sandboxes", "--all", "--timeout", "700ms")
+    assert p.returncode == 1 and p.stdout == met.format("m1") + met.format("m2")
+    assert p.stderr == "error: timed out waiting for the condition on sandboxes/m3\n", p.stderr
+    p = run(asb, "wait", "--for=condition=Ready", "sandbox", "-l", "app=none", "--timeout", "1s")
+    assert (p.returncode, p.stderr) == (1, "error: no matching resources found\n")
+    assert ok(asb, "wait", "--for=delete", "sandbox", "-l", "app=none", "--timeout", "1s") == ""
+    for args, err in ((["sandbox", "sandbox/m1"], "error: there is no need to specify a resource type "
+                       "as a separate argument when passing arguments in resource/name form (e.g. "
+                       "'asb get resource/<resource_name>' instead of 'asb get resource "
+                       "resource/<resource_name>'\n"),
+                      (["sandbox/"], "error: arguments in resource/name form must have a single "
+                       "resource and name\n"),
+                      (["sandbox"], "error: resource(s) were provided, but no name was specified\n"),
+                      (["sandbox", "m1", "--all"], "error: name cannot be provided when a selector "
+                       "is specified\n")):
+        p = run(asb, "wait", "--for=condition=Ready", *args)
+        assert (p.returncode, p.stderr) == (2, err), args

@@ -256,7 +256,7 @@ def test_router_sdk_headers_on_a_claimed_sandbox(start_sbx):
         r = requests.get(router + "/v1/files/", headers={**base, "X-Sandbox-Pod-IP": ip}, timeout=10)
         assert r.status_code == 400 and r.json()["detail"].startswith("Invalid target IP address"), (ip, r.text)
     r = requests.get(router + "/", headers={**base, "X-Sandbox-Port": "1234"}, timeout=10)
-    assert r.status_code == 502 and r.json() == {"detail": f"port 1234 is not served by sandbox {sname}"}, r.text
+    assert r.status_code == 502 and r.json() == {"detail": f"Could not connect to the backend sandbox: {sname}"}, r.text
     r = requests.get(router + "/", headers={**base, "X-Sandbox-Port": "8888"}, timeout=10)
     assert r.json() == {"status": "ok", "message": "Sandbox Runtime is active."}, r.text
     still_serving(asb)

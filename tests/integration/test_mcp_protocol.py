@@ -66,7 +66,7 @@ def test_http_sessions(http):
     assert post(http, tools).status_code == 400  # no Mcp-Session-Id
     assert post(http, tools, session="0" * 32).status_code == 404
     r = post(http, tools, session=sid, **{"MCP-Protocol-Version": "2025-06-18"})
-    assert r.status_code == 200 and len(r.json()["result"]["tools"]) == 9
+    assert r.status_code == 200 and len(r.json()["result"]["tools"]) == 10
     assert post(http, tools, session=sid, **{"MCP-Protocol-Version": "1999-01-01"}).status_code == 400
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert post(http, note, session=sid).status_code == 202
@@ -149,6 +149,6 @@ def test_stdio_malformed_and_uninitialized():
     nulls = [m for m in out if m.get("id") is None]
     assert sorted(m["error"]["code"] for m in nulls) == [-32700, -32600]
     assert by_id["2"]["error"]["code"] == -32600  # tools/list before initialize; after it:
-    assert len(by_id['"t"']["result"]["tools"]) == 9
+    assert len(by_id['"t"']["result"]["tools"]) == 10
     err = by_id["9"]["result"]
     assert err["isError"] and "asb serve" in err["content"][0]["text"]

@@ -8,7 +8,7 @@ from local_sandbox import sbx_state, start_sbx  # noqa: F401  (fixtures)
 from mcp_helpers import McpHttp, client_env, drive, make_pool
 
 TOOLS = ["create_sandbox", "delete_sandbox", "execute_command", "upload_file", "download_file",
-         "list_files", "file_exists", "snapshot_sandbox", "fork_sandbox"]
+         "list_files", "file_exists", "snapshot_sandbox", "fork_sandbox", "get_preview_url"]
 
 
 @pytest.fixture

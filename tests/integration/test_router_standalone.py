@@ -280,3 +280,42 @@ def test_asb_serve_router_flags(tmp_path):
         stop_servers([srv])
         import shutil
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_template_forwards_any_port(fakes, start_router):
+    """The template's {port} is X-Sandbox-Port (upstream forwards any port to the pod); a unix
+    template cannot reach ports."""
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = f"app {self.path} host={self.headers['Host']}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        port = srv.server_address[1]
+        r = start_router("--target-template", "127.0.0.1:{port}", "--token", "sekret")
+        h = {"Authorization": "Bearer sekret", "X-Sandbox-ID": "box", "X-Sandbox-Port": str(port)}
+        resp = requests.get(r.url + "/x", headers=h)
+        assert resp.status_code == 200 and resp.text == f"app /x host=127.0.0.1:{port}"
+        s = socket.create_connection(("127.0.0.1", r.port), timeout=10)
+        s.sendall((f"CONNECT x:1 HTTP/1.1\r\nHost: x:1\r\nAuthorization: Bearer sekret\r\n"
+                   f"X-Sandbox-ID: box\r\nX-Sandbox-Port: {port}\r\n\r\n"
+                   "GET /tunnel HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").encode())
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+        s.close()
+        assert got.startswith(b"HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.0 200 OK"), got
+        assert got.endswith(b"app /tunnel host=t"), got
+        u = start_router("--target-template", f"unix:{fakes.dir}/{{id}}/{{socket}}.sock", "--token", "sekret")
+        resp = requests.get(u.url + "/x", headers=h)
+        assert resp.status_code == 502 and "names unix sockets" in resp.json()["detail"]
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -158,6 +158,35 @@ TEST(client_configuration)
     asb_client_free(NULL);
 }
 
+TEST(patch_typed_and_discovery_arguments)
+{
+    asb_client *c = NULL;
+    asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+    o.server = "http://127.0.0.1:1";
+    o.token = "t";
+    CHECK_INT_EQ(asb_client_new(&c, &o), ASB_OK);
+    asb_patch_options po = ASB_PATCH_OPTIONS_INIT;
+    CHECK_INT_EQ(po.type, ASB_PATCH_MERGE);
+    CHECK(po.subresource == NULL);
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "sbx", NULL, "x", NULL, &po), ASB_EINVAL);
+    po.type = 7;
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "sbx", NULL, "x", "{}", &po), ASB_EINVAL);
+    CHECK(strstr(asb_error_last()->message, "unknown patch type 7") != NULL);
+    po.type = ASB_PATCH_STRATEGIC;
+    po.version = 0;
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "sbx", NULL, "x", "{}", &po), ASB_EINVAL);
+    po.version = ASB_PATCH_OPTIONS_VERSION;
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "pods", NULL, "x", "{}", &po), ASB_EUNKNOWNKIND);
+    /* Well-formed: it goes to the server, which is not there. */
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "sbx", NULL, "x", "{}", &po), ASB_ECONNECT);
+    CHECK_INT_EQ(asb_object_patch_typed(NULL, c, "sbx", NULL, "x", "{}", NULL), ASB_ECONNECT);
+    char *out = NULL;
+    CHECK_INT_EQ(asb_server_discovery(NULL, c, NULL), ASB_EINVAL);
+    CHECK_INT_EQ(asb_server_discovery(&out, c, "agents.x-k8s.io/v1beta1"), ASB_ECONNECT);
+    CHECK(out == NULL);
+    asb_client_free(c);
+}
+
 TEST(condition_met)
 {
     json_t *o =

@@ -62,9 +62,11 @@ TEST(headers_split_callbacks)
     router_headers_done(&h);
 }
 
-static int fake_resolve(router_resolver *r, const char *ns, const char *id, bool nonblock,
-                        router_target *out, api_error *err)
+static int fake_resolve(router_resolver *r, const char *ns, const char *id, unsigned port,
+                        bool nonblock, router_target *out, api_error *err)
 {
+    if (port && asprintf(&out->port, "10.0.0.9:%u", port) < 0)
+        return -ENOMEM;
     if (strcmp(id, "slow") == 0 && nonblock)
         return -EWOULDBLOCK;
     if (strcmp(id, "gone") == 0) {
@@ -87,7 +89,8 @@ static router_admit_result admit(router_ctx *ctx, const char *method, const char
     };
     router_route route;
     router_target t = {0};
-    router_admit_result r = router_admit(ctx, &a, true, &route, &t, err);
+    router_answer ans;
+    router_admit_result r = router_admit(ctx, &a, true, &route, &t, &ans, err);
     if (r == ROUTER_ADMIT_TARGET)
         CHECK_STR_EQ(t.rest, "unix:/x/rest.sock");
     router_target_done(&t);
@@ -129,10 +132,11 @@ TEST(admission_order)
     };
     router_route route;
     router_target t = {0};
-    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_REFUSED);
+    router_answer ans;
+    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
     CHECK_STR_EQ(err.message, "gRPC requests need HTTP/2 (h2c prior knowledge).");
     a.http2 = true;
-    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &err), ROUTER_ADMIT_TARGET);
+    CHECK_INT_EQ(router_admit(&ctx, &a, false, &route, &t, &ans, &err), ROUTER_ADMIT_TARGET);
     CHECK_INT_EQ(route.kind, ROUTER_KIND_GRPC);
     router_target_done(&t);
 }

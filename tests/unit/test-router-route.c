@@ -8,7 +8,7 @@
 static int route(const char *path, const char *id, const char *ns, const char *port, const char *ct,
                  router_route *out, api_error *err)
 {
-    router_request_info in = {"GET", path, id, ns, port, NULL, ct};
+    router_request_info in = {"GET", path, id, ns, port, NULL, ct, NULL, NULL};
     return router_route_request(&in, out, err);
 }
 
@@ -32,9 +32,10 @@ TEST(dispatch)
     CHECK_INT_EQ(r.kind, ROUTER_KIND_GRPC);
     CHECK_INT_EQ(route("/x", "box", NULL, "8080", NULL, &r, &e), 0);
     CHECK_INT_EQ(r.kind, ROUTER_KIND_REST);
-    CHECK_INT_EQ(route("/x", "box", NULL, "3000", NULL, &r, &e), -ENXIO);
-    CHECK_INT_EQ(router_error_http(&e), 502);
-    CHECK(strcmp(e.message, "port 3000 is not served by sandbox box") == 0);
+    CHECK_INT_EQ(route("/x", "box", NULL, "3000", NULL, &r, &e), 0);
+    CHECK_INT_EQ(r.kind, ROUTER_KIND_PORT);
+    CHECK_INT_EQ(r.port, 3000);
+    CHECK(!r.preview);
     CHECK(!router_is_grpc_content_type("application/grpcx"));
     CHECK(router_is_grpc_content_type("application/grpc"));
 }

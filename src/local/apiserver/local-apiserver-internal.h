@@ -83,6 +83,11 @@ enum MHD_Result apiserver_discovery(local_apiserver *srv, struct MHD_Connection 
                                     size_t nseg);
 enum MHD_Result apiserver_watch(api_request *rq);
 /* GET /metrics (local-apiserver-metrics.c). */
+/* /apis/metrics.k8s.io/v1beta1/...: PodMetrics of the running sandboxes
+ * (local-apiserver-podmetrics.c). */
+bool apiserver_is_podmetrics(char **seg, size_t n);
+enum MHD_Result apiserver_podmetrics(local_apiserver *srv, struct MHD_Connection *c,
+                                     const char *method, char **seg, size_t n);
 enum MHD_Result apiserver_metrics(local_apiserver *srv, struct MHD_Connection *c,
                                   const char *method);
 enum MHD_Result apiserver_resource(api_request *rq);

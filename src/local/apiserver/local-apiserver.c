@@ -198,6 +198,8 @@ static enum MHD_Result route(local_apiserver *srv, struct MHD_Connection *c, con
         return not_found(c);
     if (n == 1 && strcmp(seg[0], "metrics") == 0)
         return apiserver_metrics(srv, c, method);
+    if (apiserver_is_podmetrics(seg, n))
+        return apiserver_podmetrics(srv, c, method, seg, n);
     bool events = n >= 4 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], API_GROUP_EVENTS) == 0 &&
                   strcmp(seg[2], API_VERSION_EVENTS) == 0;
     if (!events && (n < 4 || strcmp(seg[0], "apis") != 0 || !api_group_known(seg[1]) ||

@@ -11,6 +11,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "local/metrics/local-metrics.h"
+#include "local/metrics/local-usage.h"
 #include "shared/router-stats.h"
 #include "reconcile/reconcile.h"
 
@@ -207,6 +208,49 @@ static asb_sandbox_phase sandbox_phase(const json_t *sb)
     return p;
 }
 
+static int append_label_value(buf *out, const char *v);
+
+/* `{namespace="ns",name="n"}` of an object. */
+static int object_labels(buf *out, const json_t *obj)
+{
+    int r = buf_append_str(out, "{namespace=\"");
+    if (r >= 0)
+        r = append_label_value(out, api_meta_string(obj, "namespace"));
+    if (r >= 0)
+        r = buf_append_str(out, "\",name=\"");
+    if (r >= 0)
+        r = append_label_value(out, api_meta_string(obj, "name"));
+    return r < 0 ? r : buf_append_str(out, "\"}");
+}
+
+/* What each running sandbox uses, from its cgroups (local-usage.h): the figures of
+ * `asb top sandboxes`, as a counter of CPU seconds and a gauge of the memory working set. */
+static int render_usage(buf *out, const json_t *sandboxes)
+{
+    size_t n = json_array_size(sandboxes), i;
+    _cleanup_free_ local_usage *u = calloc(n + 1, sizeof(*u));
+    _cleanup_free_ bool *ok = calloc(n + 1, sizeof(*ok));
+    if (!u || !ok)
+        return -ENOMEM;
+    for (i = 0; i < n; i++)
+        ok[i] = local_usage_read(api_meta_string(json_array_get(sandboxes, i), "uid") ?: "",
+                                 &u[i]) == 0;
+    int r = header(out, "asb_sandbox_cpu_usage_seconds_total", "counter",
+                   "CPU time used by each running sandbox's container.");
+    for (i = 0; i < n && r >= 0; i++)
+        if (ok[i] && (r = buf_append_str(out, "asb_sandbox_cpu_usage_seconds_total")) >= 0 &&
+            (r = object_labels(out, json_array_get(sandboxes, i))) >= 0)
+            r = buf_appendf(out, " %.9f\n", (double)u[i].cpu_ns / 1e9);
+    if (r >= 0)
+        r = header(out, "asb_sandbox_memory_working_set_bytes", "gauge",
+                   "Memory working set (usage minus inactive file pages) of each running sandbox.");
+    for (i = 0; i < n && r >= 0; i++)
+        if (ok[i] && (r = buf_append_str(out, "asb_sandbox_memory_working_set_bytes")) >= 0 &&
+            (r = object_labels(out, json_array_get(sandboxes, i))) >= 0)
+            r = buf_appendf(out, " %llu\n", (unsigned long long)u[i].memory);
+    return r < 0 ? r : 0;
+}
+
 static int render_sandboxes(const json_t *items, buf *out)
 {
     unsigned long long by_phase[ELEMENTSOF(phases)] = {0}, blocked = 0;
@@ -218,7 +262,9 @@ static int render_sandboxes(const json_t *items, buf *out)
             json_object_get(json_object_get(sb, "status"), "blockedConnections"));
         blocked += b > 0 ? (unsigned long long)b : 0;
     }
-    int r = header(out, "asb_sandboxes", "gauge", "Sandboxes by phase.");
+    int r = render_usage(out, items);
+    if (r >= 0)
+        r = header(out, "asb_sandboxes", "gauge", "Sandboxes by phase.");
     for (size_t j = 0; j < ELEMENTSOF(phases) && r >= 0; j++)
         r = buf_appendf(out, "asb_sandboxes{phase=\"%s\"} %llu\n", phases[j], by_phase[j]);
     if (r >= 0)

@@ -19,6 +19,7 @@
 #include "basic/fs-util.h"
 #include "api/api.h"
 #include "basic/macro.h"
+#include "basic/state-files.h"
 #include "basic/time-util.h"
 #include "local/container/local-bundle.h"
 #include "local/container/local-bundle-shared.h"
@@ -868,7 +869,8 @@ static int mat_paths(mat_run *m, rec_failure *f)
         asprintf(&m->shared, "%s/shared", r->state_dir) < 0 ||
         asprintf(&m->ibin, "%s/bin", r->inject_dir) < 0 ||
         asprintf(&m->ilib, "%s/lib", r->inject_dir) < 0 ||
-        asprintf(&m->cg, "/asb/%s", m->uid) < 0 || asprintf(&m->pidfile, "%s/pid", m->bundle) < 0)
+        asprintf(&m->cg, SANDBOX_CGROUP_PARENT "%s", m->uid) < 0 ||
+        asprintf(&m->pidfile, "%s/pid", m->bundle) < 0)
         return fail_seen(f, "ReconcilerError", -ENOMEM, "out of memory");
     return 0;
 }

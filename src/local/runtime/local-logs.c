@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -20,6 +21,9 @@ typedef struct log_pipe {
     char *uid, *path;
     int fd;       /* read end */
     int out;      /* the log file, or -1 */
+    int times;    /* <path>.times: "OFFSET UNIX_NS" per chunk appended, or -1 */
+    off_t times_size;
+    int64_t times_last; /* the time of the last record */
     off_t size;   /* of the log file */
     unsigned gen; /* epoll data: tells a replaced pipe's late event apart */
 } log_pipe;
@@ -40,18 +44,73 @@ static void pipe_close(log_pipe *p)
         close(p->fd); /* also leaves the epoll set */
     if (p->out >= 0)
         close(p->out);
+    if (p->times >= 0)
+        close(p->times);
     free(p->uid);
     free(p->path);
 }
 
 static int open_out(log_pipe *p, bool truncate)
 {
-    p->out = open(p->path,
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : 0),
-                  0600);
+    int fl = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : 0);
+    p->out = open(p->path, fl, 0600);
     struct stat st;
     p->size = p->out >= 0 && fstat(p->out, &st) == 0 ? st.st_size : 0;
-    return p->out >= 0 ? 0 : -errno;
+    if (p->out < 0)
+        return -errno;
+    _cleanup_free_ char *tp = NULL;
+    if (asprintf(&tp, "%s.times", p->path) >= 0)
+        p->times = open(tp, fl, 0600); /* without it, lines have no time: not an error */
+    p->times_size = p->times >= 0 && fstat(p->times, &st) == 0 ? st.st_size : 0;
+    p->times_last = 0;
+    return 0;
+}
+
+/* path + suffix renamed to path + to_suffix, or the target removed when there is no source. */
+static void move_or_drop(const char *path, const char *suffix, const char *to_suffix)
+{
+    _cleanup_free_ char *from = NULL, *to = NULL;
+    if (asprintf(&from, "%s%s", path, suffix) < 0 || asprintf(&to, "%s%s", path, to_suffix) < 0)
+        return;
+    if (rename(from, to) < 0 && errno == ENOENT)
+        (void)unlink(to);
+}
+
+/* A new run of the container: what the last run wrote becomes <path>.previous (and .previous.1,
+ * with their .times), which `asb logs --previous` reads; an empty last run leaves the one before
+ * it in place. */
+static void keep_previous(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || st.st_size == 0)
+        return;
+    static const char *const sfx[][2] = {{"", ".previous"},
+                                         {".times", ".previous.times"},
+                                         {".1", ".previous.1"},
+                                         {".1.times", ".previous.1.times"}};
+    for (size_t i = 0; i < ELEMENTSOF(sfx); i++)
+        move_or_drop(path, sfx[i][0], sfx[i][1]);
+}
+
+/* The record of when the chunk appended next came. Bounded: at most one a millisecond (a flood of
+ * small reads shares one), and the file no larger than the log's cap (later lines then take the
+ * last time recorded). Locked. */
+static void record_time(local_logs *l, log_pipe *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (p->times < 0 || now - p->times_last < 1000000 || (size_t)p->times_size >= l->max)
+        return;
+    char rec[64];
+    int k = snprintf(rec, sizeof(rec), "%lld %lld\n", (long long)p->size, (long long)now);
+    if (write(p->times, rec, (size_t)k) != k) { /* a torn record would mislead readers */
+        close(p->times);
+        p->times = -1;
+        return;
+    }
+    p->times_size += k;
+    p->times_last = now;
 }
 
 /* Appends, rotating first when the cap would be passed. Locked. */
@@ -60,10 +119,12 @@ static void append(local_logs *l, log_pipe *p, const char *buf, size_t n)
     if (p->out < 0)
         return;
     if ((size_t)p->size + n > l->max) {
-        _cleanup_free_ char *old = NULL;
-        if (asprintf(&old, "%s.1", p->path) >= 0)
-            (void)rename(p->path, old);
+        move_or_drop(p->path, "", ".1");
+        move_or_drop(p->path, ".times", ".1.times");
         close(p->out);
+        if (p->times >= 0)
+            close(p->times);
+        p->times = -1;
         if (open_out(p, true) < 0)
             return;
         if (n > l->max) { /* one read larger than the cap: keep its end */
@@ -71,6 +132,7 @@ static void append(local_logs *l, log_pipe *p, const char *buf, size_t n)
             n = l->max;
         }
     }
+    record_time(l, p);
     ssize_t w = write(p->out, buf, n);
     if (w > 0)
         p->size += w;
@@ -175,7 +237,7 @@ int local_logs_add(local_logs *l, const char *uid, int fd, const char *path, boo
         close(fd);
         return -errno;
     }
-    log_pipe p = {.uid = strdup(uid), .path = strdup(path), .fd = fd, .out = -1};
+    log_pipe p = {.uid = strdup(uid), .path = strdup(path), .fd = fd, .out = -1, .times = -1};
     if (!p.uid || !p.path) {
         pipe_close(&p);
         return -ENOMEM;
@@ -187,6 +249,8 @@ int local_logs_add(local_logs *l, const char *uid, int fd, const char *path, boo
             l->v[i] = l->v[--l->n];
             break;
         }
+    if (truncate)
+        keep_previous(path);
     int k = open_out(&p, truncate);
     if (k < 0)
         log_warn("cannot open the sandbox log", "path", path, "error", strerror(-k));

@@ -3,7 +3,11 @@
  * (issue 13, hole 4). One thread reads every pipe and appends to a file only this process writes
  * ($STATE/sandboxes/<uid>/sandboxd.log, .../main.log), capped: past max_bytes it is rotated to
  * <path>.1 (one generation), so a sandbox flooding its output uses at most 2 x max_bytes per
- * file on the host. A restarted asb serve takes the read end again through /proc/<pid>/fd/<n>
+ * file on the host. Beside each file, <path>.times records when each chunk came ("OFFSET
+ * UNIX_NS" lines: the file offset the chunk starts at, the time it was read; at most one a
+ * millisecond, and no larger than the log's cap), which gives
+ * `asb logs --timestamps/--since` a time per line; a new run of the container (truncate) keeps
+ * the last run's files as <path>.previous (`asb logs --previous`). A restarted asb serve takes the read end again through /proc/<pid>/fd/<n>
  * of the container's first process (sandboxd holds the write ends: fd 1, and the main process's
  * pipe at the fd it was given). */
 #pragma once
