@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: {
         char *f[6];
         fields(s, f, 6);
-        router_request_info in = {"GET", f[0] ? f[0] : "/", f[1], f[2], f[3], f[4], f[5], f[1], "localhost"};
+        router_request_info in = {"GET", f[0] ? f[0] : "/", f[1], f[2], f[3], f[4], f[5],
+                                  f[1],  "localhost"};
         router_route out;
         _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
         int r = router_route_request(&in, &out, &err);

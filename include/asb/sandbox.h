@@ -297,15 +297,15 @@ typedef struct asb_sandbox_logs_options {
     const volatile int *cancel; /* follow: when *cancel becomes non-zero the call ends with
                                    ASB_ECANCELLED within ~100 ms; may be NULL */
     /* version 2 */
-    const char *container; /* NULL or the container's name: its main process; "sandboxd":
-                              sandboxd's own output (followed until the Sandbox is deleted) */
-    int previous;          /* non-zero: the output of the run before the container's last
-                              (re)start; no follow */
-    long long tail_lines;  /* >= 0: only the last N lines of what is there, then what follows;
-                              -1: everything */
+    const char *container;   /* NULL or the container's name: its main process; "sandboxd":
+                                sandboxd's own output (followed until the Sandbox is deleted) */
+    int previous;            /* non-zero: the output of the run before the container's last
+                                (re)start; no follow */
+    long long tail_lines;    /* >= 0: only the last N lines of what is there, then what follows;
+                                -1: everything */
     long long since_seconds; /* > 0: only lines written in the last N seconds */
-    int timestamps;        /* non-zero: each line starts with the time it was written (RFC 3339,
-                              nanoseconds, UTC) and a space */
+    int timestamps;          /* non-zero: each line starts with the time it was written (RFC 3339,
+                                nanoseconds, UTC) and a space */
 } asb_sandbox_logs_options;
 
 #define ASB_SANDBOX_LOGS_OPTIONS_VERSION 2

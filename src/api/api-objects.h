@@ -95,9 +95,9 @@ typedef struct api_claim_spec {
     const char *shutdown_time, *shutdown_policy; /* lifecycle */
     bool has_ttl;                                /* lifecycle.ttlSecondsAfterFinished is set */
     int64_t ttl_seconds_after_finished;
-    const json_t *labels, *annotations;          /* additionalPodMetadata's */
-    const json_t *env;                           /* array or NULL */
-    const json_t *volume_claim_templates;        /* array or NULL */
+    const json_t *labels, *annotations;   /* additionalPodMetadata's */
+    const json_t *env;                    /* array or NULL */
+    const json_t *volume_claim_templates; /* array or NULL */
 } api_claim_spec;
 
 /* A SandboxWarmPool's spec. */

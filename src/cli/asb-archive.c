@@ -21,8 +21,8 @@ static void load(void)
     const dlopen_symbol symbols[] = {CLI_ARCHIVE_FUNCS(CLI_ARCHIVE_SYMBOL)};
 #undef CLI_ARCHIVE_SYMBOL
     _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
-    load_result = dlopen_symbols(LIBARCHIVE_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]),
-                                 &err);
+    load_result =
+        dlopen_symbols(LIBARCHIVE_SONAME, symbols, sizeof(symbols) / sizeof(symbols[0]), &err);
     if (load_result < 0) {
         fprintf(stderr, "error: cannot load libarchive: %s\n",
                 err.message ? err.message : "out of memory");

@@ -299,7 +299,8 @@ int asb_port_forward(int argc, char **argv)
         }
         _cleanup_free_ char *list = strdup(optarg);
         char *save = NULL;
-        for (char *a = list ? strtok_r(list, ",", &save) : NULL; a; a = strtok_r(NULL, ",", &save)) {
+        for (char *a = list ? strtok_r(list, ",", &save) : NULL; a;
+             a = strtok_r(NULL, ",", &save)) {
             bool local = strcmp(a, "localhost") == 0;
             for (int k = 0; k < (local ? 2 : 1) && na < MAX_LISTENERS / 2; k++)
                 addrs[na++] = strdup(local ? (k ? "::1" : "127.0.0.1") : a);
@@ -316,8 +317,9 @@ int asb_port_forward(int argc, char **argv)
     }
     const char *name = target_name(argv[optind]);
     if (!name || !*name) {
-        fprintf(stderr, "error: asb port-forward forwards to sandboxes: sandbox/NAME or NAME, not "
-                        "\"%s\"\n",
+        fprintf(stderr,
+                "error: asb port-forward forwards to sandboxes: sandbox/NAME or NAME, not "
+                "\"%s\"\n",
                 argv[optind]);
         goto out;
     }

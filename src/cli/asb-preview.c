@@ -25,9 +25,10 @@ static void preview_usage(FILE *f)
 int asb_preview(int argc, char **argv)
 {
     enum { OPT_TTL = 1000 };
-    static const struct option opts[] = {
-        {"ttl", required_argument, NULL, OPT_TTL}, {"help", no_argument, NULL, 'h'},
-        CLI_GLOBAL_LONG, {0}};
+    static const struct option opts[] = {{"ttl", required_argument, NULL, OPT_TTL},
+                                         {"help", no_argument, NULL, 'h'},
+                                         CLI_GLOBAL_LONG,
+                                         {0}};
     long long ttl_ms = 24LL * 3600 * 1000;
     int c;
     while ((c = getopt_long(argc, argv, "h" CLI_GLOBAL_SHORT, opts, NULL)) != -1) {

@@ -556,11 +556,11 @@ ASB_PUBLIC int asb_sandbox_usage(char **out, asb_client *c, const char *ns, cons
     if (!out || !c)
         return asbi_error_set(ASB_EINVAL, 0, NULL, "asb_sandbox_usage: NULL argument");
     char *url = NULL;
-    int k = !ns ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/pods", c->server)
-            : name ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s",
-                              c->server, ns, name)
-                   : asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods",
-                              c->server, ns);
+    int k =
+        !ns    ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/pods", c->server)
+        : name ? asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s", c->server,
+                          ns, name)
+               : asprintf(&url, "%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods", c->server, ns);
     if (k < 0)
         return asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
     int r = request(c, "GET", url, NULL, NULL, out);

@@ -27,12 +27,12 @@ typedef struct log_lines {
     asb_sandbox_data_cb cb;
     void *payload;
     bool timestamps;
-    int64_t since_ns;   /* > 0: lines older than this are dropped */
-    long long tail;     /* >= 0 while collecting: only the last `tail` lines are delivered */
-    bool collecting;    /* the first read with a tail: lines wait in `kept` */
-    buf line;           /* the line read so far (no newline yet) */
-    int64_t line_ns;    /* its time, -1 when unknown */
-    buf kept;           /* collected lines */
+    int64_t since_ns; /* > 0: lines older than this are dropped */
+    long long tail;   /* >= 0 while collecting: only the last `tail` lines are delivered */
+    bool collecting;  /* the first read with a tail: lines wait in `kept` */
+    buf line;         /* the line read so far (no newline yet) */
+    int64_t line_ns;  /* its time, -1 when unknown */
+    buf kept;         /* collected lines */
 } log_lines;
 
 /* Feeds len bytes read from a file at offset off, whose chunk times are t. Returns 0 or cb's

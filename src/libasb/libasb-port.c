@@ -87,11 +87,12 @@ ASB_PUBLIC int asb_port_connect(int *out, asb_client *client, const char *ns, co
         goto out;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     const char *token = client->token;
-    int n = asprintf(&req,
-                     "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nX-Sandbox-ID: %s\r\n"
-                     "X-Sandbox-Namespace: %s\r\nX-Sandbox-Port: %u\r\n%s%s%s\r\n",
-                     port, port, name, ns ? ns : "default", port, token ? "Authorization: Bearer " : "",
-                     token ? token : "", token ? "\r\n" : "");
+    int n =
+        asprintf(&req,
+                 "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nX-Sandbox-ID: %s\r\n"
+                 "X-Sandbox-Namespace: %s\r\nX-Sandbox-Port: %u\r\n%s%s%s\r\n",
+                 port, port, name, ns ? ns : "default", port, token ? "Authorization: Bearer " : "",
+                 token ? token : "", token ? "\r\n" : "");
     if (n < 0) {
         req = NULL;
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -112,8 +113,8 @@ ASB_PUBLIC int asb_port_connect(int *out, asb_client *client, const char *ns, co
     }
     int status = 0;
     if (sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
-        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL, "the router at %s answered CONNECT with no status",
-                           router);
+        r = asbi_error_set(ASB_EPROTOCOL, 0, NULL,
+                           "the router at %s answered CONNECT with no status", router);
         goto out;
     }
     if (status != 200) {

@@ -34,8 +34,8 @@ ASB_PUBLIC int asb_preview_url(char **out, asb_client *client, const char *ns, c
     _cleanup_buf_ buf body = BUF_INIT;
     long status = 0;
     if (!ens || !ename ||
-        asprintf(&url, "%s/preview-url?namespace=%s&sandbox=%s&port=%u&ttl=%ld", router, ens,
-                 ename, port, ttl_seconds > 0 ? ttl_seconds : 86400) < 0) {
+        asprintf(&url, "%s/preview-url?namespace=%s&sandbox=%s&port=%u&ttl=%ld", router, ens, ename,
+                 port, ttl_seconds > 0 ? ttl_seconds : 86400) < 0) {
         r = asbi_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
         url = NULL;
         goto out;

@@ -38,12 +38,12 @@
 
 #define MCP_SCHEMA_PREVIEW_IN                                                                      \
     "{\"type\":\"object\",\"properties\":{" MCP_NAME_PROP "," MCP_NS_PROP ","                      \
-    "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"Port "    \
+    "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"Port "       \
     "of a server listening inside the sandbox (not 8080, 9090 or 8888)\"},"                        \
-    "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,\"default\":86400,\"description\":"    \
+    "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,\"default\":86400,\"description\":"       \
     "\"How long the link is valid\"}},\"required\":[\"sandbox_claim_name\",\"port\"]}"
 #define MCP_SCHEMA_PREVIEW_OUT                                                                     \
-    "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"},"                       \
+    "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"},"                          \
     "\"port\":{\"type\":\"integer\"}},\"required\":[\"url\",\"port\"]}"
 
 #define MCP_SCHEMA_EXEC_IN                                                                         \

@@ -29,9 +29,14 @@ void router_admission_from_headers(router_admission *a, const char *method, cons
     static const struct {
         const char *name;
         size_t len;
-    } want[H_N] = {{"authorization", 13},  {"x-sandbox-id", 12},     {"x-sandbox-namespace", 19},
-                   {"x-sandbox-port", 14}, {"x-sandbox-pod-ip", 16}, {"content-type", 12},
-                   {"host", 4},            {"cookie", 6}};
+    } want[H_N] = {{"authorization", 13},
+                   {"x-sandbox-id", 12},
+                   {"x-sandbox-namespace", 19},
+                   {"x-sandbox-port", 14},
+                   {"x-sandbox-pod-ip", 16},
+                   {"content-type", 12},
+                   {"host", 4},
+                   {"cookie", 6}};
     const char *hv[H_N] = {0};
     for (size_t i = 0; i < h->n; i++) {
         const char *name = router_headers_name(h, i);
@@ -95,8 +100,7 @@ static int preview_auth(router_ctx *ctx, const router_admission *a, const router
         return 1;
     }
     const char *cookie = router_preview_cookie(a->cookie, &n);
-    if (cookie &&
-        router_preview_check(ctx->token, rt->ns, rt->id, rt->port, cookie, n, now))
+    if (cookie && router_preview_check(ctx->token, rt->ns, rt->id, rt->port, cookie, n, now))
         return 0;
     if (!cred && !cookie && ctx->allow_unauthenticated && a->loopback)
         return 0;
@@ -136,8 +140,8 @@ static int preview_link(router_ctx *ctx, const router_admission *a, router_answe
     }
     long long exp = (long long)time(NULL) + secs;
     char cred[ROUTER_PREVIEW_CRED_MAX] = "";
-    if (ctx->token &&
-        router_preview_credential(ctx->token, ns, id, (unsigned)port, exp, cred, sizeof(cred)) < 0) {
+    if (ctx->token && router_preview_credential(ctx->token, ns, id, (unsigned)port, exp, cred,
+                                                sizeof(cred)) < 0) {
         return router_error_internal(err, -EIO);
     }
     /* the router's port as the client reached it */
@@ -182,12 +186,12 @@ router_admit_result router_admit(router_ctx *ctx, const router_admission *a, boo
         if (k != 0)
             return k > 0 ? ROUTER_ADMIT_ANSWER : ROUTER_ADMIT_REFUSED;
     } else {
-        if (router_check_auth(a->authorization, ctx->token, ctx->allow_unauthenticated,
-                              a->loopback, err) < 0)
+        if (router_check_auth(a->authorization, ctx->token, ctx->allow_unauthenticated, a->loopback,
+                              err) < 0)
             return ROUTER_ADMIT_REFUSED;
         if (get && !in.sandbox_id && ctx->preview_domain && path_is(path, ROUTER_PREVIEW_PATH))
             return preview_link(ctx, a, ret_answer, err) > 0 ? ROUTER_ADMIT_ANSWER
-                                                              : ROUTER_ADMIT_REFUSED;
+                                                             : ROUTER_ADMIT_REFUSED;
         if (router_route_request(&in, ret_route, err) < 0)
             return ROUTER_ADMIT_REFUSED;
     }

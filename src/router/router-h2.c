@@ -249,7 +249,7 @@ static void route_stream(h2_stream *st)
                 .pod_ip = nv_get(&st->req_hdrs, "x-sandbox-pod-ip"),
                 .content_type = nv_get(&st->req_hdrs, "content-type"),
                 .host = nv_get(&st->req_hdrs, ":authority") ? nv_get(&st->req_hdrs, ":authority")
-                                                             : nv_get(&st->req_hdrs, "host"),
+                                                            : nv_get(&st->req_hdrs, "host"),
             },
         .authorization = nv_get(&st->req_hdrs, "authorization"),
         .cookie = nv_get(&st->req_hdrs, "cookie"),
@@ -260,8 +260,8 @@ static void route_stream(h2_stream *st)
     router_answer ans;
     switch (router_admit(c->ctx, &a, true, &st->route, &st->target, &ans, &err)) {
     case ROUTER_ADMIT_ANSWER:
-        h2_respond_simple(st, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL,
-                          ans.body, strlen(ans.body));
+        h2_respond_simple(st, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL, ans.body,
+                          strlen(ans.body));
         return;
     case ROUTER_ADMIT_HEALTHZ:
         h2_respond_simple(st, 200, "application/json", NULL, router_healthz_body,

@@ -177,8 +177,8 @@ static int rq_headers_complete(void *payload)
         c->mode = MODE_LOCAL;
         if (has_body(c))
             c->keep_alive = false, c->close_after = true;
-        return send_simple(c, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL,
-                           ans.body, strlen(ans.body)) < 0
+        return send_simple(c, ans.status, ans.ctype, ans.headers[0] ? ans.headers : NULL, ans.body,
+                           strlen(ans.body)) < 0
                    ? -1
                    : 0;
     case ROUTER_ADMIT_HEALTHZ:

@@ -37,8 +37,8 @@ typedef struct router_route {
     router_kind kind;
     char id[64];
     char ns[64];
-    unsigned port;  /* ROUTER_KIND_PORT: the port inside the sandbox */
-    bool preview;   /* routed by a preview host (PORT-ID.NS.DOMAIN), not by X-Sandbox-* */
+    unsigned port; /* ROUTER_KIND_PORT: the port inside the sandbox */
+    bool preview;  /* routed by a preview host (PORT-ID.NS.DOMAIN), not by X-Sandbox-* */
 } router_route;
 
 /* DNS-1123 label, at most 63 characters. */
@@ -92,8 +92,8 @@ bool router_addr_is_netns(const char *addr);
 /* The "host:port" part of an address (addr itself unless it is a netns address). Borrowed. */
 const char *router_addr_hostport(const char *addr);
 
-/* Upstream sockets. addr is "unix:/path", "host:port" or a netns address. Blocking connect with a timeout;
- * returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
+/* Upstream sockets. addr is "unix:/path", "host:port" or a netns address. Blocking connect with a
+ * timeout; returns a connected fd (O_CLOEXEC, blocking) or a negative errno. */
 int router_connect(const char *addr, long timeout_ms);
 /* The socket address of "unix:/path" or "host:port" / "[v6]:port" (the first one a name
  * resolves to). Without lookup, only numeric hosts (a name: -EADDRNOTAVAIL, nothing blocks);

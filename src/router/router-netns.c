@@ -90,8 +90,7 @@ int router_netns_socket(const char *addr, int family, int type)
     int k = fd < 0 ? -errno : 0;
     if (setns(self, CLONE_NEWNET) < 0) {
         /* this thread would go on serving every other request from inside the sandbox */
-        log_error("router: cannot return to the host network namespace", "error",
-                  strerror(errno));
+        log_error("router: cannot return to the host network namespace", "error", strerror(errno));
         abort();
     }
     return fd < 0 ? k : fd;

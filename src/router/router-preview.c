@@ -61,8 +61,7 @@ bool router_preview_check(const char *key, const char *ns, const char *id, unsig
     if (end == tmp || *end != '.' || exp <= now || strlen(end + 1) != SIG_HEX)
         return false;
     char want[SIG_HEX + 1];
-    return sign(key, ns, id, port, exp, want) == 0 &&
-           CRYPTO_memcmp(want, end + 1, SIG_HEX) == 0;
+    return sign(key, ns, id, port, exp, want) == 0 && CRYPTO_memcmp(want, end + 1, SIG_HEX) == 0;
 }
 
 /* The value of a "name=value" pair in a list separated by sep (a query: '&'; a Cookie header:

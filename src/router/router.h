@@ -40,8 +40,8 @@ void router_target_done(router_target *t);
  * with *out filled (owned by the caller, router_target_done) or a negative errno with *err set
  * (its status picks the answer: 404, 502, 503, 504, ...; texts from router-errors.h). */
 struct router_resolver {
-    int (*resolve)(router_resolver *r, const char *ns, const char *id, unsigned port,
-                   bool nonblock, router_target *out, api_error *err);
+    int (*resolve)(router_resolver *r, const char *ns, const char *id, unsigned port, bool nonblock,
+                   router_target *out, api_error *err);
     /* Tells the resolver that the target it gave for (ns, id) failed to connect: drop caches. */
     void (*invalidate)(router_resolver *r, const char *ns, const char *id);
     void (*free)(router_resolver *r);

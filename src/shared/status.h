@@ -26,9 +26,9 @@ typedef enum status_code {
     STATUS_UNAVAILABLE = 14,
     STATUS_DATA_LOSS = 15,
     STATUS_UNAUTHENTICATED = 16,
-    STATUS_CONFLICT = 100,    /* REST 409 "CONFLICT"; gRPC ABORTED */
-    STATUS_BAD_GATEWAY = 101, /* REST 502 "BAD_GATEWAY" (a proxy's upstream failed); gRPC
-                                 UNAVAILABLE */
+    STATUS_CONFLICT = 100,     /* REST 409 "CONFLICT"; gRPC ABORTED */
+    STATUS_BAD_GATEWAY = 101,  /* REST 502 "BAD_GATEWAY" (a proxy's upstream failed); gRPC
+                                  UNAVAILABLE */
     STATUS_URI_TOO_LONG = 102, /* REST 414 "URI_TOO_LONG"; gRPC RESOURCE_EXHAUSTED */
 } status_code;
 

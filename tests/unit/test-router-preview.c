@@ -98,8 +98,11 @@ static router_admit_result admit(router_ctx *ctx, const char *path, const char *
                                  router_route *route, router_answer *ans, api_error *err)
 {
     router_admission a = {
-        .info = {.method = "GET", .path = path, .sandbox_id = host ? NULL : "box",
-                 .sandbox_port = port, .host = host},
+        .info = {.method = "GET",
+                 .path = path,
+                 .sandbox_id = host ? NULL : "box",
+                 .sandbox_port = port,
+                 .host = host},
         .authorization = auth,
         .cookie = cookie,
     };
@@ -117,7 +120,8 @@ static router_admit_result admit(router_ctx *ctx, const char *path, const char *
 TEST(admission_of_ports_and_previews)
 {
     router_resolver res = {.resolve = fake_resolve};
-    router_ctx ctx = {.token = (char *)"tok", .resolver = &res, .preview_domain = (char *)"localhost"};
+    router_ctx ctx = {
+        .token = (char *)"tok", .resolver = &res, .preview_domain = (char *)"localhost"};
     router_route rt;
     router_answer ans;
     _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
@@ -141,10 +145,11 @@ TEST(admission_of_ports_and_previews)
     CHECK_INT_EQ(admit(&ctx, "/", host, NULL, "Bearer bad", NULL, &rt, &ans, &err),
                  ROUTER_ADMIT_REFUSED);
     /* a signed link: a redirect without the parameter that sets the cookie */
-    router_admission mint = {.info = {.method = "GET",
-                                      .path = "/preview-url?namespace=default&sandbox=box&port=3000",
-                                      .host = "127.0.0.1:7080"},
-                             .authorization = "Bearer tok"};
+    router_admission mint = {
+        .info = {.method = "GET",
+                 .path = "/preview-url?namespace=default&sandbox=box&port=3000",
+                 .host = "127.0.0.1:7080"},
+        .authorization = "Bearer tok"};
     router_target t = {0};
     CHECK_INT_EQ(router_admit(&ctx, &mint, true, &rt, &t, &ans, &err), ROUTER_ADMIT_ANSWER);
     CHECK_INT_EQ(ans.status, 200);
@@ -169,9 +174,9 @@ TEST(admission_of_ports_and_previews)
                  ROUTER_ADMIT_TARGET);
     CHECK_INT_EQ(rt.port, 3000);
     /* the cookie of one port is no credential for another */
-    CHECK_INT_EQ(admit(&ctx, "/app", "3001-box.default.localhost:7080", NULL, NULL, cookie, &rt,
-                       &ans, &err),
-                 ROUTER_ADMIT_REFUSED);
+    CHECK_INT_EQ(
+        admit(&ctx, "/app", "3001-box.default.localhost:7080", NULL, NULL, cookie, &rt, &ans, &err),
+        ROUTER_ADMIT_REFUSED);
     /* minting needs the token */
     mint.authorization = NULL;
     CHECK_INT_EQ(router_admit(&ctx, &mint, true, &rt, &t, &ans, &err), ROUTER_ADMIT_REFUSED);
@@ -190,9 +195,11 @@ TEST(connect_only_to_sandbox_ports)
     router_answer ans;
     _cleanup_(api_error_clear) api_error err = API_ERROR_INIT;
     router_target t = {0};
-    router_admission a = {.info = {.method = "CONNECT", .path = "x:1", .sandbox_id = "box",
-                                   .sandbox_port = "5432"},
-                          .authorization = "Bearer tok", .upgrade = true, .connect = true};
+    router_admission a = {
+        .info = {.method = "CONNECT", .path = "x:1", .sandbox_id = "box", .sandbox_port = "5432"},
+        .authorization = "Bearer tok",
+        .upgrade = true,
+        .connect = true};
     CHECK_INT_EQ(router_admit(&ctx, &a, true, &rt, &t, &ans, &err), ROUTER_ADMIT_TARGET);
     CHECK_STR_EQ(t.port, "10.0.0.9:5432");
     router_target_done(&t);

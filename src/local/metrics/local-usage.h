@@ -8,10 +8,10 @@
 #include <stdint.h>
 
 typedef struct local_usage {
-    uint64_t cpu_ns;      /* CPU time used since the container started */
-    uint64_t memory;      /* working set, bytes */
-    uint64_t nanocores;   /* local_usage_rates: CPU in use (1e9 = one core) over the window */
-    uint64_t window_ms;   /* that window */
+    uint64_t cpu_ns;    /* CPU time used since the container started */
+    uint64_t memory;    /* working set, bytes */
+    uint64_t nanocores; /* local_usage_rates: CPU in use (1e9 = one core) over the window */
+    uint64_t window_ms; /* that window */
 } local_usage;
 
 /* The figures of the sandbox uid. 0, -ENOENT (no cgroup: not running) or a negative errno. */

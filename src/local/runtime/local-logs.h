@@ -7,9 +7,9 @@
  * UNIX_NS" lines: the file offset the chunk starts at, the time it was read; at most one a
  * millisecond, and no larger than the log's cap), which gives
  * `asb logs --timestamps/--since` a time per line; a new run of the container (truncate) keeps
- * the last run's files as <path>.previous (`asb logs --previous`). A restarted asb serve takes the read end again through /proc/<pid>/fd/<n>
- * of the container's first process (sandboxd holds the write ends: fd 1, and the main process's
- * pipe at the fd it was given). */
+ * the last run's files as <path>.previous (`asb logs --previous`). A restarted asb serve takes the
+ * read end again through /proc/<pid>/fd/<n> of the container's first process (sandboxd holds the
+ * write ends: fd 1, and the main process's pipe at the fd it was given). */
 #pragma once
 
 #include <stdbool.h>
