@@ -234,25 +234,22 @@ static int field_validation_mode(api_request *rq, const char *options_kind, fiel
     return -EINVAL;
 }
 
-/* Prunes the fields k does not declare from obj. Strict with unknown fields: returns the 400
- * Status to answer with. Warn: *ret_warnings gets `unknown field "PATH"` texts (owned, may be
+/* Prunes the fields k does not declare from obj. Strict with unknown fields: -EINVAL with err
+ * the 400 BadRequest to answer with (every unknown field in one message, as kube-apiserver's
+ * strict decoding error). Warn: *ret_warnings gets `unknown field "PATH"` texts (owned, may be
  * NULL). */
-static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_validation mode,
-                                    json_t **ret_warnings)
+static int check_unknown_fields(const api_kind *k, json_t *obj, field_validation mode,
+                                json_t **ret_warnings, api_error *err)
 {
     *ret_warnings = NULL;
-    json_t *paths = NULL;
+    _cleanup_json_ json_t *paths = NULL;
     if (api_prune_unknown(k, obj, &paths) < 0)
-        return status_failure(KUBE_REASON_INTERNAL_ERROR, "out of memory", NULL, NULL);
-    if (json_array_size(paths) == 0 || mode == FIELD_VALIDATION_IGNORE) {
-        json_decref(paths);
-        return NULL;
-    }
-    json_t *texts = json_array();
-    if (!texts) {
-        json_decref(paths);
-        return status_failure(KUBE_REASON_INTERNAL_ERROR, "out of memory", NULL, NULL);
-    }
+        return api_error_set_reason(err, KUBE_REASON_INTERNAL_ERROR, "out of memory");
+    if (json_array_size(paths) == 0 || mode == FIELD_VALIDATION_IGNORE)
+        return 0;
+    _cleanup_json_ json_t *texts = json_array();
+    if (!texts)
+        return api_error_set_reason(err, KUBE_REASON_INTERNAL_ERROR, "out of memory");
     size_t i;
     json_t *p;
     json_array_foreach (paths, i, p) {
@@ -262,12 +259,10 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
             free(t);
         }
     }
-    json_decref(paths);
     if (mode == FIELD_VALIDATION_WARN) {
-        *ret_warnings = texts;
-        return NULL;
+        *ret_warnings = TAKE_PTR(texts);
+        return 0;
     }
-    /* kube-apiserver's strict decoding error, all unknown fields in one message. */
     _cleanup_buf_ buf msg = BUF_INIT;
     int r = buf_appendf(
         &msg, "%s in version \"%s\" cannot be handled as a %s: strict decoding error: ", k->kind,
@@ -275,8 +270,10 @@ static json_t *check_unknown_fields(const api_kind *k, json_t *obj, field_valida
     json_array_foreach (texts, i, p)
         if (r >= 0)
             r = buf_appendf(&msg, "%s%s", i ? ", " : "", json_string_value(p));
-    json_decref(texts);
-    return status_failure(KUBE_REASON_BAD_REQUEST, r < 0 ? NULL : msg.data, NULL, NULL);
+    if (r < 0)
+        return api_error_set_reason(err, KUBE_REASON_INTERNAL_ERROR, "out of memory");
+    api_error_set_reason(err, KUBE_REASON_BAD_REQUEST, "%s", msg.data);
+    return -EINVAL;
 }
 
 static bool has_finalizers(const json_t *obj)
@@ -370,7 +367,6 @@ static int admission_warnings(const local_apiserver *srv, const api_kind *k, api
 static enum MHD_Result handle_create(api_request *rq)
 {
     const api_kind *k = rq->kind;
-    json_t *st = NULL;
     enum MHD_Result dret = MHD_NO;
     int dry = dry_run(rq, &dret);
     if (dry < 0)
@@ -383,8 +379,8 @@ static enum MHD_Result handle_create(api_request *rq)
     if (parse_body(rq, true, &obj, &err) < 0 || check_type_meta(rq, obj, &err) < 0)
         return reply_api_error(rq->conn, &err, NULL, NULL);
     _cleanup_json_ json_t *warnings = NULL;
-    if ((st = check_unknown_fields(k, obj, fv, &warnings)))
-        return reply_failure(rq->conn, st);
+    if (check_unknown_fields(k, obj, fv, &warnings, &err) < 0)
+        return reply_api_error(rq->conn, &err, NULL, NULL);
     json_t *md = json_object_get(obj, "metadata");
     strip_server_fields(md);
     if (k->has_status)
@@ -553,11 +549,10 @@ static int build_update(update_ctx *u, const json_t *old, json_t **ret_new)
     _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     if (check_type_meta(rq, cand, &err) < 0)
         return fail_with(u, status_failure(api_error_reason(&err), err.message, NULL, NULL));
-    json_t *st;
     /* The object as decoded (after the patch, as kube-apiserver decodes the patched object). */
     u->warnings = json_decref_null(u->warnings);
-    if ((st = check_unknown_fields(k, cand, u->field_validation, &u->warnings)))
-        return fail_with(u, st);
+    if (check_unknown_fields(k, cand, u->field_validation, &u->warnings, &err) < 0)
+        return fail_with(u, status_failure(api_error_reason(&err), err.message, NULL, NULL));
     json_t *cmd = json_object_get(cand, "metadata");
     const json_t *omd = json_object_get(old, "metadata");
     json_t *rv = json_object_get(cmd, "resourceVersion");
