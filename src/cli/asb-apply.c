@@ -214,19 +214,8 @@ int asb_apply(int argc, char **argv)
             break;
         case 'V':
             /* kubectl's --validate values, as the server's fieldValidation. */
-            if (!optarg || strcmp(optarg, "strict") == 0 || strcmp(optarg, "true") == 0)
-                validate = "Strict";
-            else if (strcmp(optarg, "warn") == 0)
-                validate = "Warn";
-            else if (strcmp(optarg, "ignore") == 0 || strcmp(optarg, "false") == 0)
-                validate = "Ignore";
-            else {
-                fprintf(stderr,
-                        "error: invalid - validate option \"%s\"; must be one of: strict (or "
-                        "true), warn, ignore (or false)\n",
-                        optarg);
+            if (!(validate = cli_validate_arg(optarg)))
                 return 2;
-            }
             break;
         default:
             return cli_usage_option(c, argv, apply_usage);

@@ -140,6 +140,32 @@ long long cli_parse_timeout(const char *s)
     return (long long)(u / USEC_PER_MSEC);
 }
 
+const char *cli_validate_arg(const char *s)
+{
+    if (!s || strcmp(s, "strict") == 0 || strcmp(s, "true") == 0)
+        return "Strict";
+    if (strcmp(s, "warn") == 0)
+        return "Warn";
+    if (strcmp(s, "ignore") == 0 || strcmp(s, "false") == 0)
+        return "Ignore";
+    fprintf(stderr,
+            "error: invalid - validate option \"%s\"; must be one of: strict (or true), warn, "
+            "ignore (or false)\n",
+            s);
+    return NULL;
+}
+
+bool cli_output_name_arg(const char *s)
+{
+    if (strcmp(s, "name") == 0)
+        return true;
+    fprintf(stderr,
+            "error: unable to match a printer suitable for the output format \"%s\", allowed "
+            "formats are: name\n",
+            s);
+    return false;
+}
+
 long long cli_positive_duration_arg(const char *s)
 {
     long long ms = cli_parse_timeout(s);

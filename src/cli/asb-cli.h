@@ -70,6 +70,11 @@ long long cli_parse_timeout(const char *s);
 /* cli_parse_timeout() of an option's value that must be above zero: the milliseconds, or -EINVAL
  * after telling stderr what is wrong with it. */
 long long cli_positive_duration_arg(const char *s);
+/* kubectl's --validate value (NULL: the bare flag, strict) as the server's fieldValidation
+ * ("Strict", "Warn", "Ignore"); NULL after telling stderr the value is none of them. */
+const char *cli_validate_arg(const char *s);
+/* -o of the verbs that only print names: true for "name", else false after telling stderr. */
+bool cli_output_name_arg(const char *s);
 
 /* Helpers on objects. */
 const char *cli_meta(const json_t *obj, const char *field);

@@ -104,28 +104,12 @@ static int write_main(const write_verb *wv, int argc, char **argv)
             files[nfiles++] = optarg;
             break;
         case 'V':
-            if (strcmp(optarg, "strict") == 0 || strcmp(optarg, "true") == 0)
-                validate = "Strict";
-            else if (strcmp(optarg, "warn") == 0)
-                validate = "Warn";
-            else if (strcmp(optarg, "ignore") == 0 || strcmp(optarg, "false") == 0)
-                validate = "Ignore";
-            else {
-                fprintf(stderr,
-                        "error: invalid - validate option \"%s\"; must be one of: strict (or "
-                        "true), warn, ignore (or false)\n",
-                        optarg);
+            if (!(validate = cli_validate_arg(optarg)))
                 return 1;
-            }
             break;
         case 'o':
-            if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr,
-                        "error: unable to match a printer suitable for the output format "
-                        "\"%s\", allowed formats are: name\n",
-                        optarg);
+            if (!cli_output_name_arg(optarg))
                 return 1;
-            }
             name_only = true;
             break;
         default:

@@ -275,13 +275,8 @@ static int map_main(const map_verb *mv, int argc, char **argv)
             o.resource_version = optarg;
             break;
         case 'o':
-            if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr,
-                        "error: unable to match a printer suitable for the output format "
-                        "\"%s\", allowed formats are: name\n",
-                        optarg);
+            if (!cli_output_name_arg(optarg))
                 return 1;
-            }
             o.name_only = true;
             break;
         default:

@@ -134,13 +134,8 @@ int asb_patch(int argc, char **argv)
             po.subresource = optarg;
             break;
         case 'o':
-            if (strcmp(optarg, "name") != 0) {
-                fprintf(stderr,
-                        "error: unable to match a printer suitable for the output format "
-                        "\"%s\", allowed formats are: name\n",
-                        optarg);
+            if (!cli_output_name_arg(optarg))
                 return 1;
-            }
             name_only = true;
             break;
         default:
