@@ -165,30 +165,109 @@ static int delete_one_session(agent_config *cfg, const char *name)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line's flags into cfg and the out-parameters; -1 when the program goes on, else
+ * its exit code. */
+static int parse_flags(int argc, char **argv, agent_config *cfg, const char **session,
+                       const char **timeout, const char **delete_session)
 {
-    agent_config cfg = AGENT_CONFIG_INIT;
-    const char *session = NULL, *timeout = NULL, *delete_session = NULL;
-    cfg.homedir = env_or("SANDBOX_HOME_DIR", "/home/clawtainer");
-    cfg.ns = env_or("SANDBOX_NAMESPACE", "default");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "-help") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
         }
-        if (flag(argc, argv, &i, "session", &session) ||
-            flag(argc, argv, &i, "toolset", &cfg.toolset) ||
-            flag(argc, argv, &i, "image", &cfg.image) ||
-            flag(argc, argv, &i, "homedir", &cfg.homedir) ||
-            flag(argc, argv, &i, "namespace", &cfg.ns) || flag(argc, argv, &i, "pool", &cfg.pool) ||
-            flag(argc, argv, &i, "tool-timeout", &timeout) ||
-            flag(argc, argv, &i, "fork-from", &cfg.fork_from) ||
-            flag(argc, argv, &i, "delete-session", &delete_session))
+        if (flag(argc, argv, &i, "session", session) ||
+            flag(argc, argv, &i, "toolset", &cfg->toolset) ||
+            flag(argc, argv, &i, "image", &cfg->image) ||
+            flag(argc, argv, &i, "homedir", &cfg->homedir) ||
+            flag(argc, argv, &i, "namespace", &cfg->ns) ||
+            flag(argc, argv, &i, "pool", &cfg->pool) ||
+            flag(argc, argv, &i, "tool-timeout", timeout) ||
+            flag(argc, argv, &i, "fork-from", &cfg->fork_from) ||
+            flag(argc, argv, &i, "delete-session", delete_session))
             continue;
         fprintf(stderr, "flag provided but not defined: %s\n", a);
         return main_usage_error(usage);
     }
+    return -1;
+}
+
+/* The checks and defaults of the configuration once flags and environment are in; -1 when
+ * the program goes on, else its exit code after saying why. */
+static int settle_config(agent_config *cfg, const char *timeout)
+{
+    if (!cfg->homedir || !*cfg->homedir || cfg->homedir[0] != '/') {
+        fprintf(stderr, "sandboxed-tools: -homedir must be an absolute path\n");
+        return 2;
+    }
+    if (timeout) {
+        usec_t us;
+        if (parse_go_duration(timeout, &us) < 0 || us == 0) {
+            fprintf(stderr, "sandboxed-tools: invalid -tool-timeout \"%s\" (e.g. 30s, 2m)\n",
+                    timeout);
+            return 2;
+        }
+        cfg->tool_timeout_ms = (long)(us / 1000) > 0 ? (long)(us / 1000) : 1;
+    }
+    if (cfg->pool && !*cfg->pool)
+        cfg->pool = NULL;
+    cfg->log_cb = log_stderr;
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    if (agent_config_from_env(cfg, &err) < 0) {
+        fprintf(stderr, "sandboxed-tools: %s\n", err.message);
+        return 1;
+    }
+    if (cfg->toolset && strcmp(cfg->toolset, "basic") != 0 &&
+        strcmp(cfg->toolset, "geminicli") != 0) {
+        fprintf(stderr, "sandboxed-tools: unknown toolset \"%s\" (known: basic, geminicli)\n",
+                cfg->toolset);
+        return 2;
+    }
+    return -1;
+}
+
+/* The conversation: a prompt a line, until end of input or /exit. */
+static void repl(agent_session *s, const agent_callbacks *cbs)
+{
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        fputs("User> ", stdout);
+        fflush(stdout);
+        if (getline(&line, &cap, stdin) < 0) {
+            putchar('\n');
+            break;
+        }
+        char *text = trim(line);
+        if (!*text)
+            continue;
+        if (strcasecmp(text, "/exit") == 0 || strcasecmp(text, "/quit") == 0)
+            break;
+        cancel_flag = 0;
+        in_turn = 1;
+        agent_stop_reason stop;
+        api_error_clear(&err);
+        int r = agent_session_prompt(s, text, cbs, &stop, &err);
+        in_turn = 0;
+        if (r < 0)
+            fprintf(stderr, "error: %s\n", err.message ? err.message : strerror(-r));
+        else if (stop != AGENT_STOP_END_TURN)
+            fprintf(stderr, "(turn ended: %s)\n", agent_stop_reason_name(stop));
+        fflush(stdout);
+    }
+    free(line);
+}
+
+int main(int argc, char **argv)
+{
+    agent_config cfg = AGENT_CONFIG_INIT;
+    const char *session = NULL, *timeout = NULL, *delete_session = NULL;
+    cfg.homedir = env_or("SANDBOX_HOME_DIR", "/home/clawtainer");
+    cfg.ns = env_or("SANDBOX_NAMESPACE", "default");
+    int ret = parse_flags(argc, argv, &cfg, &session, &timeout, &delete_session);
+    if (ret >= 0)
+        return ret;
     if (delete_session)
         return delete_one_session(&cfg, delete_session);
     _cleanup_free_ char *generated = NULL;
@@ -211,36 +290,13 @@ int main(int argc, char **argv)
         if (r != 0)
             return r;
     }
-    if (!cfg.homedir || !*cfg.homedir || cfg.homedir[0] != '/') {
-        fprintf(stderr, "sandboxed-tools: -homedir must be an absolute path\n");
-        return 2;
-    }
-    if (timeout) {
-        usec_t us;
-        if (parse_go_duration(timeout, &us) < 0 || us == 0) {
-            fprintf(stderr, "sandboxed-tools: invalid -tool-timeout \"%s\" (e.g. 30s, 2m)\n",
-                    timeout);
-            return 2;
-        }
-        cfg.tool_timeout_ms = (long)(us / 1000) > 0 ? (long)(us / 1000) : 1;
-    }
-    if (cfg.pool && !*cfg.pool)
-        cfg.pool = NULL;
-    cfg.log_cb = log_stderr;
-    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
-    if (agent_config_from_env(&cfg, &err) < 0) {
-        fprintf(stderr, "sandboxed-tools: %s\n", err.message);
-        return 1;
-    }
-    if (cfg.toolset && strcmp(cfg.toolset, "basic") != 0 && strcmp(cfg.toolset, "geminicli") != 0) {
-        fprintf(stderr, "sandboxed-tools: unknown toolset \"%s\" (known: basic, geminicli)\n",
-                cfg.toolset);
-        return 2;
-    }
+    if ((ret = settle_config(&cfg, timeout)) >= 0)
+        return ret;
     if (agent_global_init() < 0) {
         fprintf(stderr, "sandboxed-tools: cannot initialise libcurl\n");
         return 1;
     }
+    _cleanup_(api_error_clearp) api_error err = API_ERROR_INIT;
     agent_session *s = NULL;
     int r = agent_session_new(&s, &cfg, session, &err);
     if (r < 0) {
@@ -261,35 +317,7 @@ int main(int argc, char **argv)
     cbs.tool_call_cb = print_tool;
     cbs.tool_result_cb = print_result;
     cbs.cancel = &cancel_flag;
-
-    char *line = NULL;
-    size_t cap = 0;
-    int status = 0;
-    for (;;) {
-        fputs("User> ", stdout);
-        fflush(stdout);
-        if (getline(&line, &cap, stdin) < 0) {
-            putchar('\n');
-            break;
-        }
-        char *text = trim(line);
-        if (!*text)
-            continue;
-        if (strcasecmp(text, "/exit") == 0 || strcasecmp(text, "/quit") == 0)
-            break;
-        cancel_flag = 0;
-        in_turn = 1;
-        agent_stop_reason stop;
-        api_error_clear(&err);
-        r = agent_session_prompt(s, text, &cbs, &stop, &err);
-        in_turn = 0;
-        if (r < 0)
-            fprintf(stderr, "error: %s\n", err.message ? err.message : strerror(-r));
-        else if (stop != AGENT_STOP_END_TURN)
-            fprintf(stderr, "(turn ended: %s)\n", agent_stop_reason_name(stop));
-        fflush(stdout);
-    }
-    free(line);
+    repl(s, &cbs);
     agent_session_free(s);
-    return status;
+    return 0;
 }

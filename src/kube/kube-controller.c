@@ -48,6 +48,53 @@ static void enqueue_claims(kube_ctl *ctl, const char *ns, const char *pool, bool
     }
 }
 
+/* A Sandbox changed (extensions on): the claim and pool that own it now or owned it before, and
+ * the pools that adopt it when it is an orphan with the pool label. */
+static void on_sandbox_extensions(kube_ctl *ctl, const char *ns, const json_t *obj,
+                                  const json_t *old)
+{
+    const json_t *objs[2] = {obj, old};
+    for (size_t i = 0; i < 2; i++) {
+        if (!objs[i])
+            continue;
+        const char *cn = controller_of(objs[i], "SandboxClaim");
+        if (cn)
+            enqueue(ctl->q_claim, ns, cn);
+        const char *pn = controller_of(objs[i], "SandboxWarmPool");
+        if (pn) {
+            enqueue(ctl->q_pool, ns, pn);
+            enqueue_claims(ctl, ns, pn, true);
+        }
+    }
+    /* Orphans with the pool label: the pool adopts them. */
+    if (!reconcile_controller_ref(obj) &&
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"),
+                        RECONCILE_LABEL_WARM_POOL)) {
+        _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
+        size_t i;
+        json_t *p;
+        json_array_foreach (pools, i, p)
+            if (reconcile_pool_member(p, obj))
+                enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
+    }
+}
+
+/* A SandboxTemplate changed: the pools made from it (and, for a new template, their claims). */
+static void on_template(kube_ctl *ctl, const char *ns, const char *name, kube_event_type t)
+{
+    _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
+    size_t i;
+    json_t *p;
+    json_array_foreach (pools, i, p) {
+        const char *tn = kube_str(p, "spec.sandboxTemplateRef.name");
+        if (tn && strcmp(tn, name) == 0) {
+            enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
+            if (t == KUBE_ADDED)
+                enqueue_claims(ctl, ns, kube_str(p, "metadata.name"), true);
+        }
+    }
+}
+
 static void on_event(kube_res r, kube_event_type t, const json_t *obj, const json_t *old,
                      void *payload)
 {
@@ -56,36 +103,11 @@ static void on_event(kube_res r, kube_event_type t, const json_t *obj, const jso
     const char *name = kube_str(obj, "metadata.name");
     bool ext = ctl->opt.extensions;
     switch (r) {
-    case KR_SANDBOX: {
+    case KR_SANDBOX:
         enqueue(ctl->q_sandbox, ns, name);
-        if (!ext)
-            break;
-        const json_t *objs[2] = {obj, old};
-        for (size_t i = 0; i < 2; i++) {
-            if (!objs[i])
-                continue;
-            const char *cn = controller_of(objs[i], "SandboxClaim");
-            if (cn)
-                enqueue(ctl->q_claim, ns, cn);
-            const char *pn = controller_of(objs[i], "SandboxWarmPool");
-            if (pn) {
-                enqueue(ctl->q_pool, ns, pn);
-                enqueue_claims(ctl, ns, pn, true);
-            }
-        }
-        /* Orphans with the pool label: the pool adopts them. */
-        if (!reconcile_controller_ref(obj) &&
-            json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"),
-                            RECONCILE_LABEL_WARM_POOL)) {
-            _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
-            size_t i;
-            json_t *p;
-            json_array_foreach (pools, i, p)
-                if (reconcile_pool_member(p, obj))
-                    enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
-        }
+        if (ext)
+            on_sandbox_extensions(ctl, ns, obj, old);
         break;
-    }
     case KR_POD:
     case KR_SERVICE:
     case KR_PVC: {
@@ -98,23 +120,12 @@ static void on_event(kube_res r, kube_event_type t, const json_t *obj, const jso
             enqueue(ctl->q_sandbox, ns, sb);
         break;
     }
-    case KR_TEMPLATE: {
+    case KR_TEMPLATE:
         if (!ext)
             break;
         enqueue(ctl->q_template, ns, name);
-        _cleanup_json_ json_t *pools = kube_informer_list(&ctl->inf[KR_POOL], ns, NULL, NULL);
-        size_t i;
-        json_t *p;
-        json_array_foreach (pools, i, p) {
-            const char *tn = kube_str(p, "spec.sandboxTemplateRef.name");
-            if (tn && strcmp(tn, name) == 0) {
-                enqueue(ctl->q_pool, ns, kube_str(p, "metadata.name"));
-                if (t == KUBE_ADDED)
-                    enqueue_claims(ctl, ns, kube_str(p, "metadata.name"), true);
-            }
-        }
+        on_template(ctl, ns, name, t);
         break;
-    }
     case KR_NETPOL: {
         const char *tn = controller_of(obj, "SandboxTemplate");
         if (ext && tn)

@@ -91,11 +91,10 @@ static const char *lbl(const json_t *o, const char *k)
         json_object_get(json_object_get(json_object_get(o, "metadata"), "labels"), k));
 }
 
-char *kube_metrics_render(kube_ctl *ctl)
+/* agent_sandbox_build_info. */
+static void render_build_info(buf *out, int *err)
 {
-    _cleanup_buf_ buf out = BUF_INIT;
-    int err = 0; /* the first failure (-ENOMEM); later appends are skipped */
-    put(&out, &err,
+    put(out, err,
         "# HELP agent_sandbox_build_info Build information.\n# TYPE agent_sandbox_build_info "
         "gauge\n"
         "agent_sandbox_build_info{git_version=\"0.1.0\",git_commit=\"unknown\",build_date=\"%s\","
@@ -109,8 +108,12 @@ char *kube_metrics_render(kube_ctl *ctl)
         "unknown"
 #endif
     );
-    /* agent_sandboxes: collected from the cache at scrape time. */
-    put(&out, &err, "# HELP agent_sandboxes Sandboxes by state.\n# TYPE agent_sandboxes gauge\n");
+}
+
+/* agent_sandboxes: collected from the cache at scrape time. */
+static void render_sandboxes(kube_ctl *ctl, buf *out, int *err)
+{
+    put(out, err, "# HELP agent_sandboxes Sandboxes by state.\n# TYPE agent_sandboxes gauge\n");
     _cleanup_json_ json_t *all = kube_informer_list(&ctl->inf[KR_SANDBOX], NULL, NULL, NULL);
     _cleanup_json_ json_t *groups = json_object();
     size_t i;
@@ -143,70 +146,92 @@ char *kube_metrics_render(kube_ctl *ctl)
     const char *k;
     json_t *v;
     json_object_foreach (groups, k, v)
-        put(&out, &err, "agent_sandboxes{%s} %lld\n", k, (long long)json_integer_value(v));
-    put(&out, &err,
+        put(out, err, "agent_sandboxes{%s} %lld\n", k, (long long)json_integer_value(v));
+}
+
+/* Claims bound, and the creation and claim startup latencies. */
+static void render_claims(kube_ctl *ctl, buf *out, int *err)
+{
+    const char *k;
+    json_t *v;
+    put(out, err,
         "# HELP agent_sandbox_claim_creation_total Sandboxes bound to claims.\n"
         "# TYPE agent_sandbox_claim_creation_total counter\n");
     pthread_mutex_lock(&ctl->metrics.lock);
     json_object_foreach (ctl->metrics.claim_creation, k, v)
-        put(&out, &err, "agent_sandbox_claim_creation_total{%s} %lld\n", k,
+        put(out, err, "agent_sandbox_claim_creation_total{%s} %lld\n", k,
             (long long)json_integer_value(v));
-    histogram(&out, &err, ctl, "agent_sandbox_creation_latency_ms",
+    histogram(out, err, ctl, "agent_sandbox_creation_latency_ms",
               "Sandbox creation to Ready, in milliseconds.", ctl->metrics.creation_buckets,
               creation_bounds, ELEMENTSOF(creation_bounds), ctl->metrics.creation_count,
               ctl->metrics.creation_sum);
-    histogram(&out, &err, ctl, "agent_sandbox_claim_controller_startup_latency_ms",
+    histogram(out, err, ctl, "agent_sandbox_claim_controller_startup_latency_ms",
               "Claim first observed by the controller to Ready, in milliseconds.",
               ctl->metrics.claim_buckets, claim_bounds, ELEMENTSOF(claim_bounds),
               ctl->metrics.claim_count, ctl->metrics.claim_sum);
     pthread_mutex_unlock(&ctl->metrics.lock);
-    put(&out, &err,
+    put(out, err,
         "# HELP agent_sandbox_claim_startup_latency_ms Claim startup latency from the "
         "admission webhook annotation (no webhook here: no samples).\n"
         "# TYPE agent_sandbox_claim_startup_latency_ms histogram\n"
         "# HELP agent_sandbox_client_claim_startup_latency_ms Claim startup latency from the "
         "client annotation.\n# TYPE agent_sandbox_client_claim_startup_latency_ms histogram\n");
+}
+
+/* The controller's own series: reconciles, conflicts, informers, leadership. */
+static void render_controller(kube_ctl *ctl, buf *out, int *err)
+{
     static const char *const names[5] = {"sandbox", "sandboxtemplate", "sandboxwarmpool",
                                          "sandboxclaim", "sandboxsnapshot"};
-    put(&out, &err,
+    put(out, err,
         "# HELP controller_runtime_reconcile_total Reconciles per controller.\n"
         "# TYPE controller_runtime_reconcile_total counter\n");
     for (int j = 0; j < (ctl->opt.snapshots ? 5 : 4); j++)
-        put(&out, &err,
+        put(out, err,
             "controller_runtime_reconcile_total{controller=\"%s\",result=\"success\"} %llu\n"
             "controller_runtime_reconcile_total{controller=\"%s\",result=\"error\"} %llu\n",
             names[j],
             (unsigned long long)(atomic_load(&ctl->metrics.reconciles[j]) -
                                  atomic_load(&ctl->metrics.reconcile_errors[j])),
             names[j], (unsigned long long)atomic_load(&ctl->metrics.reconcile_errors[j]));
-    put(&out, &err,
+    put(out, err,
         "# HELP asb_controller_conflicts_total 409 answers to optimistic writes.\n"
         "# TYPE asb_controller_conflicts_total counter\nasb_controller_conflicts_total %llu\n",
         (unsigned long long)atomic_load(&ctl->metrics.conflicts));
-    put(&out, &err,
+    put(out, err,
         "# HELP asb_controller_informer_relists_total Lists per resource (initial and after "
         "410 Gone).\n# TYPE asb_controller_informer_relists_total counter\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            put(&out, &err, "asb_controller_informer_relists_total{resource=\"%s\"} %u\n",
+            put(out, err, "asb_controller_informer_relists_total{resource=\"%s\"} %u\n",
                 kube_resources[r].plural, atomic_load(&ctl->inf[r].relists));
-    put(&out, &err,
+    put(out, err,
         "# HELP asb_controller_informer_watches_total Watch requests per resource.\n"
         "# TYPE asb_controller_informer_watches_total counter\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            put(&out, &err, "asb_controller_informer_watches_total{resource=\"%s\"} %u\n",
+            put(out, err, "asb_controller_informer_watches_total{resource=\"%s\"} %u\n",
                 kube_resources[r].plural, atomic_load(&ctl->inf[r].watches));
-    put(&out, &err,
+    put(out, err,
         "# HELP asb_controller_cache_objects Objects in the informer cache.\n"
         "# TYPE asb_controller_cache_objects gauge\n");
     for (int r = 0; r < _KR_MAX; r++)
         if (ctl->inf[r].started)
-            put(&out, &err, "asb_controller_cache_objects{resource=\"%s\"} %zu\n",
+            put(out, err, "asb_controller_cache_objects{resource=\"%s\"} %zu\n",
                 kube_resources[r].plural, kube_informer_size(&ctl->inf[r]));
-    put(&out, &err,
+    put(out, err,
         "# HELP asb_controller_leader 1 while this process holds the lease.\n"
         "# TYPE asb_controller_leader gauge\nasb_controller_leader %d\n",
         atomic_load(&ctl->leading) ? 1 : 0);
+}
+
+char *kube_metrics_render(kube_ctl *ctl)
+{
+    _cleanup_buf_ buf out = BUF_INIT;
+    int err = 0; /* the first failure (-ENOMEM); later appends are skipped */
+    render_build_info(&out, &err);
+    render_sandboxes(ctl, &out, &err);
+    render_claims(ctl, &out, &err);
+    render_controller(ctl, &out, &err);
     return err < 0 ? NULL : buf_steal(&out, NULL);
 }

@@ -386,7 +386,8 @@ static int check_args(serve_opts *o)
     return 1;
 }
 
-/* 1: run; 0: done (--help); -EINVAL: a usage error, said. */
+/* 1: run; 0: done (--help); -EINVAL: a usage error, said. Over 100 lines: the option table and
+ * one short case per flag, nothing else (each value's parsing is its own function). */
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
     static const struct option longopts[] = {
