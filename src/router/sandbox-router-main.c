@@ -87,7 +87,23 @@ static bool truthy(const char *v)
     return false;
 }
 
-int main(int argc, char **argv)
+/* What the command line and the environment ask. */
+typedef struct router_args {
+    const char *listen, *state_dir, *tmpl, *domain, *preview_domain;
+    char *token; /* owned */
+    bool allow;
+    double proxy_timeout, resume_timeout, header_timeout;
+    long max_connections;
+} router_args;
+
+static void router_args_done(router_args *a)
+{
+    free(a->token);
+}
+
+/* Flags (and PROXY_TIMEOUT_SECONDS, ALLOW_UNAUTHENTICATED_ROUTER) into a; -1 when the program
+ * goes on, else its exit code after saying why. */
+static int parse_args(int argc, char **argv, router_args *a)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -106,63 +122,58 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {},
     };
-    const char *listen = "0.0.0.0:8080", *state_dir = NULL, *tmpl = NULL, *domain = NULL,
-               *preview_domain = NULL;
-    _cleanup_free_ char *token = NULL;
-    bool allow = truthy(getenv("ALLOW_UNAUTHENTICATED_ROUTER"));
-    double proxy_timeout = 0, resume_timeout = 60, header_timeout = 10;
-    long max_connections = 0;
     const char *pt = getenv("PROXY_TIMEOUT_SECONDS");
     if (pt && *pt)
-        proxy_timeout = strtod(pt, NULL);
+        a->proxy_timeout = strtod(pt, NULL);
+    a->allow = truthy(getenv("ALLOW_UNAUTHENTICATED_ROUTER"));
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
-            listen = optarg;
+            a->listen = optarg;
             break;
         case 's':
-            state_dir = optarg;
+            a->state_dir = optarg;
             break;
         case 't':
-            tmpl = optarg;
+            a->tmpl = optarg;
             break;
         case 'c':
-            domain = optarg;
+            a->domain = optarg;
             break;
         case 'T':
-            free(token);
-            token = strdup(optarg);
+            free(a->token);
+            a->token = strdup(optarg);
             break;
         case 'F':
-            free(token);
-            token = read_token_file(optarg);
-            if (!token) {
+            free(a->token);
+            a->token = read_token_file(optarg);
+            if (!a->token) {
                 fprintf(stderr, "sandbox-router: cannot read a token from %s\n", optarg);
                 return 2;
             }
             break;
         case 'a':
-            allow = true;
+            a->allow = true;
             break;
         case 'p':
-            proxy_timeout = strtod(optarg, NULL);
+            a->proxy_timeout = strtod(optarg, NULL);
             break;
         case 'r':
-            resume_timeout = strtod(optarg, NULL);
+            a->resume_timeout = strtod(optarg, NULL);
             break;
         case 'H':
-            header_timeout = strtod(optarg, NULL);
+            a->header_timeout = strtod(optarg, NULL);
             break;
         case 'm':
-            max_connections = strtol(optarg, NULL, 10);
-            if (max_connections < 1) {
+            a->max_connections = strtol(optarg, NULL, 10);
+            if (a->max_connections < 1) {
                 fprintf(stderr, "sandbox-router: --max-connections must be at least 1\n");
                 return 2;
             }
             break;
         case 'P':
-            preview_domain = optarg;
+            a->preview_domain = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -176,26 +187,39 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandbox-router: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
-    log_setup("sandbox-router", false, LOG_LEVEL_INFO);
-    signal(SIGPIPE, SIG_IGN);
-    if (!token)
-        token = trimmed_env("ROUTER_AUTH_TOKEN");
-    if (!token && state_dir) {
+    return -1;
+}
+
+/* The bearer token: a flag's, else $ROUTER_AUTH_TOKEN, else the state directory's; none only
+ * with --allow-unauthenticated. -1 when the program goes on, else its exit code. */
+static int find_token(router_args *a)
+{
+    if (!a->token)
+        a->token = trimmed_env("ROUTER_AUTH_TOKEN");
+    if (!a->token && a->state_dir) {
         _cleanup_free_ char *p = NULL;
-        if (asprintf(&p, "%s/token", state_dir) > 0)
-            token = read_token_file(p);
+        if (asprintf(&p, "%s/token", a->state_dir) > 0)
+            a->token = read_token_file(p);
     }
-    if (!token && !allow) {
+    if (!a->token && !a->allow) {
         fprintf(stderr, "sandbox-router: no token configured (--token, --token-file, "
                         "ROUTER_AUTH_TOKEN or --state-dir); pass --allow-unauthenticated to run "
                         "without one\n");
         return 2;
     }
-    router_resolver *res = NULL;
+    return -1;
+}
+
+/* The resolver: a target template (upstream's cluster DNS form by default), or asb serve's API
+ * when only --state-dir is given. -1 with *ret set, else the exit code after saying why. */
+static int make_resolver(router_args *a, router_resolver **ret)
+{
     int r;
-    if (tmpl || !state_dir) {
+    if (a->tmpl || !a->state_dir) {
         _cleanup_free_ char *def = NULL;
+        const char *tmpl = a->tmpl;
         if (!tmpl) {
+            const char *domain = a->domain;
             if (!domain)
                 domain = getenv("CLUSTER_DOMAIN");
             if (!domain || !*domain)
@@ -204,37 +228,52 @@ int main(int argc, char **argv)
                 return 1;
             tmpl = def;
         }
-        r = router_resolver_template_new(tmpl, &res);
+        r = router_resolver_template_new(tmpl, ret);
     } else {
         _cleanup_free_ char *server = NULL, *sp = NULL;
-        if (asprintf(&sp, "%s/server", state_dir) > 0)
+        if (asprintf(&sp, "%s/server", a->state_dir) > 0)
             server = read_token_file(sp);
         if (!server) {
             fprintf(stderr,
                     "sandbox-router: no control plane URL in %s/server (is asb serve "
                     "running?)\n",
-                    state_dir);
+                    a->state_dir);
             return 1;
         }
         _cleanup_free_ char *cp_token = NULL, *tp = NULL;
-        if (asprintf(&tp, "%s/token", state_dir) > 0)
+        if (asprintf(&tp, "%s/token", a->state_dir) > 0)
             cp_token = read_token_file(tp);
-        r = router_resolver_api_new(server, cp_token ? cp_token : token, state_dir, 1000,
-                                    (long)(resume_timeout * 1000), &res);
+        r = router_resolver_api_new(server, cp_token ? cp_token : a->token, a->state_dir, 1000,
+                                    (long)(a->resume_timeout * 1000), ret);
     }
     if (r < 0) {
         fprintf(stderr, "sandbox-router: %s\n", strerror(-r));
         return 1;
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    _cleanup_(router_args_done)
+        router_args a = {.listen = "0.0.0.0:8080", .resume_timeout = 60, .header_timeout = 10};
+    int ret = parse_args(argc, argv, &a);
+    if (ret >= 0)
+        return ret;
+    log_setup("sandbox-router", false, LOG_LEVEL_INFO);
+    signal(SIGPIPE, SIG_IGN);
+    router_resolver *res = NULL;
+    if ((ret = find_token(&a)) >= 0 || (ret = make_resolver(&a, &res)) >= 0)
+        return ret;
     router_options o = {
-        .listen = listen,
-        .token = token,
-        .allow_unauthenticated = allow,
+        .listen = a.listen,
+        .token = a.token,
+        .allow_unauthenticated = a.allow,
         .resolver = res,
-        .proxy_timeout_ms = (long)(proxy_timeout * 1000),
-        .header_timeout_ms = header_timeout > 0 ? (long)(header_timeout * 1000) : -1,
-        .max_connections = (unsigned)max_connections,
-        .preview_domain = preview_domain,
+        .proxy_timeout_ms = (long)(a.proxy_timeout * 1000),
+        .header_timeout_ms = a.header_timeout > 0 ? (long)(a.header_timeout * 1000) : -1,
+        .max_connections = (unsigned)a.max_connections,
+        .preview_domain = a.preview_domain,
     };
     router *rt = NULL;
     uint16_t port = 0;
@@ -244,7 +283,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    r = router_start(&o, &rt, &port, &err);
+    int r = router_start(&o, &rt, &port, &err);
     if (r < 0) {
         fprintf(stderr, "sandbox-router: %s\n", err.message ? err.message : strerror(-r));
         res->free(res);
@@ -252,7 +291,7 @@ int main(int argc, char **argv)
     }
     char portbuf[16];
     snprintf(portbuf, sizeof(portbuf), "%u", port);
-    log_info("sandbox-router listening", "listen", listen, "port", portbuf);
+    log_info("sandbox-router listening", "listen", a.listen, "port", portbuf);
     /* The bound port on stdout's first line, for scripts that pass port 0. */
     printf("%u\n", port);
     fflush(stdout);
