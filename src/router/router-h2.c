@@ -526,31 +526,175 @@ static void check_deadlines(h2_conn *c)
         }
 }
 
+/* The fds one round of the connection's loop polls: the client, the resolution pipe, each
+ * HTTP/2 upstream, each stream's HTTP/1.1 upstream (who[i]: the h2_up or h2_stream of pfd[i]). */
+typedef struct pollset {
+    struct pollfd *pfd;
+    void **who;
+    size_t cap, n, first_stream;
+} pollset;
+
+static void pollset_done(pollset *ps)
+{
+    free(ps->pfd);
+    free(ps->who);
+}
+
+/* Fills ps for this round. -ENOMEM. */
+static int pollset_build(h2_conn *c, pollset *ps)
+{
+    size_t need = 2;
+    for (h2_up *u = c->ups; u; u = u->next)
+        need++;
+    for (h2_stream *st = c->streams; st; st = st->next)
+        need++;
+    if (need > ps->cap) {
+        ps->cap = need * 2;
+        pollset_done(ps);
+        ps->pfd = calloc(ps->cap, sizeof(*ps->pfd));
+        ps->who = calloc(ps->cap, sizeof(*ps->who));
+        if (!ps->pfd || !ps->who)
+            return -ENOMEM;
+    }
+    size_t n = 0;
+    ps->pfd[n] = (struct pollfd){c->fd, POLLIN | (bb_len(&c->out) ? POLLOUT : 0), 0};
+    ps->who[n++] = NULL;
+    ps->pfd[n] = (struct pollfd){c->notify[0], POLLIN, 0};
+    ps->who[n++] = NULL;
+    for (h2_up *u = c->ups; u; u = u->next) {
+        if (u->dead)
+            continue;
+        ps->pfd[n] = (struct pollfd){u->fd, POLLIN | (bb_len(&u->out) ? POLLOUT : 0), 0};
+        ps->who[n++] = u;
+    }
+    ps->first_stream = n;
+    for (h2_stream *st = c->streams; st; st = st->next) {
+        if (st->h1fd < 0)
+            continue;
+        short ev = 0;
+        if (bb_len(&st->resp) < RESP_HIGH)
+            ev |= POLLIN;
+        if (bb_len(&st->h1out) && !st->h1_wdead)
+            ev |= POLLOUT;
+        ps->pfd[n] = (struct pollfd){st->h1fd, ev, 0};
+        ps->who[n++] = st;
+    }
+    ps->n = n;
+    return 0;
+}
+
+/* Handles what poll found. A negative errno when the client's session failed (the connection
+ * ends); an upstream's failure fails its streams only. */
+static int pollset_dispatch(h2_conn *c, const pollset *ps)
+{
+    if (ps->pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        if (read_session(c->s, c->fd) < 0)
+            return -EIO;
+    }
+    if (ps->pfd[1].revents & POLLIN) {
+        resolve_job *j;
+        while (read(c->notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j))
+            resolve_done(c, j);
+    }
+    for (size_t i = 2; i < ps->first_stream; i++) {
+        h2_up *u = ps->who[i];
+        if (ps->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (read_session(u->s, u->fd) < 0)
+                h2_up_fail(c, u);
+        }
+    }
+    for (size_t i = ps->first_stream; i < ps->n; i++) {
+        h2_stream *st = ps->who[i];
+        /* The stream may have been closed by earlier processing in this round. */
+        bool alive = false;
+        for (h2_stream *q = c->streams; q; q = q->next)
+            if (q == st)
+                alive = true;
+        if (alive && st->h1fd == ps->pfd[i].fd)
+            h1_io(c, st, ps->pfd[i].revents);
+    }
+    return 0;
+}
+
+/* Frees the upstreams that failed or have nothing left to do. */
+static void reap_upstreams(h2_conn *c)
+{
+    for (h2_up **p = &c->ups; *p;) {
+        h2_up *u = *p;
+        bool idle = !nghttp2_session_want_read(u->s) && !nghttp2_session_want_write(u->s);
+        if (u->dead || idle) {
+            if (!u->dead)
+                h2_up_fail(c, u);
+            *p = u->next;
+            h2_up_free(u);
+        } else
+            p = &u->next;
+    }
+}
+
+/* The server session on c->fd, its settings sent and the bytes already read (pre) fed. 0, or a
+ * negative errno. */
+static int session_open(h2_conn *c, nghttp2_session_callbacks **cb, nghttp2_option **opt,
+                        const char *pre, size_t npre)
+{
+    if (pipe2(c->notify, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -errno;
+    if (nghttp2_session_callbacks_new(cb) != 0 || nghttp2_option_new(opt) != 0)
+        return -ENOMEM;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(*cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(*cb, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(*cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(*cb, on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(*cb, on_stream_close);
+    nghttp2_option_set_no_auto_window_update(*opt, 1);
+    if (nghttp2_session_server_new2(&c->s, *cb, c, *opt) != 0)
+        return -ENOMEM;
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256},
+                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW}};
+    nghttp2_submit_settings(c->s, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_session_set_local_window_size(c->s, NGHTTP2_FLAG_NONE, 0, 4 * WINDOW);
+    if (nghttp2_session_mem_recv(c->s, (const uint8_t *)pre, npre) < 0)
+        return -EPROTO;
+    return 0;
+}
+
+/* Everything the connection holds, and the resolutions still out. */
+static void conn_teardown(h2_conn *c, nghttp2_session_callbacks *cb, nghttp2_option *opt)
+{
+    while (c->streams)
+        stream_free(c, c->streams);
+    while (c->ups) {
+        h2_up *u = c->ups;
+        c->ups = u->next;
+        h2_up_free(u);
+    }
+    nghttp2_session_del(c->s);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_option_del(opt);
+    bb_free(&c->out);
+    /* Jobs still out find the pipe closed and free themselves. */
+    if (c->notify[0] >= 0) {
+        resolve_job *j;
+        while (read(c->notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
+            router_target_done(&j->res.target);
+            api_error_clear(&j->res.err);
+            free(j);
+        }
+    }
+    safe_close(c->notify[0]);
+    safe_close(c->notify[1]);
+}
+
 void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pre, size_t npre)
 {
     h2_conn c = {.ctx = ctx, .fd = fd, .loopback = peer_loopback, .notify = {-1, -1}};
     nghttp2_session_callbacks *cb = NULL;
     nghttp2_option *opt = NULL;
-    struct pollfd *pfd = NULL;
-    void **who = NULL;
-    size_t pcap = 0;
-    if (pipe2(c.notify, O_CLOEXEC | O_NONBLOCK) < 0 || nghttp2_session_callbacks_new(&cb) != 0 ||
-        nghttp2_option_new(&opt) != 0)
-        goto out;
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    nghttp2_option_set_no_auto_window_update(opt, 1);
-    if (nghttp2_session_server_new2(&c.s, cb, &c, opt) != 0)
-        goto out;
-    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256},
-                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW}};
-    nghttp2_submit_settings(c.s, NGHTTP2_FLAG_NONE, iv, 2);
-    nghttp2_session_set_local_window_size(c.s, NGHTTP2_FLAG_NONE, 0, 4 * WINDOW);
-    if (nghttp2_session_mem_recv(c.s, (const uint8_t *)pre, npre) < 0)
-        goto out;
+    _cleanup_(pollset_done) pollset ps = {0};
+    if (session_open(&c, &cb, &opt, pre, npre) < 0) {
+        conn_teardown(&c, cb, opt);
+        return;
+    }
     set_nonblock(fd);
     for (;;) {
         /* Writes first: they free buffers and windows. */
@@ -562,109 +706,15 @@ void router_h2_serve(router_ctx *ctx, int fd, bool peer_loopback, const char *pr
         if (!nghttp2_session_want_read(c.s) && !nghttp2_session_want_write(c.s) &&
             bb_len(&c.out) == 0)
             break;
-        size_t n = 0;
-        size_t need = 2;
-        for (h2_up *u = c.ups; u; u = u->next)
-            need++;
-        for (h2_stream *st = c.streams; st; st = st->next)
-            need++;
-        if (need > pcap) {
-            pcap = need * 2;
-            free(pfd);
-            free(who);
-            pfd = calloc(pcap, sizeof(*pfd));
-            who = calloc(pcap, sizeof(*who));
-            if (!pfd || !who)
-                break;
-        }
-        pfd[n] = (struct pollfd){fd, POLLIN | (bb_len(&c.out) ? POLLOUT : 0), 0};
-        who[n++] = NULL;
-        pfd[n] = (struct pollfd){c.notify[0], POLLIN, 0};
-        who[n++] = NULL;
-        for (h2_up *u = c.ups; u; u = u->next) {
-            if (u->dead)
-                continue;
-            pfd[n] = (struct pollfd){u->fd, POLLIN | (bb_len(&u->out) ? POLLOUT : 0), 0};
-            who[n++] = u;
-        }
-        size_t first_stream = n;
-        for (h2_stream *st = c.streams; st; st = st->next) {
-            if (st->h1fd < 0)
-                continue;
-            short ev = 0;
-            if (bb_len(&st->resp) < RESP_HIGH)
-                ev |= POLLIN;
-            if (bb_len(&st->h1out) && !st->h1_wdead)
-                ev |= POLLOUT;
-            pfd[n] = (struct pollfd){st->h1fd, ev, 0};
-            who[n++] = st;
-        }
-        int pr = poll(pfd, n, 1000);
+        if (pollset_build(&c, &ps) < 0)
+            break;
+        int pr = poll(ps.pfd, ps.n, 1000);
         if (pr < 0 && errno != EINTR)
             break;
-        if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            if (read_session(c.s, fd) < 0)
-                break;
-        }
-        if (pfd[1].revents & POLLIN) {
-            resolve_job *j;
-            while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j))
-                resolve_done(&c, j);
-        }
-        for (size_t i = 2; i < first_stream; i++) {
-            h2_up *u = who[i];
-            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-                if (read_session(u->s, u->fd) < 0)
-                    h2_up_fail(&c, u);
-            }
-        }
-        for (size_t i = first_stream; i < n; i++) {
-            h2_stream *st = who[i];
-            /* The stream may have been closed by earlier processing in this round. */
-            bool alive = false;
-            for (h2_stream *q = c.streams; q; q = q->next)
-                if (q == st)
-                    alive = true;
-            if (alive && st->h1fd == pfd[i].fd)
-                h1_io(&c, st, pfd[i].revents);
-        }
+        if (pollset_dispatch(&c, &ps) < 0)
+            break;
         check_deadlines(&c);
-        /* Reap dead upstreams. */
-        for (h2_up **p = &c.ups; *p;) {
-            h2_up *u = *p;
-            bool idle = !nghttp2_session_want_read(u->s) && !nghttp2_session_want_write(u->s);
-            if (u->dead || idle) {
-                if (!u->dead)
-                    h2_up_fail(&c, u);
-                *p = u->next;
-                h2_up_free(u);
-            } else
-                p = &u->next;
-        }
+        reap_upstreams(&c);
     }
-out:
-    while (c.streams)
-        stream_free(&c, c.streams);
-    while (c.ups) {
-        h2_up *u = c.ups;
-        c.ups = u->next;
-        h2_up_free(u);
-    }
-    nghttp2_session_del(c.s);
-    nghttp2_session_callbacks_del(cb);
-    nghttp2_option_del(opt);
-    bb_free(&c.out);
-    free(pfd);
-    free(who);
-    /* Jobs still out find the pipe closed and free themselves. */
-    if (c.notify[0] >= 0) {
-        resolve_job *j;
-        while (read(c.notify[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
-            router_target_done(&j->res.target);
-            api_error_clear(&j->res.err);
-            free(j);
-        }
-    }
-    safe_close(c.notify[0]);
-    safe_close(c.notify[1]);
+    conn_teardown(&c, cb, opt);
 }
