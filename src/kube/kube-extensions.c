@@ -209,6 +209,103 @@ int kube_reconcile_pool(kube_ctl *ctl, const char *ns, const char *name, int64_t
 }
 
 /* ---- SandboxClaim (§2.8) ---- */
+/* Patches the claim and, on success, replaces *claim by the server's answer. */
+static int patch_claim(kube_ctl *ctl, json_t **claim, const json_t *patch)
+{
+    json_t *updated = NULL;
+    int err = kube_patch(ctl, KR_CLAIM, *claim, NULL, patch, true, &updated);
+    if (err == 0) {
+        json_decref(*claim);
+        *claim = updated;
+    }
+    return err;
+}
+
+static const char *created_by(const json_t *claim)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(claim, "metadata"), "labels"), RECONCILE_LABEL_CREATED_BY));
+}
+
+/* Carries out the core's action for the claim (its own patch included for adopt and create,
+ * in the order each needs). 0 or a negative errno. */
+static int claim_act(kube_ctl *ctl, const char *ns, const char *name, json_t **claim,
+                     const json_t *pool, const char *pn, const reconcile_claim_out *out,
+                     int64_t *ret_requeue)
+{
+    int err = 0;
+    switch (out->action) {
+    case RECONCILE_CLAIM_NOTHING:
+        break;
+    case RECONCILE_CLAIM_ADOPT:
+        /* The claim first (optimistic lock), so two claims never adopt one sandbox; then the
+         * sandbox with its resourceVersion, so a concurrent change of it fails too. */
+        if (out->claim_patch)
+            err = patch_claim(ctl, claim, out->claim_patch);
+        if (err == 0)
+            err = kube_patch(ctl, KR_SANDBOX, out->target, NULL, out->sandbox_patch, true, NULL);
+        if (err == 0) {
+            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
+                                       "warm", pn, reconcile_sandbox_ready(out->target),
+                                       created_by(*claim));
+            log_info("adopted warm sandbox", "namespace", ns, "claim", name, "sandbox",
+                     kube_str(out->target, "metadata.name"));
+        }
+        break;
+    case RECONCILE_CLAIM_CREATE:
+        err = kube_create(ctl, KR_SANDBOX, ns, out->sandbox, NULL);
+        if (err == -EEXIST) {
+            err = 0;
+            *ret_requeue = 200000;
+        } else if (err == 0) {
+            kube_metrics_claim_created(ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"),
+                                       "cold", pn, false, created_by(*claim));
+            log_info("created sandbox for claim", "namespace", ns, "claim", name);
+        }
+        if (err == 0 && out->claim_patch)
+            err = patch_claim(ctl, claim, out->claim_patch);
+        break;
+    case RECONCILE_CLAIM_PATCH_SANDBOX:
+        err = kube_patch(ctl, KR_SANDBOX, out->target, NULL, out->sandbox_patch, true, NULL);
+        break;
+    case RECONCILE_CLAIM_DELETE_SANDBOX:
+        if (out->target)
+            err = kube_delete(ctl, KR_SANDBOX, out->target, NULL);
+        break;
+    case RECONCILE_CLAIM_DELETE:
+        err = kube_delete(ctl, KR_CLAIM, *claim, "Background");
+        break;
+    case RECONCILE_CLAIM_DELETE_FOREGROUND:
+        err = kube_delete(ctl, KR_CLAIM, *claim, "Foreground");
+        break;
+    }
+    return err;
+}
+
+/* Writes the claim's new status; *ret_first_ready: Ready became True with this write. */
+static int claim_write_status(kube_ctl *ctl, const json_t *claim, const reconcile_claim_out *out,
+                              bool *ret_first_ready)
+{
+    _cleanup_json_ json_t *patch = json_pack("{s:O}", "status", out->status);
+    const json_t *was = reconcile_condition(claim, "Ready");
+    const json_t *now = reconcile_condition(patch, "Ready");
+    *ret_first_ready = now && strcmp(kube_str(now, "status") ?: "", "True") == 0 &&
+                       (!was || strcmp(kube_str(was, "status") ?: "", "True") != 0);
+    int err = kube_patch(ctl, KR_CLAIM, claim, "status", patch, true, NULL);
+    return err == -ESTALE ? 0 : err; /* dropped: the event of the newer claim re-reconciles */
+}
+
+/* The controller's startup latency of a claim that just became Ready. */
+static void observe_first_ready(kube_ctl *ctl, const json_t *claim)
+{
+    int64_t t0;
+    const char *obs = json_string_value(
+        json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
+                        RECONCILE_ANN_FIRST_OBSERVED));
+    if (obs && reconcile_parse_time(obs, &t0) == 0)
+        kube_metrics_observe_claim(ctl, (double)((int64_t)now_usec(CLOCK_REALTIME) - t0) / 1000.0);
+}
+
 int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_t *ret_requeue)
 {
     _cleanup_json_ json_t *claim = kube_informer_get(&ctl->inf[KR_CLAIM], ns, name);
@@ -239,100 +336,16 @@ int kube_reconcile_claim(kube_ctl *ctl, const char *ns, const char *name, int64_
     int r = reconcile_claim(&in, &out);
     if (r < 0)
         return r;
-    int err = 0;
     bool first_ready = false;
-    switch (out.action) {
-    case RECONCILE_CLAIM_NOTHING:
-        break;
-    case RECONCILE_CLAIM_ADOPT:
-        /* The claim first (optimistic lock), so two claims never adopt one sandbox; then the
-         * sandbox with its resourceVersion, so a concurrent change of it fails too. */
-        if (out.claim_patch) {
-            json_t *updated = NULL;
-            err = kube_patch(ctl, KR_CLAIM, claim, NULL, out.claim_patch, true, &updated);
-            if (err == 0) {
-                json_decref(claim);
-                claim = updated;
-            }
-        }
-        if (err == 0)
-            err = kube_patch(ctl, KR_SANDBOX, out.target, NULL, out.sandbox_patch, true, NULL);
-        if (err == 0) {
-            kube_metrics_claim_created(
-                ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"), "warm", pn,
-                reconcile_sandbox_ready(out.target),
-                json_string_value(
-                    json_object_get(json_object_get(json_object_get(claim, "metadata"), "labels"),
-                                    RECONCILE_LABEL_CREATED_BY)));
-            log_info("adopted warm sandbox", "namespace", ns, "claim", name, "sandbox",
-                     kube_str(out.target, "metadata.name"));
-        }
-        break;
-    case RECONCILE_CLAIM_CREATE:
-        err = kube_create(ctl, KR_SANDBOX, ns, out.sandbox, NULL);
-        if (err == -EEXIST) {
-            err = 0;
-            *ret_requeue = 200000;
-        } else if (err == 0) {
-            kube_metrics_claim_created(
-                ctl, ns, kube_str(pool, "spec.sandboxTemplateRef.name"), "cold", pn, false,
-                json_string_value(
-                    json_object_get(json_object_get(json_object_get(claim, "metadata"), "labels"),
-                                    RECONCILE_LABEL_CREATED_BY)));
-            log_info("created sandbox for claim", "namespace", ns, "claim", name);
-        }
-        if (err == 0 && out.claim_patch) {
-            json_t *updated = NULL;
-            err = kube_patch(ctl, KR_CLAIM, claim, NULL, out.claim_patch, true, &updated);
-            if (err == 0) {
-                json_decref(claim);
-                claim = updated;
-            }
-        }
-        break;
-    case RECONCILE_CLAIM_PATCH_SANDBOX:
-        err = kube_patch(ctl, KR_SANDBOX, out.target, NULL, out.sandbox_patch, true, NULL);
-        break;
-    case RECONCILE_CLAIM_DELETE_SANDBOX:
-        if (out.target)
-            err = kube_delete(ctl, KR_SANDBOX, out.target, NULL);
-        break;
-    case RECONCILE_CLAIM_DELETE:
-        err = kube_delete(ctl, KR_CLAIM, claim, "Background");
-        break;
-    case RECONCILE_CLAIM_DELETE_FOREGROUND:
-        err = kube_delete(ctl, KR_CLAIM, claim, "Foreground");
-        break;
-    }
+    int err = claim_act(ctl, ns, name, &claim, pool, pn, &out, ret_requeue);
     if (err == 0 && out.action != RECONCILE_CLAIM_ADOPT && out.action != RECONCILE_CLAIM_CREATE &&
-        out.claim_patch) {
-        json_t *updated = NULL;
-        err = kube_patch(ctl, KR_CLAIM, claim, NULL, out.claim_patch, true, &updated);
-        if (err == 0) {
-            json_decref(claim);
-            claim = updated;
-        }
-    }
+        out.claim_patch)
+        err = patch_claim(ctl, &claim, out.claim_patch);
     if (err == 0 && out.status_changed && out.action != RECONCILE_CLAIM_DELETE &&
-        out.action != RECONCILE_CLAIM_DELETE_FOREGROUND) {
-        _cleanup_json_ json_t *patch = json_pack("{s:O}", "status", out.status);
-        const json_t *was = reconcile_condition(claim, "Ready");
-        const json_t *now = reconcile_condition(patch, "Ready");
-        first_ready = now && strcmp(kube_str(now, "status") ?: "", "True") == 0 &&
-                      (!was || strcmp(kube_str(was, "status") ?: "", "True") != 0);
-        err = kube_patch(ctl, KR_CLAIM, claim, "status", patch, true, NULL);
-        if (err == -ESTALE)
-            err = 0; /* dropped: the event of the newer claim re-reconciles */
-    }
-    if (first_ready) {
-        int64_t t0;
-        const char *obs = json_string_value(
-            json_object_get(json_object_get(json_object_get(claim, "metadata"), "annotations"),
-                            RECONCILE_ANN_FIRST_OBSERVED));
-        if (obs && reconcile_parse_time(obs, &t0) == 0)
-            kube_metrics_observe_claim(ctl,
-                                       (double)((int64_t)now_usec(CLOCK_REALTIME) - t0) / 1000.0);
-    }
+        out.action != RECONCILE_CLAIM_DELETE_FOREGROUND)
+        err = claim_write_status(ctl, claim, &out, &first_ready);
+    if (first_ready)
+        observe_first_ready(ctl, claim);
     if (err == 0 && out.event_reason && ctl->opt.claim_events)
         kube_event(ctl, claim, "Normal", out.event_reason, out.message);
     if (!*ret_requeue)
