@@ -119,18 +119,25 @@ static bool window_size(unsigned int *cols, unsigned int *rows)
     return false;
 }
 
-/* Receives SIGINT, SIGTERM, SIGHUP and SIGWINCH (blocked in every thread) and forwards them;
- * SIGUSR1 from the main thread ends it. */
+/* The signals the signal thread takes: SIGINT, SIGTERM, SIGHUP and SIGWINCH to forward, SIGUSR1
+ * from the main thread to end it. */
+static void exec_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGWINCH);
+    sigaddset(set, SIGUSR1);
+}
+
+/* Receives exec_signal_set()'s signals (blocked in every thread) and forwards them; SIGUSR1
+ * from the main thread ends it. */
 static void *signal_thread(void *arg)
 {
     exec_state *st = arg;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGWINCH);
-    sigaddset(&set, SIGUSR1);
+    exec_signal_set(&set);
     for (;;) {
         int sig;
         if (sigwait(&set, &sig) != 0)
@@ -227,12 +234,7 @@ static void block_exec_signals(void)
 {
     signal(SIGPIPE, SIG_IGN);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGWINCH);
-    sigaddset(&set, SIGUSR1);
+    exec_signal_set(&set);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
