@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs-util.h"
 #include "local/reconcile/local-finalizer.h"
 #include "local/runtime/local-logs.h"
 #include "local/store/local-store.h"
@@ -83,9 +84,7 @@ TEST(logs_are_capped_and_rotated)
     CHECK(size_of(path) > 0 && size_of(path) <= 4096);
     CHECK(size_of(old) <= 4096); /* the previous generation (absent or empty after one big read) */
     local_logs_stop(l);
-    unlink(path);
-    unlink(old);
-    rmdir(dir);
+    CHECK_INT_EQ(fs_rm_rf(dir), 0); /* the logs and their .times records */
 }
 
 /* Waits until path holds exactly want. */
@@ -127,9 +126,7 @@ TEST(logs_keep_two_pipes_of_one_sandbox)
     close(pa[1]);
     close(pb[1]);
     local_logs_stop(l);
-    unlink(a);
-    unlink(b);
-    rmdir(dir);
+    CHECK_INT_EQ(fs_rm_rf(dir), 0); /* the logs and their .times records */
 }
 
 TEST(adopt_refuses_what_is_not_a_pipe)
